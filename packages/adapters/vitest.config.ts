@@ -1,0 +1,9 @@
+import { defineProject } from "vitest/config"
+
+export default defineProject({
+  test: {
+    name: "adapters",
+    include: ["test/**/*.test.ts"],
+    testTimeout: 30_000
+  }
+})

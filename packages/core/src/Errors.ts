@@ -1,0 +1,348 @@
+/**
+ * The typed failures of the gateway: one flat, closed union so that `Effect.catchTags` and
+ * `Match.tagsExhaustive` are checked at compile time. No error carries headers, keys or content.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Schema } from "effect"
+import { TenantId } from "./ModelCommand.js"
+import { TargetRef } from "./ModelTarget.js"
+import { AttemptRecord, CallId, Usage } from "./ModelResult.js"
+import { ExcludedTarget, ExclusionReason } from "./RouteDecision.js"
+
+const common = {
+  callId: Schema.optional(CallId),
+  attempts: Schema.optionalWith(Schema.Array(AttemptRecord), { default: () => [] })
+}
+
+/**
+ * The model declined, or a provider safety filter blocked the input or output. Never retried and
+ * never a reason to try another model.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class Refusal extends Schema.TaggedError<Refusal>()("Refusal", {
+  ...common,
+  target: TargetRef,
+  source: Schema.Literal("model", "safety_filter")
+}) {
+  override get message(): string {
+    return `${this.target} refused (${this.source})`
+  }
+}
+
+/**
+ * A 429 with an optional hint of when to come back.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  ...common,
+  target: TargetRef,
+  retryAfter: Schema.optional(Schema.DurationFromMillis)
+}) {
+  /** Retried on the same target within the deadline, and falls back. */
+  get isRetryable(): boolean {
+    return true
+  }
+  override get message(): string {
+    const hint = this.retryAfter ? `, retry after ${Duration.toMillis(this.retryAfter)} ms` : ""
+    return `${this.target} rate limited${hint}`
+  }
+}
+
+/**
+ * A temporary failure: 5xx, overload, transport error or an attempt timeout.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>()("ProviderUnavailable", {
+  ...common,
+  target: TargetRef,
+  reason: Schema.Literal("server_error", "overloaded", "transport", "timeout", "stream_stalled", "stream_truncated"),
+  httpStatus: Schema.optional(Schema.Int),
+  retryAfter: Schema.optional(Schema.DurationFromMillis)
+}) {
+  get isRetryable(): boolean {
+    return true
+  }
+  override get message(): string {
+    return `${this.target} unavailable (${this.reason}${this.httpStatus ? ` ${this.httpStatus}` : ""})`
+  }
+}
+
+/**
+ * Output that is unparseable, fails the workflow schema, or was truncated. `issues` are JSON
+ * paths and kinds of problem only, never the values.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class InvalidOutput extends Schema.TaggedError<InvalidOutput>()("InvalidOutput", {
+  ...common,
+  target: Schema.optional(TargetRef),
+  issues: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `invalid output${this.target ? ` from ${this.target}` : ""}: ${this.issues.join("; ")}`
+  }
+}
+
+/**
+ * The request itself is wrong. Not retried and not masked by a fallback.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  ...common,
+  reason: Schema.Literal(
+    "invalid_command",
+    "unknown_workflow",
+    "input_too_large",
+    "context_length",
+    "bad_request",
+    "unsupported_content"
+  ),
+  target: Schema.optional(TargetRef),
+  httpStatus: Schema.optional(Schema.Int),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `invalid request (${this.reason}): ${this.detail}`
+  }
+}
+
+/**
+ * Permanent for that target: auth, permission, quota or spend cap, model not found. Falls back.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("ProviderRejected", {
+  ...common,
+  target: TargetRef,
+  reason: Schema.Literal(
+    "authentication",
+    "permission",
+    "quota_exhausted",
+    "spend_cap",
+    "model_not_found",
+    "request_too_large",
+    "other"
+  ),
+  httpStatus: Schema.optional(Schema.Int)
+}) {
+  override get message(): string {
+    return `${this.target} rejected the call (${this.reason})`
+  }
+}
+
+/**
+ * The policy forbids the call (residency, data class, capability). Lists the targets it excluded.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class PolicyViolation extends Schema.TaggedError<PolicyViolation>()("PolicyViolation", {
+  ...common,
+  reason: ExclusionReason,
+  excluded: Schema.Array(ExcludedTarget)
+}) {
+  override get message(): string {
+    return `policy violation (${this.reason}): ${this.excluded.map((e) => `${e.target}: ${e.reason}`).join(", ")}`
+  }
+}
+
+/**
+ * An attempt may have been processed and the command offers state-changing tools, so it was not
+ * retried automatically.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class AmbiguousOutcome extends Schema.TaggedError<AmbiguousOutcome>()("AmbiguousOutcome", {
+  ...common,
+  target: TargetRef,
+  cause: Schema.String
+}) {
+  override get message(): string {
+    return `outcome on ${this.target} is unknown (${this.cause}); not retried because the command allows state-changing tools`
+  }
+}
+
+/**
+ * The tenant's budget cannot cover the worst case of this call (or of the next attempt).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("BudgetExceeded", {
+  ...common,
+  tenant: TenantId,
+  limit: Schema.Number,
+  committed: Schema.Number,
+  reserved: Schema.Number,
+  requested: Schema.Number
+}) {
+  override get message(): string {
+    return `budget of ${this.tenant} exceeded: limit ${this.limit}, committed ${this.committed}, reserved ${this.reserved}, requested ${this.requested}`
+  }
+}
+
+/**
+ * No time left: queued too long for a permit, or too little left for another attempt.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("DeadlineExceeded", {
+  ...common,
+  stage: Schema.Literal("queue", "before_attempt", "attempt", "call"),
+  timeoutMs: Schema.Number,
+  elapsedMs: Schema.Number
+}) {
+  override get message(): string {
+    return `deadline of ${this.timeoutMs} ms exceeded at ${this.elapsedMs} ms (${this.stage})`
+  }
+}
+
+/**
+ * No target satisfies the request; lists every excluded target and why.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class NoEligibleRoute extends Schema.TaggedError<NoEligibleRoute>()("NoEligibleRoute", {
+  ...common,
+  workflow: Schema.String,
+  excluded: Schema.Array(ExcludedTarget)
+}) {
+  override get message(): string {
+    return `no eligible route for ${this.workflow}: ${this.excluded.map((e) => `${e.target}: ${e.reason}`).join(", ")}`
+  }
+}
+
+/**
+ * Every error `ModelGateway.generate` can fail with.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export type GatewayError =
+  | Refusal
+  | RateLimited
+  | ProviderUnavailable
+  | InvalidOutput
+  | InvalidRequest
+  | ProviderRejected
+  | PolicyViolation
+  | AmbiguousOutcome
+  | BudgetExceeded
+  | DeadlineExceeded
+  | NoEligibleRoute
+
+/**
+ * Schema of {@link GatewayError}, for encoding errors into records.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export const GatewayError = Schema.Union(
+  Refusal,
+  RateLimited,
+  ProviderUnavailable,
+  InvalidOutput,
+  InvalidRequest,
+  ProviderRejected,
+  PolicyViolation,
+  AmbiguousOutcome,
+  BudgetExceeded,
+  DeadlineExceeded,
+  NoEligibleRoute
+)
+
+/**
+ * One problem found in the gateway configuration.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ConfigProblem extends Schema.Class<ConfigProblem>("@modelgate/core/ConfigProblem")({
+  path: Schema.String,
+  workflow: Schema.optional(Schema.String),
+  target: Schema.optional(Schema.String),
+  reason: Schema.String,
+  detail: Schema.String
+}) {
+  override toString(): string {
+    const who = [this.workflow && `workflow ${this.workflow}`, this.target && `target ${this.target}`]
+      .filter(Boolean)
+      .join(", ")
+    return `${this.path}: ${this.reason}${who ? ` (${who})` : ""}: ${this.detail}`
+  }
+}
+
+/**
+ * The configuration is invalid. Lists every problem, not only the first.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class GatewayConfigError extends Schema.TaggedError<GatewayConfigError>()("GatewayConfigError", {
+  problems: Schema.Array(ConfigProblem)
+}) {
+  override get message(): string {
+    return `invalid gateway configuration, ${this.problems.length} problem(s):\n${this.problems.map((p) => `  - ${p.toString()}`).join("\n")}`
+  }
+}
+
+/**
+ * A classified failure reported by a provider adapter. The engine maps it onto {@link GatewayError}.
+ *
+ * - `processed`: `no` when the provider definitely did not process the request (a refusal to
+ *   serve, 429/503 with an error body, connection refused), `maybe` otherwise (timeout after send,
+ *   reset mid-body, error after streaming began).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ProviderError extends Schema.TaggedError<ProviderError>()("ProviderError", {
+  kind: Schema.Literal(
+    "refusal",
+    "rate_limited",
+    "server_error",
+    "overloaded",
+    "transport",
+    "timeout",
+    "stream_stalled",
+    "stream_truncated",
+    "invalid_request",
+    "context_length",
+    "authentication",
+    "permission",
+    "quota_exhausted",
+    "spend_cap",
+    "model_not_found",
+    "request_too_large",
+    "rejected",
+    "invalid_output"
+  ),
+  processed: Schema.Literal("no", "maybe"),
+  httpStatus: Schema.optional(Schema.Int),
+  retryAfter: Schema.optional(Schema.DurationFromMillis),
+  requestId: Schema.optional(Schema.String),
+  /** The provider's own error code or type (`insufficient_quota`, `overloaded_error`, …). */
+  providerCode: Schema.optional(Schema.String),
+  /** Usage the provider reported for the failed attempt, if any. */
+  usage: Schema.optional(Usage),
+  /** Short description made by the adapter; never request or response content. */
+  detail: Schema.optionalWith(Schema.String, { default: () => "" })
+}) {
+  override get message(): string {
+    return `provider error ${this.kind}${this.httpStatus ? ` (${this.httpStatus})` : ""}${this.detail ? `: ${this.detail}` : ""}`
+  }
+}

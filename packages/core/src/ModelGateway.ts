@@ -1,0 +1,123 @@
+/**
+ * The gateway: `generate` (and `stream`) for commands, built from a validated configuration and the
+ * services it runs with (adapters, budgets, concurrency, health, call recorder).
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer } from "effect"
+import { Budgets } from "./Budgets.js"
+import * as CallRecorderModule from "./CallRecorder.js"
+import { CallRecorder } from "./CallRecorder.js"
+import * as ConcurrencyModule from "./Concurrency.js"
+import { Concurrency } from "./Concurrency.js"
+import { GatewayConfigError, type GatewayError } from "./Errors.js"
+import * as GatewayConfig from "./GatewayConfig.js"
+import * as HealthModule from "./Health.js"
+import { Health } from "./Health.js"
+import * as engine from "./internal/engine.js"
+import type { ModelCommand } from "./ModelCommand.js"
+import type { ModelResult } from "./ModelResult.js"
+import * as ProviderAdapter from "./ProviderAdapter.js"
+import * as Router from "./Router.js"
+import * as BudgetsModule from "./Budgets.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Service {
+  /** Runs one command to completion: route, reserve, attempts, validation, evidence. */
+  readonly generate: (command: ModelCommand) => Effect.Effect<ModelResult, GatewayError>
+  /** The router, for inspecting decisions without calling a provider. */
+  readonly router: Router.Service
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class ModelGateway extends Context.Tag("@modelgate/core/ModelGateway")<ModelGateway, Service>() {}
+
+/**
+ * Validates the definition against itself and the adapters present in the context, then builds the
+ * gateway. Fails with one `GatewayConfigError` listing every problem.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (definition: GatewayConfig.Definition) =>
+  Effect.gen(function* () {
+    const providers = new Set(definition.config.targets.map((t) => t.provider as string))
+    const adapters = new Map<string, ProviderAdapter.ProviderAdapter>()
+    for (const p of providers) {
+      const found = yield* ProviderAdapter.find(p)
+      if (found._tag === "Some") adapters.set(p, found.value)
+    }
+    const problems = GatewayConfig.validate(definition, new Set(adapters.keys()))
+    if (problems.length > 0) return yield* new GatewayConfigError({ problems })
+    const workflows = GatewayConfig.compile(definition)
+    const router = yield* Router.make(workflows)
+    const ctx: engine.EngineContext = {
+      router,
+      adapters,
+      budgets: yield* Budgets,
+      concurrency: yield* Concurrency,
+      recorder: yield* CallRecorder,
+      health: yield* Health
+    }
+    return ModelGateway.of({
+      generate: (command) => engine.generate(ctx, command),
+      router
+    })
+  })
+
+/**
+ * The gateway as a Layer. Needs the adapters of every provider in the config (see
+ * `ProviderAdapter.layer`) plus `Budgets`, `Concurrency`, `Health` and `CallRecorder`
+ * (`layerDefaults` gives unlimited / noop / log versions of those four).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (
+  definition: GatewayConfig.Definition
+): Layer.Layer<ModelGateway, GatewayConfigError, Budgets | Concurrency | Health | CallRecorder> =>
+  Layer.effect(ModelGateway, make(definition))
+
+/**
+ * Unlimited budgets, unbounded concurrency, no breakers, records logged.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerDefaults: Layer.Layer<Budgets | Concurrency | Health | CallRecorder> = Layer.mergeAll(
+  BudgetsModule.layerUnlimited,
+  ConcurrencyModule.layerUnbounded,
+  HealthModule.layerNoop,
+  CallRecorderModule.layerLog
+)
+
+/**
+ * Decodes the configuration from plain JSON first (all decode problems listed with their paths).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerJson = (
+  json: unknown,
+  code: Omit<GatewayConfig.Definition, "config"> = {}
+): Layer.Layer<ModelGateway, GatewayConfigError, Budgets | Concurrency | Health | CallRecorder> =>
+  Layer.effect(
+    ModelGateway,
+    Effect.flatMap(GatewayConfig.decode(json), (config) => make({ ...code, config }))
+  )
+
+/**
+ * Runs `generate` with the gateway from the context.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const generate = (command: ModelCommand): Effect.Effect<ModelResult, GatewayError, ModelGateway> =>
+  Effect.flatMap(ModelGateway, (g) => g.generate(command))
+

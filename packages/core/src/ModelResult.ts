@@ -1,0 +1,203 @@
+/**
+ * The provider-neutral envelope a call returns, and the evidence it carries. The same evidence
+ * becomes the {@link CallRecord} of every call, success or failure; neither holds prompt or
+ * generated content outside `ModelResult.content`.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { ToolCall } from "./ModelCommand.js"
+import { TargetRef } from "./ModelTarget.js"
+import { ExcludedTarget } from "./RouteDecision.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export const CallId = Schema.String.pipe(Schema.brand("CallId"))
+/** @since 0.1.0 */
+export type CallId = typeof CallId.Type
+
+const Count = Schema.Int.pipe(Schema.nonNegative())
+
+/**
+ * Token usage.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class Usage extends Schema.Class<Usage>("@modelgate/core/Usage")({
+  inputTokens: Count,
+  cachedInputTokens: Schema.optionalWith(Count, { default: () => 0 }),
+  outputTokens: Count,
+  reasoningTokens: Schema.optionalWith(Count, { default: () => 0 })
+}) {
+  /** No usage. */
+  static readonly zero: Usage = new Usage({ inputTokens: 0, outputTokens: 0 })
+  /** Sum of two usages. */
+  add(that: Usage): Usage {
+    return new Usage({
+      inputTokens: this.inputTokens + that.inputTokens,
+      cachedInputTokens: this.cachedInputTokens + that.cachedInputTokens,
+      outputTokens: this.outputTokens + that.outputTokens,
+      reasoningTokens: this.reasoningTokens + that.reasoningTokens
+    })
+  }
+}
+
+/**
+ * Cost in currency units: the estimate before the call, what was reserved, what was committed.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class Cost extends Schema.Class<Cost>("@modelgate/core/Cost")({
+  currency: Schema.Literal("USD"),
+  estimated: Schema.Number,
+  reserved: Schema.Number,
+  actual: Schema.Number
+}) {}
+
+/**
+ * How one attempt ended.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const AttemptOutcome = Schema.Literal(
+  "success",
+  "refusal",
+  "rate_limited",
+  "unavailable",
+  "timeout",
+  "invalid_output",
+  "invalid_request",
+  "rejected",
+  "cancelled",
+  "incomplete"
+)
+/** @since 0.1.0 */
+export type AttemptOutcome = typeof AttemptOutcome.Type
+
+/**
+ * One attempt on one target.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class AttemptRecord extends Schema.Class<AttemptRecord>("@modelgate/core/AttemptRecord")({
+  target: TargetRef,
+  /** 1 for the first attempt on this target. */
+  attempt: Schema.Int,
+  outcome: AttemptOutcome,
+  /** Tag of the error this attempt ended with, if any. */
+  errorTag: Schema.optional(Schema.String),
+  httpStatus: Schema.optional(Schema.Int),
+  providerRequestId: Schema.optional(Schema.String),
+  /** Milliseconds from the start of the call. */
+  startOffsetMs: Schema.Number,
+  latencyMs: Schema.Number,
+  /** The timeout this attempt ran under. */
+  timeoutMs: Schema.Number,
+  ttftMs: Schema.optional(Schema.Number),
+  retryAfterMs: Schema.optional(Schema.Number),
+  /** Whether a failed attempt may have been processed by the provider. */
+  possiblyProcessed: Schema.optional(Schema.Boolean),
+  maxOutputTokens: Schema.optional(Schema.Int),
+  usage: Schema.optional(Usage),
+  cost: Schema.optional(Schema.Number),
+  modelVersion: Schema.optional(Schema.String)
+}) {}
+
+/**
+ * Why the call ended as it did.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const CallOutcome = Schema.Literal("success", "degraded", "failed", "cancelled", "incomplete")
+/** @since 0.1.0 */
+export type CallOutcome = typeof CallOutcome.Type
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export const FinishReason = Schema.Literal("stop", "length", "tool_calls", "content_filter", "refusal", "other")
+/** @since 0.1.0 */
+export type FinishReason = typeof FinishReason.Type
+
+/**
+ * The evidence of one call: versions, route, attempts, timing, usage and cost. Never content.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class Evidence extends Schema.Class<Evidence>("@modelgate/core/Evidence")({
+  callId: CallId,
+  workflow: Schema.String,
+  policyVersion: Schema.String,
+  promptId: Schema.String,
+  promptVersion: Schema.String,
+  schemaVersion: Schema.optional(Schema.String),
+  pricingVersion: Schema.optional(Schema.String),
+  /** The target whose answer was used. */
+  target: Schema.optional(TargetRef),
+  model: Schema.optional(Schema.String),
+  /** The model version the provider says it ran (model id, fingerprint). */
+  modelVersion: Schema.optional(Schema.String),
+  eligible: Schema.Array(TargetRef),
+  excluded: Schema.Array(ExcludedTarget),
+  fallbackUsed: Schema.Boolean,
+  degraded: Schema.Boolean,
+  attempts: Schema.Array(AttemptRecord),
+  retryCount: Schema.Int,
+  /** Set when a retry was skipped because the process-wide retry budget was exhausted. */
+  retryBudgetExhausted: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  startedAt: Schema.Number,
+  totalLatencyMs: Schema.Number,
+  usage: Usage,
+  cost: Cost,
+  schemaValid: Schema.optional(Schema.Boolean)
+}) {}
+
+/**
+ * Provider-neutral content of a result.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class Content extends Schema.Class<Content>("@modelgate/core/Content")({
+  text: Schema.optional(Schema.String),
+  /** The validated structured value (workflows with an output schema). */
+  value: Schema.optional(Schema.Unknown),
+  toolCalls: Schema.Array(ToolCall)
+}) {}
+
+/**
+ * The envelope a successful (or degraded) call returns.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class ModelResult extends Schema.Class<ModelResult>("@modelgate/core/ModelResult")({
+  content: Content,
+  finishReason: FinishReason,
+  evidence: Evidence
+}) {}
+
+/**
+ * Exactly one per logical call, handed to the `CallRecorder`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class CallRecord extends Schema.Class<CallRecord>("@modelgate/core/CallRecord")({
+  tenant: Schema.optional(Schema.String),
+  mode: Schema.Literal("generate", "stream"),
+  outcome: CallOutcome,
+  errorTag: Schema.optional(Schema.String),
+  errorReason: Schema.optional(Schema.String),
+  finishReason: Schema.optional(FinishReason),
+  evidence: Evidence
+}) {}

@@ -1,0 +1,206 @@
+/**
+ * Registry entries: the models a gateway may call, what they can do, where they run and what they cost.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Schema } from "effect"
+
+/**
+ * Stable id of a target, e.g. `model://openai/gpt-4.1-mini@eu`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const TargetRef = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200), Schema.brand("TargetRef"))
+/** @since 0.1.0 */
+export type TargetRef = typeof TargetRef.Type
+
+/**
+ * Id of a provider adapter (`openai`, `anthropic`, `gemini`, `vllm-eu`, …).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const ProviderId = Schema.NonEmptyTrimmedString.pipe(
+  Schema.maxLength(100),
+  Schema.pattern(/^[a-z0-9][a-z0-9._-]*$/),
+  Schema.brand("ProviderId")
+)
+/** @since 0.1.0 */
+export type ProviderId = typeof ProviderId.Type
+
+/**
+ * A JSON-Schema feature that a structured-output mode may or may not accept.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const SchemaFeature = Schema.Literal(
+  "anyOf",
+  "oneOf",
+  "allOf",
+  "not",
+  "enum",
+  "const",
+  "pattern",
+  "format",
+  "stringLength",
+  "numberRange",
+  "arrayLength",
+  "openObject",
+  "optionalProperties",
+  "recursiveRef",
+  "nullable"
+)
+/** @since 0.1.0 */
+export type SchemaFeature = typeof SchemaFeature.Type
+
+/**
+ * How a target returns structured output.
+ *
+ * - `none`: free text only.
+ * - `json_object`: JSON mode, no schema enforcement (the gateway still validates).
+ * - `json_schema`: schema-guided, best effort.
+ * - `json_schema_strict`: constrained decoding that rejects unsupported schema features.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const StructuredOutputMode = Schema.Literal("none", "json_object", "json_schema", "json_schema_strict")
+/** @since 0.1.0 */
+export type StructuredOutputMode = typeof StructuredOutputMode.Type
+
+/**
+ * Features a strict structured-output mode accepts when the target does not declare its own list
+ * (the intersection of what OpenAI strict mode, Anthropic structured outputs and Gemini accept).
+ *
+ * @since 0.1.0
+ * @category Constants
+ */
+export const defaultStrictFeatures: ReadonlyArray<SchemaFeature> = ["anyOf", "enum", "const", "nullable"]
+
+/**
+ * Features a non-strict schema mode accepts by default: everything.
+ *
+ * @since 0.1.0
+ * @category Constants
+ */
+export const allSchemaFeatures: ReadonlyArray<SchemaFeature> = SchemaFeature.literals
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export class StructuredOutput extends Schema.Class<StructuredOutput>("@modelgate/core/StructuredOutput")({
+  mode: StructuredOutputMode,
+  /** Features accepted. Omitted: all for `json_schema`/`json_object`, {@link defaultStrictFeatures} for strict. */
+  supportedFeatures: Schema.optional(Schema.Array(SchemaFeature))
+}) {
+  /** The features this mode accepts, after defaults. */
+  get features(): ReadonlyArray<SchemaFeature> {
+    if (this.supportedFeatures !== undefined) return this.supportedFeatures
+    switch (this.mode) {
+      case "none":
+        return []
+      case "json_schema_strict":
+        return defaultStrictFeatures
+      default:
+        return allSchemaFeatures
+    }
+  }
+}
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+const NonNegative = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
+
+/**
+ * What a target can do.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class Capabilities extends Schema.Class<Capabilities>("@modelgate/core/Capabilities")({
+  vision: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  tools: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  streaming: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  structuredOutput: Schema.optionalWith(StructuredOutput, {
+    default: () => new StructuredOutput({ mode: "none" })
+  }),
+  contextWindow: PositiveInt,
+  maxOutputTokens: PositiveInt
+}) {}
+
+/**
+ * Prices per million tokens, with the version of the price list they come from.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class Pricing extends Schema.Class<Pricing>("@modelgate/core/Pricing")({
+  inputPerMillion: NonNegative,
+  cachedInputPerMillion: Schema.optional(NonNegative),
+  outputPerMillion: NonNegative,
+  currency: Schema.optionalWith(Schema.Literal("USD"), { default: () => "USD" as const }),
+  pricingVersion: Schema.NonEmptyTrimmedString
+}) {}
+
+/**
+ * A duration in configuration, written as milliseconds.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const Millis = Schema.DurationFromMillis
+
+/**
+ * Per-target attempt limits.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class AttemptLimits extends Schema.Class<AttemptLimits>("@modelgate/core/AttemptLimits")({
+  /** Attempts on this target per call, the first included. */
+  maxAttempts: Schema.optionalWith(PositiveInt.pipe(Schema.lessThanOrEqualTo(10)), { default: () => 2 }),
+  /** Upper bound of one attempt; the real bound is `min(remaining, perAttemptTimeout)`. */
+  perAttemptTimeout: Schema.optionalWith(Millis, { default: () => Duration.seconds(30) }),
+  /** Time to first token for streams. */
+  ttftTimeout: Schema.optional(Millis),
+  /** Longest gap between stream chunks. */
+  streamIdleTimeout: Schema.optional(Millis),
+  /** No attempt starts with less time than this left before the deadline. */
+  minimumAttemptTime: Schema.optionalWith(Millis, { default: () => Duration.millis(100) })
+}) {}
+
+/**
+ * Target lifecycle status. Disabled targets are never called.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const TargetStatus = Schema.Literal("active", "deprecated", "disabled")
+/** @since 0.1.0 */
+export type TargetStatus = typeof TargetStatus.Type
+
+/**
+ * A registry entry: one pinned model at one provider endpoint.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class ModelTarget extends Schema.Class<ModelTarget>("@modelgate/core/ModelTarget")({
+  ref: TargetRef,
+  provider: ProviderId,
+  /** The pinned model id sent to the provider. */
+  model: Schema.NonEmptyTrimmedString,
+  capabilities: Capabilities,
+  regions: Schema.NonEmptyArray(Schema.NonEmptyTrimmedString),
+  dataClasses: Schema.NonEmptyArray(Schema.NonEmptyTrimmedString),
+  pricing: Pricing,
+  tier: Schema.optional(Schema.Literal("small", "medium", "large")),
+  limits: Schema.optionalWith(AttemptLimits, { default: () => AttemptLimits.make({}) }),
+  status: Schema.optionalWith(TargetStatus, { default: () => "active" as const }),
+  /** Multiplier on token estimates where the provider's tokenizer is not public. */
+  tokenizerSafetyFactor: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(1)), {
+    default: () => 1
+  })
+}) {}

@@ -1,0 +1,58 @@
+/**
+ * The router's answer for one request: which targets may be used, in which order, and why every
+ * other target was excluded.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { TargetRef } from "./ModelTarget.js"
+
+/**
+ * Why a target was not eligible.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const ExclusionReason = Schema.Literal(
+  "CAPABILITY_MISSING",
+  "SCHEMA_FEATURE_UNSUPPORTED",
+  "DATA_REGION_MISMATCH",
+  "DATA_CLASS_NOT_ALLOWED",
+  "CONTEXT_TOO_SMALL",
+  "BREAKER_OPEN",
+  "BUDGET_DOES_NOT_FIT",
+  "DISABLED",
+  "FALLBACK_NOT_ALLOWED"
+)
+/** @since 0.1.0 */
+export type ExclusionReason = typeof ExclusionReason.Type
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/core/ExcludedTarget")({
+  target: TargetRef,
+  reason: ExclusionReason,
+  /** Short machine-made detail (`missing: vision`, `region us not in [eu]`); never request content. */
+  detail: Schema.String
+}) {}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/RouteDecision")({
+  workflow: Schema.String,
+  policyVersion: Schema.String,
+  /** Eligible targets in route order; the first is selected, the rest are the fallback order. */
+  eligible: Schema.Array(TargetRef),
+  excluded: Schema.Array(ExcludedTarget),
+  /** Estimated input tokens the decision was made for. */
+  estimatedInputTokens: Schema.Int
+}) {
+  /** The selected target, if any. */
+  get selected(): TargetRef | undefined {
+    return this.eligible[0]
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * Routing: which targets may serve a request, in which order, and why every other target of the
+ * workflow's route was excluded. Deterministic: the same command and health state give the same
+ * decision.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect } from "effect"
+import { InvalidRequest, NoEligibleRoute } from "./Errors.js"
+import type { CompiledWorkflow } from "./GatewayConfig.js"
+import { Health } from "./Health.js"
+import type { ModelCommand } from "./ModelCommand.js"
+import type { ModelTarget } from "./ModelTarget.js"
+import { ExcludedTarget, RouteDecision } from "./RouteDecision.js"
+import type { ExclusionReason } from "./RouteDecision.js"
+import * as TokenEstimator from "./TokenEstimator.js"
+
+/**
+ * A decision with the resolved targets, as the engine uses it.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Route {
+  readonly decision: RouteDecision
+  readonly compiled: CompiledWorkflow
+  /** Eligible targets, in order. */
+  readonly targets: ReadonlyArray<ModelTarget>
+  /** Estimated input tokens before per-target safety factors. */
+  readonly inputTokens: number
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Service {
+  readonly workflows: ReadonlyMap<string, CompiledWorkflow>
+  readonly resolve: (
+    command: ModelCommand,
+    mode?: "generate" | "stream"
+  ) => Effect.Effect<Route, NoEligibleRoute | InvalidRequest>
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class Router extends Context.Tag("@modelgate/core/Router")<Router, Service>() {}
+
+/**
+ * Why `target` cannot serve `command` under `compiled`, or `undefined` when it can (health aside).
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const checkTarget = (
+  compiled: CompiledWorkflow,
+  command: ModelCommand,
+  target: ModelTarget,
+  inputTokens: number,
+  mode: "generate" | "stream"
+): { readonly reason: ExclusionReason; readonly detail: string } | undefined => {
+  const w = compiled.workflow
+  if (target.status === "disabled") return { reason: "DISABLED", detail: "target is disabled" }
+  const regions = command.regions ?? w.regions
+  const outside = target.regions.filter((r) => !regions.includes(r) || !w.regions.includes(r))
+  if (outside.length > 0) {
+    return { reason: "DATA_REGION_MISMATCH", detail: `runs in [${outside.join(", ")}], allowed [${regions.join(", ")}]` }
+  }
+  const dataClass = command.dataClass ?? w.dataClass
+  if (!target.dataClasses.includes(dataClass)) {
+    return { reason: "DATA_CLASS_NOT_ALLOWED", detail: `data class "${dataClass}" not allowed` }
+  }
+  const caps = target.capabilities
+  const missing: Array<string> = []
+  if ((w.requires.vision || command.hasImages) && !caps.vision) missing.push("vision")
+  if ((w.requires.tools || (command.tools?.length ?? 0) > 0) && !caps.tools) missing.push("tools")
+  if ((w.requires.streaming || mode === "stream" || command.requires?.streaming) && !caps.streaming) {
+    missing.push("streaming")
+  }
+  if (compiled.schema !== undefined && caps.structuredOutput.mode === "none") missing.push("structured output")
+  if (missing.length > 0) return { reason: "CAPABILITY_MISSING", detail: `missing: ${missing.join(", ")}` }
+  if (compiled.schema !== undefined || command.requires?.schemaFeatures !== undefined) {
+    const supported = caps.structuredOutput.features
+    const needed = new Set<string>(compiled.features)
+    for (const f of command.requires?.schemaFeatures ?? []) needed.add(f)
+    const unsupported = [...needed].filter((f) => !supported.some((s) => s === f))
+    if (unsupported.length > 0) {
+      return { reason: "SCHEMA_FEATURE_UNSUPPORTED", detail: `unsupported: ${unsupported.sort().join(", ")}` }
+    }
+  }
+  const tokens = Math.ceil(inputTokens * target.tokenizerSafetyFactor)
+  if (tokens + 1 > caps.contextWindow) {
+    return { reason: "CONTEXT_TOO_SMALL", detail: `~${tokens} input tokens, window ${caps.contextWindow}` }
+  }
+  return undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>) =>
+  Effect.map(Health, (health) =>
+    Router.of({
+      workflows,
+      resolve: (command, mode = "generate") =>
+        Effect.gen(function* () {
+          const compiled = workflows.get(command.workflow)
+          if (compiled === undefined) {
+            return yield* new InvalidRequest({ reason: "unknown_workflow", detail: `no workflow "${command.workflow}"` })
+          }
+          const w = compiled.workflow
+          if (command.regions !== undefined && command.regions.some((r) => !w.regions.includes(r))) {
+            return yield* new InvalidRequest({
+              reason: "invalid_command",
+              detail: `regions [${command.regions.join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
+            })
+          }
+          const inputTokens = TokenEstimator.estimateInput({
+            messages: command.messages,
+            tools: command.tools,
+            outputJsonSchema: compiled.jsonSchema
+          })
+          const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
+          if (inputTokens > limit) {
+            return yield* new InvalidRequest({
+              reason: "input_too_large",
+              detail: `~${inputTokens} input tokens exceed the limit of ${limit}`
+            })
+          }
+          const eligible: Array<ModelTarget> = []
+          const excluded: Array<ExcludedTarget> = []
+          for (const target of compiled.targets) {
+            const why = checkTarget(compiled, command, target, inputTokens, mode)
+            if (why !== undefined) {
+              excluded.push(new ExcludedTarget({ target: target.ref, ...why }))
+            } else if (yield* health.isOpen(target)) {
+              excluded.push(new ExcludedTarget({ target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" }))
+            } else if (!w.allowFallback && eligible.length > 0) {
+              excluded.push(
+                new ExcludedTarget({ target: target.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" })
+              )
+            } else {
+              eligible.push(target)
+            }
+          }
+          const decision = new RouteDecision(
+            {
+              workflow: w.name,
+              policyVersion: w.policyVersion,
+              eligible: eligible.map((t) => t.ref),
+              excluded,
+              estimatedInputTokens: inputTokens
+            },
+            { disableValidation: true }
+          )
+          if (eligible.length === 0) {
+            return yield* new NoEligibleRoute({ workflow: w.name, excluded })
+          }
+          return { decision, compiled, targets: eligible, inputTokens }
+        })
+    })
+  )

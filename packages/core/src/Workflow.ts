@@ -1,0 +1,112 @@
+/**
+ * Workflows: the policy for one kind of call (`ticket.classify`), keyed by name.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Schema } from "effect"
+import { Millis, TargetRef } from "./ModelTarget.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export const WorkflowName = Schema.NonEmptyTrimmedString.pipe(
+  Schema.maxLength(200),
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]*$/),
+  Schema.brand("WorkflowName")
+)
+/** @since 0.1.0 */
+export type WorkflowName = typeof WorkflowName.Type
+
+/**
+ * Capabilities every route of the workflow must have.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class RequiredCapabilities extends Schema.Class<RequiredCapabilities>("@modelgate/core/RequiredCapabilities")({
+  vision: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  tools: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  streaming: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** Smallest context window (tokens) a route must have. */
+  minContextWindow: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** Smallest max-output limit (tokens) a route must have. */
+  minOutputTokens: Schema.optional(Schema.Int.pipe(Schema.positive()))
+}) {}
+
+/**
+ * Structured output of a workflow: the name of its Effect Schema (supplied to the gateway next to
+ * the config) and its version.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class OutputSpec extends Schema.Class<OutputSpec>("@modelgate/core/OutputSpec")({
+  schema: Schema.NonEmptyTrimmedString,
+  schemaVersion: Schema.NonEmptyTrimmedString
+}) {}
+
+/**
+ * Retry settings. Delays follow exponential backoff with full jitter; a provider's retry-after is
+ * the minimum wait.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class RetryPolicy extends Schema.Class<RetryPolicy>("@modelgate/core/RetryPolicy")({
+  baseDelay: Schema.optionalWith(Millis, { default: () => Duration.millis(200) }),
+  maxDelay: Schema.optionalWith(Millis, { default: () => Duration.seconds(5) }),
+  factor: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(1), Schema.lessThanOrEqualTo(10)), {
+    default: () => 2
+  })
+}) {}
+
+/**
+ * What to answer without a model when every route failed for availability reasons.
+ *
+ * - `static`: a fixed value (validated against the output schema at startup).
+ * - `handler`: a named function supplied in code (`degradeHandlers`), e.g. keyword rules.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const DegradeSpec = Schema.Union(
+  Schema.TaggedStruct("static", { value: Schema.Unknown }),
+  Schema.TaggedStruct("handler", { name: Schema.NonEmptyTrimmedString })
+)
+/** @since 0.1.0 */
+export type DegradeSpec = typeof DegradeSpec.Type
+
+/**
+ * The policy of one workflow.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")({
+  name: WorkflowName,
+  policyVersion: Schema.NonEmptyTrimmedString,
+  prompt: Schema.Struct({ id: Schema.NonEmptyTrimmedString, version: Schema.NonEmptyTrimmedString }),
+  requires: Schema.optionalWith(RequiredCapabilities, { default: () => RequiredCapabilities.make({}) }),
+  /** Structured output; omitted for free text. */
+  output: Schema.optional(OutputSpec),
+  /** Targets in order, primary first. */
+  route: Schema.NonEmptyArray(TargetRef),
+  /** End-to-end deadline; a command may only shorten it. */
+  timeout: Millis,
+  retry: Schema.optionalWith(RetryPolicy, { default: () => RetryPolicy.make({}) }),
+  /** Regions the data may go to. */
+  regions: Schema.NonEmptyArray(Schema.NonEmptyTrimmedString),
+  /** Data class of the inputs (every route must be allowed to receive it). */
+  dataClass: Schema.NonEmptyTrimmedString,
+  allowFallback: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /** Input-token limit of one call. */
+  maxInputTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** Default output-token cap of one call. */
+  maxOutputTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** Default cost cap of one call, in currency units. */
+  maxCost: Schema.optional(Schema.Number.pipe(Schema.positive(), Schema.finite())),
+  degrade: Schema.optional(DegradeSpec),
+  /** Ask the same route once more with the validation error when output is invalid. Off by default. */
+  repair: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}) {}

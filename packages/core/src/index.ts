@@ -1,0 +1,40 @@
+/**
+ * modelgate core.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as Budgets from "./Budgets.js"
+/** @since 0.1.0 */
+export * as CallRecorder from "./CallRecorder.js"
+/** @since 0.1.0 */
+export * as Concurrency from "./Concurrency.js"
+/** @since 0.1.0 */
+export * as Errors from "./Errors.js"
+/** @since 0.1.0 */
+export * as GatewayConfig from "./GatewayConfig.js"
+/** @since 0.1.0 */
+export * as Health from "./Health.js"
+/** @since 0.1.0 */
+export * as JsonSchemaFeatures from "./JsonSchemaFeatures.js"
+/** @since 0.1.0 */
+export * as ModelCommand from "./ModelCommand.js"
+/** @since 0.1.0 */
+export * as ModelGateway from "./ModelGateway.js"
+/** @since 0.1.0 */
+export * as ModelRegistry from "./ModelRegistry.js"
+/** @since 0.1.0 */
+export * as ModelResult from "./ModelResult.js"
+/** @since 0.1.0 */
+export * as ModelTarget from "./ModelTarget.js"
+/** @since 0.1.0 */
+export * as ProviderAdapter from "./ProviderAdapter.js"
+/** @since 0.1.0 */
+export * as RouteDecision from "./RouteDecision.js"
+/** @since 0.1.0 */
+export * as Router from "./Router.js"
+/** @since 0.1.0 */
+export * as TokenEstimator from "./TokenEstimator.js"
+/** @since 0.1.0 */
+export * as Workflow from "./Workflow.js"
