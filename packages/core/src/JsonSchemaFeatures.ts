@@ -17,7 +17,7 @@ import type { SchemaFeature } from "./ModelTarget.js"
  */
 export const fromSchema = (schema: Schema.Schema.AnyNoContext): Record<string, unknown> => {
   const $defs: Record<string, JSONSchema.JsonSchema7> = {}
-  const root = JSONSchema.fromAST(Schema.encodedSchema(schema).ast, {
+  const root = JSONSchema.fromAST(schema.ast, {
     definitions: $defs,
     topLevelReferenceStrategy: "skip"
   })

@@ -19,6 +19,7 @@ import type { ModelCommand } from "./ModelCommand.js"
 import type { ModelResult } from "./ModelResult.js"
 import * as ProviderAdapter from "./ProviderAdapter.js"
 import * as Router from "./Router.js"
+import * as Telemetry from "./Telemetry.js"
 import * as BudgetsModule from "./Budgets.js"
 
 /**
@@ -63,7 +64,8 @@ export const make = (definition: GatewayConfig.Definition) =>
       budgets: yield* Budgets,
       concurrency: yield* Concurrency,
       recorder: yield* CallRecorder,
-      health: yield* Health
+      health: yield* Health,
+      telemetry: yield* Telemetry.TelemetrySettings
     }
     return ModelGateway.of({
       generate: (command) => engine.generate(ctx, command),

@@ -3,6 +3,7 @@
  * deadline with Schedule-driven retries and fallbacks, output validation, settlement, evidence.
  */
 import { Cause, Clock, Duration, Effect, Either, Exit, Option, ParseResult, Schema } from "effect"
+import type { Tracer } from "effect"
 import type { Budgets, Reservation } from "../Budgets.js"
 import type * as CallRecorder from "../CallRecorder.js"
 import type * as Concurrency from "../Concurrency.js"
@@ -39,6 +40,7 @@ import {
 import type { ModelTarget } from "../ModelTarget.js"
 import type { OutputFormat, ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
 import type { Route, Service as RouterService } from "../Router.js"
+import * as Telemetry from "../Telemetry.js"
 import { retrySchedule, stepper, withAttemptTimeout } from "./attempt.js"
 
 /** Services and data the engine runs with, resolved once when the gateway is built. */
@@ -49,6 +51,8 @@ export interface EngineContext {
   readonly concurrency: Concurrency.Service
   readonly recorder: CallRecorder.Service
   readonly health: Health.Service
+  /** Read once when the gateway is built. */
+  readonly telemetry: Telemetry.Settings
 }
 
 /** Smallest output cap worth starting an attempt with. */
@@ -87,6 +91,11 @@ export class CallState {
   compiled: CompiledWorkflow | undefined = undefined
   /** Input cost of an attempt that was dispatched and has not ended. */
   inFlight: { readonly target: ModelTarget; readonly inputTokens: number } | undefined = undefined
+  /** Telemetry: the call span, the last target attempted and its output cap, the permit wait. */
+  span: Tracer.Span | undefined = undefined
+  lastTarget: ModelTarget | undefined = undefined
+  lastMaxOutputTokens: number | undefined = undefined
+  permitWaitMs: number | undefined = undefined
   constructor(
     readonly callId: CallId,
     readonly startedAt: number,
@@ -292,10 +301,28 @@ type AttemptResult =
 export const generate = (ctx: EngineContext, command: ModelCommand): Effect.Effect<ModelResult, GatewayError> =>
   Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
     const state = new CallState(nextCallId(startedAt), startedAt, command, "generate")
-    return run(ctx, state, (route, reservation, deadline) => attemptLoop(ctx, state, route, reservation, deadline)).pipe(
-      Effect.onExit((exit) => recordCall(ctx, state, exit))
+    return withCallSpan(
+      ctx,
+      state,
+      run(ctx, state, (route, reservation, deadline) => attemptLoop(ctx, state, route, reservation, deadline)).pipe(
+        Effect.onExit((exit) => recordCall(ctx, state, exit))
+      )
     )
   })
+
+/**
+ * Runs a call (whose `recordCall` runs inside) in its `modelgate.generate` / `modelgate.stream`
+ * span; `recordCall` annotates the span from the CallRecord.
+ */
+export const withCallSpan = <A, E, R>(ctx: EngineContext, state: CallState, self: Effect.Effect<A, E, R>) =>
+  Telemetry.withCallSpan(
+    ctx.telemetry,
+    { mode: state.mode, callId: state.callId, workflow: state.command.workflow, tenant: state.command.tenant },
+    (span) => {
+      state.span = span
+      return self
+    }
+  )
 
 /** Builds and hands over the CallRecord of a finished call. */
 export const recordCall = (
@@ -315,20 +342,25 @@ export const recordCall = (
         : incomplete
           ? "incomplete"
           : "failed"
-    return ctx.recorder.record(
-      new CallRecord(
-        {
-          tenant: state.command.tenant,
-          mode: state.mode,
-          outcome,
-          errorTag: error?._tag,
-          errorReason: error !== undefined ? reasonOf(error) : undefined,
-          finishReason: Exit.isSuccess(exit) ? exit.value.finishReason : undefined,
-          evidence: state.evidence(now)
-        },
-        { disableValidation: true }
-      )
+    const record = new CallRecord(
+      {
+        tenant: state.command.tenant,
+        mode: state.mode,
+        outcome,
+        errorTag: error?._tag,
+        errorReason: error !== undefined ? reasonOf(error) : undefined,
+        finishReason: Exit.isSuccess(exit) ? exit.value.finishReason : undefined,
+        evidence: state.evidence(now)
+      },
+      { disableValidation: true }
     )
+    Telemetry.unsafeEndCall(state.span, record, {
+      target: state.target ?? state.lastTarget ?? state.route?.targets[0],
+      knownWorkflow: state.compiled !== undefined,
+      maxOutputTokens: state.lastMaxOutputTokens,
+      permitWaitMs: state.permitWaitMs
+    })
+    return ctx.recorder.record(record)
   })
 
 const failureOf = (cause: Cause.Cause<GatewayError>): GatewayError | undefined => {
@@ -409,10 +441,12 @@ export const run = <A>(
       Effect.gen(function* () {
         const reservation = yield* ctx.budgets.reserve(state.command.tenant, amount)
         state.reservedCost = reservation.amount
-        const queueFor = Math.max(0, deadline - (yield* Clock.currentTimeMillis))
+        const queueStart = yield* Clock.currentTimeMillis
+        const queueFor = Math.max(0, deadline - queueStart)
         const acquired = yield* ctx.concurrency
           .acquire(state.command.tenant, w.name)
           .pipe(Effect.timeoutOption(Duration.millis(queueFor)))
+        state.permitWaitMs = (yield* Clock.currentTimeMillis) - queueStart
         if (Option.isNone(acquired)) return yield* deadlineError("queue")
         return yield* body(route, reservation, deadline).pipe(
           Effect.onExit((exit) => {
@@ -475,30 +509,33 @@ const runAttempt = (
   request: ProviderRequest,
   inputTokens: number
 ): Effect.Effect<AttemptResult> =>
+  Telemetry.withAttemptSpan(target, attemptNo, request.maxOutputTokens, (span) =>
   Effect.gen(function* () {
     const adapter = ctx.adapters.get(target.provider)!
     const start = yield* Clock.currentTimeMillis
     const timeoutMs = Duration.toMillis(request.timeout)
     state.inFlight = { target, inputTokens }
+    state.lastTarget = target
+    state.lastMaxOutputTokens = request.maxOutputTokens
     const exit = yield* Effect.exit(withAttemptTimeout(adapter.generate(request), request.timeout)).pipe(
       Effect.onInterrupt(() =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.sync(() => {
-            state.attempts.push(
-              new AttemptRecord(
-                {
-                  target: target.ref,
-                  attempt: attemptNo,
-                  outcome: "cancelled",
-                  startOffsetMs: start - state.startedAt,
-                  latencyMs: now - start,
-                  timeoutMs,
-                  possiblyProcessed: true,
-                  maxOutputTokens: request.maxOutputTokens
-                },
-                { disableValidation: true }
-              )
+            const cancelled = new AttemptRecord(
+              {
+                target: target.ref,
+                attempt: attemptNo,
+                outcome: "cancelled",
+                startOffsetMs: start - state.startedAt,
+                latencyMs: now - start,
+                timeoutMs,
+                possiblyProcessed: true,
+                maxOutputTokens: request.maxOutputTokens
+              },
+              { disableValidation: true }
             )
+            state.attempts.push(cancelled)
+            Telemetry.annotateAttempt(span, cancelled)
           })
         )
       )
@@ -564,6 +601,7 @@ const runAttempt = (
       result = { _tag: "error", error, possiblyProcessed: pe.processed === "maybe" }
     }
     state.attempts.push(record)
+    Telemetry.annotateAttempt(span, record)
     yield* ctx.health.record(target, {
       outcome: record.outcome,
       availabilityFailure: result._tag === "error" && isAvailability(result.error),
@@ -572,7 +610,7 @@ const runAttempt = (
       errorTag: record.errorTag
     })
     return result
-  })
+  }))
 
 const providerFailureOf = (cause: Cause.Cause<ProviderError>): ProviderError | undefined => {
   let found: ProviderError | undefined
@@ -776,8 +814,10 @@ const attemptLoop = (
         })
       }
     }
-    if (lastError === undefined || (stoppedForTime && isAvailability(lastError))) {
-      const now = yield* Clock.currentTimeMillis
+    const now = yield* Clock.currentTimeMillis
+    const smallestMinimum = Math.min(...route.targets.map((t) => Duration.toMillis(t.limits.minimumAttemptTime)))
+    const outOfTime = stoppedForTime || deadline - now < smallestMinimum
+    if (lastError === undefined || (outOfTime && isAvailability(lastError))) {
       return yield* new DeadlineExceeded({
         callId: state.callId,
         attempts: state.attempts,

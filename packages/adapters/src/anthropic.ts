@@ -1,0 +1,95 @@
+/**
+ * Anthropic Messages adapter (`POST {baseUrl}/messages`, `x-api-key`, `anthropic-version`) over
+ * `@effect/platform`'s `HttpClient`, without the vendor SDK and without retries.
+ *
+ * Structured output uses the native `output_config.format = {type: "json_schema", schema}`.
+ *
+ * @since 0.1.0
+ */
+import type { HttpClient } from "@effect/platform"
+import { HttpClientRequest } from "@effect/platform"
+import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
+import type { ConfigError } from "effect"
+import { Config, Effect, Layer, Redacted } from "effect"
+import { makeAdapter } from "./internal/adapter.js"
+import { codec } from "./internal/anthropicMessages.js"
+import { client, defaultMaxResponseBytes } from "./internal/http.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  /** Provider id the adapter is registered under. Default `"anthropic"`. */
+  readonly id?: string | undefined
+  /** API root including the version, e.g. `https://api.anthropic.com/v1`. */
+  readonly baseUrl: string
+  /** Sent as `x-api-key`; stays redacted until the header is set. */
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  /** Largest response body accepted (streams included). Default 8 MiB. */
+  readonly maxResponseBytes?: number | undefined
+  /** `anthropic-version` header. Default `2023-06-01`. */
+  readonly version?: string | undefined
+  /** `anthropic-beta` header, when a beta feature is wanted. */
+  readonly beta?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * The adapter's `generate` and `stream`.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (
+  options: Options
+): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
+  Effect.map(client, (http) =>
+    makeAdapter(
+      http,
+      codec({
+        provider: options.id ?? "anthropic",
+        url: `${options.baseUrl.replace(/\/+$/, "")}/messages`,
+        authorize: (request) => {
+          let out = HttpClientRequest.setHeader(request, "anthropic-version", options.version ?? "2023-06-01")
+          if (options.apiKey !== undefined) out = HttpClientRequest.setHeader(out, "x-api-key", Redacted.value(options.apiKey))
+          if (options.beta !== undefined && options.beta.length > 0) {
+            out = HttpClientRequest.setHeader(out, "anthropic-beta", options.beta.join(","))
+          }
+          return out
+        }
+      }),
+      options.maxResponseBytes ?? defaultMaxResponseBytes
+    )
+  )
+
+/**
+ * Provides the adapter under `ProviderAdapter.tag(options.id ?? "anthropic")`.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAdapter, never, HttpClient.HttpClient> =>
+  ProviderAdapter.layer(options.id ?? "anthropic", make(options))
+
+/**
+ * The default configuration: `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com/v1`) and the
+ * redacted `ANTHROPIC_API_KEY`.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const defaultConfig: Config.Config.Wrap<Options> = {
+  baseUrl: Config.string("ANTHROPIC_BASE_URL").pipe(Config.withDefault("https://api.anthropic.com/v1")),
+  apiKey: Config.redacted("ANTHROPIC_API_KEY")
+}
+
+/**
+ * Like {@link layer}, with options read from `Config` (any field may be a `Config`).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options> = defaultConfig
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError, HttpClient.HttpClient> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

@@ -1,0 +1,89 @@
+/**
+ * Gemini Developer API adapter (`models/{model}:generateContent` and
+ * `:streamGenerateContent?alt=sse`, `x-goog-api-key`) over `@effect/platform`'s `HttpClient`,
+ * without the vendor SDK and without retries.
+ *
+ * Structured output uses `responseMimeType: "application/json"` with `responseJsonSchema`
+ * (standard JSON Schema); tools are declared with `parametersJsonSchema`.
+ *
+ * @since 0.1.0
+ */
+import type { HttpClient } from "@effect/platform"
+import { HttpClientRequest } from "@effect/platform"
+import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
+import type { ConfigError } from "effect"
+import { Config, Effect, Layer, Redacted } from "effect"
+import { makeAdapter } from "./internal/adapter.js"
+import { codec } from "./internal/geminiGenerate.js"
+import { client, defaultMaxResponseBytes } from "./internal/http.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  /** Provider id the adapter is registered under. Default `"gemini"`. */
+  readonly id?: string | undefined
+  /** API root including the version, e.g. `https://generativelanguage.googleapis.com/v1beta`. */
+  readonly baseUrl: string
+  /** Sent as `x-goog-api-key` (never in the URL); stays redacted until the header is set. */
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  /** Largest response body accepted (streams included). Default 8 MiB. */
+  readonly maxResponseBytes?: number | undefined
+}
+
+/**
+ * The adapter's `generate` and `stream`.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (
+  options: Options
+): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
+  Effect.map(client, (http) =>
+    makeAdapter(
+      http,
+      codec({
+        provider: options.id ?? "gemini",
+        baseUrl: options.baseUrl,
+        authorize: (request) =>
+          options.apiKey === undefined
+            ? request
+            : HttpClientRequest.setHeader(request, "x-goog-api-key", Redacted.value(options.apiKey))
+      }),
+      options.maxResponseBytes ?? defaultMaxResponseBytes
+    )
+  )
+
+/**
+ * Provides the adapter under `ProviderAdapter.tag(options.id ?? "gemini")`.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAdapter, never, HttpClient.HttpClient> =>
+  ProviderAdapter.layer(options.id ?? "gemini", make(options))
+
+/**
+ * The default configuration: `GEMINI_BASE_URL` (default
+ * `https://generativelanguage.googleapis.com/v1beta`) and the redacted `GEMINI_API_KEY`.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const defaultConfig: Config.Config.Wrap<Options> = {
+  baseUrl: Config.string("GEMINI_BASE_URL").pipe(Config.withDefault("https://generativelanguage.googleapis.com/v1beta")),
+  apiKey: Config.redacted("GEMINI_API_KEY")
+}
+
+/**
+ * Like {@link layer}, with options read from `Config` (any field may be a `Config`).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options> = defaultConfig
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError, HttpClient.HttpClient> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

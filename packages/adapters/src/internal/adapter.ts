@@ -1,0 +1,134 @@
+/**
+ * Wires a provider {@link Codec} (request building, response decoding, error classification, a
+ * stream machine) into the `generate` / `stream` pair of a `ProviderAdapter`.
+ *
+ * @internal
+ */
+import type { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
+import type { ProviderError } from "@modelgate/core/Errors"
+import type {
+  ProviderAdapter,
+  ProviderRequest,
+  ProviderResponse,
+  ProviderStreamEvent
+} from "@modelgate/core/ProviderAdapter"
+import { Clock, Effect, Either, Stream } from "effect"
+import type { Meta } from "./classify.js"
+import { invalidOutput } from "./classify.js"
+import { parseJson, parseJsonOrUndefined, readBody, readErrorBody, send, withRedactedSecrets } from "./http.js"
+import type { StreamMachine } from "./sse.js"
+import { decode } from "./sse.js"
+
+/** @internal */
+export interface Codec {
+  /** Provider id used in error details. */
+  readonly provider: string
+  /** The HTTP request (with its credentials) for a neutral request. */
+  readonly build: (request: ProviderRequest, stream: boolean) => Either.Either<HttpClientRequest.HttpClientRequest, ProviderError>
+  readonly requestId: (headers: Headers.Headers) => string | undefined
+  /** Decodes a 2xx JSON body (an error object in it is an error after 200). */
+  readonly decodeResponse: (body: unknown, meta: Meta) => Either.Either<ProviderResponse, ProviderError>
+  /** Classifies a non-2xx answer; `body` is the parsed JSON body, if any. */
+  readonly classifyError: (input: {
+    readonly status: number
+    readonly headers: Headers.Headers
+    readonly body: unknown
+    readonly nowMs: number
+    readonly requestId: string | undefined
+  }) => ProviderError
+  readonly streamMachine: (meta: Meta) => StreamMachine
+}
+
+const isSuccess = (status: number) => status >= 200 && status < 300
+
+/** Events equivalent to a complete non-streamed answer (a server that ignored `stream: true`). @internal */
+export const responseToEvents = (response: ProviderResponse): ReadonlyArray<ProviderStreamEvent> => [
+  ...(response.text ? [{ _tag: "TextDelta" as const, text: response.text }] : []),
+  ...response.toolCalls.map((call, index) => ({
+    _tag: "ToolCallDelta" as const,
+    index,
+    id: call.id,
+    name: call.name,
+    argumentsDelta: call.arguments
+  })),
+  {
+    _tag: "Finish" as const,
+    finishReason: response.finishReason,
+    refusal: response.refusal,
+    usage: response.usage,
+    modelVersion: response.modelVersion
+  }
+]
+
+/**
+ * Builds `generate` and `stream` for a codec.
+ *
+ * @internal
+ */
+export const makeAdapter = (
+  http: HttpClient.HttpClient,
+  codec: Codec,
+  maxResponseBytes: number
+): Omit<ProviderAdapter, "provider"> => {
+  const provider = codec.provider
+
+  const failStatus = (response: { readonly status: number; readonly headers: Headers.Headers }, text: string | undefined) =>
+    Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+      Effect.fail(
+        codec.classifyError({
+          status: response.status,
+          headers: response.headers,
+          body: parseJsonOrUndefined(text),
+          nowMs,
+          requestId: codec.requestId(response.headers)
+        })
+      )
+    )
+
+  const decodeJson = (text: string, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
+    const json = parseJson(text)
+    if (Either.isLeft(json)) return Either.left(invalidOutput(provider, "response body is not JSON", meta))
+    return codec.decodeResponse(json.right, meta)
+  }
+
+  const generate = (request: ProviderRequest): Effect.Effect<ProviderResponse, ProviderError> =>
+    Effect.gen(function* () {
+      const httpRequest = yield* codec.build(request, false)
+      const response = yield* withRedactedSecrets(send(http, provider, httpRequest))
+      if (!isSuccess(response.status)) {
+        return yield* failStatus(response, yield* readErrorBody(response))
+      }
+      const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
+      const text = yield* readBody(response, provider, maxResponseBytes, meta)
+      return yield* decodeJson(text, meta)
+    })
+
+  const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> =>
+    Stream.unwrap(
+      Effect.gen(function* () {
+        const httpRequest = yield* codec.build(request, true)
+        const response = yield* withRedactedSecrets(send(http, provider, httpRequest))
+        if (!isSuccess(response.status)) {
+          return yield* failStatus(response, yield* readErrorBody(response))
+        }
+        const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
+        const started: ProviderStreamEvent = { _tag: "Started", requestId: meta.requestId, httpStatus: response.status }
+        const contentType = response.headers["content-type"] ?? ""
+        if (contentType.includes("application/json")) {
+          // The server answered in one piece (it ignored `stream: true`, or sent an error object).
+          const text = yield* readBody(response, provider, maxResponseBytes, meta)
+          const decoded = yield* decodeJson(text, meta)
+          return Stream.fromIterable([started, ...responseToEvents(decoded)])
+        }
+        const events = decode(response.stream, {
+          provider,
+          maxBytes: maxResponseBytes,
+          meta,
+          machine: codec.streamMachine(meta)
+        })
+        return Stream.concat(Stream.succeed(started), events).pipe(Stream.takeUntil((event) => event._tag === "Finish"))
+      })
+    )
+
+  return { generate, stream }
+}

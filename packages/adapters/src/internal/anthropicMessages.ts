@@ -1,0 +1,541 @@
+/**
+ * The Anthropic Messages wire format (`POST {baseUrl}/messages`).
+ *
+ * @internal
+ */
+import type { Headers } from "@effect/platform"
+import { HttpClientRequest } from "@effect/platform"
+import type { ProviderError } from "@modelgate/core/Errors"
+import type { ContentPart } from "@modelgate/core/ModelCommand"
+import { ToolCall } from "@modelgate/core/ModelCommand"
+import type { FinishReason, Usage } from "@modelgate/core/ModelResult"
+import type { ProviderRequest, ProviderResponse } from "@modelgate/core/ProviderAdapter"
+import { Either, Schema } from "effect"
+import type { Codec } from "./adapter.js"
+import type { Kind, Meta } from "./classify.js"
+import {
+  applyShouldRetry,
+  describe,
+  field,
+  firstHeader,
+  invalidOutput,
+  isRecord,
+  kindForStatus,
+  processedForStatus,
+  providerError,
+  stringField
+} from "./classify.js"
+import { parseJson } from "./http.js"
+import { retryHintMs } from "./retryHints.js"
+import type { Step, StreamMachine } from "./sse.js"
+import { findBareError } from "./sse.js"
+import { makeUsage } from "./usage.js"
+
+/** @internal */
+export interface Settings {
+  readonly provider: string
+  /** Full URL of the messages endpoint. */
+  readonly url: string
+  readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request
+// ---------------------------------------------------------------------------------------------
+
+type Block = Record<string, unknown>
+
+const imageBlock = (url: string, mediaType: string | undefined): Block => {
+  const data = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s.exec(url)
+  if (data !== null) {
+    return { type: "image", source: { type: "base64", media_type: mediaType ?? data[1], data: data[2] } }
+  }
+  return { type: "image", source: { type: "url", url } }
+}
+
+const userBlocks = (content: string | ReadonlyArray<ContentPart>): Array<Block> =>
+  typeof content === "string"
+    ? [{ type: "text", text: content }]
+    : content.map((part) => (part._tag === "text" ? { type: "text", text: part.text } : imageBlock(part.url, part.mediaType)))
+
+const badToolArguments = (provider: string) =>
+  providerError({
+    kind: "invalid_request",
+    processed: "no",
+    detail: `${provider}: an assistant tool call in the conversation has arguments that are not a JSON object`
+  })
+
+/**
+ * The JSON body for a neutral request. System messages go to the top-level `system`; consecutive
+ * messages of one role are merged (tool results become `tool_result` blocks of a user turn).
+ *
+ * @internal
+ */
+export const requestBody = (
+  request: ProviderRequest,
+  provider: string,
+  stream: boolean
+): Either.Either<Record<string, unknown>, ProviderError> => {
+  const system: Array<string> = []
+  const turns: Array<{ role: "user" | "assistant"; content: Array<Block> }> = []
+  const push = (role: "user" | "assistant", blocks: Array<Block>) => {
+    if (blocks.length === 0) return
+    const last = turns[turns.length - 1]
+    if (last !== undefined && last.role === role) last.content.push(...blocks)
+    else turns.push({ role, content: blocks })
+  }
+  for (const m of request.messages) {
+    switch (m._tag) {
+      case "system":
+        system.push(m.content)
+        break
+      case "user":
+        push("user", userBlocks(m.content))
+        break
+      case "assistant": {
+        const blocks: Array<Block> = m.content ? [{ type: "text", text: m.content }] : []
+        for (const call of m.toolCalls ?? []) {
+          const input = parseJson(call.arguments === "" ? "{}" : call.arguments)
+          if (Either.isLeft(input) || !isRecord(input.right)) return Either.left(badToolArguments(provider))
+          blocks.push({ type: "tool_use", id: call.id, name: call.name, input: input.right })
+        }
+        push("assistant", blocks)
+        break
+      }
+      case "tool":
+        push("user", [{ type: "tool_result", tool_use_id: m.toolCallId, content: m.content }])
+        break
+    }
+  }
+  const body: Record<string, unknown> = {
+    model: request.target.model,
+    max_tokens: request.maxOutputTokens,
+    ...(system.length > 0 ? { system: system.join("\n\n") } : {}),
+    messages: turns.map((turn) =>
+      turn.content.length === 1 && turn.content[0]?.type === "text" && turn.role === "user"
+        ? { role: turn.role, content: turn.content[0].text }
+        : turn
+    )
+  }
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.parameters
+    }))
+  }
+  if (request.toolChoice !== undefined) {
+    body.tool_choice =
+      typeof request.toolChoice !== "string"
+        ? { type: "tool", name: request.toolChoice.tool }
+        : { type: request.toolChoice === "required" ? "any" : request.toolChoice }
+  }
+  if (request.output !== undefined) {
+    body.output_config = { format: { type: "json_schema", schema: request.output.jsonSchema } }
+  }
+  if (stream) body.stream = true
+  return Either.right(body)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wire schemas
+// ---------------------------------------------------------------------------------------------
+
+const Count = Schema.optional(Schema.NullOr(Schema.Number))
+
+const UsageWire = Schema.Struct({
+  input_tokens: Count,
+  output_tokens: Count,
+  cache_creation_input_tokens: Count,
+  cache_read_input_tokens: Count,
+  output_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ thinking_tokens: Count })))
+})
+
+const BlockWire = Schema.Struct({
+  type: Schema.String,
+  text: Schema.optional(Schema.String),
+  id: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String),
+  input: Schema.optional(Schema.Unknown)
+})
+
+const MessageWire = Schema.Struct({
+  id: Schema.optional(Schema.NullOr(Schema.String)),
+  model: Schema.optional(Schema.NullOr(Schema.String)),
+  content: Schema.Array(BlockWire),
+  stop_reason: Schema.optional(Schema.NullOr(Schema.String)),
+  usage: Schema.optional(Schema.NullOr(UsageWire))
+})
+
+const EventWire = Schema.Struct({
+  type: Schema.String,
+  index: Schema.optional(Schema.Number),
+  message: Schema.optional(
+    Schema.Struct({
+      model: Schema.optional(Schema.NullOr(Schema.String)),
+      usage: Schema.optional(Schema.NullOr(UsageWire))
+    })
+  ),
+  content_block: Schema.optional(BlockWire),
+  delta: Schema.optional(
+    Schema.Struct({
+      type: Schema.optional(Schema.String),
+      text: Schema.optional(Schema.String),
+      partial_json: Schema.optional(Schema.String),
+      stop_reason: Schema.optional(Schema.NullOr(Schema.String))
+    })
+  ),
+  usage: Schema.optional(Schema.NullOr(UsageWire))
+})
+
+const decodeMessage = Schema.decodeUnknownEither(MessageWire)
+const decodeEvent = Schema.decodeUnknownEither(EventWire)
+
+type UsageCounters = {
+  input?: number | null | undefined
+  output?: number | null | undefined
+  cacheCreation?: number | null | undefined
+  cacheRead?: number | null | undefined
+  thinking?: number | null | undefined
+}
+
+const mergeUsage = (into: UsageCounters, usage: typeof UsageWire.Type | null | undefined) => {
+  if (usage == null) return
+  if (usage.input_tokens != null) into.input = usage.input_tokens
+  if (usage.output_tokens != null) into.output = usage.output_tokens
+  if (usage.cache_creation_input_tokens != null) into.cacheCreation = usage.cache_creation_input_tokens
+  if (usage.cache_read_input_tokens != null) into.cacheRead = usage.cache_read_input_tokens
+  if (usage.output_tokens_details?.thinking_tokens != null) into.thinking = usage.output_tokens_details.thinking_tokens
+}
+
+const toUsage = (c: UsageCounters): Usage =>
+  makeUsage({
+    inputTokens: (c.input ?? 0) + (c.cacheCreation ?? 0) + (c.cacheRead ?? 0),
+    cachedInputTokens: c.cacheRead,
+    outputTokens: c.output,
+    reasoningTokens: c.thinking
+  })
+
+/**
+ * Maps `stop_reason`, or gives the error a stop reason stands for.
+ *
+ * @internal
+ */
+export const stopReason = (
+  provider: string,
+  raw: string | null | undefined,
+  meta: Meta,
+  usage: Usage | undefined
+): Either.Either<FinishReason, ProviderError> => {
+  switch (raw) {
+    case "end_turn":
+    case "stop_sequence":
+      return Either.right("stop")
+    case "tool_use":
+      return Either.right("tool_calls")
+    case "max_tokens":
+      return Either.right("length")
+    case "refusal":
+      return Either.right("refusal")
+    case "model_context_window_exceeded":
+      return Either.left(
+        providerError({
+          kind: "context_length",
+          processed: "maybe",
+          httpStatus: meta.httpStatus,
+          requestId: meta.requestId,
+          providerCode: raw,
+          usage,
+          detail: `${provider}: output stopped at the model's context window`
+        })
+      )
+    case "pause_turn":
+      return Either.left(invalidOutput(provider, "turn paused (pause_turn); continuation is not supported", meta, usage))
+    default:
+      return Either.right("other")
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The class named by an Anthropic error object (`details.error_code` > `type` > message rules).
+ *
+ * @internal
+ */
+export const kindFromBody = (error: unknown, status: number | undefined): Kind | undefined => {
+  if (stringField(field(error, "details"), "error_code") === "enforced_spend_limit_reached") return "spend_cap"
+  const message = stringField(error, "message") ?? ""
+  switch (stringField(error, "type")) {
+    case "invalid_request_error":
+      if (/prompt is too long|exceed context limit|context window/i.test(message)) return "context_length"
+      if (/specified api usage limits/i.test(message)) return "spend_cap"
+      return status === undefined || status === 400 ? "invalid_request" : undefined
+    case "authentication_error":
+      return "authentication"
+    case "permission_error":
+      return "permission"
+    case "not_found_error":
+      return "model_not_found"
+    case "billing_error":
+      return "quota_exhausted"
+    case "request_too_large":
+      return "request_too_large"
+    case "rate_limit_error":
+      return "rate_limited"
+    case "api_error":
+      return "server_error"
+    case "timeout_error":
+      return "timeout"
+    case "overloaded_error":
+      return "overloaded"
+    default:
+      return undefined
+  }
+}
+
+const codeOf = (error: unknown) => stringField(field(error, "details"), "error_code") ?? stringField(error, "type")
+
+const resetHeaders: ReadonlyArray<readonly [string, string]> = ["requests", "tokens", "input-tokens", "output-tokens"].map(
+  (limit) => [`anthropic-ratelimit-${limit}-reset`, `anthropic-ratelimit-${limit}-remaining`] as const
+)
+
+/**
+ * Classifies a non-2xx answer.
+ *
+ * @internal
+ */
+export const classifyError =
+  (provider: string) =>
+  (input: {
+    readonly status: number
+    readonly headers: Headers.Headers
+    readonly body: unknown
+    readonly nowMs: number
+    readonly requestId: string | undefined
+  }): ProviderError => {
+    const error = field(input.body, "error")
+    const fromBody = isRecord(error) ? kindFromBody(error, input.status) : undefined
+    const kind = applyShouldRetry(fromBody ?? kindForStatus(input.status), input.headers["x-should-retry"], fromBody === undefined)
+    const code = codeOf(error)
+    return providerError({
+      kind,
+      processed: processedForStatus(input.status),
+      httpStatus: input.status,
+      retryAfterMs: retryHintMs(
+        input.headers,
+        input.nowMs,
+        kind === "rate_limited" ? { resetHeaders, resetFormat: "rfc3339" } : {}
+      ),
+      requestId: input.requestId ?? stringField(input.body, "request_id"),
+      providerCode: code,
+      detail: describe(provider, input.status, code)
+    })
+  }
+
+/** @internal */
+export const classifyErrorAfter200 = (provider: string, error: unknown, meta: Meta, usage?: Usage): ProviderError => {
+  const code = codeOf(error)
+  return providerError({
+    kind: kindFromBody(error, undefined) ?? "server_error",
+    processed: "maybe",
+    httpStatus: meta.httpStatus,
+    requestId: meta.requestId,
+    providerCode: code,
+    usage,
+    detail: describe(provider, meta.httpStatus, code, "error after the response started")
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+// ---------------------------------------------------------------------------------------------
+
+/** @internal */
+export const decodeResponse =
+  (provider: string) =>
+  (body: unknown, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
+    if (stringField(body, "type") === "error") return Either.left(classifyErrorAfter200(provider, field(body, "error"), meta))
+    const decoded = decodeMessage(body)
+    if (Either.isLeft(decoded)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
+    const message = decoded.right
+    const counters: UsageCounters = {}
+    mergeUsage(counters, message.usage)
+    const usage = message.usage == null ? undefined : toUsage(counters)
+    const reason = stopReason(provider, message.stop_reason, meta, usage)
+    if (Either.isLeft(reason)) return Either.left(reason.left)
+    let text: string | undefined
+    const toolCalls: Array<ToolCall> = []
+    for (const block of message.content) {
+      if (block.type === "text" && block.text !== undefined) text = (text ?? "") + block.text
+      else if (block.type === "tool_use") {
+        toolCalls.push(
+          new ToolCall(
+            { id: block.id ?? `toolu_${toolCalls.length}`, name: block.name ?? "", arguments: JSON.stringify(block.input ?? {}) },
+            { disableValidation: true }
+          )
+        )
+      }
+    }
+    if (reason.right === "stop" && !text && toolCalls.length === 0) {
+      return Either.left(invalidOutput(provider, "the answer has no content and no tool calls", meta, usage))
+    }
+    return Either.right({
+      text,
+      toolCalls,
+      finishReason: reason.right,
+      refusal: reason.right === "refusal",
+      usage,
+      modelVersion: message.model ?? undefined,
+      requestId: meta.requestId,
+      httpStatus: meta.httpStatus
+    })
+  }
+
+/**
+ * The stream machine: `Finish` at `message_stop`; a body that ends before it is truncated.
+ *
+ * @internal
+ */
+export const streamMachine =
+  (provider: string) =>
+  (meta: Meta): StreamMachine => {
+    const counters: UsageCounters = {}
+    let sawUsage = false
+    let model: string | undefined
+    let rawStop: string | null | undefined
+    let produced = false
+    let done = false
+    let nextTool = 0
+    const tools = new Map<number, { index: number; hadArguments: boolean }>()
+    const usage = () => (sawUsage ? toUsage(counters) : undefined)
+
+    const finish = (): Step => {
+      done = true
+      const reason = stopReason(provider, rawStop, meta, usage())
+      if (Either.isLeft(reason)) return reason.left
+      if (reason.right === "stop" && !produced) {
+        return invalidOutput(provider, "the answer has no content and no tool calls", meta, usage())
+      }
+      return [
+        {
+          _tag: "Finish",
+          finishReason: reason.right,
+          refusal: reason.right === "refusal",
+          usage: usage(),
+          modelVersion: model
+        }
+      ]
+    }
+
+    return {
+      onEvent(sse) {
+        if (done || sse.event === "ping") return []
+        const json = parseJson(sse.data)
+        if (Either.isLeft(json)) {
+          return sse.event === "error"
+            ? classifyErrorAfter200(provider, undefined, meta, usage())
+            : invalidOutput(provider, "stream event is not JSON", meta, usage())
+        }
+        if (sse.event === "error" || stringField(json.right, "type") === "error") {
+          return classifyErrorAfter200(provider, field(json.right, "error"), meta, usage())
+        }
+        const decoded = decodeEvent(json.right)
+        if (Either.isLeft(decoded)) return invalidOutput(provider, "unexpected stream event shape", meta, usage())
+        const event = decoded.right
+        switch (event.type) {
+          case "message_start": {
+            if (event.message?.model != null) model = event.message.model
+            if (event.message?.usage != null) {
+              sawUsage = true
+              mergeUsage(counters, event.message.usage)
+            }
+            return []
+          }
+          case "content_block_start": {
+            const block = event.content_block
+            if (block?.type === "text" && block.text) {
+              produced = true
+              return [{ _tag: "TextDelta", text: block.text }]
+            }
+            if (block?.type === "tool_use") {
+              produced = true
+              const index = nextTool++
+              tools.set(event.index ?? -1, { index, hadArguments: false })
+              return [{ _tag: "ToolCallDelta", index, id: block.id, name: block.name, argumentsDelta: "" }]
+            }
+            return []
+          }
+          case "content_block_delta": {
+            const delta = event.delta
+            if (delta?.type === "text_delta" && delta.text) {
+              produced = true
+              return [{ _tag: "TextDelta", text: delta.text }]
+            }
+            if (delta?.type === "input_json_delta" && delta.partial_json) {
+              const tool = tools.get(event.index ?? -1)
+              if (tool === undefined) return []
+              tool.hadArguments = true
+              return [
+                { _tag: "ToolCallDelta", index: tool.index, id: undefined, name: undefined, argumentsDelta: delta.partial_json }
+              ]
+            }
+            return []
+          }
+          case "content_block_stop": {
+            const tool = tools.get(event.index ?? -1)
+            // A tool call without arguments still ends as a JSON object.
+            if (tool !== undefined && !tool.hadArguments) {
+              tool.hadArguments = true
+              return [{ _tag: "ToolCallDelta", index: tool.index, id: undefined, name: undefined, argumentsDelta: "{}" }]
+            }
+            return []
+          }
+          case "message_delta": {
+            if (event.delta?.stop_reason != null) rawStop = event.delta.stop_reason
+            if (event.usage != null) {
+              sawUsage = true
+              mergeUsage(counters, event.usage)
+            }
+            return []
+          }
+          case "message_stop":
+            return finish()
+          default:
+            return []
+        }
+      },
+      onEnd(tail) {
+        if (done) return []
+        const bare = findBareError(tail)
+        if (bare !== undefined) return classifyErrorAfter200(provider, bare, meta, usage())
+        return providerError({
+          kind: "stream_truncated",
+          processed: "maybe",
+          httpStatus: meta.httpStatus,
+          requestId: meta.requestId,
+          usage: usage(),
+          detail: `${provider}: stream ended without message_stop`
+        })
+      }
+    }
+  }
+
+/** @internal */
+export const codec = (settings: Settings): Codec => ({
+  provider: settings.provider,
+  build: (request, stream) =>
+    Either.map(requestBody(request, settings.provider, stream), (body) =>
+      HttpClientRequest.post(settings.url).pipe(
+        settings.authorize,
+        HttpClientRequest.accept(stream ? "text/event-stream" : "application/json"),
+        HttpClientRequest.bodyUnsafeJson(body)
+      )
+    ),
+  requestId: (headers) => firstHeader(headers, ["request-id", "x-request-id"]),
+  decodeResponse: decodeResponse(settings.provider),
+  classifyError: classifyError(settings.provider),
+  streamMachine: streamMachine(settings.provider)
+})

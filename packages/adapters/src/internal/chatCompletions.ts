@@ -1,0 +1,519 @@
+/**
+ * The OpenAI Chat Completions wire format (`POST …/chat/completions`), shared by the OpenAI adapter
+ * and the OpenAI-compatible one (vLLM, Ollama, llama.cpp). A {@link Dialect} carries what differs.
+ *
+ * @internal
+ */
+import type { Headers } from "@effect/platform"
+import { HttpClientRequest } from "@effect/platform"
+import type { ProviderError } from "@modelgate/core/Errors"
+import type { Message } from "@modelgate/core/ModelCommand"
+import { ToolCall } from "@modelgate/core/ModelCommand"
+import type { FinishReason } from "@modelgate/core/ModelResult"
+import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
+import { Either, Schema } from "effect"
+import type { Codec } from "./adapter.js"
+import type { Kind, Meta } from "./classify.js"
+import {
+  applyShouldRetry,
+  describe,
+  field,
+  firstHeader,
+  invalidOutput,
+  isRecord,
+  kindForStatus,
+  processedForStatus,
+  providerError,
+  stringField
+} from "./classify.js"
+import { parseJson } from "./http.js"
+import { retryHintMs } from "./retryHints.js"
+import type { Step, StreamMachine } from "./sse.js"
+import { findBareError } from "./sse.js"
+import { makeUsage } from "./usage.js"
+
+/** What differs between OpenAI and the OpenAI-compatible servers. @internal */
+export interface Dialect {
+  readonly provider: string
+  /** Full URL of the chat completions endpoint. */
+  readonly url: string
+  readonly maxTokensField: "max_completion_tokens" | "max_tokens"
+  readonly systemRole: "system" | "developer"
+  /** Send `stream_options: { include_usage: true }` with `stream: true`. */
+  readonly streamUsage: boolean
+  /** Adds credentials and static headers. */
+  readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request
+// ---------------------------------------------------------------------------------------------
+
+const message = (m: Message, dialect: Dialect): Record<string, unknown> => {
+  switch (m._tag) {
+    case "system":
+      return { role: dialect.systemRole, content: m.content }
+    case "user":
+      return {
+        role: "user",
+        content:
+          typeof m.content === "string"
+            ? m.content
+            : m.content.map((part) =>
+                part._tag === "text"
+                  ? { type: "text", text: part.text }
+                  : { type: "image_url", image_url: { url: part.url } }
+              )
+      }
+    case "assistant":
+      return {
+        role: "assistant",
+        content: m.content ?? null,
+        ...(m.toolCalls !== undefined && m.toolCalls.length > 0
+          ? {
+              tool_calls: m.toolCalls.map((call) => ({
+                id: call.id,
+                type: "function",
+                function: { name: call.name, arguments: call.arguments }
+              }))
+            }
+          : {})
+      }
+    case "tool":
+      return { role: "tool", tool_call_id: m.toolCallId, content: m.content }
+  }
+}
+
+/**
+ * The JSON body for a neutral request.
+ *
+ * @internal
+ */
+export const requestBody = (request: ProviderRequest, dialect: Dialect, stream: boolean): Record<string, unknown> => {
+  const body: Record<string, unknown> = {
+    model: request.target.model,
+    messages: request.messages.map((m) => message(m, dialect)),
+    [dialect.maxTokensField]: request.maxOutputTokens
+  }
+  if (request.tools.length > 0) {
+    body.tools = request.tools.map((tool) => ({
+      type: "function",
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters }
+    }))
+  }
+  if (request.toolChoice !== undefined) {
+    body.tool_choice =
+      typeof request.toolChoice === "string"
+        ? request.toolChoice
+        : { type: "function", function: { name: request.toolChoice.tool } }
+  }
+  if (request.output !== undefined) {
+    body.response_format = {
+      type: "json_schema",
+      json_schema: { name: request.output.name, schema: request.output.jsonSchema, strict: request.output.strict }
+    }
+  }
+  if (stream) {
+    body.stream = true
+    if (dialect.streamUsage) body.stream_options = { include_usage: true }
+  }
+  return body
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wire schemas (never trust provider JSON)
+// ---------------------------------------------------------------------------------------------
+
+const Count = Schema.optional(Schema.NullOr(Schema.Number))
+
+const UsageWire = Schema.Struct({
+  prompt_tokens: Count,
+  completion_tokens: Count,
+  prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: Count }))),
+  completion_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ reasoning_tokens: Count })))
+})
+
+const ToolCallWire = Schema.Struct({
+  index: Schema.optional(Schema.Number),
+  id: Schema.optional(Schema.NullOr(Schema.String)),
+  function: Schema.optional(
+    Schema.NullOr(
+      Schema.Struct({
+        name: Schema.optional(Schema.NullOr(Schema.String)),
+        arguments: Schema.optional(Schema.NullOr(Schema.String))
+      })
+    )
+  )
+})
+
+const CompletionWire = Schema.Struct({
+  id: Schema.optional(Schema.NullOr(Schema.String)),
+  model: Schema.optional(Schema.NullOr(Schema.String)),
+  system_fingerprint: Schema.optional(Schema.NullOr(Schema.String)),
+  choices: Schema.Array(
+    Schema.Struct({
+      finish_reason: Schema.optional(Schema.NullOr(Schema.String)),
+      message: Schema.Struct({
+        content: Schema.optional(Schema.NullOr(Schema.String)),
+        refusal: Schema.optional(Schema.NullOr(Schema.String)),
+        tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallWire)))
+      })
+    })
+  ),
+  usage: Schema.optional(Schema.NullOr(UsageWire))
+})
+
+const ChunkWire = Schema.Struct({
+  id: Schema.optional(Schema.NullOr(Schema.String)),
+  model: Schema.optional(Schema.NullOr(Schema.String)),
+  system_fingerprint: Schema.optional(Schema.NullOr(Schema.String)),
+  choices: Schema.optional(
+    Schema.NullOr(
+      Schema.Array(
+        Schema.Struct({
+          index: Schema.optional(Schema.Number),
+          finish_reason: Schema.optional(Schema.NullOr(Schema.String)),
+          delta: Schema.optional(
+            Schema.NullOr(
+              Schema.Struct({
+                content: Schema.optional(Schema.NullOr(Schema.String)),
+                refusal: Schema.optional(Schema.NullOr(Schema.String)),
+                tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallWire)))
+              })
+            )
+          )
+        })
+      )
+    )
+  ),
+  usage: Schema.optional(Schema.NullOr(UsageWire))
+})
+
+const decodeCompletion = Schema.decodeUnknownEither(CompletionWire)
+const decodeChunk = Schema.decodeUnknownEither(ChunkWire)
+
+const toUsage = (usage: typeof UsageWire.Type | null | undefined) =>
+  usage == null
+    ? undefined
+    : makeUsage({
+        inputTokens: usage.prompt_tokens,
+        cachedInputTokens: usage.prompt_tokens_details?.cached_tokens,
+        outputTokens: usage.completion_tokens,
+        reasoningTokens: usage.completion_tokens_details?.reasoning_tokens
+      })
+
+const modelVersion = (model: string | null | undefined, fingerprint: string | null | undefined) =>
+  model == null ? undefined : fingerprint == null || fingerprint === "" ? model : `${model}+${fingerprint}`
+
+/**
+ * Maps `finish_reason`; a refusal field wins.
+ *
+ * @internal
+ */
+export const finishReason = (raw: string | null | undefined, refusal: boolean): FinishReason => {
+  if (refusal) return "refusal"
+  switch (raw) {
+    case "stop":
+      return "stop"
+    case "length":
+      return "length"
+    case "tool_calls":
+    case "function_call":
+      return "tool_calls"
+    case "content_filter":
+      return "content_filter"
+    default:
+      return "other"
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+const quotaCodes = new Set(["insufficient_quota", "credit_balance_exhausted", "organization_usage_limit_exceeded"])
+const spendCodes = new Set(["organization_spend_limit_exceeded", "project_spend_limit_exceeded"])
+
+/**
+ * The class named by an OpenAI-style error object, in the order `code` > `type` > message rules;
+ * `undefined` when only the status can tell.
+ *
+ * @internal
+ */
+export const kindFromBody = (error: unknown, status: number | undefined): Kind | undefined => {
+  const code = stringField(error, "code")
+  const type = stringField(error, "type")
+  const message = stringField(error, "message") ?? ""
+  if (code !== undefined) {
+    if (spendCodes.has(code)) return "spend_cap"
+    if (quotaCodes.has(code)) return "quota_exhausted"
+    if (code === "context_length_exceeded") return "context_length"
+    if (code === "invalid_prompt") return "refusal"
+  }
+  if (type === "insufficient_quota") return "quota_exhausted"
+  if (type === "exceed_context_size_error") return "context_length"
+  // A single request larger than the TPM limit: permanent on this route.
+  if (status === 429 && /^\s*request too large/i.test(message)) return "request_too_large"
+  if (code === "rate_limit_exceeded" || code === "slow_down") return "rate_limited"
+  if (code === "model_not_found") return "model_not_found"
+  if (code === "invalid_api_key") return "authentication"
+  if (code === "server_is_overloaded") return "overloaded"
+  switch (type) {
+    case "rate_limit_error":
+    case "requests":
+    case "tokens":
+      return "rate_limited"
+    case "authentication_error":
+      return "authentication"
+    case "permission_error":
+      return "permission"
+    case "not_found_error":
+    case "NotFoundError":
+      return "model_not_found"
+    case "service_unavailable_error":
+    case "unavailable_error":
+      return "overloaded"
+    case "server_error":
+    case "api_error":
+    case "InternalServerError":
+      return status === undefined || status >= 500 ? "server_error" : undefined
+    case "not_supported_error":
+      return "invalid_request"
+  }
+  // vLLM and llama.cpp describe context overflow only in the message.
+  if ((status === undefined || status === 400) && /maximum context length|exceeds? the available context size/i.test(message)) {
+    return "context_length"
+  }
+  return undefined
+}
+
+/** The error object of an OpenAI-style body (`{"error": {...}}`, or vLLM's old flat form). @internal */
+export const errorObject = (body: unknown): unknown => {
+  const nested = field(body, "error")
+  if (isRecord(nested)) return nested
+  if (stringField(body, "object") === "error") return body
+  return undefined
+}
+
+const codeOf = (error: unknown) => stringField(error, "code") ?? stringField(error, "type")
+
+/**
+ * Classifies a non-2xx answer.
+ *
+ * @internal
+ */
+export const classifyError =
+  (provider: string) =>
+  (input: {
+    readonly status: number
+    readonly headers: Headers.Headers
+    readonly body: unknown
+    readonly nowMs: number
+    readonly requestId: string | undefined
+  }): ProviderError => {
+    const error = errorObject(input.body)
+    const fromBody = error === undefined ? undefined : kindFromBody(error, input.status)
+    const kind = applyShouldRetry(fromBody ?? kindForStatus(input.status), input.headers["x-should-retry"], fromBody === undefined)
+    const retryAfterMs = retryHintMs(input.headers, input.nowMs, {
+      ...(kind === "rate_limited"
+        ? {
+            resetHeaders: [
+              ["x-ratelimit-reset-requests", "x-ratelimit-remaining-requests"],
+              ["x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"]
+            ],
+            resetFormat: "go"
+          }
+        : {})
+    })
+    const code = codeOf(error)
+    return providerError({
+      kind,
+      processed: processedForStatus(input.status),
+      httpStatus: input.status,
+      retryAfterMs,
+      requestId: input.requestId,
+      providerCode: code,
+      detail: describe(provider, input.status, code)
+    })
+  }
+
+/**
+ * Classifies an error object that arrived after HTTP 200 (in the body or as a stream event).
+ * vLLM and llama.cpp put the HTTP status in `code`; otherwise the class comes from the codes, and
+ * an unknown error is temporary.
+ *
+ * @internal
+ */
+export const classifyErrorAfter200 = (provider: string, error: unknown, meta: Meta): ProviderError => {
+  const rawCode = field(error, "code")
+  const status = typeof rawCode === "number" && rawCode >= 400 && rawCode < 600 ? rawCode : undefined
+  const kind = kindFromBody(error, status) ?? (status === undefined ? "server_error" : kindForStatus(status))
+  const code = codeOf(error)
+  return providerError({
+    kind,
+    processed: "maybe",
+    httpStatus: meta.httpStatus,
+    requestId: meta.requestId,
+    providerCode: code,
+    detail: describe(provider, meta.httpStatus, code, "error after the response started")
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+// ---------------------------------------------------------------------------------------------
+
+const emptyOutput = (provider: string, meta: Meta, usage: ProviderResponse["usage"]) =>
+  invalidOutput(provider, "the answer has no content and no tool calls", meta, usage)
+
+/**
+ * Decodes a non-streamed completion.
+ *
+ * @internal
+ */
+export const decodeResponse =
+  (provider: string) =>
+  (body: unknown, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
+    const error = errorObject(body)
+    if (error !== undefined) return Either.left(classifyErrorAfter200(provider, error, meta))
+    const decoded = decodeCompletion(body)
+    if (Either.isLeft(decoded)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
+    const completion = decoded.right
+    const usage = toUsage(completion.usage)
+    const choice = completion.choices[0]
+    if (choice === undefined) return Either.left(invalidOutput(provider, "response has no choices", meta, usage))
+    const refusal = choice.message.refusal != null && choice.message.refusal !== ""
+    const toolCalls = (choice.message.tool_calls ?? []).map(
+      (call, index) =>
+        new ToolCall(
+          {
+            id: call.id ?? `call_${index}`,
+            name: call.function?.name ?? "",
+            arguments: call.function?.arguments ?? ""
+          },
+          { disableValidation: true }
+        )
+    )
+    const reason = finishReason(choice.finish_reason, refusal)
+    const text = choice.message.content ?? undefined
+    if (reason === "stop" && !text && toolCalls.length === 0) return Either.left(emptyOutput(provider, meta, usage))
+    return Either.right({
+      text,
+      toolCalls,
+      finishReason: reason,
+      refusal: refusal || reason === "content_filter",
+      usage,
+      modelVersion: modelVersion(completion.model, completion.system_fingerprint),
+      requestId: meta.requestId ?? completion.id ?? undefined,
+      httpStatus: meta.httpStatus
+    })
+  }
+
+/**
+ * The stream machine: deltas as they come, `Finish` at `data: [DONE]`.
+ *
+ * @internal
+ */
+export const streamMachine =
+  (provider: string) =>
+  (meta: Meta): StreamMachine => {
+    let rawFinish: string | null | undefined
+    let refusal = false
+    let usage: ProviderResponse["usage"]
+    let model: string | null | undefined
+    let fingerprint: string | null | undefined
+    let produced = false
+    let done = false
+
+    const finish = (): Step => {
+      done = true
+      const reason = finishReason(rawFinish, refusal)
+      if (reason === "stop" && !produced) return emptyOutput(provider, meta, usage)
+      return [
+        {
+          _tag: "Finish",
+          finishReason: reason,
+          refusal: refusal || reason === "content_filter",
+          usage,
+          modelVersion: modelVersion(model, fingerprint)
+        }
+      ]
+    }
+
+    return {
+      onEvent(event) {
+        if (done) return []
+        if (event.data === "[DONE]") return finish()
+        const json = parseJson(event.data)
+        if (Either.isLeft(json)) {
+          return event.event === "error"
+            ? classifyErrorAfter200(provider, undefined, meta)
+            : invalidOutput(provider, "stream chunk is not JSON", meta, usage)
+        }
+        const error = errorObject(json.right) ?? (event.event === "error" ? json.right : undefined)
+        if (error !== undefined) return classifyErrorAfter200(provider, error, meta)
+        const decoded = decodeChunk(json.right)
+        if (Either.isLeft(decoded)) return invalidOutput(provider, "unexpected stream chunk shape", meta, usage)
+        const chunk = decoded.right
+        if (chunk.model != null) model = chunk.model
+        if (chunk.system_fingerprint != null) fingerprint = chunk.system_fingerprint
+        if (chunk.usage != null) usage = toUsage(chunk.usage)
+        const out: Array<ProviderStreamEvent> = []
+        for (const choice of chunk.choices ?? []) {
+          if ((choice.index ?? 0) !== 0) continue
+          const delta = choice.delta
+          if (delta?.content != null && delta.content !== "") {
+            produced = true
+            out.push({ _tag: "TextDelta", text: delta.content })
+          }
+          if (delta?.refusal != null && delta.refusal !== "") refusal = true
+          for (const [position, call] of (delta?.tool_calls ?? []).entries()) {
+            produced = true
+            out.push({
+              _tag: "ToolCallDelta",
+              index: call.index ?? position,
+              id: call.id ?? undefined,
+              name: call.function?.name ?? undefined,
+              argumentsDelta: call.function?.arguments ?? ""
+            })
+          }
+          if (choice.finish_reason != null) rawFinish = choice.finish_reason
+        }
+        return out
+      },
+      onEnd(tail) {
+        if (done) return []
+        const bare = findBareError(tail)
+        if (bare !== undefined) return classifyErrorAfter200(provider, bare, meta)
+        return providerError({
+          kind: "stream_truncated",
+          processed: "maybe",
+          httpStatus: meta.httpStatus,
+          requestId: meta.requestId,
+          usage,
+          detail: `${provider}: stream ended without [DONE]`
+        })
+      }
+    }
+  }
+
+/**
+ * The codec of a dialect.
+ *
+ * @internal
+ */
+export const codec = (dialect: Dialect): Codec => ({
+  provider: dialect.provider,
+  build: (request, stream) =>
+    Either.right(
+      HttpClientRequest.post(dialect.url).pipe(
+        dialect.authorize,
+        HttpClientRequest.accept(stream ? "text/event-stream" : "application/json"),
+        HttpClientRequest.bodyUnsafeJson(requestBody(request, dialect, stream))
+      )
+    ),
+  requestId: (headers) => firstHeader(headers, ["x-request-id", "request-id"]),
+  decodeResponse: decodeResponse(dialect.provider),
+  classifyError: classifyError(dialect.provider),
+  streamMachine: streamMachine(dialect.provider)
+})

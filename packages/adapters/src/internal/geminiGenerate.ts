@@ -1,0 +1,542 @@
+/**
+ * The Gemini Developer API wire format: `POST {baseUrl}/models/{model}:generateContent` and
+ * `:streamGenerateContent?alt=sse`.
+ *
+ * @internal
+ */
+import type { Headers } from "@effect/platform"
+import { HttpClientRequest } from "@effect/platform"
+import type { ProviderError } from "@modelgate/core/Errors"
+import type { ContentPart } from "@modelgate/core/ModelCommand"
+import { ToolCall } from "@modelgate/core/ModelCommand"
+import type { FinishReason, Usage } from "@modelgate/core/ModelResult"
+import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
+import { Either, Schema } from "effect"
+import type { Codec } from "./adapter.js"
+import type { Kind, Meta } from "./classify.js"
+import {
+  applyShouldRetry,
+  describe,
+  field,
+  firstHeader,
+  invalidOutput,
+  isRecord,
+  kindForStatus,
+  processedForStatus,
+  providerError,
+  stringField
+} from "./classify.js"
+import { parseJson } from "./http.js"
+import { parseProtoDuration, retryHintMs } from "./retryHints.js"
+import type { StreamMachine } from "./sse.js"
+import { findBareError } from "./sse.js"
+import { makeUsage } from "./usage.js"
+
+/** @internal */
+export interface Settings {
+  readonly provider: string
+  /** API root including the version, e.g. `https://generativelanguage.googleapis.com/v1beta`. */
+  readonly baseUrl: string
+  readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request
+// ---------------------------------------------------------------------------------------------
+
+type Part = Record<string, unknown>
+
+const userPart = (part: ContentPart): Part => {
+  if (part._tag === "text") return { text: part.text }
+  const data = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s.exec(part.url)
+  if (data !== null) return { inlineData: { mimeType: part.mediaType ?? data[1], data: data[2] } }
+  return { fileData: { fileUri: part.url, mimeType: part.mediaType ?? "image/jpeg" } }
+}
+
+/** A tool result as the object `functionResponse.response` requires. @internal */
+const toolResponse = (content: string): Record<string, unknown> => {
+  const parsed = parseJson(content)
+  if (Either.isRight(parsed) && isRecord(parsed.right)) return parsed.right
+  return { result: Either.isRight(parsed) ? parsed.right : content }
+}
+
+/**
+ * The model path segment: `models/x` and `x` both name model `x`.
+ *
+ * @internal
+ */
+export const modelPath = (model: string): string => encodeURIComponent(model.replace(/^models\//, ""))
+
+/**
+ * The JSON body for a neutral request.
+ *
+ * @internal
+ */
+export const requestBody = (
+  request: ProviderRequest,
+  provider: string
+): Either.Either<Record<string, unknown>, ProviderError> => {
+  const system: Array<Part> = []
+  const contents: Array<{ role: "user" | "model"; parts: Array<Part> }> = []
+  const push = (role: "user" | "model", parts: Array<Part>) => {
+    if (parts.length === 0) return
+    const last = contents[contents.length - 1]
+    if (last !== undefined && last.role === role) last.parts.push(...parts)
+    else contents.push({ role, parts })
+  }
+  for (const m of request.messages) {
+    switch (m._tag) {
+      case "system":
+        system.push({ text: m.content })
+        break
+      case "user":
+        push("user", typeof m.content === "string" ? [{ text: m.content }] : m.content.map(userPart))
+        break
+      case "assistant": {
+        const parts: Array<Part> = m.content ? [{ text: m.content }] : []
+        for (const call of m.toolCalls ?? []) {
+          const args = parseJson(call.arguments === "" ? "{}" : call.arguments)
+          if (Either.isLeft(args) || !isRecord(args.right)) {
+            return Either.left(
+              providerError({
+                kind: "invalid_request",
+                processed: "no",
+                detail: `${provider}: an assistant tool call in the conversation has arguments that are not a JSON object`
+              })
+            )
+          }
+          parts.push({ functionCall: { name: call.name, args: args.right } })
+        }
+        push("model", parts)
+        break
+      }
+      case "tool":
+        push("user", [{ functionResponse: { name: m.name, response: toolResponse(m.content) } }])
+        break
+    }
+  }
+  const generationConfig: Record<string, unknown> = { maxOutputTokens: request.maxOutputTokens }
+  if (request.output !== undefined) {
+    generationConfig.responseMimeType = "application/json"
+    generationConfig.responseJsonSchema = request.output.jsonSchema
+  }
+  const body: Record<string, unknown> = {
+    ...(system.length > 0 ? { systemInstruction: { parts: system } } : {}),
+    contents,
+    generationConfig
+  }
+  if (request.tools.length > 0) {
+    body.tools = [
+      {
+        functionDeclarations: request.tools.map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          parametersJsonSchema: tool.parameters
+        }))
+      }
+    ]
+  }
+  if (request.toolChoice !== undefined) {
+    body.toolConfig = {
+      functionCallingConfig:
+        typeof request.toolChoice !== "string"
+          ? { mode: "ANY", allowedFunctionNames: [request.toolChoice.tool] }
+          : { mode: request.toolChoice === "required" ? "ANY" : request.toolChoice === "none" ? "NONE" : "AUTO" }
+    }
+  }
+  return Either.right(body)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wire schemas
+// ---------------------------------------------------------------------------------------------
+
+const Count = Schema.optional(Schema.NullOr(Schema.Number))
+
+const PartWire = Schema.Struct({
+  text: Schema.optional(Schema.NullOr(Schema.String)),
+  thought: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  functionCall: Schema.optional(
+    Schema.NullOr(
+      Schema.Struct({
+        id: Schema.optional(Schema.NullOr(Schema.String)),
+        name: Schema.optional(Schema.NullOr(Schema.String)),
+        args: Schema.optional(Schema.Unknown)
+      })
+    )
+  )
+})
+
+const ResponseWire = Schema.Struct({
+  candidates: Schema.optional(
+    Schema.NullOr(
+      Schema.Array(
+        Schema.Struct({
+          finishReason: Schema.optional(Schema.NullOr(Schema.String)),
+          content: Schema.optional(Schema.NullOr(Schema.Struct({ parts: Schema.optional(Schema.NullOr(Schema.Array(PartWire))) })))
+        })
+      )
+    )
+  ),
+  promptFeedback: Schema.optional(Schema.NullOr(Schema.Struct({ blockReason: Schema.optional(Schema.NullOr(Schema.String)) }))),
+  usageMetadata: Schema.optional(
+    Schema.NullOr(
+      Schema.Struct({
+        promptTokenCount: Count,
+        candidatesTokenCount: Count,
+        thoughtsTokenCount: Count,
+        cachedContentTokenCount: Count,
+        toolUsePromptTokenCount: Count
+      })
+    )
+  ),
+  modelVersion: Schema.optional(Schema.NullOr(Schema.String)),
+  responseId: Schema.optional(Schema.NullOr(Schema.String))
+})
+
+type ResponseWire = typeof ResponseWire.Type
+
+const decodeWire = Schema.decodeUnknownEither(ResponseWire)
+
+const toUsage = (usage: ResponseWire["usageMetadata"]): Usage | undefined =>
+  usage == null
+    ? undefined
+    : makeUsage({
+        inputTokens: (usage.promptTokenCount ?? 0) + (usage.toolUsePromptTokenCount ?? 0),
+        cachedInputTokens: usage.cachedContentTokenCount,
+        // candidatesTokenCount excludes thinking; our outputTokens include it.
+        outputTokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
+        reasoningTokens: usage.thoughtsTokenCount
+      })
+
+const contentFilterReasons = new Set(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"])
+const invalidOutputReasons = new Set([
+  "MALFORMED_FUNCTION_CALL",
+  "UNEXPECTED_TOOL_CALL",
+  "TOO_MANY_TOOL_CALLS",
+  "OTHER",
+  "FINISH_REASON_UNSPECIFIED",
+  "NO_IMAGE"
+])
+
+/**
+ * Maps `finishReason`, or gives the error a finish reason stands for.
+ *
+ * @internal
+ */
+export const finishReason = (
+  provider: string,
+  raw: string,
+  hasFunctionCall: boolean,
+  meta: Meta,
+  usage: Usage | undefined
+): Either.Either<FinishReason, ProviderError> => {
+  if (raw === "STOP") return Either.right(hasFunctionCall ? "tool_calls" : "stop")
+  if (raw === "MAX_TOKENS") return Either.right("length")
+  if (contentFilterReasons.has(raw) || raw.startsWith("IMAGE_")) return Either.right("content_filter")
+  if (raw === "LANGUAGE") {
+    return Either.left(
+      providerError({
+        kind: "invalid_request",
+        processed: "maybe",
+        httpStatus: meta.httpStatus,
+        requestId: meta.requestId,
+        providerCode: raw,
+        usage,
+        detail: `${provider}: unsupported language (finishReason LANGUAGE)`
+      })
+    )
+  }
+  if (invalidOutputReasons.has(raw)) {
+    return Either.left(invalidOutput(provider, `finishReason ${raw}`, meta, usage))
+  }
+  return Either.right("other")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+const details = (error: unknown): ReadonlyArray<unknown> => {
+  const value = field(error, "details")
+  return Array.isArray(value) ? value : []
+}
+
+const detailType = (detail: unknown) => stringField(detail, "@type") ?? ""
+
+const errorInfoReason = (error: unknown): string | undefined => {
+  for (const detail of details(error)) {
+    if (detailType(detail).endsWith("google.rpc.ErrorInfo")) {
+      const reason = stringField(detail, "reason")
+      if (reason !== undefined) return reason
+    }
+  }
+  return undefined
+}
+
+const quotaIds = (error: unknown): Array<string> => {
+  const ids: Array<string> = []
+  for (const detail of details(error)) {
+    if (!detailType(detail).endsWith("google.rpc.QuotaFailure")) continue
+    const violations = field(detail, "violations")
+    if (!Array.isArray(violations)) continue
+    for (const violation of violations) {
+      const id = stringField(violation, "quotaId") ?? stringField(violation, "quotaMetric")
+      if (id !== undefined) ids.push(id)
+    }
+  }
+  return ids
+}
+
+/**
+ * The `RetryInfo.retryDelay` of an error, in milliseconds.
+ *
+ * @internal
+ */
+export const retryDelayMs = (error: unknown): number | undefined => {
+  for (const detail of details(error)) {
+    if (detailType(detail).endsWith("google.rpc.RetryInfo")) {
+      const delay = parseProtoDuration(field(detail, "retryDelay"))
+      if (delay !== undefined) return delay
+    }
+  }
+  return undefined
+}
+
+/**
+ * The class named by a google.rpc Status error (`details[]` > `status` > message rules).
+ *
+ * @internal
+ */
+export const kindFromBody = (error: unknown, status: number | undefined): Kind | undefined => {
+  const reason = errorInfoReason(error)
+  if (reason === "API_KEY_INVALID" || reason === "API_KEY_EXPIRED") return "authentication"
+  const quotas = quotaIds(error)
+  if (quotas.some((id) => /PerDay/i.test(id))) return "quota_exhausted"
+  if (quotas.some((id) => /PerMinute/i.test(id))) return "rate_limited"
+  const message = stringField(error, "message") ?? ""
+  switch (stringField(error, "status")) {
+    case "INVALID_ARGUMENT":
+      return /input token count.*exceeds/i.test(message) ? "context_length" : "invalid_request"
+    case "FAILED_PRECONDITION":
+      return "permission"
+    case "UNAUTHENTICATED":
+      return "authentication"
+    case "PERMISSION_DENIED":
+      return "permission"
+    case "NOT_FOUND":
+      return "model_not_found"
+    case "RESOURCE_EXHAUSTED":
+      if (status === 402) return "quota_exhausted"
+      if (/spend/i.test(message)) return "spend_cap"
+      return "rate_limited"
+    case "INTERNAL":
+      return "server_error"
+    case "UNAVAILABLE":
+      return "overloaded"
+    case "DEADLINE_EXCEEDED":
+      return "timeout"
+  }
+  if (retryDelayMs(error) !== undefined && status === 429) return "rate_limited"
+  return undefined
+}
+
+const codeOf = (error: unknown) => errorInfoReason(error) ?? stringField(error, "status")
+
+/** @internal */
+export const classifyError =
+  (provider: string) =>
+  (input: {
+    readonly status: number
+    readonly headers: Headers.Headers
+    readonly body: unknown
+    readonly nowMs: number
+    readonly requestId: string | undefined
+  }): ProviderError => {
+    const error = field(input.body, "error")
+    const fromBody = isRecord(error) ? kindFromBody(error, input.status) : undefined
+    const kind = applyShouldRetry(fromBody ?? kindForStatus(input.status), input.headers["x-should-retry"], fromBody === undefined)
+    const code = codeOf(error)
+    return providerError({
+      kind,
+      processed: processedForStatus(input.status),
+      httpStatus: input.status,
+      retryAfterMs: retryHintMs(input.headers, input.nowMs, { bodyDelayMs: retryDelayMs(error) }),
+      requestId: input.requestId,
+      providerCode: code,
+      detail: describe(provider, input.status, code)
+    })
+  }
+
+/** An error object after HTTP 200 (bare JSON mid-stream, or `data: {"error": …}`). @internal */
+export const classifyErrorAfter200 = (provider: string, error: unknown, meta: Meta, usage?: Usage): ProviderError => {
+  const rawCode = field(error, "code")
+  const status = typeof rawCode === "number" && rawCode >= 400 && rawCode < 600 ? rawCode : undefined
+  const code = codeOf(error)
+  return providerError({
+    kind: kindFromBody(error, status) ?? (status === undefined ? "server_error" : kindForStatus(status)),
+    processed: "maybe",
+    httpStatus: meta.httpStatus,
+    retryAfterMs: retryDelayMs(error),
+    requestId: meta.requestId,
+    providerCode: code,
+    usage,
+    detail: describe(provider, meta.httpStatus, code, `error after the response started${status ? ` (code ${status})` : ""}`)
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+// ---------------------------------------------------------------------------------------------
+
+interface Accumulated {
+  text: string | undefined
+  calls: Array<{ id: string; name: string; arguments: string }>
+}
+
+const partsOf = (wire: ResponseWire) => wire.candidates?.[0]?.content?.parts ?? []
+
+const accumulate = (into: Accumulated, wire: ResponseWire): Array<ProviderStreamEvent> => {
+  const events: Array<ProviderStreamEvent> = []
+  for (const part of partsOf(wire)) {
+    if (part.thought === true) continue
+    if (part.text != null && part.text !== "") {
+      into.text = (into.text ?? "") + part.text
+      events.push({ _tag: "TextDelta", text: part.text })
+    }
+    if (part.functionCall != null) {
+      const index = into.calls.length
+      const call = {
+        id: part.functionCall.id ?? `call_${index}`,
+        name: part.functionCall.name ?? "",
+        arguments: JSON.stringify(part.functionCall.args ?? {})
+      }
+      into.calls.push(call)
+      events.push({ _tag: "ToolCallDelta", index, id: call.id, name: call.name, argumentsDelta: call.arguments })
+    }
+  }
+  return events
+}
+
+/** The outcome once the whole answer is known. @internal */
+const conclude = (
+  provider: string,
+  acc: Accumulated,
+  raw: string | undefined,
+  blockReason: string | undefined,
+  meta: Meta,
+  usage: Usage | undefined
+): Either.Either<{ readonly finishReason: FinishReason; readonly refusal: boolean }, ProviderError> => {
+  if (raw === undefined) {
+    // A blocked prompt: HTTP 200, no candidates, `promptFeedback.blockReason`.
+    if (blockReason !== undefined) return Either.right({ finishReason: "content_filter", refusal: true })
+    return Either.left(invalidOutput(provider, "response has no candidates", meta, usage))
+  }
+  const reason = finishReason(provider, raw, acc.calls.length > 0, meta, usage)
+  if (Either.isLeft(reason)) return Either.left(reason.left)
+  if ((reason.right === "stop" || reason.right === "other") && !acc.text && acc.calls.length === 0) {
+    return Either.left(invalidOutput(provider, "the answer has no content parts", meta, usage))
+  }
+  return Either.right({ finishReason: reason.right, refusal: reason.right === "content_filter" })
+}
+
+/** @internal */
+export const decodeResponse =
+  (provider: string) =>
+  (body: unknown, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
+    const error = field(body, "error")
+    if (isRecord(error)) return Either.left(classifyErrorAfter200(provider, error, meta))
+    const decoded = decodeWire(body)
+    if (Either.isLeft(decoded)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
+    const wire = decoded.right
+    const usage = toUsage(wire.usageMetadata)
+    const acc: Accumulated = { text: undefined, calls: [] }
+    accumulate(acc, wire)
+    const candidate = wire.candidates?.[0]
+    const raw = candidate === undefined ? undefined : (candidate.finishReason ?? "FINISH_REASON_UNSPECIFIED")
+    const outcome = conclude(provider, acc, raw, wire.promptFeedback?.blockReason ?? undefined, meta, usage)
+    if (Either.isLeft(outcome)) return Either.left(outcome.left)
+    return Either.right({
+      text: acc.text,
+      toolCalls: acc.calls.map((call) => new ToolCall(call, { disableValidation: true })),
+      finishReason: outcome.right.finishReason,
+      refusal: outcome.right.refusal,
+      usage,
+      modelVersion: wire.modelVersion ?? undefined,
+      requestId: meta.requestId ?? wire.responseId ?? undefined,
+      httpStatus: meta.httpStatus
+    })
+  }
+
+/**
+ * The stream machine. Gemini sends no terminator: the answer is complete when the body ends after
+ * a chunk with a `finishReason` (or a blocked prompt); otherwise the stream was truncated.
+ *
+ * @internal
+ */
+export const streamMachine =
+  (provider: string) =>
+  (meta: Meta): StreamMachine => {
+    const acc: Accumulated = { text: undefined, calls: [] }
+    let raw: string | undefined
+    let blockReason: string | undefined
+    let usage: Usage | undefined
+    let model: string | undefined
+    return {
+      onEvent(event) {
+        const json = parseJson(event.data)
+        if (Either.isLeft(json)) return invalidOutput(provider, "stream chunk is not JSON", meta, usage)
+        const error = field(json.right, "error")
+        if (isRecord(error)) return classifyErrorAfter200(provider, error, meta, usage)
+        const decoded = decodeWire(json.right)
+        if (Either.isLeft(decoded)) return invalidOutput(provider, "unexpected stream chunk shape", meta, usage)
+        const wire = decoded.right
+        if (wire.usageMetadata != null) usage = toUsage(wire.usageMetadata)
+        if (wire.modelVersion != null) model = wire.modelVersion
+        if (wire.promptFeedback?.blockReason != null) blockReason = wire.promptFeedback.blockReason
+        const finish = wire.candidates?.[0]?.finishReason
+        if (finish != null) raw = finish
+        return accumulate(acc, wire)
+      },
+      onEnd(tail) {
+        const bare = findBareError(tail)
+        if (bare !== undefined) return classifyErrorAfter200(provider, bare, meta, usage)
+        if (raw === undefined && blockReason === undefined) {
+          return providerError({
+            kind: "stream_truncated",
+            processed: "maybe",
+            httpStatus: meta.httpStatus,
+            requestId: meta.requestId,
+            usage,
+            detail: `${provider}: stream ended before a finishReason`
+          })
+        }
+        const outcome = conclude(provider, acc, raw, blockReason, meta, usage)
+        if (Either.isLeft(outcome)) return outcome.left
+        return [{ _tag: "Finish", ...outcome.right, usage, modelVersion: model }]
+      }
+    }
+  }
+
+/** @internal */
+export const codec = (settings: Settings): Codec => {
+  const root = settings.baseUrl.replace(/\/+$/, "")
+  return {
+    provider: settings.provider,
+    build: (request, stream) =>
+      Either.map(requestBody(request, settings.provider), (body) =>
+        HttpClientRequest.post(
+          `${root}/models/${modelPath(request.target.model)}:${stream ? "streamGenerateContent" : "generateContent"}`
+        ).pipe(
+          stream ? HttpClientRequest.setUrlParam("alt", "sse") : (r) => r,
+          settings.authorize,
+          HttpClientRequest.accept(stream ? "text/event-stream" : "application/json"),
+          HttpClientRequest.bodyUnsafeJson(body)
+        )
+      ),
+    requestId: (headers) => firstHeader(headers, ["x-request-id", "request-id"]),
+    decodeResponse: decodeResponse(settings.provider),
+    classifyError: classifyError(settings.provider),
+    streamMachine: streamMachine(settings.provider)
+  }
+}

@@ -1,0 +1,230 @@
+/**
+ * HTTP plumbing shared by the adapters: the client with secrets kept out of spans and no trace
+ * propagation to vendors, transport-error classification, and bounded body reads.
+ *
+ * @internal
+ */
+import type { HttpClientError, HttpClientResponse } from "@effect/platform"
+import { Headers, HttpClient } from "@effect/platform"
+import type { ProviderError } from "@modelgate/core/Errors"
+import { Effect, Either, Stream } from "effect"
+import type { Meta } from "./classify.js"
+import { field, providerError } from "./classify.js"
+
+/** Default bound of a response body: 8 MiB. @internal */
+export const defaultMaxResponseBytes = 8 * 1024 * 1024
+
+/** How much of an error body is read to classify it. @internal */
+export const errorBodyLimit = 64 * 1024
+
+/** Header names whose values never reach spans or logs. @internal */
+export const secretHeaderNames: ReadonlyArray<string> = [
+  "authorization",
+  "x-api-key",
+  "x-goog-api-key",
+  "api-key",
+  "proxy-authorization"
+]
+
+/**
+ * Runs `effect` with every secret header redacted in the HTTP client's spans.
+ *
+ * @internal
+ */
+export const withRedactedSecrets = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.locallyWith(effect, Headers.currentRedactedNames, (names) => [...names, ...secretHeaderNames])
+
+/**
+ * The client adapters use: no `traceparent` sent to vendors. Retries are the engine's, never here.
+ *
+ * @internal
+ */
+export const client: Effect.Effect<HttpClient.HttpClient, never, HttpClient.HttpClient> = Effect.map(
+  HttpClient.HttpClient,
+  HttpClient.withTracerPropagation(false)
+)
+
+/** Error codes proving the connection never opened, so nothing was sent. @internal */
+const notConnectedCodes = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_CONNECT",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "CERT_HAS_EXPIRED",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "DEPTH_ZERO_SELF_SIGNED_CERT"
+])
+
+/** Collects `code`s along the cause chain (and inside `AggregateError`s), bounded. @internal */
+const errorCodes = (cause: unknown): Array<string> => {
+  const codes: Array<string> = []
+  const queue: Array<unknown> = [cause]
+  for (let i = 0; i < queue.length && i < 16; i++) {
+    const current = queue[i]
+    const code = field(current, "code")
+    if (typeof code === "string") codes.push(code)
+    const inner = field(current, "cause")
+    if (inner !== undefined) queue.push(inner)
+    const errors = field(current, "errors")
+    if (Array.isArray(errors)) queue.push(...errors)
+  }
+  return codes
+}
+
+/**
+ * Classifies a failure of the HTTP client. Connection refused (and DNS / connect failures) is
+ * `processed: "no"`; a failure after the request may have been sent, or mid-body, is `"maybe"`.
+ *
+ * @internal
+ */
+export const transportError = (
+  provider: string,
+  error: HttpClientError.HttpClientError,
+  meta?: Meta | undefined
+): ProviderError => {
+  if (error._tag === "RequestError") {
+    switch (error.reason) {
+      case "InvalidUrl":
+        return providerError({ kind: "rejected", processed: "no", detail: `${provider}: invalid endpoint URL` })
+      case "Encode":
+        return providerError({ kind: "invalid_request", processed: "no", detail: `${provider}: request encoding failed` })
+      case "Transport": {
+        const codes = errorCodes(error.cause)
+        const code = codes.find((c) => notConnectedCodes.has(c)) ?? codes[0]
+        const notConnected = code !== undefined && notConnectedCodes.has(code)
+        return providerError({
+          kind: "transport",
+          processed: notConnected ? "no" : "maybe",
+          providerCode: code,
+          detail: `${provider}: ${notConnected ? "connection failed" : "connection lost before response"}${code ? ` (${code})` : ""}`
+        })
+      }
+    }
+  }
+  const code = errorCodes(error.cause)[0]
+  return providerError({
+    kind: "transport",
+    processed: "maybe",
+    httpStatus: meta?.httpStatus ?? error.response.status,
+    requestId: meta?.requestId,
+    providerCode: code,
+    detail: `${provider}: connection lost while reading the response${code ? ` (${code})` : ""}`
+  })
+}
+
+/**
+ * Sends a request; failures of the client become classified {@link ProviderError}s.
+ *
+ * @internal
+ */
+export const send = (
+  http: HttpClient.HttpClient,
+  provider: string,
+  request: Parameters<HttpClient.HttpClient["execute"]>[0]
+): Effect.Effect<HttpClientResponse.HttpClientResponse, ProviderError> =>
+  Effect.mapError(http.execute(request), (error) => transportError(provider, error))
+
+const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
+  if (parts.length === 1 && parts[0] !== undefined) return parts[0]
+  const out = new Uint8Array(size)
+  let offset = 0
+  for (const part of parts) {
+    out.set(part, offset)
+    offset += part.length
+  }
+  return out
+}
+
+/**
+ * Reads a body of at most `maxBytes`. A larger body fails with `invalid_output` (the provider did
+ * answer, with more than we accept) and the rest of it is not read.
+ *
+ * @internal
+ */
+export const readBody = (
+  response: HttpClientResponse.HttpClientResponse,
+  provider: string,
+  maxBytes: number,
+  meta: Meta
+): Effect.Effect<string, ProviderError> =>
+  Effect.suspend(() => {
+    const tooLarge = providerError({
+      kind: "invalid_output",
+      processed: "maybe",
+      httpStatus: meta.httpStatus,
+      requestId: meta.requestId,
+      detail: `${provider}: response body exceeds ${maxBytes} bytes`
+    })
+    const declared = Number(response.headers["content-length"])
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      // Reading one chunk and stopping closes the body, which aborts the request.
+      return Effect.zipRight(
+        Effect.ignore(Stream.runForEachWhile(response.stream, () => Effect.succeed(false))),
+        Effect.fail(tooLarge)
+      )
+    }
+    const parts: Array<Uint8Array> = []
+    let size = 0
+    let over = false
+    return Stream.runForEachWhile(response.stream, (chunk) =>
+      Effect.sync(() => {
+        size += chunk.length
+        if (size > maxBytes) {
+          over = true
+          return false
+        }
+        parts.push(chunk)
+        return true
+      })
+    ).pipe(
+      Effect.mapError((error) => transportError(provider, error, meta)),
+      Effect.flatMap(() => (over ? Effect.fail(tooLarge) : Effect.succeed(new TextDecoder().decode(concat(parts, size)))))
+    )
+  })
+
+/**
+ * Reads at most `limit` bytes of an error body, for classification. Never fails: a body that
+ * cannot be read is `undefined`.
+ *
+ * @internal
+ */
+export const readErrorBody = (
+  response: HttpClientResponse.HttpClientResponse,
+  limit: number = errorBodyLimit
+): Effect.Effect<string | undefined> =>
+  Effect.suspend(() => {
+    const parts: Array<Uint8Array> = []
+    let size = 0
+    return Stream.runForEachWhile(response.stream, (chunk) =>
+      Effect.sync(() => {
+        const room = limit - size
+        const kept = chunk.length > room ? chunk.subarray(0, room) : chunk
+        parts.push(kept)
+        size += kept.length
+        return size < limit
+      })
+    ).pipe(
+      Effect.map(() => new TextDecoder().decode(concat(parts, size))),
+      Effect.orElseSucceed(() => undefined)
+    )
+  })
+
+/**
+ * `JSON.parse` that cannot throw.
+ *
+ * @internal
+ */
+export const parseJson = (text: string): Either.Either<unknown, void> =>
+  Either.try({ try: (): unknown => JSON.parse(text), catch: () => undefined })
+
+/**
+ * Parses JSON or gives `undefined`.
+ *
+ * @internal
+ */
+export const parseJsonOrUndefined = (text: string | undefined): unknown =>
+  text === undefined ? undefined : Either.getOrUndefined(parseJson(text))

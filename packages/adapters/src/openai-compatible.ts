@@ -1,0 +1,90 @@
+/**
+ * Adapter for local and self-hosted servers speaking OpenAI Chat Completions: vLLM, Ollama
+ * (`/v1/chat/completions`) and llama.cpp's `llama-server`.
+ *
+ * Quirks handled (providers.md §8):
+ * - the output cap is sent as `max_tokens` by default, because Ollama silently ignores
+ *   `max_completion_tokens` (vLLM and llama.cpp accept both); see {@link Options.maxTokensField};
+ * - `tools` is never sent empty (a 400 on vLLM) and `stream_options` only with `stream: true`;
+ * - structured output uses `response_format: {type: "json_schema", …}` (never the removed
+ *   `guided_*` fields, which vLLM ≥ 0.12 silently ignores);
+ * - errors with an integer `code` (vLLM, llama.cpp), the old flat `{"object":"error"}` form,
+ *   llama.cpp's `exceed_context_size_error`, Ollama's 404 "try pulling it first" and 503 "server busy";
+ * - errors in the stream as `data: {"error": …}` (also when `data: [DONE]` follows), and a final
+ *   `data: [DONE]` without its trailing blank line;
+ * - the request id is the `chatcmpl-…` body id when no header carries one.
+ *
+ * @since 0.1.0
+ */
+import type { HttpClient } from "@effect/platform"
+import { HttpClientRequest } from "@effect/platform"
+import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
+import type { ConfigError } from "effect"
+import { Config, Effect, Layer, Redacted } from "effect"
+import { makeAdapter } from "./internal/adapter.js"
+import { codec } from "./internal/chatCompletions.js"
+import { client, defaultMaxResponseBytes } from "./internal/http.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  /** Provider id the adapter is registered under. Default `"openai-compatible"`. */
+  readonly id?: string | undefined
+  /** API root including the version, e.g. `http://127.0.0.1:11434/v1`. */
+  readonly baseUrl: string
+  /** Sent as `Authorization: Bearer …` when set (vLLM `--api-key`, llama.cpp `--api-key`). */
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  /** Largest response body accepted (streams included). Default 8 MiB. */
+  readonly maxResponseBytes?: number | undefined
+  /** Field of the output cap. Default `"max_tokens"` (the only one Ollama reads). */
+  readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
+  /** Ask for a usage chunk at the end of streams. Default `true`. */
+  readonly streamUsage?: boolean | undefined
+}
+
+/**
+ * The adapter's `generate` and `stream`.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (
+  options: Options
+): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
+  Effect.map(client, (http) =>
+    makeAdapter(
+      http,
+      codec({
+        provider: options.id ?? "openai-compatible",
+        url: `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`,
+        maxTokensField: options.maxTokensField ?? "max_tokens",
+        systemRole: "system",
+        streamUsage: options.streamUsage ?? true,
+        authorize: (request) =>
+          options.apiKey === undefined ? request : HttpClientRequest.bearerToken(request, Redacted.value(options.apiKey))
+      }),
+      options.maxResponseBytes ?? defaultMaxResponseBytes
+    )
+  )
+
+/**
+ * Provides the adapter under `ProviderAdapter.tag(options.id ?? "openai-compatible")`.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAdapter, never, HttpClient.HttpClient> =>
+  ProviderAdapter.layer(options.id ?? "openai-compatible", make(options))
+
+/**
+ * Like {@link layer}, with options read from `Config` (any field may be a `Config`).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options>
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError, HttpClient.HttpClient> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

@@ -1,0 +1,109 @@
+/**
+ * OpenAI Chat Completions adapter (`POST {baseUrl}/chat/completions`) over `@effect/platform`'s
+ * `HttpClient`, without the vendor SDK and without retries (the engine owns them).
+ *
+ * @example
+ * ```ts
+ * import * as OpenAi from "@modelgate/adapters/openai"
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { Config, Layer } from "effect"
+ *
+ * const OpenAiLive = OpenAi.layerConfig({
+ *   baseUrl: Config.succeed("https://api.openai.com/v1"),
+ *   apiKey: Config.redacted("OPENAI_API_KEY")
+ * }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+ * ```
+ *
+ * @since 0.1.0
+ */
+import type { HttpClient } from "@effect/platform"
+import { HttpClientRequest } from "@effect/platform"
+import type { ConfigError } from "effect"
+import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
+import { Config, Effect, Layer, Redacted } from "effect"
+import { makeAdapter } from "./internal/adapter.js"
+import { codec } from "./internal/chatCompletions.js"
+import { client, defaultMaxResponseBytes } from "./internal/http.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  /** Provider id the adapter is registered under. Default `"openai"`. */
+  readonly id?: string | undefined
+  /** API root including the version, e.g. `https://api.openai.com/v1`. */
+  readonly baseUrl: string
+  /** Sent as `Authorization: Bearer …`; stays redacted until the header is set. */
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  /** Largest response body accepted (streams included). Default 8 MiB. */
+  readonly maxResponseBytes?: number | undefined
+  /** Role of system messages. Default `"system"` (accepted by every chat model). */
+  readonly systemRole?: "system" | "developer" | undefined
+  /** `OpenAI-Organization` header. */
+  readonly organization?: string | undefined
+  /** `OpenAI-Project` header. */
+  readonly project?: string | undefined
+}
+
+/**
+ * The adapter's `generate` and `stream`.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (
+  options: Options
+): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
+  Effect.map(client, (http) =>
+    makeAdapter(
+      http,
+      codec({
+        provider: options.id ?? "openai",
+        url: `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`,
+        maxTokensField: "max_completion_tokens",
+        systemRole: options.systemRole ?? "system",
+        streamUsage: true,
+        authorize: (request) => {
+          let out = request
+          if (options.apiKey !== undefined) out = HttpClientRequest.bearerToken(out, Redacted.value(options.apiKey))
+          if (options.organization !== undefined) out = HttpClientRequest.setHeader(out, "openai-organization", options.organization)
+          if (options.project !== undefined) out = HttpClientRequest.setHeader(out, "openai-project", options.project)
+          return out
+        }
+      }),
+      options.maxResponseBytes ?? defaultMaxResponseBytes
+    )
+  )
+
+/**
+ * Provides the adapter under `ProviderAdapter.tag(options.id ?? "openai")`.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAdapter, never, HttpClient.HttpClient> =>
+  ProviderAdapter.layer(options.id ?? "openai", make(options))
+
+/**
+ * The default configuration: `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and the
+ * redacted `OPENAI_API_KEY`.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const defaultConfig: Config.Config.Wrap<Options> = {
+  baseUrl: Config.string("OPENAI_BASE_URL").pipe(Config.withDefault("https://api.openai.com/v1")),
+  apiKey: Config.redacted("OPENAI_API_KEY")
+}
+
+/**
+ * Like {@link layer}, with options read from `Config` (any field may be a `Config`).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options> = defaultConfig
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError, HttpClient.HttpClient> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

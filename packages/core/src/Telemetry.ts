@@ -1,0 +1,535 @@
+/**
+ * Telemetry of the gateway: span names and attributes, and the `Metric`s it updates. Everything is
+ * derived from the evidence of a call (the same data as its `CallRecord`), so telemetry holds what
+ * an operator needs — versions, route, attempts, timing, usage, cost, outcome — and never what a
+ * user typed or a model generated: no prompt, message, tool argument or output text, by default and
+ * with no opt-in.
+ *
+ * Spans go through Effect's tracer (export them with `@modelgate/adapters/opentelemetry`):
+ *
+ * - `modelgate.generate` / `modelgate.stream`: one per logical call.
+ * - `modelgate.attempt`: one per provider attempt, a child of the call span (the adapter's HTTP
+ *   spans nest under it).
+ *
+ * Attributes follow the OpenTelemetry GenAI semantic conventions where they fit
+ * (`gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, …) and use the
+ * `modelgate.` prefix otherwise. Tenant ids are recorded only when {@link TelemetrySettings} says so,
+ * optionally hashed; they are never a metric label.
+ *
+ * Metric labels only take values from the configuration (workflow names, target refs) or closed
+ * sets (outcomes, error tags), so label cardinality is bounded whatever callers send.
+ *
+ * @since 0.1.0
+ */
+import type { Tracer } from "effect"
+import { Context, Effect, Layer, Metric, MetricBoundaries, MetricLabel } from "effect"
+import type { AttemptRecord, CallRecord } from "./ModelResult.js"
+import type { ModelTarget } from "./ModelTarget.js"
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * How the tenant id of a call is put on its span.
+ *
+ * - `Omit` (default): not recorded.
+ * - `Plain`: recorded as is (`modelgate.tenant`).
+ * - `Hashed`: recorded as `hash(tenant)` (`modelgate.tenant.hash`). Use a keyed hash (HMAC) so that
+ *   guessable tenant ids cannot be recovered; `@modelgate/adapters/opentelemetry` has one.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type TenantAttribute =
+  | { readonly _tag: "Omit" }
+  | { readonly _tag: "Plain" }
+  | { readonly _tag: "Hashed"; readonly hash: (tenant: string) => string }
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Settings {
+  readonly tenant: TenantAttribute
+}
+
+/**
+ * Telemetry settings, read once when the gateway is built: provide it to `ModelGateway.layer`
+ * (e.g. `Layer.provide(Telemetry.layerSettings({ tenant: ... }))`). Default: tenant ids omitted.
+ *
+ * @since 0.1.0
+ * @category Context
+ */
+export class TelemetrySettings extends Context.Reference<TelemetrySettings>()("@modelgate/core/Telemetry/Settings", {
+  defaultValue: (): Settings => ({ tenant: { _tag: "Omit" } })
+}) {}
+
+/**
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerSettings = (settings: Settings): Layer.Layer<never> =>
+  Layer.succeedContext(Context.make(TelemetrySettings, settings))
+
+/**
+ * Tenant ids recorded in plain text.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const tenantPlain: TenantAttribute = { _tag: "Plain" }
+
+/**
+ * Tenant ids recorded through `hash` (results memoized per tenant, at most 10 000 entries).
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const tenantHashed = (hash: (tenant: string) => string): TenantAttribute => {
+  const memo = new Map<string, string>()
+  return {
+    _tag: "Hashed",
+    hash: (tenant) => {
+      let h = memo.get(tenant)
+      if (h === undefined) {
+        if (memo.size >= 10_000) memo.clear()
+        h = hash(tenant)
+        memo.set(tenant, h)
+      }
+      return h
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Span names.
+ *
+ * @since 0.1.0
+ * @category Constants
+ */
+export const SpanName = {
+  generate: "modelgate.generate",
+  stream: "modelgate.stream",
+  attempt: "modelgate.attempt"
+} as const
+
+/**
+ * Attribute keys used on spans and as metric labels.
+ *
+ * @since 0.1.0
+ * @category Constants
+ */
+export const Attr = {
+  // OpenTelemetry GenAI semantic conventions
+  operationName: "gen_ai.operation.name",
+  providerName: "gen_ai.provider.name",
+  system: "gen_ai.system",
+  requestModel: "gen_ai.request.model",
+  requestMaxTokens: "gen_ai.request.max_tokens",
+  responseModel: "gen_ai.response.model",
+  responseFinishReasons: "gen_ai.response.finish_reasons",
+  inputTokens: "gen_ai.usage.input_tokens",
+  outputTokens: "gen_ai.usage.output_tokens",
+  tokenType: "gen_ai.token.type",
+  errorType: "error.type",
+  httpStatus: "http.response.status_code",
+  // modelgate
+  callId: "modelgate.call_id",
+  mode: "modelgate.mode",
+  workflow: "modelgate.workflow",
+  tenant: "modelgate.tenant",
+  tenantHash: "modelgate.tenant.hash",
+  policyVersion: "modelgate.policy_version",
+  promptId: "modelgate.prompt.id",
+  promptVersion: "modelgate.prompt.version",
+  schemaVersion: "modelgate.schema.version",
+  pricingVersion: "modelgate.pricing.version",
+  target: "modelgate.target",
+  route: "modelgate.route",
+  eligible: "modelgate.route.eligible",
+  excluded: "modelgate.route.excluded",
+  modelVersion: "modelgate.response.model_version",
+  fallbackUsed: "modelgate.fallback_used",
+  degraded: "modelgate.degraded",
+  outcome: "modelgate.outcome",
+  errorReason: "modelgate.error.reason",
+  retryCount: "modelgate.retry_count",
+  retryBudgetExhausted: "modelgate.retry_budget_exhausted",
+  attemptCount: "modelgate.attempt_count",
+  latencyMs: "modelgate.latency_ms",
+  ttftMs: "modelgate.ttft_ms",
+  permitWaitMs: "modelgate.permit_wait_ms",
+  cachedInputTokens: "modelgate.usage.cached_input_tokens",
+  reasoningTokens: "modelgate.usage.reasoning_tokens",
+  costUsd: "modelgate.cost.usd",
+  costEstimatedUsd: "modelgate.cost.estimated_usd",
+  costReservedUsd: "modelgate.cost.reserved_usd",
+  schemaValid: "modelgate.schema_valid",
+  attemptNumber: "modelgate.attempt.number",
+  attemptOutcome: "modelgate.attempt.outcome",
+  attemptStartOffsetMs: "modelgate.attempt.start_offset_ms",
+  attemptTimeoutMs: "modelgate.attempt.timeout_ms",
+  providerRequestId: "modelgate.attempt.provider_request_id",
+  retryAfterMs: "modelgate.attempt.retry_after_ms",
+  possiblyProcessed: "modelgate.attempt.possibly_processed"
+} as const
+
+/** `gen_ai.operation.name` of every call: a chat-style completion. */
+const operationName = "chat"
+
+// ---------------------------------------------------------------------------------------------
+// Spans
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Runs `f` inside the span of one logical call and hands it the span, so the end of the call can
+ * annotate it ({@link annotateCall}). Attributes known up front are set when the span starts.
+ *
+ * @since 0.1.0
+ * @category Spans
+ */
+export const withCallSpan = <A, E, R>(
+  settings: Settings,
+  start: {
+    readonly mode: "generate" | "stream"
+    readonly callId: string
+    readonly workflow: string
+    readonly tenant: string
+  },
+  f: (span: Tracer.Span) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => {
+  const attributes: Record<string, unknown> = {
+    [Attr.operationName]: operationName,
+    [Attr.mode]: start.mode,
+    [Attr.callId]: start.callId,
+    [Attr.workflow]: start.workflow
+  }
+  const t = settings.tenant
+  if (t._tag === "Plain") attributes[Attr.tenant] = start.tenant
+  else if (t._tag === "Hashed") attributes[Attr.tenantHash] = t.hash(start.tenant)
+  return Effect.useSpan(
+    start.mode === "stream" ? SpanName.stream : SpanName.generate,
+    { attributes, captureStackTrace: false },
+    (span) => Effect.withParentSpan(f(span), span)
+  )
+}
+
+/**
+ * Runs one provider attempt inside a `modelgate.attempt` span (kind `client`).
+ *
+ * @since 0.1.0
+ * @category Spans
+ */
+export const withAttemptSpan = <A, E, R>(
+  target: ModelTarget,
+  attempt: number,
+  maxOutputTokens: number,
+  f: (span: Tracer.Span) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.useSpan(
+    SpanName.attempt,
+    {
+      kind: "client",
+      captureStackTrace: false,
+      attributes: {
+        [Attr.operationName]: operationName,
+        [Attr.target]: target.ref,
+        [Attr.providerName]: target.provider,
+        [Attr.system]: target.provider,
+        [Attr.requestModel]: target.model,
+        [Attr.attemptNumber]: attempt,
+        [Attr.requestMaxTokens]: maxOutputTokens
+      }
+    },
+    (span) => Effect.withParentSpan(f(span), span)
+  )
+
+const set = (span: Tracer.Span, key: string, value: unknown) => {
+  if (value !== undefined) span.attribute(key, value)
+}
+
+/**
+ * Sets the end-of-attempt attributes from its record.
+ *
+ * @since 0.1.0
+ * @category Spans
+ */
+export const annotateAttempt = (span: Tracer.Span, record: AttemptRecord): void => {
+  span.attribute(Attr.attemptOutcome, record.outcome)
+  span.attribute(Attr.latencyMs, record.latencyMs)
+  span.attribute(Attr.attemptStartOffsetMs, record.startOffsetMs)
+  span.attribute(Attr.attemptTimeoutMs, record.timeoutMs)
+  set(span, Attr.errorType, record.errorTag)
+  set(span, Attr.httpStatus, record.httpStatus)
+  set(span, Attr.providerRequestId, record.providerRequestId)
+  set(span, Attr.ttftMs, record.ttftMs)
+  set(span, Attr.retryAfterMs, record.retryAfterMs)
+  set(span, Attr.possiblyProcessed, record.possiblyProcessed)
+  set(span, Attr.responseModel, record.modelVersion)
+  set(span, Attr.costUsd, record.cost)
+  const u = record.usage
+  if (u !== undefined) {
+    span.attribute(Attr.inputTokens, u.inputTokens)
+    span.attribute(Attr.outputTokens, u.outputTokens)
+    span.attribute(Attr.cachedInputTokens, u.cachedInputTokens)
+    span.attribute(Attr.reasoningTokens, u.reasoningTokens)
+  }
+}
+
+/**
+ * What the end of a call knows besides its record.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface CallEnd {
+  /** The target that answered, else the last one attempted, else the first eligible one. */
+  readonly target: ModelTarget | undefined
+  /** Whether the workflow was found in the configuration (metric labels use `unknown` otherwise). */
+  readonly knownWorkflow: boolean
+  /** Output cap of the last attempt. */
+  readonly maxOutputTokens: number | undefined
+  /** Time spent waiting for a concurrency permit, when one was requested. */
+  readonly permitWaitMs: number | undefined
+}
+
+/** Time to first token of a call: when the delivered attempt's first token came, from call start. */
+const callTtft = (record: CallRecord): number | undefined => {
+  const attempts = record.evidence.attempts
+  for (let i = attempts.length - 1; i >= 0; i--) {
+    const a = attempts[i]!
+    if (a.ttftMs !== undefined) return a.startOffsetMs + a.ttftMs
+  }
+  return undefined
+}
+
+/**
+ * Sets the end-of-call attributes from the call's record.
+ *
+ * @since 0.1.0
+ * @category Spans
+ */
+export const annotateCall = (span: Tracer.Span, record: CallRecord, end: CallEnd): void => {
+  const e = record.evidence
+  const t = end.target
+  span.attribute(Attr.outcome, record.outcome)
+  span.attribute(Attr.policyVersion, e.policyVersion)
+  span.attribute(Attr.promptId, e.promptId)
+  span.attribute(Attr.promptVersion, e.promptVersion)
+  set(span, Attr.schemaVersion, e.schemaVersion)
+  set(span, Attr.pricingVersion, e.pricingVersion)
+  if (t !== undefined) {
+    span.attribute(Attr.providerName, t.provider)
+    span.attribute(Attr.system, t.provider)
+    span.attribute(Attr.requestModel, t.model)
+  }
+  set(span, Attr.target, e.target)
+  set(span, Attr.modelVersion, e.modelVersion)
+  set(span, Attr.responseModel, e.modelVersion)
+  set(span, Attr.requestMaxTokens, end.maxOutputTokens)
+  if (record.finishReason !== undefined) span.attribute(Attr.responseFinishReasons, [record.finishReason])
+  span.attribute(Attr.eligible, e.eligible)
+  if (e.excluded.length > 0) span.attribute(Attr.excluded, e.excluded.map((x) => `${x.target}:${x.reason}`))
+  span.attribute(Attr.fallbackUsed, e.fallbackUsed)
+  span.attribute(Attr.degraded, e.degraded)
+  set(span, Attr.errorType, record.errorTag)
+  set(span, Attr.errorReason, record.errorReason)
+  span.attribute(Attr.retryCount, e.retryCount)
+  if (e.retryBudgetExhausted) span.attribute(Attr.retryBudgetExhausted, true)
+  span.attribute(Attr.attemptCount, e.attempts.length)
+  span.attribute(Attr.latencyMs, e.totalLatencyMs)
+  set(span, Attr.ttftMs, callTtft(record))
+  set(span, Attr.permitWaitMs, end.permitWaitMs)
+  span.attribute(Attr.inputTokens, e.usage.inputTokens)
+  span.attribute(Attr.outputTokens, e.usage.outputTokens)
+  span.attribute(Attr.cachedInputTokens, e.usage.cachedInputTokens)
+  span.attribute(Attr.reasoningTokens, e.usage.reasoningTokens)
+  span.attribute(Attr.costUsd, e.cost.actual)
+  span.attribute(Attr.costEstimatedUsd, e.cost.estimated)
+  span.attribute(Attr.costReservedUsd, e.cost.reserved)
+  set(span, Attr.schemaValid, e.schemaValid)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+// ---------------------------------------------------------------------------------------------
+
+const msBoundaries = MetricBoundaries.exponential({ start: 5, factor: 2, count: 16 })
+
+/**
+ * The gateway's metrics (Effect `Metric`s, exported like any other through OpenTelemetry).
+ *
+ * Labels: `modelgate.workflow` (configured workflow, else `unknown`), `modelgate.route` (target that
+ * answered, else `none`), `modelgate.target` (target of an attempt), `modelgate.outcome`,
+ * `modelgate.attempt.outcome`, `modelgate.mode`, `error.type` (error tag, `none` on success),
+ * `gen_ai.token.type` (`input`, `cached_input`, `output`, `reasoning`).
+ *
+ * @since 0.1.0
+ * @category Metrics
+ */
+export const metrics = {
+  /** Logical calls, by workflow, route, outcome, error type and mode. */
+  calls: Metric.counter("modelgate.calls", { description: "Logical model calls", incremental: true }),
+  /** End-to-end latency of calls in milliseconds, by workflow, route, outcome and mode. */
+  callLatency: Metric.histogram("modelgate.call.duration_ms", msBoundaries, "End-to-end call latency (ms)"),
+  /** Provider attempts, by workflow, target and attempt outcome. */
+  attempts: Metric.counter("modelgate.attempts", { description: "Provider attempts", incremental: true }),
+  /** Latency of provider attempts in milliseconds, by target and attempt outcome. */
+  attemptLatency: Metric.histogram("modelgate.attempt.duration_ms", msBoundaries, "Provider attempt latency (ms)"),
+  /** Time to first token of streamed attempts in milliseconds, by workflow and target. */
+  ttft: Metric.histogram("modelgate.ttft_ms", msBoundaries, "Time to first token of streamed attempts (ms)"),
+  /** Tokens, by workflow, target and token type. */
+  tokens: Metric.counter("modelgate.tokens", { description: "Tokens used", incremental: true }),
+  /** Actual cost in USD, by workflow and target. */
+  cost: Metric.counter("modelgate.cost_usd", { description: "Actual cost (USD)", incremental: true }),
+  /** Retries (same target, after a backoff), by workflow. */
+  retries: Metric.counter("modelgate.retries", { description: "Retries on the same target", incremental: true }),
+  /** Calls whose answer came from a fallback route, or that tried one, by workflow. */
+  fallbacks: Metric.counter("modelgate.fallbacks", { description: "Calls that used a fallback route", incremental: true }),
+  /** Calls answered in degraded mode, by workflow. */
+  degraded: Metric.counter("modelgate.degraded", { description: "Calls answered in degraded mode", incremental: true }),
+  /** Calls refused because the tenant's budget could not cover them, by workflow. */
+  budgetRejections: Metric.counter("modelgate.budget.rejections", {
+    description: "Calls refused by the tenant budget",
+    incremental: true
+  }),
+  /** Time spent waiting for a concurrency permit in milliseconds, by workflow. */
+  permitWait: Metric.histogram(
+    "modelgate.permit.wait_ms",
+    MetricBoundaries.exponential({ start: 1, factor: 2, count: 16 }),
+    "Time waiting for a concurrency permit (ms)"
+  )
+} as const
+
+/**
+ * Label sets are cached by value so that every update reuses the same array: Effect caches the
+ * metric hook per label array, so a stable array makes an update a map lookup plus the update.
+ * Values come from the configuration or closed sets, so the cache stays small; it is still capped.
+ */
+const labelCache = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+const labelsOf = (
+  k1: string,
+  v1: string,
+  k2?: string,
+  v2?: string,
+  k3?: string,
+  v3?: string,
+  k4?: string,
+  v4?: string,
+  k5?: string,
+  v5?: string
+): ReadonlyArray<MetricLabel.MetricLabel> => {
+  const key = `${k1}\u0000${v1}\u0000${k2}\u0000${v2}\u0000${k3}\u0000${v3}\u0000${k4}\u0000${v4}\u0000${k5}\u0000${v5}`
+  let labels = labelCache.get(key)
+  if (labels === undefined) {
+    if (labelCache.size >= 50_000) labelCache.clear()
+    const out = [MetricLabel.make(k1, v1)]
+    if (k2 !== undefined && v2 !== undefined) out.push(MetricLabel.make(k2, v2))
+    if (k3 !== undefined && v3 !== undefined) out.push(MetricLabel.make(k3, v3))
+    if (k4 !== undefined && v4 !== undefined) out.push(MetricLabel.make(k4, v4))
+    if (k5 !== undefined && v5 !== undefined) out.push(MetricLabel.make(k5, v5))
+    labels = out
+    labelCache.set(key, labels)
+  }
+  return labels
+}
+
+/**
+ * Updates the metrics of one finished call from its record. Synchronous: call it where the record
+ * is built.
+ *
+ * @since 0.1.0
+ * @category Metrics
+ */
+export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
+  const e = record.evidence
+  const workflow = end.knownWorkflow ? e.workflow : "unknown"
+  const route: string = e.target ?? "none"
+  const m = metrics
+  m.calls.unsafeUpdate(
+    1,
+    labelsOf(
+      Attr.workflow,
+      workflow,
+      Attr.route,
+      route,
+      Attr.outcome,
+      record.outcome,
+      Attr.errorType,
+      record.errorTag ?? "none",
+      Attr.mode,
+      record.mode
+    )
+  )
+  m.callLatency.unsafeUpdate(
+    e.totalLatencyMs,
+    labelsOf(Attr.workflow, workflow, Attr.route, route, Attr.outcome, record.outcome, Attr.mode, record.mode)
+  )
+  const byWorkflow = labelsOf(Attr.workflow, workflow)
+  if (e.retryCount > 0) m.retries.unsafeUpdate(e.retryCount, byWorkflow)
+  if (e.fallbackUsed) m.fallbacks.unsafeUpdate(1, byWorkflow)
+  if (e.degraded) m.degraded.unsafeUpdate(1, byWorkflow)
+  if (record.errorTag === "BudgetExceeded") m.budgetRejections.unsafeUpdate(1, byWorkflow)
+  if (end.permitWaitMs !== undefined) m.permitWait.unsafeUpdate(end.permitWaitMs, byWorkflow)
+  // Usage and cost per attempt target; what no attempt carries (input billed for an attempt cut
+  // by cancellation) goes to the last target attempted, so the totals match the evidence.
+  let input = 0
+  let cached = 0
+  let output = 0
+  let reasoning = 0
+  let cost = 0
+  let last: string | undefined
+  for (const a of e.attempts) {
+    last = a.target
+    m.attempts.unsafeUpdate(
+      1,
+      labelsOf(Attr.workflow, workflow, Attr.target, a.target, Attr.attemptOutcome, a.outcome)
+    )
+    m.attemptLatency.unsafeUpdate(a.latencyMs, labelsOf(Attr.target, a.target, Attr.attemptOutcome, a.outcome))
+    if (a.ttftMs !== undefined) m.ttft.unsafeUpdate(a.ttftMs, labelsOf(Attr.workflow, workflow, Attr.target, a.target))
+    if (a.usage !== undefined) {
+      addTokens(workflow, a.target, a.usage.inputTokens, a.usage.cachedInputTokens, a.usage.outputTokens, a.usage.reasoningTokens)
+      input += a.usage.inputTokens
+      cached += a.usage.cachedInputTokens
+      output += a.usage.outputTokens
+      reasoning += a.usage.reasoningTokens
+    }
+    if (a.cost !== undefined && a.cost > 0) {
+      m.cost.unsafeUpdate(a.cost, labelsOf(Attr.workflow, workflow, Attr.target, a.target))
+      cost += a.cost
+    }
+  }
+  const rest = last ?? end.target?.ref
+  if (rest !== undefined) {
+    const u = e.usage
+    addTokens(workflow, rest, u.inputTokens - input, u.cachedInputTokens - cached, u.outputTokens - output, u.reasoningTokens - reasoning)
+    // Float sums: ignore differences below a millionth of a cent.
+    if (e.cost.actual - cost > 1e-8) m.cost.unsafeUpdate(e.cost.actual - cost, labelsOf(Attr.workflow, workflow, Attr.target, rest))
+  }
+}
+
+const addTokens = (workflow: string, target: string, input: number, cached: number, output: number, reasoning: number) => {
+  const m = metrics.tokens
+  if (input > 0) m.unsafeUpdate(input, labelsOf(Attr.workflow, workflow, Attr.target, target, Attr.tokenType, "input"))
+  if (cached > 0) m.unsafeUpdate(cached, labelsOf(Attr.workflow, workflow, Attr.target, target, Attr.tokenType, "cached_input"))
+  if (output > 0) m.unsafeUpdate(output, labelsOf(Attr.workflow, workflow, Attr.target, target, Attr.tokenType, "output"))
+  if (reasoning > 0) {
+    m.unsafeUpdate(reasoning, labelsOf(Attr.workflow, workflow, Attr.target, target, Attr.tokenType, "reasoning"))
+  }
+}
+
+/**
+ * Annotates the call span and updates the metrics of one finished call.
+ *
+ * @since 0.1.0
+ * @category Spans
+ */
+export const unsafeEndCall = (span: Tracer.Span | undefined, record: CallRecord, end: CallEnd): void => {
+  if (span !== undefined) annotateCall(span, record, end)
+  unsafeRecordMetrics(record, end)
+}

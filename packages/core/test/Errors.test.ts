@@ -1,0 +1,84 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Errors, ModelGateway } from "@modelgate/core"
+import { Duration, Effect, Match } from "effect"
+import { command, gatewayLayer } from "./fixtures.js"
+
+/** Handles every tag of the closed union; adding a tag to the union makes this fail to compile. */
+export const describeError = Match.type<Errors.GatewayError>().pipe(
+  Match.tagsExhaustive({
+    Refusal: () => "refused",
+    RateLimited: () => "rate limited",
+    ProviderUnavailable: () => "unavailable",
+    InvalidOutput: () => "invalid output",
+    InvalidRequest: () => "invalid request",
+    ProviderRejected: () => "rejected",
+    PolicyViolation: () => "policy",
+    AmbiguousOutcome: () => "ambiguous",
+    BudgetExceeded: () => "budget",
+    DeadlineExceeded: () => "deadline",
+    NoEligibleRoute: () => "no route"
+  })
+)
+
+export const missingTag = Match.type<Errors.GatewayError>().pipe(
+  // @ts-expect-error NoEligibleRoute is not handled: tagsExhaustive must reject this
+  Match.tagsExhaustive({
+    Refusal: () => "refused",
+    RateLimited: () => "rate limited",
+    ProviderUnavailable: () => "unavailable",
+    InvalidOutput: () => "invalid output",
+    InvalidRequest: () => "invalid request",
+    ProviderRejected: () => "rejected",
+    PolicyViolation: () => "policy",
+    AmbiguousOutcome: () => "ambiguous",
+    BudgetExceeded: () => "budget",
+    DeadlineExceeded: () => "deadline"
+  })
+)
+
+describe("errors", () => {
+  it.effect("catchTags over every tag leaves no error; omitting one does not type-check as never", () =>
+    Effect.gen(function* () {
+      const all: Effect.Effect<string, never, ModelGateway.ModelGateway> = ModelGateway.generate(command("ticket.reply")).pipe(
+        Effect.map(() => "ok"),
+        Effect.catchTags({
+          Refusal: () => Effect.succeed("refused"),
+          RateLimited: () => Effect.succeed("rl"),
+          ProviderUnavailable: () => Effect.succeed("pu"),
+          InvalidOutput: () => Effect.succeed("io"),
+          InvalidRequest: () => Effect.succeed("ir"),
+          ProviderRejected: () => Effect.succeed("pr"),
+          PolicyViolation: () => Effect.succeed("pv"),
+          AmbiguousOutcome: () => Effect.succeed("ao"),
+          BudgetExceeded: () => Effect.succeed("be"),
+          DeadlineExceeded: () => Effect.succeed("de"),
+          NoEligibleRoute: () => Effect.succeed("ne")
+        })
+      )
+      // @ts-expect-error DeadlineExceeded is not handled, so the error channel is not never
+      const partial: Effect.Effect<string, never, ModelGateway.ModelGateway> = ModelGateway.generate(command("ticket.reply")).pipe(
+        Effect.map(() => "ok"),
+        Effect.catchTags({
+          Refusal: () => Effect.succeed("refused"),
+          RateLimited: () => Effect.succeed("rl"),
+          ProviderUnavailable: () => Effect.succeed("pu"),
+          InvalidOutput: () => Effect.succeed("io"),
+          InvalidRequest: () => Effect.succeed("ir"),
+          ProviderRejected: () => Effect.succeed("pr"),
+          PolicyViolation: () => Effect.succeed("pv"),
+          AmbiguousOutcome: () => Effect.succeed("ao"),
+          BudgetExceeded: () => Effect.succeed("be"),
+          NoEligibleRoute: () => Effect.succeed("ne")
+        })
+      )
+      assert.strictEqual(yield* all, "ok")
+      assert.strictEqual(typeof partial, "object")
+      assert.strictEqual(describeError(new Errors.DeadlineExceeded({ stage: "call", timeoutMs: 1, elapsedMs: 1 })), "deadline")
+    }).pipe(Effect.provide(gatewayLayer({}))))
+
+  it("retryable errors say so and carry retry-after", () => {
+    const e = new Errors.RateLimited({ target: Errors.RateLimited.fields.target.make("model://a/b@eu"), retryAfter: Duration.seconds(2) })
+    assert.isTrue(e.isRetryable)
+    assert.include(e.message, "2000 ms")
+  })
+})

@@ -1,0 +1,118 @@
+import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { ModelCommand } from "@modelgate/core/ModelCommand"
+import { ModelTarget } from "@modelgate/core/ModelTarget"
+import { Workflow } from "@modelgate/core/Workflow"
+import { ScriptedProvider } from "@modelgate/testing"
+import { Layer, Schema } from "effect"
+
+export const Classification = Schema.Struct({
+  category: Schema.Literal("billing", "technical", "other"),
+  confidence: Schema.Number
+})
+
+export const refs = {
+  primary: "model://openai/small@eu" as const,
+  fallback: "model://anthropic/haiku@eu" as const,
+  us: "model://gemini/flash@us" as const,
+  strictLocal: "model://vllm/llama@eu" as const
+}
+
+const limits = { maxAttempts: 3, perAttemptTimeout: 400, minimumAttemptTime: 100 }
+
+const decodeTarget = Schema.decodeSync(ModelTarget)
+const decodeWorkflow = Schema.decodeSync(Workflow)
+
+export const target = (
+  ref: string,
+  provider: string,
+  options: {
+    readonly regions?: readonly [string, ...Array<string>]
+    readonly mode?: "json_schema" | "json_schema_strict" | "none"
+    readonly features?: ReadonlyArray<"enum" | "pattern" | "anyOf">
+    readonly tools?: boolean
+    readonly dataClasses?: readonly [string, ...Array<string>]
+    readonly status?: "active" | "disabled"
+    readonly limits?: Partial<typeof limits>
+    readonly contextWindow?: number
+  } = {}
+) =>
+  decodeTarget({
+    ref,
+    provider,
+    model: ref.split("/")[3]!.split("@")[0]!,
+    capabilities: {
+      vision: false,
+      tools: options.tools ?? true,
+      streaming: true,
+      structuredOutput: {
+        mode: options.mode ?? "json_schema",
+        ...(options.features ? { supportedFeatures: options.features } : {})
+      },
+      contextWindow: options.contextWindow ?? 128_000,
+      maxOutputTokens: 4096
+    },
+    regions: options.regions ?? ["eu"],
+    dataClasses: options.dataClasses ?? ["public", "internal", "confidential"],
+    pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, currency: "USD", pricingVersion: "prices-2026-11" },
+    limits: { ...limits, ...options.limits },
+    status: options.status ?? "active"
+  })
+
+export const targets = [
+  target(refs.primary, "openai", { mode: "json_schema_strict" }),
+  target(refs.fallback, "anthropic"),
+  target(refs.us, "gemini", { regions: ["us"] }),
+  target(refs.strictLocal, "vllm", { mode: "json_schema_strict", features: ["enum"], tools: false })
+]
+
+export const workflow = (fields: Partial<typeof Workflow.Encoded> & { readonly name: string }) =>
+  decodeWorkflow({
+    policyVersion: "policy-7",
+    prompt: { id: `${fields.name}.prompt`, version: "3" },
+    route: [refs.primary, refs.fallback],
+    timeout: 1000,
+    regions: ["eu"],
+    dataClass: "internal",
+    ...fields
+  })
+
+export const workflows = [
+  workflow({ name: "ticket.classify", output: { schema: "Classification", schemaVersion: "1" } }),
+  workflow({ name: "ticket.reply" }),
+  workflow({ name: "ticket.summarize", regions: ["eu", "us"], route: [refs.primary, refs.us] }),
+  workflow({ name: "ticket.lenient", route: [refs.fallback, refs.strictLocal] }),
+  workflow({
+    name: "ticket.classifyDegraded",
+    output: { schema: "Classification", schemaVersion: "1" },
+    degrade: { _tag: "static", value: { category: "other", confidence: 0 } }
+  })
+]
+
+export const definition: GatewayConfig.Definition = {
+  config: GatewayConfig.GatewayConfig.make({ targets, workflows }),
+  schemas: { Classification }
+}
+
+export const providers = ["openai", "anthropic", "gemini", "vllm"]
+
+/** The gateway over scripted providers, unlimited budgets, in-memory records. */
+export const gatewayLayer = (scripts: ScriptedProvider.Scripts, def: GatewayConfig.Definition = definition) =>
+  ModelGateway.layer(def).pipe(
+    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
+    Layer.provideMerge(
+      Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
+    )
+  )
+
+const decodeCommand = Schema.decodeSync(ModelCommand)
+
+export const command = (workflowName: string, extra: Partial<typeof ModelCommand.Encoded> = {}) =>
+  decodeCommand({
+    workflow: workflowName,
+    tenant: "acme",
+    messages: [
+      { _tag: "system", content: "You classify support tickets." },
+      { _tag: "user", content: "My invoice is wrong" }
+    ],
+    ...extra
+  })
