@@ -75,6 +75,16 @@ export interface Service {
  */
 export class Budgets extends Context.Tag("@modelgate/core/Budgets")<Budgets, Service>() {}
 
+/**
+ * Smallest output cap worth starting an attempt with: an attempt whose remaining reservation pays
+ * for fewer output tokens fails with `BudgetExceeded` instead, and the router excludes a target
+ * whose input plus this much output costs more than the call's `maxCost` (`BUDGET_DOES_NOT_FIT`).
+ *
+ * @since 0.1.0
+ * @category Constants
+ */
+export const minimumUsefulOutputTokens = 16
+
 // ---------------------------------------------------------------------------------------------
 // Store
 // ---------------------------------------------------------------------------------------------

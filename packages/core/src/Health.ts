@@ -1,12 +1,53 @@
 /**
- * Route health as the engine sees it: whether a route's breaker lets calls through, what each
- * attempt taught us, and a process-wide retry budget.
+ * Route health: a circuit breaker and a sliding-window health record per route (the target ref:
+ * provider + pinned model + region endpoint), and a process-wide retry budget.
+ *
+ * **What trips a breaker.** Only availability failures count: 429, 5xx, overloads, transport
+ * errors, stream stalls and attempts that hit the target's own `perAttemptTimeout`. Never counted:
+ * 400s and other invalid requests, auth / quota / model-not-found rejections, invalid output,
+ * refusals, caller cancellation, and an attempt cut short by the call's own deadline. A closed
+ * breaker opens after `consecutiveFailures` availability failures in a row, or when at least
+ * `minimumCalls` availability outcomes in the window show a failure share of `failureRatio` or
+ * more. It stays open for `coolDown`, then lets `halfOpenProbes` probes through: it closes once they
+ * all succeeded and re-opens (with a fresh cool-down) on the first failed probe. While a breaker is
+ * open, or half-open with every probe slot taken, the router excludes the route with
+ * `BREAKER_OPEN` before any attempt.
+ *
+ * **Retry budget.** Retries across the process take tokens from one bucket that every first attempt
+ * fills by `ratio` of a token (plus `minPerSecond` tokens per second, at most `burst` tokens held).
+ * When it is empty a call goes straight to its fallback, or fails fast with its last error, and its
+ * evidence says `retryBudgetExhausted`.
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Option, ParseResult, Schema } from "effect"
+import { ConfigProblem, GatewayConfigError } from "./Errors.js"
+import * as Breaker from "./internal/breaker.js"
+import { Kind, RouteWindow } from "./internal/healthWindow.js"
+import { RetryBudget } from "./internal/healthRetryBudget.js"
 import type { AttemptOutcome } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
+import { Millis } from "./ModelTarget.js"
+
+// ---------------------------------------------------------------------------------------------
+// Signals
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Rate-limit headroom as a provider reported it (response headers such as
+ * `x-ratelimit-remaining-requests`).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface RateLimitInfo {
+  readonly remainingRequests?: number | undefined
+  readonly limitRequests?: number | undefined
+  readonly remainingTokens?: number | undefined
+  readonly limitTokens?: number | undefined
+  /** Milliseconds until the limits reset. */
+  readonly resetAfterMs?: number | undefined
+}
 
 /**
  * What one finished attempt says about its route.
@@ -16,28 +57,136 @@ import type { ModelTarget } from "./ModelTarget.js"
  */
 export interface AttemptSignal {
   readonly outcome: AttemptOutcome
-  /** True only for availability failures: 429, 5xx, overload, provider timeouts, transport errors. */
+  /**
+   * True only for availability failures: 429, 5xx, overload, transport errors, and timeouts of the
+   * target's own per-attempt limit (not the call's deadline).
+   */
   readonly availabilityFailure: boolean
   readonly latencyMs: number
   readonly ttftMs: number | undefined
   readonly errorTag: string | undefined
+  /** The provider's retry-after hint, if any. */
+  readonly retryAfterMs?: number | undefined
+  /** Rate-limit headroom the provider reported with this attempt, if any. */
+  readonly rateLimit?: RateLimitInfo | undefined
 }
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export const BreakerStatus = Schema.Literal("closed", "open", "half_open")
+/** @since 0.1.0 */
+export type BreakerStatus = typeof BreakerStatus.Type
+
+/**
+ * Last rate-limit headroom reported for a route. A 429 without headers counts as zero requests
+ * left until its retry-after.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class RateLimitHeadroom extends Schema.Class<RateLimitHeadroom>("@modelgate/core/Health/RateLimitHeadroom")({
+  remainingRequests: Schema.optional(Schema.Number),
+  limitRequests: Schema.optional(Schema.Number),
+  remainingTokens: Schema.optional(Schema.Number),
+  limitTokens: Schema.optional(Schema.Number),
+  /** Instant (epoch ms) the limits reset. */
+  resetAt: Schema.optional(Schema.Number),
+  /** Instant (epoch ms) it was reported. */
+  reportedAt: Schema.Number
+}) {}
+
+/**
+ * Health of one route at one instant. Rates are over every attempt recorded in the window
+ * (`samples`); latency percentiles are over successful attempts, TTFT over attempts that reported
+ * one. Rates and percentiles are absent when the window is empty.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class RouteHealth extends Schema.Class<RouteHealth>("@modelgate/core/Health/RouteHealth")({
+  /** The target ref. */
+  route: Schema.String,
+  /** Instant (epoch ms) of this snapshot. */
+  at: Schema.Number,
+  breaker: BreakerStatus,
+  /** Instant the breaker entered its current open / half-open state. */
+  breakerSince: Schema.optional(Schema.Number),
+  /** For an open breaker: the instant it lets a probe through. */
+  probeAt: Schema.optional(Schema.Number),
+  /** Availability failures since the last success. */
+  consecutiveFailures: Schema.Number,
+  /** Attempts recorded in the window. */
+  samples: Schema.Number,
+  successRate: Schema.optional(Schema.Number),
+  /** Share of availability failures (timeouts included). */
+  failureRate: Schema.optional(Schema.Number),
+  timeoutRate: Schema.optional(Schema.Number),
+  latencyP50Ms: Schema.optional(Schema.Number),
+  latencyP95Ms: Schema.optional(Schema.Number),
+  ttftP50Ms: Schema.optional(Schema.Number),
+  ttftP95Ms: Schema.optional(Schema.Number),
+  /**
+   * How the last failed attempt ended: an attempt outcome (`rate_limited`, `unavailable`, `timeout`,
+   * `invalid_request`, …) or `deadline` for an attempt cut by the call's deadline.
+   */
+  lastErrorClass: Schema.optional(Schema.String),
+  lastErrorTag: Schema.optional(Schema.String),
+  lastErrorAt: Schema.optional(Schema.Number),
+  lastAttemptAt: Schema.optional(Schema.Number),
+  rateLimit: Schema.optional(RateLimitHeadroom)
+}) {}
+
+/**
+ * State of the process-wide retry budget.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class RetryBudgetSnapshot extends Schema.Class<RetryBudgetSnapshot>("@modelgate/core/Health/RetryBudgetSnapshot")({
+  enabled: Schema.Boolean,
+  tokens: Schema.Number,
+  capacity: Schema.Number,
+  firstAttempts: Schema.Number,
+  retriesGranted: Schema.Number,
+  retriesRejected: Schema.Number
+}) {}
+
+// ---------------------------------------------------------------------------------------------
+// Service
+// ---------------------------------------------------------------------------------------------
 
 /**
  * @since 0.1.0
  * @category Models
  */
 export interface Service {
-  /** True when the route's breaker is open now (the router excludes it with `BREAKER_OPEN`). */
+  /**
+   * True when the route may not be tried now: its breaker is open, or half-open with every probe
+   * slot taken (the router excludes it with `BREAKER_OPEN`).
+   */
   readonly isOpen: (target: ModelTarget) => Effect.Effect<boolean>
   /** Called right before an attempt; false when the route may not be tried now (no probe slot left). */
   readonly tryAcquire: (target: ModelTarget) => Effect.Effect<boolean>
+  /** Gives back what `tryAcquire` took for an attempt that will never `record` (it was cancelled). */
+  readonly release: (target: ModelTarget) => Effect.Effect<void>
   /** Called after every attempt that was started (not for attempts cut by caller cancellation). */
   readonly record: (target: ModelTarget, signal: AttemptSignal) => Effect.Effect<void>
   /** Called for every first attempt of a call (feeds the retry budget). */
   readonly onFirstAttempt: Effect.Effect<void>
   /** Takes one retry from the process-wide retry budget; false when exhausted. */
   readonly tryRetry: Effect.Effect<boolean>
+  /** Health of one route (by target ref); `None` when nothing is known about it. */
+  readonly snapshot: (route: string) => Effect.Effect<Option.Option<RouteHealth>>
+  /** Health of every route with a health record, least recently used first. */
+  readonly snapshotAll: Effect.Effect<ReadonlyArray<RouteHealth>>
+  /** State of the retry budget. */
+  readonly retryBudget: Effect.Effect<RetryBudgetSnapshot>
 }
 
 /**
@@ -46,8 +195,617 @@ export interface Service {
  */
 export class Health extends Context.Tag("@modelgate/core/Health")<Health, Service>() {}
 
+// ---------------------------------------------------------------------------------------------
+// Breaker store
+// ---------------------------------------------------------------------------------------------
+
 /**
- * Breakers always closed, retry budget unlimited.
+ * Stored state of a breaker that is open or half-open (a closed breaker has no entry).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const BreakerState = Schema.Struct({
+  status: Schema.Literal("open", "half_open"),
+  /** Instant (epoch ms) it opened, or its cool-down ended. */
+  since: Schema.Number,
+  /** Probes granted and not yet reported. */
+  probes: Schema.Number,
+  probeSuccesses: Schema.Number,
+  /** Instant the last probe was granted. */
+  lastProbeAt: Schema.Number
+})
+/** @since 0.1.0 */
+export type BreakerState = typeof BreakerState.Type
+
+/**
+ * Where breaker states live. The in-memory store serves one process; a shared store (Redis) lets
+ * every gateway process see the same breakers.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface BreakerStoreService {
+  /** The state of `route`; `undefined` for a closed breaker. */
+  readonly get: (route: string) => Effect.Effect<BreakerState | undefined>
+  /**
+   * Atomically replaces the state of `route` with the second element of `f(current)` (`undefined`
+   * removes it) and returns the first. `f` is pure and may run more than once: a shared store
+   * implements this as compare-and-set with retry (e.g. `WATCH`/`MULTI`, or a Lua script).
+   */
+  readonly modify: <A>(
+    route: string,
+    f: (current: BreakerState | undefined) => readonly [A, BreakerState | undefined]
+  ) => Effect.Effect<A>
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class BreakerStore extends Context.Tag("@modelgate/core/Health/BreakerStore")<
+  BreakerStore,
+  BreakerStoreService
+>() {}
+
+/**
+ * An in-memory breaker store. Holds only open and half-open breakers.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const makeBreakerStoreMemory: Effect.Effect<BreakerStoreService> = Effect.sync(() => {
+  const states = new Map<string, BreakerState>()
+  return BreakerStore.of({
+    get: (route) => Effect.sync(() => states.get(route)),
+    modify: (route, f) =>
+      Effect.sync(() => {
+        const [a, next] = f(states.get(route))
+        if (next === undefined) states.delete(route)
+        else states.set(route, next)
+        return a
+      })
+  })
+})
+
+/**
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerBreakerStoreMemory: Layer.Layer<BreakerStore> = Layer.effect(BreakerStore, makeBreakerStoreMemory)
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Breaker settings of a route.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class BreakerSettings extends Schema.Class<BreakerSettings>("@modelgate/core/Health/BreakerSettings")({
+  /** Off: the route is never excluded (its health is still recorded). */
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /** Open after this many availability failures in a row; 0 turns the rule off. */
+  consecutiveFailures: Schema.optionalWith(Schema.Number, { default: () => 5 }),
+  /** Open when the failure share in the window reaches this (0 < r ≤ 1); 0 turns the rule off. */
+  failureRatio: Schema.optionalWith(Schema.Number, { default: () => 0.5 }),
+  /** The ratio rule needs at least this many availability outcomes in the window. */
+  minimumCalls: Schema.optionalWith(Schema.Number, { default: () => 20 }),
+  /** How long an open breaker stays open before it lets probes through. */
+  coolDown: Schema.optionalWith(Millis, { default: () => Duration.seconds(30) }),
+  /** Probes a half-open breaker lets through; it closes once all of them succeeded. */
+  halfOpenProbes: Schema.optionalWith(Schema.Number, { default: () => 1 })
+}) {}
+
+/**
+ * Per-target overrides of {@link BreakerSettings}.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const BreakerOverrides = Schema.Struct({
+  enabled: Schema.optional(Schema.Boolean),
+  consecutiveFailures: Schema.optional(Schema.Number),
+  failureRatio: Schema.optional(Schema.Number),
+  minimumCalls: Schema.optional(Schema.Number),
+  coolDown: Schema.optional(Millis),
+  halfOpenProbes: Schema.optional(Schema.Number)
+})
+/** @since 0.1.0 */
+export type BreakerOverrides = typeof BreakerOverrides.Type
+
+/**
+ * The sliding window of each route's health record (and of the breaker's ratio rule).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class WindowSettings extends Schema.Class<WindowSettings>("@modelgate/core/Health/WindowSettings")({
+  /** Most recent attempts kept per route (ring buffer size). */
+  samples: Schema.optionalWith(Schema.Number, { default: () => 100 }),
+  /** Attempts older than this are ignored. */
+  duration: Schema.optionalWith(Millis, { default: () => Duration.seconds(60) })
+}) {}
+
+/**
+ * The process-wide retry budget.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class RetryBudgetSettings extends Schema.Class<RetryBudgetSettings>("@modelgate/core/Health/RetryBudgetSettings")({
+  /** Off: retries are limited only by each workflow's retry policy. */
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /** Retries allowed per first attempt (0 ≤ r ≤ 1). */
+  ratio: Schema.optionalWith(Schema.Number, { default: () => 0.2 }),
+  /** Retries allowed per second whatever the traffic, so a quiet process can still retry. */
+  minPerSecond: Schema.optionalWith(Schema.Number, { default: () => 1 }),
+  /** Most retries banked (the bucket's size; it starts full). */
+  burst: Schema.optionalWith(Schema.Number, { default: () => 10 })
+}) {}
+
+/**
+ * Configuration of {@link layer}. Every field has a default; `targets` overrides breaker settings
+ * per target ref.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class HealthConfig extends Schema.Class<HealthConfig>("@modelgate/core/HealthConfig")({
+  breaker: Schema.optionalWith(BreakerSettings, { default: () => BreakerSettings.make({}) }),
+  /** Breaker overrides by target ref. */
+  targets: Schema.optionalWith(Schema.Record({ key: Schema.String, value: BreakerOverrides }), { default: () => ({}) }),
+  window: Schema.optionalWith(WindowSettings, { default: () => WindowSettings.make({}) }),
+  retryBudget: Schema.optionalWith(RetryBudgetSettings, { default: () => RetryBudgetSettings.make({}) }),
+  /**
+   * Routes with a health record at most; the least recently used record is dropped beyond it
+   * (its breaker state, kept in the store, is not).
+   */
+  maxRoutes: Schema.optionalWith(Schema.Number, { default: () => 10_000 })
+}) {}
+
+/** Breaker settings after overrides, in the units the engine uses. @internal */
+interface Resolved extends Breaker.Rules {
+  readonly enabled: boolean
+  readonly consecutiveFailures: number
+  readonly failureRatio: number
+  readonly minimumCalls: number
+}
+
+const resolve = (base: BreakerSettings, o: BreakerOverrides | undefined): Resolved => ({
+  enabled: o?.enabled ?? base.enabled,
+  consecutiveFailures: o?.consecutiveFailures ?? base.consecutiveFailures,
+  failureRatio: o?.failureRatio ?? base.failureRatio,
+  minimumCalls: o?.minimumCalls ?? base.minimumCalls,
+  coolDownMs: Duration.toMillis(o?.coolDown ?? base.coolDown),
+  halfOpenProbes: o?.halfOpenProbes ?? base.halfOpenProbes
+})
+
+const isInt = (n: number) => Number.isInteger(n)
+
+/**
+ * Every problem of a configuration (empty when valid). Paths start at `health`.
+ *
+ * @since 0.1.0
+ * @category Validation
+ */
+export const validate = (config: HealthConfig): ReadonlyArray<ConfigProblem> => {
+  const problems: Array<ConfigProblem> = []
+  const add = (path: string, detail: string, target?: string) =>
+    problems.push(
+      new ConfigProblem({ path, reason: "INVALID_HEALTH_SETTING", detail, ...(target !== undefined ? { target } : {}) })
+    )
+  const samples = config.window.samples
+  if (!isInt(samples) || samples < 1 || samples > 10_000) {
+    add("health.window.samples", `must be an integer in [1, 10000], got ${samples}`)
+  }
+  const windowMs = Duration.toMillis(config.window.duration)
+  if (!(windowMs > 0) || !Number.isFinite(windowMs)) add("health.window.duration", "must be > 0 and finite")
+  if (!isInt(config.maxRoutes) || config.maxRoutes < 1) {
+    add("health.maxRoutes", `must be a positive integer, got ${config.maxRoutes}`)
+  }
+  const checkBreaker = (path: string, s: Resolved, target?: string) => {
+    if (!isInt(s.consecutiveFailures) || s.consecutiveFailures < 0) {
+      add(`${path}.consecutiveFailures`, `must be a non-negative integer, got ${s.consecutiveFailures}`, target)
+    }
+    if (!(s.failureRatio >= 0 && s.failureRatio <= 1)) {
+      add(`${path}.failureRatio`, `must be in [0, 1], got ${s.failureRatio}`, target)
+    }
+    if (!isInt(s.minimumCalls) || s.minimumCalls < 1) {
+      add(`${path}.minimumCalls`, `must be a positive integer, got ${s.minimumCalls}`, target)
+    } else if (s.failureRatio > 0 && s.minimumCalls > samples) {
+      add(`${path}.minimumCalls`, `${s.minimumCalls} exceeds window.samples ${samples}: the ratio rule could never trip`, target)
+    }
+    if (!(s.coolDownMs > 0) || !Number.isFinite(s.coolDownMs)) add(`${path}.coolDown`, "must be > 0 and finite", target)
+    if (!isInt(s.halfOpenProbes) || s.halfOpenProbes < 1) {
+      add(`${path}.halfOpenProbes`, `must be a positive integer, got ${s.halfOpenProbes}`, target)
+    }
+    if (s.enabled && s.consecutiveFailures === 0 && s.failureRatio === 0) {
+      add(path, "enabled but both consecutiveFailures and failureRatio are 0: it could never open", target)
+    }
+  }
+  checkBreaker("health.breaker", resolve(config.breaker, undefined))
+  for (const [ref, o] of Object.entries(config.targets)) {
+    checkBreaker(`health.targets[${JSON.stringify(ref)}]`, resolve(config.breaker, o), ref)
+  }
+  const r = config.retryBudget
+  if (!(r.ratio >= 0 && r.ratio <= 1)) add("health.retryBudget.ratio", `must be in [0, 1], got ${r.ratio}`)
+  if (!(r.minPerSecond >= 0) || !Number.isFinite(r.minPerSecond)) {
+    add("health.retryBudget.minPerSecond", `must be >= 0 and finite, got ${r.minPerSecond}`)
+  }
+  if (!(r.burst >= 1) || !Number.isFinite(r.burst)) add("health.retryBudget.burst", `must be >= 1 and finite, got ${r.burst}`)
+  return problems
+}
+
+const decodeConfig = Schema.decodeUnknownEither(HealthConfig, { errors: "all", onExcessProperty: "error" })
+
+/**
+ * Decodes a configuration from plain JSON and validates it; a failure lists every problem.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const decode = (input: unknown): Effect.Effect<HealthConfig, GatewayConfigError> => {
+  const decoded = decodeConfig(input)
+  if (decoded._tag === "Left") {
+    return Effect.fail(
+      new GatewayConfigError({
+        problems: ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map(
+          (issue) =>
+            new ConfigProblem({
+              path: ["health", ...issue.path.map(String)].join("."),
+              reason: "INVALID_VALUE",
+              detail: issue.message
+            })
+        )
+      })
+    )
+  }
+  const problems = validate(decoded.right)
+  return problems.length > 0 ? Effect.fail(new GatewayConfigError({ problems })) : Effect.succeed(decoded.right)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Metrics of route health. `breakerState` (tagged `route`) is 0 closed, 1 half-open, 2 open and is
+ * set on every transition; `breakerTransitions` is tagged `route`, `from`, `to`.
+ *
+ * @since 0.1.0
+ * @category Metrics
+ */
+export const metrics = {
+  breakerState: Metric.gauge("modelgate_breaker_state", {
+    description: "Circuit breaker state per route: 0 closed, 1 half-open, 2 open"
+  }),
+  breakerTransitions: Metric.counter("modelgate_breaker_transitions_total", {
+    description: "Circuit breaker transitions per route",
+    incremental: true
+  }),
+  retryBudgetRejections: Metric.counter("modelgate_retry_budget_rejections_total", {
+    description: "Retries refused because the process-wide retry budget was exhausted",
+    incremental: true
+  })
+} as const
+
+const gaugeValue = (s: Breaker.Status): number => (s === "closed" ? 0 : s === "half_open" ? 1 : 2)
+
+// ---------------------------------------------------------------------------------------------
+// Implementation
+// ---------------------------------------------------------------------------------------------
+
+type TripReason = "consecutive_failures" | "failure_ratio" | "probe_failed"
+
+interface Transition {
+  readonly from: Breaker.Status
+  readonly to: Breaker.Status
+  /** The instant the transition took effect (a cool-down ends before anyone notices). */
+  readonly at: number
+}
+
+/** The transitions between `before` and `after`, with an open breaker's cool-down end in between. */
+const transitionsOf = (
+  before: BreakerState | undefined,
+  after: BreakerState | undefined,
+  now: number,
+  rules: Breaker.Rules
+): ReadonlyArray<Transition> => {
+  const out: Array<Transition> = []
+  const seen = Breaker.view(before, now, rules)
+  const from = Breaker.statusOf(before)
+  const mid = Breaker.statusOf(seen)
+  if (from !== mid) out.push({ from, to: mid, at: seen!.since })
+  const to = Breaker.statusOf(after)
+  if (mid !== to) out.push({ from: mid, to, at: now })
+  return out
+}
+
+/**
+ * Builds the service with breaker states in the `BreakerStore` from the context. Fails with a
+ * `GatewayConfigError` listing every invalid setting.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (config: HealthConfig = HealthConfig.make({})) =>
+  Effect.gen(function* () {
+    const problems = validate(config)
+    if (problems.length > 0) return yield* new GatewayConfigError({ problems })
+    const store = yield* BreakerStore
+    const windowMs = Duration.toMillis(config.window.duration)
+    const samples = config.window.samples
+    const defaults = resolve(config.breaker, undefined)
+    const overridden = new Map(Object.entries(config.targets).map(([ref, o]) => [ref, resolve(config.breaker, o)]))
+    const settingsFor = (ref: string): Resolved => overridden.get(ref) ?? defaults
+    const rb = config.retryBudget
+    const budget = new RetryBudget(rb.ratio, rb.minPerSecond, rb.burst)
+
+    // Insertion order is recency order: a record moves its route to the end.
+    const windows = new Map<string, RouteWindow>()
+    const touch = (ref: string): RouteWindow => {
+      let w = windows.get(ref)
+      if (w !== undefined) {
+        windows.delete(ref)
+      } else {
+        w = new RouteWindow(samples)
+        if (windows.size >= config.maxRoutes) {
+          const oldest = windows.keys().next()
+          if (oldest.done !== true) windows.delete(oldest.value)
+        }
+      }
+      windows.set(ref, w)
+      return w
+    }
+
+    const announce = (route: string, transitions: ReadonlyArray<Transition>, reason: TripReason | undefined, rules: Resolved) =>
+      Effect.forEach(
+        transitions,
+        (t) => {
+          const annotations = {
+            route,
+            from: t.from,
+            to: t.to,
+            at: t.at,
+            ...(t.to === "open" ? { reason: reason ?? "probe_failed", coolDownMs: rules.coolDownMs } : {}),
+            ...(t.to === "half_open" ? { probes: rules.halfOpenProbes } : {})
+          }
+          const log =
+            t.to === "open"
+              ? Effect.logWarning("circuit breaker opened")
+              : t.to === "half_open"
+                ? Effect.logInfo("circuit breaker half-open")
+                : Effect.logInfo("circuit breaker closed")
+          if (t.to === "closed") {
+            const w = windows.get(route)
+            if (w !== undefined) {
+              w.countFrom = t.at
+              w.consecutiveFailures = 0
+            }
+          }
+          return Effect.all(
+            [
+              log.pipe(Effect.annotateLogs(annotations)),
+              Metric.set(Metric.tagged(metrics.breakerState, "route", route), gaugeValue(t.to)),
+              Metric.increment(
+                Metric.tagged(Metric.tagged(Metric.tagged(metrics.breakerTransitions, "route", route), "from", t.from), "to", t.to)
+              )
+            ],
+            { discard: true }
+          )
+        },
+        { discard: true }
+      )
+
+    /** Applies `f` in the store and announces the transitions it made. */
+    const transit = <A>(
+      route: string,
+      now: number,
+      rules: Resolved,
+      f: (s: BreakerState | undefined) => readonly [A, BreakerState | undefined],
+      reason?: TripReason
+    ): Effect.Effect<A> =>
+      Effect.flatMap(
+        store.modify(route, (before) => {
+          const [a, after] = f(before)
+          return [{ a, transitions: transitionsOf(before, after, now, rules) }, after] as const
+        }),
+        ({ a, transitions }) =>
+          transitions.length === 0 ? Effect.succeed(a) : Effect.as(announce(route, transitions, reason, rules), a)
+      )
+
+    const tripReason = (w: RouteWindow, now: number, s: Resolved): TripReason | undefined => {
+      if (s.consecutiveFailures > 0 && w.consecutiveFailures >= s.consecutiveFailures) return "consecutive_failures"
+      if (s.failureRatio > 0) {
+        const { calls, failures } = w.availability(now, windowMs)
+        if (calls >= s.minimumCalls && failures / calls >= s.failureRatio) return "failure_ratio"
+      }
+      return undefined
+    }
+
+    const kindOf = (signal: AttemptSignal): Kind => {
+      if (signal.availabilityFailure) return signal.outcome === "timeout" ? Kind.timeout : Kind.failure
+      return signal.outcome === "success" ? Kind.success : Kind.neutral
+    }
+
+    const isOpen = (target: ModelTarget): Effect.Effect<boolean> => {
+      const rules = settingsFor(target.ref)
+      if (!rules.enabled) return Effect.succeed(false)
+      return Effect.flatMap(store.get(target.ref), (s) =>
+        s === undefined ? Effect.succeed(false) : Effect.map(Clock.currentTimeMillis, (now) => !Breaker.admits(s, now, rules))
+      )
+    }
+
+    const tryAcquire = (target: ModelTarget): Effect.Effect<boolean> => {
+      const rules = settingsFor(target.ref)
+      if (!rules.enabled) return Effect.succeed(true)
+      return Effect.flatMap(store.get(target.ref), (s) =>
+        s === undefined
+          ? Effect.succeed(true)
+          : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              transit(target.ref, now, rules, (cur) => Breaker.acquire(cur, now, rules))
+            )
+      )
+    }
+
+    const release = (target: ModelTarget): Effect.Effect<void> => {
+      const rules = settingsFor(target.ref)
+      if (!rules.enabled) return Effect.void
+      return Effect.flatMap(store.get(target.ref), (s) =>
+        s === undefined
+          ? Effect.void
+          : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              transit(target.ref, now, rules, (cur) => [undefined, Breaker.release(cur, now, rules)] as const)
+            )
+      )
+    }
+
+    const record = (target: ModelTarget, signal: AttemptSignal): Effect.Effect<void> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const ref = target.ref
+        const kind = kindOf(signal)
+        const w = touch(ref)
+        w.add(now, kind, signal.latencyMs, signal.ttftMs)
+        if (kind !== Kind.success) {
+          w.lastErrorClass = kind === Kind.neutral && signal.outcome === "timeout" ? "deadline" : signal.outcome
+          w.lastErrorTag = signal.errorTag
+          w.lastErrorAt = now
+        }
+        const rl = signal.rateLimit
+        if (rl !== undefined) {
+          w.headroom = {
+            remainingRequests: rl.remainingRequests,
+            limitRequests: rl.limitRequests,
+            remainingTokens: rl.remainingTokens,
+            limitTokens: rl.limitTokens,
+            resetAt: rl.resetAfterMs !== undefined ? now + rl.resetAfterMs : undefined,
+            reportedAt: now
+          }
+        } else if (signal.outcome === "rate_limited") {
+          w.headroom = {
+            remainingRequests: 0,
+            limitRequests: w.headroom?.limitRequests,
+            remainingTokens: w.headroom?.remainingTokens,
+            limitTokens: w.headroom?.limitTokens,
+            resetAt: signal.retryAfterMs !== undefined ? now + signal.retryAfterMs : undefined,
+            reportedAt: now
+          }
+        }
+        const rules = settingsFor(ref)
+        if (!rules.enabled) return Effect.void
+        const result: Breaker.Result = kind === Kind.success ? "success" : kind === Kind.neutral ? "neutral" : "failure"
+        const reason = result === "failure" ? tripReason(w, now, rules) : undefined
+        return Effect.flatMap(store.get(ref), (s) =>
+          // The hot path: a closed breaker that stays closed touches nothing in the store.
+          s === undefined && reason === undefined
+            ? Effect.void
+            : transit(ref, now, rules, (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)], reason)
+        )
+      })
+
+    const snapshotOf = (route: string, now: number, s: BreakerState | undefined): RouteHealth | undefined => {
+      const w = windows.get(route)
+      if (w === undefined && s === undefined) return undefined
+      const rules = settingsFor(route)
+      const v = Breaker.view(s, now, rules)
+      const st = w?.stats(now, windowMs)
+      const n = st?.samples ?? 0
+      const rate = (k: number) => (n === 0 ? undefined : k / n)
+      return new RouteHealth(
+        {
+          route,
+          at: now,
+          breaker: Breaker.statusOf(v),
+          breakerSince: v?.since,
+          probeAt: v?.status === "open" ? v.since + rules.coolDownMs : undefined,
+          consecutiveFailures: w?.consecutiveFailures ?? 0,
+          samples: n,
+          successRate: rate(st?.successes ?? 0),
+          failureRate: rate((st?.failures ?? 0) + (st?.timeouts ?? 0)),
+          timeoutRate: rate(st?.timeouts ?? 0),
+          latencyP50Ms: st?.latencyP50,
+          latencyP95Ms: st?.latencyP95,
+          ttftP50Ms: st?.ttftP50,
+          ttftP95Ms: st?.ttftP95,
+          lastErrorClass: w?.lastErrorClass,
+          lastErrorTag: w?.lastErrorTag,
+          lastErrorAt: w?.lastErrorAt,
+          lastAttemptAt: w?.lastAt,
+          rateLimit: w?.headroom !== undefined ? new RateLimitHeadroom(w.headroom, { disableValidation: true }) : undefined
+        },
+        { disableValidation: true }
+      )
+    }
+
+    return Health.of({
+      isOpen,
+      tryAcquire,
+      release,
+      record,
+      onFirstAttempt: Effect.map(Clock.currentTimeMillis, (now) => budget.deposit(now)),
+      tryRetry: rb.enabled
+        ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            budget.withdraw(now) ? Effect.succeed(true) : Effect.as(Metric.increment(metrics.retryBudgetRejections), false)
+          )
+        : Effect.succeed(true),
+      snapshot: (route) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.map(store.get(route), (s) => Option.fromNullable(snapshotOf(route, now, s)))
+        ),
+      snapshotAll: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.forEach([...windows.keys()], (route) =>
+          Effect.map(store.get(route), (s) => snapshotOf(route, now, s)!)
+        )
+      ),
+      retryBudget: Effect.map(
+        Clock.currentTimeMillis,
+        (now) =>
+          new RetryBudgetSnapshot({
+            enabled: rb.enabled,
+            tokens: budget.tokens(now),
+            capacity: budget.capacity,
+            firstAttempts: budget.firstAttempts,
+            retriesGranted: budget.granted,
+            retriesRejected: budget.rejected
+          })
+      )
+    })
+  })
+
+/**
+ * Breakers, health records and the retry budget in memory. Fails with a `GatewayConfigError`
+ * listing every invalid setting, so the application does not start.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (config?: HealthConfig): Layer.Layer<Health, GatewayConfigError> =>
+  Layer.effect(Health, make(config)).pipe(Layer.provide(layerBreakerStoreMemory))
+
+/**
+ * Like {@link layer}, with breaker states in the `BreakerStore` from the context (e.g. a shared
+ * store, so that every process sees the same breakers).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerStore = (config?: HealthConfig): Layer.Layer<Health, GatewayConfigError, BreakerStore> =>
+  Layer.effect(Health, make(config))
+
+/**
+ * Decodes the configuration from plain JSON first (all problems listed with their paths).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerJson = (json: unknown): Layer.Layer<Health, GatewayConfigError> =>
+  Layer.effect(Health, Effect.flatMap(decode(json), make)).pipe(Layer.provide(layerBreakerStoreMemory))
+
+/**
+ * Breakers always closed, retry budget unlimited, nothing recorded.
  *
  * @since 0.1.0
  * @category Layers
@@ -57,8 +815,21 @@ export const layerNoop: Layer.Layer<Health> = Layer.succeed(
   Health.of({
     isOpen: () => Effect.succeed(false),
     tryAcquire: () => Effect.succeed(true),
+    release: () => Effect.void,
     record: () => Effect.void,
     onFirstAttempt: Effect.void,
-    tryRetry: Effect.succeed(true)
+    tryRetry: Effect.succeed(true),
+    snapshot: () => Effect.succeed(Option.none()),
+    snapshotAll: Effect.succeed([]),
+    retryBudget: Effect.succeed(
+      new RetryBudgetSnapshot({
+        enabled: false,
+        tokens: Number.POSITIVE_INFINITY,
+        capacity: Number.POSITIVE_INFINITY,
+        firstAttempts: 0,
+        retriesGranted: 0,
+        retriesRejected: 0
+      })
+    )
   })
 )

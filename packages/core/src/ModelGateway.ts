@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer } from "effect"
+import { Stream } from "effect"
 import { Budgets } from "./Budgets.js"
 import * as CallRecorderModule from "./CallRecorder.js"
 import { CallRecorder } from "./CallRecorder.js"
@@ -15,7 +16,9 @@ import * as GatewayConfig from "./GatewayConfig.js"
 import * as HealthModule from "./Health.js"
 import { Health } from "./Health.js"
 import * as engine from "./internal/engine.js"
+import * as streaming from "./internal/stream.js"
 import type { ModelCommand } from "./ModelCommand.js"
+import type * as StreamEvent from "./StreamEvent.js"
 import type { ModelResult } from "./ModelResult.js"
 import * as ProviderAdapter from "./ProviderAdapter.js"
 import * as Router from "./Router.js"
@@ -29,6 +32,12 @@ import * as BudgetsModule from "./Budgets.js"
 export interface Service {
   /** Runs one command to completion: route, reserve, attempts, validation, evidence. */
   readonly generate: (command: ModelCommand) => Effect.Effect<ModelResult, GatewayError>
+  /**
+   * Streams one command: `RouteSelected` per attempt, text and tool-call deltas from the first
+   * delivered delta on (the commit point: no retry or fallback after it), then `UsageReported` and
+   * `Final` with the envelope. Interrupting the consumer cancels the call.
+   */
+  readonly stream: (command: ModelCommand) => Stream.Stream<StreamEvent.StreamEvent, GatewayError>
   /** The router, for inspecting decisions without calling a provider. */
   readonly router: Router.Service
 }
@@ -69,6 +78,7 @@ export const make = (definition: GatewayConfig.Definition) =>
     }
     return ModelGateway.of({
       generate: (command) => engine.generate(ctx, command),
+      stream: (command) => streaming.stream(ctx, command),
       router
     })
   })
@@ -123,3 +133,14 @@ export const layerJson = (
 export const generate = (command: ModelCommand): Effect.Effect<ModelResult, GatewayError, ModelGateway> =>
   Effect.flatMap(ModelGateway, (g) => g.generate(command))
 
+
+/**
+ * Runs `stream` with the gateway from the context.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const stream = (
+  command: ModelCommand
+): Stream.Stream<StreamEvent.StreamEvent, GatewayError, ModelGateway> =>
+  Stream.unwrap(Effect.map(ModelGateway, (g) => g.stream(command)))

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Context, Effect } from "effect"
+import { minimumUsefulOutputTokens } from "./Budgets.js"
 import { InvalidRequest, NoEligibleRoute } from "./Errors.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import { Health } from "./Health.js"
@@ -93,6 +94,15 @@ export const checkTarget = (
   const tokens = Math.ceil(inputTokens * target.tokenizerSafetyFactor)
   if (tokens + 1 > caps.contextWindow) {
     return { reason: "CONTEXT_TOO_SMALL", detail: `~${tokens} input tokens, window ${caps.contextWindow}` }
+  }
+  const maxCost = Math.min(command.maxCost ?? Infinity, w.maxCost ?? Infinity)
+  const minimumCost =
+    (tokens * target.pricing.inputPerMillion + minimumUsefulOutputTokens * target.pricing.outputPerMillion) / 1_000_000
+  if (minimumCost > maxCost) {
+    return {
+      reason: "BUDGET_DOES_NOT_FIT",
+      detail: `input and ${minimumUsefulOutputTokens} output tokens cost ${minimumCost.toPrecision(3)}, maxCost ${maxCost}`
+    }
   }
   return undefined
 }

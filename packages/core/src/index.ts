@@ -35,6 +35,8 @@ export * as RouteDecision from "./RouteDecision.js"
 /** @since 0.1.0 */
 export * as Router from "./Router.js"
 /** @since 0.1.0 */
+export * as StreamEvent from "./StreamEvent.js"
+/** @since 0.1.0 */
 export * as TokenEstimator from "./TokenEstimator.js"
 /** @since 0.1.0 */
 export * as Workflow from "./Workflow.js"

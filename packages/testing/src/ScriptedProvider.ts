@@ -11,7 +11,7 @@ import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import { Usage } from "@modelgate/core/ModelResult"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Clock, Context, Duration, Effect, Layer, Ref, Stream } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Ref, Stream } from "effect"
 
 /**
  * Usage as written in scripts.
@@ -322,8 +322,9 @@ export const make = (scripts: Scripts) =>
                   ? Stream.fromEffect(Effect.zipRight(Effect.sleep(outcome.after), Effect.fail(outcome.error)))
                   : scriptedStream(outcome, request, log)
             return events.pipe(
-              Stream.onDone(() => finish(log)),
-              Stream.ensuringWith((exit) => (exit._tag === "Failure" && exit.cause._tag === "Interrupt" ? interrupted(log) : finish(log)))
+              Stream.ensuringWith((exit) =>
+                Exit.isFailure(exit) && Cause.isInterrupted(exit.cause) ? interrupted(log) : finish(log)
+              )
             )
           })
         )

@@ -4,7 +4,7 @@
  */
 import { Cause, Clock, Duration, Effect, Either, Exit, Option, ParseResult, Schema } from "effect"
 import type { Tracer } from "effect"
-import type { Budgets, Reservation } from "../Budgets.js"
+import { type Budgets, minimumUsefulOutputTokens, type Reservation } from "../Budgets.js"
 import type * as CallRecorder from "../CallRecorder.js"
 import type * as Concurrency from "../Concurrency.js"
 import {
@@ -39,6 +39,7 @@ import {
 } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import type { OutputFormat, ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
+import { ExcludedTarget } from "../RouteDecision.js"
 import type { Route, Service as RouterService } from "../Router.js"
 import * as Telemetry from "../Telemetry.js"
 import { retrySchedule, stepper, withAttemptTimeout } from "./attempt.js"
@@ -55,8 +56,8 @@ export interface EngineContext {
   readonly telemetry: Telemetry.Settings
 }
 
-/** Smallest output cap worth starting an attempt with. */
-export const minimumUsefulOutputTokens = 16
+/** Smallest output cap worth starting an attempt with (defined next to the budgets, which the router also uses). */
+export { minimumUsefulOutputTokens }
 
 let callSeq = 0
 const nextCallId = (now: number): CallId => `mg_${now.toString(36)}_${(++callSeq).toString(36)}` as CallId
@@ -91,6 +92,10 @@ export class CallState {
   compiled: CompiledWorkflow | undefined = undefined
   /** Input cost of an attempt that was dispatched and has not ended. */
   inFlight: { readonly target: ModelTarget; readonly inputTokens: number } | undefined = undefined
+  /** Streams: the first delta was delivered to the consumer (no retry or fallback after this). */
+  committed = false
+  /** Streams: output tokens counted from delivered deltas of the current attempt. */
+  deliveredOutputTokens = 0
   /** Telemetry: the call span, the last target attempted and its output cap, the permit wait. */
   span: Tracer.Span | undefined = undefined
   lastTarget: ModelTarget | undefined = undefined
@@ -291,6 +296,15 @@ export const affordableOutput = (state: CallState, reservation: Reservation, inp
 const isAvailability = (e: GatewayError) =>
   e._tag === "RateLimited" || e._tag === "ProviderUnavailable" || e._tag === "ProviderRejected"
 
+/**
+ * Whether a failed attempt counts against its route's breaker: 429, 5xx, overload, transport
+ * errors, stream stalls and timeouts of the target's own per-attempt limit. Not: invalid requests,
+ * rejections (auth, quota, model not found), invalid output, refusals, and a timeout of an attempt
+ * that the call's own deadline cut short (`deadlineCut`).
+ */
+const countsAgainstRoute = (e: GatewayError, deadlineCut: boolean) =>
+  e._tag === "RateLimited" || (e._tag === "ProviderUnavailable" && !(e.reason === "timeout" && deadlineCut))
+
 type AttemptResult =
   | { readonly _tag: "ok"; readonly response: ProviderResponse }
   | { readonly _tag: "error"; readonly error: GatewayError; readonly possiblyProcessed: boolean }
@@ -299,14 +313,25 @@ type AttemptResult =
  * Runs `generate` for one command. Builds exactly one CallRecord, whatever the exit.
  */
 export const generate = (ctx: EngineContext, command: ModelCommand): Effect.Effect<ModelResult, GatewayError> =>
+  execute(ctx, command, "generate", invokeGenerate)
+
+/**
+ * Runs one call in `mode` with `invoke` calling the adapters. Builds exactly one CallRecord.
+ */
+export const execute = (
+  ctx: EngineContext,
+  command: ModelCommand,
+  mode: "generate" | "stream",
+  invoke: Invoke
+): Effect.Effect<ModelResult, GatewayError> =>
   Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
-    const state = new CallState(nextCallId(startedAt), startedAt, command, "generate")
+    const state = new CallState(nextCallId(startedAt), startedAt, command, mode)
     return withCallSpan(
       ctx,
       state,
-      run(ctx, state, (route, reservation, deadline) => attemptLoop(ctx, state, route, reservation, deadline)).pipe(
-        Effect.onExit((exit) => recordCall(ctx, state, exit))
-      )
+      run(ctx, state, (route, reservation, deadline) =>
+        attemptLoop(ctx, state, route, reservation, deadline, invoke)
+      ).pipe(Effect.onExit((exit) => recordCall(ctx, state, exit)))
     )
   })
 
@@ -329,7 +354,7 @@ export const recordCall = (
   ctx: EngineContext,
   state: CallState,
   exit: Exit.Exit<ModelResult, GatewayError>,
-  incomplete = false
+  incomplete = state.committed
 ): Effect.Effect<void> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => {
     const error = Exit.isFailure(exit) ? failureOf(exit.cause) : undefined
@@ -453,7 +478,7 @@ export const run = <A>(
             // Interrupted with an attempt in flight: its input was likely billed.
             if (Exit.isInterrupted(exit) && state.inFlight !== undefined) {
               const f = state.inFlight
-              state.addUsage(f.target, new Usage({ inputTokens: f.inputTokens, outputTokens: 0 }))
+              state.addUsage(f.target, new Usage({ inputTokens: f.inputTokens, outputTokens: state.deliveredOutputTokens }))
             }
             return reservation.commit(state.actualCost)
           })
@@ -500,6 +525,42 @@ const withCall = (e: GatewayError, state: CallState): GatewayError => {
   }
 }
 
+/**
+ * How an attempt calls its adapter: `None` when the attempt's own time ran out. `generate` bounds
+ * the call by the attempt timeout; `stream` drives the adapter's stream with its TTFT, gap and
+ * total limits and delivers deltas as they arrive.
+ */
+export type Invoke = (
+  adapter: ProviderAdapter,
+  request: ProviderRequest,
+  state: CallState
+) => Effect.Effect<Option.Option<ProviderResponse>, ProviderError>
+
+const invokeGenerate: Invoke = (adapter, request) => withAttemptTimeout(adapter.generate(request), request.timeout)
+
+/**
+ * Runs `attempt` holding a permit of the request's target (its optional concurrency cap), waiting
+ * for one at most until `waitUntil`; `undefined` when none came in time. Time spent waiting is
+ * taken off the attempt's timeout.
+ */
+const withTargetPermit = <A>(
+  ctx: EngineContext,
+  request: ProviderRequest,
+  waitUntil: number,
+  deadline: number,
+  attempt: (request: ProviderRequest) => Effect.Effect<A>
+): Effect.Effect<A | undefined> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const start = yield* Clock.currentTimeMillis
+      const maxWait = Duration.millis(Math.max(0, waitUntil - start))
+      if (!(yield* ctx.concurrency.acquireTarget(request.target.ref, maxWait))) return undefined
+      const now = yield* Clock.currentTimeMillis
+      if (now === start) return yield* attempt(request)
+      return yield* attempt({ ...request, timeout: Duration.min(request.timeout, Duration.millis(deadline - now)) })
+    })
+  )
+
 /** Runs one provider call for `target` as an attempt and records it in `state`. */
 const runAttempt = (
   ctx: EngineContext,
@@ -507,7 +568,8 @@ const runAttempt = (
   target: ModelTarget,
   attemptNo: number,
   request: ProviderRequest,
-  inputTokens: number
+  inputTokens: number,
+  invoke: Invoke = invokeGenerate
 ): Effect.Effect<AttemptResult> =>
   Telemetry.withAttemptSpan(target, attemptNo, request.maxOutputTokens, (span) =>
   Effect.gen(function* () {
@@ -517,7 +579,7 @@ const runAttempt = (
     state.inFlight = { target, inputTokens }
     state.lastTarget = target
     state.lastMaxOutputTokens = request.maxOutputTokens
-    const exit = yield* Effect.exit(withAttemptTimeout(adapter.generate(request), request.timeout)).pipe(
+    const exit = yield* Effect.exit(invoke(adapter, request, state)).pipe(
       Effect.onInterrupt(() =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.sync(() => {
@@ -604,10 +666,16 @@ const runAttempt = (
     Telemetry.annotateAttempt(span, record)
     yield* ctx.health.record(target, {
       outcome: record.outcome,
-      availabilityFailure: result._tag === "error" && isAvailability(result.error),
+      availabilityFailure:
+        result._tag === "error" &&
+        countsAgainstRoute(
+          result.error,
+          timeoutMs < Duration.toMillis(target.limits.perAttemptTimeout) && record.latencyMs >= timeoutMs
+        ),
       latencyMs: record.latencyMs,
       ttftMs: record.ttftMs,
-      errorTag: record.errorTag
+      errorTag: record.errorTag,
+      retryAfterMs: record.retryAfterMs
     })
     return result
   }))
@@ -648,12 +716,13 @@ const repairMessages = (messages: ReadonlyArray<Message>, text: string, issues: 
  * Attempts over the eligible targets in order, each with Schedule-driven retries, all under one
  * deadline. Exported for `stream`, which replaces the provider call.
  */
-const attemptLoop = (
+export const attemptLoop = (
   ctx: EngineContext,
   state: CallState,
   route: Route,
   reservation: Reservation,
-  deadline: number
+  deadline: number,
+  invoke: Invoke = invokeGenerate
 ): Effect.Effect<ModelResult, GatewayError> =>
   Effect.gen(function* () {
     const { compiled } = route
@@ -663,6 +732,8 @@ const attemptLoop = (
     let stoppedForTime = false
     let contextLimitedAt: number | undefined
     let first = true
+    // Targets whose breaker opened (or whose probe slots filled) after routing.
+    const breakerSkipped: Array<ExcludedTarget> = []
     for (let i = 0; i < route.targets.length; i++) {
       const target = route.targets[i]!
       // After a context-length rejection only a larger-context target may be tried.
@@ -679,7 +750,6 @@ const attemptLoop = (
           stoppedForTime = true
           break
         }
-        if (!(yield* ctx.health.tryAcquire(target))) break
         const inputTokens = inputTokensAt(route, target)
         const cap = Math.min(outputCapAt(cmd, compiled, target), affordableOutput(state, reservation, inputTokens, target))
         if (cap < minimumUsefulOutputTokens) {
@@ -695,6 +765,12 @@ const attemptLoop = (
               1_000_000
           })
         }
+        if (!(yield* ctx.health.tryAcquire(target))) {
+          breakerSkipped.push(
+            new ExcludedTarget({ target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" })
+          )
+          break
+        }
         if (first) {
           first = false
           yield* ctx.health.onFirstAttempt
@@ -709,7 +785,15 @@ const attemptLoop = (
           maxOutputTokens: cap,
           timeout: Duration.millis(Math.min(remaining, Duration.toMillis(limits.perAttemptTimeout)))
         }
-        const result = yield* runAttempt(ctx, state, target, attemptNo, request, inputTokens)
+        const result = yield* withTargetPermit(ctx, request, deadline - minimumMs, deadline, (req) =>
+          runAttempt(ctx, state, target, attemptNo, req, inputTokens, invoke)
+        ).pipe(Effect.onInterrupt(() => ctx.health.release(target)))
+        if (result === undefined) {
+          yield* ctx.health.release(target)
+          // The target's concurrency cap stayed full until too little time was left for it.
+          stoppedForTime = true
+          break
+        }
         if (result._tag === "ok") {
           const { response } = result
           const validated = validateOutput(compiled, target, response)
@@ -731,6 +815,7 @@ const attemptLoop = (
           markLast(state, "invalid_output", "InvalidOutput")
           state.schemaValid = false
           lastError = validated.left
+          if (state.committed) return yield* Effect.fail(withCall(validated.left, state))
           if (w.repair && !repaired && response.text !== undefined) {
             repaired = true
             messages = repairMessages(cmd.messages, response.text, validated.left.issues)
@@ -740,6 +825,8 @@ const attemptLoop = (
         }
         const error = result.error
         lastError = error
+        // After the commit point of a stream no retry or fallback can help: the caller has text.
+        if (state.committed) return yield* Effect.fail(withCall(error, state))
         switch (error._tag) {
           case "Refusal":
           case "PolicyViolation":
@@ -817,6 +904,14 @@ const attemptLoop = (
     const now = yield* Clock.currentTimeMillis
     const smallestMinimum = Math.min(...route.targets.map((t) => Duration.toMillis(t.limits.minimumAttemptTime)))
     const outOfTime = stoppedForTime || deadline - now < smallestMinimum
+    if (lastError === undefined && !stoppedForTime && breakerSkipped.length > 0) {
+      return yield* new NoEligibleRoute({
+        callId: state.callId,
+        attempts: state.attempts,
+        workflow: w.name,
+        excluded: [...route.decision.excluded, ...breakerSkipped]
+      })
+    }
     if (lastError === undefined || (outOfTime && isAvailability(lastError))) {
       return yield* new DeadlineExceeded({
         callId: state.callId,

@@ -99,14 +99,8 @@ export class Permits {
     return Effect.suspend(() => {
       if (this.tryAcquire(key)) return Effect.void
       return Effect.async<void>((resume) => {
+        // Nothing ran since `tryAcquire` (no yield in between), so the key still cannot take.
         const s = this.state(key)
-        // The state may have changed between the check above and now only if something ran in
-        // between; `async` registers synchronously, so re-check once.
-        if (s.waiters.size === 0 && this.canTake(key, s.held)) {
-          this.take(key, s)
-          resume(Effect.void)
-          return
-        }
         const w: Waiter = { key, granted: false, resume }
         this.queue.add(w)
         s.waiters.add(w)
@@ -144,7 +138,7 @@ export class Permits {
     } else {
       // One of `key`'s reserved permits is free: only `key` may use it.
       const first = s.waiters.values().next()
-      if (!first.done) this.grant(first.value, s)
+      if (!first.done && this.canTake(key, s.held)) this.grant(first.value, s)
     }
     this.dropIfIdle(key, s)
   }

@@ -1,0 +1,184 @@
+/**
+ * Measurement primitives: paired sequential timings (tinybench, interleaved rounds), throughput
+ * under concurrency, CPU per call and heap per object. Every measurement runs a baseline and a
+ * subject in the same process, interleaved, so that a noisy neighbour hits both alike.
+ */
+import { Bench } from "tinybench"
+
+/** A knob set that scales the whole suite: `full` for `pnpm bench`, `smoke` for CI. */
+export interface Profile {
+  readonly name: "full" | "smoke"
+  /** tinybench time per task per round (ms). */
+  readonly taskTimeMs: number
+  /** tinybench warm-up time per task (ms). */
+  readonly warmupMs: number
+  /** Interleaved rounds of every paired measurement. */
+  readonly rounds: number
+  /** Calls per throughput round. */
+  readonly throughputCalls: number
+  /** Objects held in memory measurements (in-flight calls, tenants). */
+  readonly memoryCount: number
+  /** Calls per HTTP round. */
+  readonly httpCalls: number
+}
+
+export const profiles: Record<Profile["name"], Profile> = {
+  full: {
+    name: "full",
+    taskTimeMs: 400,
+    warmupMs: 150,
+    rounds: 5,
+    throughputCalls: 20_000,
+    memoryCount: 10_000,
+    httpCalls: 1_500
+  },
+  smoke: {
+    name: "smoke",
+    taskTimeMs: 15,
+    warmupMs: 5,
+    rounds: 2,
+    throughputCalls: 500,
+    memoryCount: 300,
+    httpCalls: 40
+  }
+}
+
+/** Median, p99 and mean of a sample set (any unit). */
+export interface Summary {
+  readonly n: number
+  readonly mean: number
+  readonly p50: number
+  readonly p99: number
+}
+
+/** Percentile by linear interpolation over sorted values (`q` in [0, 1]). */
+export const quantile = (sorted: ReadonlyArray<number>, q: number): number => {
+  if (sorted.length === 0) return Number.NaN
+  const pos = (sorted.length - 1) * q
+  const lo = Math.floor(pos)
+  const hi = Math.ceil(pos)
+  const a = sorted[lo]!
+  const b = sorted[hi]!
+  return a + (b - a) * (pos - lo)
+}
+
+export const summarize = (values: ReadonlyArray<number>): Summary => {
+  const sorted = [...values].sort((a, b) => a - b)
+  let sum = 0
+  for (const v of sorted) sum += v
+  return { n: sorted.length, mean: sum / sorted.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) }
+}
+
+export const median = (values: ReadonlyArray<number>): number => quantile([...values].sort((a, b) => a - b), 0.5)
+
+/** Runs the garbage collector when the process was started with `--expose-gc`. */
+export const collectGarbage = (): boolean => {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc === undefined) return false
+  gc()
+  gc()
+  return true
+}
+
+/** A task of a paired measurement: one call per invocation. */
+export type Task = () => unknown
+
+export interface PairedResult {
+  /** Per-call latency of the baseline, in µs, over all rounds' samples. */
+  readonly baseline: Summary
+  /** Per-call latency of the subject, in µs, over all rounds' samples. */
+  readonly subject: Summary
+  /** Median over rounds of (subject p50 − baseline p50), µs. */
+  readonly diffP50: number
+  /** Median over rounds of (subject p99 − baseline p99), µs. */
+  readonly diffP99: number
+  /** Median over rounds of subject p50 / baseline p50. */
+  readonly ratioP50: number
+}
+
+/**
+ * Times `baseline` and `subject` per call with tinybench (warm-up, then as many iterations as fit
+ * in `taskTimeMs`), in `rounds` interleaved rounds (B S, S B, B S, …), and compares them round by
+ * round so that a burst of noise during one round cannot fake a difference.
+ */
+export const paired = async (profile: Profile, baseline: Task, subject: Task): Promise<PairedResult> => {
+  const base: Array<number> = []
+  const subj: Array<number> = []
+  const d50: Array<number> = []
+  const d99: Array<number> = []
+  const r50: Array<number> = []
+  for (let round = 0; round < profile.rounds; round++) {
+    const bench = new Bench({
+      time: profile.taskTimeMs,
+      warmupTime: profile.warmupMs,
+      warmupIterations: 16,
+      iterations: 16,
+      throws: true
+    })
+    // Alternate the order: the second task of a round runs on a warmer (or more collected) heap.
+    if (round % 2 === 0) bench.add("baseline", baseline).add("subject", subject)
+    else bench.add("subject", subject).add("baseline", baseline)
+    await bench.run()
+    const b = bench.getTask("baseline")?.result?.latency.samples ?? []
+    const s = bench.getTask("subject")?.result?.latency.samples ?? []
+    // tinybench reports milliseconds.
+    const bs = summarize(b.map((x) => x * 1000))
+    const ss = summarize(s.map((x) => x * 1000))
+    for (const x of b) base.push(x * 1000)
+    for (const x of s) subj.push(x * 1000)
+    d50.push(ss.p50 - bs.p50)
+    d99.push(ss.p99 - bs.p99)
+    r50.push(ss.p50 / bs.p50)
+  }
+  return {
+    baseline: summarize(base),
+    subject: summarize(subj),
+    diffP50: median(d50),
+    diffP99: median(d99),
+    ratioP50: median(r50)
+  }
+}
+
+/** Times one task alone (same harness as {@link paired}); per-call µs over all rounds. */
+export const single = async (profile: Profile, task: Task): Promise<Summary> => {
+  const all: Array<number> = []
+  for (let round = 0; round < profile.rounds; round++) {
+    const bench = new Bench({
+      time: profile.taskTimeMs,
+      warmupTime: profile.warmupMs,
+      warmupIterations: 16,
+      iterations: 16,
+      throws: true
+    })
+    bench.add("task", task)
+    await bench.run()
+    for (const x of bench.getTask("task")?.result?.latency.samples ?? []) all.push(x * 1000)
+  }
+  return summarize(all)
+}
+
+/** One timed batch: wall time and process CPU time, both in ms. */
+export interface Timed<A> {
+  readonly value: A
+  readonly wallMs: number
+  readonly cpuMs: number
+}
+
+export const timed = async <A>(run: () => Promise<A>): Promise<Timed<A>> => {
+  const cpu0 = process.cpuUsage()
+  const t0 = performance.now()
+  const value = await run()
+  const wallMs = performance.now() - t0
+  const cpu = process.cpuUsage(cpu0)
+  return { value, wallMs, cpuMs: (cpu.user + cpu.system) / 1000 }
+}
+
+/** Formats a number with a fixed count of significant decimals for tables. */
+export const fmt = (x: number, digits = 2): string => {
+  if (!Number.isFinite(x)) return String(x)
+  const abs = Math.abs(x)
+  if (abs >= 1000) return Math.round(x).toLocaleString("en-US")
+  if (abs >= 100) return x.toFixed(Math.max(0, digits - 2))
+  if (abs >= 10) return x.toFixed(Math.max(0, digits - 1))
+  return x.toFixed(digits)
+}

@@ -1,0 +1,487 @@
+/**
+ * Tool steps in agent runs: the gateway retries model calls, never tool executions. The ledger runs
+ * a side-effecting tool at most once per idempotency key (run id, step, tool name), persists its
+ * result before handing it back, and replays the stored result when the step is retried (e.g. after
+ * a model call timed out once the tool had already run).
+ *
+ * Details
+ *
+ * - Tools are declared `readOnly` (run every time, safe to repeat) or `sideEffecting` (through the
+ *   ledger).
+ * - `runOnce(key, effect)`: claims the key atomically, runs the effect, stores its encoded result,
+ *   then returns. A completed key replays its stored result without running anything. A key that
+ *   was claimed and never completed (the holder crashed, was interrupted or died mid-tool) is *in
+ *   doubt*: the effect may have happened, so it is refused with {@link ToolReplayRefused} rather
+ *   than run a second time. A typed failure of the tool means "not done": the claim is dropped and
+ *   a later attempt may run it.
+ * - `checkReplay(keys)`: before replaying a step whose transcript holds side-effecting calls,
+ *   refuses (typed) unless every one of them has a completed-effect record.
+ * - The {@link ToolLedgerStore} is a seam: memory now; a durable store (SQL row with a unique key,
+ *   Redis `SET NX`) later with the same atomic `claim`. Results are stored in their encoded (JSON)
+ *   form through the tool's result Schema, so the memory store behaves like a durable one.
+ *
+ * @example
+ * ```ts
+ * const createTask = ToolLedger.sideEffecting({ name: "create_follow_up_task", result: Task })
+ * const task = yield* ToolLedger.runOnce(ToolLedger.key(createTask, { runId, step: 1 }), tasks.create(args))
+ * ```
+ *
+ * @since 0.1.0
+ */
+import { Clock, Context, Effect, Exit, Layer, Option, Schema } from "effect"
+import { ToolDefinition } from "./ModelCommand.js"
+
+// ---------------------------------------------------------------------------------------------
+// Tools and keys
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `readOnly`: safe to repeat. `sideEffecting`: changes the world, runs at most once per key.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const ToolKind = Schema.Literal("readOnly", "sideEffecting")
+/** @since 0.1.0 */
+export type ToolKind = typeof ToolKind.Type
+
+/**
+ * A tool as the ledger knows it: its name, its kind and the Schema its result is stored with.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Tool<A, I = A> {
+  readonly name: string
+  readonly kind: ToolKind
+  /** Encodes the result for the store and decodes it on replay. */
+  readonly result: Schema.Schema<A, I>
+  readonly description: string
+  /** JSON Schema of the arguments, as offered to the model. */
+  readonly parameters: Readonly<Record<string, unknown>>
+}
+
+const toolName = /^[A-Za-z0-9_-]{1,64}$/
+
+const makeTool =
+  (kind: ToolKind) =>
+  <A, I>(options: {
+    readonly name: string
+    readonly result: Schema.Schema<A, I>
+    readonly description?: string | undefined
+    readonly parameters?: Readonly<Record<string, unknown>> | undefined
+  }): Tool<A, I> => {
+    if (!toolName.test(options.name)) throw new Error(`invalid tool name "${options.name}"`)
+    return {
+      name: options.name,
+      kind,
+      result: options.result,
+      description: options.description ?? "",
+      parameters: options.parameters ?? { type: "object", properties: {} }
+    }
+  }
+
+/**
+ * A tool that only reads: retried freely, never recorded.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const readOnly = makeTool("readOnly")
+
+/**
+ * A tool that changes the world: executed through the ledger at most once per key.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const sideEffecting = makeTool("sideEffecting")
+
+/**
+ * The tool as offered to a model in a `ModelCommand` (`sideEffecting` set from its kind, so the
+ * gateway never retries an ambiguous model call that offers it).
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const toolDefinition = (tool: ToolInfo): ToolDefinition =>
+  new ToolDefinition({
+    name: tool.name,
+    description: tool.description,
+    parameters: { ...tool.parameters },
+    sideEffecting: tool.kind === "sideEffecting"
+  })
+
+/**
+ * What {@link toolDefinition} and {@link Service.checkReplay} need of a tool (any result type).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ToolInfo {
+  readonly name: string
+  readonly kind: ToolKind
+  readonly description: string
+  readonly parameters: Readonly<Record<string, unknown>>
+}
+
+/**
+ * The stable idempotency key of one tool call, as stored.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const IdempotencyKey = Schema.String.pipe(Schema.brand("@modelgate/core/ToolLedger/IdempotencyKey"))
+/** @since 0.1.0 */
+export type IdempotencyKey = typeof IdempotencyKey.Type
+
+/**
+ * Where a tool call sits in an agent run.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface StepRef {
+  readonly runId: string
+  readonly step: number
+  /** Which call of this tool within the step, when a step calls it more than once. Default 0. */
+  readonly index?: number | undefined
+}
+
+/**
+ * A call key of any result type (what {@link Service.checkReplay} reads).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface KeyInfo {
+  readonly id: IdempotencyKey
+  readonly runId: string
+  readonly step: number
+  readonly tool: ToolInfo
+}
+
+/**
+ * One tool call's key: the stable id plus the tool (for its kind and result Schema).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface CallKey<A, I = A> {
+  readonly id: IdempotencyKey
+  readonly runId: string
+  readonly step: number
+  readonly index: number
+  readonly tool: Tool<A, I>
+}
+
+/**
+ * The stable id of a call: `tool/v1/<runId>/<step>/<tool>[/<index>]`, the run id URI-encoded so
+ * that no two (run, step, tool, index) tuples share an id. The same inputs always give the same id,
+ * in any process.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const idempotencyKey = (runId: string, step: number, tool: string, index = 0): IdempotencyKey => {
+  if (!Number.isInteger(step) || step < 0) throw new Error(`step must be an integer ≥ 0, got ${step}`)
+  if (!Number.isInteger(index) || index < 0) throw new Error(`index must be an integer ≥ 0, got ${index}`)
+  const base = `tool/v1/${encodeURIComponent(runId)}/${step}/${encodeURIComponent(tool)}`
+  return IdempotencyKey.make(index === 0 ? base : `${base}/${index}`)
+}
+
+/**
+ * The key of `tool` at `ref`.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const key = <A, I>(tool: Tool<A, I>, ref: StepRef): CallKey<A, I> => ({
+  id: idempotencyKey(ref.runId, ref.step, tool.name, ref.index ?? 0),
+  runId: ref.runId,
+  step: ref.step,
+  index: ref.index ?? 0,
+  tool
+})
+
+// ---------------------------------------------------------------------------------------------
+// Records and errors
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * What the ledger knows of one side-effecting call. `started` without `completed` is in doubt.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class ToolRecord extends Schema.Class<ToolRecord>("@modelgate/core/ToolLedger/ToolRecord")({
+  key: IdempotencyKey,
+  runId: Schema.String,
+  step: Schema.Int,
+  index: Schema.Int,
+  tool: Schema.String,
+  status: Schema.Literal("started", "completed"),
+  /** Clock millis the claim was taken. */
+  startedAt: Schema.Number,
+  completedAt: Schema.optional(Schema.Number),
+  /** The result in its encoded (JSON) form; set once completed. */
+  result: Schema.optional(Schema.Unknown)
+}) {}
+
+/**
+ * A step (or one call) may not be replayed: a side-effecting call has no completed-effect record.
+ *
+ * - `missing`: the ledger never saw the call, so nothing proves whether it ran.
+ * - `in_doubt`: the call was started and never completed (crash, interruption, defect); it may
+ *   have happened. Resolve by hand (check the outside system), then record or forget it.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ToolReplayRefused extends Schema.TaggedError<ToolReplayRefused>()("ToolReplayRefused", {
+  key: IdempotencyKey,
+  runId: Schema.String,
+  step: Schema.Int,
+  tool: Schema.String,
+  reason: Schema.Literal("missing", "in_doubt")
+}) {
+  override get message(): string {
+    return `refusing to replay ${this.tool} at run ${this.runId} step ${this.step}: ${
+      this.reason === "missing" ? "no record of its effect" : "started but never completed, its effect is in doubt"
+    }`
+  }
+}
+
+/**
+ * A stored result no longer decodes with the tool's result Schema (it changed incompatibly).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ToolResultUndecodable extends Schema.TaggedError<ToolResultUndecodable>()("ToolResultUndecodable", {
+  key: IdempotencyKey,
+  tool: Schema.String,
+  detail: Schema.String
+}) {}
+
+// ---------------------------------------------------------------------------------------------
+// Store
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Result of {@link ToolLedgerStore.claim}.
+ *
+ * @since 0.1.0
+ * @category Store
+ */
+export type ClaimOutcome = { readonly _tag: "Claimed" } | { readonly _tag: "Existing"; readonly record: ToolRecord }
+
+/**
+ * Persistence of tool records. `claim` must be atomic per key (a unique-key insert, `SET NX`);
+ * `complete` must be durable before it returns, since the result is handed to the caller only
+ * after it.
+ *
+ * @since 0.1.0
+ * @category Store
+ */
+export interface ToolLedgerStore {
+  /** Inserts `record` (status `started`) if the key is free, else returns the existing record. */
+  readonly claim: (record: ToolRecord) => Effect.Effect<ClaimOutcome>
+  /** Marks a claimed key completed with its encoded result. */
+  readonly complete: (key: IdempotencyKey, result: unknown, completedAt: number) => Effect.Effect<void>
+  /** Drops a claim whose tool definitely did not take effect (a typed failure). */
+  readonly release: (key: IdempotencyKey) => Effect.Effect<void>
+  readonly get: (key: IdempotencyKey) => Effect.Effect<Option.Option<ToolRecord>>
+  /** Every record of a run, in claim order. */
+  readonly list: (runId: string) => Effect.Effect<ReadonlyArray<ToolRecord>>
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export const ToolLedgerStore: Context.Tag<ToolLedgerStore, ToolLedgerStore> = Context.GenericTag<ToolLedgerStore>(
+  "@modelgate/core/ToolLedger/ToolLedgerStore"
+)
+
+/**
+ * A store in this process's memory (records live as long as the process).
+ *
+ * @since 0.1.0
+ * @category Store
+ */
+export const makeStoreMemory: Effect.Effect<ToolLedgerStore> = Effect.sync(() => {
+  const records = new Map<string, ToolRecord>()
+  return {
+    claim: (record) =>
+      Effect.sync((): ClaimOutcome => {
+        const existing = records.get(record.key)
+        if (existing !== undefined) return { _tag: "Existing", record: existing }
+        records.set(record.key, record)
+        return { _tag: "Claimed" }
+      }),
+    complete: (key, result, completedAt) =>
+      Effect.sync(() => {
+        const r = records.get(key)
+        if (r !== undefined) records.set(key, new ToolRecord({ ...r, status: "completed", completedAt, result }))
+      }),
+    release: (key) =>
+      Effect.sync(() => {
+        if (records.get(key)?.status === "started") records.delete(key)
+      }),
+    get: (key) => Effect.sync(() => Option.fromNullable(records.get(key))),
+    list: (runId) => Effect.sync(() => [...records.values()].filter((r) => r.runId === runId))
+  }
+})
+
+/**
+ * @since 0.1.0
+ * @category Store
+ */
+export const layerStoreMemory: Layer.Layer<ToolLedgerStore> = Layer.effect(ToolLedgerStore, makeStoreMemory)
+
+// ---------------------------------------------------------------------------------------------
+// Service
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Service {
+  /**
+   * Runs a side-effecting call at most once per key: the first caller runs `effect` and its encoded
+   * result is stored before it is returned; later callers get the stored result. Read-only tools
+   * run `effect` every time.
+   */
+  readonly runOnce: <A, I, E, R>(
+    key: CallKey<A, I>,
+    effect: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | ToolReplayRefused | ToolResultUndecodable, R>
+  /**
+   * Before replaying a step: succeeds with the completed records of its side-effecting calls, or
+   * refuses when one of them has no completed-effect record. Read-only calls are not checked.
+   */
+  readonly checkReplay: (keys: ReadonlyArray<KeyInfo>) => Effect.Effect<ReadonlyArray<ToolRecord>, ToolReplayRefused>
+  /** The stored record of one call, if any. */
+  readonly record: (key: IdempotencyKey) => Effect.Effect<Option.Option<ToolRecord>>
+  /** Every record of a run. */
+  readonly records: (runId: string) => Effect.Effect<ReadonlyArray<ToolRecord>>
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class ToolLedger extends Context.Tag("@modelgate/core/ToolLedger")<ToolLedger, Service>() {}
+
+const refused = (key: KeyInfo, reason: "missing" | "in_doubt") =>
+  new ToolReplayRefused({ key: key.id, runId: key.runId, step: key.step, tool: key.tool.name, reason })
+
+/**
+ * The ledger over the {@link ToolLedgerStore} in the context.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make: Effect.Effect<Service, never, ToolLedgerStore> = Effect.map(ToolLedgerStore, (store) => {
+  const replay = <A, I>(key: CallKey<A, I>, record: ToolRecord) =>
+    Schema.decodeUnknown(key.tool.result)(record.result).pipe(
+      Effect.mapError(
+        (e) => new ToolResultUndecodable({ key: key.id, tool: key.tool.name, detail: e.message.slice(0, 500) })
+      )
+    )
+
+  const runOnce = <A, I, E, R>(
+    key: CallKey<A, I>,
+    effect: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | ToolReplayRefused | ToolResultUndecodable, R> => {
+    if (key.tool.kind === "readOnly") return effect
+    const encode = Schema.encode(key.tool.result)
+    // The claim, the tool and the write of its result form one uninterruptible unit except for the
+    // tool itself: once the tool has returned, its result is stored even if the caller is interrupted.
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function* () {
+        const startedAt = yield* Clock.currentTimeMillis
+        const claim = yield* store.claim(
+          new ToolRecord({
+            key: key.id,
+            runId: key.runId,
+            step: key.step,
+            index: key.index,
+            tool: key.tool.name,
+            status: "started",
+            startedAt
+          })
+        )
+        if (claim._tag === "Existing") {
+          if (claim.record.status === "completed") return yield* replay(key, claim.record)
+          return yield* refused(key, "in_doubt")
+        }
+        const exit = yield* Effect.exit(restore(effect))
+        if (Exit.isSuccess(exit)) {
+          const encoded = yield* Effect.orDie(encode(exit.value))
+          yield* store.complete(key.id, encoded, yield* Clock.currentTimeMillis)
+          return exit.value
+        }
+        // A typed failure means the tool did not take effect; a defect or an interruption may have
+        // happened after it did, so the claim stays and the call is in doubt.
+        if (exit.cause._tag === "Fail") yield* store.release(key.id)
+        return yield* exit
+      })
+    )
+  }
+
+  const checkReplay = (keys: ReadonlyArray<KeyInfo>) =>
+    Effect.forEach(
+      keys.filter((k) => k.tool.kind === "sideEffecting"),
+      (k) =>
+        Effect.flatMap(store.get(k.id), (found) =>
+          Option.match(found, {
+            onNone: () => Effect.fail(refused(k, "missing")),
+            onSome: (r) => (r.status === "completed" ? Effect.succeed(r) : Effect.fail(refused(k, "in_doubt")))
+          })
+        )
+    )
+
+  return ToolLedger.of({ runOnce, checkReplay, record: store.get, records: store.list })
+})
+
+/**
+ * The ledger over the store in the context (for a durable store later).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer: Layer.Layer<ToolLedger, never, ToolLedgerStore> = Layer.effect(ToolLedger, make)
+
+/**
+ * The ledger in this process's memory.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerMemory: Layer.Layer<ToolLedger> = Layer.provide(layer, layerStoreMemory)
+
+/**
+ * Runs `effect` through the ledger in the context (see {@link Service.runOnce}).
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const runOnce = <A, I, E, R>(
+  key: CallKey<A, I>,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | ToolReplayRefused | ToolResultUndecodable, R | ToolLedger> =>
+  Effect.flatMap(ToolLedger, (ledger) => ledger.runOnce(key, effect))
+
+/**
+ * Checks a step before replaying it with the ledger in the context (see {@link Service.checkReplay}).
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const checkReplay = (
+  keys: ReadonlyArray<KeyInfo>
+): Effect.Effect<ReadonlyArray<ToolRecord>, ToolReplayRefused, ToolLedger> =>
+  Effect.flatMap(ToolLedger, (ledger) => ledger.checkReplay(keys))

@@ -1,0 +1,171 @@
+/**
+ * `stream`: the same pipeline as `generate` (one deadline, retries, fallbacks, budget, evidence),
+ * with the provider's stream driven under three limits — time to first token, the longest gap
+ * between chunks, and the attempt's total — and a commit point at the first delivered delta.
+ */
+import { Clock, Duration, Effect, Either, Option, Stream } from "effect"
+import type { GatewayError } from "../Errors.js"
+import { ProviderError } from "../Errors.js"
+import type { ModelCommand, ToolCall } from "../ModelCommand.js"
+import { ToolCall as ToolCallClass } from "../ModelCommand.js"
+import { Usage } from "../ModelResult.js"
+import type { FinishReason } from "../ModelResult.js"
+import type { ProviderResponse } from "../ProviderAdapter.js"
+import * as StreamEvent from "../StreamEvent.js"
+import { countText } from "../TokenEstimator.js"
+import { withAttemptTimeout } from "./attempt.js"
+import type { EngineContext, Invoke } from "./engine.js"
+import { execute } from "./engine.js"
+
+interface ToolCallBuffer {
+  id: string
+  name: string
+  args: string
+}
+
+/** The stream-driving `Invoke`: deltas go to `emit` as they arrive. */
+const invokeStream =
+  (emit: (event: StreamEvent.StreamEvent) => void): Invoke =>
+  (adapter, request, state) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const target = request.target
+        const limits = target.limits
+        const start = yield* Clock.currentTimeMillis
+        const attemptEnd = start + Duration.toMillis(request.timeout)
+        const ttftEnd =
+          limits.ttftTimeout !== undefined ? Math.min(attemptEnd, start + Duration.toMillis(limits.ttftTimeout)) : attemptEnd
+        const idleMs = limits.streamIdleTimeout !== undefined ? Duration.toMillis(limits.streamIdleTimeout) : Infinity
+        const attemptNo = state.attempts.filter((a) => a.target === target.ref).length + 1
+        const decision = state.route?.decision
+        if (decision !== undefined) {
+          emit(
+            new StreamEvent.RouteSelected(
+              { target: target.ref, attempt: attemptNo, fallback: decision.eligible[0] !== target.ref, decision },
+              { disableValidation: true }
+            )
+          )
+        }
+        state.deliveredOutputTokens = 0
+        const pull = yield* Stream.toPull(adapter.stream(request))
+        let text = ""
+        const tools = new Map<number, ToolCallBuffer>()
+        let requestId: string | undefined
+        let httpStatus: number | undefined
+        let firstAt: number | undefined
+        let outputTokens = 0
+        let finish: { finishReason: FinishReason; refusal: boolean; usage: Usage | undefined; modelVersion: string | undefined } | undefined
+        const counted = () =>
+          new Usage({ inputTokens: state.inFlight?.inputTokens ?? 0, outputTokens }, { disableValidation: true })
+        // A failure after the first delta: the provider may have billed the output delivered so far.
+        const afterCommit = (e: ProviderError) =>
+          firstAt === undefined ? e : new ProviderError({ ...e, processed: "maybe", usage: e.usage ?? counted() })
+        while (finish === undefined) {
+          const now = yield* Clock.currentTimeMillis
+          const until = firstAt === undefined ? ttftEnd : Math.min(attemptEnd, now + idleMs)
+          const pulled = yield* withAttemptTimeout(Effect.either(pull), Duration.millis(Math.max(0, until - now)))
+          if (Option.isNone(pulled)) {
+            if (until >= attemptEnd && firstAt === undefined) return Option.none()
+            const kind = firstAt === undefined ? "timeout" : "stream_stalled"
+            return yield* Effect.fail(
+              afterCommit(
+                new ProviderError({
+                  kind,
+                  processed: "maybe",
+                  requestId,
+                  detail:
+                    firstAt === undefined
+                      ? `no first token within ${ttftEnd - start} ms`
+                      : until >= attemptEnd
+                        ? "stream exceeded its total time"
+                        : `no chunk for ${idleMs} ms`
+                })
+              )
+            )
+          }
+          const chunk = pulled.value
+          if (Either.isLeft(chunk)) {
+            if (Option.isSome(chunk.left)) return yield* Effect.fail(afterCommit(chunk.left.value))
+            return yield* Effect.fail(
+              afterCommit(
+                new ProviderError({ kind: "stream_truncated", processed: "maybe", requestId, detail: "stream ended without its terminator" })
+              )
+            )
+          }
+          for (const event of chunk.right) {
+            if (event._tag === "Started") {
+              requestId = event.requestId
+              httpStatus = event.httpStatus
+            } else if (event._tag === "Finish") {
+              finish = event
+              break
+            } else {
+              if (firstAt === undefined) {
+                firstAt = yield* Clock.currentTimeMillis
+                state.committed = true
+              }
+              if (event._tag === "TextDelta") {
+                text += event.text
+                outputTokens += countText(event.text)
+                emit(new StreamEvent.TextDelta({ text: event.text }, { disableValidation: true }))
+              } else {
+                const buffer = tools.get(event.index) ?? { id: "", name: "", args: "" }
+                if (event.id !== undefined) buffer.id = event.id
+                if (event.name !== undefined) buffer.name = event.name
+                buffer.args += event.argumentsDelta
+                tools.set(event.index, buffer)
+                outputTokens += countText(event.argumentsDelta)
+                emit(
+                  new StreamEvent.ToolCallDelta(
+                    { index: event.index, id: event.id, name: event.name, argumentsDelta: event.argumentsDelta },
+                    { disableValidation: true }
+                  )
+                )
+              }
+              state.deliveredOutputTokens = outputTokens
+              // Cut at the output cap the reservation pays for.
+              if (outputTokens >= request.maxOutputTokens) {
+                finish = { finishReason: "length", refusal: false, usage: undefined, modelVersion: undefined }
+                break
+              }
+            }
+          }
+        }
+        const toolCalls: Array<ToolCall> = [...tools.values()].map(
+          (b) => new ToolCallClass({ id: b.id, name: b.name, arguments: b.args }, { disableValidation: true })
+        )
+        const response: ProviderResponse = {
+          text: text.length > 0 ? text : undefined,
+          toolCalls,
+          finishReason: finish.finishReason,
+          refusal: finish.refusal,
+          usage: finish.usage ?? counted(),
+          modelVersion: finish.modelVersion,
+          requestId,
+          httpStatus
+        }
+        return Option.some(response)
+      })
+    )
+
+/**
+ * Streams one command: `RouteSelected` per attempt, deltas from the commit point on, then
+ * `UsageReported` and `Final`. Failures end the stream with the typed error; a failure after the
+ * first delta is recorded as `incomplete`.
+ */
+export const stream = (ctx: EngineContext, command: ModelCommand): Stream.Stream<StreamEvent.StreamEvent, GatewayError> =>
+  Stream.asyncPush<StreamEvent.StreamEvent, GatewayError>(
+    (emit) =>
+      execute(ctx, command, "stream", invokeStream((event) => void emit.single(event))).pipe(
+        Effect.matchCause({
+          onSuccess: (result) => {
+            emit.single(new StreamEvent.UsageReported({ usage: result.evidence.usage }, { disableValidation: true }))
+            emit.single(new StreamEvent.Final({ result }, { disableValidation: true }))
+            emit.end()
+          },
+          onFailure: (cause) => emit.halt(cause)
+        }),
+        Effect.forkScoped
+      ),
+    { bufferSize: "unbounded" }
+  )
