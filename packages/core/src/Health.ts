@@ -386,7 +386,8 @@ const resolve = (base: BreakerSettings, o: BreakerOverrides | undefined): Resolv
 const isInt = (n: number) => Number.isInteger(n)
 
 /**
- * Every problem of a configuration (empty when valid). Paths start at `health`.
+ * Every problem of a configuration (empty when valid). Paths start at `health`; a per-target
+ * override is checked for the fields it sets and for the rules its merge with the defaults breaks.
  *
  * @since 0.1.0
  * @category Validation
@@ -406,29 +407,38 @@ export const validate = (config: HealthConfig): ReadonlyArray<ConfigProblem> => 
   if (!isInt(config.maxRoutes) || config.maxRoutes < 1) {
     add("health.maxRoutes", `must be a positive integer, got ${config.maxRoutes}`)
   }
-  const checkBreaker = (path: string, s: Resolved, target?: string) => {
-    if (!isInt(s.consecutiveFailures) || s.consecutiveFailures < 0) {
+  /** `fields`: the fields an override sets (all for the defaults); a check reports when it involves one. */
+  const checkBreaker = (path: string, s: Resolved, fields: ReadonlySet<string> | undefined, target?: string) => {
+    const involves = (...names: ReadonlyArray<string>) => fields === undefined || names.some((n) => fields.has(n))
+    if (involves("consecutiveFailures") && (!isInt(s.consecutiveFailures) || s.consecutiveFailures < 0)) {
       add(`${path}.consecutiveFailures`, `must be a non-negative integer, got ${s.consecutiveFailures}`, target)
     }
-    if (!(s.failureRatio >= 0 && s.failureRatio <= 1)) {
+    if (involves("failureRatio") && !(s.failureRatio >= 0 && s.failureRatio <= 1)) {
       add(`${path}.failureRatio`, `must be in [0, 1], got ${s.failureRatio}`, target)
     }
     if (!isInt(s.minimumCalls) || s.minimumCalls < 1) {
-      add(`${path}.minimumCalls`, `must be a positive integer, got ${s.minimumCalls}`, target)
-    } else if (s.failureRatio > 0 && s.minimumCalls > samples) {
+      if (involves("minimumCalls")) add(`${path}.minimumCalls`, `must be a positive integer, got ${s.minimumCalls}`, target)
+    } else if (involves("minimumCalls", "failureRatio") && s.failureRatio > 0 && s.minimumCalls > samples) {
       add(`${path}.minimumCalls`, `${s.minimumCalls} exceeds window.samples ${samples}: the ratio rule could never trip`, target)
     }
-    if (!(s.coolDownMs > 0) || !Number.isFinite(s.coolDownMs)) add(`${path}.coolDown`, "must be > 0 and finite", target)
-    if (!isInt(s.halfOpenProbes) || s.halfOpenProbes < 1) {
+    if (involves("coolDown") && (!(s.coolDownMs > 0) || !Number.isFinite(s.coolDownMs))) {
+      add(`${path}.coolDown`, "must be > 0 and finite", target)
+    }
+    if (involves("halfOpenProbes") && (!isInt(s.halfOpenProbes) || s.halfOpenProbes < 1)) {
       add(`${path}.halfOpenProbes`, `must be a positive integer, got ${s.halfOpenProbes}`, target)
     }
-    if (s.enabled && s.consecutiveFailures === 0 && s.failureRatio === 0) {
+    if (
+      involves("enabled", "consecutiveFailures", "failureRatio") &&
+      s.enabled &&
+      s.consecutiveFailures === 0 &&
+      s.failureRatio === 0
+    ) {
       add(path, "enabled but both consecutiveFailures and failureRatio are 0: it could never open", target)
     }
   }
-  checkBreaker("health.breaker", resolve(config.breaker, undefined))
+  checkBreaker("health.breaker", resolve(config.breaker, undefined), undefined)
   for (const [ref, o] of Object.entries(config.targets)) {
-    checkBreaker(`health.targets[${JSON.stringify(ref)}]`, resolve(config.breaker, o), ref)
+    checkBreaker(`health.targets[${JSON.stringify(ref)}]`, resolve(config.breaker, o), new Set(Object.keys(o)), ref)
   }
   const r = config.retryBudget
   if (!(r.ratio >= 0 && r.ratio <= 1)) add("health.retryBudget.ratio", `must be in [0, 1], got ${r.ratio}`)
@@ -438,6 +448,25 @@ export const validate = (config: HealthConfig): ReadonlyArray<ConfigProblem> => 
   if (!(r.burst >= 1) || !Number.isFinite(r.burst)) add("health.retryBudget.burst", `must be >= 1 and finite, got ${r.burst}`)
   return problems
 }
+
+/**
+ * Upper bound, in bytes, of the health records of one route once its window is full:
+ * `window.samples` × 17 B of ring buffer (Float64 instant, Float32 latency and TTFT, Uint8 kind)
+ * plus 1.5 KiB for the objects around it. Rings grow on demand from 8 samples, so a route with
+ * few attempts holds far less. An open or half-open breaker adds one small store entry.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const maxBytesPerRoute = (config: HealthConfig): number => config.window.samples * 17 + 1536
+
+/**
+ * Upper bound, in bytes, of all health records: `maxRoutes` × {@link maxBytesPerRoute}.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const maxBytes = (config: HealthConfig): number => config.maxRoutes * maxBytesPerRoute(config)
 
 const decodeConfig = Schema.decodeUnknownEither(HealthConfig, { errors: "all", onExcessProperty: "error" })
 
@@ -450,16 +479,21 @@ const decodeConfig = Schema.decodeUnknownEither(HealthConfig, { errors: "all", o
 export const decode = (input: unknown): Effect.Effect<HealthConfig, GatewayConfigError> => {
   const decoded = decodeConfig(input)
   if (decoded._tag === "Left") {
+    // A field inside a Schema class is reported twice (encoded and class side) and its parent once
+    // more: keep the first report of each path, and only the deepest paths.
+    const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue) => ({
+      path: ["health", ...issue.path.map(String)].join("."),
+      detail: issue.message
+    }))
+    const seen = new Set<string>()
+    const problems = issues.filter((issue) => {
+      if (seen.has(issue.path)) return false
+      seen.add(issue.path)
+      return !issues.some((other) => other.path.startsWith(`${issue.path}.`))
+    })
     return Effect.fail(
       new GatewayConfigError({
-        problems: ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map(
-          (issue) =>
-            new ConfigProblem({
-              path: ["health", ...issue.path.map(String)].join("."),
-              reason: "INVALID_VALUE",
-              detail: issue.message
-            })
-        )
+        problems: problems.map((p) => new ConfigProblem({ path: p.path, reason: "INVALID_VALUE", detail: p.detail }))
       })
     )
   }

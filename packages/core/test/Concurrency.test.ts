@@ -223,7 +223,7 @@ describe("Concurrency configuration", () => {
         ["concurrency.undeclaredMax", "MAX_ABOVE_CAPACITY"]
       ]
     )
-    assert.deepStrictEqual(Concurrency.validate({ permits: 4, tenants: { a: { reserved: 2, max: 4 }, b: { reserved: 2 } } }), [])
+    assert.deepStrictEqual(Concurrency.validate({ permits: 6, tenants: { a: { reserved: 2, max: 4 }, b: { reserved: 2 } } }), [])
   })
 
   it.effect("layerConfig reads the options from Config", () =>

@@ -337,8 +337,11 @@ describe("Health record", () => {
         [r?.remainingRequests, r?.limitRequests, r?.remainingTokens, r?.limitTokens, r?.resetAt, r?.reportedAt],
         [40, 500, 9000, 100_000, 1700, 1000]
       )
-      // 60 s after the first samples only the last two are inside the window
+      // at 60,000 the samples of t=0 are exactly 60 s old and still inside the window
       yield* TestClock.adjust(59_000)
+      assert.strictEqual((yield* snapshot(t.ref)).samples, 25)
+      // 1 ms later only the two of t=1000 are
+      yield* TestClock.adjust(1)
       const later = yield* snapshot(t.ref)
       assert.deepStrictEqual([later.samples, later.successRate, later.latencyP50Ms], [2, 0.5, 50])
       yield* TestClock.adjust(1000)
@@ -365,7 +368,7 @@ describe("Health record", () => {
         all.map((x) => x.route),
         [c.ref, a.ref, d.ref]
       )
-    }).pipe(Effect.provide(Health.layer(config({ window: { samples: 5 }, maxRoutes: 3 }))))
+    }).pipe(Effect.provide(Health.layer(config({ breaker: { minimumCalls: 5 }, window: { samples: 5 }, maxRoutes: 3 }))))
   })
 })
 
@@ -412,7 +415,11 @@ describe("Health config", () => {
           Health.layer(
             config({
               breaker: { consecutiveFailures: -1, failureRatio: 1.5, minimumCalls: 500, coolDown: Duration.zero, halfOpenProbes: 0 },
-              targets: { "model://x/y@eu": { enabled: true, consecutiveFailures: 0, failureRatio: 0 } },
+              // inherited problems are reported once, at the defaults; the override's own are added
+              targets: {
+                "model://x/y@eu": { enabled: true, consecutiveFailures: 0, failureRatio: -0.1 },
+                "model://ok/y@eu": { consecutiveFailures: 0, failureRatio: 0, enabled: false }
+              },
               window: { samples: 0.5 },
               retryBudget: { ratio: 2, minPerSecond: -1, burst: 0 },
               maxRoutes: 0
@@ -433,16 +440,14 @@ describe("Health config", () => {
           "health.breaker.minimumCalls",
           "health.breaker.coolDown",
           "health.breaker.halfOpenProbes",
-          'health.targets["model://x/y@eu"].minimumCalls',
-          'health.targets["model://x/y@eu"].coolDown',
-          'health.targets["model://x/y@eu"].halfOpenProbes',
+          'health.targets["model://x/y@eu"].failureRatio',
           'health.targets["model://x/y@eu"]',
           "health.retryBudget.ratio",
           "health.retryBudget.minPerSecond",
           "health.retryBudget.burst"
         ]
       )
-      assert.strictEqual(error?.problems[10]?.target, "model://x/y@eu")
+      assert.strictEqual(error?.problems[8]?.target, "model://x/y@eu")
     }))
 
   it.effect("decodes JSON with defaults; type errors are listed with their paths", () =>

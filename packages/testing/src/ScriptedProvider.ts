@@ -11,7 +11,7 @@ import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import { Usage } from "@modelgate/core/ModelResult"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Ref, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Ref, Stream } from "effect"
 
 /**
  * Usage as written in scripts.
@@ -321,10 +321,17 @@ export const make = (scripts: Scripts) =>
                 : outcome._tag === "Fail"
                   ? Stream.fromEffect(Effect.zipRight(Effect.sleep(outcome.after), Effect.fail(outcome.error)))
                   : scriptedStream(outcome, request, log)
-            return events.pipe(
-              Stream.ensuringWith((exit) =>
-                Exit.isFailure(exit) && Cause.isInterrupted(exit.cause) ? interrupted(log) : finish(log)
-              )
+            // Ended on its own (finished, failed or truncated) vs closed early by the consumer.
+            let ended = false
+            const markEnded = Effect.sync(() => {
+              ended = true
+            })
+            const tracked = events.pipe(
+              Stream.tap((e) => (e._tag === "Finish" ? markEnded : Effect.void)),
+              Stream.tapError(() => markEnded)
+            )
+            return Stream.concat(tracked, Stream.execute(markEnded)).pipe(
+              Stream.ensuring(Effect.suspend(() => (ended ? finish(log) : interrupted(log))))
             )
           })
         )

@@ -276,7 +276,8 @@ export const kindFromBody = (error: unknown, status: number | undefined): Kind |
     case "server_error":
     case "api_error":
     case "InternalServerError":
-      return status === undefined || status >= 500 ? "server_error" : undefined
+      // Generic: a known status says more (504 timeout, 503 overloaded).
+      return status === undefined ? "server_error" : undefined
     case "not_supported_error":
       return "invalid_request"
   }

@@ -191,13 +191,3 @@ export class RouteWindow {
     }
   }
 }
-
-/**
- * Upper bound of the bytes one route's window may hold once full: the ring's backing store plus the
- * objects around it (window object, one ArrayBuffer, four typed-array views, map entry, headroom).
- * Deliberately generous per object so that it bounds V8's real layout.
- */
-export const maxBytesPerRoute = (maxSamples: number): number => maxSamples * bytesPerSample + fixedBytesPerRoute
-
-/** Object overhead per route, excluding the samples (see {@link maxBytesPerRoute}). */
-export const fixedBytesPerRoute = 1024

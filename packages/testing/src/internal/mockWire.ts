@@ -277,7 +277,8 @@ const anthropicUsage = (usage: UsageSpec) => {
     input_tokens: Math.max(0, usage.input - cached - creation),
     cache_creation_input_tokens: creation,
     cache_read_input_tokens: cached,
-    output_tokens: usage.output
+    output_tokens: usage.output,
+    ...(usage.reasoning ? { output_tokens_details: { thinking_tokens: usage.reasoning } } : {})
   }
 }
 
