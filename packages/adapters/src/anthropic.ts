@@ -51,7 +51,8 @@ export const make = (
         url: `${options.baseUrl.replace(/\/+$/, "")}/messages`,
         authorize: (request) => {
           let out = HttpClientRequest.setHeader(request, "anthropic-version", options.version ?? "2023-06-01")
-          if (options.apiKey !== undefined) out = HttpClientRequest.setHeader(out, "x-api-key", Redacted.value(options.apiKey))
+          if (options.apiKey !== undefined)
+            out = HttpClientRequest.setHeader(out, "x-api-key", Redacted.value(options.apiKey))
           if (options.beta !== undefined && options.beta.length > 0) {
             out = HttpClientRequest.setHeader(out, "anthropic-beta", options.beta.join(","))
           }

@@ -73,7 +73,9 @@ export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAda
  * @category Layers
  */
 export const defaultConfig: Config.Config.Wrap<Options> = {
-  baseUrl: Config.string("GEMINI_BASE_URL").pipe(Config.withDefault("https://generativelanguage.googleapis.com/v1beta")),
+  baseUrl: Config.string("GEMINI_BASE_URL").pipe(
+    Config.withDefault("https://generativelanguage.googleapis.com/v1beta")
+  ),
   apiKey: Config.redacted("GEMINI_API_KEY")
 }
 

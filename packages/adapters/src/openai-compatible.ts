@@ -63,7 +63,9 @@ export const make = (
         systemRole: "system",
         streamUsage: options.streamUsage ?? true,
         authorize: (request) =>
-          options.apiKey === undefined ? request : HttpClientRequest.bearerToken(request, Redacted.value(options.apiKey))
+          options.apiKey === undefined
+            ? request
+            : HttpClientRequest.bearerToken(request, Redacted.value(options.apiKey))
       }),
       options.maxResponseBytes ?? defaultMaxResponseBytes
     )

@@ -67,7 +67,8 @@ export const make = (
         authorize: (request) => {
           let out = request
           if (options.apiKey !== undefined) out = HttpClientRequest.bearerToken(out, Redacted.value(options.apiKey))
-          if (options.organization !== undefined) out = HttpClientRequest.setHeader(out, "openai-organization", options.organization)
+          if (options.organization !== undefined)
+            out = HttpClientRequest.setHeader(out, "openai-organization", options.organization)
           if (options.project !== undefined) out = HttpClientRequest.setHeader(out, "openai-project", options.project)
           return out
         }

@@ -148,7 +148,9 @@ export class RouteHealth extends Schema.Class<RouteHealth>("@modelgate/core/Heal
  * @since 0.1.0
  * @category Models
  */
-export class RetryBudgetSnapshot extends Schema.Class<RetryBudgetSnapshot>("@modelgate/core/Health/RetryBudgetSnapshot")({
+export class RetryBudgetSnapshot extends Schema.Class<RetryBudgetSnapshot>(
+  "@modelgate/core/Health/RetryBudgetSnapshot"
+)({
   enabled: Schema.Boolean,
   tokens: Schema.Number,
   capacity: Schema.Number,
@@ -335,7 +337,9 @@ export class WindowSettings extends Schema.Class<WindowSettings>("@modelgate/cor
  * @since 0.1.0
  * @category Models
  */
-export class RetryBudgetSettings extends Schema.Class<RetryBudgetSettings>("@modelgate/core/Health/RetryBudgetSettings")({
+export class RetryBudgetSettings extends Schema.Class<RetryBudgetSettings>(
+  "@modelgate/core/Health/RetryBudgetSettings"
+)({
   /** Off: retries are limited only by each workflow's retry policy. */
   enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   /** Retries allowed per first attempt (0 ≤ r ≤ 1). */
@@ -417,9 +421,14 @@ export const validate = (config: HealthConfig): ReadonlyArray<ConfigProblem> => 
       add(`${path}.failureRatio`, `must be in [0, 1], got ${s.failureRatio}`, target)
     }
     if (!isInt(s.minimumCalls) || s.minimumCalls < 1) {
-      if (involves("minimumCalls")) add(`${path}.minimumCalls`, `must be a positive integer, got ${s.minimumCalls}`, target)
+      if (involves("minimumCalls"))
+        add(`${path}.minimumCalls`, `must be a positive integer, got ${s.minimumCalls}`, target)
     } else if (involves("minimumCalls", "failureRatio") && s.failureRatio > 0 && s.minimumCalls > samples) {
-      add(`${path}.minimumCalls`, `${s.minimumCalls} exceeds window.samples ${samples}: the ratio rule could never trip`, target)
+      add(
+        `${path}.minimumCalls`,
+        `${s.minimumCalls} exceeds window.samples ${samples}: the ratio rule could never trip`,
+        target
+      )
     }
     if (involves("coolDown") && (!(s.coolDownMs > 0) || !Number.isFinite(s.coolDownMs))) {
       add(`${path}.coolDown`, "must be > 0 and finite", target)
@@ -445,7 +454,8 @@ export const validate = (config: HealthConfig): ReadonlyArray<ConfigProblem> => 
   if (!(r.minPerSecond >= 0) || !Number.isFinite(r.minPerSecond)) {
     add("health.retryBudget.minPerSecond", `must be >= 0 and finite, got ${r.minPerSecond}`)
   }
-  if (!(r.burst >= 1) || !Number.isFinite(r.burst)) add("health.retryBudget.burst", `must be >= 1 and finite, got ${r.burst}`)
+  if (!(r.burst >= 1) || !Number.isFinite(r.burst))
+    add("health.retryBudget.burst", `must be >= 1 and finite, got ${r.burst}`)
   return problems
 }
 
@@ -595,7 +605,12 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
       return w
     }
 
-    const announce = (route: string, transitions: ReadonlyArray<Transition>, reason: TripReason | undefined, rules: Resolved) =>
+    const announce = (
+      route: string,
+      transitions: ReadonlyArray<Transition>,
+      reason: TripReason | undefined,
+      rules: Resolved
+    ) =>
       Effect.forEach(
         transitions,
         (t) => {
@@ -625,7 +640,11 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
               log.pipe(Effect.annotateLogs(annotations)),
               Metric.set(Metric.tagged(metrics.breakerState, "route", route), gaugeValue(t.to)),
               Metric.increment(
-                Metric.tagged(Metric.tagged(Metric.tagged(metrics.breakerTransitions, "route", route), "from", t.from), "to", t.to)
+                Metric.tagged(
+                  Metric.tagged(Metric.tagged(metrics.breakerTransitions, "route", route), "from", t.from),
+                  "to",
+                  t.to
+                )
               )
             ],
             { discard: true }
@@ -669,7 +688,9 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
       const rules = settingsFor(target.ref)
       if (!rules.enabled) return Effect.succeed(false)
       return Effect.flatMap(store.get(target.ref), (s) =>
-        s === undefined ? Effect.succeed(false) : Effect.map(Clock.currentTimeMillis, (now) => !Breaker.admits(s, now, rules))
+        s === undefined
+          ? Effect.succeed(false)
+          : Effect.map(Clock.currentTimeMillis, (now) => !Breaker.admits(s, now, rules))
       )
     }
 
@@ -736,7 +757,13 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
           // The hot path: a closed breaker that stays closed touches nothing in the store.
           s === undefined && reason === undefined
             ? Effect.void
-            : transit(ref, now, rules, (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)], reason)
+            : transit(
+                ref,
+                now,
+                rules,
+                (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)],
+                reason
+              )
         )
       })
 
@@ -768,7 +795,8 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
           lastErrorTag: w?.lastErrorTag,
           lastErrorAt: w?.lastErrorAt,
           lastAttemptAt: w?.lastAt,
-          rateLimit: w?.headroom !== undefined ? new RateLimitHeadroom(w.headroom, { disableValidation: true }) : undefined
+          rateLimit:
+            w?.headroom !== undefined ? new RateLimitHeadroom(w.headroom, { disableValidation: true }) : undefined
         },
         { disableValidation: true }
       )
@@ -782,7 +810,9 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
       onFirstAttempt: Effect.map(Clock.currentTimeMillis, (now) => budget.deposit(now)),
       tryRetry: rb.enabled
         ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            budget.withdraw(now) ? Effect.succeed(true) : Effect.as(Metric.increment(metrics.retryBudgetRejections), false)
+            budget.withdraw(now)
+              ? Effect.succeed(true)
+              : Effect.as(Metric.increment(metrics.retryBudgetRejections), false)
           )
         : Effect.succeed(true),
       snapshot: (route) =>
@@ -790,9 +820,7 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
           Effect.map(store.get(route), (s) => Option.fromNullable(snapshotOf(route, now, s)))
         ),
       snapshotAll: Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.forEach([...windows.keys()], (route) =>
-          Effect.map(store.get(route), (s) => snapshotOf(route, now, s)!)
-        )
+        Effect.forEach([...windows.keys()], (route) => Effect.map(store.get(route), (s) => snapshotOf(route, now, s)!))
       ),
       retryBudget: Effect.map(
         Clock.currentTimeMillis,

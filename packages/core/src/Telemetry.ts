@@ -21,8 +21,7 @@
  *
  * @since 0.1.0
  */
-import type { Tracer } from "effect"
-import { Context, Effect, Layer, Metric, MetricBoundaries, MetricLabel } from "effect"
+import { Context, Effect, Layer, Metric, MetricBoundaries, MetricLabel, Tracer } from "effect"
 import type { AttemptRecord, CallRecord } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
 
@@ -522,6 +521,25 @@ const addTokens = (workflow: string, target: string, input: number, cached: numb
     m.unsafeUpdate(reasoning, labelsOf(Attr.workflow, workflow, Attr.target, target, Attr.tokenType, "reasoning"))
   }
 }
+
+/**
+ * Runs `self` (the CallRecorder) so that spans it creates stay children of the call span, but log
+ * lines it writes do not become events of the call span. Effect's default tracer logger turns every
+ * log line into an event of the current span; the log recorder's line carries the whole record
+ * (tenant id included), which would bypass {@link TelemetrySettings} and cost a JSON rendering per
+ * call. The tracer logger skips external spans, so the recorder runs under an external span with
+ * the call span's ids.
+ *
+ * @since 0.1.0
+ * @category Spans
+ */
+export const outsideCallSpanEvents = <A, E, R>(
+  span: Tracer.Span | undefined,
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  span === undefined
+    ? self
+    : Effect.withParentSpan(self, Tracer.externalSpan({ spanId: span.spanId, traceId: span.traceId, sampled: span.sampled }))
 
 /**
  * Annotates the call span and updates the metrics of one finished call.

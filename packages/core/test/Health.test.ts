@@ -32,9 +32,21 @@ const rateLimited = (retryAfterMs: number): Signal => ({
 })
 /** Outcomes that say nothing about the route's availability. */
 const neutral: ReadonlyArray<Signal> = [
-  { outcome: "invalid_request", availabilityFailure: false, latencyMs: 10, ttftMs: undefined, errorTag: "InvalidRequest" },
+  {
+    outcome: "invalid_request",
+    availabilityFailure: false,
+    latencyMs: 10,
+    ttftMs: undefined,
+    errorTag: "InvalidRequest"
+  },
   { outcome: "refusal", availabilityFailure: false, latencyMs: 10, ttftMs: undefined, errorTag: "Refusal" },
-  { outcome: "invalid_output", availabilityFailure: false, latencyMs: 10, ttftMs: undefined, errorTag: "InvalidOutput" },
+  {
+    outcome: "invalid_output",
+    availabilityFailure: false,
+    latencyMs: 10,
+    ttftMs: undefined,
+    errorTag: "InvalidOutput"
+  },
   { outcome: "rejected", availabilityFailure: false, latencyMs: 10, ttftMs: undefined, errorTag: "ProviderRejected" },
   // An attempt cut by the call's own deadline: the engine reports it as a timeout that does not count.
   { outcome: "timeout", availabilityFailure: false, latencyMs: 200, ttftMs: undefined, errorTag: "ProviderUnavailable" }
@@ -75,13 +87,19 @@ const captureLogs = () => {
     const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
     if (!text.startsWith("circuit breaker")) return
     const get = (k: string) => Option.getOrUndefined(HashMap.get(annotations, k))
-    lines.push({ message: text, level: logLevel.label, route: get("route"), from: get("from"), to: get("to"), at: get("at") })
+    lines.push({
+      message: text,
+      level: logLevel.label,
+      route: get("route"),
+      from: get("from"),
+      to: get("to"),
+      at: get("at")
+    })
   })
   return { lines, layer: Logger.add(logger) }
 }
 
-const snapshot = (ref: string) =>
-  Effect.flatMap(Health.Health, (h) => Effect.map(h.snapshot(ref), Option.getOrThrow))
+const snapshot = (ref: string) => Effect.flatMap(Health.Health, (h) => Effect.map(h.snapshot(ref), Option.getOrThrow))
 
 const recordAll = (t: ReturnType<typeof route>, signals: ReadonlyArray<Signal>) =>
   Effect.flatMap(Health.Health, (h) => Effect.forEach(signals, (s) => h.record(t, s), { discard: true }))
@@ -102,7 +120,10 @@ describe("Health breaker", () => {
       assert.isTrue(yield* h.isOpen(t))
       assert.isFalse(yield* h.tryAcquire(t))
       const open = yield* snapshot(t.ref)
-      assert.deepStrictEqual([open.breaker, open.breakerSince, open.probeAt, open.consecutiveFailures], ["open", 20, 1020, 3])
+      assert.deepStrictEqual(
+        [open.breaker, open.breakerSince, open.probeAt, open.consecutiveFailures],
+        ["open", 20, 1020, 3]
+      )
       yield* TestClock.adjust(999)
       assert.isTrue(yield* h.isOpen(t), "still open at 1019")
       yield* TestClock.adjust(1)
@@ -137,7 +158,9 @@ describe("Health breaker", () => {
       )
       assert.strictEqual(opened.count, 1)
     }).pipe(
-      Effect.provide(Health.layer(config({ breaker: { consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(1) } }))),
+      Effect.provide(
+        Health.layer(config({ breaker: { consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(1) } }))
+      ),
       Effect.provide(logs.layer)
     )
   })
@@ -184,7 +207,9 @@ describe("Health breaker", () => {
     }).pipe(
       Effect.provide(
         Health.layer(
-          config({ breaker: { consecutiveFailures: 2, failureRatio: 0, coolDown: Duration.millis(500), halfOpenProbes: 2 } })
+          config({
+            breaker: { consecutiveFailures: 2, failureRatio: 0, coolDown: Duration.millis(500), halfOpenProbes: 2 }
+          })
         )
       ),
       Effect.provide(logs.layer)
@@ -217,7 +242,9 @@ describe("Health breaker", () => {
     }).pipe(
       Effect.provide(
         Health.layer(
-          config({ breaker: { consecutiveFailures: 0, failureRatio: 0.5, minimumCalls: 4, coolDown: Duration.seconds(1) } })
+          config({
+            breaker: { consecutiveFailures: 0, failureRatio: 0.5, minimumCalls: 4, coolDown: Duration.seconds(1) }
+          })
         )
       )
     )
@@ -248,7 +275,11 @@ describe("Health breaker", () => {
       assert.strictEqual((yield* snapshot(t.ref)).breaker, "closed")
     }).pipe(
       Effect.provide(
-        Health.layer(config({ breaker: { consecutiveFailures: 2, failureRatio: 0.5, minimumCalls: 2, coolDown: Duration.seconds(1) } }))
+        Health.layer(
+          config({
+            breaker: { consecutiveFailures: 2, failureRatio: 0.5, minimumCalls: 2, coolDown: Duration.seconds(1) }
+          })
+        )
       )
     )
   })
@@ -268,7 +299,9 @@ describe("Health breaker", () => {
       assert.isFalse(yield* h.isOpen(t), "the lost probe's lease ran out")
       assert.isTrue(yield* h.tryAcquire(t))
     }).pipe(
-      Effect.provide(Health.layer(config({ breaker: { consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.millis(100) } })))
+      Effect.provide(
+        Health.layer(config({ breaker: { consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.millis(100) } }))
+      )
     )
   })
 
@@ -317,12 +350,10 @@ describe("Health record", () => {
       assert.strictEqual(s.timeoutRate, 2 / 24)
       // nearest rank over the 20 successes: p50 = 10th, p95 = 19th
       assert.deepStrictEqual([s.latencyP50Ms, s.latencyP95Ms, s.ttftP50Ms, s.ttftP95Ms], [100, 190, 10, 19])
-      assert.deepStrictEqual([s.lastErrorClass, s.lastErrorTag, s.lastErrorAt, s.lastAttemptAt], [
-        "rate_limited",
-        "RateLimited",
-        1000,
-        1000
-      ])
+      assert.deepStrictEqual(
+        [s.lastErrorClass, s.lastErrorTag, s.lastErrorAt, s.lastAttemptAt],
+        ["rate_limited", "RateLimited", 1000, 1000]
+      )
       // a 429 without headers: no requests left until its retry-after
       assert.deepStrictEqual(
         [s.rateLimit?.remainingRequests, s.rateLimit?.resetAt, s.rateLimit?.reportedAt],
@@ -330,7 +361,13 @@ describe("Health record", () => {
       )
       yield* h.record(t, {
         ...ok(50),
-        rateLimit: { remainingRequests: 40, limitRequests: 500, remainingTokens: 9000, limitTokens: 100_000, resetAfterMs: 700 }
+        rateLimit: {
+          remainingRequests: 40,
+          limitRequests: 500,
+          remainingTokens: 9000,
+          limitTokens: 100_000,
+          resetAfterMs: 700
+        }
       })
       const r = (yield* snapshot(t.ref)).rateLimit
       assert.deepStrictEqual(
@@ -368,7 +405,9 @@ describe("Health record", () => {
         all.map((x) => x.route),
         [c.ref, a.ref, d.ref]
       )
-    }).pipe(Effect.provide(Health.layer(config({ breaker: { minimumCalls: 5 }, window: { samples: 5 }, maxRoutes: 3 }))))
+    }).pipe(
+      Effect.provide(Health.layer(config({ breaker: { minimumCalls: 5 }, window: { samples: 5 }, maxRoutes: 3 })))
+    )
   })
 })
 
@@ -397,13 +436,17 @@ describe("Health retry budget", () => {
       )
       const after = (yield* Metric.value(Health.metrics.retryBudgetRejections)).count
       assert.strictEqual(after - before, 3)
-    }).pipe(Effect.provide(Health.layer(config({ retryBudget: { ratio: 0.25, minPerSecond: 0.5, burst: 2 } })))))
+    }).pipe(Effect.provide(Health.layer(config({ retryBudget: { ratio: 0.25, minPerSecond: 0.5, burst: 2 } }))))
+  )
 
   it.effect("disabled: every retry is allowed", () =>
     Effect.gen(function* () {
       const h = yield* Health.Health
       for (let i = 0; i < 100; i++) assert.isTrue(yield* h.tryRetry)
-    }).pipe(Effect.provide(Health.layer(config({ retryBudget: { enabled: false, ratio: 0, minPerSecond: 0, burst: 1 } })))))
+    }).pipe(
+      Effect.provide(Health.layer(config({ retryBudget: { enabled: false, ratio: 0, minPerSecond: 0, burst: 1 } })))
+    )
+  )
 })
 
 describe("Health config", () => {
@@ -414,10 +457,16 @@ describe("Health config", () => {
           Health.Health,
           Health.layer(
             config({
-              breaker: { consecutiveFailures: -1, failureRatio: 1.5, minimumCalls: 500, coolDown: Duration.zero, halfOpenProbes: 0 },
+              breaker: {
+                consecutiveFailures: -1,
+                failureRatio: 1.5,
+                minimumCalls: 500,
+                coolDown: Duration.zero,
+                halfOpenProbes: 0
+              },
               // inherited problems are reported once, at the defaults; the override's own are added
               targets: {
-                "model://x/y@eu": { enabled: true, consecutiveFailures: 0, failureRatio: -0.1 },
+                "model://x/y@eu": { enabled: true, consecutiveFailures: 0, failureRatio: 0, halfOpenProbes: 1.5 },
                 "model://ok/y@eu": { consecutiveFailures: 0, failureRatio: 0, enabled: false }
               },
               window: { samples: 0.5 },
@@ -440,7 +489,7 @@ describe("Health config", () => {
           "health.breaker.minimumCalls",
           "health.breaker.coolDown",
           "health.breaker.halfOpenProbes",
-          'health.targets["model://x/y@eu"].failureRatio',
+          'health.targets["model://x/y@eu"].halfOpenProbes',
           'health.targets["model://x/y@eu"]',
           "health.retryBudget.ratio",
           "health.retryBudget.minPerSecond",
@@ -448,16 +497,28 @@ describe("Health config", () => {
         ]
       )
       assert.strictEqual(error?.problems[8]?.target, "model://x/y@eu")
-    }))
+    })
+  )
 
   it.effect("decodes JSON with defaults; type errors are listed with their paths", () =>
     Effect.gen(function* () {
-      const cfg = yield* Health.decode({ breaker: { consecutiveFailures: 3, coolDown: 5000 }, targets: { "model://a/b@eu": { enabled: false } } })
+      const cfg = yield* Health.decode({
+        breaker: { consecutiveFailures: 3, coolDown: 5000 },
+        targets: { "model://a/b@eu": { enabled: false } }
+      })
       assert.deepStrictEqual(
-        [cfg.breaker.consecutiveFailures, cfg.breaker.failureRatio, cfg.breaker.minimumCalls, cfg.window.samples, cfg.retryBudget.ratio],
+        [
+          cfg.breaker.consecutiveFailures,
+          cfg.breaker.failureRatio,
+          cfg.breaker.minimumCalls,
+          cfg.window.samples,
+          cfg.retryBudget.ratio
+        ],
         [3, 0.5, 20, 100, 0.2]
       )
-      const error = yield* Effect.flip(Health.decode({ breaker: { coolDown: -1, halfOpenProbes: "2" }, retryBudget: { extra: 1 } }))
+      const error = yield* Effect.flip(
+        Health.decode({ breaker: { coolDown: -1, halfOpenProbes: "2" }, retryBudget: { extra: 1 } })
+      )
       assert.deepStrictEqual(
         error.problems.map((p) => [p.path, p.reason]),
         [
@@ -471,7 +532,8 @@ describe("Health config", () => {
         invalid.problems.map((p) => p.path),
         ["health.breaker.minimumCalls"]
       )
-    }))
+    })
+  )
 })
 
 /** `global.gc`, exposed at run time when node was started without `--expose-gc`. */
@@ -483,61 +545,71 @@ const collect = (): (() => void) => {
 }
 
 describe("Health memory", () => {
-  // Stated bound: per route, window.samples × 17 B of ring (Float64 instant, Float32 latency and
-  // TTFT, Uint8 kind) plus 1 KiB for the objects around it; an open breaker adds its store entry.
-  // With the default 100 samples that is 2,724 B per route: 27.2 MB for 10,000 routes with full
-  // windows. Rings grow on demand from 8 samples, so a route with few attempts holds ~1.2 KB.
+  // Stated bound (Health.maxBytesPerRoute): per route, window.samples × 17 B of ring (Float64
+  // instant, Float32 latency and TTFT, Uint8 kind) plus 1.5 KiB for the objects around it. With the
+  // default 100 samples that is 3,236 B per route: 32.4 MB for 10,000 routes with full windows.
+  // Rings grow on demand from 8 samples, so a route with a few attempts is bounded by 1,672 B.
   const routes = 10_000
-  const boundPerRoute = (samples: number) => samples * 17 + 1024
+  const boundPerRoute = (samples: number) => Health.maxBytesPerRoute(config({ window: { samples } }))
 
-  it.effect("10,000 routes with full windows and every 10th breaker open stay within the stated bound", () =>
-    Effect.gen(function* () {
-      const gc = collect()
-      const targets = Array.from({ length: routes }, (_, i) => target(`model://mem/m${i}@eu`, "openai"))
-      const used = () => {
-        gc()
-        gc()
-        const m = process.memoryUsage()
-        return m.heapUsed + m.arrayBuffers
-      }
-      const baseline = used()
-      const h = yield* Health.make(config({ breaker: { consecutiveFailures: 3, failureRatio: 0 } })).pipe(
-        Effect.provide(Health.layerBreakerStoreMemory)
-      )
-      const samples = 100
-      for (let i = 0; i < routes; i++) {
-        const t = targets[i]!
-        for (let k = 0; k < samples; k++) yield* h.record(t, i % 10 === 0 && k >= samples - 3 ? unavailable : ok(k, k))
-      }
-      const full = used() - baseline
-      assert.isTrue(yield* h.isOpen(targets[0]!))
-      assert.isFalse(yield* h.isOpen(targets[1]!))
-      assert.strictEqual((yield* h.snapshotAll).length, routes)
-      const bound = routes * boundPerRoute(samples)
-      console.log(
-        `health memory: ${routes} routes × ${samples} samples = ${(full / 1e6).toFixed(1)} MB (bound ${(bound / 1e6).toFixed(1)} MB, ${Math.round(full / routes)} B/route)`
-      )
-      assert.isBelow(full, bound)
-    }), 120_000)
+  it.effect(
+    "10,000 routes with full windows and every 10th breaker open stay within the stated bound",
+    () =>
+      Effect.gen(function* () {
+        const gc = collect()
+        const targets = Array.from({ length: routes }, (_, i) => target(`model://mem/m${i}@eu`, "openai"))
+        const used = () => {
+          gc()
+          gc()
+          const m = process.memoryUsage()
+          return m.heapUsed + m.arrayBuffers
+        }
+        const baseline = used()
+        const h = yield* Health.make(config({ breaker: { consecutiveFailures: 3, failureRatio: 0 } })).pipe(
+          Effect.provide(Health.layerBreakerStoreMemory)
+        )
+        const samples = 100
+        for (let i = 0; i < routes; i++) {
+          const t = targets[i]!
+          for (let k = 0; k < samples; k++)
+            yield* h.record(t, i % 10 === 0 && k >= samples - 3 ? unavailable : ok(k, k))
+        }
+        const full = used() - baseline
+        assert.isTrue(yield* h.isOpen(targets[0]!))
+        assert.isFalse(yield* h.isOpen(targets[1]!))
+        assert.strictEqual((yield* h.snapshotAll).length, routes)
+        const bound = routes * boundPerRoute(samples)
+        console.log(
+          `health memory: ${routes} routes × ${samples} samples = ${(full / 1e6).toFixed(1)} MB (bound ${(bound / 1e6).toFixed(1)} MB, ${Math.round(full / routes)} B/route)`
+        )
+        assert.isBelow(full, bound)
+      }),
+    120_000
+  )
 
-  it.effect("10,000 routes with a few attempts each hold a small ring", () =>
-    Effect.gen(function* () {
-      const gc = collect()
-      const targets = Array.from({ length: routes }, (_, i) => target(`model://few/m${i}@eu`, "openai"))
-      const used = () => {
-        gc()
-        gc()
-        const m = process.memoryUsage()
-        return m.heapUsed + m.arrayBuffers
-      }
-      const baseline = used()
-      const h = yield* Health.make(config({})).pipe(Effect.provide(Health.layerBreakerStoreMemory))
-      for (const t of targets) yield* recordAll(t, [ok(), unavailable, ok()]).pipe(Effect.provideService(Health.Health, h))
-      const few = used() - baseline
-      const bound = routes * boundPerRoute(8)
-      console.log(
-        `health memory: ${routes} routes × 3 samples = ${(few / 1e6).toFixed(1)} MB (bound ${(bound / 1e6).toFixed(1)} MB, ${Math.round(few / routes)} B/route)`
-      )
-      assert.isBelow(few, bound)
-    }), 60_000)
+  it.effect(
+    "10,000 routes with a few attempts each hold a small ring",
+    () =>
+      Effect.gen(function* () {
+        const gc = collect()
+        const targets = Array.from({ length: routes }, (_, i) => target(`model://few/m${i}@eu`, "openai"))
+        const used = () => {
+          gc()
+          gc()
+          const m = process.memoryUsage()
+          return m.heapUsed + m.arrayBuffers
+        }
+        const baseline = used()
+        const h = yield* Health.make(config({})).pipe(Effect.provide(Health.layerBreakerStoreMemory))
+        for (const t of targets)
+          yield* recordAll(t, [ok(), unavailable, ok()]).pipe(Effect.provideService(Health.Health, h))
+        const few = used() - baseline
+        const bound = routes * boundPerRoute(8)
+        console.log(
+          `health memory: ${routes} routes × 3 samples = ${(few / 1e6).toFixed(1)} MB (bound ${(bound / 1e6).toFixed(1)} MB, ${Math.round(few / routes)} B/route)`
+        )
+        assert.isBelow(few, bound)
+      }),
+    60_000
+  )
 })

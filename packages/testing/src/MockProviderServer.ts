@@ -116,7 +116,12 @@ export type StreamEnd =
   /** The connection is closed mid-body (no final chunk of the chunked encoding). */
   | { readonly _tag: "Drop"; readonly afterChunks: number }
   /** An error event after HTTP 200; `code` is the status inside it (Gemini, vLLM). */
-  | { readonly _tag: "Error"; readonly afterChunks: number; readonly error: ErrorSpec; readonly code?: number | undefined }
+  | {
+      readonly _tag: "Error"
+      readonly afterChunks: number
+      readonly error: ErrorSpec
+      readonly code?: number | undefined
+    }
   /** A frame whose data is not JSON. */
   | { readonly _tag: "InvalidJson"; readonly afterChunks: number }
 
@@ -191,12 +196,25 @@ export interface Drop extends Common {
 }
 
 /**
+ * Any status with a raw body, sent as is (a quirky server's exact bytes).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Raw extends Common {
+  readonly _tag: "Raw"
+  readonly status: number
+  readonly body: string
+  readonly contentType: string
+}
+
+/**
  * What the server does with one request.
  *
  * @since 0.1.0
  * @category Models
  */
-export type Behavior = Success | Failure | Drop
+export type Behavior = Success | Failure | Drop | Raw
 
 /**
  * @since 0.1.0
@@ -219,6 +237,16 @@ export const failure = (status: number, options: Omit<Failure, "_tag" | "status"
  * @category Constructors
  */
 export const drop = (options: Omit<Drop, "_tag"> = {}): Behavior => ({ _tag: "Drop", ...options })
+
+/**
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const raw = (
+  status: number,
+  body: string,
+  options: Omit<Raw, "_tag" | "status" | "body" | "contentType"> & { readonly contentType?: string | undefined } = {}
+): Behavior => ({ _tag: "Raw", status, body, ...options, contentType: options.contentType ?? "application/json" })
 
 /**
  * A request as received.
@@ -297,7 +325,10 @@ export interface Options {
 
 const encoder = new TextEncoder()
 
-type Step = { readonly _tag: "Write"; readonly text: string } | { readonly _tag: "Sleep"; readonly ms: number } | { readonly _tag: "Drop" }
+type Step =
+  | { readonly _tag: "Write"; readonly text: string }
+  | { readonly _tag: "Sleep"; readonly ms: number }
+  | { readonly _tag: "Drop" }
 
 const requestIdHeader: Record<Provider, string> = {
   openai: "x-request-id",
@@ -342,7 +373,13 @@ const streamSteps = (provider: Provider, success: Success, answer: SseAnswer): A
       steps.push({ _tag: "Drop" })
       break
     case "InvalidJson":
-      steps.push({ _tag: "Write", text: provider === "anthropic" ? 'event: content_block_delta\ndata: {"type": "content_\n\n' : 'data: {"choices": [{"delta": \n\n' })
+      steps.push({
+        _tag: "Write",
+        text:
+          provider === "anthropic"
+            ? 'event: content_block_delta\ndata: {"type": "content_\n\n'
+            : 'data: {"choices": [{"delta": \n\n'
+      })
       break
     case "Error":
       // A short pause so that the error arrives as its own network chunk (Gemini's SDK needs it).
@@ -376,10 +413,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
     }
     const choose = (request: RecordedRequest): Behavior =>
       (queues.size > 0
-        ? take(`${request.provider}|${request.model ?? ""}`) ??
+        ? (take(`${request.provider}|${request.model ?? ""}`) ??
           take(`${request.provider}|*`) ??
           take(`*|${request.model ?? ""}`) ??
-          take("*|*")
+          take("*|*"))
         : undefined) ??
       handler?.(request) ??
       fallback
@@ -407,7 +444,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
         if (record) recorded.push(recordedRequest)
         const behavior = choose(recordedRequest)
         const n = ++counter
-        const requestId = behavior.requestId ?? (provider === "gemini" ? undefined : `req_mock_${n}`)
+        // Gemini documents no request-id header; local OpenAI-compatible servers send none either.
+        const requestId =
+          behavior.requestId ??
+          (provider === "gemini" || provider === "openai-compatible" ? undefined : `req_mock_${n}`)
         const headers: Record<string, string> = {
           ...(requestId === undefined ? {} : { [requestIdHeader[provider]]: requestId }),
           ...behavior.headers
@@ -419,6 +459,12 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
             NodeHttpServerRequest.toServerResponse(request).socket?.destroy()
             return yield* Effect.never
           }
+          case "Raw":
+            return HttpServerResponse.text(behavior.body, {
+              status: behavior.status,
+              headers,
+              contentType: behavior.contentType
+            })
           case "Failure":
             return HttpServerResponse.text(
               behavior.body ?? errorBody(provider, behavior.status, behavior.error ?? {}, requestId ?? `req_mock_${n}`),
@@ -427,7 +473,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
           case "Success": {
             const requested = recordedRequest.model
             const id =
-              provider === "anthropic" ? `msg_mock_${n}` : provider === "gemini" ? (behavior.requestId ?? `resp-mock-${n}`) : `chatcmpl-mock-${n}`
+              provider === "anthropic"
+                ? `msg_mock_${n}`
+                : provider === "gemini"
+                  ? (behavior.requestId ?? `resp-mock-${n}`)
+                  : `chatcmpl-mock-${n}`
             if (!recordedRequest.stream) {
               const text = behavior.invalidJson
                 ? '{"id": "broken", "choices": ['
@@ -481,7 +531,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
       const request = yield* HttpServerRequest.HttpServerRequest
       const path = request.url.split("?")[0] ?? ""
       const match = /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(path)
-      if (match === null) return HttpServerResponse.text(errorBody("gemini", 404, { message: "unknown method" }, ""), { status: 404, contentType: "application/json" })
+      if (match === null)
+        return HttpServerResponse.text(errorBody("gemini", 404, { message: "unknown method" }, ""), {
+          status: 404,
+          contentType: "application/json"
+        })
       return yield* respond("gemini", decodeURIComponent(match[1] ?? ""), match[2] === "streamGenerateContent")
     })
 
@@ -548,6 +602,8 @@ export class MockProviderServer extends Context.Tag("@modelgate/testing/MockProv
   static readonly failure = failure
   /** @since 0.1.0 */
   static readonly drop = drop
+  /** @since 0.1.0 */
+  static readonly raw = raw
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   collectFailure,
   lastRequestFor,
   leaks,
+  recordOf,
   representativeRequest,
   simpleRequest,
   TestLayer,
@@ -74,20 +75,22 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
       assert.strictEqual(recorded.headers["anthropic-version"], "2023-06-01")
       assert.isUndefined(recorded.headers.authorization)
       assert.isFalse(recorded.rawBody.includes(canary))
-    }))
+    })
+  )
 
   it.effect("maps tool choice and sends stream: true", () =>
     Effect.gen(function* () {
       const anthropic = yield* adapter
       yield* collect(anthropic, simpleRequest("anthropic", "choice-model", { toolChoice: "required" }))
       const streamed = yield* lastRequestFor("choice-model")
-      assert.deepInclude(streamed.body as object, { stream: true, tool_choice: { type: "any" }, max_tokens: 256 })
+      assert.deepInclude(recordOf(streamed.body), { stream: true, tool_choice: { type: "any" }, max_tokens: 256 })
       assert.deepStrictEqual(field(streamed.body, "messages"), [{ role: "user", content: "Say hello." }])
       yield* anthropic.generate(simpleRequest("anthropic", "choice-model", { toolChoice: { tool: "lookup" } }))
       const named = yield* lastRequestFor("choice-model")
       assert.deepStrictEqual(field(named.body, "tool_choice"), { type: "tool", name: "lookup" })
       assert.isUndefined(field(named.body, "stream"))
-    }))
+    })
+  )
 
   it.effect("reads text, usage (cache reads included in input), model and request id", () =>
     Effect.gen(function* () {
@@ -112,7 +115,8 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
       )
       const recorded = yield* lastRequestFor("ok-model")
       assert.strictEqual(recorded.headers["x-api-key"], canary)
-    }))
+    })
+  )
 
   it.effect("reads tool_use blocks (generate and stream)", () =>
     Effect.gen(function* () {
@@ -144,7 +148,8 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
       if (empty._tag !== "Right") return
       const emptyArgs = empty.right.flatMap((e) => (e._tag === "ToolCallDelta" ? [e.argumentsDelta] : [])).join("")
       assert.deepStrictEqual(JSON.parse(emptyArgs), {})
-    }))
+    })
+  )
 
   it.effect("stop reasons: refusal, max_tokens, stop_sequence, context window, pause_turn", () =>
     Effect.gen(function* () {
@@ -163,7 +168,11 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
       const streamed = yield* collect(anthropic, simpleRequest("anthropic", "stop-model"))
       assert.isTrue(streamed._tag === "Right")
       if (streamed._tag === "Right") {
-        assert.deepInclude(streamed.right[streamed.right.length - 1], { _tag: "Finish", finishReason: "refusal", refusal: true })
+        assert.deepInclude(streamed.right[streamed.right.length - 1], {
+          _tag: "Finish",
+          finishReason: "refusal",
+          refusal: true
+        })
       }
       assert.strictEqual((yield* anthropic.generate(simpleRequest("anthropic", "stop-model"))).finishReason, "length")
       assert.strictEqual((yield* anthropic.generate(simpleRequest("anthropic", "stop-model"))).finishReason, "stop")
@@ -172,7 +181,8 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
       assert.isDefined(window.usage)
       const paused = yield* Effect.flip(anthropic.generate(simpleRequest("anthropic", "stop-model")))
       assert.deepInclude(paused, { kind: "invalid_output", processed: "maybe" })
-    }))
+    })
+  )
 
   describe("classification table (providers.md §9, Anthropic rows)", () => {
     const rows: ReadonlyArray<{
@@ -185,16 +195,47 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
       readonly processed: "no" | "maybe"
       readonly retryAfterMs?: number
     }> = [
-      { name: "400 prompt is too long", status: 400, error: { message: "prompt is too long: 213462 tokens > 200000 maximum" }, kind: "context_length", processed: "no" },
-      { name: "400 exceed context limit", status: 400, error: { message: "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000" }, kind: "context_length", processed: "no" },
-      { name: "400 API usage limits", status: 400, error: { message: "You have reached your specified API usage limits. You will regain access on 2026-09-01." }, kind: "spend_cap", processed: "no" },
+      {
+        name: "400 prompt is too long",
+        status: 400,
+        error: { message: "prompt is too long: 213462 tokens > 200000 maximum" },
+        kind: "context_length",
+        processed: "no"
+      },
+      {
+        name: "400 exceed context limit",
+        status: 400,
+        error: { message: "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000" },
+        kind: "context_length",
+        processed: "no"
+      },
+      {
+        name: "400 API usage limits",
+        status: 400,
+        error: { message: "You have reached your specified API usage limits. You will regain access on 2026-09-01." },
+        kind: "spend_cap",
+        processed: "no"
+      },
       { name: "other 400", status: 400, kind: "invalid_request", processed: "no" },
       { name: "404", status: 404, kind: "model_not_found", processed: "no" },
-      { name: "413 from Cloudflare (HTML)", status: 413, body: "<html>413 Request Entity Too Large</html>", kind: "request_too_large", processed: "no" },
+      {
+        name: "413 from Cloudflare (HTML)",
+        status: 413,
+        body: "<html>413 Request Entity Too Large</html>",
+        kind: "request_too_large",
+        processed: "no"
+      },
       { name: "401", status: 401, kind: "authentication", processed: "no" },
       { name: "403", status: 403, kind: "permission", processed: "no" },
       { name: "402 billing_error", status: 402, kind: "quota_exhausted", processed: "no" },
-      { name: "429 rate_limit_error with retry-after", status: 429, headers: { "retry-after": "7" }, kind: "rate_limited", processed: "no", retryAfterMs: 7000 },
+      {
+        name: "429 rate_limit_error with retry-after",
+        status: 429,
+        headers: { "retry-after": "7" },
+        kind: "rate_limited",
+        processed: "no",
+        retryAfterMs: 7000
+      },
       {
         name: "429 enforced_spend_limit_reached",
         status: 429,
@@ -204,8 +245,20 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
       },
       { name: "500 api_error", status: 500, kind: "server_error", processed: "maybe" },
       { name: "504 timeout_error", status: 504, kind: "timeout", processed: "maybe" },
-      { name: "529 overloaded_error", status: 529, headers: { "x-should-retry": "true" }, kind: "overloaded", processed: "no" },
-      { name: "529 with x-should-retry: false", status: 529, headers: { "x-should-retry": "false" }, kind: "rejected", processed: "no" }
+      {
+        name: "529 overloaded_error",
+        status: 529,
+        headers: { "x-should-retry": "true" },
+        kind: "overloaded",
+        processed: "no"
+      },
+      {
+        name: "529 with x-should-retry: false",
+        status: 529,
+        headers: { "x-should-retry": "false" },
+        kind: "rejected",
+        processed: "no"
+      }
     ]
     for (const row of rows) {
       it.effect(`${row.name} → ${row.kind}`, () =>
@@ -220,14 +273,21 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
           })
           yield* script(model, behavior, behavior)
           const error = yield* Effect.flip(anthropic.generate(simpleRequest("anthropic", model)))
-          assert.deepInclude(error, { kind: row.kind, processed: row.processed, httpStatus: row.status, requestId: "req_err" })
-          if (row.retryAfterMs !== undefined) assert.strictEqual(Duration.toMillis(error.retryAfter ?? Duration.zero), row.retryAfterMs)
+          assert.deepInclude(error, {
+            kind: row.kind,
+            processed: row.processed,
+            httpStatus: row.status,
+            requestId: "req_err"
+          })
+          if (row.retryAfterMs !== undefined)
+            assert.strictEqual(Duration.toMillis(error.retryAfter ?? Duration.zero), row.retryAfterMs)
           assert.isFalse(leaks(error))
           assert.isFalse(/prompt is too long|usage limits/.test(error.detail))
           const streamed = yield* collectFailure(anthropic, simpleRequest("anthropic", model))
           assert.deepStrictEqual(streamed.events, [])
           assert.deepInclude(streamed.error, { kind: row.kind, processed: row.processed })
-        }))
+        })
+      )
     }
   })
 
@@ -253,7 +313,8 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
       assert.isTrue(fromDate !== undefined && fromDate > 5_000 && fromDate <= 10_000, `got ${fromDate}`)
       const fromReset = yield* hint()
       assert.isTrue(fromReset !== undefined && fromReset > 15_000 && fromReset <= 20_000, `got ${fromReset}`)
-    }))
+    })
+  )
 
   it.effect("streams text with Started, one Finish with usage from message_start and message_delta", () =>
     Effect.gen(function* () {
@@ -283,7 +344,8 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
         { ...finish.usage },
         { inputTokens: 300, cachedInputTokens: 200, outputTokens: 12, reasoningTokens: 0 }
       )
-    }))
+    })
+  )
 
   it.effect("an error event after 200, a stream without message_stop, a dropped connection", () =>
     Effect.gen(function* () {
@@ -295,19 +357,29 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
           chunkSize: 2,
           streamEnd: { _tag: "Error", afterChunks: 3, error: { type: "overloaded_error", message: "Overloaded" } }
         }),
-        MockProviderServer.success({ text: "abcdefghij", chunkSize: 2, streamEnd: { _tag: "Truncate", afterChunks: 100 } }),
+        MockProviderServer.success({
+          text: "abcdefghij",
+          chunkSize: 2,
+          streamEnd: { _tag: "Truncate", afterChunks: 100 }
+        }),
         MockProviderServer.success({ text: "abcdefghij", chunkSize: 2, streamEnd: { _tag: "Drop", afterChunks: 2 } })
       )
       const midstream = yield* collectFailure(anthropic, simpleRequest("anthropic", "fault-model"))
       assert.strictEqual(midstream.events[0]?._tag, "Started")
-      assert.deepInclude(midstream.error, { kind: "overloaded", processed: "maybe", providerCode: "overloaded_error", httpStatus: 200 })
+      assert.deepInclude(midstream.error, {
+        kind: "overloaded",
+        processed: "maybe",
+        providerCode: "overloaded_error",
+        httpStatus: 200
+      })
       assert.isDefined(midstream.error.usage)
       const truncated = yield* collectFailure(anthropic, simpleRequest("anthropic", "fault-model"))
       assert.strictEqual(textOf(truncated.events), "abcdefghij")
       assert.deepInclude(truncated.error, { kind: "stream_truncated", processed: "maybe" })
       const dropped = yield* collectFailure(anthropic, simpleRequest("anthropic", "fault-model"))
       assert.deepInclude(dropped.error, { kind: "transport", processed: "maybe" })
-    }))
+    })
+  )
 
   it.effect("invalid JSON is invalid_output", () =>
     Effect.gen(function* () {
@@ -323,7 +395,8 @@ layer(TestLayer, { excludeTestServices: true })("anthropic adapter against the m
       assert.deepInclude((yield* collectFailure(anthropic, simpleRequest("anthropic", "json-model"))).error, {
         kind: "invalid_output"
       })
-    }))
+    })
+  )
 })
 
 function field(value: unknown, key: string): unknown {

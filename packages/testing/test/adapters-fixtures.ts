@@ -28,7 +28,11 @@ export const target = (provider: string, model: string): ModelTarget =>
     pricing: new Pricing({ inputPerMillion: 1, outputPerMillion: 2, pricingVersion: "test-1" })
   })
 
-export const simpleRequest = (provider: string, model: string, overrides: Partial<ProviderRequest> = {}): ProviderRequest => ({
+export const simpleRequest = (
+  provider: string,
+  model: string,
+  overrides: Partial<ProviderRequest> = {}
+): ProviderRequest => ({
   target: target(provider, model),
   messages: [{ _tag: "user", content: "Say hello." }],
   tools: [],
@@ -112,4 +116,9 @@ export const lastRequestFor = (model: string) =>
   })
 
 /** Asserts nothing in `value` (error, body) holds the canary. */
-export const leaks = (value: unknown): boolean => JSON.stringify(value ?? null).includes(canary) || String(value).includes(canary)
+export const leaks = (value: unknown): boolean =>
+  JSON.stringify(value ?? null).includes(canary) || String(value).includes(canary)
+
+/** A recorded JSON body as a record (no casts). */
+export const recordOf = (value: unknown): Record<string, unknown> =>
+  typeof value === "object" && value !== null ? Object.fromEntries(Object.entries(value)) : {}

@@ -13,6 +13,7 @@ import {
   collectFailure,
   lastRequestFor,
   leaks,
+  recordOf,
   representativeRequest,
   simpleRequest,
   TestLayer,
@@ -75,7 +76,8 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       assert.strictEqual(recorded.headers.authorization, `Bearer ${canary}`)
       assert.isFalse(recorded.rawBody.includes(canary))
       assert.isUndefined(recorded.headers.traceparent)
-    }))
+    })
+  )
 
   it.effect("streams with stream: true and stream_options.include_usage", () =>
     Effect.gen(function* () {
@@ -83,13 +85,14 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       yield* collect(openai, simpleRequest("openai", "stream-flags", { toolChoice: { tool: "lookup" }, tools: [] }))
       const recorded = yield* lastRequestFor("stream-flags")
       assert.strictEqual(recorded.headers.accept, "text/event-stream")
-      assert.deepInclude(recorded.body as object, {
+      assert.deepInclude(recordOf(recorded.body), {
         stream: true,
         stream_options: { include_usage: true },
         tool_choice: { type: "function", function: { name: "lookup" } },
         max_completion_tokens: 256
       })
-    }))
+    })
+  )
 
   it.effect("reads text, usage with cached and reasoning tokens, model version and request id", () =>
     Effect.gen(function* () {
@@ -116,7 +119,8 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
         { ...response.usage },
         { inputTokens: 120, cachedInputTokens: 64, outputTokens: 40, reasoningTokens: 16 }
       )
-    }))
+    })
+  )
 
   it.effect("reads structured output as JSON text", () =>
     Effect.gen(function* () {
@@ -126,7 +130,8 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
         simpleRequest("openai", "json-model", { output: { name: "answer", jsonSchema: answerSchema, strict: true } })
       )
       assert.deepStrictEqual(JSON.parse(response.text ?? ""), { a: "b" })
-    }))
+    })
+  )
 
   it.effect("reads tool calls (generate and stream)", () =>
     Effect.gen(function* () {
@@ -152,12 +157,17 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       assert.strictEqual(deltas.map((d) => d.argumentsDelta).join(""), '{"q":"order 7"}')
       const finish = events.right[events.right.length - 1]
       assert.strictEqual(finish?._tag === "Finish" ? finish.finishReason : undefined, "tool_calls")
-    }))
+    })
+  )
 
   it.effect("reports a refusal (generate and stream)", () =>
     Effect.gen(function* () {
       const openai = yield* adapter
-      yield* script("refusal-model", MockProviderServer.success({ refusal: "I can't." }), MockProviderServer.success({ refusal: true }))
+      yield* script(
+        "refusal-model",
+        MockProviderServer.success({ refusal: "I can't." }),
+        MockProviderServer.success({ refusal: true })
+      )
       const response = yield* openai.generate(simpleRequest("openai", "refusal-model"))
       assert.isTrue(response.refusal)
       assert.strictEqual(response.finishReason, "refusal")
@@ -168,7 +178,8 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       const finish = events.right[events.right.length - 1]
       assert.deepInclude(finish, { _tag: "Finish", finishReason: "refusal", refusal: true })
       assert.strictEqual(textOf(events.right), "")
-    }))
+    })
+  )
 
   it.effect("maps content_filter and length finish reasons", () =>
     Effect.gen(function* () {
@@ -184,7 +195,8 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       const truncated = yield* openai.generate(simpleRequest("openai", "finish-model"))
       assert.strictEqual(truncated.finishReason, "length")
       assert.isFalse(truncated.refusal)
-    }))
+    })
+  )
 
   it.effect("empty content and invalid JSON are invalid_output", () =>
     Effect.gen(function* () {
@@ -201,7 +213,8 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       assert.deepInclude(invalid, { kind: "invalid_output", processed: "maybe" })
       const { error } = yield* collectFailure(openai, simpleRequest("openai", "bad-output"))
       assert.deepInclude(error, { kind: "invalid_output", processed: "maybe" })
-    }))
+    })
+  )
 
   describe("classification table (providers.md §9, OpenAI rows)", () => {
     const rows: ReadonlyArray<{
@@ -213,36 +226,127 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       readonly processed: "no" | "maybe"
       readonly code?: string
     }> = [
-      { name: "400 context_length_exceeded", status: 400, error: { code: "context_length_exceeded" }, kind: "context_length", processed: "no", code: "context_length_exceeded" },
-      { name: "400 invalid_prompt", status: 400, error: { code: "invalid_prompt" }, kind: "refusal", processed: "no", code: "invalid_prompt" },
+      {
+        name: "400 context_length_exceeded",
+        status: 400,
+        error: { code: "context_length_exceeded" },
+        kind: "context_length",
+        processed: "no",
+        code: "context_length_exceeded"
+      },
+      {
+        name: "400 invalid_prompt",
+        status: 400,
+        error: { code: "invalid_prompt" },
+        kind: "refusal",
+        processed: "no",
+        code: "invalid_prompt"
+      },
       { name: "other 400", status: 400, kind: "invalid_request", processed: "no" },
       { name: "404", status: 404, kind: "model_not_found", processed: "no", code: "model_not_found" },
       { name: "422", status: 422, kind: "invalid_request", processed: "no" },
       { name: "401", status: 401, kind: "authentication", processed: "no", code: "invalid_api_key" },
-      { name: "403", status: 403, error: { type: "invalid_request_error", code: "unsupported_country_region_territory" }, kind: "permission", processed: "no" },
+      {
+        name: "403",
+        status: 403,
+        error: { type: "invalid_request_error", code: "unsupported_country_region_territory" },
+        kind: "permission",
+        processed: "no"
+      },
       { name: "408", status: 408, kind: "timeout", processed: "no" },
       { name: "409", status: 409, kind: "server_error", processed: "no" },
-      { name: "429 rate_limit_exceeded", status: 429, error: { type: "tokens", code: "rate_limit_exceeded" }, kind: "rate_limited", processed: "no" },
-      { name: "429 slow_down", status: 429, error: { type: "rate_limit_error", code: "slow_down" }, kind: "rate_limited", processed: "no" },
+      {
+        name: "429 rate_limit_exceeded",
+        status: 429,
+        error: { type: "tokens", code: "rate_limit_exceeded" },
+        kind: "rate_limited",
+        processed: "no"
+      },
+      {
+        name: "429 slow_down",
+        status: 429,
+        error: { type: "rate_limit_error", code: "slow_down" },
+        kind: "rate_limited",
+        processed: "no"
+      },
       {
         name: "429 Request too large",
         status: 429,
-        error: { type: "tokens", code: "rate_limit_exceeded", message: "Request too large for gpt-x on tokens per min (TPM): Limit 30000, Requested 50000." },
+        error: {
+          type: "tokens",
+          code: "rate_limit_exceeded",
+          message: "Request too large for gpt-x on tokens per min (TPM): Limit 30000, Requested 50000."
+        },
         kind: "request_too_large",
         processed: "no"
       },
-      { name: "429 insufficient_quota", status: 429, error: { type: "insufficient_quota", code: "insufficient_quota" }, kind: "quota_exhausted", processed: "no" },
-      { name: "429 credit_balance_exhausted", status: 429, error: { type: "insufficient_quota", code: "credit_balance_exhausted" }, kind: "quota_exhausted", processed: "no" },
-      { name: "429 organization_usage_limit_exceeded", status: 429, error: { code: "organization_usage_limit_exceeded" }, kind: "quota_exhausted", processed: "no" },
-      { name: "429 project_spend_limit_exceeded", status: 429, error: { code: "project_spend_limit_exceeded" }, kind: "spend_cap", processed: "no" },
-      { name: "429 organization_spend_limit_exceeded", status: 429, error: { code: "organization_spend_limit_exceeded" }, kind: "spend_cap", processed: "no" },
+      {
+        name: "429 insufficient_quota",
+        status: 429,
+        error: { type: "insufficient_quota", code: "insufficient_quota" },
+        kind: "quota_exhausted",
+        processed: "no"
+      },
+      {
+        name: "429 credit_balance_exhausted",
+        status: 429,
+        error: { type: "insufficient_quota", code: "credit_balance_exhausted" },
+        kind: "quota_exhausted",
+        processed: "no"
+      },
+      {
+        name: "429 organization_usage_limit_exceeded",
+        status: 429,
+        error: { code: "organization_usage_limit_exceeded" },
+        kind: "quota_exhausted",
+        processed: "no"
+      },
+      {
+        name: "429 project_spend_limit_exceeded",
+        status: 429,
+        error: { code: "project_spend_limit_exceeded" },
+        kind: "spend_cap",
+        processed: "no"
+      },
+      {
+        name: "429 organization_spend_limit_exceeded",
+        status: 429,
+        error: { code: "organization_spend_limit_exceeded" },
+        kind: "spend_cap",
+        processed: "no"
+      },
       { name: "500", status: 500, kind: "server_error", processed: "maybe" },
       { name: "502 with an HTML body", status: 502, kind: "server_error", processed: "maybe" },
-      { name: "503 server_is_overloaded", status: 503, error: { type: "service_unavailable_error", code: "server_is_overloaded" }, kind: "overloaded", processed: "no" },
+      {
+        name: "503 server_is_overloaded",
+        status: 503,
+        error: { type: "service_unavailable_error", code: "server_is_overloaded" },
+        kind: "overloaded",
+        processed: "no"
+      },
       { name: "504", status: 504, kind: "timeout", processed: "maybe" },
-      { name: "503 with x-should-retry: false", status: 503, headers: { "x-should-retry": "false" }, kind: "rejected", processed: "no" },
-      { name: "409 with x-should-retry: true", status: 409, headers: { "x-should-retry": "true" }, kind: "server_error", processed: "no" },
-      { name: "418 with x-should-retry: true", status: 418, error: { type: "teapot" }, headers: { "x-should-retry": "true" }, kind: "server_error", processed: "no" }
+      {
+        name: "503 with x-should-retry: false",
+        status: 503,
+        headers: { "x-should-retry": "false" },
+        kind: "rejected",
+        processed: "no"
+      },
+      {
+        name: "409 with x-should-retry: true",
+        status: 409,
+        headers: { "x-should-retry": "true" },
+        kind: "server_error",
+        processed: "no"
+      },
+      {
+        name: "418 with x-should-retry: true",
+        status: 418,
+        error: { type: "teapot" },
+        headers: { "x-should-retry": "true" },
+        kind: "server_error",
+        processed: "no"
+      }
     ]
     for (const row of rows) {
       it.effect(`${row.name} → ${row.kind}`, () =>
@@ -257,14 +361,20 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
           })
           yield* script(model, behavior, behavior)
           const error = yield* Effect.flip(openai.generate(simpleRequest("openai", model)))
-          assert.deepInclude(error, { kind: row.kind, processed: row.processed, httpStatus: row.status, requestId: "req_err" })
+          assert.deepInclude(error, {
+            kind: row.kind,
+            processed: row.processed,
+            httpStatus: row.status,
+            requestId: "req_err"
+          })
           if (row.code !== undefined) assert.strictEqual(error.providerCode, row.code)
           assert.isFalse(leaks(error))
           assert.isFalse(error.detail.includes("Request too large"))
           const streamed = yield* collectFailure(openai, simpleRequest("openai", model))
           assert.deepStrictEqual(streamed.events, [])
           assert.deepInclude(streamed.error, { kind: row.kind, processed: row.processed })
-        }))
+        })
+      )
     }
   })
 
@@ -298,7 +408,8 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       assert.strictEqual(yield* hint(), 360_000)
       // Longer than 60 s is kept (openai-node would drop it).
       assert.strictEqual(yield* hint(), 120_000)
-    }))
+    })
+  )
 
   it.effect("streams text deltas, Started with the request id, and one Finish with usage", () =>
     Effect.gen(function* () {
@@ -330,7 +441,8 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
         { ...finish.usage },
         { inputTokens: 30, cachedInputTokens: 10, outputTokens: 11, reasoningTokens: 3 }
       )
-    }))
+    })
+  )
 
   it.effect("an error event after 200 fails the stream with the mapped class", () =>
     Effect.gen(function* () {
@@ -340,7 +452,11 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
         MockProviderServer.success({
           text: "abcdefghijklmnopqrstuvwxyz",
           chunkSize: 5,
-          streamEnd: { _tag: "Error", afterChunks: 2, error: { type: "server_error", code: "server_error", message: "boom" } }
+          streamEnd: {
+            _tag: "Error",
+            afterChunks: 2,
+            error: { type: "server_error", code: "server_error", message: "boom" }
+          }
         }),
         MockProviderServer.success({
           streamEnd: { _tag: "Error", afterChunks: 1, error: { type: "tokens", code: "rate_limit_exceeded" } }
@@ -348,18 +464,32 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       )
       const { events, error } = yield* collectFailure(openai, simpleRequest("openai", "midstream-model"))
       assert.strictEqual(textOf(events), "abcdefghij")
-      assert.deepInclude(error, { kind: "server_error", processed: "maybe", httpStatus: 200, providerCode: "server_error" })
+      assert.deepInclude(error, {
+        kind: "server_error",
+        processed: "maybe",
+        httpStatus: 200,
+        providerCode: "server_error"
+      })
       const second = yield* collectFailure(openai, simpleRequest("openai", "midstream-model"))
       assert.deepInclude(second.error, { kind: "rate_limited", processed: "maybe" })
-    }))
+    })
+  )
 
   it.effect("a stream without [DONE] is stream_truncated; a dropped connection is transport, both maybe", () =>
     Effect.gen(function* () {
       const openai = yield* adapter
       yield* script(
         "cut-model",
-        MockProviderServer.success({ text: "abcdefghijklmnopqrstuvwxyz", chunkSize: 5, streamEnd: { _tag: "Truncate", afterChunks: 5 } }),
-        MockProviderServer.success({ text: "abcdefghijklmnopqrstuvwxyz", chunkSize: 5, streamEnd: { _tag: "Drop", afterChunks: 2 } })
+        MockProviderServer.success({
+          text: "abcdefghijklmnopqrstuvwxyz",
+          chunkSize: 5,
+          streamEnd: { _tag: "Truncate", afterChunks: 5 }
+        }),
+        MockProviderServer.success({
+          text: "abcdefghijklmnopqrstuvwxyz",
+          chunkSize: 5,
+          streamEnd: { _tag: "Drop", afterChunks: 2 }
+        })
       )
       const truncated = yield* collectFailure(openai, simpleRequest("openai", "cut-model"))
       assert.strictEqual(textOf(truncated.events), "abcdefghijklmnopqrstuvwxy")
@@ -367,7 +497,8 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       const dropped = yield* collectFailure(openai, simpleRequest("openai", "cut-model"))
       assert.strictEqual(textOf(dropped.events), "abcdefghij")
       assert.deepInclude(dropped.error, { kind: "transport", processed: "maybe" })
-    }))
+    })
+  )
 
   it.effect("a connection dropped before headers is transport maybe; connection refused is transport no", () =>
     Effect.gen(function* () {
@@ -381,26 +512,36 @@ layer(TestLayer, { excludeTestServices: true })("openai adapter against the mock
       )
       assert.deepInclude(refused, { kind: "transport", processed: "no", providerCode: "ECONNREFUSED" })
       assert.isFalse(leaks(refused))
-    }))
+    })
+  )
 
   it.effect("bounds the response size", () =>
     Effect.gen(function* () {
       const mock = yield* MockProviderServer
       const small = yield* OpenAi.make({ baseUrl: mock.baseUrl("openai"), apiKey, maxResponseBytes: 200 })
-      yield* script("big-model", MockProviderServer.success({ text: "x".repeat(1000) }), MockProviderServer.success({ text: "x".repeat(1000) }))
+      yield* script(
+        "big-model",
+        MockProviderServer.success({ text: "x".repeat(1000) }),
+        MockProviderServer.success({ text: "x".repeat(1000) })
+      )
       const error = yield* Effect.flip(small.generate(simpleRequest("openai", "big-model")))
       assert.deepInclude(error, { kind: "invalid_output", processed: "maybe" })
       const streamed = yield* collectFailure(small, simpleRequest("openai", "big-model"))
       assert.deepInclude(streamed.error, { kind: "invalid_output", processed: "maybe" })
-    }))
+    })
+  )
 
   it.effect("interrupting a stream aborts the request", () =>
     Effect.gen(function* () {
       const openai = yield* adapter
-      yield* script("slow-model", MockProviderServer.success({ text: "a".repeat(64), chunkSize: 8, chunkDelayMs: 5_000 }))
+      yield* script(
+        "slow-model",
+        MockProviderServer.success({ text: "a".repeat(64), chunkSize: 8, chunkDelayMs: 5_000 })
+      )
       const start = Date.now()
       const events = yield* openai.stream(simpleRequest("openai", "slow-model")).pipe(Stream.take(2), Stream.runCollect)
       assert.strictEqual(events.length, 2)
       assert.isBelow(Date.now() - start, 2_000)
-    }))
+    })
+  )
 })

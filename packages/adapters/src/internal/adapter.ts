@@ -24,7 +24,10 @@ export interface Codec {
   /** Provider id used in error details. */
   readonly provider: string
   /** The HTTP request (with its credentials) for a neutral request. */
-  readonly build: (request: ProviderRequest, stream: boolean) => Either.Either<HttpClientRequest.HttpClientRequest, ProviderError>
+  readonly build: (
+    request: ProviderRequest,
+    stream: boolean
+  ) => Either.Either<HttpClientRequest.HttpClientRequest, ProviderError>
   readonly requestId: (headers: Headers.Headers) => string | undefined
   /** Decodes a 2xx JSON body (an error object in it is an error after 200). */
   readonly decodeResponse: (body: unknown, meta: Meta) => Either.Either<ProviderResponse, ProviderError>
@@ -72,7 +75,10 @@ export const makeAdapter = (
 ): Omit<ProviderAdapter, "provider"> => {
   const provider = codec.provider
 
-  const failStatus = (response: { readonly status: number; readonly headers: Headers.Headers }, text: string | undefined) =>
+  const failStatus = (
+    response: { readonly status: number; readonly headers: Headers.Headers },
+    text: string | undefined
+  ) =>
     Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
       Effect.fail(
         codec.classifyError({

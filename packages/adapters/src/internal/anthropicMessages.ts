@@ -56,7 +56,9 @@ const imageBlock = (url: string, mediaType: string | undefined): Block => {
 const userBlocks = (content: string | ReadonlyArray<ContentPart>): Array<Block> =>
   typeof content === "string"
     ? [{ type: "text", text: content }]
-    : content.map((part) => (part._tag === "text" ? { type: "text", text: part.text } : imageBlock(part.url, part.mediaType)))
+    : content.map((part) =>
+        part._tag === "text" ? { type: "text", text: part.text } : imageBlock(part.url, part.mediaType)
+      )
 
 const badToolArguments = (provider: string) =>
   providerError({
@@ -250,7 +252,9 @@ export const stopReason = (
         })
       )
     case "pause_turn":
-      return Either.left(invalidOutput(provider, "turn paused (pause_turn); continuation is not supported", meta, usage))
+      return Either.left(
+        invalidOutput(provider, "turn paused (pause_turn); continuation is not supported", meta, usage)
+      )
     default:
       return Either.right("other")
   }
@@ -298,9 +302,12 @@ export const kindFromBody = (error: unknown, status: number | undefined): Kind |
 
 const codeOf = (error: unknown) => stringField(field(error, "details"), "error_code") ?? stringField(error, "type")
 
-const resetHeaders: ReadonlyArray<readonly [string, string]> = ["requests", "tokens", "input-tokens", "output-tokens"].map(
-  (limit) => [`anthropic-ratelimit-${limit}-reset`, `anthropic-ratelimit-${limit}-remaining`] as const
-)
+const resetHeaders: ReadonlyArray<readonly [string, string]> = [
+  "requests",
+  "tokens",
+  "input-tokens",
+  "output-tokens"
+].map((limit) => [`anthropic-ratelimit-${limit}-reset`, `anthropic-ratelimit-${limit}-remaining`] as const)
 
 /**
  * Classifies a non-2xx answer.
@@ -318,7 +325,11 @@ export const classifyError =
   }): ProviderError => {
     const error = field(input.body, "error")
     const fromBody = isRecord(error) ? kindFromBody(error, input.status) : undefined
-    const kind = applyShouldRetry(fromBody ?? kindForStatus(input.status), input.headers["x-should-retry"], fromBody === undefined)
+    const kind = applyShouldRetry(
+      fromBody ?? kindForStatus(input.status),
+      input.headers["x-should-retry"],
+      fromBody === undefined
+    )
     const code = codeOf(error)
     return providerError({
       kind,
@@ -357,7 +368,8 @@ export const classifyErrorAfter200 = (provider: string, error: unknown, meta: Me
 export const decodeResponse =
   (provider: string) =>
   (body: unknown, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
-    if (stringField(body, "type") === "error") return Either.left(classifyErrorAfter200(provider, field(body, "error"), meta))
+    if (stringField(body, "type") === "error")
+      return Either.left(classifyErrorAfter200(provider, field(body, "error"), meta))
     const decoded = decodeMessage(body)
     if (Either.isLeft(decoded)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
     const message = decoded.right
@@ -373,7 +385,11 @@ export const decodeResponse =
       else if (block.type === "tool_use") {
         toolCalls.push(
           new ToolCall(
-            { id: block.id ?? `toolu_${toolCalls.length}`, name: block.name ?? "", arguments: JSON.stringify(block.input ?? {}) },
+            {
+              id: block.id ?? `toolu_${toolCalls.length}`,
+              name: block.name ?? "",
+              arguments: JSON.stringify(block.input ?? {})
+            },
             { disableValidation: true }
           )
         )
@@ -479,7 +495,13 @@ export const streamMachine =
               if (tool === undefined) return []
               tool.hadArguments = true
               return [
-                { _tag: "ToolCallDelta", index: tool.index, id: undefined, name: undefined, argumentsDelta: delta.partial_json }
+                {
+                  _tag: "ToolCallDelta",
+                  index: tool.index,
+                  id: undefined,
+                  name: undefined,
+                  argumentsDelta: delta.partial_json
+                }
               ]
             }
             return []
@@ -489,7 +511,9 @@ export const streamMachine =
             // A tool call without arguments still ends as a JSON object.
             if (tool !== undefined && !tool.hadArguments) {
               tool.hadArguments = true
-              return [{ _tag: "ToolCallDelta", index: tool.index, id: undefined, name: undefined, argumentsDelta: "{}" }]
+              return [
+                { _tag: "ToolCallDelta", index: tool.index, id: undefined, name: undefined, argumentsDelta: "{}" }
+              ]
             }
             return []
           }

@@ -282,7 +282,10 @@ export const kindFromBody = (error: unknown, status: number | undefined): Kind |
       return "invalid_request"
   }
   // vLLM and llama.cpp describe context overflow only in the message.
-  if ((status === undefined || status === 400) && /maximum context length|exceeds? the available context size/i.test(message)) {
+  if (
+    (status === undefined || status === 400) &&
+    /maximum context length|exceeds? the available context size/i.test(message)
+  ) {
     return "context_length"
   }
   return undefined
@@ -314,7 +317,11 @@ export const classifyError =
   }): ProviderError => {
     const error = errorObject(input.body)
     const fromBody = error === undefined ? undefined : kindFromBody(error, input.status)
-    const kind = applyShouldRetry(fromBody ?? kindForStatus(input.status), input.headers["x-should-retry"], fromBody === undefined)
+    const kind = applyShouldRetry(
+      fromBody ?? kindForStatus(input.status),
+      input.headers["x-should-retry"],
+      fromBody === undefined
+    )
     const retryAfterMs = retryHintMs(input.headers, input.nowMs, {
       ...(kind === "rate_limited"
         ? {

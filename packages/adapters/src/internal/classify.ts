@@ -125,7 +125,8 @@ export const providerError = (fields: ErrorFields): ProviderError =>
     {
       kind: fields.kind,
       processed: fields.processed,
-      httpStatus: fields.httpStatus !== undefined && Number.isInteger(fields.httpStatus) ? fields.httpStatus : undefined,
+      httpStatus:
+        fields.httpStatus !== undefined && Number.isInteger(fields.httpStatus) ? fields.httpStatus : undefined,
       retryAfter: fields.retryAfterMs === undefined ? undefined : Duration.millis(fields.retryAfterMs),
       requestId: fields.requestId,
       providerCode: safeCode(fields.providerCode),

@@ -173,12 +173,16 @@ const ResponseWire = Schema.Struct({
       Schema.Array(
         Schema.Struct({
           finishReason: Schema.optional(Schema.NullOr(Schema.String)),
-          content: Schema.optional(Schema.NullOr(Schema.Struct({ parts: Schema.optional(Schema.NullOr(Schema.Array(PartWire))) })))
+          content: Schema.optional(
+            Schema.NullOr(Schema.Struct({ parts: Schema.optional(Schema.NullOr(Schema.Array(PartWire))) }))
+          )
         })
       )
     )
   ),
-  promptFeedback: Schema.optional(Schema.NullOr(Schema.Struct({ blockReason: Schema.optional(Schema.NullOr(Schema.String)) }))),
+  promptFeedback: Schema.optional(
+    Schema.NullOr(Schema.Struct({ blockReason: Schema.optional(Schema.NullOr(Schema.String)) }))
+  ),
   usageMetadata: Schema.optional(
     Schema.NullOr(
       Schema.Struct({
@@ -355,7 +359,11 @@ export const classifyError =
   }): ProviderError => {
     const error = field(input.body, "error")
     const fromBody = isRecord(error) ? kindFromBody(error, input.status) : undefined
-    const kind = applyShouldRetry(fromBody ?? kindForStatus(input.status), input.headers["x-should-retry"], fromBody === undefined)
+    const kind = applyShouldRetry(
+      fromBody ?? kindForStatus(input.status),
+      input.headers["x-should-retry"],
+      fromBody === undefined
+    )
     const code = codeOf(error)
     return providerError({
       kind,
@@ -381,7 +389,12 @@ export const classifyErrorAfter200 = (provider: string, error: unknown, meta: Me
     requestId: meta.requestId,
     providerCode: code,
     usage,
-    detail: describe(provider, meta.httpStatus, code, `error after the response started${status ? ` (code ${status})` : ""}`)
+    detail: describe(
+      provider,
+      meta.httpStatus,
+      code,
+      `error after the response started${status ? ` (code ${status})` : ""}`
+    )
   })
 }
 

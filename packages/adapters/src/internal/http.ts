@@ -91,7 +91,11 @@ export const transportError = (
       case "InvalidUrl":
         return providerError({ kind: "rejected", processed: "no", detail: `${provider}: invalid endpoint URL` })
       case "Encode":
-        return providerError({ kind: "invalid_request", processed: "no", detail: `${provider}: request encoding failed` })
+        return providerError({
+          kind: "invalid_request",
+          processed: "no",
+          detail: `${provider}: request encoding failed`
+        })
       case "Transport": {
         const codes = errorCodes(error.cause)
         const code = codes.find((c) => notConnectedCodes.has(c)) ?? codes[0]
@@ -182,7 +186,9 @@ export const readBody = (
       })
     ).pipe(
       Effect.mapError((error) => transportError(provider, error, meta)),
-      Effect.flatMap(() => (over ? Effect.fail(tooLarge) : Effect.succeed(new TextDecoder().decode(concat(parts, size)))))
+      Effect.flatMap(() =>
+        over ? Effect.fail(tooLarge) : Effect.succeed(new TextDecoder().decode(concat(parts, size)))
+      )
     )
   })
 

@@ -5,7 +5,6 @@
  *
  * @internal
  */
-import type { Headers } from "@effect/platform"
 
 /** Upper bound on any hint we accept (a day); anything larger is treated as malformed. @internal */
 const maxHintMs = 24 * 60 * 60 * 1000
@@ -36,7 +35,7 @@ export const parseRetryAfter = (value: string | undefined, nowMs: number): numbe
   return Number.isNaN(at) ? undefined : bounded(Math.max(0, at - nowMs))
 }
 
-const goUnits: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+const goUnits: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 const goDuration = /^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/
 const goPart = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g
 
@@ -97,7 +96,7 @@ export type HintSource = "retry-after-ms" | "retry-after" | "body" | "reset-head
  * @internal
  */
 export const retryHintMs = (
-  headers: Headers.Headers,
+  headers: Readonly<Record<string, string | undefined>>,
   nowMs: number,
   options: {
     readonly bodyDelayMs?: number | undefined

@@ -74,12 +74,37 @@ export const decode = (
         detail: `${provider}: stream exceeds ${maxBytes} bytes`
       })
 
-    const feed = (text: string): Step => {
+    // A "\r" at the end of a read is held back, so that a "\r\n" split across reads stays one
+    // line end.
+    let carry = ""
+
+    /**
+     * Feeds the parser one line at a time. `Sse.makeParser` rescans its whole buffer from the start
+     * for every line and remembers a stale "\r" from an earlier line, which swallows the blank
+     * line of a later event when line endings are mixed within one read (and is quadratic in the
+     * number of lines per read). With one line per `feed` its buffer never holds more than that.
+     */
+    const feedLines = (text: string): boolean => {
+      let start = 0
+      for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", start)) {
+        if (parser.feed(text.slice(start, nl + 1)) !== undefined) return false
+        start = nl + 1
+      }
+      return start >= text.length || parser.feed(text.slice(start)) === undefined
+    }
+
+    const feed = (chunk: string, final = false): Step => {
+      let text = carry + chunk
+      carry = ""
+      if (!final && text.endsWith("\r")) {
+        carry = "\r"
+        text = text.slice(0, -1)
+      }
       if (text.length === 0) return noEvents
       tail = tail.length + text.length > tailSize ? (tail + text).slice(-tailSize) : tail + text
       const last = text[text.length - 1]
       endsWithNewline = last === "\n" || last === "\r"
-      if (parser.feed(text) !== undefined) return tooLarge()
+      if (!feedLines(text)) return tooLarge()
       if (pending.length === 0) return noEvents
       const out: Array<ProviderStreamEvent> = []
       for (const event of pending.splice(0)) {
@@ -104,7 +129,7 @@ export const decode = (
     // At the end, a complete last line still dispatches its event (llama.cpp may omit the final
     // blank line after `data: [DONE]`); a partial line is a truncated event and is dropped.
     const end = Stream.suspend(() => {
-      const rest = feed(decoder.decode())
+      const rest = feed(decoder.decode(), true)
       if (isFailure(rest)) return Stream.fail(rest)
       const flushed = endsWithNewline ? feed("\n") : noEvents
       if (isFailure(flushed)) return Stream.fail(flushed)

@@ -11,7 +11,9 @@ import { Usage } from "@modelgate/core/ModelResult"
 
 /** A provider counter as a non-negative integer (missing or invalid counts as 0). @internal */
 export const count = (value: number | null | undefined): number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), Number.MAX_SAFE_INTEGER) : 0
+  typeof value === "number" && Number.isFinite(value) && value > 0
+    ? Math.min(Math.floor(value), Number.MAX_SAFE_INTEGER)
+    : 0
 
 /** @internal */
 export const makeUsage = (input: {

@@ -26,7 +26,13 @@ export interface Rules {
 
 export const statusOf = (s: State | undefined): Status => s?.status ?? "closed"
 
-export const opened = (now: number): State => ({ status: "open", since: now, probes: 0, probeSuccesses: 0, lastProbeAt: 0 })
+export const opened = (now: number): State => ({
+  status: "open",
+  since: now,
+  probes: 0,
+  probeSuccesses: 0,
+  lastProbeAt: 0
+})
 
 /** The state as of `now`: an open breaker whose cool-down has ended is half-open since that instant. */
 export const view = (s: State | undefined, now: number, rules: Rules): State | undefined =>

@@ -385,7 +385,7 @@ export const recordCall = (
       maxOutputTokens: state.lastMaxOutputTokens,
       permitWaitMs: state.permitWaitMs
     })
-    return ctx.recorder.record(record)
+    return Telemetry.outsideCallSpanEvents(state.span, ctx.recorder.record(record))
   })
 
 const failureOf = (cause: Cause.Cause<GatewayError>): GatewayError | undefined => {
@@ -485,11 +485,23 @@ export const run = <A>(
         )
       })
     )
+    // The backstop: nothing in the call outlives the deadline, whatever a service does.
+    const backstop = Math.max(0, deadline - (yield* Clock.currentTimeMillis))
     return yield* settled.pipe(
-      Effect.timeoutFail({ duration: Duration.millis(timeoutMs), onTimeout: () => undefined }),
+      Effect.timeoutFail({ duration: Duration.millis(backstop), onTimeout: () => undefined }),
       Effect.catchIf(
         (e): e is undefined => e === undefined,
-        () => deadlineError("call")
+        () => {
+          // An attempt cut by the backstop ended at the deadline; it was not cancelled by the caller.
+          const last = state.attempts[state.attempts.length - 1]
+          if (last !== undefined && last.outcome === "cancelled") {
+            state.attempts[state.attempts.length - 1] = new AttemptRecord(
+              { ...last, outcome: "timeout", errorTag: "DeadlineExceeded" },
+              { disableValidation: true }
+            )
+          }
+          return deadlineError("call")
+        }
       )
     )
   }).pipe(
@@ -856,6 +868,8 @@ export const attemptLoop = (
         if (Option.isNone(delay)) break
         // No sleep that would leave too little time for the retry: go to the fallback or stop.
         if (at + delay.value + minimumMs > deadline) break
+        // A breaker this failure opened: no retry token spent on a route that will not be tried.
+        if (yield* ctx.health.isOpen(target)) break
         if (!(yield* ctx.health.tryRetry)) {
           state.retryBudgetExhausted = true
           break

@@ -193,7 +193,7 @@ export const openAiBody = (provider: Provider, success: Success, requested: stri
         index: 0,
         message: {
           role: "assistant",
-          content: refusal !== undefined ? null : textOf(success) ?? null,
+          content: refusal !== undefined ? null : (textOf(success) ?? null),
           refusal: refusal ?? null,
           ...(toolCalls.length > 0
             ? {
@@ -247,7 +247,9 @@ export const openAiSse = (
   for (const [i, call] of (success.toolCalls ?? []).entries()) {
     chunks.push(
       delta({
-        tool_calls: [{ index: i, id: call.id ?? `call_mock_${i}`, type: "function", function: { name: call.name, arguments: "" } }]
+        tool_calls: [
+          { index: i, id: call.id ?? `call_mock_${i}`, type: "function", function: { name: call.name, arguments: "" } }
+        ]
       })
     )
     for (const piece of pieces(argumentsOf(call), size)) {
@@ -348,7 +350,9 @@ export const anthropicSse = (success: Success, requested: string | undefined, id
       })
     )
     for (const piece of pieces(JSON.stringify(inputOf(call)), size)) {
-      chunks.push(event({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: piece } }))
+      chunks.push(
+        event({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: piece } })
+      )
     }
     chunks.push(event({ type: "content_block_stop", index }))
     index++
@@ -374,7 +378,11 @@ export const anthropicSse = (success: Success, requested: string | undefined, id
     tail: [
       event({
         type: "message_delta",
-        delta: { stop_reason: anthropicStop(success), stop_sequence: null, stop_details: anthropicStopDetails(success) },
+        delta: {
+          stop_reason: anthropicStop(success),
+          stop_sequence: null,
+          stop_details: anthropicStopDetails(success)
+        },
         usage: { output_tokens: usage.output_tokens }
       }),
       event({ type: "message_stop" })

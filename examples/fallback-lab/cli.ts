@@ -1,0 +1,85 @@
+/**
+ * The lab's command line.
+ */
+import { defaults, type LabOptions, parseOutcomes } from "./lab.js"
+
+export const usage = `usage: pnpm fallback-lab [flags]
+
+  --primary <outcomes>       what the primary answers, per attempt (default hang)
+  --secondary <outcomes>     what the secondary answers, per attempt (default ok:200)
+                             outcomes: ok:<ms> 503:<ms> 429:<ms>[:<retry-after ms>] 400:<ms>
+                                       invalid:<ms> refusal:<ms> hang, comma-separated; the last repeats
+  --timeout <ms>             per-attempt timeout of both routes (default 400)
+  --primary-timeout <ms>     … of the primary only
+  --secondary-timeout <ms>   … of the secondary only
+  --deadline <ms>            the call's end-to-end deadline (default 1000)
+  --attempts <n>             attempts per route (default 2)
+  --min-attempt <ms>         no attempt starts with less time left (default 100)
+  --base-delay <ms>          first backoff before jitter, doubling per retry (default 200)
+  --jitter <0..1>            the full-jitter draw (default 0.5)
+  --secondary-compatible yes|region|schema
+                             region: the secondary runs in the US and the request is EU-only;
+                             schema: its strict mode lacks a feature the request needs (default yes)`
+
+/** The options, or the text to print (usage or an error). */
+export const parse = (argv: ReadonlyArray<string>): LabOptions | string => {
+  const args = argv.filter((a) => a !== "--")
+  let o: LabOptions = defaults
+  let timeout: number | undefined
+  let primaryTimeout: number | undefined
+  let secondaryTimeout: number | undefined
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? ""
+    if (arg === "--help" || arg === "-h") return usage
+    const eq = arg.indexOf("=")
+    const flag = eq > 0 ? arg.slice(0, eq) : arg
+    const value = eq > 0 ? arg.slice(eq + 1) : args[++i]
+    if (value === undefined) return `${flag} needs a value\n\n${usage}`
+    const ms = () => (/^\d+$/.test(value) ? Number(value) : undefined)
+    const bad = `${flag}: invalid value "${value}"\n\n${usage}`
+    switch (flag) {
+      case "--primary":
+      case "--secondary": {
+        const outcomes = parseOutcomes(value)
+        if (typeof outcomes === "string") return `${flag}: ${outcomes}`
+        o = flag === "--primary" ? { ...o, primary: outcomes } : { ...o, secondary: outcomes }
+        break
+      }
+      case "--timeout":
+      case "--primary-timeout":
+      case "--secondary-timeout":
+      case "--deadline":
+      case "--attempts":
+      case "--min-attempt":
+      case "--base-delay": {
+        const n = ms()
+        if (n === undefined || (n === 0 && flag !== "--base-delay")) return bad
+        if (flag === "--timeout") timeout = n
+        else if (flag === "--primary-timeout") primaryTimeout = n
+        else if (flag === "--secondary-timeout") secondaryTimeout = n
+        else if (flag === "--deadline") o = { ...o, deadline: n }
+        else if (flag === "--attempts") o = { ...o, attempts: n }
+        else if (flag === "--min-attempt") o = { ...o, minimumAttemptTime: n }
+        else o = { ...o, baseDelay: n }
+        break
+      }
+      case "--jitter": {
+        const n = Number(value)
+        if (!(n >= 0 && n < 1)) return bad
+        o = { ...o, jitter: n }
+        break
+      }
+      case "--secondary-compatible":
+        if (value !== "yes" && value !== "region" && value !== "schema") return bad
+        o = { ...o, secondaryCompatible: value }
+        break
+      default:
+        return `unknown argument "${arg}"\n\n${usage}`
+    }
+  }
+  return {
+    ...o,
+    primaryTimeout: primaryTimeout ?? timeout ?? o.primaryTimeout,
+    secondaryTimeout: secondaryTimeout ?? timeout ?? o.secondaryTimeout
+  }
+}

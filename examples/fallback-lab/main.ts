@@ -1,0 +1,26 @@
+/**
+ * `pnpm fallback-lab [flags]`: one call through the real engine under TestClock, printed as an
+ * exact virtual timeline. Try:
+ *
+ *   pnpm fallback-lab                                   # primary hangs: two timeouts, a backoff, a squeezed fallback
+ *   pnpm fallback-lab --primary 503:50 --secondary ok:200
+ *   pnpm fallback-lab --primary ok:450 --timeout 400    # a late response, ignored
+ *   pnpm fallback-lab --primary 429:10:5000             # retry-after longer than the deadline: no wait
+ *   pnpm fallback-lab --primary hang --secondary-compatible region
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Effect } from "effect"
+import * as Render from "../support-ticket/render.js"
+import { parse, usage } from "./cli.js"
+import { render, runLab } from "./lab.js"
+
+const flags = parse(process.argv.slice(2))
+if (typeof flags === "string") {
+  process.stderr.write(`${flags}\n`)
+  process.exitCode = flags === usage ? 0 : 2
+} else {
+  const style = Render.styleFor(process.stdout, process.env)
+  NodeRuntime.runMain(
+    Effect.flatMap(runLab(flags), (report) => Effect.sync(() => process.stdout.write(render(flags, report, style))))
+  )
+}
