@@ -37,6 +37,10 @@ export * as Router from "./Router.js"
 /** @since 0.1.0 */
 export * as StreamEvent from "./StreamEvent.js"
 /** @since 0.1.0 */
+export * as Telemetry from "./Telemetry.js"
+/** @since 0.1.0 */
 export * as TokenEstimator from "./TokenEstimator.js"
+/** @since 0.1.0 */
+export * as ToolLedger from "./ToolLedger.js"
 /** @since 0.1.0 */
 export * as Workflow from "./Workflow.js"

@@ -6,3 +6,5 @@
 
 /** @since 0.1.0 */
 export * as ScriptedProvider from "./ScriptedProvider.js"
+/** @since 0.1.0 */
+export * as MockProviderServer from "./MockProviderServer.js"
