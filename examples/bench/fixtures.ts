@@ -55,6 +55,13 @@ export const Classification = Schema.Struct({
   summary: Schema.String
 })
 
+/** The answer text of the mock provider server (the body is about 1 KB with the envelope). */
+export const answerText =
+  "Thanks for reaching out. I checked invoice INV-2026-11-0042 and the November amount includes a prorated " +
+  "upgrade from the Team plan to the Business plan on the 14th. I have asked billing to send you an itemised copy " +
+  "of the invoice, which should reach you within one business day. If anything still looks wrong after that, " +
+  "reply to this message and I will open a billing dispute for you right away."
+
 /** A typical short command: a system prompt and one user message. */
 export const command = (workflowName: string, tenant = "acme"): ModelCommand =>
   decodeCommand({

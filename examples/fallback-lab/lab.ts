@@ -12,7 +12,20 @@ import { ModelCommand } from "@modelgate/core/ModelCommand"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import type { AttemptRecord, CallRecord } from "@modelgate/core/ModelResult"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Layer, Option, Random, Schema, TestClock, TestContext } from "effect"
+import {
+  Cause,
+  Clock,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  Random,
+  Schema,
+  TestClock,
+  TestContext
+} from "effect"
 import type { Style } from "../support-ticket/render.js"
 import { attemptOutcome, short, timeline } from "../support-ticket/render.js"
 
@@ -85,7 +98,10 @@ const toScript = (o: OutcomeSpec, label: string): ScriptedProvider.Outcome => {
     case "503":
       return ScriptedProvider.unavailable({ after: o.after })
     case "429":
-      return ScriptedProvider.rateLimited({ after: o.after, ...(o.retryAfter !== undefined ? { retryAfter: o.retryAfter } : {}) })
+      return ScriptedProvider.rateLimited({
+        after: o.after,
+        ...(o.retryAfter !== undefined ? { retryAfter: o.retryAfter } : {})
+      })
     case "400":
       return ScriptedProvider.invalidRequest({ after: o.after })
     case "invalid":
@@ -178,7 +194,11 @@ const definition = (o: LabOptions) => ({
         maxOutputTokens: 4096
       },
       pricing: { inputPerMillion: 1, outputPerMillion: 2, pricingVersion: "lab" },
-      limits: { maxAttempts: o.attempts, perAttemptTimeout: o.secondaryTimeout, minimumAttemptTime: o.minimumAttemptTime }
+      limits: {
+        maxAttempts: o.attempts,
+        perAttemptTimeout: o.secondaryTimeout,
+        minimumAttemptTime: o.minimumAttemptTime
+      }
     }
   ],
   workflows: [
@@ -233,7 +253,10 @@ const buildEvents = (
     if (previous !== undefined) {
       const prevEnd = previous.startOffsetMs + previous.latencyMs
       if (previous.target === a.target && start > prevEnd) {
-        add(prevEnd, `waits ${start - prevEnd} ms before retrying (backoff${previous.retryAfterMs !== undefined ? `, retry-after ${previous.retryAfterMs} ms` : ""})`)
+        add(
+          prevEnd,
+          `waits ${start - prevEnd} ms before retrying (backoff${previous.retryAfterMs !== undefined ? `, retry-after ${previous.retryAfterMs} ms` : ""})`
+        )
       } else if (previous.target !== a.target) {
         add(start, `falls back to the ${route}`)
       }
@@ -257,7 +280,10 @@ const buildEvents = (
           : ""
     add(end, `${route} #${a.attempt} ends: ${attemptOutcome(a, record.mode)}${note}`)
     if (abandoned && spec !== undefined && spec._tag !== "hang" && start + spec.after > end) {
-      add(start + spec.after, `${route} #${a.attempt}'s response (${describeOutcome(spec)}) arrives: ignored, the attempt was abandoned at ${end} ms`)
+      add(
+        start + spec.after,
+        `${route} #${a.attempt}'s response (${describeOutcome(spec)}) arrives: ignored, the attempt was abandoned at ${end} ms`
+      )
     }
     previous = a
   }
@@ -265,7 +291,10 @@ const buildEvents = (
   if (record.outcome === "failed" && last !== undefined && record.errorTag === "DeadlineExceeded") {
     const lastEnd = last.startOffsetMs + last.latencyMs
     if (o.deadline - lastEnd > 0 && o.deadline - lastEnd < o.minimumAttemptTime) {
-      add(lastEnd, `no attempt starts: ${o.deadline - lastEnd} ms left < ${o.minimumAttemptTime} ms minimum attempt time`)
+      add(
+        lastEnd,
+        `no attempt starts: ${o.deadline - lastEnd} ms left < ${o.minimumAttemptTime} ms minimum attempt time`
+      )
     }
   }
   add(answeredAt, `caller gets ${outcome}`)
@@ -289,7 +318,9 @@ export const runLab = (o: LabOptions): Effect.Effect<LabReport> =>
     )
     const longest = Math.max(
       0,
-      ...[...o.primary, ...o.secondary].map((s) => (s._tag === "hang" ? 0 : s.after + (s._tag === "429" ? (s.retryAfter ?? 0) : 0)))
+      ...[...o.primary, ...o.secondary].map((s) =>
+        s._tag === "hang" ? 0 : s.after + (s._tag === "429" ? (s.retryAfter ?? 0) : 0)
+      )
     )
     yield* TestClock.adjust(Duration.millis(o.deadline + longest + 1))
     const { exit, at } = yield* Fiber.join(fiber)

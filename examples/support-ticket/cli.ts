@@ -24,7 +24,9 @@ export const parse = (argv: ReadonlyArray<string>): Flags | string => {
   const args = argv.filter((a) => a !== "--")
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] ?? ""
-    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined]
+    const [flag, inline] = arg.includes("=")
+      ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
+      : [arg, undefined]
     switch (flag) {
       case "--scenario": {
         const value = inline ?? args[++i]

@@ -44,18 +44,25 @@ export const createFollowUpTask = ToolLedger.sideEffecting({
 
 /** The ticket system the tool writes to: counts what it really created. */
 export interface TaskSystem {
-  readonly create: (args: { readonly ticketId: string; readonly title: string; readonly dueInDays: number }) => Effect.Effect<Task>
+  readonly create: (args: {
+    readonly ticketId: string
+    readonly title: string
+    readonly dueInDays: number
+  }) => Effect.Effect<Task>
   readonly created: Effect.Effect<ReadonlyArray<Task>>
 }
 
-export const makeTaskSystem = Effect.map(Ref.make<ReadonlyArray<Task>>([]), (ref): TaskSystem => ({
-  create: (args) =>
-    Ref.modify(ref, (all) => {
-      const task = new Task({ id: `TASK-${1001 + all.length}`, ...args })
-      return [task, [...all, task]]
-    }),
-  created: Ref.get(ref)
-}))
+export const makeTaskSystem = Effect.map(
+  Ref.make<ReadonlyArray<Task>>([]),
+  (ref): TaskSystem => ({
+    create: (args) =>
+      Ref.modify(ref, (all) => {
+        const task = new Task({ id: `TASK-${1001 + all.length}`, ...args })
+        return [task, [...all, task]]
+      }),
+    created: Ref.get(ref)
+  })
+)
 
 /** What happened in a step, for the printout. */
 export type StepEvent =
@@ -119,7 +126,12 @@ export const runFollowUp = (options: FollowUpOptions) =>
           })
         )
         yield* options.onEvent({ _tag: "Tool", key: key.id, executed, task })
-        toolMessages.push({ _tag: "tool", toolCallId: call.id, name: call.name, content: JSON.stringify({ taskId: task.id }) })
+        toolMessages.push({
+          _tag: "tool",
+          toolCallId: call.id,
+          name: call.name,
+          content: JSON.stringify({ taskId: task.id })
+        })
       }
       const confirmation = yield* options.generate(
         command([system, user, { _tag: "assistant", toolCalls: calls }, ...toolMessages]),

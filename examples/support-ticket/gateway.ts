@@ -53,7 +53,8 @@ export const prompts = {
 export const systemPrompt = (prompt: { readonly id: string; readonly version: string }): string => {
   const task: Record<string, string> = {
     "ticket.classify": "Classify the support ticket. Answer with its category and your confidence between 0 and 1.",
-    "ticket.extract": "Extract the order id (ORD-######) and the product from the ticket. Use null for what is not there.",
+    "ticket.extract":
+      "Extract the order id (ORD-######) and the product from the ticket. Use null for what is not there.",
     "ticket.draftReply": "Draft a short, friendly reply to the customer. Do not promise refunds you cannot see.",
     "ticket.followUp":
       "Decide whether the ticket needs a follow-up. If it does, call create_follow_up_task once, then confirm to the agent what you scheduled."
@@ -147,19 +148,102 @@ export const configJson = (scale = 1) => {
   const small = { maxAttempts: 2, perAttemptTimeout: 500, minimumAttemptTime: 100 }
   // Large models stream: a first token within 300 ms, no gap over 300 ms. One attempt each: when a
   // big model is slow, the next route is a better bet than the same one again.
-  const large = { maxAttempts: 1, perAttemptTimeout: 2000, minimumAttemptTime: 200, ttftTimeout: 300, streamIdleTimeout: 300 }
+  const large = {
+    maxAttempts: 1,
+    perAttemptTimeout: 2000,
+    minimumAttemptTime: 200,
+    ttftTimeout: 300,
+    streamIdleTimeout: 300
+  }
   const strict = { mode: "json_schema_strict" }
   const schema = { mode: "json_schema" }
   return {
     targets: [
-      target({ ref: refs.mini, provider: "openai", model: "gpt-4.1-mini", tier: "small", regions: ["eu"], dataClasses: ["public", "internal"], structuredOutput: strict, price: [0.4, 1.6], maxOutputTokens: 16_384, limits: small }),
-      target({ ref: refs.gpt, provider: "openai", model: "gpt-4.1", tier: "large", regions: ["eu"], dataClasses: ["public", "internal"], structuredOutput: strict, price: [2, 8], maxOutputTokens: 16_384, limits: large }),
-      target({ ref: refs.haiku, provider: "anthropic", model: "claude-haiku-4-5", tier: "small", regions: ["eu"], dataClasses: ["public", "internal", "confidential"], structuredOutput: schema, price: [1, 5], maxOutputTokens: 8_192, limits: small }),
-      target({ ref: refs.sonnet, provider: "anthropic", model: "claude-sonnet-4-5", tier: "large", regions: ["eu"], dataClasses: ["public", "internal"], structuredOutput: schema, price: [3, 15], maxOutputTokens: 8_192, limits: { ...large, ttftTimeout: 400 } }),
-      target({ ref: refs.flash, provider: "gemini", model: "gemini-2.5-flash", tier: "small", regions: ["us"], dataClasses: ["public", "internal"], structuredOutput: schema, price: [0.3, 2.5], maxOutputTokens: 8_192, limits: small }),
-      target({ ref: refs.pro, provider: "gemini", model: "gemini-2.5-pro", tier: "large", regions: ["us"], dataClasses: ["public", "internal"], structuredOutput: schema, price: [1.25, 10], maxOutputTokens: 8_192, limits: { ...large, ttftTimeout: 400 } }),
+      target({
+        ref: refs.mini,
+        provider: "openai",
+        model: "gpt-4.1-mini",
+        tier: "small",
+        regions: ["eu"],
+        dataClasses: ["public", "internal"],
+        structuredOutput: strict,
+        price: [0.4, 1.6],
+        maxOutputTokens: 16_384,
+        limits: small
+      }),
+      target({
+        ref: refs.gpt,
+        provider: "openai",
+        model: "gpt-4.1",
+        tier: "large",
+        regions: ["eu"],
+        dataClasses: ["public", "internal"],
+        structuredOutput: strict,
+        price: [2, 8],
+        maxOutputTokens: 16_384,
+        limits: large
+      }),
+      target({
+        ref: refs.haiku,
+        provider: "anthropic",
+        model: "claude-haiku-4-5",
+        tier: "small",
+        regions: ["eu"],
+        dataClasses: ["public", "internal", "confidential"],
+        structuredOutput: schema,
+        price: [1, 5],
+        maxOutputTokens: 8_192,
+        limits: small
+      }),
+      target({
+        ref: refs.sonnet,
+        provider: "anthropic",
+        model: "claude-sonnet-4-5",
+        tier: "large",
+        regions: ["eu"],
+        dataClasses: ["public", "internal"],
+        structuredOutput: schema,
+        price: [3, 15],
+        maxOutputTokens: 8_192,
+        limits: { ...large, ttftTimeout: 400 }
+      }),
+      target({
+        ref: refs.flash,
+        provider: "gemini",
+        model: "gemini-2.5-flash",
+        tier: "small",
+        regions: ["us"],
+        dataClasses: ["public", "internal"],
+        structuredOutput: schema,
+        price: [0.3, 2.5],
+        maxOutputTokens: 8_192,
+        limits: small
+      }),
+      target({
+        ref: refs.pro,
+        provider: "gemini",
+        model: "gemini-2.5-pro",
+        tier: "large",
+        regions: ["us"],
+        dataClasses: ["public", "internal"],
+        structuredOutput: schema,
+        price: [1.25, 10],
+        maxOutputTokens: 8_192,
+        limits: { ...large, ttftTimeout: 400 }
+      }),
       // Self-hosted in the EU (vLLM, OpenAI-compatible): the only other home for confidential data.
-      target({ ref: refs.llama, provider: "vllm-eu", model: "llama-3.3-70b", tier: "medium", regions: ["eu"], dataClasses: ["public", "internal", "confidential"], structuredOutput: schema, price: [0.2, 0.2], maxOutputTokens: 4_096, limits: { ...small, perAttemptTimeout: 800 } })
+      target({
+        ref: refs.llama,
+        provider: "vllm-eu",
+        model: "llama-3.3-70b",
+        tier: "medium",
+        regions: ["eu"],
+        dataClasses: ["public", "internal", "confidential"],
+        structuredOutput: schema,
+        price: [0.2, 0.2],
+        maxOutputTokens: 4_096,
+        limits: { ...small, perAttemptTimeout: 800 }
+      })
     ],
     workflows: [
       {

@@ -30,7 +30,7 @@ if (typeof flags === "string") {
       style: flags.json ? Render.plain : Render.styleFor(process.stdout, process.env),
       write: (text) => void process.stdout.write(text),
       live,
-      columns: Math.min(process.stdout.columns ?? 100, 110)
+      columns: (process.stdout.columns ?? 0) >= 60 ? Math.min(process.stdout.columns, 110) : 100
     },
     flags.scenarios
   ).pipe(

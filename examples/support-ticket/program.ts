@@ -85,17 +85,16 @@ const adaptersLayer = (
   ) => (live.has(provider) ? Layer.orDie(real) : fake)
   return Layer.mergeAll(
     liveOr("openai", OpenAi.layerConfig(), OpenAi.layer({ baseUrl: mock.baseUrl("openai") })),
-    liveOr(
-      "anthropic",
-      Anthropic.layerConfig(),
-      Anthropic.layer({ baseUrl: mock.baseUrl("anthropic") })
-    ),
+    liveOr("anthropic", Anthropic.layerConfig(), Anthropic.layer({ baseUrl: mock.baseUrl("anthropic") })),
     liveOr("gemini", Gemini.layerConfig(), Gemini.layer({ baseUrl: mock.baseUrl("gemini") })),
     // The EU vLLM server: `VLLM_EU_BASE_URL` when set (and live), the mock otherwise.
     live.size > 0
       ? Layer.unwrapEffect(
           Effect.map(Config.option(Config.string("VLLM_EU_BASE_URL")).pipe(Effect.orDie), (url) =>
-            OpenAiCompatible.layer({ id: "vllm-eu", baseUrl: Option.getOrElse(url, () => mock.baseUrl("openai-compatible")) })
+            OpenAiCompatible.layer({
+              id: "vllm-eu",
+              baseUrl: Option.getOrElse(url, () => mock.baseUrl("openai-compatible"))
+            })
           )
         )
       : OpenAiCompatible.layer({ id: "vllm-eu", baseUrl: mock.baseUrl("openai-compatible") })
@@ -183,17 +182,25 @@ export const runDemo = (options: DemoOptions) =>
           if (options.json) return write(`${JSON.stringify(encodeRecord(record))}\n`)
           const e = record.evidence
           const tags = [
-            record.outcome === "success" ? style.green("success") : record.outcome === "degraded" ? style.yellow("degraded") : style.red(record.outcome),
+            record.outcome === "success"
+              ? style.green("success")
+              : record.outcome === "degraded"
+                ? style.yellow("degraded")
+                : style.red(record.outcome),
             e.fallbackUsed ? style.yellow("fallback") : undefined,
             e.retryCount > 0 ? style.yellow(`${e.retryCount} ${e.retryCount === 1 ? "retry" : "retries"}`) : undefined
           ].filter((t) => t !== undefined)
-          line(`  ${style.bold(style.cyan(e.workflow))}${label ? style.dim(` (${label})`) : ""}  ${tags.join(style.dim(" · "))}  ${style.dim(e.callId)}`)
-          if (e.eligible.length > 0 || e.excluded.length > 0) line(block("decision", Render.decision(record, style), style))
+          line(
+            `  ${style.bold(style.cyan(e.workflow))}${label ? style.dim(` (${label})`) : ""}  ${tags.join(style.dim(" · "))}  ${style.dim(e.callId)}`
+          )
+          if (e.eligible.length > 0 || e.excluded.length > 0)
+            line(block("decision", Render.decision(record, style), style))
           if (e.attempts.length > 0) line(block("timeline", Render.timeline(record, style), style))
           const outcome = Exit.match(exit, {
             onSuccess: (result) => {
               const text = content(result)
-              const mark = record.outcome === "degraded" ? style.yellow("◐ degraded, no model answered:") : style.green("✓")
+              const mark =
+                record.outcome === "degraded" ? style.yellow("◐ degraded, no model answered:") : style.green("✓")
               return `${mark} ${text ?? ""}`
             },
             onFailure: (cause) =>
@@ -216,7 +223,11 @@ export const runDemo = (options: DemoOptions) =>
             return exit
           })
 
-        const commandFor = (ticket: Ticket, workflow: string, prompt: { readonly id: string; readonly version: string }) =>
+        const commandFor = (
+          ticket: Ticket,
+          workflow: string,
+          prompt: { readonly id: string; readonly version: string }
+        ) =>
           decodeCommand({
             workflow,
             tenant: ticket.tenant.id,
@@ -309,12 +320,16 @@ export const runDemo = (options: DemoOptions) =>
                 return acc
               })
             ),
-            Effect.flatMap((result) => (result === undefined ? Effect.dieMessage("stream ended without Final") : Effect.succeed(result))),
+            Effect.flatMap((result) =>
+              result === undefined ? Effect.dieMessage("stream ended without Final") : Effect.succeed(result)
+            ),
             Effect.exit
           )
           if (streamed) line()
           for (const record of yield* newRecords) {
-            printCall(record, draft, "streamed", (r) => (streamed ? style.dim(`${r.content.text?.length ?? 0} characters streamed`) : r.content.text))
+            printCall(record, draft, "streamed", (r) =>
+              streamed ? style.dim(`${r.content.text?.length ?? 0} characters streamed`) : r.content.text
+            )
           }
 
           if (ticket.followUp) {
@@ -323,7 +338,7 @@ export const runDemo = (options: DemoOptions) =>
                 switch (event._tag) {
                   case "Tool":
                     return line(
-                      block(
+                      `${block(
                         "tool",
                         [
                           event.executed
@@ -332,14 +347,21 @@ export const runDemo = (options: DemoOptions) =>
                           style.dim(`idempotency key ${event.key}`)
                         ],
                         style
-                      ) + "\n"
+                      )}\n`
                     )
                   case "ToolError":
-                    return line(block("tool", [style.red(event.message)], style) + "\n")
+                    return line(`${block("tool", [style.red(event.message)], style)}\n`)
                   case "Retry":
                     return line(
-                      block("agent", [style.yellow(`the step failed with ${event.reason}; the agent retries step 1 (attempt ${event.attempt})`)], style) +
-                        "\n"
+                      `${block(
+                        "agent",
+                        [
+                          style.yellow(
+                            `the step failed with ${event.reason}; the agent retries step 1 (attempt ${event.attempt})`
+                          )
+                        ],
+                        style
+                      )}\n`
                     )
                 }
               })

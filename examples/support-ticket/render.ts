@@ -83,14 +83,13 @@ export const timeline = (record: CallRecord, style: Style, width = 36): Array<st
   const col = (ms: number) => Math.min(width, Math.max(0, Math.round((ms / total) * width)))
   const labelWidth = Math.max(24, ...e.attempts.map((a) => short(a.target).length + 3))
   const lines: Array<string> = []
-  lines.push(
-    `${" ".repeat(labelWidth + 2)}${style.dim(`0 ms${padStart(`${Math.round(total)} ms`, width - 4)}`)}`
-  )
+  lines.push(`${" ".repeat(labelWidth + 2)}${style.dim(`0 ms${padStart(`${Math.round(total)} ms`, width - 4)}`)}`)
   for (const a of e.attempts) {
     const start = col(a.startOffsetMs)
     const end = Math.max(start + 1, col(a.startOffsetMs + a.latencyMs))
     const bar = "█".repeat(end - start)
-    const colored = a.outcome === "success" ? style.green(bar) : a.outcome === "timeout" ? style.yellow(bar) : style.red(bar)
+    const colored =
+      a.outcome === "success" ? style.green(bar) : a.outcome === "timeout" ? style.yellow(bar) : style.red(bar)
     const track = `${style.dim("·".repeat(start))}${colored}${style.dim("·".repeat(width - end))}`
     const when = `${padStart(String(Math.round(a.startOffsetMs)), 5)} → ${padStart(String(Math.round(a.startOffsetMs + a.latencyMs)), 5)} ms`
     const outcome = attemptOutcome(a, record.mode)
@@ -108,15 +107,20 @@ export const timeline = (record: CallRecord, style: Style, width = 36): Array<st
 /** The decision: eligible targets in order, excluded targets with reasons. */
 export const decision = (record: CallRecord, style: Style): Array<string> => {
   const e = record.evidence
-  const lines = [`eligible  ${e.eligible.length === 0 ? style.dim("(none)") : e.eligible.map(short).join(style.dim(" → "))}`]
-  for (const x of e.excluded) lines.push(`excluded  ${style.yellow(short(x.target))}  ${x.reason}  ${style.dim(x.detail)}`)
+  const lines = [
+    `eligible  ${e.eligible.length === 0 ? style.dim("(none)") : e.eligible.map(short).join(style.dim(" → "))}`
+  ]
+  for (const x of e.excluded)
+    lines.push(`excluded  ${style.yellow(short(x.target))}  ${x.reason}  ${style.dim(x.detail)}`)
   return lines
 }
 
 export const versions = (record: CallRecord): string => {
   const e = record.evidence
   return [
-    e.model !== undefined ? `model ${e.model}${e.modelVersion !== undefined && e.modelVersion !== e.model ? ` (${e.modelVersion})` : ""}` : undefined,
+    e.model !== undefined
+      ? `model ${e.model}${e.modelVersion !== undefined && e.modelVersion !== e.model ? ` (${e.modelVersion})` : ""}`
+      : undefined,
     `policy ${e.policyVersion}`,
     `prompt ${e.promptId}@${e.promptVersion}`,
     e.schemaVersion !== undefined ? `schema v${e.schemaVersion}` : undefined,
@@ -145,7 +149,15 @@ export interface Totals {
 export const totals = (records: ReadonlyArray<CallRecord>): Map<string, Totals> => {
   const out = new Map<string, Totals>()
   for (const r of records) {
-    const t = out.get(r.evidence.workflow) ?? { calls: 0, ok: 0, fallbacks: 0, retries: 0, degraded: 0, failed: 0, cost: 0 }
+    const t = out.get(r.evidence.workflow) ?? {
+      calls: 0,
+      ok: 0,
+      fallbacks: 0,
+      retries: 0,
+      degraded: 0,
+      failed: 0,
+      cost: 0
+    }
     t.calls++
     if (r.outcome === "success") t.ok++
     if (r.outcome === "degraded") t.degraded++

@@ -45,7 +45,8 @@ export const scenarios: Record<ScenarioName, Scenario> = {
   outage: {
     name: "outage",
     setup: "OpenAI answers 503 to every request",
-    shows: "calls whose primary is an OpenAI target retry once, then fall back to a compatible target of another provider",
+    shows:
+      "calls whose primary is an OpenAI target retry once, then fall back to a compatible target of another provider",
     budgets: generous,
     fault: (request) => (request.provider === "openai" ? unavailable : undefined)
   },
@@ -68,7 +69,8 @@ export const scenarios: Record<ScenarioName, Scenario> = {
   slow: {
     name: "slow",
     setup: "OpenAI streams start 900 ms after the request; gpt-4.1's time-to-first-token limit is 300 ms",
-    shows: "the streamed draft gives up on the slow route at its TTFT limit and falls back before any text reached the caller",
+    shows:
+      "the streamed draft gives up on the slow route at its TTFT limit and falls back before any text reached the caller",
     budgets: generous,
     fault: (request, workflow) =>
       request.provider === "openai" && workflow === prompts.draftReply.id ? { _tag: "Success", ttftMs: 900 } : undefined
@@ -167,7 +169,9 @@ export const makeHandler = (scenario: Scenario, scale = 1): Mock.Handler => {
     const base = answer(request, ticket, workflow)
     if (fault !== undefined) {
       // A fault of `Success` shape only changes the timing of the scripted answer.
-      return scaled(fault._tag === "Success" && base._tag === "Success" ? { ...base, ...fault, _tag: "Success" } : fault)
+      return scaled(
+        fault._tag === "Success" && base._tag === "Success" ? { ...base, ...fault, _tag: "Success" } : fault
+      )
     }
     if (workflow === prompts.followUp.id && request.rawBody.includes("TASK-") && !hung.has(ticket.id)) {
       hung.add(ticket.id)

@@ -30,7 +30,11 @@ export interface Ticket {
   /** What the mock model answers. */
   readonly model: {
     readonly classification: { readonly category: Category; readonly confidence: number }
-    readonly fields: { readonly orderId: string | null; readonly product: string | null; readonly needsManualEntry: boolean }
+    readonly fields: {
+      readonly orderId: string | null
+      readonly product: string | null
+      readonly needsManualEntry: boolean
+    }
     readonly reply: string
     readonly task?: { readonly title: string; readonly dueInDays: number }
   }

@@ -25,7 +25,15 @@ const scale = 1.5
 const run = (scenario: ScenarioName) =>
   Effect.gen(function* () {
     let out = ""
-    const report = yield* runDemo({ scenario, json: true, style: Render.plain, write: (s) => void (out += s), scale })
+    const report = yield* runDemo({
+      scenario,
+      json: true,
+      style: Render.plain,
+      write: (s) => {
+        out += s
+      },
+      scale
+    })
     const lines = out.split("\n").filter((l) => l.length > 0)
     const records = lines.map((l) => decodeRecord(JSON.parse(l)))
     // The JSON output is exactly the records, one per logical call, in order.
@@ -205,7 +213,10 @@ describe("demo --json", () => {
         const globex = records.filter((r) => r.tenant === "globex")
         assert.isAbove(globex.length, 0)
         for (const r of globex) {
-          assert.isFalse(r.evidence.attempts.some((a) => isUs(a.target)), r.evidence.callId)
+          assert.isFalse(
+            r.evidence.attempts.some((a) => isUs(a.target)),
+            r.evidence.callId
+          )
           assert.notStrictEqual(r.outcome, "success")
         }
         // Not one request about a globex ticket reached the (US) Gemini endpoints.
@@ -231,7 +242,9 @@ describe("demo --json", () => {
         // The confidential, EU-only extract workflow has no US route for anyone.
         for (const r of byWorkflow(records, "ticket.extract")) assert.strictEqual(r.outcome, "degraded")
         // acme, without the EU-only contract, is served from the US.
-        assert.isTrue(records.some((r) => r.tenant === "acme" && r.outcome === "success" && isUs(r.evidence.target ?? "")))
+        assert.isTrue(
+          records.some((r) => r.tenant === "acme" && r.outcome === "success" && isUs(r.evidence.target ?? ""))
+        )
         assertOneTaskPerFollowUp(report, ["T-1003"])
       }),
     30_000
@@ -244,7 +257,15 @@ describe("demo report", () => {
     () =>
       Effect.gen(function* () {
         let out = ""
-        yield* runDemo({ scenario: "rate-limit", json: false, style: Render.plain, write: (s) => void (out += s), scale })
+        yield* runDemo({
+          scenario: "rate-limit",
+          json: false,
+          style: Render.plain,
+          write: (s) => {
+            out += s
+          },
+          scale
+        })
         assert.notInclude(out, "\u001b[")
         assert.include(out, "modelgate demo · scenario rate-limit")
         assert.match(out, /openai\/gpt-4\.1-mini@eu #1 +·*█+·* +\d+ → +\d+ ms {2}429 rate limited, retry-after 30 s/)
@@ -264,10 +285,21 @@ describe("demo report", () => {
 
   it("flags", () => {
     assert.deepStrictEqual(parse([]), { scenarios: ["normal"], json: false, live: false })
-    assert.deepStrictEqual(parse(["--", "--scenario", "outage", "--json"]), { scenarios: ["outage"], json: true, live: false })
+    assert.deepStrictEqual(parse(["--", "--scenario", "outage", "--json"]), {
+      scenarios: ["outage"],
+      json: true,
+      live: false
+    })
     assert.deepStrictEqual(parse(["--scenario=budget"]), { scenarios: ["budget"], json: false, live: false })
     const all = parse(["--scenario", "all"])
-    assert.deepStrictEqual(typeof all === "string" ? [] : all.scenarios, ["normal", "outage", "rate-limit", "slow", "budget", "residency"])
+    assert.deepStrictEqual(typeof all === "string" ? [] : all.scenarios, [
+      "normal",
+      "outage",
+      "rate-limit",
+      "slow",
+      "budget",
+      "residency"
+    ])
     assert.include(String(parse(["--scenario", "nope"])), "unknown scenario")
     assert.include(String(parse(["--frobnicate"])), "unknown argument")
   })

@@ -42,7 +42,8 @@ describe("fallback lab", () => {
           [900, 1000, true]
         ]
       )
-    }))
+    })
+  )
 
   it.effect("a 503 twice, then a compatible fallback answers", () =>
     Effect.gen(function* () {
@@ -58,7 +59,8 @@ describe("fallback lab", () => {
           [200, 200, "success"]
         ]
       )
-    }))
+    })
+  )
 
   it.effect("a late response is ignored; a response at the timeout's instant is a completion", () =>
     Effect.gen(function* () {
@@ -72,7 +74,8 @@ describe("fallback lab", () => {
       assert.strictEqual(tie.report.answeredAt, 400)
       assert.strictEqual(tie.report.record.outcome, "success")
       assert.isFalse(tie.report.record.evidence.fallbackUsed)
-    }))
+    })
+  )
 
   it.effect("a retry-after beyond the deadline: no wait, immediate fallback", () =>
     Effect.gen(function* () {
@@ -83,7 +86,8 @@ describe("fallback lab", () => {
         "10 secondary #1 starts · timeout 400 ms = min(990 ms left, 400 ms per attempt)"
       ])
       assert.strictEqual(report.answeredAt, 210)
-    }))
+    })
+  )
 
   it.effect("an incompatible secondary is never tried: the call is refused with the reason", () =>
     Effect.gen(function* () {
@@ -97,7 +101,8 @@ describe("fallback lab", () => {
         ["SCHEMA_FEATURE_UNSUPPORTED"]
       )
       assert.strictEqual(schema.report.answeredAt, 10)
-    }))
+    })
+  )
 
   it.effect("a refusal stops at once: no retry, no fallback", () =>
     Effect.gen(function* () {
@@ -105,7 +110,8 @@ describe("fallback lab", () => {
       assert.strictEqual(report.answeredAt, 30)
       assert.strictEqual(report.record.errorTag, "Refusal")
       assert.strictEqual(report.provider.length, 1)
-    }))
+    })
+  )
 
   it.effect("renders plain text with the Gantt chart", () =>
     Effect.gen(function* () {
@@ -114,7 +120,8 @@ describe("fallback lab", () => {
       assert.notInclude(text, "\u001b[")
       assert.include(text, "   400 ms  caller gets its answer from lab-secondary/model-b@eu (fallback)")
       assert.match(text, /lab-primary\/model-a@eu #1 +█+·+ +0 → +50 ms {2}503 unavailable/)
-    }))
+    })
+  )
 
   it("flags", () => {
     const o = parse(["--primary", "503:50,ok:20", "--timeout=300", "--secondary-timeout", "250", "--deadline", "2000"])
@@ -128,7 +135,10 @@ describe("fallback lab", () => {
       secondaryTimeout: 250,
       deadline: 2000
     } satisfies LabOptions)
-    assert.deepStrictEqual(parseOutcomes("429:10:2000,hang"), [{ _tag: "429", after: 10, retryAfter: 2000 }, { _tag: "hang" }])
+    assert.deepStrictEqual(parseOutcomes("429:10:2000,hang"), [
+      { _tag: "429", after: 10, retryAfter: 2000 },
+      { _tag: "hang" }
+    ])
     assert.include(String(parseOutcomes("boom:1")), "unknown outcome")
     assert.include(String(parse(["--jitter", "1.5"])), "invalid value")
     assert.include(String(parse(["--deadline"])), "needs a value")

@@ -167,7 +167,10 @@ export interface BudgetStore {
   readonly commit: (request: CommitRequest) => Effect.Effect<void>
   readonly release: (request: ReleaseRequest) => Effect.Effect<void>
   /** Committed and live reserved units of an account at `now`. */
-  readonly balance: (account: string, now: number) => Effect.Effect<{ readonly committed: number; readonly reserved: number }>
+  readonly balance: (
+    account: string,
+    now: number
+  ) => Effect.Effect<{ readonly committed: number; readonly reserved: number }>
 }
 
 /**
@@ -278,21 +281,32 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
   const checkBudget = (path: string, budget: TenantBudget) => {
     if (!Number.isFinite(budget.limit) || budget.limit <= 0) {
       problems.push(
-        new ConfigProblem({ path: `${path}.limit`, reason: "NON_POSITIVE_LIMIT", detail: `must be a finite number > 0, got ${budget.limit}` })
+        new ConfigProblem({
+          path: `${path}.limit`,
+          reason: "NON_POSITIVE_LIMIT",
+          detail: `must be a finite number > 0, got ${budget.limit}`
+        })
       )
     } else if (budget.limit > maxLimit) {
-      problems.push(new ConfigProblem({ path: `${path}.limit`, reason: "LIMIT_TOO_LARGE", detail: `at most ${maxLimit}` }))
+      problems.push(
+        new ConfigProblem({ path: `${path}.limit`, reason: "LIMIT_TOO_LARGE", detail: `at most ${maxLimit}` })
+      )
     }
     if (budget.period !== undefined && !periods.includes(budget.period)) {
       problems.push(
-        new ConfigProblem({ path: `${path}.period`, reason: "UNKNOWN_PERIOD", detail: `one of ${periods.join(", ")}, got ${budget.period}` })
+        new ConfigProblem({
+          path: `${path}.period`,
+          reason: "UNKNOWN_PERIOD",
+          detail: `one of ${periods.join(", ")}, got ${budget.period}`
+        })
       )
     }
   }
   const tenants = Object.entries(options.tenants ?? {})
   for (const [tenant, budget] of tenants) {
     const path = `budgets.tenants.${tenant}`
-    if (!isTenantId(tenant)) problems.push(new ConfigProblem({ path, reason: "INVALID_TENANT", detail: "not a valid tenant id" }))
+    if (!isTenantId(tenant))
+      problems.push(new ConfigProblem({ path, reason: "INVALID_TENANT", detail: "not a valid tenant id" }))
     checkBudget(path, budget)
   }
   const undeclared = options.undeclaredTenants ?? "reject"
@@ -319,7 +333,11 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
     const ttl = Duration.decodeUnknown(options.reservationTtl)
     if (ttl._tag === "None" || !Duration.isFinite(ttl.value) || Duration.toMillis(ttl.value) <= 0) {
       problems.push(
-        new ConfigProblem({ path: "budgets.reservationTtl", reason: "NON_POSITIVE_TIMEOUT", detail: "must be a finite duration > 0" })
+        new ConfigProblem({
+          path: "budgets.reservationTtl",
+          reason: "NON_POSITIVE_TIMEOUT",
+          detail: "must be a finite duration > 0"
+        })
       )
     }
   }
@@ -358,7 +376,11 @@ export const windowOf = (period: Period, now: number): Window => {
     case "daily": {
       const start = Math.floor(now / day) * day
       const d = new Date(start)
-      return { key: `d${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`, start, end: start + day }
+      return {
+        key: `d${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`,
+        start,
+        end: start + day
+      }
     }
     case "monthly": {
       const d = new Date(now)

@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import { Config, Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Config, Context, type Duration, Effect, Layer, Option, Schema } from "effect"
 import type { ConfigError, Scope } from "effect"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
 import { Permits } from "./internal/permits.js"
@@ -58,7 +58,10 @@ export interface Service {
    * Waits at most `maxWait` for a permit of `target` (always `true` for an uncapped target);
    * `false` when none came in time. Released when the scope closes.
    */
-  readonly acquireTarget: (target: TargetRef, maxWait: Duration.DurationInput) => Effect.Effect<boolean, never, Scope.Scope>
+  readonly acquireTarget: (
+    target: TargetRef,
+    maxWait: Duration.DurationInput
+  ) => Effect.Effect<boolean, never, Scope.Scope>
   readonly snapshot: Effect.Effect<Snapshot>
 }
 
@@ -155,7 +158,8 @@ const isCount = (n: number, min: number) => Number.isInteger(n) && n >= min
  */
 export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
   const problems: Array<ConfigProblem> = []
-  const add = (path: string, reason: string, detail: string) => problems.push(new ConfigProblem({ path, reason, detail }))
+  const add = (path: string, reason: string, detail: string) =>
+    problems.push(new ConfigProblem({ path, reason, detail }))
   const count = (path: string, n: number, min: number) => {
     if (isCount(n, min)) return true
     const reason = !Number.isInteger(n) ? "NOT_AN_INTEGER" : min === 0 ? "NEGATIVE_LIMIT" : "NON_POSITIVE_LIMIT"
@@ -183,11 +187,19 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
     }
   }
   if (Number.isFinite(options.permits) && reservedTotal > options.permits) {
-    add("concurrency.tenants", "RESERVED_ABOVE_POOL", `reserved permits total ${reservedTotal}, above permits ${options.permits}`)
+    add(
+      "concurrency.tenants",
+      "RESERVED_ABOVE_POOL",
+      `reserved permits total ${reservedTotal}, above permits ${options.permits}`
+    )
   }
   if (options.undeclaredMax !== undefined) {
     if (count("concurrency.undeclaredMax", options.undeclaredMax, 1) && options.undeclaredMax > shared) {
-      add("concurrency.undeclaredMax", "MAX_ABOVE_CAPACITY", `${options.undeclaredMax} exceeds the shared pool ${shared}`)
+      add(
+        "concurrency.undeclaredMax",
+        "MAX_ABOVE_CAPACITY",
+        `${options.undeclaredMax} exceeds the shared pool ${shared}`
+      )
     }
   }
   for (const [ref, cap] of Object.entries(options.targets ?? {})) {
@@ -205,7 +217,13 @@ const hold = (permits: Permits, key: string, wait: (take: Effect.Effect<void>) =
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(
       Effect.suspend(() => (permits.tryAcquire(key) ? Effect.succeed(true) : restore(wait(permits.acquire(key))))),
-      (got) => (got ? Effect.as(Effect.addFinalizer(() => Effect.sync(() => permits.release(key))), true) : Effect.succeed(false))
+      (got) =>
+        got
+          ? Effect.as(
+              Effect.addFinalizer(() => Effect.sync(() => permits.release(key))),
+              true
+            )
+          : Effect.succeed(false)
     )
   )
 

@@ -36,7 +36,8 @@ describe("Budgets (memory)", () => {
       // spend above the reservation is capped at the reservation
       yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 2), (r) => r.commit(50)))
       assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(3.25), reserved: 0 })
-    }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } })))
+    }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
+  )
 
   it.effect("leaving the scope without a commit releases everything, also on failure and interruption", () =>
     Effect.gen(function* () {
@@ -48,28 +49,38 @@ describe("Budgets (memory)", () => {
       assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 0, reserved: units(4) })
       yield* Fiber.interrupt(fiber)
       assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 0, reserved: 0 })
-    }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } })))
+    }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
+  )
 
-  it.effect("a reservation that does not fit fails with BudgetExceeded naming tenant, limit, committed, reserved, requested", () =>
-    Effect.gen(function* () {
-      const b = yield* budgets
-      yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 4), (r) => r.commit(4)))
-      const exit = yield* Effect.scoped(
-        Effect.gen(function* () {
-          yield* b.reserve(acme, 3)
-          return yield* Effect.exit(b.reserve(acme, 3.5))
-        })
-      )
-      const error = failureOf(exit)
-      assert.strictEqual(error?._tag, "BudgetExceeded")
-      assert.deepStrictEqual(
-        error && { tenant: error.tenant, limit: error.limit, committed: error.committed, reserved: error.reserved, requested: error.requested },
-        { tenant: acme, limit: 10, committed: 4, reserved: 3, requested: 3.5 }
-      )
-      // the failed reservation left nothing behind; exactly the rest still fits
-      assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(4), reserved: 0 })
-      yield* Effect.scoped(b.reserve(acme, 6))
-    }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } })))
+  it.effect(
+    "a reservation that does not fit fails with BudgetExceeded naming tenant, limit, committed, reserved, requested",
+    () =>
+      Effect.gen(function* () {
+        const b = yield* budgets
+        yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 4), (r) => r.commit(4)))
+        const exit = yield* Effect.scoped(
+          Effect.gen(function* () {
+            yield* b.reserve(acme, 3)
+            return yield* Effect.exit(b.reserve(acme, 3.5))
+          })
+        )
+        const error = failureOf(exit)
+        assert.strictEqual(error?._tag, "BudgetExceeded")
+        assert.deepStrictEqual(
+          error && {
+            tenant: error.tenant,
+            limit: error.limit,
+            committed: error.committed,
+            reserved: error.reserved,
+            requested: error.requested
+          },
+          { tenant: acme, limit: 10, committed: 4, reserved: 3, requested: 3.5 }
+        )
+        // the failed reservation left nothing behind; exactly the rest still fits
+        assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(4), reserved: 0 })
+        yield* Effect.scoped(b.reserve(acme, 6))
+      }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
+  )
 
   it.effect("undeclared tenants are rejected by default (limit 0), before anything is reserved", () =>
     Effect.gen(function* () {
@@ -78,7 +89,8 @@ describe("Budgets (memory)", () => {
       assert.strictEqual(error?._tag, "BudgetExceeded")
       assert.strictEqual(error?.limit, 0)
       assert.strictEqual(error?.tenant, globex)
-    }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } })))
+    }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
+  )
 
   it.effect("undeclared tenants with a default budget each get an account of their own", () =>
     Effect.gen(function* () {
@@ -89,14 +101,16 @@ describe("Budgets (memory)", () => {
       assert.strictEqual((yield* b.balance(globex)).committed, 1)
       assert.strictEqual((yield* b.balance(other)).committed, 1)
       assert.strictEqual(failureOf(yield* Effect.exit(Effect.scoped(b.reserve(globex, 0.5))))?._tag, "BudgetExceeded")
-    }).pipe(withBudgets({ undeclaredTenants: { limit: 1, period: "total" } })))
+    }).pipe(withBudgets({ undeclaredTenants: { limit: 1, period: "total" } }))
+  )
 
   it.effect("undeclared tenants may be unlimited", () =>
     Effect.gen(function* () {
       const b = yield* budgets
       yield* Effect.scoped(b.reserve(globex, 1e12))
       assert.strictEqual((yield* b.balance(globex)).limit, Infinity)
-    }).pipe(withBudgets({ tenants: { acme: { limit: 1 } }, undeclaredTenants: "unlimited" })))
+    }).pipe(withBudgets({ tenants: { acme: { limit: 1 } }, undeclaredTenants: "unlimited" }))
+  )
 
   it.effect("daily windows reset at 00:00 UTC; a reservation settles into the window it was made in", () =>
     Effect.gen(function* () {
@@ -109,12 +123,10 @@ describe("Budgets (memory)", () => {
       assert.strictEqual(failureOf(yield* Effect.exit(Effect.scoped(b.reserve(acme, 0.5))))?._tag, "BudgetExceeded")
       yield* TestClock.adjust("1 minute")
       const today = yield* b.balance(acme)
-      assert.deepStrictEqual([today.windowStart, today.windowEnd, today.committed, today.reserved], [
-        Date.UTC(2026, 2, 11),
-        Date.UTC(2026, 2, 12),
-        0,
-        0
-      ])
+      assert.deepStrictEqual(
+        [today.windowStart, today.windowEnd, today.committed, today.reserved],
+        [Date.UTC(2026, 2, 11), Date.UTC(2026, 2, 12), 0, 0]
+      )
       // the new day has its whole limit
       yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 5), (r) => r.commit(3)))
       // yesterday's reservation commits into yesterday
@@ -123,7 +135,8 @@ describe("Budgets (memory)", () => {
       assert.strictEqual((yield* b.balance(acme)).committed, 3)
       yield* TestClock.setTime(Date.UTC(2026, 2, 10, 12))
       assert.strictEqual((yield* b.balance(acme)).committed, 5)
-    }).pipe(withBudgets({ tenants: { acme: { limit: 5, period: "daily" } } })))
+    }).pipe(withBudgets({ tenants: { acme: { limit: 5, period: "daily" } } }))
+  )
 
   it.effect("monthly windows follow calendar months in UTC", () =>
     Effect.gen(function* () {
@@ -131,7 +144,10 @@ describe("Budgets (memory)", () => {
       yield* TestClock.setTime(Date.UTC(2028, 1, 29, 12))
       yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 2), (r) => r.commit(2)))
       const feb = yield* b.balance(acme)
-      assert.deepStrictEqual([feb.windowStart, feb.windowEnd, feb.committed], [Date.UTC(2028, 1, 1), Date.UTC(2028, 2, 1), 2])
+      assert.deepStrictEqual(
+        [feb.windowStart, feb.windowEnd, feb.committed],
+        [Date.UTC(2028, 1, 1), Date.UTC(2028, 2, 1), 2]
+      )
       yield* TestClock.setTime(Date.UTC(2028, 2, 1))
       assert.strictEqual((yield* b.balance(acme)).committed, 0)
       assert.deepStrictEqual(Budgets.windowOf("monthly", Date.UTC(2028, 11, 31, 23, 59)), {
@@ -139,7 +155,8 @@ describe("Budgets (memory)", () => {
         start: Date.UTC(2028, 11, 1),
         end: Date.UTC(2029, 0, 1)
       })
-    }).pipe(withBudgets({ tenants: { acme: { limit: 2 } } })))
+    }).pipe(withBudgets({ tenants: { acme: { limit: 2 } } }))
+  )
 
   it.effect("the reservation of a crashed holder expires after reservationTtl and frees its amount", () =>
     Effect.gen(function* () {
@@ -153,14 +170,16 @@ describe("Budgets (memory)", () => {
       yield* TestClock.adjust("1 millis")
       assert.strictEqual((yield* b.balance(acme)).reserved, 0)
       yield* Effect.scoped(b.reserve(acme, 8))
-    }).pipe(withBudgets({ tenants: { acme: { limit: 10, period: "total" } }, reservationTtl: "1 minute" })))
+    }).pipe(withBudgets({ tenants: { acme: { limit: 10, period: "total" } }, reservationTtl: "1 minute" }))
+  )
 
   it.effect("memory store: accounts of finished windows are forgotten once they hold nothing", () =>
     Effect.gen(function* () {
       const store = yield* Budgets.makeStoreMemory
-      const b = yield* Budgets.make({ undeclaredTenants: { limit: 1, period: "daily" }, reservationTtl: "1 minute" }).pipe(
-        Effect.provideService(Budgets.BudgetStore, store)
-      )
+      const b = yield* Budgets.make({
+        undeclaredTenants: { limit: 1, period: "daily" },
+        reservationTtl: "1 minute"
+      }).pipe(Effect.provideService(Budgets.BudgetStore, store))
       for (let i = 0; i < 1_000; i++) {
         yield* Effect.scoped(Effect.flatMap(b.reserve(TenantId.make(`t${i}`), 0.5), (r) => r.commit(0.1)))
       }
@@ -169,26 +188,38 @@ describe("Budgets (memory)", () => {
       yield* TestClock.adjust("1 minute")
       yield* Effect.scoped(b.reserve(acme, 0.5))
       assert.strictEqual(yield* store.size, 1)
-    }))
+    })
+  )
 
-  it.effect("memory store: reserve is all-or-nothing; unknown ids are ignored; an expired reservation's spend still counts", () =>
-    Effect.gen(function* () {
-      const store = yield* Budgets.makeStoreMemory
-      const req = { account: "a/total", limit: 100, now: 0, expiresAt: 10, accountExpiresAt: Infinity }
-      assert.deepStrictEqual(yield* store.reserve({ ...req, id: "1", amount: 60 }), { _tag: "Reserved", committed: 0, reserved: 60 })
-      assert.deepStrictEqual(yield* store.reserve({ ...req, id: "2", amount: 41 }), { _tag: "Rejected", committed: 0, reserved: 60 })
-      yield* store.release({ account: "a/total", id: "nope" })
-      yield* store.commit({ account: "a/total", id: "nope", amount: 0, spend: 0 })
-      assert.deepStrictEqual(yield* store.balance("a/total", 0), { committed: 0, reserved: 60 })
-      // id 1 expires at 10: a reserve at 10 no longer sees it
-      assert.deepStrictEqual(yield* store.reserve({ ...req, now: 10, expiresAt: 20, id: "3", amount: 100 }), {
-        _tag: "Reserved",
-        committed: 0,
-        reserved: 100
+  it.effect(
+    "memory store: reserve is all-or-nothing; unknown ids are ignored; an expired reservation's spend still counts",
+    () =>
+      Effect.gen(function* () {
+        const store = yield* Budgets.makeStoreMemory
+        const req = { account: "a/total", limit: 100, now: 0, expiresAt: 10, accountExpiresAt: Infinity }
+        assert.deepStrictEqual(yield* store.reserve({ ...req, id: "1", amount: 60 }), {
+          _tag: "Reserved",
+          committed: 0,
+          reserved: 60
+        })
+        assert.deepStrictEqual(yield* store.reserve({ ...req, id: "2", amount: 41 }), {
+          _tag: "Rejected",
+          committed: 0,
+          reserved: 60
+        })
+        yield* store.release({ account: "a/total", id: "nope" })
+        yield* store.commit({ account: "a/total", id: "nope", amount: 0, spend: 0 })
+        assert.deepStrictEqual(yield* store.balance("a/total", 0), { committed: 0, reserved: 60 })
+        // id 1 expires at 10: a reserve at 10 no longer sees it
+        assert.deepStrictEqual(yield* store.reserve({ ...req, now: 10, expiresAt: 20, id: "3", amount: 100 }), {
+          _tag: "Reserved",
+          committed: 0,
+          reserved: 100
+        })
+        yield* store.commit({ account: "a/total", id: "1", amount: 60, spend: 70 })
+        assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 60, reserved: 100 })
       })
-      yield* store.commit({ account: "a/total", id: "1", amount: 60, spend: 70 })
-      assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 60, reserved: 100 })
-    }))
+  )
 })
 
 describe("Budgets configuration", () => {
@@ -220,7 +251,8 @@ describe("Budgets configuration", () => {
           ["budgets.reservationTtl", "NON_POSITIVE_TIMEOUT"]
         ]
       )
-    }))
+    })
+  )
 
   it("no tenants while undeclared tenants are rejected: every call would fail, so it is an error", () => {
     assert.deepStrictEqual(
@@ -239,13 +271,21 @@ describe("Budgets configuration", () => {
     }).pipe(
       Effect.provide(
         Budgets.layerConfig({
-          tenants: Schema.Config("BUDGET_TENANTS", Schema.parseJson(Schema.Record({ key: Schema.String, value: Budgets.TenantBudget })))
+          tenants: Schema.Config(
+            "BUDGET_TENANTS",
+            Schema.parseJson(Schema.Record({ key: Schema.String, value: Budgets.TenantBudget }))
+          )
         }).pipe(
           Layer.provide(Budgets.layerStoreMemory),
-          Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["BUDGET_TENANTS", '{"acme":{"limit":2,"period":"daily"}}']]))))
+          Layer.provide(
+            Layer.setConfigProvider(
+              ConfigProvider.fromMap(new Map([["BUDGET_TENANTS", '{"acme":{"limit":2,"period":"daily"}}']]))
+            )
+          )
         )
       )
-    ))
+    )
+  )
 
   it("BudgetsConfig decodes JSON (reservationTtl in milliseconds)", () => {
     const decoded = Schema.decodeUnknownSync(Budgets.BudgetsConfig)({
@@ -254,6 +294,8 @@ describe("Budgets configuration", () => {
       reservationTtl: 120_000
     })
     assert.deepStrictEqual(Budgets.validate(decoded), [])
-    assert.throws(() => Schema.decodeUnknownSync(Budgets.BudgetsConfig)({ tenants: { acme: { limit: 5, period: "weekly" } } }))
+    assert.throws(() =>
+      Schema.decodeUnknownSync(Budgets.BudgetsConfig)({ tenants: { acme: { limit: 5, period: "weekly" } } })
+    )
   })
 })

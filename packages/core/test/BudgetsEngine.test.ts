@@ -11,7 +11,7 @@ import * as GatewayConfig from "@modelgate/core/GatewayConfig"
 import * as Health from "@modelgate/core/Health"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
-import type { ModelResult } from "@modelgate/core/ModelResult"
+import { type ModelResult, Usage } from "@modelgate/core/ModelResult"
 import { ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
@@ -123,52 +123,57 @@ const runFor = (cmd: ReturnType<typeof command>, ms: number) =>
   })
 
 const cmd = command("w.reply", {
-  messages: [{ _tag: "user", content: "Summarise this ticket thread for the on-call engineer, please, in a few lines." }]
+  messages: [
+    { _tag: "user", content: "Summarise this ticket thread for the on-call engineer, please, in a few lines." }
+  ]
 })
 const nLong = tokensOf(cmd)
 
 describe("budgets during execution", () => {
-  it.effect("the output cap shrinks as the reservation is used; the commit is the actual cost; the rest is refunded", () =>
-    Effect.gen(function* () {
-      const n = nClassify
-      assert.strictEqual(yield* inputTokens(command("w.classify")), n)
-      // reservation R = maxCost = both attempts' input + 150 output tokens
-      const maxCost = (2 * n * 1_000 + 150 * 2_000) / 1e6
-      const { exit } = yield* runFor(command("w.classify", { maxCost }), 1_000)
-      assert.isTrue(Exit.isSuccess(exit))
-      const logs = yield* (yield* scripted).attempts
-      // first attempt: what R pays for after its own input (n + 150 tokens of output money);
-      // the fallback: what is left after the first attempt's usage (input n, output 30) and its own input
-      assert.deepStrictEqual(
-        logs.map((l) => [l.target, l.maxOutputTokens]),
-        [
-          [P, Math.min(1_000, Math.floor((n * 1_000 + 150 * 2_000) / 2_000))],
-          [F, 120]
-        ]
+  it.effect(
+    "the output cap shrinks as the reservation is used; the commit is the actual cost; the rest is refunded",
+    () =>
+      Effect.gen(function* () {
+        const n = nClassify
+        assert.strictEqual(yield* inputTokens(command("w.classify")), n)
+        // reservation R = maxCost = both attempts' input + 150 output tokens
+        const maxCost = (2 * n * 1_000 + 150 * 2_000) / 1e6
+        const { exit } = yield* runFor(command("w.classify", { maxCost }), 1_000)
+        assert.isTrue(Exit.isSuccess(exit))
+        const logs = yield* (yield* scripted).attempts
+        // first attempt: what R pays for after its own input (n + 150 tokens of output money);
+        // the fallback: what is left after the first attempt's usage (input n, output 30) and its own input
+        assert.deepStrictEqual(
+          logs.map((l) => [l.target, l.maxOutputTokens]),
+          [
+            [P, Math.min(1_000, Math.floor((n * 1_000 + 150 * 2_000) / 2_000))],
+            [F, 120]
+          ]
+        )
+        const [record] = yield* records
+        const cost = record!.evidence.cost
+        // actual: 2n input + 30 + 118 output tokens, 2 output tokens (= $0.004) under the reservation
+        assert.strictEqual(units(cost.actual), units((2 * n * 1_000 + 148 * 2_000) / 1e6))
+        assert.strictEqual(units(cost.reserved), units(maxCost))
+        assert.deepStrictEqual(yield* balance(), { committed: units(cost.actual), reserved: 0 })
+        assert.strictEqual(units(cost.reserved) - units(cost.actual), units(0.004))
+      }).pipe(
+        Effect.provide(
+          layer({
+            scripts: {
+              [P]: [ScriptedProvider.invalidJson({ after: 100, usage: { inputTokens: nClassify, outputTokens: 30 } })],
+              [F]: [
+                ScriptedProvider.success({
+                  after: 100,
+                  value: { category: "billing", confidence: 0.9 },
+                  usage: { inputTokens: nClassify, outputTokens: 118 }
+                })
+              ]
+            }
+          })
+        )
       )
-      const [record] = yield* records
-      const cost = record!.evidence.cost
-      // actual: 2n input + 30 + 118 output tokens, 2 output tokens (= $0.004) under the reservation
-      assert.strictEqual(units(cost.actual), units((2 * n * 1_000 + 148 * 2_000) / 1e6))
-      assert.strictEqual(units(cost.reserved), units(maxCost))
-      assert.deepStrictEqual(yield* balance(), { committed: units(cost.actual), reserved: 0 })
-      assert.strictEqual(units(cost.reserved) - units(cost.actual), units(0.004))
-    }).pipe(
-      Effect.provide(
-        layer({
-          scripts: {
-            [P]: [ScriptedProvider.invalidJson({ after: 100, usage: { inputTokens: nClassify, outputTokens: 30 } })],
-            [F]: [
-              ScriptedProvider.success({
-                after: 100,
-                value: { category: "billing", confidence: 0.9 },
-                usage: { inputTokens: nClassify, outputTokens: 118 }
-              })
-            ]
-          }
-        })
-      )
-    ))
+  )
 
   it.effect("a provider that overshoots its cap never makes the call commit more than it reserved", () =>
     Effect.gen(function* () {
@@ -183,9 +188,12 @@ describe("budgets during execution", () => {
       assert.deepStrictEqual(yield* balance(), { committed: units(cost.reserved), reserved: 0 })
     }).pipe(
       Effect.provide(
-        layer({ scripts: { [P]: [ScriptedProvider.success({ after: 10, usage: { inputTokens: nReply, outputTokens: 150 } })] } })
+        layer({
+          scripts: { [P]: [ScriptedProvider.success({ after: 10, usage: { inputTokens: nReply, outputTokens: 150 } })] }
+        })
       )
-    ))
+    )
+  )
 
   it.effect("when the rest no longer pays for the minimum useful output, the next attempt does not start", () =>
     Effect.gen(function* () {
@@ -194,96 +202,154 @@ describe("budgets during execution", () => {
       const { exit } = yield* runFor(command("w.classify", { maxCost }), 1_000)
       assert.strictEqual(errorOf(exit)?._tag, "BudgetExceeded")
       // the first attempt used 140 output tokens: 10 are left for the fallback, below the minimum of 16
-      assert.deepStrictEqual((yield* (yield* scripted).attempts).map((l) => l.target), [P])
+      assert.deepStrictEqual(
+        (yield* (yield* scripted).attempts).map((l) => l.target),
+        [P]
+      )
       assert.deepStrictEqual(yield* balance(), { committed: units((n * 1_000 + 140 * 2_000) / 1e6), reserved: 0 })
     }).pipe(
       Effect.provide(
-        layer({ scripts: { [P]: [ScriptedProvider.invalidJson({ after: 100, usage: { inputTokens: nClassify, outputTokens: 140 } })] } })
+        layer({
+          scripts: {
+            [P]: [ScriptedProvider.invalidJson({ after: 100, usage: { inputTokens: nClassify, outputTokens: 140 } })]
+          }
+        })
       )
-    ))
+    )
+  )
 
-  it.effect("1,000 concurrent calls on one budget: committed + reserved never exceeds the limit; spend = sum of actual costs", () =>
+  it.effect("a failed attempt's reported usage is committed too, and shrinks the fallback's cap", () =>
     Effect.gen(function* () {
-      const limit = 20
-      const limitUnits = units(limit)
-      const inner = yield* Budgets.makeStoreMemory
-      const seen = { checks: 0, violations: 0, peak: 0, samples: 0 }
-      const check = (account: string) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.map(inner.balance(account, now), (b) => {
-            seen.checks++
-            seen.peak = Math.max(seen.peak, b.committed + b.reserved)
-            if (b.committed + b.reserved > limitUnits) seen.violations++
-          })
-        )
-      // every store operation is followed by a look at the account
-      const store: Budgets.BudgetStore = {
-        reserve: (r) => Effect.tap(inner.reserve(r), () => check(r.account)),
-        commit: (r) => Effect.tap(inner.commit(r), () => check(r.account)),
-        release: (r) => Effect.tap(inner.release(r), () => check(r.account)),
-        balance: inner.balance
-      }
-      const program = Effect.gen(function* () {
-        const g = yield* gateway
-        const b = yield* Budgets.Budgets
-        assert.strictEqual(yield* inputTokens(cmd), nLong)
-        // a sampler of the service's view, every 5 virtual milliseconds
-        const sampler = yield* Effect.fork(
-          Effect.forever(
-            Effect.zipRight(
-              Effect.map(b.balance(acme), (x) => {
-                seen.samples++
-                if (units(x.committed) + units(x.reserved) > limitUnits) seen.violations++
-              }),
-              Effect.sleep(5)
+      const n = nReply
+      const { exit } = yield* runFor(command("w.short"), 1_000)
+      assert.isTrue(Exit.isSuccess(exit))
+      const logs = yield* (yield* scripted).attempts
+      // R = n input + 100 output; the 503 reported n input + 40 output, so F may write 60 minus its input's worth
+      const afterFirst = (n * 1_000 + 100 * 2_000 - (n * 1_000 + 40 * 2_000) - n * 1_000) / 2_000
+      assert.deepStrictEqual(
+        logs.map((l) => [l.target, l.maxOutputTokens]),
+        [
+          [P, 100],
+          [F, Math.floor(afterFirst + 1e-9)]
+        ]
+      )
+      const [record] = yield* records
+      assert.deepStrictEqual(
+        record?.evidence.attempts.map((a) => [a.outcome, a.usage?.outputTokens]),
+        [
+          ["unavailable", 40],
+          ["success", 10]
+        ]
+      )
+      assert.deepStrictEqual(yield* balance(), {
+        committed: units((n * 1_000 + 40 * 2_000 + 10 * 2_000) / 1e6),
+        reserved: 0
+      })
+    }).pipe(
+      Effect.provide(
+        layer({
+          scripts: {
+            [P]: [
+              ScriptedProvider.fail(50, {
+                kind: "server_error",
+                processed: "no",
+                httpStatus: 503,
+                usage: new Usage({ inputTokens: nReply, outputTokens: 40 })
+              })
+            ],
+            [F]: [ScriptedProvider.success({ after: 50, usage: { inputTokens: 0, outputTokens: 10 } })]
+          }
+        })
+      )
+    )
+  )
+
+  it.effect(
+    "1,000 concurrent calls on one budget: committed + reserved never exceeds the limit; spend = sum of actual costs",
+    () =>
+      Effect.gen(function* () {
+        const limit = 20
+        const limitUnits = units(limit)
+        const inner = yield* Budgets.makeStoreMemory
+        const seen = { checks: 0, violations: 0, peak: 0, samples: 0 }
+        const check = (account: string) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.map(inner.balance(account, now), (b) => {
+              seen.checks++
+              seen.peak = Math.max(seen.peak, b.committed + b.reserved)
+              if (b.committed + b.reserved > limitUnits) seen.violations++
+            })
+          )
+        // every store operation is followed by a look at the account
+        const store: Budgets.BudgetStore = {
+          reserve: (r) => Effect.tap(inner.reserve(r), () => check(r.account)),
+          commit: (r) => Effect.tap(inner.commit(r), () => check(r.account)),
+          release: (r) => Effect.tap(inner.release(r), () => check(r.account)),
+          balance: inner.balance
+        }
+        const program = Effect.gen(function* () {
+          const g = yield* gateway
+          const b = yield* Budgets.Budgets
+          assert.strictEqual(yield* inputTokens(cmd), nLong)
+          // a sampler of the service's view, every 5 virtual milliseconds
+          const sampler = yield* Effect.fork(
+            Effect.forever(
+              Effect.zipRight(
+                Effect.map(b.balance(acme), (x) => {
+                  seen.samples++
+                  if (units(x.committed) + units(x.reserved) > limitUnits) seen.violations++
+                }),
+                Effect.sleep(5)
+              )
             )
           )
+          // 1,000 calls arrive in 40 waves of 25, 10 ms apart, each taking 50–199 ms
+          const calls: Array<Fiber.RuntimeFiber<Exit.Exit<ModelResult, GatewayError>>> = []
+          for (let wave = 0; wave < 40; wave++) {
+            for (let j = 0; j < 25; j++) calls.push(yield* Effect.fork(Effect.exit(g.generate(cmd))))
+            yield* TestClock.adjust(10)
+          }
+          yield* TestClock.adjust(1_000)
+          const exits = yield* Effect.forEach(calls, Fiber.join)
+          yield* Fiber.interrupt(sampler)
+          const ok = exits.filter(Exit.isSuccess)
+          const failed = exits.map(errorOf).filter((e) => e !== undefined)
+          assert.strictEqual(ok.length + failed.length, 1_000)
+          assert.deepStrictEqual([...new Set(failed.map((e) => e._tag))], ["BudgetExceeded"])
+          assert.isAbove(ok.length, 100)
+          assert.isAbove(failed.length, 100)
+          assert.strictEqual(seen.violations, 0)
+          assert.isAtLeast(seen.checks, 1_000 + ok.length)
+          assert.isAtLeast(seen.samples, 280)
+          assert.isAtMost(seen.peak, limitUnits)
+          // the budget really was the binding constraint
+          assert.isAbove(seen.peak, limitUnits * 0.95)
+          const spent = ok.reduce((sum, e) => sum + units(e.value.evidence.cost.actual), 0)
+          const successes = (yield* records).filter((r) => r.outcome === "success")
+          assert.strictEqual(successes.length, ok.length)
+          assert.deepStrictEqual(yield* balance(), { committed: spent, reserved: 0 })
+          assert.isAtMost(spent, limitUnits)
+        })
+        yield* program.pipe(
+          Effect.provide(
+            layer({
+              store,
+              budgets: { tenants: { acme: { limit, period: "total" } } },
+              scripts: {
+                [P]: Array.from({ length: 1_000 }, (_, i) =>
+                  ScriptedProvider.success({
+                    after: 50 + ((i * 37) % 150),
+                    // at most the estimated input, at most the output cap: actual ≤ reserved for every call
+                    usage: { inputTokens: nLong - (i % 7), outputTokens: 10 + ((i * 53) % 91) }
+                  })
+                )
+              }
+            })
+          )
         )
-        // 1,000 calls arrive in 40 waves of 25, 10 ms apart, each taking 50–199 ms
-        const calls: Array<Fiber.RuntimeFiber<Exit.Exit<ModelResult, GatewayError>>> = []
-        for (let wave = 0; wave < 40; wave++) {
-          for (let j = 0; j < 25; j++) calls.push(yield* Effect.fork(Effect.exit(g.generate(cmd))))
-          yield* TestClock.adjust(10)
-        }
-        yield* TestClock.adjust(1_000)
-        const exits = yield* Effect.forEach(calls, Fiber.join)
-        yield* Fiber.interrupt(sampler)
-        const ok = exits.filter(Exit.isSuccess)
-        const failed = exits.map(errorOf).filter((e) => e !== undefined)
-        assert.strictEqual(ok.length + failed.length, 1_000)
-        assert.deepStrictEqual([...new Set(failed.map((e) => e._tag))], ["BudgetExceeded"])
-        assert.isAbove(ok.length, 100)
-        assert.isAbove(failed.length, 100)
-        assert.strictEqual(seen.violations, 0)
-        assert.isAtLeast(seen.checks, 1_000 + ok.length)
-        assert.isAtLeast(seen.samples, 280)
-        assert.isAtMost(seen.peak, limitUnits)
-        // the budget really was the binding constraint
-        assert.isAbove(seen.peak, limitUnits * 0.95)
-        const spent = ok.reduce((sum, e) => sum + units(e.value.evidence.cost.actual), 0)
-        const successes = (yield* records).filter((r) => r.outcome === "success")
-        assert.strictEqual(successes.length, ok.length)
-        assert.deepStrictEqual(yield* balance(), { committed: spent, reserved: 0 })
-        assert.isAtMost(spent, limitUnits)
-      })
-      yield* program.pipe(
-        Effect.provide(
-          layer({
-            store,
-            budgets: { tenants: { acme: { limit, period: "total" } } },
-            scripts: {
-              [P]: Array.from({ length: 1_000 }, (_, i) =>
-                ScriptedProvider.success({
-                  after: 50 + ((i * 37) % 150),
-                  // at most the estimated input, at most the output cap: actual ≤ reserved for every call
-                  usage: { inputTokens: nLong - (i % 7), outputTokens: 10 + ((i * 53) % 91) }
-                })
-              )
-            }
-          })
-        )
-      )
-    }), 120_000)
+      }),
+    120_000
+  )
 })
 
 describe("permits during execution", () => {
@@ -293,13 +359,18 @@ describe("permits during execution", () => {
       const a = yield* Effect.forEach([1, 2, 3, 4], () => Effect.fork(g.generate(command("w.reply"))))
       yield* TestClock.adjust(10)
       assert.deepStrictEqual(yield* permits, { inUse: 2, waiting: 2, tenants: 1 })
-      const b = yield* Effect.fork(Effect.zipRight(g.generate(command("w.reply", { tenant: beta })), Clock.currentTimeMillis))
+      const b = yield* Effect.fork(
+        Effect.zipRight(g.generate(command("w.reply", { tenant: beta })), Clock.currentTimeMillis)
+      )
       yield* TestClock.adjust(1)
       assert.deepStrictEqual(yield* permits, { inUse: 3, waiting: 2, tenants: 2 })
       yield* TestClock.adjust(3_000)
       assert.strictEqual(yield* Fiber.join(b), 1_010)
       yield* Effect.forEach(a, Fiber.join)
-      const starts = (yield* records).map((r) => [r.tenant, r.evidence.startedAt + r.evidence.attempts[0]!.startOffsetMs])
+      const starts = (yield* records).map((r) => [
+        r.tenant,
+        r.evidence.startedAt + r.evidence.attempts[0]!.startOffsetMs
+      ])
       assert.deepStrictEqual(
         starts.sort((x, y) => Number(x[1]) - Number(y[1]) || String(x[0]).localeCompare(String(y[0]))),
         [
@@ -319,7 +390,8 @@ describe("permits during execution", () => {
           concurrency: { permits: 3, tenants: { acme: { reserved: 1, max: 2 }, beta: { reserved: 1 } } }
         })
       )
-    ))
+    )
+  )
 
   it.effect("a call queued for a permit past its deadline fails with DeadlineExceeded and calls no provider", () =>
     Effect.gen(function* () {
@@ -345,31 +417,40 @@ describe("permits during execution", () => {
       Effect.provide(
         layer({ scripts: { [P]: [ScriptedProvider.success({ after: 3_000 })] }, concurrency: { permits: 1 } })
       )
-    ))
+    )
+  )
 
-  it.effect("interrupt during an in-flight attempt: permit returned, input cost committed, the rest released, record cancelled", () =>
-    Effect.gen(function* () {
-      const g = yield* gateway
-      const n = nReply
-      const fiber = yield* Effect.fork(g.generate(command("w.reply")))
-      yield* TestClock.adjust(300)
-      assert.deepStrictEqual(yield* permits, { inUse: 1, waiting: 0, tenants: 1 })
-      yield* Fiber.interrupt(fiber)
-      assert.deepStrictEqual(yield* permits, noPermits)
-      assert.deepStrictEqual(yield* balance(), { committed: units((n * 1_000) / 1e6), reserved: 0 })
-      const [log] = yield* (yield* scripted).attempts
-      assert.deepStrictEqual([log?.interrupted, log?.endedAt], [true, 300])
-      const [record] = yield* records
-      assert.strictEqual(record?.outcome, "cancelled")
-      assert.strictEqual(record?.evidence.usage.inputTokens, n)
-      assert.strictEqual(units(record!.evidence.cost.actual), units((n * 1_000) / 1e6))
-      assert.deepStrictEqual(
-        record?.evidence.attempts.map((a) => [a.outcome, a.latencyMs]),
-        [["cancelled", 300]]
+  it.effect(
+    "interrupt during an in-flight attempt: permit returned, input cost committed, the rest released, record cancelled",
+    () =>
+      Effect.gen(function* () {
+        const g = yield* gateway
+        const n = nReply
+        const fiber = yield* Effect.fork(g.generate(command("w.reply")))
+        yield* TestClock.adjust(300)
+        assert.deepStrictEqual(yield* permits, { inUse: 1, waiting: 0, tenants: 1 })
+        yield* Fiber.interrupt(fiber)
+        assert.deepStrictEqual(yield* permits, noPermits)
+        assert.deepStrictEqual(yield* balance(), { committed: units((n * 1_000) / 1e6), reserved: 0 })
+        const [log] = yield* (yield* scripted).attempts
+        assert.deepStrictEqual([log?.interrupted, log?.endedAt], [true, 300])
+        const [record] = yield* records
+        assert.strictEqual(record?.outcome, "cancelled")
+        assert.strictEqual(record?.evidence.usage.inputTokens, n)
+        assert.strictEqual(units(record!.evidence.cost.actual), units((n * 1_000) / 1e6))
+        assert.deepStrictEqual(
+          record?.evidence.attempts.map((a) => [a.outcome, a.latencyMs]),
+          [["cancelled", 300]]
+        )
+      }).pipe(
+        Effect.provide(
+          layer({
+            scripts: { [P]: [ScriptedProvider.hang] },
+            concurrency: { permits: 2, tenants: { acme: { reserved: 1 } } }
+          })
+        )
       )
-    }).pipe(
-      Effect.provide(layer({ scripts: { [P]: [ScriptedProvider.hang] }, concurrency: { permits: 2, tenants: { acme: { reserved: 1 } } } }))
-    ))
+  )
 
   it.effect("a per-target cap queues attempts within the deadline, then falls back", () =>
     Effect.gen(function* () {
@@ -394,11 +475,15 @@ describe("permits during execution", () => {
     }).pipe(
       Effect.provide(
         layer({
-          scripts: { [P]: [ScriptedProvider.success({ after: 300 }), ScriptedProvider.success({ after: 650 })], [F]: [ScriptedProvider.success({ after: 50 })] },
+          scripts: {
+            [P]: [ScriptedProvider.success({ after: 300 }), ScriptedProvider.success({ after: 650 })],
+            [F]: [ScriptedProvider.success({ after: 50 })]
+          },
           concurrency: { permits: 10, targets: { [P]: 1 } }
         })
       )
-    ))
+    )
+  )
 })
 
 describe("every failure path leaves no reservation and no permit behind", () => {
@@ -409,7 +494,12 @@ describe("every failure path leaves no reservation and no permit behind", () => 
     readonly scripts: ScriptedProvider.Scripts
     readonly budgets?: Budgets.Options
   }> = [
-    { name: "refusal", tag: "Refusal", cmd: command("w.short"), scripts: { [P]: [ScriptedProvider.refusal({ after: 50 })] } },
+    {
+      name: "refusal",
+      tag: "Refusal",
+      cmd: command("w.short"),
+      scripts: { [P]: [ScriptedProvider.refusal({ after: 50 })] }
+    },
     {
       name: "invalid request from the provider",
       tag: "InvalidRequest",
@@ -426,7 +516,10 @@ describe("every failure path leaves no reservation and no permit behind", () => 
       name: "all routes failed",
       tag: "ProviderUnavailable",
       cmd: command("w.short"),
-      scripts: { [P]: [ScriptedProvider.unavailable({ after: 50 })], [F]: [ScriptedProvider.unavailable({ after: 50 })] }
+      scripts: {
+        [P]: [ScriptedProvider.unavailable({ after: 50 })],
+        [F]: [ScriptedProvider.unavailable({ after: 50 })]
+      }
     },
     {
       name: "deadline",
@@ -465,7 +558,8 @@ describe("every failure path leaves no reservation and no permit behind", () => 
             concurrency: { permits: 2, tenants: { acme: { reserved: 1 } } }
           })
         )
-      ))
+      )
+    )
   }
 })
 
@@ -486,7 +580,10 @@ describe("router: BUDGET_DOES_NOT_FIT", () => {
       const { exit } = yield* runFor(command("w.short", { maxCost }), 1_000)
       assert.isTrue(Exit.isSuccess(exit))
       // the fallback's cap is what maxCost pays for after its input
-      assert.deepStrictEqual((yield* (yield* scripted).attempts).map((l) => [l.target, l.maxOutputTokens]), [[F, 80]])
+      assert.deepStrictEqual(
+        (yield* (yield* scripted).attempts).map((l) => [l.target, l.maxOutputTokens]),
+        [[F, 80]]
+      )
     }).pipe(
       Effect.provide(
         layer({
@@ -494,5 +591,6 @@ describe("router: BUDGET_DOES_NOT_FIT", () => {
           scripts: { [F]: [ScriptedProvider.success({ after: 10, usage: { inputTokens: 1, outputTokens: 1 } })] }
         })
       )
-    ))
+    )
+  )
 })

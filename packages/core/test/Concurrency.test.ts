@@ -29,40 +29,43 @@ const job = (log: Ref.Ref<ReadonlyArray<readonly [string, number]>>, tenant: Ten
   )
 
 describe("Concurrency (memory)", () => {
-  it.effect("reserved permits first, then the shared pool, up to the tenant's max; saturating A never blocks B's reserve", () =>
-    Effect.gen(function* () {
-      const log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
-      // permits 4 = A reserved 1 + B reserved 1 + shared 2; A may hold 3 (its max)
-      for (let i = 1; i <= 5; i++) yield* job(log, A, `a${i}`, 1_000)
-      yield* TestClock.adjust(10)
-      let s = yield* snapshot
-      assert.deepStrictEqual([s.inUse, s.sharedInUse, s.waiting], [3, 2, 2])
-      // the shared pool is full and A is at its max, yet B starts at once on its reserved permit
-      yield* job(log, B, "b1", 1_000)
-      // B's second call needs the shared pool: it waits behind A's waiters for a shared permit
-      yield* job(log, B, "b2", 1_000)
-      yield* TestClock.adjust(1)
-      s = yield* snapshot
-      assert.deepStrictEqual([s.inUse, s.sharedInUse, s.waiting], [4, 2, 3])
-      yield* TestClock.adjust(3_000)
-      assert.deepStrictEqual(yield* Ref.get(log), [
-        ["a1", 0],
-        ["a2", 0],
-        ["a3", 0],
-        ["b1", 10],
-        // at 1000 A's three permits come back one by one: FIFO hands them to a4 and a5 (A is below
-        // its max again each time) and the last to b2
-        ["a4", 1_000],
-        ["a5", 1_000],
-        ["b2", 1_000]
-      ])
-      s = yield* snapshot
-      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
-    }).pipe(
-      Effect.provide(
-        Concurrency.layerMemory({ permits: 4, tenants: { [A]: { reserved: 1, max: 3 }, [B]: { reserved: 1 } } })
+  it.effect(
+    "reserved permits first, then the shared pool, up to the tenant's max; saturating A never blocks B's reserve",
+    () =>
+      Effect.gen(function* () {
+        const log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+        // permits 4 = A reserved 1 + B reserved 1 + shared 2; A may hold 3 (its max)
+        for (let i = 1; i <= 5; i++) yield* job(log, A, `a${i}`, 1_000)
+        yield* TestClock.adjust(10)
+        let s = yield* snapshot
+        assert.deepStrictEqual([s.inUse, s.sharedInUse, s.waiting], [3, 2, 2])
+        // the shared pool is full and A is at its max, yet B starts at once on its reserved permit
+        yield* job(log, B, "b1", 1_000)
+        // B's second call needs the shared pool: it waits behind A's waiters for a shared permit
+        yield* job(log, B, "b2", 1_000)
+        yield* TestClock.adjust(1)
+        s = yield* snapshot
+        assert.deepStrictEqual([s.inUse, s.sharedInUse, s.waiting], [4, 2, 3])
+        yield* TestClock.adjust(3_000)
+        assert.deepStrictEqual(yield* Ref.get(log), [
+          ["a1", 0],
+          ["a2", 0],
+          ["a3", 0],
+          ["b1", 10],
+          // at 1000 A's three permits come back one by one: FIFO hands them to a4 and a5 (A is below
+          // its max again each time) and the last to b2
+          ["a4", 1_000],
+          ["a5", 1_000],
+          ["b2", 1_000]
+        ])
+        s = yield* snapshot
+        assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
+      }).pipe(
+        Effect.provide(
+          Concurrency.layerMemory({ permits: 4, tenants: { [A]: { reserved: 1, max: 3 }, [B]: { reserved: 1 } } })
+        )
       )
-    ))
+  )
 
   it.effect("waiting is FIFO per tenant and across tenants for the shared pool", () =>
     Effect.gen(function* () {
@@ -84,7 +87,8 @@ describe("Concurrency (memory)", () => {
         ["c1", 300],
         ["b2", 400]
       ])
-    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 }))))
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
+  )
 
   it.effect("a wait bounded by a timeout leaves no waiter and no tenant state behind", () =>
     Effect.gen(function* () {
@@ -101,7 +105,8 @@ describe("Concurrency (memory)", () => {
       assert.isFalse(yield* Fiber.join(waiter))
       const s = yield* snapshot
       assert.deepStrictEqual([s.inUse, s.waiting, s.tenants, [...s.byTenant.keys()]], [1, 0, 1, [A]])
-    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 }))))
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
+  )
 
   it.effect("a permit granted to a waiter that is interrupted at the same moment is not lost", () =>
     Effect.gen(function* () {
@@ -109,7 +114,12 @@ describe("Concurrency (memory)", () => {
       const holding = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       const holder = yield* Effect.fork(
-        Effect.scoped(Effect.zipRight(c.acquire(A, "wf"), Effect.zipRight(Deferred.succeed(holding, undefined), Deferred.await(release))))
+        Effect.scoped(
+          Effect.zipRight(
+            c.acquire(A, "wf"),
+            Effect.zipRight(Deferred.succeed(holding, undefined), Deferred.await(release))
+          )
+        )
       )
       yield* Deferred.await(holding)
       const waiter = yield* Effect.fork(Effect.scoped(Effect.zipRight(c.acquire(A, "wf"), Effect.never)))
@@ -120,19 +130,23 @@ describe("Concurrency (memory)", () => {
       yield* Fiber.interrupt(waiter)
       const s = yield* snapshot
       assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
-    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 }))))
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
+  )
 
   it.effect("memory stays bounded with many tenants: idle tenants have no state", () =>
     Effect.gen(function* () {
       const c = yield* service
       for (let i = 0; i < 10_000; i++) yield* Effect.scoped(c.acquire(TenantId.make(`t${i}`), "wf"))
       assert.strictEqual((yield* snapshot).tenants, 0)
-      const fibers = yield* Effect.forEach([1, 2, 3], (i) => Effect.fork(Effect.scoped(Effect.zipRight(c.acquire(TenantId.make(`h${i}`), "wf"), Effect.never))))
+      const fibers = yield* Effect.forEach([1, 2, 3], (i) =>
+        Effect.fork(Effect.scoped(Effect.zipRight(c.acquire(TenantId.make(`h${i}`), "wf"), Effect.never)))
+      )
       yield* TestClock.adjust(1)
       assert.strictEqual((yield* snapshot).tenants, 3)
       yield* Fiber.interruptAll(fibers)
       assert.strictEqual((yield* snapshot).tenants, 0)
-    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 8 }))))
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 8 })))
+  )
 
   it.effect("undeclared tenants share the pool up to undeclaredMax", () =>
     Effect.gen(function* () {
@@ -146,7 +160,8 @@ describe("Concurrency (memory)", () => {
         ["c2", 0],
         ["c3", 100]
       ])
-    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 4, undeclaredMax: 2 }))))
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 4, undeclaredMax: 2 })))
+  )
 
   it.effect("per-target caps: waits at most maxWait, then reports false", () =>
     Effect.gen(function* () {
@@ -176,7 +191,8 @@ describe("Concurrency (memory)", () => {
       // an uncapped target never waits
       assert.isTrue(yield* Effect.scoped(c.acquireTarget(TargetRef.make("model://x/y@eu"), 0)))
       assert.deepStrictEqual((yield* snapshot).targets.get(ref), { inUse: 0, waiting: 0 })
-    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 8, targets: { "model://vllm/llama@eu": 1 } }))))
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 8, targets: { "model://vllm/llama@eu": 1 } })))
+  )
 })
 
 describe("Concurrency configuration", () => {
@@ -209,7 +225,8 @@ describe("Concurrency configuration", () => {
           ["concurrency.targets.model://x/y@eu", "NON_POSITIVE_LIMIT"]
         ]
       )
-    }))
+    })
+  )
 
   it("zero permits, and a max nobody could reach, are errors", () => {
     assert.deepStrictEqual(
@@ -217,24 +234,36 @@ describe("Concurrency configuration", () => {
       ["NON_POSITIVE_LIMIT"]
     )
     assert.deepStrictEqual(
-      Concurrency.validate({ permits: 4, tenants: { a: { reserved: 1, max: 5 } }, undeclaredMax: 4 }).map((p) => [p.path, p.reason]),
+      Concurrency.validate({ permits: 4, tenants: { a: { reserved: 1, max: 5 } }, undeclaredMax: 4 }).map((p) => [
+        p.path,
+        p.reason
+      ]),
       [
         ["concurrency.tenants.a.max", "MAX_ABOVE_CAPACITY"],
         ["concurrency.undeclaredMax", "MAX_ABOVE_CAPACITY"]
       ]
     )
-    assert.deepStrictEqual(Concurrency.validate({ permits: 6, tenants: { a: { reserved: 2, max: 4 }, b: { reserved: 2 } } }), [])
+    assert.deepStrictEqual(
+      Concurrency.validate({ permits: 6, tenants: { a: { reserved: 2, max: 4 }, b: { reserved: 2 } } }),
+      []
+    )
   })
 
   it.effect("layerConfig reads the options from Config", () =>
     Effect.gen(function* () {
       const c = yield* service
-      yield* Effect.scoped(Effect.zipRight(c.acquire(A, "wf"), Effect.flatMap(snapshot, (s) => Effect.sync(() => assert.strictEqual(s.inUse, 1)))))
+      yield* Effect.scoped(
+        Effect.zipRight(
+          c.acquire(A, "wf"),
+          Effect.flatMap(snapshot, (s) => Effect.sync(() => assert.strictEqual(s.inUse, 1)))
+        )
+      )
     }).pipe(
       Effect.provide(
         Concurrency.layerConfig({ permits: Schema.Config("PERMITS", Schema.NumberFromString) }).pipe(
           Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PERMITS", "2"]]))))
         )
       )
-    ))
+    )
+  )
 })

@@ -39,10 +39,12 @@ import {
   anthropicBody,
   anthropicSse,
   errorBody,
+  exampleFor,
   geminiBody,
   geminiSse,
   openAiBody,
   openAiSse,
+  requestedSchema,
   streamErrorFrames
 } from "./internal/mockWire.js"
 
@@ -142,7 +144,7 @@ interface Common {
  */
 export interface Success extends Common {
   readonly _tag: "Success"
-  /** Text of the answer. Default: a short fixed sentence. `""` for none. */
+  /** Text of the answer. Default: a short fixed sentence, or for a structured-output request a small value of the requested schema. `""` for none. */
   readonly text?: string | undefined
   /** A structured value; its JSON becomes the text. */
   readonly json?: unknown
@@ -442,7 +444,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
           body
         }
         if (record) recorded.push(recordedRequest)
-        const behavior = choose(recordedRequest)
+        const chosen = choose(recordedRequest)
+        // A plain default success answers a structured-output request with a value of its schema.
+        const schema =
+          chosen._tag === "Success" &&
+          chosen.text === undefined &&
+          chosen.json === undefined &&
+          chosen.toolCalls === undefined
+            ? requestedSchema(body)
+            : undefined
+        const behavior: Behavior =
+          schema === undefined || chosen._tag !== "Success" ? chosen : { ...chosen, json: exampleFor(schema) }
         const n = ++counter
         // Gemini documents no request-id header; local OpenAI-compatible servers send none either.
         const requestId =

@@ -98,4 +98,28 @@ describe("MockProviderServer", () => {
       assert.deepStrictEqual(yield* mock.requests, [])
     }).pipe(Effect.provide(Layer.merge(MockProviderServer.layer({ record: false }), NodeHttpClient.layerUndici)))
   )
+
+  it.effect("the default success answers structured-output requests with a value of the schema", () =>
+    Effect.gen(function* () {
+      const mock = yield* MockProviderServer
+      const schema = {
+        type: "object",
+        properties: {
+          category: { type: "string", enum: ["billing", "bug"] },
+          score: { type: "number", minimum: 1 },
+          tags: { type: "array", items: { type: "string" }, minItems: 1 },
+          note: { anyOf: [{ type: "null" }, { type: "string" }] }
+        },
+        required: ["category", "score", "tags", "note"],
+        additionalProperties: false
+      }
+      const response = yield* post(`${mock.baseUrl("anthropic")}/messages`, {
+        model: "c",
+        messages: [],
+        output_config: { format: { type: "json_schema", schema } }
+      })
+      const text = JSON.parse(response.text).content[0].text
+      assert.deepStrictEqual(JSON.parse(text), { category: "billing", score: 1, tags: ["example"], note: null })
+    }).pipe(Effect.provide(Live))
+  )
 })

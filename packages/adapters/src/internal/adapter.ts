@@ -132,7 +132,7 @@ export const makeAdapter = (
           meta,
           machine: codec.streamMachine(meta)
         })
-        return Stream.concat(Stream.succeed(started), events).pipe(Stream.takeUntil((event) => event._tag === "Finish"))
+        return Stream.concat(Stream.succeed(started), events)
       })
     )
 

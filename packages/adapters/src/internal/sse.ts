@@ -65,6 +65,9 @@ export const decode = (
     let bytes = 0
     let tail = ""
     let endsWithNewline = false
+    // Once `Finish` is out, the rest of the body is read (so the connection can be reused) but a
+    // failure there no longer matters: the answer is complete.
+    let finished = false
     const tooLarge = () =>
       providerError({
         kind: "invalid_output",
@@ -110,7 +113,10 @@ export const decode = (
       for (const event of pending.splice(0)) {
         const step = machine.onEvent(event)
         if (isFailure(step)) return step
-        for (const e of step) out.push(e)
+        for (const e of step) {
+          if (e._tag === "Finish") finished = true
+          out.push(e)
+        }
       }
       return out
     }
@@ -120,15 +126,17 @@ export const decode = (
     const chunks = Stream.mapConcatEffect(
       Stream.mapError(body, (error) => transportError(provider, error, meta)),
       (chunk) => {
+        if (finished) return Effect.succeed(noEvents)
         bytes += chunk.length
         if (bytes > maxBytes) return Effect.fail(tooLarge())
         return run(feed(decoder.decode(chunk, { stream: true })))
       }
-    )
+    ).pipe(Stream.catchAll((error) => (finished ? Stream.empty : Stream.fail(error))))
 
     // At the end, a complete last line still dispatches its event (llama.cpp may omit the final
     // blank line after `data: [DONE]`); a partial line is a truncated event and is dropped.
     const end = Stream.suspend(() => {
+      if (finished) return Stream.empty
       const rest = feed(decoder.decode(), true)
       if (isFailure(rest)) return Stream.fail(rest)
       const flushed = endsWithNewline ? feed("\n") : noEvents

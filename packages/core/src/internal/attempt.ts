@@ -1,7 +1,7 @@
 /**
  * Timing primitives of one attempt.
  */
-import { Duration, Effect, Fiber, Option, Random, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
+import { Deferred, Duration, Effect, Fiber, Option, Random, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import type { RetryPolicy } from "../Workflow.js"
 
 /**
@@ -10,17 +10,22 @@ import type { RetryPolicy } from "../Workflow.js"
  * The timer fiber is armed before the attempt starts, so a completion at exactly the same virtual
  * instant as the timeout counts as a completion (DESIGN §4 tie rule): `TestClock` wakes sleeps due
  * at the same instant latest-registered first.
+ *
+ * Hot path: two fibers per attempt (the timer and the attempt) that settle one `Deferred`, first
+ * wins; a `raceFirst` of their joins would fork two more (fibers dominate the gateway's own cost).
  */
 export const withAttemptTimeout = <A, E, R>(
   self: Effect.Effect<A, E, R>,
   timeout: Duration.Duration
 ): Effect.Effect<Option.Option<A>, E, R> =>
-  Effect.flatMap(Effect.fork(Effect.sleep(timeout)), (timer) =>
-    Effect.flatMap(Effect.fork(self), (attempt) =>
-      Effect.raceFirst(
-        Effect.map(Fiber.join(attempt), Option.some),
-        Effect.as(Fiber.join(timer), Option.none<A>())
-      ).pipe(Effect.ensuring(Effect.zipRight(Fiber.interrupt(timer), Fiber.interrupt(attempt))))
+  Effect.flatMap(Deferred.make<Option.Option<A>, E>(), (done) =>
+    Effect.flatMap(Effect.fork(Effect.zipRight(Effect.sleep(timeout), Deferred.succeed(done, Option.none()))), (timer) =>
+      Effect.flatMap(Effect.fork(Effect.intoDeferred(Effect.map(self, Option.some), done)), (attempt) =>
+        Deferred.await(done).pipe(
+          // The timer has nothing to finalize: signal it without waiting (and without a fiber).
+          Effect.ensuring(Effect.fiberIdWith((id) => Effect.zipRight(timer.interruptAsFork(id), Fiber.interrupt(attempt))))
+        )
+      )
     )
   )
 

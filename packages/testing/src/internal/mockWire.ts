@@ -30,6 +30,67 @@ const defaultModels: Record<Provider, string> = {
 export const modelOf = (provider: Provider, success: Success, requested: string | undefined): string =>
   success.model ?? requested ?? defaultModels[provider]
 
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * A small value that satisfies common JSON Schemas (objects with required properties, strings,
+ * numbers, booleans, arrays, enums, consts, unions), so that the default success answers a
+ * structured-output request with valid JSON.
+ *
+ * @internal
+ */
+export const exampleFor = (schema: unknown, depth = 0): unknown => {
+  if (!isObject(schema) || depth > 8) return null
+  if ("const" in schema) return schema.const
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0]
+  for (const key of ["anyOf", "oneOf", "allOf"]) {
+    const options = schema[key]
+    if (Array.isArray(options) && options.length > 0) return exampleFor(options[0], depth + 1)
+  }
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type
+  switch (typeof type === "string" ? type.toLowerCase() : isObject(schema.properties) ? "object" : undefined) {
+    case "object": {
+      const properties = isObject(schema.properties) ? schema.properties : {}
+      const required = Array.isArray(schema.required) ? schema.required : Object.keys(properties)
+      const out: Record<string, unknown> = {}
+      for (const name of required) {
+        if (typeof name === "string") out[name] = exampleFor(properties[name], depth + 1)
+      }
+      return out
+    }
+    case "array": {
+      const min = typeof schema.minItems === "number" ? schema.minItems : 0
+      return Array.from({ length: Math.min(min, 3) }, () => exampleFor(schema.items, depth + 1))
+    }
+    case "string":
+      return "example"
+    case "integer":
+    case "number":
+      return typeof schema.minimum === "number" ? schema.minimum : 0
+    case "boolean":
+      return false
+    default:
+      return null
+  }
+}
+
+/**
+ * The JSON Schema of a structured-output request, in any of the wire formats.
+ *
+ * @internal
+ */
+export const requestedSchema = (body: unknown): unknown => {
+  if (!isObject(body)) return undefined
+  const responseFormat = body.response_format
+  if (isObject(responseFormat) && isObject(responseFormat.json_schema)) return responseFormat.json_schema.schema
+  const outputConfig = body.output_config
+  if (isObject(outputConfig) && isObject(outputConfig.format)) return outputConfig.format.schema
+  const generationConfig = body.generationConfig
+  if (isObject(generationConfig)) return generationConfig.responseJsonSchema ?? generationConfig.responseSchema
+  return undefined
+}
+
 /** The text of a success: `json` serialized, else `text`, else the default. @internal */
 export const textOf = (success: Success): string | undefined =>
   success.json !== undefined ? JSON.stringify(success.json) : success.text === undefined ? defaultText : success.text

@@ -1,0 +1,318 @@
+import { assert, describe, it } from "@effect/vitest"
+import { GatewayConfig, ModelGateway } from "@modelgate/core"
+import * as ModelCommand from "@modelgate/core/ModelCommand"
+import { ScriptedProvider } from "@modelgate/testing"
+import { Arbitrary, Cause, Effect, Exit, FastCheck as fc, Fiber, Option, ParseResult, Schema, TestClock } from "effect"
+import { gatewayLayer, refs } from "./fixtures.js"
+
+/** Decoding untrusted input: a value or a typed ParseError, never a throw or a defect. */
+const decodeCommand = (input: unknown): "ok" | "rejected" => {
+  const exit = Effect.runSyncExit(ModelCommand.decodeUnknown(input))
+  if (Exit.isSuccess(exit)) return "ok"
+  const error = Option.getOrUndefined(Cause.failureOption(exit.cause))
+  if (!ParseResult.isParseError(error)) throw new Error(`not a typed error: ${Cause.pretty(exit.cause)}`)
+  // the message renders (bounded work, no throw)
+  assert.isString(error.message)
+  return "rejected"
+}
+
+const decodeConfig = (input: unknown): "ok" | "rejected" => {
+  const exit = Effect.runSyncExit(GatewayConfig.decode(input))
+  if (Exit.isSuccess(exit)) return "ok"
+  const error = Option.getOrUndefined(Cause.failureOption(exit.cause))
+  if (error?._tag !== "GatewayConfigError") throw new Error(`not a typed error: ${Cause.pretty(exit.cause)}`)
+  assert.isAbove(error.problems.length, 0)
+  assert.isString(error.message)
+  return "rejected"
+}
+
+const validCommand = {
+  workflow: "ticket.reply",
+  tenant: "acme",
+  messages: [{ _tag: "user", content: "hello" }]
+}
+
+const validConfig = {
+  targets: [
+    {
+      ref: "model://openai/small@eu",
+      provider: "openai",
+      model: "small",
+      capabilities: { contextWindow: 128000, maxOutputTokens: 4096 },
+      regions: ["eu"],
+      dataClasses: ["internal"],
+      pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, pricingVersion: "p1" },
+      limits: { maxAttempts: 2, perAttemptTimeout: 1000, minimumAttemptTime: 100 }
+    }
+  ],
+  workflows: [
+    {
+      name: "ticket.reply",
+      policyVersion: "v1",
+      prompt: { id: "p", version: "1" },
+      route: ["model://openai/small@eu"],
+      timeout: 3000,
+      regions: ["eu"],
+      dataClass: "internal"
+    }
+  ]
+}
+
+/** Replaces the value at a random path of `value` with `replacement`. */
+const mutateAt = (value: unknown, path: ReadonlyArray<number>, replacement: unknown): unknown => {
+  if (path.length === 0 || value === null || typeof value !== "object") return replacement
+  const [head, ...rest] = path
+  if (Array.isArray(value)) {
+    if (value.length === 0) return replacement
+    const i = head! % value.length
+    return value.map((v, j) => (j === i ? mutateAt(v, rest, replacement) : v))
+  }
+  const keys = Object.keys(value)
+  if (keys.length === 0) return replacement
+  const key = keys[head! % keys.length]!
+  return { ...value, [key]: mutateAt((value as Record<string, unknown>)[key], rest, replacement) }
+}
+
+// What JSON.parse can produce, plus values other parsers produce (Dates, Maps, sparse arrays,
+// bigints, non-finite numbers). Null-prototype objects are a known gap, tested on their own below.
+const garbage = fc.oneof(
+  fc.jsonValue({ maxDepth: 6 }),
+  fc.anything({ maxDepth: 4, withBigInt: true, withDate: true, withMap: true, withSet: true, withTypedArray: true, withSparseArray: true }),
+  fc.string({ unit: "binary" }),
+  fc.constantFrom(
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    Number.NEGATIVE_INFINITY,
+    -1,
+    0,
+    -0,
+    1e308,
+    Number.MAX_SAFE_INTEGER + 2,
+    -Number.MAX_VALUE,
+    "\uD800",
+    "\uDFFF\uD800",
+    "__proto__",
+    "constructor",
+    "https://evil.example",
+    null,
+    undefined
+  )
+)
+
+describe("Hostile input: the command decoder", () => {
+  it("arbitrary garbage: a typed error, never a throw", () => {
+    fc.assert(
+      fc.property(garbage, (input) => {
+        assert.strictEqual(decodeCommand(input), "rejected")
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("a valid command with garbage at a random path: decoded or a typed error, never a throw", () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 5 }), garbage, (path, replacement) => {
+        decodeCommand(mutateAt(validCommand, path, replacement))
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("generated valid commands round-trip; any extra field makes them a typed error", () => {
+    const arbitrary = Arbitrary.make(ModelCommand.ModelCommand)
+    const encode = Schema.encodeSync(ModelCommand.ModelCommand)
+    fc.assert(
+      fc.property(arbitrary, fc.string({ minLength: 1, maxLength: 20 }), garbage, (command, key, value) => {
+        const encoded = encode(command)
+        assert.strictEqual(decodeCommand(encoded), "ok")
+        if (!(key in encoded) && key !== "__proto__") {
+          assert.strictEqual(decodeCommand({ ...encoded, [key]: value }), "rejected")
+        }
+      }),
+      { numRuns: 60 }
+    )
+  })
+
+  it("oversized inputs are refused by the decoder", () => {
+    const big = "x".repeat(2_000_001)
+    assert.strictEqual(decodeCommand({ ...validCommand, messages: [{ _tag: "user", content: big }] }), "rejected")
+    assert.strictEqual(
+      decodeCommand({ ...validCommand, messages: Array.from({ length: 10_001 }, () => ({ _tag: "user", content: "x" })) }),
+      "rejected"
+    )
+    assert.strictEqual(decodeCommand({ ...validCommand, tenant: "t".repeat(201) }), "rejected")
+    assert.strictEqual(decodeCommand({ ...validCommand, workflow: "w".repeat(201) }), "rejected")
+    const tools = Array.from({ length: 129 }, (_, i) => ({ name: `t${i}`, description: "d", parameters: {} }))
+    assert.strictEqual(decodeCommand({ ...validCommand, tools }), "rejected")
+  })
+
+  it("huge, negative, fractional and non-finite limits are refused", () => {
+    for (const extra of [
+      { timeout: -1 },
+      { timeout: Number.NaN },
+      { maxCost: 0 },
+      { maxCost: -0.01 },
+      { maxCost: Number.POSITIVE_INFINITY },
+      { maxOutputTokens: 0 },
+      { maxOutputTokens: -5 },
+      { maxOutputTokens: 1.5 },
+      { maxOutputTokens: 1e12 },
+      { maxInputTokens: -1 },
+      { step: -1 },
+      { step: 0.5 }
+    ]) {
+      assert.strictEqual(decodeCommand({ ...validCommand, ...extra }), "rejected", JSON.stringify(extra))
+    }
+  })
+
+  it("moderately deep JSON (1 000 levels) where text or parts are expected is refused", () => {
+    let deep: unknown = "x"
+    for (let i = 0; i < 1_000; i++) deep = [deep]
+    assert.strictEqual(decodeCommand({ ...validCommand, messages: deep }), "rejected")
+    assert.strictEqual(decodeCommand({ ...validCommand, messages: [{ _tag: "user", content: deep }] }), "rejected")
+  })
+
+  it("lone surrogates and control characters: ids refuse them, text keeps them", () => {
+    assert.strictEqual(decodeCommand({ ...validCommand, tenant: "acme\uD800" }), "rejected")
+    assert.strictEqual(decodeCommand({ ...validCommand, workflow: "ticket\uDFFF.reply" }), "rejected")
+    assert.strictEqual(decodeCommand({ ...validCommand, tenant: "acme\u0000" }), "rejected")
+    assert.strictEqual(
+      decodeCommand({ ...validCommand, messages: [{ _tag: "user", content: "a\uD800b\uDFFF\u0000c" }] }),
+      "ok"
+    )
+  })
+})
+
+describe("Hostile input: the config decoder", () => {
+  it("the valid baseline decodes", () => {
+    assert.strictEqual(decodeConfig(validConfig), "ok")
+  })
+
+  it("arbitrary garbage: a GatewayConfigError listing problems, never a throw", () => {
+    fc.assert(
+      fc.property(garbage, (input) => {
+        assert.strictEqual(decodeConfig(input), "rejected")
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("a valid config with garbage at a random path: decoded or a GatewayConfigError, never a throw", () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 6 }), garbage, (path, replacement) => {
+        decodeConfig(mutateAt(validConfig, path, replacement))
+      }),
+      { numRuns: 1000 }
+    )
+  })
+
+  it("negative and non-finite limits, prices and windows are refused", () => {
+    const t = validConfig.targets[0]!
+    const cases: ReadonlyArray<unknown> = [
+      { ...validConfig, targets: [{ ...t, limits: { ...t.limits, maxAttempts: 0 } }] },
+      { ...validConfig, targets: [{ ...t, limits: { ...t.limits, maxAttempts: -1 } }] },
+      { ...validConfig, targets: [{ ...t, limits: { ...t.limits, maxAttempts: 1e9 } }] },
+      { ...validConfig, targets: [{ ...t, limits: { ...t.limits, perAttemptTimeout: -100 } }] },
+      { ...validConfig, targets: [{ ...t, capabilities: { ...t.capabilities, contextWindow: -1 } }] },
+      { ...validConfig, targets: [{ ...t, capabilities: { ...t.capabilities, maxOutputTokens: 0.5 } }] },
+      { ...validConfig, targets: [{ ...t, pricing: { ...t.pricing, inputPerMillion: -1 } }] },
+      { ...validConfig, targets: [{ ...t, pricing: { ...t.pricing, outputPerMillion: Number.POSITIVE_INFINITY } }] },
+      { ...validConfig, targets: [{ ...t, tokenizerSafetyFactor: 0.1 }] },
+      { ...validConfig, workflows: [{ ...validConfig.workflows[0]!, timeout: -1 }] },
+      { ...validConfig, workflows: [{ ...validConfig.workflows[0]!, maxCost: -1 }] },
+      { ...validConfig, workflows: [{ ...validConfig.workflows[0]!, retry: { factor: 1e9 } }] }
+    ]
+    for (const input of cases) assert.strictEqual(decodeConfig(input), "rejected", JSON.stringify(input))
+  })
+
+  it("deeply nested JSON in a free-form field (a static degrade value) decodes without a stack overflow", () => {
+    let deep: unknown = "x"
+    for (let i = 0; i < 100_000; i++) deep = { a: deep }
+    const input = { ...validConfig, workflows: [{ ...validConfig.workflows[0]!, degrade: { _tag: "static", value: deep } }] }
+    decodeConfig(input)
+  })
+})
+
+describe("Hostile input through the gateway: a typed error and no provider call", () => {
+  const run = (input: unknown) =>
+    Effect.gen(function* () {
+      const command = yield* ModelCommand.decodeUnknown(input)
+      const gateway = yield* ModelGateway.ModelGateway
+      const fiber = yield* Effect.fork(Effect.exit(gateway.generate(command)))
+      yield* TestClock.adjust(5_000)
+      const exit = yield* Fiber.join(fiber)
+      const attempts = yield* (yield* ScriptedProvider.ScriptedProvider).attempts
+      return { exit, attempts }
+    })
+
+  it.effect("an unknown workflow, a too-large input, a region outside the policy", () =>
+    Effect.gen(function* () {
+      for (const input of [
+        { ...validCommand, workflow: "no.such.workflow" },
+        { ...validCommand, maxInputTokens: 3 },
+        { ...validCommand, regions: ["mars"] }
+      ]) {
+        const { exit, attempts } = yield* run(input)
+        assert.isTrue(Exit.isFailure(exit))
+        const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+        assert.strictEqual(error?._tag, "InvalidRequest", JSON.stringify(input))
+        assert.deepStrictEqual(attempts, [])
+      }
+    }).pipe(Effect.provide(gatewayLayer({}))))
+
+  it.effect("lone surrogates in the prompt: tokenized and sent like any text (no crash)", () =>
+    Effect.gen(function* () {
+      const { exit, attempts } = yield* run({ ...validCommand, messages: [{ _tag: "user", content: "a\uD800b\uDFFFc" }] })
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.deepStrictEqual(
+        attempts.map((a) => a.target),
+        [refs.primary]
+      )
+    }).pipe(Effect.provide(gatewayLayer({}))))
+
+  // KNOWN GAP (reported to the lead): `ToolDefinition.parameters` is `Record<string, unknown>` with no
+  // depth or size bound, and the token estimator `JSON.stringify`s it, so 100 000 levels of nesting
+  // end the call with a RangeError defect instead of a typed error. `it.fails` keeps this visible:
+  // when the decoder bounds `parameters` this test starts passing and must become `it.effect`.
+  it.effect.fails("deeply nested tool parameters: a typed error, no provider call", () =>
+    Effect.gen(function* () {
+      let deep: unknown = {}
+      for (let i = 0; i < 100_000; i++) deep = { a: deep }
+      const input = { ...validCommand, tools: [{ name: "t", description: "d", parameters: { type: "object", x: deep } }] }
+      const decoded = Effect.runSyncExit(ModelCommand.decodeUnknown(input))
+      if (Exit.isFailure(decoded)) return // refused by the decoder: the fix
+      const { exit, attempts } = yield* run(input)
+      assert.isTrue(Exit.isFailure(exit) && Option.isSome(Cause.failureOption(exit.cause)), "a typed failure, not a defect")
+      assert.deepStrictEqual(attempts, [])
+    }).pipe(Effect.provide(gatewayLayer({}))))
+})
+
+// ---------------------------------------------------------------------------------------------
+// KNOWN GAPS in `ModelCommand.decodeUnknown` (reported to the lead; the fix belongs in
+// ModelCommand.ts). Each test states the required behaviour and is marked `fails` so that the suite
+// stays green while the gap exists and turns red the day it is fixed, to be switched to a plain test.
+// ---------------------------------------------------------------------------------------------
+
+describe("Hostile input: known gaps of the command decoder", () => {
+  it("a null-prototype object as a whole message is refused", () => {
+    assert.strictEqual(decodeCommand({ ...validCommand, messages: [Object.create(null)] }), "rejected")
+  })
+
+  it.fails("a null-prototype object as a message's `_tag` (querystring parsers make them): a typed error, not a throw", () => {
+    assert.strictEqual(decodeCommand({ ...validCommand, messages: [{ _tag: Object.create(null), content: "x" }] }), "rejected")
+  })
+
+  it.fails("100 000 levels of nesting: the ParseError message renders without a stack overflow", () => {
+    let deep: unknown = "x"
+    for (let i = 0; i < 100_000; i++) deep = [deep]
+    assert.strictEqual(decodeCommand({ ...validCommand, messages: [{ _tag: "user", content: deep }] }), "rejected")
+  })
+
+  it.fails("the decode error names paths and kinds only, never the offending (prompt) value", () => {
+    const exit = Effect.runSyncExit(
+      ModelCommand.decodeUnknown({ ...validCommand, messages: [{ _tag: "user", content: ["zqxcanary-prompt"] }] })
+    )
+    assert.isTrue(Exit.isFailure(exit))
+    assert.notInclude(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "", "zqxcanary")
+  })
+})
