@@ -14,32 +14,36 @@ export interface Profile {
   readonly warmupMs: number
   /** Interleaved rounds of every paired measurement. */
   readonly rounds: number
-  /** Calls per throughput round. */
+  /** Most calls per throughput round (fewer when the warm-up rate says the round would exceed `roundSeconds`). */
   readonly throughputCalls: number
+  /** Wall time a throughput or HTTP round aims at, seconds. */
+  readonly roundSeconds: number
   /** Objects held in memory measurements (in-flight calls, tenants). */
   readonly memoryCount: number
-  /** Calls per HTTP round. */
+  /** Most calls per HTTP round. */
   readonly httpCalls: number
 }
 
 export const profiles: Record<Profile["name"], Profile> = {
   full: {
     name: "full",
-    taskTimeMs: 400,
+    taskTimeMs: 300,
     warmupMs: 150,
-    rounds: 5,
+    rounds: 3,
     throughputCalls: 20_000,
+    roundSeconds: 1.5,
     memoryCount: 10_000,
-    httpCalls: 1_500
+    httpCalls: 2_000
   },
   smoke: {
     name: "smoke",
-    taskTimeMs: 15,
+    taskTimeMs: 10,
     warmupMs: 5,
-    rounds: 2,
-    throughputCalls: 500,
-    memoryCount: 300,
-    httpCalls: 40
+    rounds: 1,
+    throughputCalls: 200,
+    roundSeconds: 0.2,
+    memoryCount: 200,
+    httpCalls: 20
   }
 }
 
@@ -172,6 +176,10 @@ export const timed = async <A>(run: () => Promise<A>): Promise<Timed<A>> => {
   const cpu = process.cpuUsage(cpu0)
   return { value, wallMs, cpuMs: (cpu.user + cpu.system) / 1000 }
 }
+
+/** Calls for one round at `ratePerSecond` lasting about `seconds`, within [min, max]. */
+export const callsFor = (ratePerSecond: number, seconds: number, min: number, max: number): number =>
+  Math.max(min, Math.min(max, Math.round(ratePerSecond * seconds)))
 
 /** Formats a number with a fixed count of significant decimals for tables. */
 export const fmt = (x: number, digits = 2): string => {

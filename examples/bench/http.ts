@@ -12,7 +12,7 @@ import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
 import { buildGateway, command, target, workflow } from "./fixtures.js"
-import { median, type Profile, type Summary, summarize, timed } from "./harness.js"
+import { callsFor, median, type Profile, type Summary, summarize, timed } from "./harness.js"
 
 export interface HttpSide {
   /** Per-call latency, ms (all rounds). */
@@ -92,19 +92,22 @@ const level = async (
   viaGateway: Effect.Effect<unknown, unknown>,
   concurrency: number
 ): Promise<HttpLevel> => {
-  // Warm-up: JIT, connection pool.
-  const warm = Math.max(20, Math.floor(profile.httpCalls / 5))
-  await runRound(raw, warm, concurrency)
-  await runRound(viaGateway, warm, concurrency)
+  // Warm-up (JIT, connection pool); its rates size the rounds to about `roundSeconds` each.
+  const warm = Math.max(10, Math.floor(profile.httpCalls / 10))
+  const rate = Math.min(
+    (await runRound(raw, warm, concurrency)).throughput,
+    (await runRound(viaGateway, warm, concurrency)).throughput
+  )
+  const calls = callsFor(rate, profile.roundSeconds, Math.min(profile.httpCalls, 2 * concurrency), profile.httpCalls)
   const r: Array<Round> = []
   const g: Array<Round> = []
   for (let round = 0; round < profile.rounds; round++) {
     if (round % 2 === 0) {
-      r.push(await runRound(raw, profile.httpCalls, concurrency))
-      g.push(await runRound(viaGateway, profile.httpCalls, concurrency))
+      r.push(await runRound(raw, calls, concurrency))
+      g.push(await runRound(viaGateway, calls, concurrency))
     } else {
-      g.push(await runRound(viaGateway, profile.httpCalls, concurrency))
-      r.push(await runRound(raw, profile.httpCalls, concurrency))
+      g.push(await runRound(viaGateway, calls, concurrency))
+      r.push(await runRound(raw, calls, concurrency))
     }
   }
   const per = (f: (rr: Round, gg: Round) => number) => median(r.map((rr, i) => f(rr, g[i]!)))

@@ -17,7 +17,7 @@ import {
   target,
   workflow
 } from "./fixtures.js"
-import { median, type PairedResult, paired, type Profile, timed } from "./harness.js"
+import { callsFor, median, type PairedResult, paired, type Profile, timed } from "./harness.js"
 
 export interface Throughput {
   /** Calls per second, median over rounds. */
@@ -54,18 +54,23 @@ export const pairedThroughput = async (
   subject: Effect.Effect<unknown, unknown>,
   concurrency: number
 ): Promise<Throughput> => {
-  // Warm-up: JIT and the fiber pool.
-  await throughputOnce(baseline, Math.min(2_000, profile.throughputCalls), concurrency)
-  await throughputOnce(subject, Math.min(2_000, profile.throughputCalls), concurrency)
+  // Warm-up (JIT, fiber pool); its rates size the rounds to about `roundSeconds` each.
+  const warm = Math.min(2_000, profile.throughputCalls)
+  const calls = callsFor(
+    Math.min(await throughputOnce(baseline, warm, concurrency), await throughputOnce(subject, warm, concurrency)),
+    profile.roundSeconds,
+    Math.min(2 * concurrency, profile.throughputCalls),
+    profile.throughputCalls
+  )
   const b: Array<number> = []
   const s: Array<number> = []
   for (let round = 0; round < profile.rounds; round++) {
     if (round % 2 === 0) {
-      b.push(await throughputOnce(baseline, profile.throughputCalls, concurrency))
-      s.push(await throughputOnce(subject, profile.throughputCalls, concurrency))
+      b.push(await throughputOnce(baseline, calls, concurrency))
+      s.push(await throughputOnce(subject, calls, concurrency))
     } else {
-      s.push(await throughputOnce(subject, profile.throughputCalls, concurrency))
-      b.push(await throughputOnce(baseline, profile.throughputCalls, concurrency))
+      s.push(await throughputOnce(subject, calls, concurrency))
+      b.push(await throughputOnce(baseline, calls, concurrency))
     }
   }
   const baselineRate = median(b)

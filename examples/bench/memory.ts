@@ -47,7 +47,7 @@ const inFlightBytes = async (
   return (during - before) / count
 }
 
-const measureInFlight = async (count: number) => {
+const measureInFlight = async (count: number, rounds: number) => {
   const t = target("model://bench/hang@eu", "bench")
   let current: { release: Deferred.Deferred<void>; counter: { entered: number } } | undefined
   // The gateway's adapter forwards to whichever hanging adapter the current run set up.
@@ -73,12 +73,12 @@ const measureInFlight = async (count: number) => {
       current = { release, counter }
       return stack.gateway.generate(cmd)
     }
-    // Warm-up at a tenth of the size, then the measured runs (direct first, then gateway, twice).
+    // Warm-up at a tenth of the size, then the measured runs (direct first, then gateway).
     await inFlightBytes(Math.ceil(count / 10), direct)
     await inFlightBytes(Math.ceil(count / 10), viaGateway)
     const d: Array<number> = []
     const g: Array<number> = []
-    for (let round = 0; round < 2; round++) {
+    for (let round = 0; round < rounds; round++) {
       d.push(await inFlightBytes(count, direct))
       g.push(await inFlightBytes(count, viaGateway))
     }
@@ -111,12 +111,14 @@ const retainedBytes = async (count: number, tenantOf: (i: number) => string) => 
 export const run = async (profile: Profile): Promise<MemoryResults> => {
   const count = profile.memoryCount
   const gcAvailable = collectGarbage()
-  const inFlight = await measureInFlight(count)
-  // Warm-up (JIT, metric label caches), then one tenant vs many tenants, twice, best of two.
+  // Best (lowest) of up to two rounds: a GC-resistant reading, the same for baseline and gateway.
+  const rounds = Math.min(2, profile.rounds)
+  const inFlight = await measureInFlight(count, rounds)
+  // Warm-up (JIT, metric label caches), then one tenant vs many tenants.
   await retainedBytes(Math.ceil(count / 10), (i) => `warm-${i}`)
   const one: Array<number> = []
   const many: Array<number> = []
-  for (let round = 0; round < 2; round++) {
+  for (let round = 0; round < rounds; round++) {
     one.push(await retainedBytes(count, () => "acme"))
     many.push(await retainedBytes(count, (i) => `tenant-${round}-${i}`))
   }

@@ -14,6 +14,12 @@ import * as Render from "../support-ticket/render.js"
 import { parse, usage } from "./cli.js"
 import { render, runLab } from "./lab.js"
 
+// Piped into `head` and the like: stop quietly when the reader goes away.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0)
+  throw error
+})
+
 const flags = parse(process.argv.slice(2))
 if (typeof flags === "string") {
   process.stderr.write(`${flags}\n`)

@@ -12,6 +12,12 @@ import { parse, usage } from "./cli.js"
 import { runAll } from "./program.js"
 import * as Render from "./render.js"
 
+// Piped into `head` and the like: stop quietly when the reader goes away.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0)
+  throw error
+})
+
 const flags = parse(process.argv.slice(2))
 
 if (typeof flags === "string") {

@@ -92,11 +92,18 @@ export const layerOtlp = (options: OtlpOptions): Layer.Layer<never, never, HttpC
   }
   if (options.metrics ?? true) {
     layers.push(
-      OtlpMetrics.layer({ url: `${base}/v1/metrics`, resource, headers, exportInterval: interval ?? Duration.seconds(10) })
+      OtlpMetrics.layer({
+        url: `${base}/v1/metrics`,
+        resource,
+        headers,
+        exportInterval: interval ?? Duration.seconds(10)
+      })
     )
   }
   if (options.logs ?? false) {
-    layers.push(OtlpLogger.layer({ url: `${base}/v1/logs`, resource, headers, exportInterval: interval ?? Duration.seconds(5) }))
+    layers.push(
+      OtlpLogger.layer({ url: `${base}/v1/logs`, resource, headers, exportInterval: interval ?? Duration.seconds(5) })
+    )
   }
   const [first, ...rest] = layers
   if (first === undefined) return Layer.empty
@@ -150,9 +157,10 @@ export const config: Config.Config<Option.Option<OtlpOptions>> = Config.all({
   serviceVersion: Config.option(Config.nonEmptyString("OTEL_SERVICE_VERSION")),
   resourceAttributes: Config.option(Config.string("OTEL_RESOURCE_ATTRIBUTES")),
   headers: Config.option(Config.redacted("OTEL_EXPORTER_OTLP_HEADERS")),
-  protocol: Config.literal("http/protobuf", "http/json")("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(
-    Config.withDefault("http/protobuf" as const)
-  ),
+  protocol: Config.literal(
+    "http/protobuf",
+    "http/json"
+  )("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(Config.withDefault("http/protobuf" as const)),
   traces: Config.option(Config.string("OTEL_TRACES_EXPORTER")),
   metrics: Config.option(Config.string("OTEL_METRICS_EXPORTER")),
   logs: Config.option(Config.string("OTEL_LOGS_EXPORTER"))
@@ -223,9 +231,11 @@ export const hmacTenantHash =
  */
 export const layerTenantConfig: Layer.Layer<never, ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.gen(function* () {
-    const mode = yield* Config.literal("omit", "plain", "hashed")("MODELGATE_TELEMETRY_TENANT").pipe(
-      Config.withDefault("omit" as const)
-    )
+    const mode = yield* Config.literal(
+      "omit",
+      "plain",
+      "hashed"
+    )("MODELGATE_TELEMETRY_TENANT").pipe(Config.withDefault("omit" as const))
     switch (mode) {
       case "omit":
         return Telemetry.layerSettings({ tenant: { _tag: "Omit" } })

@@ -39,7 +39,10 @@ const bodyText = (request: HttpClientRequest.HttpClientRequest): string => {
   }
 }
 
-const providerAnswer = (url: string, mode: Mode): { status: number; body: unknown; headers: Record<string, string> } => {
+const providerAnswer = (
+  url: string,
+  mode: Mode
+): { status: number; body: unknown; headers: Record<string, string> } => {
   const headers = { "content-type": "application/json", "x-request-id": "req_fake_1", "request-id": "req_fake_1" }
   // Hostile providers echo what they got: the key in an auth error, the prompt in a 400.
   const message =
@@ -49,7 +52,9 @@ const providerAnswer = (url: string, mode: Mode): { status: number; body: unknow
       return {
         status: mode === "unauthorized" ? 401 : 400,
         headers,
-        body: { error: { message, type: "invalid_request_error", code: mode === "unauthorized" ? "invalid_api_key" : null } }
+        body: {
+          error: { message, type: "invalid_request_error", code: mode === "unauthorized" ? "invalid_api_key" : null }
+        }
       }
     }
     return {
@@ -68,7 +73,10 @@ const providerAnswer = (url: string, mode: Mode): { status: number; body: unknow
       return {
         status: mode === "unauthorized" ? 401 : 400,
         headers,
-        body: { type: "error", error: { type: mode === "unauthorized" ? "authentication_error" : "invalid_request_error", message } }
+        body: {
+          type: "error",
+          error: { type: mode === "unauthorized" ? "authentication_error" : "invalid_request_error", message }
+        }
       }
     }
     return {
@@ -87,7 +95,13 @@ const providerAnswer = (url: string, mode: Mode): { status: number; body: unknow
     return {
       status: mode === "unauthorized" ? 401 : 400,
       headers,
-      body: { error: { code: mode === "unauthorized" ? 401 : 400, message, status: mode === "unauthorized" ? "UNAUTHENTICATED" : "INVALID_ARGUMENT" } }
+      body: {
+        error: {
+          code: mode === "unauthorized" ? 401 : 400,
+          message,
+          status: mode === "unauthorized" ? "UNAUTHENTICATED" : "INVALID_ARGUMENT"
+        }
+      }
     }
   }
   return {
@@ -199,19 +213,21 @@ const command = (workflow: string, tenant = "acme-7") =>
       { _tag: "user", content: `${CONTENT}-prompt` }
     ],
     tools: [
-      { name: "lookup", description: `${CONTENT}-tooldesc`, parameters: { type: "object", properties: { q: { type: "string" } } } }
+      {
+        name: "lookup",
+        description: `${CONTENT}-tooldesc`,
+        parameters: { type: "object", properties: { q: { type: "string" } } }
+      }
     ]
   })
 
 const gatewayLayer = (http: Layer.Layer<HttpClient.HttpClient>, recorder: Layer.Layer<CallRecorder.CallRecorder>) =>
   ModelGateway.layerJson(config).pipe(
     Layer.provideMerge(
-      Layer.mergeAll(
-        OpenAi.layerConfig(),
-        Anthropic.layerConfig(),
-        Gemini.layerConfig(),
-        instantAdapter
-      ).pipe(Layer.provide(http), Layer.provide(Layer.setConfigProvider(providerConfig)))
+      Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
+        Layer.provide(http),
+        Layer.provide(Layer.setConfigProvider(providerConfig))
+      )
     ),
     Layer.provide(Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, recorder))
   )
@@ -244,7 +260,11 @@ const captureLogs = () => {
   const lines: Array<string> = []
   const logger = Logger.make((o) => {
     lines.push(
-      JSON.stringify({ message: o.message, annotations: [...o.annotations], cause: Cause.pretty(o.cause, { renderErrorCause: true }) })
+      JSON.stringify({
+        message: o.message,
+        annotations: [...o.annotations],
+        cause: Cause.pretty(o.cause, { renderErrorCause: true })
+      })
     )
   })
   return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
@@ -336,7 +356,11 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
       for (const request of http.requests) {
         const provider = request.url.split("/")[3]!
         const name = authHeader[provider]!
-        assert.strictEqual(request.headers[name], name === "authorization" ? `Bearer ${KEY}` : KEY, `${provider} auth header`)
+        assert.strictEqual(
+          request.headers[name],
+          name === "authorization" ? `Bearer ${KEY}` : KEY,
+          `${provider} auth header`
+        )
         const others = Object.entries(request.headers).filter(([k]) => k !== name)
         assert.notInclude(JSON.stringify(others), "canarykey")
         assert.notInclude(request.url, "canarykey")
@@ -345,7 +369,8 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
         assert.include(bodyText(request), `${CONTENT}-prompt`)
         assert.isUndefined(request.headers.traceparent, "no trace propagation to vendors")
       }
-    }).pipe(Effect.scoped))
+    }).pipe(Effect.scoped)
+  )
 
   it.effect("span attributes as exported: GenAI conventions plus modelgate's, with provider and versions", () =>
     Effect.gen(function* () {
@@ -387,11 +412,9 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
         const metrics = dumpMetrics(yield* otel.metrics)
         assert.include(metrics, "modelgate.calls")
         assert.include(metrics, "modelgate.tokens")
-      }).pipe(
-        Effect.provide(gatewayLayer(http.layer, CallRecorder.layerMemory)),
-        Effect.provide(Otel.layerInMemory())
-      )
-    }))
+      }).pipe(Effect.provide(gatewayLayer(http.layer, CallRecorder.layerMemory)), Effect.provide(Otel.layerInMemory()))
+    })
+  )
 
   it.effect("hashed tenant ids: HMAC-SHA-256 with a secret key from Config; neither tenant nor key is exported", () =>
     Effect.gen(function* () {
@@ -434,25 +457,32 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
         ),
         Effect.provide(Otel.layerInMemory())
       )
-    }))
+    })
+  )
 
   it.effect("hashed tenants without a key: a ConfigError at startup", () =>
     Effect.gen(function* () {
       const exit = yield* Effect.exit(
         Layer.build(
           Otel.layerTenantConfig.pipe(
-            Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["MODELGATE_TELEMETRY_TENANT", "hashed"]]))))
+            Layer.provide(
+              Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["MODELGATE_TELEMETRY_TENANT", "hashed"]])))
+            )
           )
         )
       )
       assert.isTrue(Exit.isFailure(exit))
       assert.include(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "", "MODELGATE_TELEMETRY_TENANT_KEY")
-    }).pipe(Effect.scoped))
+    }).pipe(Effect.scoped)
+  )
 })
 
 describe("OTLP export configured from Config", () => {
   const otlpLayer = (env: ReadonlyArray<readonly [string, string]>, http: Layer.Layer<HttpClient.HttpClient>) =>
-    Otel.layerConfig().pipe(Layer.provide(http), Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(env)))))
+    Otel.layerConfig().pipe(
+      Layer.provide(http),
+      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(env))))
+    )
 
   it.effect("no endpoint, or OTEL_SDK_DISABLED: a no-op layer (the tracer stays Effect's own)", () =>
     Effect.gen(function* () {
@@ -477,7 +507,8 @@ describe("OTLP export configured from Config", () => {
         otlpLayer([["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector.test:4318"]], http.layer)
       )
       assert.notStrictEqual(configured, native)
-    }))
+    })
+  )
 
   it.effect("exports spans and metrics as OTLP/JSON to the endpoint, with the collector's header, no content", () =>
     Effect.gen(function* () {
@@ -530,17 +561,20 @@ describe("OTLP export configured from Config", () => {
       // the failed export is logged (at Debug, with its cause) without the collector's header
       assert.isTrue(logs.lines.some((l) => l.includes("Disabling OtlpTracer")))
       assert.notInclude(logs.lines.join("\n"), "canarysecret")
-    }))
+    })
+  )
 
   it.effect("OTEL_TRACES_EXPORTER=none: metrics only", () =>
     Effect.gen(function* () {
       const http = makeFakeHttp({ mode: "ok" })
       const layer = ModelGateway.layerJson(config).pipe(
         Layer.provide(instantAdapter),
-        Layer.provide(Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig()).pipe(
-          Layer.provide(http.layer),
-          Layer.provide(Layer.setConfigProvider(providerConfig))
-        )),
+        Layer.provide(
+          Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig()).pipe(
+            Layer.provide(http.layer),
+            Layer.provide(Layer.setConfigProvider(providerConfig))
+          )
+        ),
         Layer.provide(ModelGateway.layerDefaults),
         Layer.merge(
           otlpLayer(
@@ -552,9 +586,16 @@ describe("OTLP export configured from Config", () => {
           )
         )
       )
-      yield* ModelGateway.generate(command("otlp.reply")).pipe(Effect.provide(layer), Effect.provide(Logger.remove(Logger.defaultLogger)))
+      yield* ModelGateway.generate(command("otlp.reply")).pipe(
+        Effect.provide(layer),
+        Effect.provide(Logger.remove(Logger.defaultLogger))
+      )
       const urls = http.requests.map((r) => r.url).filter((u) => u.startsWith("http://collector.test"))
       assert.deepStrictEqual(urls, ["http://collector.test:4318/v1/metrics"])
-      assert.strictEqual(http.requests.find((r) => r.url.endsWith("/v1/metrics"))?.headers["content-type"], "application/x-protobuf")
-    }))
+      assert.strictEqual(
+        http.requests.find((r) => r.url.endsWith("/v1/metrics"))?.headers["content-type"],
+        "application/x-protobuf"
+      )
+    })
+  )
 })

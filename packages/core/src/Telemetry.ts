@@ -289,8 +289,8 @@ export const annotateAttempt = (span: Tracer.Span, record: AttemptRecord): void 
 export interface CallEnd {
   /** The target that answered, else the last one attempted, else the first eligible one. */
   readonly target: ModelTarget | undefined
-  /** Whether the workflow was found in the configuration (metric labels use `unknown` otherwise). */
-  readonly knownWorkflow: boolean
+  /** The configured workflow's name; `undefined` when the command named no configured workflow (label `unknown`). */
+  readonly workflow: string | undefined
   /** Output cap of the last attempt. */
   readonly maxOutputTokens: number | undefined
   /** Time spent waiting for a concurrency permit, when one was requested. */
@@ -333,7 +333,11 @@ export const annotateCall = (span: Tracer.Span, record: CallRecord, end: CallEnd
   set(span, Attr.requestMaxTokens, end.maxOutputTokens)
   if (record.finishReason !== undefined) span.attribute(Attr.responseFinishReasons, [record.finishReason])
   span.attribute(Attr.eligible, e.eligible)
-  if (e.excluded.length > 0) span.attribute(Attr.excluded, e.excluded.map((x) => `${x.target}:${x.reason}`))
+  if (e.excluded.length > 0)
+    span.attribute(
+      Attr.excluded,
+      e.excluded.map((x) => `${x.target}:${x.reason}`)
+    )
   span.attribute(Attr.fallbackUsed, e.fallbackUsed)
   span.attribute(Attr.degraded, e.degraded)
   set(span, Attr.errorType, record.errorTag)
@@ -389,7 +393,10 @@ export const metrics = {
   /** Retries (same target, after a backoff), by workflow. */
   retries: Metric.counter("modelgate.retries", { description: "Retries on the same target", incremental: true }),
   /** Calls whose answer came from a fallback route, or that tried one, by workflow. */
-  fallbacks: Metric.counter("modelgate.fallbacks", { description: "Calls that used a fallback route", incremental: true }),
+  fallbacks: Metric.counter("modelgate.fallbacks", {
+    description: "Calls that used a fallback route",
+    incremental: true
+  }),
   /** Calls answered in degraded mode, by workflow. */
   degraded: Metric.counter("modelgate.degraded", { description: "Calls answered in degraded mode", incremental: true }),
   /** Calls refused because the tenant's budget could not cover them, by workflow. */
@@ -406,37 +413,54 @@ export const metrics = {
 } as const
 
 /**
- * Label sets are cached by value so that every update reuses the same array: Effect caches the
- * metric hook per label array, so a stable array makes an update a map lookup plus the update.
- * Values come from the configuration or closed sets, so the cache stays small; it is still capped.
+ * Label sets are cached so that every update reuses the same array: Effect caches the metric hook
+ * per label array, so a stable array makes an update a lookup plus the update. The cache is a trie
+ * keyed by the label values themselves (configuration strings whose hashes V8 keeps), which avoids
+ * building and hashing a key string per update. Values come from the configuration or closed sets,
+ * so it stays small; it is still capped.
  */
-const labelCache = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
-const labelsOf = (
-  k1: string,
-  v1: string,
-  k2?: string,
-  v2?: string,
-  k3?: string,
-  v3?: string,
-  k4?: string,
-  v4?: string,
-  k5?: string,
-  v5?: string
-): ReadonlyArray<MetricLabel.MetricLabel> => {
-  const key = `${k1}\u0000${v1}\u0000${k2}\u0000${v2}\u0000${k3}\u0000${v3}\u0000${k4}\u0000${v4}\u0000${k5}\u0000${v5}`
-  let labels = labelCache.get(key)
-  if (labels === undefined) {
-    if (labelCache.size >= 50_000) labelCache.clear()
-    const out = [MetricLabel.make(k1, v1)]
-    if (k2 !== undefined && v2 !== undefined) out.push(MetricLabel.make(k2, v2))
-    if (k3 !== undefined && v3 !== undefined) out.push(MetricLabel.make(k3, v3))
-    if (k4 !== undefined && v4 !== undefined) out.push(MetricLabel.make(k4, v4))
-    if (k5 !== undefined && v5 !== undefined) out.push(MetricLabel.make(k5, v5))
-    labels = out
-    labelCache.set(key, labels)
-  }
-  return labels
+type Labels = ReadonlyArray<MetricLabel.MetricLabel>
+interface Trie {
+  readonly children: Map<string, Trie>
+  labels: Labels | undefined
 }
+const newTrie = (): Trie => ({ children: new Map(), labels: undefined })
+
+/** A cache of label sets for one list of label keys. */
+const labelCache = (keys: ReadonlyArray<string>) => {
+  let root = newTrie()
+  let count = 0
+  return (...values: Array<string>): Labels => {
+    let node = root
+    for (const v of values) {
+      let next = node.children.get(v)
+      if (next === undefined) {
+        if (count >= 10_000) {
+          root = newTrie()
+          count = 0
+          next = newTrie()
+        } else {
+          next = newTrie()
+        }
+        node.children.set(v, next)
+      }
+      node = next
+    }
+    if (node.labels === undefined) {
+      node.labels = keys.map((k, i) => MetricLabel.make(k, values[i]!))
+      count++
+    }
+    return node.labels
+  }
+}
+
+const callLabels = labelCache([Attr.workflow, Attr.route, Attr.outcome, Attr.errorType, Attr.mode])
+const latencyLabels = labelCache([Attr.workflow, Attr.route, Attr.outcome, Attr.mode])
+const workflowLabels = labelCache([Attr.workflow])
+const attemptLabels = labelCache([Attr.workflow, Attr.target, Attr.attemptOutcome])
+const attemptLatencyLabels = labelCache([Attr.target, Attr.attemptOutcome])
+const targetLabels = labelCache([Attr.workflow, Attr.target])
+const tokenLabels = labelCache([Attr.workflow, Attr.target, Attr.tokenType])
 
 /**
  * Updates the metrics of one finished call from its record. Synchronous: call it where the record
@@ -447,29 +471,12 @@ const labelsOf = (
  */
 export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
   const e = record.evidence
-  const workflow = end.knownWorkflow ? e.workflow : "unknown"
+  const workflow = end.workflow ?? "unknown"
   const route: string = e.target ?? "none"
   const m = metrics
-  m.calls.unsafeUpdate(
-    1,
-    labelsOf(
-      Attr.workflow,
-      workflow,
-      Attr.route,
-      route,
-      Attr.outcome,
-      record.outcome,
-      Attr.errorType,
-      record.errorTag ?? "none",
-      Attr.mode,
-      record.mode
-    )
-  )
-  m.callLatency.unsafeUpdate(
-    e.totalLatencyMs,
-    labelsOf(Attr.workflow, workflow, Attr.route, route, Attr.outcome, record.outcome, Attr.mode, record.mode)
-  )
-  const byWorkflow = labelsOf(Attr.workflow, workflow)
+  m.calls.unsafeUpdate(1, callLabels(workflow, route, record.outcome, record.errorTag ?? "none", record.mode))
+  m.callLatency.unsafeUpdate(e.totalLatencyMs, latencyLabels(workflow, route, record.outcome, record.mode))
+  const byWorkflow = workflowLabels(workflow)
   if (e.retryCount > 0) m.retries.unsafeUpdate(e.retryCount, byWorkflow)
   if (e.fallbackUsed) m.fallbacks.unsafeUpdate(1, byWorkflow)
   if (e.degraded) m.degraded.unsafeUpdate(1, byWorkflow)
@@ -485,41 +492,57 @@ export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
   let last: string | undefined
   for (const a of e.attempts) {
     last = a.target
-    m.attempts.unsafeUpdate(
-      1,
-      labelsOf(Attr.workflow, workflow, Attr.target, a.target, Attr.attemptOutcome, a.outcome)
-    )
-    m.attemptLatency.unsafeUpdate(a.latencyMs, labelsOf(Attr.target, a.target, Attr.attemptOutcome, a.outcome))
-    if (a.ttftMs !== undefined) m.ttft.unsafeUpdate(a.ttftMs, labelsOf(Attr.workflow, workflow, Attr.target, a.target))
+    m.attempts.unsafeUpdate(1, attemptLabels(workflow, a.target, a.outcome))
+    m.attemptLatency.unsafeUpdate(a.latencyMs, attemptLatencyLabels(a.target, a.outcome))
+    if (a.ttftMs !== undefined) m.ttft.unsafeUpdate(a.ttftMs, targetLabels(workflow, a.target))
     if (a.usage !== undefined) {
-      addTokens(workflow, a.target, a.usage.inputTokens, a.usage.cachedInputTokens, a.usage.outputTokens, a.usage.reasoningTokens)
+      addTokens(
+        workflow,
+        a.target,
+        a.usage.inputTokens,
+        a.usage.cachedInputTokens,
+        a.usage.outputTokens,
+        a.usage.reasoningTokens
+      )
       input += a.usage.inputTokens
       cached += a.usage.cachedInputTokens
       output += a.usage.outputTokens
       reasoning += a.usage.reasoningTokens
     }
     if (a.cost !== undefined && a.cost > 0) {
-      m.cost.unsafeUpdate(a.cost, labelsOf(Attr.workflow, workflow, Attr.target, a.target))
+      m.cost.unsafeUpdate(a.cost, targetLabels(workflow, a.target))
       cost += a.cost
     }
   }
   const rest = last ?? end.target?.ref
   if (rest !== undefined) {
     const u = e.usage
-    addTokens(workflow, rest, u.inputTokens - input, u.cachedInputTokens - cached, u.outputTokens - output, u.reasoningTokens - reasoning)
+    addTokens(
+      workflow,
+      rest,
+      u.inputTokens - input,
+      u.cachedInputTokens - cached,
+      u.outputTokens - output,
+      u.reasoningTokens - reasoning
+    )
     // Float sums: ignore differences below a millionth of a cent.
-    if (e.cost.actual - cost > 1e-8) m.cost.unsafeUpdate(e.cost.actual - cost, labelsOf(Attr.workflow, workflow, Attr.target, rest))
+    if (e.cost.actual - cost > 1e-8) m.cost.unsafeUpdate(e.cost.actual - cost, targetLabels(workflow, rest))
   }
 }
 
-const addTokens = (workflow: string, target: string, input: number, cached: number, output: number, reasoning: number) => {
+const addTokens = (
+  workflow: string,
+  target: string,
+  input: number,
+  cached: number,
+  output: number,
+  reasoning: number
+) => {
   const m = metrics.tokens
-  if (input > 0) m.unsafeUpdate(input, labelsOf(Attr.workflow, workflow, Attr.target, target, Attr.tokenType, "input"))
-  if (cached > 0) m.unsafeUpdate(cached, labelsOf(Attr.workflow, workflow, Attr.target, target, Attr.tokenType, "cached_input"))
-  if (output > 0) m.unsafeUpdate(output, labelsOf(Attr.workflow, workflow, Attr.target, target, Attr.tokenType, "output"))
-  if (reasoning > 0) {
-    m.unsafeUpdate(reasoning, labelsOf(Attr.workflow, workflow, Attr.target, target, Attr.tokenType, "reasoning"))
-  }
+  if (input > 0) m.unsafeUpdate(input, tokenLabels(workflow, target, "input"))
+  if (cached > 0) m.unsafeUpdate(cached, tokenLabels(workflow, target, "cached_input"))
+  if (output > 0) m.unsafeUpdate(output, tokenLabels(workflow, target, "output"))
+  if (reasoning > 0) m.unsafeUpdate(reasoning, tokenLabels(workflow, target, "reasoning"))
 }
 
 /**
@@ -539,7 +562,10 @@ export const outsideCallSpanEvents = <A, E, R>(
 ): Effect.Effect<A, E, R> =>
   span === undefined
     ? self
-    : Effect.withParentSpan(self, Tracer.externalSpan({ spanId: span.spanId, traceId: span.traceId, sampled: span.sampled }))
+    : Effect.withParentSpan(
+        self,
+        Tracer.externalSpan({ spanId: span.spanId, traceId: span.traceId, sampled: span.sampled })
+      )
 
 /**
  * Annotates the call span and updates the metrics of one finished call.

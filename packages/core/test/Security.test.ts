@@ -45,7 +45,11 @@ describe("Security: a command names a workflow and requirements only", () => {
   })
 
   it.each([
-    ["a message", { ...valid, messages: [{ _tag: "user", content: "hi", baseUrl: "https://evil.example" }] }, "baseUrl"],
+    [
+      "a message",
+      { ...valid, messages: [{ _tag: "user", content: "hi", baseUrl: "https://evil.example" }] },
+      "baseUrl"
+    ],
     [
       "a tool",
       {
@@ -55,7 +59,11 @@ describe("Security: a command names a workflow and requirements only", () => {
       "endpoint"
     ],
     ["the requirements", { ...valid, requires: { streaming: true, target: "model://gemini/flash@us" } }, "target"],
-    ["a content part", { ...valid, messages: [{ _tag: "user", content: [{ _tag: "text", text: "x", apiKey: "k" }] }] }, "apiKey"]
+    [
+      "a content part",
+      { ...valid, messages: [{ _tag: "user", content: [{ _tag: "text", text: "x", apiKey: "k" }] }] },
+      "apiKey"
+    ]
   ] as const)("an unknown field nested in %s is rejected", (_, input, field) => {
     const message = rejection(input)
     assert.isDefined(message)
@@ -105,7 +113,10 @@ const attackDefinition: GatewayConfig.Definition = {
   ...definition,
   config: GatewayConfig.GatewayConfig.make({
     targets: [...targets, usOnly],
-    workflows: [...workflows, workflow({ name: "us.summary", regions: ["eu", "us"], route: [refs.primary, usOnly.ref] })]
+    workflows: [
+      ...workflows,
+      workflow({ name: "us.summary", regions: ["eu", "us"], route: [refs.primary, usOnly.ref] })
+    ]
   })
 }
 
@@ -137,61 +148,72 @@ describe("Security: no command makes a forbidden target eligible", () => {
       assert.strictEqual(error?._tag, "InvalidRequest")
       assert.strictEqual(error?._tag === "InvalidRequest" ? error.reason : undefined, "invalid_command")
       assert.deepStrictEqual(attempted, [])
-    }).pipe(Effect.provide(attackLayer({}))))
+    }).pipe(Effect.provide(attackLayer({})))
+  )
 
   it.effect("regions widened to include the forbidden region: refused before any call", () =>
     Effect.gen(function* () {
       const { error, attempted } = yield* attempt({ ...valid, regions: ["eu", "us"] })
       assert.strictEqual(error?._tag, "InvalidRequest")
       assert.deepStrictEqual(attempted, [])
-    }).pipe(Effect.provide(attackLayer({}))))
+    }).pipe(Effect.provide(attackLayer({})))
+  )
 
-  it.effect("a data class only the forbidden target accepts: no eligible route, nothing called, it is not even listed", () =>
-    Effect.gen(function* () {
-      const { error, attempted } = yield* attempt({ ...valid, dataClass: "usonly" })
-      assert.strictEqual(error?._tag, "NoEligibleRoute")
-      if (error?._tag === "NoEligibleRoute") {
-        assert.deepStrictEqual(
-          error.excluded.map((e) => [e.target, e.reason]),
-          [
-            [refs.primary, "DATA_CLASS_NOT_ALLOWED"],
-            [refs.fallback, "DATA_CLASS_NOT_ALLOWED"]
-          ]
+  it.effect(
+    "a data class only the forbidden target accepts: no eligible route, nothing called, it is not even listed",
+    () =>
+      Effect.gen(function* () {
+        const { error, attempted } = yield* attempt({ ...valid, dataClass: "usonly" })
+        assert.strictEqual(error?._tag, "NoEligibleRoute")
+        if (error?._tag === "NoEligibleRoute") {
+          assert.deepStrictEqual(
+            error.excluded.map((e) => [e.target, e.reason]),
+            [
+              [refs.primary, "DATA_CLASS_NOT_ALLOWED"],
+              [refs.fallback, "DATA_CLASS_NOT_ALLOWED"]
+            ]
+          )
+        }
+        assert.deepStrictEqual(attempted, [])
+      }).pipe(Effect.provide(attackLayer({})))
+  )
+
+  it.effect(
+    "every route down and a data class downgraded: only the workflow's route is tried, never another target",
+    () =>
+      Effect.gen(function* () {
+        const { error, attempted } = yield* attempt({ ...valid, dataClass: "public" })
+        assert.strictEqual(error?._tag, "ProviderUnavailable")
+        assert.isAbove(attempted.length, 0)
+        for (const t of attempted) assert.include([refs.primary, refs.fallback], t)
+      }).pipe(
+        Effect.provide(
+          attackLayer({
+            [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
+            [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })],
+            [usOnly.ref]: [ScriptedProvider.success({ after: 10 })]
+          })
         )
-      }
-      assert.deepStrictEqual(attempted, [])
-    }).pipe(Effect.provide(attackLayer({}))))
-
-  it.effect("every route down and a data class downgraded: only the workflow's route is tried, never another target", () =>
-    Effect.gen(function* () {
-      const { error, attempted } = yield* attempt({ ...valid, dataClass: "public" })
-      assert.strictEqual(error?._tag, "ProviderUnavailable")
-      assert.isAbove(attempted.length, 0)
-      for (const t of attempted) assert.include([refs.primary, refs.fallback], t)
-    }).pipe(
-      Effect.provide(
-        attackLayer({
-          [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-          [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })],
-          [usOnly.ref]: [ScriptedProvider.success({ after: 10 })]
-        })
       )
-    ))
+  )
 
-  it.effect("an EU+US workflow narrowed to EU with the EU target down: PolicyViolation, the US target is never called", () =>
-    Effect.gen(function* () {
-      const { error, attempted } = yield* attempt({ ...valid, workflow: "us.summary", regions: ["eu"] })
-      assert.strictEqual(error?._tag, "PolicyViolation")
-      assert.notInclude(attempted, usOnly.ref)
-      assert.deepStrictEqual([...new Set(attempted)], [refs.primary])
-    }).pipe(
-      Effect.provide(
-        attackLayer({
-          [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-          [usOnly.ref]: [ScriptedProvider.success({ after: 10 })]
-        })
+  it.effect(
+    "an EU+US workflow narrowed to EU with the EU target down: PolicyViolation, the US target is never called",
+    () =>
+      Effect.gen(function* () {
+        const { error, attempted } = yield* attempt({ ...valid, workflow: "us.summary", regions: ["eu"] })
+        assert.strictEqual(error?._tag, "PolicyViolation")
+        assert.notInclude(attempted, usOnly.ref)
+        assert.deepStrictEqual([...new Set(attempted)], [refs.primary])
+      }).pipe(
+        Effect.provide(
+          attackLayer({
+            [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
+            [usOnly.ref]: [ScriptedProvider.success({ after: 10 })]
+          })
+        )
       )
-    ))
+  )
 
   it("a configuration that routes an EU workflow to a US target or a target refusing its data class does not start", () => {
     const exit = Effect.runSyncExit(
@@ -250,5 +272,6 @@ describe("Security: secrets in configuration", () => {
       for (const text of [error.message, String(error), JSON.stringify(error), inspect(error, { depth: 20 })]) {
         assert.notInclude(text, "canarysecret")
       }
-    }))
+    })
+  )
 })

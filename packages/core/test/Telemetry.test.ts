@@ -78,7 +78,8 @@ class RecordedSpan implements Tracer.Span {
       attributes: [...this.attributes],
       events: this.events,
       links: this.links.map((l) => l.attributes),
-      failure: exit !== undefined && Exit.isFailure(exit) ? Cause.pretty(exit.cause, { renderErrorCause: true }) : undefined
+      failure:
+        exit !== undefined && Exit.isFailure(exit) ? Cause.pretty(exit.cause, { renderErrorCause: true }) : undefined
     })
   }
 }
@@ -185,11 +186,21 @@ const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
 
 const counter = (metric: Metric.Metric.Counter<number>, labels: Record<string, string>) =>
   Effect.map(
-    Metric.value(Metric.taggedWithLabels(metric, Object.entries(labels).map(([k, v]) => MetricLabel.make(k, v)))),
+    Metric.value(
+      Metric.taggedWithLabels(
+        metric,
+        Object.entries(labels).map(([k, v]) => MetricLabel.make(k, v))
+      )
+    ),
     (s) => s.count
   )
 const histogram = (metric: Metric.Metric.Histogram<number>, labels: Record<string, string>) =>
-  Metric.value(Metric.taggedWithLabels(metric, Object.entries(labels).map(([k, v]) => MetricLabel.make(k, v))))
+  Metric.value(
+    Metric.taggedWithLabels(
+      metric,
+      Object.entries(labels).map(([k, v]) => MetricLabel.make(k, v))
+    )
+  )
 
 const A = Telemetry.Attr
 
@@ -208,7 +219,13 @@ describe("Telemetry: spans", () => {
       assert.isTrue(span.exit !== undefined && Exit.isSuccess(span.exit))
       // three attempts on the primary (503s), one on the fallback; all children of the call span
       assert.deepStrictEqual(
-        attempts.map((a) => [a.parentId, a.kind, a.attributes.get(A.target), a.attributes.get(A.attemptNumber), a.attributes.get(A.attemptOutcome)]),
+        attempts.map((a) => [
+          a.parentId,
+          a.kind,
+          a.attributes.get(A.target),
+          a.attributes.get(A.attemptNumber),
+          a.attributes.get(A.attemptOutcome)
+        ]),
         [
           [span.spanId, "client", refs.primary, 1, "unavailable"],
           [span.spanId, "client", refs.primary, 2, "unavailable"],
@@ -287,7 +304,8 @@ describe("Telemetry: spans", () => {
           ]
         })
       )
-    ))
+    )
+  )
 
   it.effect("a failed call: error type and reason on the span, which ends with the failure", () =>
     Effect.gen(function* () {
@@ -300,7 +318,8 @@ describe("Telemetry: spans", () => {
       assert.strictEqual(span.attributes.get(A.errorReason), "bad_request")
       assert.strictEqual(span.attributes.get(A.attemptCount), 1)
       assert.isTrue(span.exit !== undefined && Exit.isFailure(span.exit))
-    }).pipe(Effect.provide(layerWith({ [refs.primary]: [ScriptedProvider.invalidRequest({ after: 10 })] }))))
+    }).pipe(Effect.provide(layerWith({ [refs.primary]: [ScriptedProvider.invalidRequest({ after: 10 })] })))
+  )
 
   it.effect("cancellation: the call span says cancelled, the attempt span cancelled", () =>
     Effect.gen(function* () {
@@ -315,7 +334,8 @@ describe("Telemetry: spans", () => {
       assert.strictEqual(attempt.attributes.get(A.attemptOutcome), "cancelled")
       assert.strictEqual(attempt.attributes.get(A.latencyMs), 120)
       assert.isTrue(attempt.exit !== undefined && Exit.isInterrupted(attempt.exit))
-    }).pipe(Effect.provide(layerWith({ [refs.primary]: [ScriptedProvider.hang] }))))
+    }).pipe(Effect.provide(layerWith({ [refs.primary]: [ScriptedProvider.hang] })))
+  )
 
   it.effect("tenant ids: omitted by default, plain or hashed when configured, never a metric label", () =>
     Effect.gen(function* () {
@@ -346,47 +366,58 @@ describe("Telemetry: spans", () => {
       for (const pair of snapshot) {
         for (const tag of pair.metricKey.tags) assert.notInclude(tag.value, "acme-42")
       }
-    }))
+    })
+  )
 })
 
 describe("Telemetry: the log recorder and spans", () => {
-  it.effect("the logged CallRecord (tenant id included) is not copied into span events; recorder spans stay in the trace", () =>
-    Effect.gen(function* () {
-      const { spans, tracer } = makeTracer()
-      const recorder = Layer.effect(
-        CallRecorder.CallRecorder,
-        Effect.map(Effect.succeed(Context.get(yield* Layer.build(CallRecorder.layerLog), CallRecorder.CallRecorder)), (log) => ({
-          record: (r: CallRecord) =>
-            Effect.zipRight(
-              log.record(r),
-              Effect.withSpan(Effect.void, "app.recorder.write")
-            )
-        }))
-      )
-      const exit = yield* Effect.gen(function* () {
-        const gateway = yield* ModelGateway.ModelGateway
-        return yield* Effect.exit(gateway.generate(cmd("tele.metrics")))
-      }).pipe(
-        Effect.withTracer(tracer),
-        Effect.provide(
-          ModelGateway.layer(testDefinition).pipe(
-            Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: {} })),
-            Layer.provideMerge(Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, recorder))
+  it.effect(
+    "the logged CallRecord (tenant id included) is not copied into span events; recorder spans stay in the trace",
+    () =>
+      Effect.gen(function* () {
+        const { spans, tracer } = makeTracer()
+        const recorder = Layer.effect(
+          CallRecorder.CallRecorder,
+          Effect.map(
+            Effect.succeed(Context.get(yield* Layer.build(CallRecorder.layerLog), CallRecorder.CallRecorder)),
+            (log) => ({
+              record: (r: CallRecord) =>
+                Effect.zipRight(log.record(r), Effect.withSpan(Effect.void, "app.recorder.write"))
+            })
           )
-        ),
-        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(() => undefined))),
-        Effect.provide(Logger.add(Logger.tracerLogger))
-      )
-      assert.isTrue(Exit.isSuccess(exit))
-      const call = spans.find((s) => s.name === "modelgate.generate")!
-      const write = spans.find((s) => s.name === "app.recorder.write")!
-      assert.isDefined(write)
-      // the recorder's span is a child of the call span (by id), and no span carries the tenant
-      assert.strictEqual(write.parentId, call.spanId)
-      assert.strictEqual(write.traceId, call.traceId)
-      assert.deepStrictEqual(call.events, [])
-      for (const s of spans) assert.notInclude(s.dump(), "acme-42")
-    }).pipe(Effect.scoped))
+        )
+        const exit = yield* Effect.gen(function* () {
+          const gateway = yield* ModelGateway.ModelGateway
+          return yield* Effect.exit(gateway.generate(cmd("tele.metrics")))
+        }).pipe(
+          Effect.withTracer(tracer),
+          Effect.provide(
+            ModelGateway.layer(testDefinition).pipe(
+              Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: {} })),
+              Layer.provideMerge(
+                Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, recorder)
+              )
+            )
+          ),
+          Effect.provide(
+            Logger.replace(
+              Logger.defaultLogger,
+              Logger.make(() => undefined)
+            )
+          ),
+          Effect.provide(Logger.add(Logger.tracerLogger))
+        )
+        assert.isTrue(Exit.isSuccess(exit))
+        const call = spans.find((s) => s.name === "modelgate.generate")!
+        const write = spans.find((s) => s.name === "app.recorder.write")!
+        assert.isDefined(write)
+        // the recorder's span is a child of the call span (by id), and no span carries the tenant
+        assert.strictEqual(write.parentId, call.spanId)
+        assert.strictEqual(write.traceId, call.traceId)
+        assert.deepStrictEqual(call.events, [])
+        for (const s of spans) assert.notInclude(s.dump(), "acme-42")
+      }).pipe(Effect.scoped)
+  )
 })
 
 describe("Telemetry: metrics", () => {
@@ -394,7 +425,13 @@ describe("Telemetry: metrics", () => {
     Effect.gen(function* () {
       const m = Telemetry.metrics
       const w = { [A.workflow]: "tele.metrics" }
-      const callLabels = { ...w, [A.route]: refs.fallback, [A.outcome]: "success", [A.errorType]: "none", [A.mode]: "generate" }
+      const callLabels = {
+        ...w,
+        [A.route]: refs.fallback,
+        [A.outcome]: "success",
+        [A.errorType]: "none",
+        [A.mode]: "generate"
+      }
       const before = {
         calls: yield* counter(m.calls, callLabels),
         retries: yield* counter(m.retries, w),
@@ -402,7 +439,11 @@ describe("Telemetry: metrics", () => {
         input: yield* counter(m.tokens, { ...w, [A.target]: refs.fallback, [A.tokenType]: "input" }),
         output: yield* counter(m.tokens, { ...w, [A.target]: refs.fallback, [A.tokenType]: "output" }),
         cached: yield* counter(m.tokens, { ...w, [A.target]: refs.fallback, [A.tokenType]: "cached_input" }),
-        primaryAttempts: yield* counter(m.attempts, { ...w, [A.target]: refs.primary, [A.attemptOutcome]: "rate_limited" }),
+        primaryAttempts: yield* counter(m.attempts, {
+          ...w,
+          [A.target]: refs.primary,
+          [A.attemptOutcome]: "rate_limited"
+        }),
         cost: yield* counter(m.cost, { ...w, [A.target]: refs.fallback }),
         latencyCount: (yield* histogram(m.callLatency, {
           ...w,
@@ -421,14 +462,33 @@ describe("Telemetry: metrics", () => {
       assert.strictEqual((yield* counter(m.retries, w)) - before.retries, 2)
       assert.strictEqual((yield* counter(m.fallbacks, w)) - before.fallbacks, 1)
       assert.strictEqual(
-        (yield* counter(m.attempts, { ...w, [A.target]: refs.primary, [A.attemptOutcome]: "rate_limited" })) - before.primaryAttempts,
+        (yield* counter(m.attempts, { ...w, [A.target]: refs.primary, [A.attemptOutcome]: "rate_limited" })) -
+          before.primaryAttempts,
         3
       )
-      assert.strictEqual((yield* counter(m.tokens, { ...w, [A.target]: refs.fallback, [A.tokenType]: "input" })) - before.input, 300)
-      assert.strictEqual((yield* counter(m.tokens, { ...w, [A.target]: refs.fallback, [A.tokenType]: "output" })) - before.output, 40)
-      assert.strictEqual((yield* counter(m.tokens, { ...w, [A.target]: refs.fallback, [A.tokenType]: "cached_input" })) - before.cached, 100)
-      assert.closeTo((yield* counter(m.cost, { ...w, [A.target]: refs.fallback })) - before.cost, record!.evidence.cost.actual, 1e-12)
-      const latency = yield* histogram(m.callLatency, { ...w, [A.route]: refs.fallback, [A.outcome]: "success", [A.mode]: "generate" })
+      assert.strictEqual(
+        (yield* counter(m.tokens, { ...w, [A.target]: refs.fallback, [A.tokenType]: "input" })) - before.input,
+        300
+      )
+      assert.strictEqual(
+        (yield* counter(m.tokens, { ...w, [A.target]: refs.fallback, [A.tokenType]: "output" })) - before.output,
+        40
+      )
+      assert.strictEqual(
+        (yield* counter(m.tokens, { ...w, [A.target]: refs.fallback, [A.tokenType]: "cached_input" })) - before.cached,
+        100
+      )
+      assert.closeTo(
+        (yield* counter(m.cost, { ...w, [A.target]: refs.fallback })) - before.cost,
+        record!.evidence.cost.actual,
+        1e-12
+      )
+      const latency = yield* histogram(m.callLatency, {
+        ...w,
+        [A.route]: refs.fallback,
+        [A.outcome]: "success",
+        [A.mode]: "generate"
+      })
       assert.strictEqual(latency.count - before.latencyCount, 1)
       assert.isTrue(latency.max >= record!.evidence.totalLatencyMs)
     }).pipe(
@@ -436,10 +496,16 @@ describe("Telemetry: metrics", () => {
       Effect.provide(
         layerWith({
           [refs.primary]: [ScriptedProvider.rateLimited({ after: 10 })],
-          [refs.fallback]: [ScriptedProvider.success({ after: 10, usage: { inputTokens: 300, cachedInputTokens: 100, outputTokens: 40 } })]
+          [refs.fallback]: [
+            ScriptedProvider.success({
+              after: 10,
+              usage: { inputTokens: 300, cachedInputTokens: 100, outputTokens: 40 }
+            })
+          ]
         })
       )
-    ))
+    )
+  )
 
   it.effect("budget rejections, degraded calls and unknown workflows (label `unknown`, bounded cardinality)", () =>
     Effect.gen(function* () {
@@ -456,7 +522,10 @@ describe("Telemetry: metrics", () => {
       }
       const unknownBefore = yield* counter(m.calls, unknownLabels)
       const budget = yield* runTraced(tracer, cmd("tele.budget", { tenant: "poor" }))
-      assert.isTrue(Exit.isFailure(budget) && Cause.failureOption(budget.cause).pipe(Option.exists((e) => e._tag === "BudgetExceeded")))
+      assert.isTrue(
+        Exit.isFailure(budget) &&
+          Cause.failureOption(budget.cause).pipe(Option.exists((e) => e._tag === "BudgetExceeded"))
+      )
       const degraded = yield* runTraced(tracer, cmd("tele.degraded"))
       assert.isTrue(Exit.isSuccess(degraded) && degraded.value.evidence.degraded)
       for (let i = 0; i < 3; i++) yield* runTraced(tracer, cmd(`no.such.workflow-${i}`))
@@ -477,7 +546,8 @@ describe("Telemetry: metrics", () => {
           { budgets: refusingBudgets("poor") }
         )
       )
-    ))
+    )
+  )
 
   it.effect("permit wait time: on the span and in the histogram, in virtual milliseconds", () =>
     Effect.gen(function* () {
@@ -493,12 +563,10 @@ describe("Telemetry: metrics", () => {
       assert.strictEqual(after.sum - before.sum, 250)
     }).pipe(
       Effect.provide(
-        layerWith(
-          { [refs.primary]: [ScriptedProvider.success({ after: 10 })] },
-          { concurrency: slowPermits(250) }
-        )
+        layerWith({ [refs.primary]: [ScriptedProvider.success({ after: 10 })] }, { concurrency: slowPermits(250) })
       )
-    ))
+    )
+  )
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -535,7 +603,8 @@ const out = (after = 10) =>
     text: `${CANARY}-output`,
     toolCalls: [{ id: "call_2", name: "lookup", arguments: `{"q":"${CANARY}-toolarg-out"}` }]
   })
-const outValue = (after = 10) => ScriptedProvider.success({ after, text: `{"category":"${CANARY}-value","confidence":1}` })
+const outValue = (after = 10) =>
+  ScriptedProvider.success({ after, text: `{"category":"${CANARY}-value","confidence":1}` })
 const outJunk = (after = 10) => ScriptedProvider.success({ after, text: `{${CANARY}-not-json` })
 
 interface Scenario {
@@ -559,7 +628,12 @@ const sideEffecting = {
 }
 
 const scenarios: ReadonlyArray<Scenario> = [
-  { name: "success with text and tool calls", command: canaryCommand("ticket.reply"), scripts: { [refs.primary]: [out()] }, expect: "success" },
+  {
+    name: "success with text and tool calls",
+    command: canaryCommand("ticket.reply"),
+    scripts: { [refs.primary]: [out()] },
+    expect: "success"
+  },
   {
     name: "success after a 429 and a fallback",
     command: canaryCommand("ticket.reply"),
@@ -575,13 +649,19 @@ const scenarios: ReadonlyArray<Scenario> = [
   {
     name: "rate limited everywhere",
     command: canaryCommand("ticket.reply"),
-    scripts: { [refs.primary]: [ScriptedProvider.rateLimited({ after: 10 })], [refs.fallback]: [ScriptedProvider.rateLimited({ after: 10 })] },
+    scripts: {
+      [refs.primary]: [ScriptedProvider.rateLimited({ after: 10 })],
+      [refs.fallback]: [ScriptedProvider.rateLimited({ after: 10 })]
+    },
     expect: "RateLimited"
   },
   {
     name: "unavailable everywhere",
     command: canaryCommand("ticket.reply"),
-    scripts: { [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })], [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })] },
+    scripts: {
+      [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
+      [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
+    },
     expect: "ProviderUnavailable"
   },
   {
@@ -657,7 +737,10 @@ const scenarios: ReadonlyArray<Scenario> = [
   {
     name: "degraded answer",
     command: canaryCommand("tele.degraded"),
-    scripts: { [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })], [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })] },
+    scripts: {
+      [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
+      [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
+    },
     expect: "degraded"
   },
   {
@@ -688,7 +771,9 @@ const scenarios: ReadonlyArray<Scenario> = [
     command: canaryCommand("ticket.reply"),
     scripts: {
       [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-      [refs.fallback]: [ScriptedProvider.success({ after: 10, text: `${CANARY}-output`, stream: { ttft: 10, interval: 5 } })]
+      [refs.fallback]: [
+        ScriptedProvider.success({ after: 10, text: `${CANARY}-output`, stream: { ttft: 10, interval: 5 } })
+      ]
     },
     expect: "success"
   },
@@ -704,7 +789,10 @@ const scenarios: ReadonlyArray<Scenario> = [
           stream: {
             ttft: 10,
             interval: 5,
-            failAfterChunks: { count: 2, error: new ProviderError({ kind: "server_error", processed: "maybe", httpStatus: 500 }) }
+            failAfterChunks: {
+              count: 2,
+              error: new ProviderError({ kind: "server_error", processed: "maybe", httpStatus: 500 })
+            }
           }
         })
       ]
@@ -723,7 +811,9 @@ const scenarios: ReadonlyArray<Scenario> = [
     mode: "stream",
     command: canaryCommand("ticket.reply"),
     scripts: {
-      [refs.primary]: [ScriptedProvider.success({ after: 10, text: `${CANARY}-output slow`, stream: { ttft: 10, interval: 1_000 } })]
+      [refs.primary]: [
+        ScriptedProvider.success({ after: 10, text: `${CANARY}-output slow`, stream: { ttft: 10, interval: 1_000 } })
+      ]
     },
     expect: "cancelled"
   }
@@ -747,10 +837,7 @@ describe("Telemetry: content is never recorded", () => {
           })
         )
       })
-      const logRecorder = Context.get(
-        yield* Layer.build(CallRecorder.layerLog),
-        CallRecorder.CallRecorder
-      )
+      const logRecorder = Context.get(yield* Layer.build(CallRecorder.layerLog), CallRecorder.CallRecorder)
       const memory = yield* CallRecorder.makeMemory
       const recorder = Layer.succeed(CallRecorder.CallRecorder, {
         record: (r) => Effect.zipRight(memory.record(r), logRecorder.record(r))
@@ -759,7 +846,12 @@ describe("Telemetry: content is never recorded", () => {
         Layer.provide(Telemetry.layerSettings({ tenant: Telemetry.tenantPlain })),
         Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: scenario.scripts })),
         Layer.provideMerge(
-          Layer.mergeAll(scenario.budgets ?? Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, recorder)
+          Layer.mergeAll(
+            scenario.budgets ?? Budgets.layerUnlimited,
+            Concurrency.layerUnbounded,
+            Health.layerNoop,
+            recorder
+          )
         )
       )
       const exit = yield* Effect.gen(function* () {
@@ -792,7 +884,10 @@ describe("Telemetry: content is never recorded", () => {
       const [record] = yield* memory.records
       assert.isDefined(record, "exactly one record")
       if (scenario.expect === "success" || scenario.expect === "degraded") {
-        assert.isTrue(Exit.isSuccess(exit), `expected success, got ${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""}`)
+        assert.isTrue(
+          Exit.isSuccess(exit),
+          `expected success, got ${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""}`
+        )
         assert.strictEqual(record!.outcome, scenario.expect)
       } else if (scenario.expect === "cancelled") {
         assert.isTrue(Exit.isInterrupted(exit))
@@ -802,26 +897,47 @@ describe("Telemetry: content is never recorded", () => {
         assert.strictEqual(error?._tag, scenario.expect)
         assert.strictEqual(record!.errorTag, scenario.expect)
       }
-      assert.isTrue(spans.some((s) => s.name === (scenario.mode === "stream" ? "modelgate.stream" : "modelgate.generate")))
-      assert.isTrue(logs.some((l) => l.includes("modelgate call")), "records are logged")
+      assert.isTrue(
+        spans.some((s) => s.name === (scenario.mode === "stream" ? "modelgate.stream" : "modelgate.generate"))
+      )
+      assert.isTrue(
+        logs.some((l) => l.includes("modelgate call")),
+        "records are logged"
+      )
 
       const exported: Array<string> = []
       for (const s of spans) exported.push(s.dump())
       exported.push(...logs)
-      exported.push(JSON.stringify(encodeRecord(record!)), JSON.stringify(record), inspect(record, { depth: 20 }), String(record))
+      exported.push(
+        JSON.stringify(encodeRecord(record!)),
+        JSON.stringify(record),
+        inspect(record, { depth: 20 }),
+        String(record)
+      )
       const snapshot = yield* Metric.snapshot
       exported.push(JSON.stringify(snapshot.map((p) => [p.metricKey.name, p.metricKey.tags])))
       if (Exit.isSuccess(exit)) {
         const { evidence } = exit.value
         exported.push(JSON.stringify(evidence), inspect(evidence, { depth: 20 }))
       } else {
-        exported.push(Cause.pretty(exit.cause, { renderErrorCause: true }), JSON.stringify(exit.cause), inspect(exit.cause, { depth: 20 }))
+        exported.push(
+          Cause.pretty(exit.cause, { renderErrorCause: true }),
+          JSON.stringify(exit.cause),
+          inspect(exit.cause, { depth: 20 })
+        )
         for (const e of Cause.failures(exit.cause)) {
-          exported.push(e.message, String(e), JSON.stringify(e), inspect(e, { depth: 20 }), JSON.stringify(Schema.encodeSync(Schema.Unknown)(e)))
+          exported.push(
+            e.message,
+            String(e),
+            JSON.stringify(e),
+            inspect(e, { depth: 20 }),
+            JSON.stringify(Schema.encodeSync(Schema.Unknown)(e))
+          )
         }
       }
       const text = exported.join("\n")
       assert.isTrue(text.includes(record!.evidence.callId), "the scan covers real output")
       assert.notInclude(text, CANARY)
-    }).pipe(Effect.scoped, Effect.withRandom(Random.fixed([0.5]))))
+    }).pipe(Effect.scoped, Effect.withRandom(Random.fixed([0.5])))
+  )
 })

@@ -96,6 +96,8 @@ export class CallState {
   committed = false
   /** Streams: output tokens counted from delivered deltas of the current attempt. */
   deliveredOutputTokens = 0
+  /** Streams: time to first token of the current attempt. */
+  attemptTtftMs: number | undefined = undefined
   /** Telemetry: the call span, the last target attempted and its output cap, the permit wait. */
   span: Tracer.Span | undefined = undefined
   lastTarget: ModelTarget | undefined = undefined
@@ -389,7 +391,7 @@ export const recordCall = (
     )
     Telemetry.unsafeEndCall(state.span, record, {
       target: state.target ?? state.lastTarget ?? state.route?.targets[0],
-      knownWorkflow: state.compiled !== undefined,
+      workflow: state.compiled?.workflow.name,
       maxOutputTokens: state.lastMaxOutputTokens,
       permitWaitMs: state.permitWaitMs
     })
@@ -639,6 +641,7 @@ const runAttempt = (
       startOffsetMs: start - state.startedAt,
       latencyMs: end - start,
       timeoutMs,
+      ttftMs: state.attemptTtftMs,
       maxOutputTokens: request.maxOutputTokens
     }
     let result: AttemptResult
@@ -668,8 +671,11 @@ const runAttempt = (
       }
     } else if (Exit.isSuccess(exit)) {
       const error = new ProviderUnavailable({ target: target.ref, reason: "timeout" })
+      // Sent and never answered in time: the provider has likely billed the input, so settle it.
+      const usage = new Usage({ inputTokens, outputTokens: state.deliveredOutputTokens }, { disableValidation: true })
+      const cost = state.addUsage(target, usage)
       record = new AttemptRecord(
-        { ...base, outcome: "timeout", errorTag: error._tag, possiblyProcessed: true },
+        { ...base, outcome: "timeout", errorTag: error._tag, possiblyProcessed: true, usage, cost },
         { disableValidation: true }
       )
       result = { _tag: "error", error, possiblyProcessed: true }
@@ -950,7 +956,7 @@ export const attemptLoop = (
       return yield* new DeadlineExceeded({
         callId: state.callId,
         attempts: state.attempts,
-        stage: "before_attempt",
+        stage: state.attempts.length > 0 && now >= deadline ? "attempt" : "before_attempt",
         timeoutMs: deadline - state.startedAt,
         elapsedMs: now - state.startedAt
       })

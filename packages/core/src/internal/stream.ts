@@ -47,6 +47,7 @@ const invokeStream =
           )
         }
         state.deliveredOutputTokens = 0
+        state.attemptTtftMs = undefined
         const pull = yield* Stream.toPull(adapter.stream(request))
         let text = ""
         const tools = new Map<number, ToolCallBuffer>()
@@ -102,6 +103,7 @@ const invokeStream =
             } else {
               if (firstAt === undefined) {
                 firstAt = yield* Clock.currentTimeMillis
+                state.attemptTtftMs = firstAt - start
                 state.committed = true
               }
               if (event._tag === "TextDelta") {

@@ -1,0 +1,253 @@
+/**
+ * Targets (issue 8), PASS/MISS verdicts and the markdown table.
+ */
+import type { HttpResults } from "./http.js"
+import type { InProcessResults } from "./inProcess.js"
+import type { MemoryResults } from "./memory.js"
+import type { RoutingResults } from "./routing.js"
+import type { TokenResults } from "./tokens.js"
+import { fmt } from "./harness.js"
+
+export interface Results {
+  readonly profile: string
+  readonly startedAt: string
+  readonly durationSeconds: number
+  readonly machine: {
+    readonly node: string
+    readonly platform: string
+    readonly cpus: number
+    readonly cpuModel: string
+    readonly loadAverage: ReadonlyArray<number>
+  }
+  readonly inProcess: InProcessResults
+  readonly http: HttpResults | { readonly skipped: string }
+  readonly routing: RoutingResults
+  readonly memory: MemoryResults
+  readonly tokens: TokenResults
+}
+
+export interface Verdict {
+  readonly id: string
+  readonly what: string
+  readonly measured: number
+  readonly unit: string
+  readonly comparison: "<=" | ">="
+  readonly target: number
+  /** The baseline this figure is a difference or ratio against. */
+  readonly baseline: string
+  readonly pass: boolean
+}
+
+const check = (
+  id: string,
+  what: string,
+  measured: number,
+  unit: string,
+  comparison: "<=" | ">=",
+  target: number,
+  baseline: string
+): Verdict => ({
+  id,
+  what,
+  measured,
+  unit,
+  comparison,
+  target,
+  baseline,
+  pass: Number.isFinite(measured) && (comparison === "<=" ? measured <= target : measured >= target)
+})
+
+export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
+  const out: Array<Verdict> = []
+  for (const c of r.inProcess.cases) {
+    if (c.name.includes("schema")) continue
+    out.push(
+      check(
+        `overhead.sequential.${c.name}`,
+        `in-process overhead per call, median, sequential (${c.name})`,
+        c.sequential.diffP50,
+        "µs",
+        "<=",
+        20,
+        "same adapter called directly"
+      )
+    )
+    if (c.concurrent !== undefined) {
+      out.push(
+        check(
+          `throughput.${r.inProcess.concurrency}.${c.name}`,
+          `gateway throughput, ${r.inProcess.concurrency} concurrent fibers (${c.name})`,
+          c.concurrent.subject,
+          "calls/s",
+          ">=",
+          40_000,
+          `direct adapter: ${fmt(c.concurrent.baseline)} calls/s (ratio ${fmt(c.concurrent.ratio, 3)})`
+        )
+      )
+    }
+  }
+  if ("levels" in r.http) {
+    for (const l of r.http.levels) {
+      out.push(
+        check(`http.cpu.c${l.concurrency}`, `HTTP path added CPU per call, concurrency ${l.concurrency}`, l.addedCpuUs, "µs", "<=", 50, "raw HttpClient POST")
+      )
+      if (l.concurrency === 64) {
+        out.push(
+          check(`http.p50.c64`, "HTTP path added p50 latency, concurrency 64", l.addedP50Ms, "ms", "<=", 0.3, "raw HttpClient POST")
+        )
+      }
+      out.push(
+        check(
+          `http.throughput.c${l.concurrency}`,
+          `HTTP path throughput vs raw, concurrency ${l.concurrency}`,
+          l.throughputRatio,
+          "×",
+          ">=",
+          0.9,
+          "raw HttpClient POST"
+        )
+      )
+    }
+  }
+  const last = r.routing.points[r.routing.points.length - 1]
+  if (last !== undefined) {
+    out.push(check("resolve.1000", `resolve at ${last.targets} targets, per decision`, last.decisionUs, "µs", "<=", 50, "empty Effect.runSync"))
+  }
+  for (const g of r.routing.growth) {
+    out.push(check(`resolve.growth.${g.from}-${g.to}`, `resolve growth ${g.from} → ${g.to} targets`, g.ratio, "×", "<=", 12, `resolve at ${g.from} targets`))
+  }
+  out.push(
+    check(
+      "memory.inflight",
+      `heap per in-flight call (${r.memory.count.toLocaleString("en-US")} in flight), added by the gateway`,
+      r.memory.inFlight.added / 1024,
+      "KB",
+      "<=",
+      4,
+      `a direct adapter call in flight: ${fmt(r.memory.inFlight.direct / 1024)} KB`
+    )
+  )
+  out.push(
+    check(
+      "memory.tenant",
+      `heap per idle tenant (${r.memory.count.toLocaleString("en-US")} tenants, one call each)`,
+      r.memory.tenants.perTenant / 1024,
+      "KB",
+      "<=",
+      1,
+      "the same calls by one tenant"
+    )
+  )
+  for (const p of r.tokens.points) {
+    out.push(
+      check(`tokens.${p.kb}kb`, `token estimation (estimateInput) per KB, ${p.kb} KB input`, p.estimateInputUsPerKb, "µs/KB", "<=", 50, "per KB of input")
+    )
+  }
+  return out
+}
+
+const row = (cells: ReadonlyArray<string>) => `| ${cells.join(" | ")} |`
+
+/** The markdown report: verdicts first, then the figures behind them. */
+export const markdown = (r: Results, v: ReadonlyArray<Verdict>): string => {
+  const lines: Array<string> = []
+  const passed = v.filter((x) => x.pass).length
+  lines.push(`## modelgate benchmark (${r.profile})`, "")
+  lines.push(
+    `${r.startedAt}, ${r.durationSeconds.toFixed(0)} s, Node ${r.machine.node}, ${r.machine.cpus} × ${r.machine.cpuModel}, ` +
+      `load average ${r.machine.loadAverage.map((x) => x.toFixed(1)).join(" / ")} (shared machine: absolute times are context only).`,
+    ""
+  )
+  lines.push(`### Targets: ${passed} PASS, ${v.length - passed} MISS`, "")
+  lines.push(row(["", "figure", "measured", "target", "baseline"]), row(["---", "---", "---:", "---:", "---"]))
+  for (const x of v) {
+    lines.push(row([x.pass ? "PASS" : "**MISS**", x.what, `${fmt(x.measured)} ${x.unit}`, `${x.comparison} ${fmt(x.target)} ${x.unit}`, x.baseline]))
+  }
+  lines.push("", "### 1. In-process overhead (adapter answers at once vs the same adapter called directly)", "")
+  lines.push(
+    row(["case", "direct p50 / p99 µs", "gateway p50 / p99 µs", "added p50 µs", "added p99 µs", "direct calls/s (1,000 fibers)", "gateway calls/s", "ratio"]),
+    row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
+  )
+  for (const c of r.inProcess.cases) {
+    const s = c.sequential
+    lines.push(
+      row([
+        c.name,
+        `${fmt(s.baseline.p50)} / ${fmt(s.baseline.p99)}`,
+        `${fmt(s.subject.p50)} / ${fmt(s.subject.p99)}`,
+        fmt(s.diffP50),
+        fmt(s.diffP99),
+        c.concurrent ? fmt(c.concurrent.baseline) : "–",
+        c.concurrent ? fmt(c.concurrent.subject) : "–",
+        c.concurrent ? fmt(c.concurrent.ratio, 3) : "–"
+      ])
+    )
+  }
+  lines.push("", "### 2. HTTP path (OpenAI adapter → mock server in a child process vs raw HttpClient POST, undici)", "")
+  if ("levels" in r.http) {
+    lines.push(
+      row(["concurrency", "raw p50 / p99 ms", "gateway p50 / p99 ms", "added p50 ms", "added p99 ms", "raw calls/s", "gateway calls/s", "ratio", "raw CPU µs/call", "gateway CPU µs/call", "added CPU µs"]),
+      row(["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
+    )
+    for (const l of r.http.levels) {
+      lines.push(
+        row([
+          String(l.concurrency),
+          `${fmt(l.raw.latencyMs.p50, 3)} / ${fmt(l.raw.latencyMs.p99, 3)}`,
+          `${fmt(l.gateway.latencyMs.p50, 3)} / ${fmt(l.gateway.latencyMs.p99, 3)}`,
+          fmt(l.addedP50Ms, 3),
+          fmt(l.addedP99Ms, 3),
+          fmt(l.raw.throughput),
+          fmt(l.gateway.throughput),
+          fmt(l.throughputRatio, 3),
+          fmt(l.raw.cpuUsPerCall),
+          fmt(l.gateway.cpuUsPerCall),
+          fmt(l.addedCpuUs)
+        ])
+      )
+    }
+  } else {
+    lines.push(`skipped: ${r.http.skipped}`)
+  }
+  lines.push("", "### 3. Routing scale (`router.resolve`, all targets eligible)", "")
+  lines.push(row(["targets", "µs per decision (p50)", "p99 µs", "growth vs 10× fewer"]), row(["---:", "---:", "---:", "---:"]))
+  r.routing.points.forEach((p, i) => {
+    const g = i === 0 ? undefined : r.routing.growth[i - 1]
+    lines.push(row([p.targets.toLocaleString("en-US"), fmt(p.decisionUs), fmt(p.p99Us), g ? `${fmt(g.ratio)}×` : "–"]))
+  })
+  lines.push("", `### 4. Memory (after GC${r.memory.gcAvailable ? "" : " — gc NOT available, figures unreliable"})`, "")
+  lines.push(row(["figure", "gateway", "baseline", "added"]), row(["---", "---:", "---:", "---:"]))
+  lines.push(
+    row([
+      `bytes per in-flight call (${r.memory.count.toLocaleString("en-US")} in flight)`,
+      fmt(r.memory.inFlight.gateway),
+      `${fmt(r.memory.inFlight.direct)} (direct adapter call)`,
+      fmt(r.memory.inFlight.added)
+    ]),
+    row([
+      `bytes per tenant after one call (${r.memory.count.toLocaleString("en-US")} tenants)`,
+      fmt(r.memory.tenants.manyTenants),
+      `${fmt(r.memory.tenants.oneTenant)} (same calls, one tenant)`,
+      fmt(r.memory.tenants.perTenant)
+    ])
+  )
+  lines.push("", `### 5. Token estimation (${r.tokens.tokenizer})`, "")
+  lines.push(
+    row(["input", "countText p50 µs", "estimateInput p50 / p99 µs", "countText µs/KB", "estimateInput µs/KB", "tokens/KB"]),
+    row(["---:", "---:", "---:", "---:", "---:", "---:"])
+  )
+  for (const p of r.tokens.points) {
+    lines.push(
+      row([
+        `${p.kb} KB`,
+        fmt(p.countText.p50),
+        `${fmt(p.estimateInput.p50)} / ${fmt(p.estimateInput.p99)}`,
+        fmt(p.countTextUsPerKb),
+        fmt(p.estimateInputUsPerKb),
+        fmt(p.tokensPerKb, 0)
+      ])
+    )
+  }
+  lines.push("", "Reproduce: `pnpm bench` (writes `examples/bench/results.json` and `examples/bench/results.md`).", "")
+  return lines.join("\n")
+}
