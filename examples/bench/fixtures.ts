@@ -87,7 +87,13 @@ export const requestFor = (cmd: ModelCommand, t: ModelTarget): ProviderAdapter.P
 const usage = new Usage({ inputTokens: 42, outputTokens: 12 })
 
 const noStream = (): Stream.Stream<ProviderAdapter.ProviderStreamEvent, ProviderError> =>
-  Stream.make({ _tag: "Finish", finishReason: "stop", refusal: false, usage, modelVersion: "bench-model-1" })
+  Stream.make<Array<ProviderAdapter.ProviderStreamEvent>>({
+    _tag: "Finish",
+    finishReason: "stop",
+    refusal: false,
+    usage,
+    modelVersion: "bench-model-1"
+  })
 
 /** The response of the instant adapter, built once: answering costs nothing but the Effect. */
 export const instantResponse: ProviderAdapter.ProviderResponse = {
@@ -214,7 +220,10 @@ export const jsonAdapter = (body: string): Omit<ProviderAdapter.ProviderAdapter,
  * An adapter whose calls hang until `release` is completed; `entered` counts calls that reached
  * it (so a benchmark knows when every call is in flight).
  */
-export const hangingAdapter = (release: Deferred.Deferred<void>, counter: { entered: number }) => ({
+export const hangingAdapter = (
+  release: Deferred.Deferred<void>,
+  counter: { entered: number }
+): Omit<ProviderAdapter.ProviderAdapter, "provider"> => ({
   generate: () =>
     Effect.suspend(() => {
       counter.entered++

@@ -3,7 +3,7 @@
  * under concurrency, CPU per call and heap per object. Every measurement runs a baseline and a
  * subject in the same process, interleaved, so that a noisy neighbour hits both alike.
  */
-import { Bench } from "tinybench"
+import { Bench, hrtimeNow } from "tinybench"
 
 /** A knob set that scales the whole suite: `full` for `pnpm bench`, `smoke` for CI. */
 export interface Profile {
@@ -84,10 +84,57 @@ export const collectGarbage = (): boolean => {
   return true
 }
 
-/** A task of a paired measurement: one call per invocation. */
+/** A task of a paired measurement: one call per invocation (sync, or returning a promise). */
 export type Task = () => unknown
 
+/** Shortest sample tinybench takes (µs): faster tasks run several calls per sample. */
+const minSampleUs = 25
+
+const isPromise = (u: unknown): u is PromiseLike<unknown> =>
+  typeof u === "object" && u !== null && "then" in u && typeof u.then === "function"
+
+/** Per-call time of `task` in µs, roughly (calibration only). */
+const roughUs = async (task: Task): Promise<number> => {
+  const n = 200
+  const t0 = performance.now()
+  for (let i = 0; i < n; i++) {
+    const r = task()
+    if (isPromise(r)) await r
+  }
+  return ((performance.now() - t0) * 1000) / n
+}
+
+/** `task` run `batch` times per invocation (the same batch for both sides of a pair). */
+const batched = (task: Task, batch: number): Task => {
+  if (batch === 1) return task
+  const first = task()
+  if (isPromise(first)) {
+    return async () => {
+      for (let i = 0; i < batch; i++) await task()
+    }
+  }
+  return () => {
+    for (let i = 0; i < batch; i++) task()
+  }
+}
+
+const samplesOf = (bench: Bench, name: string, batch: number): Array<number> =>
+  // tinybench reports milliseconds per invocation; an invocation is `batch` calls.
+  (bench.getTask(name)?.result?.latency.samples ?? []).map((x) => (x * 1000) / batch)
+
+const makeBench = (profile: Profile) =>
+  new Bench({
+    time: profile.taskTimeMs,
+    warmupTime: profile.warmupMs,
+    warmupIterations: 16,
+    iterations: 16,
+    now: hrtimeNow,
+    throws: true
+  })
+
 export interface PairedResult {
+  /** Calls per tinybench sample: calls under 25 µs are timed in batches (p99 is then over batch means). */
+  readonly batch: { readonly baseline: number; readonly subject: number }
   /** Per-call latency of the baseline, in µs, over all rounds' samples. */
   readonly baseline: Summary
   /** Per-call latency of the subject, in µs, over all rounds' samples. */
@@ -106,35 +153,34 @@ export interface PairedResult {
  * round so that a burst of noise during one round cannot fake a difference.
  */
 export const paired = async (profile: Profile, baseline: Task, subject: Task): Promise<PairedResult> => {
+  const batchOf = async (task: Task) => Math.max(1, Math.ceil(minSampleUs / Math.max(0.01, await roughUs(task))))
+  const bBatch = await batchOf(baseline)
+  const sBatch = await batchOf(subject)
+  const b0 = batched(baseline, bBatch)
+  const s0 = batched(subject, sBatch)
   const base: Array<number> = []
   const subj: Array<number> = []
   const d50: Array<number> = []
   const d99: Array<number> = []
   const r50: Array<number> = []
   for (let round = 0; round < profile.rounds; round++) {
-    const bench = new Bench({
-      time: profile.taskTimeMs,
-      warmupTime: profile.warmupMs,
-      warmupIterations: 16,
-      iterations: 16,
-      throws: true
-    })
+    const bench = makeBench(profile)
     // Alternate the order: the second task of a round runs on a warmer (or more collected) heap.
-    if (round % 2 === 0) bench.add("baseline", baseline).add("subject", subject)
-    else bench.add("subject", subject).add("baseline", baseline)
+    if (round % 2 === 0) bench.add("baseline", b0).add("subject", s0)
+    else bench.add("subject", s0).add("baseline", b0)
     await bench.run()
-    const b = bench.getTask("baseline")?.result?.latency.samples ?? []
-    const s = bench.getTask("subject")?.result?.latency.samples ?? []
-    // tinybench reports milliseconds.
-    const bs = summarize(b.map((x) => x * 1000))
-    const ss = summarize(s.map((x) => x * 1000))
-    for (const x of b) base.push(x * 1000)
-    for (const x of s) subj.push(x * 1000)
+    const b = samplesOf(bench, "baseline", bBatch)
+    const s = samplesOf(bench, "subject", sBatch)
+    const bs = summarize(b)
+    const ss = summarize(s)
+    for (const x of b) base.push(x)
+    for (const x of s) subj.push(x)
     d50.push(ss.p50 - bs.p50)
     d99.push(ss.p99 - bs.p99)
     r50.push(ss.p50 / bs.p50)
   }
   return {
+    batch: { baseline: bBatch, subject: sBatch },
     baseline: summarize(base),
     subject: summarize(subj),
     diffP50: median(d50),
@@ -145,18 +191,14 @@ export const paired = async (profile: Profile, baseline: Task, subject: Task): P
 
 /** Times one task alone (same harness as {@link paired}); per-call µs over all rounds. */
 export const single = async (profile: Profile, task: Task): Promise<Summary> => {
+  const batch = Math.max(1, Math.ceil(minSampleUs / Math.max(0.01, await roughUs(task))))
+  const t = batched(task, batch)
   const all: Array<number> = []
   for (let round = 0; round < profile.rounds; round++) {
-    const bench = new Bench({
-      time: profile.taskTimeMs,
-      warmupTime: profile.warmupMs,
-      warmupIterations: 16,
-      iterations: 16,
-      throws: true
-    })
-    bench.add("task", task)
+    const bench = makeBench(profile)
+    bench.add("task", t)
     await bench.run()
-    for (const x of bench.getTask("task")?.result?.latency.samples ?? []) all.push(x * 1000)
+    for (const x of samplesOf(bench, "task", batch)) all.push(x)
   }
   return summarize(all)
 }

@@ -6,6 +6,7 @@
  *   the gateway vs the same N calls made to the adapter directly;
  * - per idle tenant: N calls by N distinct tenants vs N calls by one tenant, all finished.
  */
+import type * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Deferred, Effect, Fiber } from "effect"
 import { buildGateway, command, hangingAdapter, instantAdapter, requestFor, target, workflow } from "./fixtures.js"
 import { collectGarbage, type Profile } from "./harness.js"
@@ -51,9 +52,8 @@ const measureInFlight = async (count: number, rounds: number) => {
   const t = target("model://bench/hang@eu", "bench")
   let current: { release: Deferred.Deferred<void>; counter: { entered: number } } | undefined
   // The gateway's adapter forwards to whichever hanging adapter the current run set up.
-  const adapter = {
-    generate: (request: Parameters<typeof instantAdapter.generate>[0]) =>
-      Effect.suspend(() => hangingAdapter(current!.release, current!.counter).generate(request)),
+  const adapter: Omit<ProviderAdapter.ProviderAdapter, "provider"> = {
+    generate: (request) => Effect.suspend(() => hangingAdapter(current!.release, current!.counter).generate(request)),
     stream: instantAdapter.stream
   }
   const stack = await buildGateway({

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
 import { Millis, SchemaFeature } from "./ModelTarget.js"
 import { WorkflowName } from "./Workflow.js"
 
@@ -150,11 +150,67 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
   }
 }
 
+/** Deepest nesting accepted in untrusted input (tool parameter schemas included). */
+export const maxInputDepth = 64
+
+/** Most values (objects, arrays and primitives) accepted in one untrusted command. */
+export const maxInputValues = 1_000_000
+
+/**
+ * Checks the raw shape of untrusted input before any decoding: only plain objects and arrays,
+ * nested at most {@link maxInputDepth} levels, at most {@link maxInputValues} values. Iterative,
+ * so hostile nesting cannot overflow the stack. Returns the first problem, or `undefined`.
+ */
+const checkShape = (input: unknown): string | undefined => {
+  const stack: Array<{ readonly value: unknown; readonly path: string; readonly depth: number }> = [
+    { value: input, path: "$", depth: 0 }
+  ]
+  let count = 0
+  while (stack.length > 0) {
+    const { value, path, depth } = stack.pop()!
+    if (++count > maxInputValues) return `$: more than ${maxInputValues} values`
+    if (typeof value !== "object" || value === null) continue
+    if (depth >= maxInputDepth) return `${path}: nested deeper than ${maxInputDepth} levels`
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) stack.push({ value: value[i], path: `${path}.${i}`, depth: depth + 1 })
+      continue
+    }
+    const proto = Object.getPrototypeOf(value)
+    if (proto !== Object.prototype && proto !== null) return `${path}: not a plain object`
+    if (proto === null) return `${path}: object without prototype`
+    for (const key of Object.keys(value)) {
+      stack.push({ value: (value as Record<string, unknown>)[key], path: `${path}.${key}`, depth: depth + 1 })
+    }
+  }
+  return undefined
+}
+
+const decodeChecked = Schema.decodeUnknownEither(ModelCommand, { errors: "all", onExcessProperty: "error" })
+
+/** A ParseError that names paths and kinds of problems only, never the offending values. */
+const rejected = (message: string) =>
+  new ParseResult.ParseError({ issue: new ParseResult.Type(ModelCommand.ast, undefined, message) })
+
 /**
  * Decodes a command from untrusted input. Unknown fields are an error, so a caller cannot smuggle a
- * `baseUrl`, `apiKey` or `target` into a request.
+ * `baseUrl`, `apiKey` or `target` into a request. Hostile shapes (deep nesting, huge inputs, exotic
+ * objects) are refused before decoding, and the error names paths and kinds of problems only —
+ * never the values, which may be prompt text.
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const decodeUnknown = Schema.decodeUnknown(ModelCommand, { errors: "all", onExcessProperty: "error" })
+export const decodeUnknown = (input: unknown): Effect.Effect<ModelCommand, ParseResult.ParseError> =>
+  Effect.suspend(() => {
+    const shape = checkShape(input)
+    if (shape !== undefined) return Effect.fail(rejected(`invalid command: ${shape}`))
+    const decoded = decodeChecked(input)
+    if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
+    const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+      .slice(0, 20)
+      .map((i) => {
+        const path = i.path.length === 0 ? "$" : `$.${i.path.map(String).join(".")}`
+        return `${path} ${i._tag === "Unexpected" ? "is unexpected" : i._tag === "Missing" ? "is missing" : "is invalid"}`
+      })
+    return Effect.fail(rejected(`invalid command: ${issues.join("; ")}`))
+  })

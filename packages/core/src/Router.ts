@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect } from "effect"
+import { Context, Effect, Exit } from "effect"
 import { minimumUsefulOutputTokens } from "./Budgets.js"
 import { InvalidRequest, NoEligibleRoute } from "./Errors.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
@@ -49,6 +49,24 @@ export interface Service {
  */
 export class Router extends Context.Tag("@modelgate/core/Router")<Router, Service>() {}
 
+/** `command.hasImages` walks every message: once per command, not once per target. */
+const imagesMemo = new WeakMap<ModelCommand, boolean>()
+const hasImages = (command: ModelCommand): boolean => {
+  let found = imagesMemo.get(command)
+  if (found === undefined) {
+    found = command.hasImages
+    imagesMemo.set(command, found)
+  }
+  return found
+}
+
+/**
+ * The value of a health check that is already settled (`Effect.succeed`, e.g. breakers off), read
+ * without a generator step per target; `undefined` when it must run.
+ */
+const settled = (check: Effect.Effect<boolean>): boolean | undefined =>
+  Exit.isExit(check) && Exit.isSuccess(check) && typeof check.value === "boolean" ? check.value : undefined
+
 /**
  * Why `target` cannot serve `command` under `compiled`, or `undefined` when it can (health aside).
  *
@@ -65,8 +83,14 @@ export const checkTarget = (
   const w = compiled.workflow
   if (target.status === "disabled") return { reason: "DISABLED", detail: "target is disabled" }
   const regions = command.regions ?? w.regions
-  const outside = target.regions.filter((r) => !regions.includes(r) || !w.regions.includes(r))
-  if (outside.length > 0) {
+  // Hot path (once per target per request): no allocation unless the target is excluded.
+  let outside: Array<string> | undefined
+  for (const r of target.regions) {
+    if (regions.includes(r) && w.regions.includes(r)) continue
+    if (outside === undefined) outside = []
+    outside.push(r)
+  }
+  if (outside !== undefined) {
     return { reason: "DATA_REGION_MISMATCH", detail: `runs in [${outside.join(", ")}], allowed [${regions.join(", ")}]` }
   }
   const dataClass = command.dataClass ?? w.dataClass
@@ -75,7 +99,7 @@ export const checkTarget = (
   }
   const caps = target.capabilities
   const missing: Array<string> = []
-  if ((w.requires.vision || command.hasImages) && !caps.vision) missing.push("vision")
+  if (!caps.vision && (w.requires.vision || hasImages(command))) missing.push("vision")
   if ((w.requires.tools || (command.tools?.length ?? 0) > 0) && !caps.tools) missing.push("tools")
   if ((w.requires.streaming || mode === "stream" || command.requires?.streaming) && !caps.streaming) {
     missing.push("streaming")
@@ -128,10 +152,15 @@ export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>) =>
               detail: `regions [${command.regions.join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
             })
           }
-          const inputTokens = TokenEstimator.estimateInput({
-            messages: command.messages,
-            tools: command.tools,
-            outputJsonSchema: compiled.jsonSchema
+          const inputTokens = yield* Effect.try({
+            try: () =>
+              TokenEstimator.estimateInput({
+                messages: command.messages,
+                tools: command.tools,
+                outputJsonSchema: compiled.jsonSchema
+              }),
+            // e.g. tool parameters nested too deep to serialize: refuse the request, never crash
+            catch: () => new InvalidRequest({ reason: "invalid_command", detail: "the request cannot be measured" })
           })
           const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
           if (inputTokens > limit) {
@@ -146,7 +175,10 @@ export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>) =>
             const why = checkTarget(compiled, command, target, inputTokens, mode)
             if (why !== undefined) {
               excluded.push(new ExcludedTarget({ target: target.ref, ...why }))
-            } else if (yield* health.isOpen(target)) {
+              continue
+            }
+            const breaker = health.isOpen(target)
+            if (settled(breaker) ?? (yield* breaker)) {
               excluded.push(new ExcludedTarget({ target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" }))
             } else if (!w.allowFallback && eligible.length > 0) {
               excluded.push(

@@ -219,13 +219,30 @@ export const readErrorBody = (
     )
   })
 
+/** Deepest JSON nesting accepted from a provider (a JSON bomb would overflow later serialization). */
+export const maxJsonDepth = 128
+
+const withinDepth = (root: unknown): boolean => {
+  const stack: Array<readonly [unknown, number]> = [[root, 0]]
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!
+    if (typeof value !== "object" || value === null) continue
+    if (depth >= maxJsonDepth) return false
+    for (const child of Array.isArray(value) ? value : Object.values(value)) stack.push([child, depth + 1])
+  }
+  return true
+}
+
 /**
- * `JSON.parse` that cannot throw.
+ * `JSON.parse` that cannot throw, and refuses values nested deeper than {@link maxJsonDepth}.
  *
  * @internal
  */
 export const parseJson = (text: string): Either.Either<unknown, void> =>
-  Either.try({ try: (): unknown => JSON.parse(text), catch: () => undefined })
+  Either.flatMap(
+    Either.try({ try: (): unknown => JSON.parse(text), catch: () => undefined }),
+    (value) => (withinDepth(value) ? Either.right(value) : Either.left(undefined))
+  )
 
 /**
  * Parses JSON or gives `undefined`.
