@@ -153,7 +153,9 @@ export const wireBody = (content: string): string => {
     created: 1_767_225_600,
     model: "bench-model-2026-01-01",
     system_fingerprint: "fp_bench01",
-    choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: "stop" }],
+    choices: [
+      { index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: "stop" }
+    ],
     usage: {
       prompt_tokens: 42,
       completion_tokens: 180,
@@ -165,7 +167,10 @@ export const wireBody = (content: string): string => {
   const json = JSON.stringify(base)
   // Pad the content so the whole body is 1,024 bytes (ASCII).
   const pad = Math.max(0, 1024 - json.length)
-  return JSON.stringify({ ...base, choices: [{ ...base.choices[0]!, message: { ...base.choices[0]!.message, content: content + " ".repeat(pad) } }] })
+  return JSON.stringify({
+    ...base,
+    choices: [{ ...base.choices[0]!, message: { ...base.choices[0]!.message, content: content + " ".repeat(pad) } }]
+  })
 }
 
 export const proseBody = wireBody(

@@ -73,7 +73,11 @@ export const summarize = (values: ReadonlyArray<number>): Summary => {
   return { n: sorted.length, mean: sum / sorted.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) }
 }
 
-export const median = (values: ReadonlyArray<number>): number => quantile([...values].sort((a, b) => a - b), 0.5)
+export const median = (values: ReadonlyArray<number>): number =>
+  quantile(
+    [...values].sort((a, b) => a - b),
+    0.5
+  )
 
 /** Runs the garbage collector when the process was started with `--expose-gc`. */
 export const collectGarbage = (): boolean => {

@@ -112,7 +112,9 @@ const measureCase = async (
       () => Effect.runPromise(viaGateway)
     )
     const concurrent =
-      options.concurrency === undefined ? undefined : await pairedThroughput(profile, direct, viaGateway, options.concurrency)
+      options.concurrency === undefined
+        ? undefined
+        : await pairedThroughput(profile, direct, viaGateway, options.concurrency)
     return { name, sequential, concurrent }
   } finally {
     await stack.dispose()

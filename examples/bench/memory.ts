@@ -93,12 +93,18 @@ const measureInFlight = async (count: number, rounds: number) => {
 /** Heap bytes retained per call after `count` calls by `tenantOf(i)` finished (fresh gateway). */
 const retainedBytes = async (count: number, tenantOf: (i: number) => string) => {
   const t = target("model://bench/instant@eu", "bench")
-  const stack = await buildGateway({ targets: [t], workflows: [workflow("bench.tenant", [t.ref])], adapters: { bench: instantAdapter } })
+  const stack = await buildGateway({
+    targets: [t],
+    workflows: [workflow("bench.tenant", [t.ref])],
+    adapters: { bench: instantAdapter }
+  })
   try {
     // Commands exist before the first heap reading: only what the gateway keeps is counted.
     const commands = Array.from({ length: count }, (_, i) => command("bench.tenant", tenantOf(i)))
     const before = heap()
-    await Effect.runPromise(Effect.forEach(commands, (c) => stack.gateway.generate(c), { concurrency: 100, discard: true }))
+    await Effect.runPromise(
+      Effect.forEach(commands, (c) => stack.gateway.generate(c), { concurrency: 100, discard: true })
+    )
     const after = heap()
     // Keep the commands alive until after the second reading.
     if (commands.length !== count) throw new Error("unreachable")
@@ -111,9 +117,10 @@ const retainedBytes = async (count: number, tenantOf: (i: number) => string) => 
 export const run = async (profile: Profile): Promise<MemoryResults> => {
   const count = profile.memoryCount
   const gcAvailable = collectGarbage()
-  // Best (lowest) of up to two rounds: a GC-resistant reading, the same for baseline and gateway.
+  // In flight: one measured round (stable to a few % run to run) keeps the section short.
+  const inFlight = await measureInFlight(count, 1)
+  // Idle tenants: the figure is a small difference of two readings, so the lowest of two rounds.
   const rounds = Math.min(2, profile.rounds)
-  const inFlight = await measureInFlight(count, rounds)
   // Warm-up (JIT, metric label caches), then one tenant vs many tenants.
   await retainedBytes(Math.ceil(count / 10), (i) => `warm-${i}`)
   const one: Array<number> = []

@@ -26,7 +26,12 @@ export const run = async (profile: Profile): Promise<RoutingResults> => {
     const targets = Array.from({ length: n }, (_, i) => target(`model://bench/m${i}@eu`, "bench"))
     const stack = await buildGateway({
       targets,
-      workflows: [workflow("bench.route", targets.map((t) => t.ref))],
+      workflows: [
+        workflow(
+          "bench.route",
+          targets.map((t) => t.ref)
+        )
+      ],
       adapters: { bench: instantAdapter }
     })
     try {

@@ -63,7 +63,9 @@ export const run = async (profile: Profile): Promise<TokenResults> => {
     let i = 0
     const countText = await single(profile, () => TokenEstimator.countText(pool[i++ % pool.length]!))
     let j = 0
-    const estimate = await single(profile, () => TokenEstimator.estimateInput({ messages: messages[j++ % messages.length]! }))
+    const estimate = await single(profile, () =>
+      TokenEstimator.estimateInput({ messages: messages[j++ % messages.length]! })
+    )
     points.push({
       kb,
       countText,

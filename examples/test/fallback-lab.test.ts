@@ -29,7 +29,7 @@ describe("fallback lab", () => {
         "900 falls back to the secondary",
         "900 secondary #1 starts · timeout 100 ms = min(100 ms left, 400 ms per attempt)",
         "1000 secondary #1 ends: timed out after 100 ms, may have been processed",
-        "1000 caller gets DeadlineExceeded: deadline of 1000 ms exceeded at 1000 ms (before_attempt)",
+        "1000 caller gets DeadlineExceeded: deadline of 1000 ms exceeded at 1000 ms (attempt)",
         "1100 secondary #1's response (answers after 200 ms) arrives: ignored, the attempt was abandoned at 1000 ms"
       ])
       assert.strictEqual(report.answeredAt, 1000)

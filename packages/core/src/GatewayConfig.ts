@@ -104,10 +104,20 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
     targets.set(t.ref, t)
     const l = t.limits
     if (Duration.toMillis(l.perAttemptTimeout) <= 0) {
-      add({ path: `${path}.limits.perAttemptTimeout`, target: t.ref, reason: "NON_POSITIVE_TIMEOUT", detail: "must be > 0" })
+      add({
+        path: `${path}.limits.perAttemptTimeout`,
+        target: t.ref,
+        reason: "NON_POSITIVE_TIMEOUT",
+        detail: "must be > 0"
+      })
     }
     if (Duration.toMillis(l.minimumAttemptTime) <= 0) {
-      add({ path: `${path}.limits.minimumAttemptTime`, target: t.ref, reason: "NON_POSITIVE_TIMEOUT", detail: "must be > 0" })
+      add({
+        path: `${path}.limits.minimumAttemptTime`,
+        target: t.ref,
+        reason: "NON_POSITIVE_TIMEOUT",
+        detail: "must be > 0"
+      })
     }
     for (const key of ["ttftTimeout", "streamIdleTimeout"] as const) {
       const d = l[key]
@@ -124,7 +134,12 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
       })
     }
     if (t.status !== "disabled" && !providers.has(t.provider)) {
-      add({ path: `${path}.provider`, target: t.ref, reason: "NO_ADAPTER", detail: `no adapter provided for provider "${t.provider}"` })
+      add({
+        path: `${path}.provider`,
+        target: t.ref,
+        reason: "NO_ADAPTER",
+        detail: `no adapter provided for provider "${t.provider}"`
+      })
     }
   })
   const names = new Set<string>()
@@ -144,16 +159,35 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
     if (w.output !== undefined) {
       schema = definition.schemas?.[w.output.schema]
       if (schema === undefined) {
-        add({ path: `${path}.output.schema`, workflow: wf, reason: "UNKNOWN_SCHEMA", detail: `no schema named "${w.output.schema}" was provided` })
+        add({
+          path: `${path}.output.schema`,
+          workflow: wf,
+          reason: "UNKNOWN_SCHEMA",
+          detail: `no schema named "${w.output.schema}" was provided`
+        })
       } else {
         features = JsonSchemaFeatures.featuresOf(JsonSchemaFeatures.fromSchema(schema))
       }
     }
     if (w.degrade?._tag === "handler" && definition.degradeHandlers?.[w.degrade.name] === undefined) {
-      add({ path: `${path}.degrade.name`, workflow: wf, reason: "UNKNOWN_DEGRADE_HANDLER", detail: `no degrade handler named "${w.degrade.name}"` })
+      add({
+        path: `${path}.degrade.name`,
+        workflow: wf,
+        reason: "UNKNOWN_DEGRADE_HANDLER",
+        detail: `no degrade handler named "${w.degrade.name}"`
+      })
     }
-    if (w.degrade?._tag === "static" && schema !== undefined && Either.isLeft(Schema.decodeUnknownEither(schema)(w.degrade.value))) {
-      add({ path: `${path}.degrade.value`, workflow: wf, reason: "DEGRADE_VALUE_INVALID", detail: "does not match the output schema" })
+    if (
+      w.degrade?._tag === "static" &&
+      schema !== undefined &&
+      Either.isLeft(Schema.decodeUnknownEither(schema)(w.degrade.value))
+    ) {
+      add({
+        path: `${path}.degrade.value`,
+        workflow: wf,
+        reason: "DEGRADE_VALUE_INVALID",
+        detail: "does not match the output schema"
+      })
     }
     const seen = new Set<string>()
     w.route.forEach((ref, j) => {
@@ -162,7 +196,10 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
       if (seen.has(ref)) tgt("DUPLICATE_ROUTE_TARGET", "target appears twice in the route")
       seen.add(ref)
       const t = targets.get(ref)
-      if (t === undefined) return tgt("UNKNOWN_TARGET", "no target with this ref")
+      if (t === undefined) {
+        tgt("UNKNOWN_TARGET", "no target with this ref")
+        return
+      }
       if (t.status === "disabled") tgt("DISABLED_TARGET", "target is disabled")
       const caps = t.capabilities
       const missing: Array<string> = []
@@ -191,7 +228,8 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
         }
       }
       const outside = t.regions.filter((r) => !w.regions.includes(r))
-      if (outside.length > 0) tgt("DATA_REGION_MISMATCH", `regions [${outside.join(", ")}] not in workflow regions [${w.regions.join(", ")}]`)
+      if (outside.length > 0)
+        tgt("DATA_REGION_MISMATCH", `regions [${outside.join(", ")}] not in workflow regions [${w.regions.join(", ")}]`)
       if (!t.dataClasses.includes(w.dataClass)) tgt("DATA_CLASS_NOT_ALLOWED", `data class "${w.dataClass}" not allowed`)
       if (Duration.greaterThan(t.limits.minimumAttemptTime, w.timeout)) {
         tgt("MINIMUM_EXCEEDS_TIMEOUT", "minimumAttemptTime exceeds the workflow timeout")
@@ -219,7 +257,10 @@ export const compile = (definition: Definition): ReadonlyMap<string, CompiledWor
         ? undefined
         : w.degrade._tag === "handler"
           ? definition.degradeHandlers?.[w.degrade.name]
-          : ((value: unknown) => () => Effect.succeed(value))(w.degrade.value)
+          : (
+              (value: unknown) => () =>
+                Effect.succeed(value)
+            )(w.degrade.value)
     out.set(w.name, {
       workflow: w,
       schema,

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { JSONSchema, Schema } from "effect"
+import { JSONSchema, type Schema } from "effect"
 import type { SchemaFeature } from "./ModelTarget.js"
 
 /**

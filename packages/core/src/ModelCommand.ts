@@ -67,7 +67,11 @@ export const Message = Schema.Union(
     content: Schema.optional(Text),
     toolCalls: Schema.optional(Schema.Array(ToolCall).pipe(Schema.maxItems(128)))
   }),
-  Schema.TaggedStruct("tool", { toolCallId: Schema.String.pipe(Schema.maxLength(500)), name: Schema.String, content: Text })
+  Schema.TaggedStruct("tool", {
+    toolCallId: Schema.String.pipe(Schema.maxLength(500)),
+    name: Schema.String,
+    content: Text
+  })
 )
 /** @since 0.1.0 */
 export type Message = typeof Message.Type
@@ -146,7 +150,9 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
   }
   /** True when a message carries an image. */
   get hasImages(): boolean {
-    return this.messages.some((m) => m._tag === "user" && typeof m.content !== "string" && m.content.some((p) => p._tag === "image"))
+    return this.messages.some(
+      (m) => m._tag === "user" && typeof m.content !== "string" && m.content.some((p) => p._tag === "image")
+    )
   }
 }
 

@@ -133,14 +133,11 @@ export const layerJson = (
 export const generate = (command: ModelCommand): Effect.Effect<ModelResult, GatewayError, ModelGateway> =>
   Effect.flatMap(ModelGateway, (g) => g.generate(command))
 
-
 /**
  * Runs `stream` with the gateway from the context.
  *
  * @since 0.1.0
  * @category Accessors
  */
-export const stream = (
-  command: ModelCommand
-): Stream.Stream<StreamEvent.StreamEvent, GatewayError, ModelGateway> =>
+export const stream = (command: ModelCommand): Stream.Stream<StreamEvent.StreamEvent, GatewayError, ModelGateway> =>
   Stream.unwrap(Effect.map(ModelGateway, (g) => g.stream(command)))

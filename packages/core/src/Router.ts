@@ -91,7 +91,10 @@ export const checkTarget = (
     outside.push(r)
   }
   if (outside !== undefined) {
-    return { reason: "DATA_REGION_MISMATCH", detail: `runs in [${outside.join(", ")}], allowed [${regions.join(", ")}]` }
+    return {
+      reason: "DATA_REGION_MISMATCH",
+      detail: `runs in [${outside.join(", ")}], allowed [${regions.join(", ")}]`
+    }
   }
   const dataClass = command.dataClass ?? w.dataClass
   if (!target.dataClasses.includes(dataClass)) {
@@ -143,13 +146,16 @@ export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>) =>
         Effect.gen(function* () {
           const compiled = workflows.get(command.workflow)
           if (compiled === undefined) {
-            return yield* new InvalidRequest({ reason: "unknown_workflow", detail: `no workflow "${command.workflow}"` })
+            return yield* new InvalidRequest({
+              reason: "unknown_workflow",
+              detail: `no workflow "${command.workflow}"`
+            })
           }
           const w = compiled.workflow
-          if (command.regions !== undefined && command.regions.some((r) => !w.regions.includes(r))) {
+          if (command.regions?.some((r) => !w.regions.includes(r))) {
             return yield* new InvalidRequest({
               reason: "invalid_command",
-              detail: `regions [${command.regions.join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
+              detail: `regions [${(command.regions ?? []).join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
             })
           }
           const inputTokens = yield* Effect.try({
@@ -179,10 +185,16 @@ export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>) =>
             }
             const breaker = health.isOpen(target)
             if (settled(breaker) ?? (yield* breaker)) {
-              excluded.push(new ExcludedTarget({ target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" }))
+              excluded.push(
+                new ExcludedTarget({ target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" })
+              )
             } else if (!w.allowFallback && eligible.length > 0) {
               excluded.push(
-                new ExcludedTarget({ target: target.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" })
+                new ExcludedTarget({
+                  target: target.ref,
+                  reason: "FALLBACK_NOT_ALLOWED",
+                  detail: "workflow disallows fallback"
+                })
               )
             } else {
               eligible.push(target)

@@ -39,7 +39,9 @@ export const missingTag = Match.type<Errors.GatewayError>().pipe(
 describe("errors", () => {
   it.effect("catchTags over every tag leaves no error; omitting one does not type-check as never", () =>
     Effect.gen(function* () {
-      const all: Effect.Effect<string, never, ModelGateway.ModelGateway> = ModelGateway.generate(command("ticket.reply")).pipe(
+      const all: Effect.Effect<string, never, ModelGateway.ModelGateway> = ModelGateway.generate(
+        command("ticket.reply")
+      ).pipe(
         Effect.map(() => "ok"),
         Effect.catchTags({
           Refusal: () => Effect.succeed("refused"),
@@ -56,7 +58,9 @@ describe("errors", () => {
         })
       )
       // @ts-expect-error DeadlineExceeded is not handled, so the error channel is not never
-      const partial: Effect.Effect<string, never, ModelGateway.ModelGateway> = ModelGateway.generate(command("ticket.reply")).pipe(
+      const partial: Effect.Effect<string, never, ModelGateway.ModelGateway> = ModelGateway.generate(
+        command("ticket.reply")
+      ).pipe(
         Effect.map(() => "ok"),
         Effect.catchTags({
           Refusal: () => Effect.succeed("refused"),
@@ -73,11 +77,18 @@ describe("errors", () => {
       )
       assert.strictEqual(yield* all, "ok")
       assert.strictEqual(typeof partial, "object")
-      assert.strictEqual(describeError(new Errors.DeadlineExceeded({ stage: "call", timeoutMs: 1, elapsedMs: 1 })), "deadline")
-    }).pipe(Effect.provide(gatewayLayer({}))))
+      assert.strictEqual(
+        describeError(new Errors.DeadlineExceeded({ stage: "call", timeoutMs: 1, elapsedMs: 1 })),
+        "deadline"
+      )
+    }).pipe(Effect.provide(gatewayLayer({})))
+  )
 
   it("retryable errors say so and carry retry-after", () => {
-    const e = new Errors.RateLimited({ target: Errors.RateLimited.fields.target.make("model://a/b@eu"), retryAfter: Duration.seconds(2) })
+    const e = new Errors.RateLimited({
+      target: Errors.RateLimited.fields.target.make("model://a/b@eu"),
+      retryAfter: Duration.seconds(2)
+    })
     assert.isTrue(e.isRetryable)
     assert.include(e.message, "2000 ms")
   })

@@ -20,7 +20,8 @@ describe("startup validation", () => {
     Effect.gen(function* () {
       const gateway = yield* ModelGateway.ModelGateway
       assert.strictEqual(gateway.router.workflows.size, workflows.length)
-    }).pipe(Effect.provide(gatewayLayer({}))))
+    }).pipe(Effect.provide(gatewayLayer({})))
+  )
 
   it.effect("an incompatible fallback (schema feature, tools, region, data class) is rejected with every problem", () =>
     Effect.gen(function* () {
@@ -35,7 +36,9 @@ describe("startup validation", () => {
             target("model://openai/retired@eu", "openai", { status: "disabled" }),
             target("model://mistral/small@eu", "mistral", {}),
             target("model://openai/secret@eu", "openai", { dataClasses: ["public"] }),
-            target("model://openai/bad-limits@eu", "openai", { limits: { perAttemptTimeout: 50, minimumAttemptTime: 80 } })
+            target("model://openai/bad-limits@eu", "openai", {
+              limits: { perAttemptTimeout: 50, minimumAttemptTime: 80 }
+            })
           ],
           workflows: [
             workflow({
@@ -80,7 +83,8 @@ describe("startup validation", () => {
       const strict = problems.find(([p, r]) => p === "workflows[0].route[0]" && r === "SCHEMA_FEATURE_UNSUPPORTED")
       assert.strictEqual(strict?.[3], "json_schema_strict does not support: openObject, pattern")
       assert.strictEqual(problems.length, 14, JSON.stringify(problems, null, 1))
-    }))
+    })
+  )
 
   it.effect("decoding from plain JSON reports every bad field with its path", () =>
     Effect.gen(function* () {
@@ -115,7 +119,8 @@ describe("startup validation", () => {
         assert.include(paths, expected)
       }
       assert.include(error.message, "$.targets.0.baseUrl")
-    }))
+    })
+  )
 
   it.effect("the same configuration decodes from JSON and builds the gateway", () =>
     Effect.gen(function* () {
@@ -127,5 +132,6 @@ describe("startup validation", () => {
         gatewayLayer({}, { config: decoded, schemas: { Classification } })
       )
       assert.strictEqual(gateway.router.workflows.size, workflows.length)
-    }))
+    })
+  )
 })

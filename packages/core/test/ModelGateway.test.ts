@@ -20,7 +20,8 @@ const runFor = (cmd: ReturnType<typeof command>, ms: number) =>
     return yield* Fiber.join(fiber)
   })
 
-const starts = (logs: ReadonlyArray<ScriptedProvider.AttemptLog>) => logs.map((l) => [l.target, l.startedAt, l.timeoutMs])
+const starts = (logs: ReadonlyArray<ScriptedProvider.AttemptLog>) =>
+  logs.map((l) => [l.target, l.startedAt, l.timeoutMs])
 const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
 const scripted = ScriptedProvider.ScriptedProvider
 
@@ -61,7 +62,8 @@ describe("ModelGateway.generate", () => {
           [refs.fallback]: [ScriptedProvider.hang]
         })
       )
-    ))
+    )
+  )
 
   it.effect("no attempt begins with less than minimumAttemptTime left", () =>
     Effect.gen(function* () {
@@ -91,14 +93,17 @@ describe("ModelGateway.generate", () => {
             ...definition,
             config: GatewayConfig.GatewayConfig.make({
               targets: targets.map((t) =>
-                t.ref === refs.fallback ? target(refs.fallback, "anthropic", { limits: { minimumAttemptTime: 150 } }) : t
+                t.ref === refs.fallback
+                  ? target(refs.fallback, "anthropic", { limits: { minimumAttemptTime: 150 } })
+                  : t
               ),
               workflows
             })
           }
         )
       )
-    ))
+    )
+  )
 
   it.effect("a permanent invalid request: one attempt, InvalidRequest, no retry, no fallback", () =>
     Effect.gen(function* () {
@@ -116,7 +121,8 @@ describe("ModelGateway.generate", () => {
           [refs.fallback]: [ScriptedProvider.success({ after: 10 })]
         })
       )
-    ))
+    )
+  )
 
   it.effect("a refusal: one attempt, Refusal, never a reason to try another model", () =>
     Effect.gen(function* () {
@@ -131,7 +137,8 @@ describe("ModelGateway.generate", () => {
           [refs.fallback]: [ScriptedProvider.success({ after: 10 })]
         })
       )
-    ))
+    )
+  )
 
   it.effect("a 429 whose retry-after exceeds the remaining time: no sleep, the fallback starts at once", () =>
     Effect.gen(function* () {
@@ -154,7 +161,8 @@ describe("ModelGateway.generate", () => {
           [refs.fallback]: [ScriptedProvider.success({ after: 30 })]
         })
       )
-    ))
+    )
+  )
 
   it.effect("a 429 whose retry-after exceeds the remaining time, with no fallback: fails at once", () =>
     Effect.gen(function* () {
@@ -175,7 +183,8 @@ describe("ModelGateway.generate", () => {
           }
         )
       )
-    ))
+    )
+  )
 
   it.effect("retry-after is the minimum wait; backoff with full jitter is reproducible with a seeded Random", () =>
     Effect.gen(function* () {
@@ -220,48 +229,57 @@ describe("ModelGateway.generate", () => {
         withHint.map((l) => l.startedAt - withHint[0]!.startedAt),
         [0, 300]
       )
-    }))
+    })
+  )
 
-  it.effect("the primary supports a schema feature the fallback does not, for this request: the fallback is excluded", () =>
-    Effect.gen(function* () {
-      const gateway = yield* ModelGateway.ModelGateway
-      const route = yield* gateway.router.resolve(command("ticket.lenient", { requires: { schemaFeatures: ["pattern"] } }))
-      assert.deepStrictEqual(route.decision.eligible.map(String), [refs.fallback])
-      assert.deepStrictEqual(
-        route.decision.excluded.map((e) => [e.target, e.reason, e.detail]),
-        [[refs.strictLocal, "SCHEMA_FEATURE_UNSUPPORTED", "unsupported: pattern"]]
-      )
-      const plain = yield* gateway.router.resolve(command("ticket.lenient"))
-      assert.deepStrictEqual(plain.decision.eligible.map(String), [refs.fallback, refs.strictLocal])
-    }).pipe(Effect.provide(gatewayLayer({}))))
+  it.effect(
+    "the primary supports a schema feature the fallback does not, for this request: the fallback is excluded",
+    () =>
+      Effect.gen(function* () {
+        const gateway = yield* ModelGateway.ModelGateway
+        const route = yield* gateway.router.resolve(
+          command("ticket.lenient", { requires: { schemaFeatures: ["pattern"] } })
+        )
+        assert.deepStrictEqual(route.decision.eligible.map(String), [refs.fallback])
+        assert.deepStrictEqual(
+          route.decision.excluded.map((e) => [e.target, e.reason, e.detail]),
+          [[refs.strictLocal, "SCHEMA_FEATURE_UNSUPPORTED", "unsupported: pattern"]]
+        )
+        const plain = yield* gateway.router.resolve(command("ticket.lenient"))
+        assert.deepStrictEqual(plain.decision.eligible.map(String), [refs.fallback, refs.strictLocal])
+      }).pipe(Effect.provide(gatewayLayer({})))
+  )
 
-  it.effect("a regional outage leaving only a target that breaks residency: it is never called, the error names it", () =>
-    Effect.gen(function* () {
-      const { exit } = yield* runFor(command("ticket.summarize", { regions: ["eu"] }), 2_000)
-      const logs = yield* (yield* scripted).attempts
-      assert.isTrue(logs.length > 0)
-      assert.isTrue(logs.every((l) => l.target === refs.primary))
-      assert.isTrue(Exit.isFailure(exit))
-      if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
-        const error = exit.cause.error
-        assert.strictEqual(error._tag, "PolicyViolation")
-        if (error._tag === "PolicyViolation") {
-          assert.strictEqual(error.reason, "DATA_REGION_MISMATCH")
-          assert.deepStrictEqual(
-            error.excluded.map((e) => [e.target, e.reason]),
-            [[refs.us, "DATA_REGION_MISMATCH"]]
-          )
-          assert.include(error.message, refs.us)
+  it.effect(
+    "a regional outage leaving only a target that breaks residency: it is never called, the error names it",
+    () =>
+      Effect.gen(function* () {
+        const { exit } = yield* runFor(command("ticket.summarize", { regions: ["eu"] }), 2_000)
+        const logs = yield* (yield* scripted).attempts
+        assert.isTrue(logs.length > 0)
+        assert.isTrue(logs.every((l) => l.target === refs.primary))
+        assert.isTrue(Exit.isFailure(exit))
+        if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
+          const error = exit.cause.error
+          assert.strictEqual(error._tag, "PolicyViolation")
+          if (error._tag === "PolicyViolation") {
+            assert.strictEqual(error.reason, "DATA_REGION_MISMATCH")
+            assert.deepStrictEqual(
+              error.excluded.map((e) => [e.target, e.reason]),
+              [[refs.us, "DATA_REGION_MISMATCH"]]
+            )
+            assert.include(error.message, refs.us)
+          }
         }
-      }
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.unavailable({ after: 20 })],
-          [refs.us]: [ScriptedProvider.success({ after: 10 })]
-        })
+      }).pipe(
+        Effect.provide(
+          gatewayLayer({
+            [refs.primary]: [ScriptedProvider.unavailable({ after: 20 })],
+            [refs.us]: [ScriptedProvider.success({ after: 10 })]
+          })
+        )
       )
-    ))
+  )
 
   it.effect("the caller interrupts while the provider call is in flight: attempt interrupted, record cancelled", () =>
     Effect.gen(function* () {
@@ -278,7 +296,8 @@ describe("ModelGateway.generate", () => {
         record?.evidence.attempts.map((a) => [a.outcome, a.latencyMs]),
         [["cancelled", 150]]
       )
-    }).pipe(Effect.provide(gatewayLayer({ [refs.primary]: [ScriptedProvider.hang] }))))
+    }).pipe(Effect.provide(gatewayLayer({ [refs.primary]: [ScriptedProvider.hang] })))
+  )
 
   it.effect("invalid output on the primary: the fallback is used and validated", () =>
     Effect.gen(function* () {
@@ -304,7 +323,8 @@ describe("ModelGateway.generate", () => {
           [refs.fallback]: [ScriptedProvider.success({ after: 30, value: { category: "billing", confidence: 0.9 } })]
         })
       )
-    ))
+    )
+  )
 
   it.effect("invalid output on every route: InvalidOutput with paths, never values", () =>
     Effect.gen(function* () {
@@ -323,7 +343,8 @@ describe("ModelGateway.generate", () => {
           [refs.fallback]: [ScriptedProvider.invalidJson({ after: 30 })]
         })
       )
-    ))
+    )
+  )
 
   it.effect("degrade answers availability failures with a non-model value, marked degraded", () =>
     Effect.gen(function* () {
@@ -342,7 +363,8 @@ describe("ModelGateway.generate", () => {
           [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
         })
       )
-    ))
+    )
+  )
 
   it.effect("state-changing tools allowed and an attempt timed out after dispatch: AmbiguousOutcome, no retry", () =>
     Effect.gen(function* () {
@@ -362,9 +384,13 @@ describe("ModelGateway.generate", () => {
       assert.deepStrictEqual(starts(yield* (yield* scripted).attempts), [[refs.primary, 0, 400]])
     }).pipe(
       Effect.provide(
-        gatewayLayer({ [refs.primary]: [ScriptedProvider.hang], [refs.fallback]: [ScriptedProvider.success({ after: 1 })] })
+        gatewayLayer({
+          [refs.primary]: [ScriptedProvider.hang],
+          [refs.fallback]: [ScriptedProvider.success({ after: 1 })]
+        })
       )
-    ))
+    )
+  )
 
   it.effect("a definite 503 stays retryable even with state-changing tools", () =>
     Effect.gen(function* () {
@@ -381,7 +407,8 @@ describe("ModelGateway.generate", () => {
           [refs.primary]: [ScriptedProvider.unavailable({ after: 10 }), ScriptedProvider.success({ after: 10 })]
         })
       )
-    ))
+    )
+  )
 
   it.effect("a canary in the prompt and in the output appears in no record, log line or error", () =>
     Effect.gen(function* () {
@@ -405,7 +432,10 @@ describe("ModelGateway.generate", () => {
                 providers,
                 scripts: {
                   [refs.primary]: [
-                    ScriptedProvider.success({ after: 10, value: { category: "billing", confidence: 0.5, note: canary } }),
+                    ScriptedProvider.success({
+                      after: 10,
+                      value: { category: "billing", confidence: 0.5, note: canary }
+                    }),
                     ScriptedProvider.success({ after: 10, text: `{"category": "${canary}"}` })
                   ],
                   [refs.fallback]: [ScriptedProvider.success({ after: 10, text: `not json ${canary}` })]
@@ -413,7 +443,12 @@ describe("ModelGateway.generate", () => {
               })
             ),
             Layer.provideMerge(
-              Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerLog)
+              Layer.mergeAll(
+                Budgets.layerUnlimited,
+                Concurrency.layerUnbounded,
+                Health.layerNoop,
+                CallRecorder.layerLog
+              )
             )
           )
         ),
@@ -423,11 +458,14 @@ describe("ModelGateway.generate", () => {
       assert.isTrue(Exit.isSuccess(ok.exit))
       assert.isTrue(Exit.isFailure(failed.exit))
       const errorText = Exit.isFailure(failed.exit)
-        ? JSON.stringify(failed.exit.cause) + String(failed.exit.cause) + (failed.exit.cause._tag === "Fail" ? failed.exit.cause.error.message : "")
+        ? JSON.stringify(failed.exit.cause) +
+          String(failed.exit.cause) +
+          (failed.exit.cause._tag === "Fail" ? failed.exit.cause.error.message : "")
         : ""
       const recordsText = JSON.stringify(Exit.isSuccess(ok.exit) ? ok.exit.value.evidence : {})
       const logText = (yield* Ref.get(logs)).join("\n")
       assert.isTrue(logText.includes("modelgate call"), "records are logged")
       for (const text of [errorText, recordsText, logText]) assert.notInclude(text, canary)
-    }))
+    })
+  )
 })

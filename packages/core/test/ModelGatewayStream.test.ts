@@ -61,7 +61,8 @@ describe("ModelGateway.stream", () => {
           ]
         })
       )
-    ))
+    )
+  )
 
   it.effect("time to first token exceeded before the commit point: falls back at once", () =>
     Effect.gen(function* () {
@@ -77,7 +78,9 @@ describe("ModelGateway.stream", () => {
       )
       assert.strictEqual(at, 130)
       if (Exit.isSuccess(exit)) {
-        const selected = Chunk.toReadonlyArray(exit.value).flatMap((e) => (e._tag === "RouteSelected" ? [e.target] : []))
+        const selected = Chunk.toReadonlyArray(exit.value).flatMap((e) =>
+          e._tag === "RouteSelected" ? [e.target] : []
+        )
         assert.deepStrictEqual(selected.map(String), [refs.primary, refs.fallback])
       }
     }).pipe(
@@ -90,14 +93,16 @@ describe("ModelGateway.stream", () => {
           withLimits({ ttftTimeout: 100, maxAttempts: 1 })
         )
       )
-    ))
+    )
+  )
 
   it.effect("a failure after the first delta ends the stream with a typed error, incomplete, usage counted", () =>
     Effect.gen(function* () {
       const { exit, at } = yield* collect(command("ticket.reply"), 1_000)
       assert.strictEqual(at, 60)
       assert.isTrue(Exit.isFailure(exit))
-      if (Exit.isFailure(exit) && exit.cause._tag === "Fail") assert.strictEqual(exit.cause.error._tag, "ProviderUnavailable")
+      if (Exit.isFailure(exit) && exit.cause._tag === "Fail")
+        assert.strictEqual(exit.cause.error._tag, "ProviderUnavailable")
       assert.strictEqual((yield* (yield* ScriptedProvider.ScriptedProvider).attempts).length, 1)
       const [record] = yield* records
       assert.strictEqual(record?.outcome, "incomplete")
@@ -120,7 +125,8 @@ describe("ModelGateway.stream", () => {
           [refs.fallback]: [ScriptedProvider.success({ after: 0 })]
         })
       )
-    ))
+    )
+  )
 
   it.effect("a stream stalled past the gap limit after the commit point fails as incomplete", () =>
     Effect.gen(function* () {
@@ -142,7 +148,8 @@ describe("ModelGateway.stream", () => {
           withLimits({ streamIdleTimeout: 100 })
         )
       )
-    ))
+    )
+  )
 
   it.effect("the stream is cut at the output cap", () =>
     Effect.gen(function* () {
@@ -167,5 +174,6 @@ describe("ModelGateway.stream", () => {
           ]
         })
       )
-    ))
+    )
+  )
 })

@@ -84,7 +84,10 @@ export const success = (options: {
 }): Outcome => ({
   _tag: "Success",
   after: options.after,
-  text: options.value !== undefined ? JSON.stringify(options.value) : options.text ?? (options.toolCalls ? undefined : "ok"),
+  text:
+    options.value !== undefined
+      ? JSON.stringify(options.value)
+      : (options.text ?? (options.toolCalls ? undefined : "ok")),
   toolCalls: (options.toolCalls ?? []).map((c) => new ToolCall(c)),
   finishReason: options.finishReason ?? (options.toolCalls ? "tool_calls" : "stop"),
   refusal: false,
@@ -107,7 +110,10 @@ export const slowSuccess = success
  * @since 0.1.0
  * @category Constructors
  */
-export const refusal = (options: { readonly after: Duration.DurationInput; readonly usage?: ScriptUsage }): Outcome => ({
+export const refusal = (options: {
+  readonly after: Duration.DurationInput
+  readonly usage?: ScriptUsage
+}): Outcome => ({
   _tag: "Success",
   after: options.after,
   text: undefined,
@@ -125,7 +131,10 @@ export const refusal = (options: { readonly after: Duration.DurationInput; reado
  * @since 0.1.0
  * @category Constructors
  */
-export const invalidJson = (options: { readonly after: Duration.DurationInput; readonly usage?: ScriptUsage }): Outcome => ({
+export const invalidJson = (options: {
+  readonly after: Duration.DurationInput
+  readonly usage?: ScriptUsage
+}): Outcome => ({
   ...success({ after: options.after, text: "{not json", ...(options.usage ? { usage: options.usage } : {}) })
 })
 
@@ -135,7 +144,10 @@ export const invalidJson = (options: { readonly after: Duration.DurationInput; r
  * @since 0.1.0
  * @category Constructors
  */
-export const fail = (after: Duration.DurationInput, error: ConstructorParameters<typeof ProviderError>[0]): Outcome => ({
+export const fail = (
+  after: Duration.DurationInput,
+  error: ConstructorParameters<typeof ProviderError>[0]
+): Outcome => ({
   _tag: "Fail",
   after,
   error: new ProviderError(error)
@@ -283,7 +295,10 @@ export const make = (scripts: Scripts) =>
         yield* Ref.update(logs, (all) => [...all, log])
         return { outcome, log }
       })
-    const finish = (log: AttemptLog) => Effect.map(Clock.currentTimeMillis, (now) => void (log.endedAt = now))
+    const finish = (log: AttemptLog) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        log.endedAt = now
+      })
     const interrupted = (log: AttemptLog) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         log.interrupted = true

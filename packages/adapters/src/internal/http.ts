@@ -239,9 +239,8 @@ const withinDepth = (root: unknown): boolean => {
  * @internal
  */
 export const parseJson = (text: string): Either.Either<unknown, void> =>
-  Either.flatMap(
-    Either.try({ try: (): unknown => JSON.parse(text), catch: () => undefined }),
-    (value) => (withinDepth(value) ? Either.right(value) : Either.left(undefined))
+  Either.flatMap(Either.try({ try: (): unknown => JSON.parse(text), catch: () => undefined }), (value) =>
+    withinDepth(value) ? Either.right(value) : Either.left(undefined)
   )
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Timing primitives of one attempt.
  */
-import { Deferred, Duration, Effect, Fiber, Option, Random, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
+import { Duration, Effect, Fiber, Option, Random, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import type { RetryPolicy } from "../Workflow.js"
 
 /**
@@ -18,16 +18,11 @@ export const withAttemptTimeout = <A, E, R>(
   self: Effect.Effect<A, E, R>,
   timeout: Duration.Duration
 ): Effect.Effect<Option.Option<A>, E, R> =>
-  Effect.flatMap(Deferred.make<Option.Option<A>, E>(), (done) =>
-    Effect.flatMap(Effect.fork(Effect.zipRight(Effect.sleep(timeout), Deferred.succeed(done, Option.none()))), (timer) =>
-      Effect.flatMap(Effect.fork(Effect.intoDeferred(Effect.map(self, Option.some), done)), (attempt) =>
-        Deferred.await(done).pipe(
-          // The timer has nothing to finalize: signal it without waiting (and without a fiber).
-          Effect.ensuring(Effect.fiberIdWith((id) => Effect.zipRight(timer.interruptAsFork(id), Fiber.interrupt(attempt))))
-        )
-      )
-    )
-  )
+  // `raceWith` starts its left side first: the timer's sleep is registered before the attempt's.
+  Effect.raceWith(Effect.sleep(timeout), self, {
+    onSelfDone: (_timer, attempt) => Effect.as(Fiber.interrupt(attempt), Option.none<A>()),
+    onOtherDone: (exit, timer) => Effect.zipRight(Fiber.interruptFork(timer), Effect.map(exit, Option.some))
+  })
 
 /**
  * What a retry schedule needs from the failure it is asked to retry.

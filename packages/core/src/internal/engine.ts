@@ -206,9 +206,19 @@ export const fromProviderError = (target: ModelTarget, e: ProviderError): Gatewa
         retryAfter: e.retryAfter
       })
     case "invalid_request":
-      return new InvalidRequest({ reason: "bad_request", target: ref, httpStatus: e.httpStatus, detail: e.detail || "rejected by provider" })
+      return new InvalidRequest({
+        reason: "bad_request",
+        target: ref,
+        httpStatus: e.httpStatus,
+        detail: e.detail || "rejected by provider"
+      })
     case "context_length":
-      return new InvalidRequest({ reason: "context_length", target: ref, httpStatus: e.httpStatus, detail: "input exceeds the context window" })
+      return new InvalidRequest({
+        reason: "context_length",
+        target: ref,
+        httpStatus: e.httpStatus,
+        detail: "input exceeds the context window"
+      })
     case "authentication":
     case "permission":
     case "quota_exhausted":
@@ -243,7 +253,11 @@ const decoderOf = (schema: Schema.Schema.AnyNoContext) => {
 export const validateOutput = (
   compiled: CompiledWorkflow,
   target: ModelTarget,
-  response: { readonly text: string | undefined; readonly finishReason: FinishReason; readonly toolCalls: ReadonlyArray<unknown> }
+  response: {
+    readonly text: string | undefined
+    readonly finishReason: FinishReason
+    readonly toolCalls: ReadonlyArray<unknown>
+  }
 ): Either.Either<{ readonly value: unknown; readonly valid: boolean | undefined }, InvalidOutput> => {
   if (compiled.schema === undefined || response.toolCalls.length > 0) {
     return Either.right({ value: undefined, valid: undefined })
@@ -295,7 +309,12 @@ export const worstCaseAt = (route: Route, command: ModelCommand, target: ModelTa
  * What the remaining reservation still pays for at `target` after this attempt's input.
  * `Infinity` when output is free.
  */
-export const affordableOutput = (state: CallState, reservation: Reservation, inputTokens: number, target: ModelTarget) => {
+export const affordableOutput = (
+  state: CallState,
+  reservation: Reservation,
+  inputTokens: number,
+  target: ModelTarget
+) => {
   const left = reservation.amount - state.actualCost - (inputTokens * target.pricing.inputPerMillion) / 1_000_000
   if (left < 0) return 0
   if (target.pricing.outputPerMillion === 0) return Infinity
@@ -490,7 +509,10 @@ export const run = <A>(
             // Interrupted with an attempt in flight: its input was likely billed.
             if (Exit.isInterrupted(exit) && state.inFlight !== undefined) {
               const f = state.inFlight
-              state.addUsage(f.target, new Usage({ inputTokens: f.inputTokens, outputTokens: state.deliveredOutputTokens }))
+              state.addUsage(
+                f.target,
+                new Usage({ inputTokens: f.inputTokens, outputTokens: state.deliveredOutputTokens })
+              )
             }
             return reservation.commit(state.actualCost)
           })
@@ -523,9 +545,7 @@ export const run = <A>(
         }
       )
     )
-  }).pipe(
-    Effect.mapError((e) => (e.callId === undefined ? withCall(e, state) : e))
-  )
+  }).pipe(Effect.mapError((e) => (e.callId === undefined ? withCall(e, state) : e)))
 
 /** Adds call id and attempts to an error raised before they were known. */
 const withCall = (e: GatewayError, state: CallState): GatewayError => {
@@ -603,120 +623,124 @@ const runAttempt = (
   invoke: Invoke = invokeGenerate
 ): Effect.Effect<AttemptResult> =>
   Telemetry.withAttemptSpan(target, attemptNo, request.maxOutputTokens, (span) =>
-  Effect.gen(function* () {
-    const adapter = ctx.adapters.get(target.provider)!
-    const start = yield* Clock.currentTimeMillis
-    const timeoutMs = Duration.toMillis(request.timeout)
-    state.inFlight = { target, inputTokens }
-    state.lastTarget = target
-    state.lastMaxOutputTokens = request.maxOutputTokens
-    const exit = yield* Effect.exit(invoke(adapter, request, state)).pipe(
-      Effect.onInterrupt(() =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.sync(() => {
-            const cancelled = new AttemptRecord(
-              {
-                target: target.ref,
-                attempt: attemptNo,
-                outcome: "cancelled",
-                startOffsetMs: start - state.startedAt,
-                latencyMs: now - start,
-                timeoutMs,
-                possiblyProcessed: true,
-                maxOutputTokens: request.maxOutputTokens
-              },
-              { disableValidation: true }
-            )
-            state.attempts.push(cancelled)
-            Telemetry.annotateAttempt(span, cancelled)
-          })
+    Effect.gen(function* () {
+      const adapter = ctx.adapters.get(target.provider)!
+      const start = yield* Clock.currentTimeMillis
+      const timeoutMs = Duration.toMillis(request.timeout)
+      state.inFlight = { target, inputTokens }
+      state.lastTarget = target
+      state.lastMaxOutputTokens = request.maxOutputTokens
+      const exit = yield* Effect.exit(invoke(adapter, request, state)).pipe(
+        Effect.onInterrupt(() =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.sync(() => {
+              const cancelled = new AttemptRecord(
+                {
+                  target: target.ref,
+                  attempt: attemptNo,
+                  outcome: "cancelled",
+                  startOffsetMs: start - state.startedAt,
+                  latencyMs: now - start,
+                  timeoutMs,
+                  possiblyProcessed: true,
+                  maxOutputTokens: request.maxOutputTokens
+                },
+                { disableValidation: true }
+              )
+              state.attempts.push(cancelled)
+              Telemetry.annotateAttempt(span, cancelled)
+            })
+          )
         )
       )
-    )
-    state.inFlight = undefined
-    const end = yield* Clock.currentTimeMillis
-    const base = {
-      target: target.ref,
-      attempt: attemptNo,
-      startOffsetMs: start - state.startedAt,
-      latencyMs: end - start,
-      timeoutMs,
-      ttftMs: state.attemptTtftMs,
-      maxOutputTokens: request.maxOutputTokens
-    }
-    let result: AttemptResult
-    let record: AttemptRecord
-    if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
-      const response = exit.value.value
-      const cost = state.addUsage(target, response.usage)
-      if (response.modelVersion !== undefined) state.modelVersion = response.modelVersion
-      const common = {
-        ...base,
-        httpStatus: response.httpStatus,
-        providerRequestId: response.requestId,
-        usage: response.usage,
-        cost,
-        modelVersion: response.modelVersion
+      state.inFlight = undefined
+      const end = yield* Clock.currentTimeMillis
+      const base = {
+        target: target.ref,
+        attempt: attemptNo,
+        startOffsetMs: start - state.startedAt,
+        latencyMs: end - start,
+        timeoutMs,
+        ttftMs: state.attemptTtftMs,
+        maxOutputTokens: request.maxOutputTokens
       }
-      if (response.refusal) {
-        const error = new Refusal({
-          target: target.ref,
-          source: response.finishReason === "content_filter" ? "safety_filter" : "model"
-        })
-        record = new AttemptRecord({ ...common, outcome: "refusal", errorTag: "Refusal" }, { disableValidation: true })
+      let result: AttemptResult
+      let record: AttemptRecord
+      if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
+        const response = exit.value.value
+        const cost = state.addUsage(target, response.usage)
+        if (response.modelVersion !== undefined) state.modelVersion = response.modelVersion
+        const common = {
+          ...base,
+          httpStatus: response.httpStatus,
+          providerRequestId: response.requestId,
+          usage: response.usage,
+          cost,
+          modelVersion: response.modelVersion
+        }
+        if (response.refusal) {
+          const error = new Refusal({
+            target: target.ref,
+            source: response.finishReason === "content_filter" ? "safety_filter" : "model"
+          })
+          record = new AttemptRecord(
+            { ...common, outcome: "refusal", errorTag: "Refusal" },
+            { disableValidation: true }
+          )
+          result = { _tag: "error", error, possiblyProcessed: true }
+        } else {
+          record = new AttemptRecord({ ...common, outcome: "success" }, { disableValidation: true })
+          result = { _tag: "ok", response }
+        }
+      } else if (Exit.isSuccess(exit)) {
+        const error = new ProviderUnavailable({ target: target.ref, reason: "timeout" })
+        // Sent and never answered in time: the provider has likely billed the input, so settle it.
+        const usage = new Usage({ inputTokens, outputTokens: state.deliveredOutputTokens }, { disableValidation: true })
+        const cost = state.addUsage(target, usage)
+        record = new AttemptRecord(
+          { ...base, outcome: "timeout", errorTag: error._tag, possiblyProcessed: true, usage, cost },
+          { disableValidation: true }
+        )
         result = { _tag: "error", error, possiblyProcessed: true }
       } else {
-        record = new AttemptRecord({ ...common, outcome: "success" }, { disableValidation: true })
-        result = { _tag: "ok", response }
+        const pe = providerFailureOf(exit.cause)
+        if (pe === undefined) return yield* Effect.die(Cause.squash(exit.cause))
+        const error = fromProviderError(target, pe)
+        const cost = state.addUsage(target, pe.usage)
+        record = new AttemptRecord(
+          {
+            ...base,
+            outcome: attemptOutcomeOf(error),
+            errorTag: error._tag,
+            httpStatus: pe.httpStatus,
+            providerRequestId: pe.requestId,
+            retryAfterMs: pe.retryAfter !== undefined ? Duration.toMillis(pe.retryAfter) : undefined,
+            possiblyProcessed: pe.processed === "maybe",
+            usage: pe.usage,
+            cost: pe.usage ? cost : undefined
+          },
+          { disableValidation: true }
+        )
+        result = { _tag: "error", error, possiblyProcessed: pe.processed === "maybe" }
       }
-    } else if (Exit.isSuccess(exit)) {
-      const error = new ProviderUnavailable({ target: target.ref, reason: "timeout" })
-      // Sent and never answered in time: the provider has likely billed the input, so settle it.
-      const usage = new Usage({ inputTokens, outputTokens: state.deliveredOutputTokens }, { disableValidation: true })
-      const cost = state.addUsage(target, usage)
-      record = new AttemptRecord(
-        { ...base, outcome: "timeout", errorTag: error._tag, possiblyProcessed: true, usage, cost },
-        { disableValidation: true }
-      )
-      result = { _tag: "error", error, possiblyProcessed: true }
-    } else {
-      const pe = providerFailureOf(exit.cause)
-      if (pe === undefined) return yield* Effect.die(Cause.squash(exit.cause))
-      const error = fromProviderError(target, pe)
-      const cost = state.addUsage(target, pe.usage)
-      record = new AttemptRecord(
-        {
-          ...base,
-          outcome: attemptOutcomeOf(error),
-          errorTag: error._tag,
-          httpStatus: pe.httpStatus,
-          providerRequestId: pe.requestId,
-          retryAfterMs: pe.retryAfter !== undefined ? Duration.toMillis(pe.retryAfter) : undefined,
-          possiblyProcessed: pe.processed === "maybe",
-          usage: pe.usage,
-          cost: pe.usage ? cost : undefined
-        },
-        { disableValidation: true }
-      )
-      result = { _tag: "error", error, possiblyProcessed: pe.processed === "maybe" }
-    }
-    state.attempts.push(record)
-    Telemetry.annotateAttempt(span, record)
-    yield* ctx.health.record(target, {
-      outcome: record.outcome,
-      availabilityFailure:
-        result._tag === "error" &&
-        countsAgainstRoute(
-          result.error,
-          timeoutMs < Duration.toMillis(target.limits.perAttemptTimeout) && record.latencyMs >= timeoutMs
-        ),
-      latencyMs: record.latencyMs,
-      ttftMs: record.ttftMs,
-      errorTag: record.errorTag,
-      retryAfterMs: record.retryAfterMs
+      state.attempts.push(record)
+      Telemetry.annotateAttempt(span, record)
+      yield* ctx.health.record(target, {
+        outcome: record.outcome,
+        availabilityFailure:
+          result._tag === "error" &&
+          countsAgainstRoute(
+            result.error,
+            timeoutMs < Duration.toMillis(target.limits.perAttemptTimeout) && record.latencyMs >= timeoutMs
+          ),
+        latencyMs: record.latencyMs,
+        ttftMs: record.ttftMs,
+        errorTag: record.errorTag,
+        retryAfterMs: record.retryAfterMs
+      })
+      return result
     })
-    return result
-  }))
+  )
 
 const providerFailureOf = (cause: Cause.Cause<ProviderError>): ProviderError | undefined => {
   let found: ProviderError | undefined
@@ -736,12 +760,19 @@ const providerFailureOf = (cause: Cause.Cause<ProviderError>): ProviderError | u
 const markLast = (state: CallState, outcome: AttemptOutcome, errorTag: string) => {
   const last = state.attempts[state.attempts.length - 1]
   if (last !== undefined) {
-    state.attempts[state.attempts.length - 1] = new AttemptRecord({ ...last, outcome, errorTag }, { disableValidation: true })
+    state.attempts[state.attempts.length - 1] = new AttemptRecord(
+      { ...last, outcome, errorTag },
+      { disableValidation: true }
+    )
   }
 }
 
 /** Messages for a repair attempt: the invalid answer and what was wrong with it (paths only). */
-const repairMessages = (messages: ReadonlyArray<Message>, text: string, issues: ReadonlyArray<string>): Array<Message> => [
+const repairMessages = (
+  messages: ReadonlyArray<Message>,
+  text: string,
+  issues: ReadonlyArray<string>
+): Array<Message> => [
   ...messages,
   { _tag: "assistant", content: text },
   {
@@ -789,7 +820,10 @@ export const attemptLoop = (
           break
         }
         const inputTokens = inputTokensAt(route, target)
-        const cap = Math.min(outputCapAt(cmd, compiled, target), affordableOutput(state, reservation, inputTokens, target))
+        const cap = Math.min(
+          outputCapAt(cmd, compiled, target),
+          affordableOutput(state, reservation, inputTokens, target)
+        )
         if (cap < minimumUsefulOutputTokens) {
           return yield* new BudgetExceeded({
             callId: state.callId,
@@ -799,7 +833,8 @@ export const attemptLoop = (
             committed: state.actualCost,
             reserved: reservation.amount,
             requested:
-              (inputTokens * target.pricing.inputPerMillion + minimumUsefulOutputTokens * target.pricing.outputPerMillion) /
+              (inputTokens * target.pricing.inputPerMillion +
+                minimumUsefulOutputTokens * target.pricing.outputPerMillion) /
               1_000_000
           })
         }
@@ -878,7 +913,8 @@ export const attemptLoop = (
           default:
             break
         }
-        if (error._tag === "InvalidRequest" || error._tag === "ProviderRejected" || error._tag === "InvalidOutput") break
+        if (error._tag === "InvalidRequest" || error._tag === "ProviderRejected" || error._tag === "InvalidOutput")
+          break
         // Retryable from here on: RateLimited, ProviderUnavailable.
         if (result.possiblyProcessed && cmd.allowsStateChangingTools) {
           return yield* new AmbiguousOutcome({
@@ -890,7 +926,10 @@ export const attemptLoop = (
         }
         if (attemptNo >= limits.maxAttempts) break
         const at = yield* Clock.currentTimeMillis
-        const delay = yield* next.next(at, error._tag === "RateLimited" || error._tag === "ProviderUnavailable" ? error : {})
+        const delay = yield* next.next(
+          at,
+          error._tag === "RateLimited" || error._tag === "ProviderUnavailable" ? error : {}
+        )
         if (Option.isNone(delay)) break
         // No sleep that would leave too little time for the retry: go to the fallback or stop.
         if (at + delay.value + minimumMs > deadline) break

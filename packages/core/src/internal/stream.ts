@@ -34,7 +34,9 @@ const invokeStream =
         const start = yield* Clock.currentTimeMillis
         const attemptEnd = start + Duration.toMillis(request.timeout)
         const ttftEnd =
-          limits.ttftTimeout !== undefined ? Math.min(attemptEnd, start + Duration.toMillis(limits.ttftTimeout)) : attemptEnd
+          limits.ttftTimeout !== undefined
+            ? Math.min(attemptEnd, start + Duration.toMillis(limits.ttftTimeout))
+            : attemptEnd
         const idleMs = limits.streamIdleTimeout !== undefined ? Duration.toMillis(limits.streamIdleTimeout) : Infinity
         const attemptNo = state.attempts.filter((a) => a.target === target.ref).length + 1
         const decision = state.route?.decision
@@ -55,7 +57,9 @@ const invokeStream =
         let httpStatus: number | undefined
         let firstAt: number | undefined
         let outputTokens = 0
-        let finish: { finishReason: FinishReason; refusal: boolean; usage: Usage | undefined; modelVersion: string | undefined } | undefined
+        let finish:
+          | { finishReason: FinishReason; refusal: boolean; usage: Usage | undefined; modelVersion: string | undefined }
+          | undefined
         const counted = () =>
           new Usage({ inputTokens: state.inFlight?.inputTokens ?? 0, outputTokens }, { disableValidation: true })
         // A failure after the first delta: the provider may have billed the output delivered so far.
@@ -89,7 +93,12 @@ const invokeStream =
             if (Option.isSome(chunk.left)) return yield* Effect.fail(afterCommit(chunk.left.value))
             return yield* Effect.fail(
               afterCommit(
-                new ProviderError({ kind: "stream_truncated", processed: "maybe", requestId, detail: "stream ended without its terminator" })
+                new ProviderError({
+                  kind: "stream_truncated",
+                  processed: "maybe",
+                  requestId,
+                  detail: "stream ended without its terminator"
+                })
               )
             )
           }
@@ -155,10 +164,18 @@ const invokeStream =
  * `UsageReported` and `Final`. Failures end the stream with the typed error; a failure after the
  * first delta is recorded as `incomplete`.
  */
-export const stream = (ctx: EngineContext, command: ModelCommand): Stream.Stream<StreamEvent.StreamEvent, GatewayError> =>
+export const stream = (
+  ctx: EngineContext,
+  command: ModelCommand
+): Stream.Stream<StreamEvent.StreamEvent, GatewayError> =>
   Stream.asyncPush<StreamEvent.StreamEvent, GatewayError>(
     (emit) =>
-      execute(ctx, command, "stream", invokeStream((event) => void emit.single(event))).pipe(
+      execute(
+        ctx,
+        command,
+        "stream",
+        invokeStream((event) => void emit.single(event))
+      ).pipe(
         Effect.matchCause({
           onSuccess: (result) => {
             emit.single(new StreamEvent.UsageReported({ usage: result.evidence.usage }, { disableValidation: true }))
