@@ -1,0 +1,145 @@
+/**
+ * End to end: `ModelGateway.generate` and `.stream` through the real OpenAI and Anthropic adapters
+ * over real HTTP to the mock server — a 503 on the primary, a success on a compatible fallback at
+ * another provider. The primary has one attempt, so no retry backoff is waited on in real time.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Anthropic from "@modelgate/adapters/anthropic"
+import * as OpenAi from "@modelgate/adapters/openai"
+import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
+import { ModelCommand } from "@modelgate/core/ModelCommand"
+import { Chunk, Effect, Layer, Schema, Stream } from "effect"
+import { MockProviderServer } from "../src/MockProviderServer.js"
+import { apiKey, canary, TestLayer } from "./adapters-fixtures.js"
+
+const Answer = Schema.Struct({ category: Schema.Literal("billing", "other"), confidence: Schema.Number })
+
+const config = (strictFeatures: boolean) => ({
+  targets: [
+    {
+      ref: "model://openai/gpt-4.1-mini@eu",
+      provider: "openai",
+      model: "gpt-4.1-mini",
+      regions: ["eu"],
+      dataClasses: ["internal"],
+      pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, pricingVersion: "p1" },
+      capabilities: {
+        contextWindow: 128_000,
+        maxOutputTokens: 4096,
+        structuredOutput: { mode: strictFeatures ? "json_schema_strict" : "json_schema" }
+      },
+      limits: { maxAttempts: 1, perAttemptTimeout: 5000 }
+    },
+    {
+      ref: "model://anthropic/claude-haiku@eu",
+      provider: "anthropic",
+      model: "claude-haiku",
+      regions: ["eu"],
+      dataClasses: ["internal"],
+      pricing: { inputPerMillion: 1, outputPerMillion: 5, pricingVersion: "p1" },
+      capabilities: { contextWindow: 200_000, maxOutputTokens: 4096, structuredOutput: { mode: "json_schema" } },
+      limits: { maxAttempts: 1, perAttemptTimeout: 5000 }
+    }
+  ],
+  workflows: [
+    {
+      name: "ticket.classify",
+      policyVersion: "1",
+      prompt: { id: "classify", version: "1" },
+      output: { schema: "Answer", schemaVersion: "1" },
+      route: ["model://openai/gpt-4.1-mini@eu", "model://anthropic/claude-haiku@eu"],
+      timeout: 10_000,
+      regions: ["eu"],
+      dataClass: "internal"
+    },
+    {
+      name: "ticket.reply",
+      policyVersion: "1",
+      prompt: { id: "reply", version: "1" },
+      route: ["model://openai/gpt-4.1-mini@eu", "model://anthropic/claude-haiku@eu"],
+      timeout: 10_000,
+      regions: ["eu"],
+      dataClass: "internal"
+    }
+  ]
+})
+
+const GatewayLayer = Layer.unwrapEffect(
+  Effect.map(MockProviderServer, (mock) =>
+    ModelGateway.layerJson(config(true), { schemas: { Answer } }).pipe(
+      Layer.provideMerge(
+        Layer.mergeAll(
+          OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
+          Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey }),
+          Budgets.layerUnlimited,
+          Concurrency.layerUnbounded,
+          Health.layerNoop,
+          CallRecorder.layerMemory
+        )
+      )
+    )
+  )
+).pipe(Layer.provideMerge(TestLayer))
+
+const command = (workflow: string) =>
+  Schema.decodeSync(ModelCommand)({
+    workflow,
+    tenant: "acme",
+    messages: [{ _tag: "user", content: "I was charged twice" }]
+  })
+
+describe("ModelGateway over real adapters and the mock server", () => {
+  it.live("generate: 503 on the OpenAI primary, the Anthropic fallback answers and is validated", () =>
+    Effect.gen(function* () {
+      const mock = yield* MockProviderServer
+      yield* mock.reset
+      yield* mock.enqueue(MockProviderServer.failure(503, { error: { type: "server_error", message: "down" } }), {
+        provider: "openai"
+      })
+      yield* mock.enqueue(MockProviderServer.success({ json: { category: "billing", confidence: 0.9 } }), {
+        provider: "anthropic"
+      })
+      const result = yield* ModelGateway.generate(command("ticket.classify"))
+      assert.deepStrictEqual(result.content.value, { category: "billing", confidence: 0.9 })
+      assert.isTrue(result.evidence.fallbackUsed)
+      assert.strictEqual(String(result.evidence.target), "model://anthropic/claude-haiku@eu")
+      assert.deepStrictEqual(
+        result.evidence.attempts.map((a) => [String(a.target), a.outcome, a.httpStatus]),
+        [
+          ["model://openai/gpt-4.1-mini@eu", "unavailable", 503],
+          ["model://anthropic/claude-haiku@eu", "success", 200]
+        ]
+      )
+      const requests = yield* mock.requests
+      assert.deepStrictEqual(
+        requests.map((r) => r.provider),
+        ["openai", "anthropic"]
+      )
+      for (const r of requests) assert.notInclude(r.rawBody, canary)
+      const [record] = yield* Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
+      assert.notInclude(JSON.stringify(record), canary)
+    }).pipe(Effect.provide(GatewayLayer))
+  )
+
+  it.live("stream: 503 on the OpenAI primary before the commit point, the Anthropic fallback streams", () =>
+    Effect.gen(function* () {
+      const mock = yield* MockProviderServer
+      yield* mock.reset
+      yield* mock.enqueue(MockProviderServer.failure(503, { error: { type: "server_error", message: "down" } }), {
+        provider: "openai"
+      })
+      yield* mock.enqueue(MockProviderServer.success({ text: "We will refund the duplicate charge." }), {
+        provider: "anthropic"
+      })
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(ModelGateway.stream(command("ticket.reply"))))
+      const selected = events.flatMap((e) => (e._tag === "RouteSelected" ? [String(e.target)] : []))
+      assert.deepStrictEqual(selected, ["model://openai/gpt-4.1-mini@eu", "model://anthropic/claude-haiku@eu"])
+      const text = events.flatMap((e) => (e._tag === "TextDelta" ? [e.text] : [])).join("")
+      assert.strictEqual(text, "We will refund the duplicate charge.")
+      const final = events[events.length - 1]
+      assert.isTrue(final?._tag === "Final" && final.result.evidence.fallbackUsed)
+      const requests = yield* mock.requests
+      assert.isTrue(requests.every((r) => r.stream))
+    }).pipe(Effect.provide(GatewayLayer))
+  )
+})
