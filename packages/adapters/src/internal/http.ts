@@ -143,6 +143,8 @@ const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
   return out
 }
 
+const decoder = new TextDecoder()
+
 /**
  * Reads a body of at most `maxBytes`. A larger body fails with `invalid_output` (the provider did
  * answer, with more than we accept) and the rest of it is not read.
@@ -156,19 +158,29 @@ export const readBody = (
   meta: Meta
 ): Effect.Effect<string, ProviderError> =>
   Effect.suspend(() => {
-    const tooLarge = providerError({
-      kind: "invalid_output",
-      processed: "maybe",
-      httpStatus: meta.httpStatus,
-      requestId: meta.requestId,
-      detail: `${provider}: response body exceeds ${maxBytes} bytes`
-    })
+    // Built only when needed: an error captures a stack trace, which is not free on the hot path.
+    const tooLarge = () =>
+      providerError({
+        kind: "invalid_output",
+        processed: "maybe",
+        httpStatus: meta.httpStatus,
+        requestId: meta.requestId,
+        detail: `${provider}: response body exceeds ${maxBytes} bytes`
+      })
     const declared = Number(response.headers["content-length"])
     if (Number.isFinite(declared) && declared > maxBytes) {
       // Reading one chunk and stopping closes the body, which aborts the request.
       return Effect.zipRight(
         Effect.ignore(Stream.runForEachWhile(response.stream, () => Effect.succeed(false))),
-        Effect.fail(tooLarge)
+        Effect.fail(tooLarge())
+      )
+    }
+    if (Number.isFinite(declared) && declared >= 0) {
+      // The common case: a declared length within the limit is read in one go (no stream machinery);
+      // a body longer than it declared is still refused.
+      return Effect.flatMap(
+        Effect.mapError(response.arrayBuffer, (error) => transportError(provider, error, meta)),
+        (buffer) => (buffer.byteLength > maxBytes ? Effect.fail(tooLarge()) : Effect.succeed(decoder.decode(buffer)))
       )
     }
     const parts: Array<Uint8Array> = []
@@ -186,9 +198,7 @@ export const readBody = (
       })
     ).pipe(
       Effect.mapError((error) => transportError(provider, error, meta)),
-      Effect.flatMap(() =>
-        over ? Effect.fail(tooLarge) : Effect.succeed(new TextDecoder().decode(concat(parts, size)))
-      )
+      Effect.flatMap(() => (over ? Effect.fail(tooLarge()) : Effect.succeed(decoder.decode(concat(parts, size)))))
     )
   })
 
