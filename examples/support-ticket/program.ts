@@ -69,6 +69,8 @@ export interface DemoReport {
 }
 
 const encodeRecord = Schema.encodeSync(CallRecord)
+/** The fold's start: no envelope yet. */
+const noResult = (): ModelResult | undefined => undefined
 const isClassification = Schema.is(Classification)
 const isFields = Schema.is(TicketFields)
 const decodeCommand = Schema.decodeSync(ModelCommand)
@@ -306,7 +308,7 @@ export const runDemo = (options: DemoOptions) =>
           let streamed = false
           const wrap = wrapper(write, 14, options.columns ?? 100)
           const draft = yield* gateway.stream(commandFor(ticket, "ticket.draftReply", prompts.draftReply)).pipe(
-            Stream.runFoldEffect(undefined as ModelResult | undefined, (acc, event) =>
+            Stream.runFoldEffect(noResult(), (acc, event) =>
               Effect.sync(() => {
                 if (event._tag === "TextDelta") {
                   if (!options.json) {

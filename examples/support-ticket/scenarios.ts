@@ -10,7 +10,7 @@ import { type Ticket, ticketIn } from "./tickets.js"
 export const scenarioNames = ["normal", "outage", "rate-limit", "slow", "budget", "residency"] as const
 export type ScenarioName = (typeof scenarioNames)[number]
 
-export const isScenarioName = (s: string): s is ScenarioName => (scenarioNames as ReadonlyArray<string>).includes(s)
+export const isScenarioName = (s: string): s is ScenarioName => scenarioNames.some((name) => name === s)
 
 export interface Scenario {
   readonly name: ScenarioName

@@ -14,7 +14,7 @@ import { CallRecord } from "@modelgate/core/ModelResult"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import type { ResourceMetrics } from "@opentelemetry/sdk-metrics"
-import { Cause, ConfigProvider, Context, Effect, Exit, Layer, Logger, LogLevel, Option, Schema } from "effect"
+import { Cause, ConfigProvider, Context, Effect, Exit, Layer, Logger, LogLevel, Option, Schema, Stream } from "effect"
 import { createHmac } from "node:crypto"
 import { inspect } from "node:util"
 
@@ -189,7 +189,7 @@ const instantAdapter = ProviderAdapter.layer(
         requestId: "req_instant",
         httpStatus: 200
       }),
-    stream: () => Effect.dieMessage("not used") as never
+    stream: () => Stream.dieMessage("not used")
   })
 )
 

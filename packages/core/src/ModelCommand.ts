@@ -184,8 +184,8 @@ const checkShape = (input: unknown): string | undefined => {
     const proto = Object.getPrototypeOf(value)
     if (proto !== Object.prototype && proto !== null) return `${path}: not a plain object`
     if (proto === null) return `${path}: object without prototype`
-    for (const key of Object.keys(value)) {
-      stack.push({ value: (value as Record<string, unknown>)[key], path: `${path}.${key}`, depth: depth + 1 })
+    for (const [key, child] of Object.entries(value)) {
+      stack.push({ value: child, path: `${path}.${key}`, depth: depth + 1 })
     }
   }
   return undefined

@@ -28,7 +28,7 @@ import type { Message, ModelCommand } from "../ModelCommand.js"
 import {
   AttemptRecord,
   type AttemptOutcome,
-  type CallId,
+  CallId,
   CallRecord,
   Content,
   Cost,
@@ -60,7 +60,7 @@ export interface EngineContext {
 export { minimumUsefulOutputTokens }
 
 let callSeq = 0
-const nextCallId = (now: number): CallId => `mg_${now.toString(36)}_${(++callSeq).toString(36)}` as CallId
+const nextCallId = (now: number): CallId => CallId.make(`mg_${now.toString(36)}_${(++callSeq).toString(36)}`)
 
 /** Cost in currency units of `usage` at `target`'s prices. */
 export const costOf = (target: ModelTarget, usage: Usage): number => {
