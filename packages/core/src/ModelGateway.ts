@@ -4,14 +4,14 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
 import { Stream } from "effect"
 import { Budgets } from "./Budgets.js"
 import * as CallRecorderModule from "./CallRecorder.js"
 import { CallRecorder } from "./CallRecorder.js"
 import * as ConcurrencyModule from "./Concurrency.js"
 import { Concurrency } from "./Concurrency.js"
-import { GatewayConfigError, type GatewayError } from "./Errors.js"
+import { GatewayConfigError, type GatewayError, InvalidOutput } from "./Errors.js"
 import * as GatewayConfig from "./GatewayConfig.js"
 import * as HealthModule from "./Health.js"
 import { Health } from "./Health.js"
@@ -141,3 +141,35 @@ export const generate = (command: ModelCommand): Effect.Effect<ModelResult, Gate
  */
 export const stream = (command: ModelCommand): Stream.Stream<StreamEvent.StreamEvent, GatewayError, ModelGateway> =>
   Stream.unwrap(Effect.map(ModelGateway, (g) => g.stream(command)))
+
+/**
+ * Runs `generate` for a workflow with structured output and returns its value typed by `schema`
+ * (the workflow's output schema, or one its values satisfy), next to the envelope. A value that
+ * does not satisfy `schema` — e.g. the workflow answered in text or in another schema — fails with
+ * `InvalidOutput` (paths only, never values).
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const generateObject = <A, I>(
+  command: ModelCommand,
+  schema: Schema.Schema<A, I>
+): Effect.Effect<{ readonly value: A; readonly result: ModelResult }, GatewayError, ModelGateway> => {
+  const validate = Schema.validateEither(schema, { errors: "all" })
+  return Effect.flatMap(generate(command), (result) =>
+    Either.match(validate(result.content.value), {
+      onRight: (value) => Effect.succeed({ value, result }),
+      onLeft: (error) =>
+        Effect.fail(
+          new InvalidOutput({
+            callId: result.evidence.callId,
+            attempts: result.evidence.attempts,
+            target: result.evidence.target,
+            issues: ParseResult.ArrayFormatter.formatErrorSync(error).map(
+              (i) => `${i.path.length === 0 ? "$" : `$.${i.path.map(String).join(".")}`}: ${i._tag}`
+            )
+          })
+        )
+    })
+  )
+}

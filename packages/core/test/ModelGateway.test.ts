@@ -1,8 +1,19 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Clock, Effect, Exit, Fiber, Layer, Logger, Option, Random, Ref, TestClock } from "effect"
-import { command, definition, gatewayLayer, providers, refs, target, targets, workflow, workflows } from "./fixtures.js"
+import { Clock, Effect, Exit, Fiber, Layer, Logger, Option, Random, Ref, Schema, TestClock } from "effect"
+import {
+  Classification,
+  command,
+  definition,
+  gatewayLayer,
+  providers,
+  refs,
+  target,
+  targets,
+  workflow,
+  workflows
+} from "./fixtures.js"
 
 /** Forks `generate`, advances virtual time by `ms`, and returns the exit with the instant it ended. */
 const runFor = (cmd: ReturnType<typeof command>, ms: number) =>
@@ -467,5 +478,28 @@ describe("ModelGateway.generate", () => {
       assert.isTrue(logText.includes("modelgate call"), "records are logged")
       for (const text of [errorText, recordsText, logText]) assert.notInclude(text, canary)
     })
+  )
+  it.effect(
+    "generateObject: the structured value typed by the workflow's schema; another schema is InvalidOutput",
+    () =>
+      Effect.gen(function* () {
+        const settle = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+          Effect.flatMap(Effect.fork(effect), (fiber) => Effect.zipRight(TestClock.adjust(100), Fiber.join(fiber)))
+        const { value, result } = yield* settle(ModelGateway.generateObject(command("ticket.classify"), Classification))
+        const category: "billing" | "technical" | "other" = value.category
+        assert.strictEqual(category, "billing")
+        assert.strictEqual(value.confidence, 0.75)
+        assert.isTrue(result.evidence.schemaValid)
+        const Other = Schema.Struct({ orderId: Schema.String })
+        const error = yield* Effect.flip(settle(ModelGateway.generateObject(command("ticket.classify"), Other)))
+        assert.strictEqual(error._tag, "InvalidOutput")
+        if (error._tag === "InvalidOutput") assert.deepStrictEqual(error.issues, ["$.orderId: Missing"])
+      }).pipe(
+        Effect.provide(
+          gatewayLayer({
+            [refs.primary]: [ScriptedProvider.success({ after: 10, value: { category: "billing", confidence: 0.75 } })]
+          })
+        )
+      )
   )
 })
