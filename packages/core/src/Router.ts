@@ -101,20 +101,32 @@ export const checkTarget = (
     return { reason: "DATA_CLASS_NOT_ALLOWED", detail: `data class "${dataClass}" not allowed` }
   }
   const caps = target.capabilities
-  const missing: Array<string> = []
-  if (!caps.vision && (w.requires.vision || hasImages(command))) missing.push("vision")
-  if ((w.requires.tools || (command.tools?.length ?? 0) > 0) && !caps.tools) missing.push("tools")
-  if ((w.requires.streaming || mode === "stream" || command.requires?.streaming) && !caps.streaming) {
-    missing.push("streaming")
+  const lacksVision = !caps.vision && (w.requires.vision || hasImages(command))
+  const lacksTools = !caps.tools && (w.requires.tools || (command.tools?.length ?? 0) > 0)
+  const lacksStreaming =
+    !caps.streaming && (w.requires.streaming || mode === "stream" || command.requires?.streaming === true)
+  const lacksStructured = compiled.schema !== undefined && caps.structuredOutput.mode === "none"
+  if (lacksVision || lacksTools || lacksStreaming || lacksStructured) {
+    const missing: Array<string> = []
+    if (lacksVision) missing.push("vision")
+    if (lacksTools) missing.push("tools")
+    if (lacksStreaming) missing.push("streaming")
+    if (lacksStructured) missing.push("structured output")
+    return { reason: "CAPABILITY_MISSING", detail: `missing: ${missing.join(", ")}` }
   }
-  if (compiled.schema !== undefined && caps.structuredOutput.mode === "none") missing.push("structured output")
-  if (missing.length > 0) return { reason: "CAPABILITY_MISSING", detail: `missing: ${missing.join(", ")}` }
   if (compiled.schema !== undefined || command.requires?.schemaFeatures !== undefined) {
     const supported = caps.structuredOutput.features
-    const needed = new Set<string>(compiled.features)
-    for (const f of command.requires?.schemaFeatures ?? []) needed.add(f)
-    const unsupported = [...needed].filter((f) => !supported.some((s) => s === f))
-    if (unsupported.length > 0) {
+    // No allocation unless a feature is unsupported.
+    let unsupported: Array<string> | undefined
+    const check = (f: string) => {
+      for (const s of supported) if (s === f) return
+      if (unsupported?.includes(f)) return
+      if (unsupported === undefined) unsupported = []
+      unsupported.push(f)
+    }
+    for (const f of compiled.features) check(f)
+    for (const f of command.requires?.schemaFeatures ?? []) check(f)
+    if (unsupported !== undefined) {
       return { reason: "SCHEMA_FEATURE_UNSUPPORTED", detail: `unsupported: ${unsupported.sort().join(", ")}` }
     }
   }
