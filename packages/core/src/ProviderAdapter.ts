@@ -48,6 +48,22 @@ export interface ProviderRequest {
 }
 
 /**
+ * Rate-limit headroom a provider reported with an answer (`x-ratelimit-*`,
+ * `anthropic-ratelimit-*` headers). Fed to route health.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface RateLimitHeadroom {
+  readonly remainingRequests?: number | undefined
+  readonly limitRequests?: number | undefined
+  readonly remainingTokens?: number | undefined
+  readonly limitTokens?: number | undefined
+  /** Milliseconds until the limits reset. */
+  readonly resetAfterMs?: number | undefined
+}
+
+/**
  * A completed, non-streamed answer.
  *
  * @since 0.1.0
@@ -64,6 +80,8 @@ export interface ProviderResponse {
   readonly modelVersion: string | undefined
   readonly requestId: string | undefined
   readonly httpStatus: number | undefined
+  /** Rate-limit headroom, when the provider reports it. */
+  readonly rateLimit?: RateLimitHeadroom | undefined
 }
 
 /**
@@ -73,7 +91,12 @@ export interface ProviderResponse {
  * @category Models
  */
 export type ProviderStreamEvent =
-  | { readonly _tag: "Started"; readonly requestId: string | undefined; readonly httpStatus: number }
+  | {
+      readonly _tag: "Started"
+      readonly requestId: string | undefined
+      readonly httpStatus: number
+      readonly rateLimit?: RateLimitHeadroom | undefined
+    }
   | { readonly _tag: "TextDelta"; readonly text: string }
   | {
       readonly _tag: "ToolCallDelta"

@@ -8,7 +8,7 @@ import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as OpenAi from "@modelgate/adapters/openai"
 import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
-import { Chunk, Effect, Layer, Schema, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
 import { MockProviderServer } from "../src/MockProviderServer.js"
 import { apiKey, canary, TestLayer } from "./adapters-fixtures.js"
 
@@ -81,6 +81,23 @@ const GatewayLayer = Layer.unwrapEffect(
   )
 ).pipe(Layer.provideMerge(TestLayer))
 
+const gatewayWithHealth = Layer.unwrapEffect(
+  Effect.map(MockProviderServer, (mock) =>
+    ModelGateway.layerJson(config(true), { schemas: { Answer } }).pipe(
+      Layer.provideMerge(
+        Layer.mergeAll(
+          OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
+          Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey }),
+          Budgets.layerUnlimited,
+          Concurrency.layerUnbounded,
+          Health.layer(),
+          CallRecorder.layerMemory
+        )
+      )
+    )
+  )
+).pipe(Layer.provideMerge(TestLayer))
+
 const command = (workflow: string) =>
   Schema.decodeSync(ModelCommand)({
     workflow,
@@ -141,5 +158,31 @@ describe("ModelGateway over real adapters and the mock server", () => {
       const requests = yield* mock.requests
       assert.isTrue(requests.every((r) => r.stream))
     }).pipe(Effect.provide(GatewayLayer))
+  )
+  it.live("rate-limit headroom reported by the provider reaches the route's health", () =>
+    Effect.gen(function* () {
+      const mock = yield* MockProviderServer
+      yield* mock.reset
+      yield* mock.enqueue(
+        MockProviderServer.success({
+          json: { category: "other", confidence: 0.5 },
+          headers: {
+            "x-ratelimit-limit-requests": "500",
+            "x-ratelimit-remaining-requests": "7",
+            "x-ratelimit-remaining-tokens": "1200",
+            "x-ratelimit-reset-requests": "2s"
+          }
+        }),
+        { provider: "openai" }
+      )
+      yield* ModelGateway.generate(command("ticket.classify"))
+      const health = yield* Health.Health
+      const route = Option.getOrUndefined(yield* health.snapshot("model://openai/gpt-4.1-mini@eu"))
+      assert.strictEqual(route?.rateLimit?.remainingRequests, 7)
+      assert.strictEqual(route?.rateLimit?.limitRequests, 500)
+      assert.strictEqual(route?.rateLimit?.remainingTokens, 1200)
+      const rl = route?.rateLimit
+      assert.isTrue(rl !== undefined && rl.resetAt !== undefined && rl.resetAt - rl.reportedAt === 2000)
+    }).pipe(Effect.provide(gatewayWithHealth))
   )
 })

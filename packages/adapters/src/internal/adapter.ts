@@ -17,6 +17,7 @@ import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
 import { parseJson, parseJsonOrUndefined, readBody, readErrorBody, send, withRedactedSecrets } from "./http.js"
 import type { StreamMachine } from "./sse.js"
+import { rateLimitFromHeaders } from "./rateLimit.js"
 import { decode } from "./sse.js"
 
 /** @internal */
@@ -106,7 +107,9 @@ export const makeAdapter = (
       }
       const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
       const text = yield* readBody(response, provider, maxResponseBytes, meta)
-      return yield* decodeJson(text, meta)
+      const decoded = yield* decodeJson(text, meta)
+      const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)
+      return rateLimit === undefined ? decoded : { ...decoded, rateLimit }
     })
 
   const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> =>
@@ -118,7 +121,13 @@ export const makeAdapter = (
           return yield* failStatus(response, yield* readErrorBody(response))
         }
         const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
-        const started: ProviderStreamEvent = { _tag: "Started", requestId: meta.requestId, httpStatus: response.status }
+        const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)
+        const started: ProviderStreamEvent = {
+          _tag: "Started",
+          requestId: meta.requestId,
+          httpStatus: response.status,
+          ...(rateLimit === undefined ? {} : { rateLimit })
+        }
         const contentType = response.headers["content-type"] ?? ""
         if (contentType.includes("application/json")) {
           // The server answered in one piece (it ignored `stream: true`, or sent an error object).

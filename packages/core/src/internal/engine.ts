@@ -736,7 +736,8 @@ const runAttempt = (
         latencyMs: record.latencyMs,
         ttftMs: record.ttftMs,
         errorTag: record.errorTag,
-        retryAfterMs: record.retryAfterMs
+        retryAfterMs: record.retryAfterMs,
+        rateLimit: result._tag === "ok" ? result.response.rateLimit : undefined
       })
       return result
     })

@@ -10,7 +10,7 @@ import type { ModelCommand, ToolCall } from "../ModelCommand.js"
 import { ToolCall as ToolCallClass } from "../ModelCommand.js"
 import { Usage } from "../ModelResult.js"
 import type { FinishReason } from "../ModelResult.js"
-import type { ProviderResponse } from "../ProviderAdapter.js"
+import type { ProviderResponse, RateLimitHeadroom } from "../ProviderAdapter.js"
 import * as StreamEvent from "../StreamEvent.js"
 import { countText } from "../TokenEstimator.js"
 import { withAttemptTimeout } from "./attempt.js"
@@ -55,6 +55,7 @@ const invokeStream =
         const tools = new Map<number, ToolCallBuffer>()
         let requestId: string | undefined
         let httpStatus: number | undefined
+        let rateLimit: RateLimitHeadroom | undefined
         let firstAt: number | undefined
         let outputTokens = 0
         let finish:
@@ -106,6 +107,7 @@ const invokeStream =
             if (event._tag === "Started") {
               requestId = event.requestId
               httpStatus = event.httpStatus
+              rateLimit = event.rateLimit
             } else if (event._tag === "Finish") {
               finish = event
               break
@@ -153,7 +155,8 @@ const invokeStream =
           usage: finish.usage ?? counted(),
           modelVersion: finish.modelVersion,
           requestId,
-          httpStatus
+          httpStatus,
+          rateLimit
         }
         return Option.some(response)
       })
