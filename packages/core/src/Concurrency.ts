@@ -62,6 +62,8 @@ export interface Service {
     target: TargetRef,
     maxWait: Duration.DurationInput
   ) => Effect.Effect<boolean, never, Scope.Scope>
+  /** Whether `target` has a concurrency cap (uncapped targets need no permit: the hot path skips it). */
+  readonly isCapped: (target: TargetRef) => boolean
   readonly snapshot: Effect.Effect<Snapshot>
 }
 
@@ -102,6 +104,7 @@ export const layerUnbounded: Layer.Layer<Concurrency> = Layer.succeed(
   Concurrency.of({
     acquire: () => Effect.void,
     acquireTarget: () => Effect.succeed(true),
+    isCapped: () => false,
     snapshot: Effect.succeed(emptySnapshot)
   })
 )
@@ -260,6 +263,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
         if (permits === undefined) return Effect.succeed(true)
         return hold(permits, target, (take) => Effect.map(Effect.timeoutOption(take, maxWait), Option.isSome))
       },
+      isCapped: (target) => targets.has(target),
       snapshot: Effect.sync(() => {
         const t = tenants.snapshot()
         const byTarget = new Map<string, { inUse: number; waiting: number }>()

@@ -96,8 +96,9 @@ export const checkTarget = (
       detail: `runs in [${outside.join(", ")}], allowed [${regions.join(", ")}]`
     }
   }
+  // Both the workflow's class and the request's own: a request can narrow, never widen, who may see it.
   const dataClass = command.dataClass ?? w.dataClass
-  if (!target.dataClasses.includes(dataClass)) {
+  if (!target.dataClasses.includes(dataClass) || !target.dataClasses.includes(w.dataClass)) {
     return { reason: "DATA_CLASS_NOT_ALLOWED", detail: `data class "${dataClass}" not allowed` }
   }
   const caps = target.capabilities

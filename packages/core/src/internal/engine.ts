@@ -601,16 +601,18 @@ const withTargetPermit = <A>(
   deadline: number,
   attempt: (request: ProviderRequest) => Effect.Effect<A>
 ): Effect.Effect<A | undefined> =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const start = yield* Clock.currentTimeMillis
-      const maxWait = Duration.millis(Math.max(0, waitUntil - start))
-      if (!(yield* ctx.concurrency.acquireTarget(request.target.ref, maxWait))) return undefined
-      const now = yield* Clock.currentTimeMillis
-      if (now === start) return yield* attempt(request)
-      return yield* attempt({ ...request, timeout: Duration.min(request.timeout, Duration.millis(deadline - now)) })
-    })
-  )
+  !ctx.concurrency.isCapped(request.target.ref)
+    ? attempt(request)
+    : Effect.scoped(
+        Effect.gen(function* () {
+          const start = yield* Clock.currentTimeMillis
+          const maxWait = Duration.millis(Math.max(0, waitUntil - start))
+          if (!(yield* ctx.concurrency.acquireTarget(request.target.ref, maxWait))) return undefined
+          const now = yield* Clock.currentTimeMillis
+          if (now === start) return yield* attempt(request)
+          return yield* attempt({ ...request, timeout: Duration.min(request.timeout, Duration.millis(deadline - now)) })
+        })
+      )
 
 /** Runs one provider call for `target` as an attempt and records it in `state`. */
 const runAttempt = (
@@ -849,7 +851,6 @@ export const attemptLoop = (
           first = false
           yield* ctx.health.onFirstAttempt
         }
-        if (i > 0) state.fallbackUsed = true
         const request: ProviderRequest = {
           target,
           messages,
@@ -860,7 +861,11 @@ export const attemptLoop = (
           timeout: Duration.millis(Math.min(remaining, Duration.toMillis(limits.perAttemptTimeout)))
         }
         const result = yield* withTargetPermit(ctx, request, deadline - minimumMs, deadline, (req) =>
-          runAttempt(ctx, state, target, attemptNo, req, inputTokens, invoke)
+          Effect.suspend(() => {
+            // Only an attempt actually dispatched to a later target makes this a fallback.
+            if (i > 0) state.fallbackUsed = true
+            return runAttempt(ctx, state, target, attemptNo, req, inputTokens, invoke)
+          })
         ).pipe(Effect.onInterrupt(() => ctx.health.release(target)))
         if (result === undefined) {
           yield* ctx.health.release(target)
