@@ -340,6 +340,41 @@ describe("breakers in routing", () => {
   )
 })
 
+describe("breaker skips in evidence", () => {
+  it.effect("a route refused at attempt time is listed as BREAKER_OPEN in the envelope of a successful fallback", () =>
+    Effect.gen(function* () {
+      const gw = yield* ModelGateway.ModelGateway
+      const fiber = yield* Effect.fork(gw.generate(command("h.reply")))
+      yield* TestClock.adjust(1_000)
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(String(result.evidence.target), fallback)
+      assert.isTrue(result.evidence.fallbackUsed)
+      assert.deepStrictEqual(
+        result.evidence.excluded.map((e) => [String(e.target), e.reason]),
+        [[primary, "BREAKER_OPEN"]]
+      )
+      const attempts = yield* Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.attempts)
+      assert.deepStrictEqual(
+        attempts.map((a) => a.target),
+        [fallback]
+      )
+    }).pipe(
+      Effect.provide(
+        gateway(
+          { [fallback]: [ScriptedProvider.success({ after: 20 })] },
+          // the router sees closed breakers; the primary's probe slot is gone by attempt time
+          Layer.effect(
+            Health.Health,
+            Effect.map(Health.Health, (h) =>
+              Health.Health.of({ ...h, tryAcquire: (t) => Effect.succeed(String(t.ref) !== primary) })
+            )
+          ).pipe(Layer.provide(Health.layerNoop))
+        )
+      )
+    )
+  )
+})
+
 describe("retry budget", () => {
   it.effect(
     "an outage of 1,000 calls: total retries stay within ratio × first attempts (+ the initial burst)",

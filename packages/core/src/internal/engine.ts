@@ -92,6 +92,8 @@ export class CallState {
   compiled: CompiledWorkflow | undefined = undefined
   /** Input cost of an attempt that was dispatched and has not ended. */
   inFlight: { readonly target: ModelTarget; readonly inputTokens: number } | undefined = undefined
+  /** Targets skipped at attempt time (a half-open breaker with no probe slot left). */
+  readonly skipped: Array<ExcludedTarget> = []
   /** Streams: the first delta was delivered to the consumer (no retry or fallback after this). */
   committed = false
   /** Streams: output tokens counted from delivered deltas of the current attempt. */
@@ -144,7 +146,10 @@ export class CallState {
         model: t?.model,
         modelVersion: this.modelVersion,
         eligible: this.route?.decision.eligible ?? [],
-        excluded: this.route?.decision.excluded ?? [],
+        excluded:
+          this.skipped.length === 0
+            ? (this.route?.decision.excluded ?? [])
+            : [...(this.route?.decision.excluded ?? []), ...this.skipped],
         fallbackUsed: this.fallbackUsed,
         degraded: this.degraded,
         attempts: this.attempts,
@@ -805,7 +810,7 @@ export const attemptLoop = (
     let contextLimitedAt: number | undefined
     let first = true
     // Targets whose breaker opened (or whose probe slots filled) after routing.
-    const breakerSkipped: Array<ExcludedTarget> = []
+    const breakerSkipped = state.skipped
     for (let i = 0; i < route.targets.length; i++) {
       const target = route.targets[i]!
       // After a context-length rejection only a larger-context target may be tried.
