@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as OpenAi from "@modelgate/adapters/openai"
 import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
+import type { GatewayConfigError } from "@modelgate/core/Errors"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
 import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
 import { MockProviderServer } from "../src/MockProviderServer.js"
@@ -64,39 +65,27 @@ const config = (strictFeatures: boolean) => ({
   ]
 })
 
-const GatewayLayer = Layer.unwrapEffect(
-  Effect.map(MockProviderServer, (mock) =>
-    ModelGateway.layerJson(config(true), { schemas: { Answer } }).pipe(
-      Layer.provideMerge(
-        Layer.mergeAll(
-          OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
-          Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey }),
-          Budgets.layerUnlimited,
-          Concurrency.layerUnbounded,
-          Health.layerNoop,
-          CallRecorder.layerMemory
+/** The gateway over the real OpenAI and Anthropic adapters pointed at the mock server. */
+const gatewayOver = (health: Layer.Layer<Health.Health, GatewayConfigError>) =>
+  Layer.unwrapEffect(
+    Effect.map(MockProviderServer, (mock) =>
+      ModelGateway.layerJson(config(true), { schemas: { Answer } }).pipe(
+        Layer.provideMerge(
+          Layer.mergeAll(
+            OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
+            Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey }),
+            Budgets.layerUnlimited,
+            Concurrency.layerUnbounded,
+            health,
+            CallRecorder.layerMemory
+          )
         )
       )
     )
-  )
-).pipe(Layer.provideMerge(TestLayer))
+  ).pipe(Layer.provideMerge(TestLayer))
 
-const gatewayWithHealth = Layer.unwrapEffect(
-  Effect.map(MockProviderServer, (mock) =>
-    ModelGateway.layerJson(config(true), { schemas: { Answer } }).pipe(
-      Layer.provideMerge(
-        Layer.mergeAll(
-          OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
-          Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey }),
-          Budgets.layerUnlimited,
-          Concurrency.layerUnbounded,
-          Health.layer(),
-          CallRecorder.layerMemory
-        )
-      )
-    )
-  )
-).pipe(Layer.provideMerge(TestLayer))
+const GatewayLayer = gatewayOver(Health.layerNoop)
+const gatewayWithHealth = gatewayOver(Health.layer())
 
 const command = (workflow: string) =>
   Schema.decodeSync(ModelCommand)({
