@@ -6,6 +6,7 @@
  */
 import { Duration, Effect, Either, ParseResult, Schema } from "effect"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
+import { jsonPath } from "./internal/issues.js"
 import * as JsonSchemaFeatures from "./JsonSchemaFeatures.js"
 import type { ModelCommand } from "./ModelCommand.js"
 import { ModelTarget } from "./ModelTarget.js"
@@ -62,7 +63,7 @@ export const decode = (input: unknown): Effect.Effect<GatewayConfig, GatewayConf
           problems: ParseResult.ArrayFormatter.formatErrorSync(error).map(
             (issue) =>
               new ConfigProblem({
-                path: issue.path.length === 0 ? "$" : `$.${issue.path.map(String).join(".")}`,
+                path: jsonPath(issue.path),
                 reason: "INVALID_VALUE",
                 detail: issue.message
               })
@@ -80,6 +81,8 @@ export const decode = (input: unknown): Effect.Effect<GatewayConfig, GatewayConf
 export interface CompiledWorkflow {
   readonly workflow: Workflow
   readonly schema: Schema.Schema.AnyNoContext | undefined
+  /** The schema's decoder, built once (every error collected). */
+  readonly decode: ((u: unknown) => Either.Either<unknown, ParseResult.ParseError>) | undefined
   readonly jsonSchema: Record<string, unknown> | undefined
   readonly features: ReadonlySet<string>
   readonly targets: ReadonlyArray<ModelTarget>
@@ -264,6 +267,7 @@ export const compile = (definition: Definition): ReadonlyMap<string, CompiledWor
     out.set(w.name, {
       workflow: w,
       schema,
+      decode: schema ? Schema.decodeUnknownEither(schema, { errors: "all" }) : undefined,
       jsonSchema,
       features: jsonSchema ? JsonSchemaFeatures.featuresOf(jsonSchema) : new Set(),
       targets: w.route.flatMap((ref) => {

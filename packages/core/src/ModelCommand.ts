@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
+import { jsonPath } from "./internal/issues.js"
 import { Millis, SchemaFeature } from "./ModelTarget.js"
 import { WorkflowName } from "./Workflow.js"
 
@@ -215,7 +216,7 @@ export const decodeUnknown = (input: unknown): Effect.Effect<ModelCommand, Parse
     const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
       .slice(0, 20)
       .map((i) => {
-        const path = i.path.length === 0 ? "$" : `$.${i.path.map(String).join(".")}`
+        const path = jsonPath(i.path)
         return `${path} ${i._tag === "Unexpected" ? "is unexpected" : i._tag === "Missing" ? "is missing" : "is invalid"}`
       })
     return Effect.fail(rejected(`invalid command: ${issues.join("; ")}`))

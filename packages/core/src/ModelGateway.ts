@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Either, Layer, ParseResult, Schema } from "effect"
+import { Context, Effect, Either, Layer, Schema } from "effect"
 import { Stream } from "effect"
 import { Budgets } from "./Budgets.js"
 import * as CallRecorderModule from "./CallRecorder.js"
@@ -16,6 +16,7 @@ import * as GatewayConfig from "./GatewayConfig.js"
 import * as HealthModule from "./Health.js"
 import { Health } from "./Health.js"
 import * as engine from "./internal/engine.js"
+import { issuesOf } from "./internal/issues.js"
 import * as streaming from "./internal/stream.js"
 import type { ModelCommand } from "./ModelCommand.js"
 import type * as StreamEvent from "./StreamEvent.js"
@@ -165,9 +166,7 @@ export const generateObject = <A, I>(
             callId: result.evidence.callId,
             attempts: result.evidence.attempts,
             target: result.evidence.target,
-            issues: ParseResult.ArrayFormatter.formatErrorSync(error).map(
-              (i) => `${i.path.length === 0 ? "$" : `$.${i.path.map(String).join(".")}`}: ${i._tag}`
-            )
+            issues: issuesOf(error)
           })
         )
     })

@@ -2,7 +2,7 @@
  * The pipeline of one call (DESIGN §4): route, reserve, acquire a permit, attempts under one
  * deadline with Schedule-driven retries and fallbacks, output validation, settlement, evidence.
  */
-import { Cause, Clock, Duration, Effect, Either, Exit, Option, ParseResult, Schema } from "effect"
+import { Cause, Clock, Duration, Effect, Either, Exit, Option } from "effect"
 import type { Tracer } from "effect"
 import { type Budgets, minimumUsefulOutputTokens, type Reservation } from "../Budgets.js"
 import type * as CallRecorder from "../CallRecorder.js"
@@ -43,6 +43,7 @@ import { ExcludedTarget } from "../RouteDecision.js"
 import type { Route, Service as RouterService } from "../Router.js"
 import * as Telemetry from "../Telemetry.js"
 import { retrySchedule, stepper, withAttemptTimeout } from "./attempt.js"
+import { issuesOf } from "./issues.js"
 
 /** Services and data the engine runs with, resolved once when the gateway is built. */
 export interface EngineContext {
@@ -238,22 +239,6 @@ export const fromProviderError = (target: ModelTarget, e: ProviderError): Gatewa
   }
 }
 
-/** Paths and kinds of schema issues, never the offending values. */
-const issuesOf = (error: ParseResult.ParseError): Array<string> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
-    .slice(0, 20)
-    .map((i) => `${i.path.length === 0 ? "$" : `$.${i.path.map(String).join(".")}`}: ${i._tag}`)
-
-const decoders = new WeakMap<object, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
-const decoderOf = (schema: Schema.Schema.AnyNoContext) => {
-  let d = decoders.get(schema)
-  if (d === undefined) {
-    d = Schema.decodeUnknownEither(schema, { errors: "all" })
-    decoders.set(schema, d)
-  }
-  return d
-}
-
 /** Validates a provider answer against the workflow's output schema. */
 export const validateOutput = (
   compiled: CompiledWorkflow,
@@ -264,7 +249,7 @@ export const validateOutput = (
     readonly toolCalls: ReadonlyArray<unknown>
   }
 ): Either.Either<{ readonly value: unknown; readonly valid: boolean | undefined }, InvalidOutput> => {
-  if (compiled.schema === undefined || response.toolCalls.length > 0) {
+  if (compiled.decode === undefined || response.toolCalls.length > 0) {
     return Either.right({ value: undefined, valid: undefined })
   }
   if (response.finishReason === "length") {
@@ -276,7 +261,7 @@ export const validateOutput = (
   } catch {
     return Either.left(new InvalidOutput({ target: target.ref, issues: ["not valid JSON"] }))
   }
-  return Either.match(decoderOf(compiled.schema)(json), {
+  return Either.match(compiled.decode(json), {
     onLeft: (e) => Either.left(new InvalidOutput({ target: target.ref, issues: issuesOf(e) })),
     onRight: (value) => Either.right({ value, valid: true })
   })
@@ -391,7 +376,7 @@ export const recordCall = (
   incomplete = state.committed
 ): Effect.Effect<void> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    const error = Exit.isFailure(exit) ? failureOf(exit.cause) : undefined
+    const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
     const outcome = Exit.isSuccess(exit)
       ? state.degraded
         ? "degraded"
@@ -421,27 +406,6 @@ export const recordCall = (
     })
     return Telemetry.outsideCallSpanEvents(state.span, ctx.recorder.record(record))
   })
-
-const failureOf = (cause: Cause.Cause<GatewayError>): GatewayError | undefined => {
-  let found: GatewayError | undefined
-  const visit = (c: Cause.Cause<GatewayError>): void => {
-    if (found !== undefined) return
-    switch (c._tag) {
-      case "Fail":
-        found = c.error
-        return
-      case "Sequential":
-      case "Parallel":
-        visit(c.left)
-        visit(c.right)
-        return
-      default:
-        return
-    }
-  }
-  visit(cause)
-  return found
-}
 
 const reasonOf = (e: GatewayError): string | undefined => {
   switch (e._tag) {
@@ -710,7 +674,7 @@ const runAttempt = (
         )
         result = { _tag: "error", error, possiblyProcessed: true }
       } else {
-        const pe = providerFailureOf(exit.cause)
+        const pe = Option.getOrUndefined(Cause.failureOption(exit.cause))
         if (pe === undefined) return yield* Effect.die(Cause.squash(exit.cause))
         const error = fromProviderError(target, pe)
         const cost = state.addUsage(target, pe.usage)
@@ -749,20 +713,6 @@ const runAttempt = (
       return result
     })
   )
-
-const providerFailureOf = (cause: Cause.Cause<ProviderError>): ProviderError | undefined => {
-  let found: ProviderError | undefined
-  const visit = (c: Cause.Cause<ProviderError>): void => {
-    if (found !== undefined) return
-    if (c._tag === "Fail") found = c.error
-    else if (c._tag === "Sequential" || c._tag === "Parallel") {
-      visit(c.left)
-      visit(c.right)
-    }
-  }
-  visit(cause)
-  return found
-}
 
 /** Replaces the last attempt record's outcome (e.g. a success whose output failed validation). */
 const markLast = (state: CallState, outcome: AttemptOutcome, errorTag: string) => {
@@ -958,7 +908,7 @@ export const attemptLoop = (
     if (lastError !== undefined && isAvailability(lastError)) {
       if (compiled.degrade !== undefined) {
         const value = yield* compiled.degrade(cmd)
-        const valid = compiled.schema === undefined ? true : Either.isRight(decoderOf(compiled.schema)(value))
+        const valid = compiled.decode === undefined ? true : Either.isRight(compiled.decode(value))
         if (valid) {
           state.degraded = true
           state.schemaValid = compiled.schema === undefined ? undefined : true
