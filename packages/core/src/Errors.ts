@@ -227,6 +227,26 @@ export class NoEligibleRoute extends Schema.TaggedError<NoEligibleRoute>()("NoEl
 }
 
 /**
+ * A shared-state store (budgets, permits, breakers, tool ledger) could not answer. The gateway
+ * fails closed on it: a call whose budget, permit or breaker cannot be checked does not reach a
+ * provider, and nothing waits on a store past the call's deadline. `detail` never carries keys,
+ * URLs or content.
+ *
+ * @since 0.2.0
+ * @category Errors
+ */
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
+  ...common,
+  store: Schema.Literal("budget", "permit", "breaker", "ledger"),
+  operation: Schema.String,
+  detail: Schema.optionalWith(Schema.String, { default: () => "" })
+}) {
+  override get message(): string {
+    return `${this.store} store failed during ${this.operation}${this.detail ? `: ${this.detail}` : ""}`
+  }
+}
+
+/**
  * Every error `ModelGateway.generate` can fail with.
  *
  * @since 0.1.0
@@ -244,6 +264,7 @@ export type GatewayError =
   | BudgetExceeded
   | DeadlineExceeded
   | NoEligibleRoute
+  | StoreError
 
 /**
  * Schema of {@link GatewayError}, for encoding errors into records.
@@ -262,7 +283,8 @@ export const GatewayError = Schema.Union(
   AmbiguousOutcome,
   BudgetExceeded,
   DeadlineExceeded,
-  NoEligibleRoute
+  NoEligibleRoute,
+  StoreError
 )
 
 /**
