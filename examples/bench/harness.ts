@@ -22,6 +22,8 @@ export interface Profile {
   readonly memoryCount: number
   /** Most calls per HTTP round. */
   readonly httpCalls: number
+  /** Rounds of the HTTP comparison (each round runs every client once, in rotated order). */
+  readonly httpRounds: number
 }
 
 export const profiles: Record<Profile["name"], Profile> = {
@@ -33,7 +35,9 @@ export const profiles: Record<Profile["name"], Profile> = {
     throughputCalls: 20_000,
     roundSeconds: 1.5,
     memoryCount: 10_000,
-    httpCalls: 2_000
+    httpCalls: 2_000,
+    // Four clients: four rounds put each client once in each position of the rotation.
+    httpRounds: 4
   },
   smoke: {
     name: "smoke",
@@ -43,7 +47,8 @@ export const profiles: Record<Profile["name"], Profile> = {
     throughputCalls: 200,
     roundSeconds: 0.2,
     memoryCount: 200,
-    httpCalls: 20
+    httpCalls: 20,
+    httpRounds: 1
   }
 }
 
@@ -78,6 +83,19 @@ export const median = (values: ReadonlyArray<number>): number =>
     [...values].sort((a, b) => a - b),
     0.5
   )
+
+/** Median of per-round figures with their range. */
+export interface Spread {
+  readonly median: number
+  readonly min: number
+  readonly max: number
+}
+
+export const spread = (values: ReadonlyArray<number>): Spread => ({
+  median: median(values),
+  min: Math.min(...values),
+  max: Math.max(...values)
+})
 
 /** Runs the garbage collector when the process was started with `--expose-gc`. */
 export const collectGarbage = (): boolean => {

@@ -1,7 +1,7 @@
 /**
- * Targets (issue 8), PASS/MISS verdicts and the markdown table.
+ * Targets (issues 8 and 11), PASS/MISS verdicts and the markdown table.
  */
-import type { HttpResults } from "./http.js"
+import type { Client, HttpLevel, HttpResults } from "./http.js"
 import type { InProcessResults } from "./inProcess.js"
 import type { MemoryResults } from "./memory.js"
 import type { RoutingResults } from "./routing.js"
@@ -58,8 +58,87 @@ const check = (
   pass: Number.isFinite(measured) && measured >= 0 && (comparison === "<=" ? measured <= target : measured >= target)
 })
 
+/** The HTTP level at `concurrency`, if the HTTP section ran. */
+const httpLevel = (r: Results, concurrency: number): HttpLevel | undefined =>
+  "levels" in r.http ? r.http.levels.find((l) => l.concurrency === concurrency) : undefined
+
+/**
+ * The engine v2 targets (issue 11). Always listed: a figure that was not measured (section
+ * skipped, case missing) is `NaN`, which is a MISS.
+ */
+const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
+  const instant = r.inProcess.cases.find((c) => c.name === "instant adapter")
+  const c64 = httpLevel(r, 64)
+  const resolve1000 = r.routing.points.find((p) => p.targets === 1_000)
+  const notMeasured = "not measured"
+  return [
+    check(
+      "inprocess.p50.addedUs",
+      "in-process added p50 per call, gateway vs direct adapter (instant adapter, sequential)",
+      instant?.sequential.diffP50 ?? Number.NaN,
+      "µs",
+      "<=",
+      15,
+      instant === undefined
+        ? notMeasured
+        : `the adapter called directly: ${fmt(instant.sequential.baseline.p50)} µs p50`
+    ),
+    check(
+      "inprocess.throughput.1000",
+      `gateway throughput, ${r.inProcess.concurrency.toLocaleString("en-US")} concurrent fibers (instant adapter)`,
+      r.inProcess.concurrency === 1_000 ? (instant?.concurrent?.subject ?? Number.NaN) : Number.NaN,
+      "calls/s",
+      ">=",
+      20_000,
+      instant?.concurrent === undefined
+        ? notMeasured
+        : `the adapter called directly: ${fmt(instant.concurrent.baseline)} calls/s`
+    ),
+    check(
+      "http.cpu.vsOpenAiSdk",
+      "HTTP CPU per call, gateway / official openai client, concurrency 64",
+      c64?.gateway.cpuVsOpenAi ?? Number.NaN,
+      "×",
+      "<=",
+      0.7,
+      c64 === undefined
+        ? notMeasured
+        : `openai client ${fmt(c64.openai.cpuUsPerCall.median)} µs/call, gateway ${fmt(c64.gateway.cpuUsPerCall.median)} µs/call`
+    ),
+    check(
+      "http.throughput.vsOpenAiSdk",
+      "HTTP calls/s, gateway / official openai client, concurrency 64",
+      c64?.gateway.throughputVsOpenAi ?? Number.NaN,
+      "×",
+      ">=",
+      1.2,
+      c64 === undefined
+        ? notMeasured
+        : `openai client ${fmt(c64.openai.throughput.median)} calls/s, gateway ${fmt(c64.gateway.throughput.median)} calls/s`
+    ),
+    check(
+      "memory.inFlight.addedBytes",
+      `heap per in-flight call added by the gateway (${r.memory.count.toLocaleString("en-US")} in flight)`,
+      r.memory.inFlight.added,
+      "bytes",
+      "<=",
+      8_192,
+      `a direct adapter call in flight: ${fmt(r.memory.inFlight.direct)} bytes`
+    ),
+    check(
+      "routing.resolve.1000.us",
+      "resolve at 1,000 targets (all eligible), per decision",
+      resolve1000?.decisionUs ?? Number.NaN,
+      "µs",
+      "<=",
+      50,
+      "empty Effect.runSync"
+    )
+  ]
+}
+
 export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
-  const out: Array<Verdict> = []
+  const out: Array<Verdict> = [...engineV2(r)]
   for (const c of r.inProcess.cases) {
     if (c.name.includes("schema")) continue
     out.push(
@@ -245,42 +324,73 @@ export const markdown = (r: Results, v: ReadonlyArray<Verdict>): string => {
       ])
     )
   }
-  lines.push(
-    "",
-    "### 2. HTTP path (OpenAI adapter → mock server in a child process vs raw HttpClient POST, undici)",
-    ""
-  )
+  lines.push("", "### 2. HTTP path (four clients, the same mock server in a child process)", "")
   if ("levels" in r.http) {
+    const h = r.http
+    const names: Record<Client, string> = {
+      gateway: "modelgate `gateway.generate` (OpenAI adapter)",
+      adapter: "OpenAI adapter alone",
+      raw: "raw `@effect/platform` HttpClient POST",
+      openai: `official \`${h.openaiClient}\` client`
+    }
+    const rounds = h.levels[0]?.order.length ?? 0
+    lines.push(
+      `Client CPU (this process, \`process.cpuUsage\`) and calls/s: ${rounds} round(s) per concurrency, every client once ` +
+        "per round in rotated order, same calls per client per round " +
+        `(${h.levels.map((l) => `c=${l.concurrency}: ${l.callsPerRound.toLocaleString("en-US")}`).join(", ")}); ` +
+        "medians (min–max) over rounds; ratios vs the openai client are medians of per-round ratios.",
+      ""
+    )
     lines.push(
       row([
         "concurrency",
-        "raw p50 / p99 ms",
-        "gateway p50 / p99 ms",
-        "added p50 ms",
-        "added p99 ms",
-        "raw calls/s",
-        "gateway calls/s",
-        "ratio",
-        "raw CPU µs/call",
-        "gateway CPU µs/call",
-        "added CPU µs"
+        "client",
+        "p50 / p99 ms",
+        "calls/s",
+        "CPU µs/call",
+        "CPU vs openai client",
+        "calls/s vs openai client"
       ]),
-      row(["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"])
+      row(["---:", "---", "---:", "---:", "---:", "---:", "---:"])
     )
-    for (const l of r.http.levels) {
+    const range = (x: { readonly median: number; readonly min: number; readonly max: number }) =>
+      `${fmt(x.median)} (${fmt(x.min)}–${fmt(x.max)})`
+    for (const l of h.levels) {
+      for (const c of ["gateway", "adapter", "raw", "openai"] as const) {
+        const side = l[c]
+        lines.push(
+          row([
+            String(l.concurrency),
+            names[c],
+            `${fmt(side.latencyMs.p50, 3)} / ${fmt(side.latencyMs.p99, 3)}`,
+            range(side.throughput),
+            range(side.cpuUsPerCall),
+            `${fmt(side.cpuVsOpenAi, 3)}×`,
+            `${fmt(side.throughputVsOpenAi, 3)}×`
+          ])
+        )
+      }
+    }
+    lines.push("")
+    for (const l of h.levels) {
+      lines.push(
+        `- gateway / openai client at c=${l.concurrency}: CPU per call ${fmt(l.gateway.cpuVsOpenAi, 3)}×, ` +
+          `calls/s ${fmt(l.gateway.throughputVsOpenAi, 3)}×.`
+      )
+    }
+    lines.push("", "Gateway vs the raw POST (medians of per-round differences):", "")
+    lines.push(
+      row(["concurrency", "added p50 ms", "added p99 ms", "added CPU µs/call", "calls/s ratio"]),
+      row(["---:", "---:", "---:", "---:", "---:"])
+    )
+    for (const l of h.levels) {
       lines.push(
         row([
           String(l.concurrency),
-          `${fmt(l.raw.latencyMs.p50, 3)} / ${fmt(l.raw.latencyMs.p99, 3)}`,
-          `${fmt(l.gateway.latencyMs.p50, 3)} / ${fmt(l.gateway.latencyMs.p99, 3)}`,
           fmt(l.addedP50Ms, 3),
           fmt(l.addedP99Ms, 3),
-          fmt(l.raw.throughput),
-          fmt(l.gateway.throughput),
-          fmt(l.throughputRatio, 3),
-          fmt(l.raw.cpuUsPerCall),
-          fmt(l.gateway.cpuUsPerCall),
-          fmt(l.addedCpuUs)
+          fmt(l.addedCpuUs),
+          fmt(l.throughputRatio, 3)
         ])
       )
     }

@@ -1,11 +1,13 @@
 /**
  * The benchmark suite with few iterations, so that it cannot rot: every section runs against the
- * real gateway (the HTTP section against the mock server in a child process) and produces finite
- * figures and a verdict per target. Figures are not asserted against the targets here: CI
- * machines are too noisy to gate on (the full `pnpm bench` reports PASS/MISS).
+ * real gateway (the HTTP section: gateway, adapter alone, raw POST and the official openai client,
+ * all against the mock server in a child process) and produces finite figures and a verdict per
+ * target. Figures are not asserted against the targets here: CI machines are too noisy to gate on
+ * (the full `pnpm bench` reports PASS/MISS).
  */
 import { describe, expect, it } from "vitest"
 import { profiles } from "../bench/harness.js"
+import { clients } from "../bench/http.js"
 import { markdown, verdicts } from "../bench/report.js"
 import { runSuite } from "../bench/suite.js"
 
@@ -15,6 +17,12 @@ describe("bench (smoke)", () => {
     const v = verdicts(results)
     const ids = v.map((x) => x.id)
     expect(ids).toEqual([
+      "inprocess.p50.addedUs",
+      "inprocess.throughput.1000",
+      "http.cpu.vsOpenAiSdk",
+      "http.throughput.vsOpenAiSdk",
+      "memory.inFlight.addedBytes",
+      "routing.resolve.1000.us",
       "overhead.sequential.instant adapter",
       "throughput.1000.instant adapter",
       "overhead.sequential.1 KB JSON adapter",
@@ -38,6 +46,18 @@ describe("bench (smoke)", () => {
     for (const c of results.inProcess.cases) {
       expect(c.sequential.baseline.p50).toBeGreaterThan(0)
       expect(c.sequential.subject.p50).toBeGreaterThan(0)
+    }
+    // Every HTTP client (the official openai client included) made its calls at both concurrencies.
+    if (!("levels" in results.http)) throw new Error("the HTTP section did not run")
+    expect(results.http.levels.map((l) => l.concurrency)).toEqual([1, 64])
+    for (const l of results.http.levels) {
+      expect(l.order).toHaveLength(profiles.smoke.httpRounds)
+      for (const client of clients) {
+        expect(l[client].latencyMs.n, `${client} c=${l.concurrency}`).toBe(l.callsPerRound * profiles.smoke.httpRounds)
+        expect(l[client].throughput.median, `${client} c=${l.concurrency}`).toBeGreaterThan(0)
+        expect(l[client].cpuUsPerCall.median, `${client} c=${l.concurrency}`).toBeGreaterThan(0)
+      }
+      expect(l.openai.cpuVsOpenAi).toBe(1)
     }
     expect(results.routing.points.map((p) => p.targets)).toEqual([10, 100, 1_000])
     expect(results.memory.inFlight.gateway).toBeGreaterThan(0)

@@ -7,34 +7,51 @@
  * - Each tenant has a hard `limit` per `period` window (`daily` / `monthly` in UTC, computed from
  *   Effect's `Clock`, or `total` for no reset). The invariant `committed + reserved ≤ limit` holds
  *   under any concurrency because the check and the increment are one atomic store operation.
- * - Amounts are kept in the store as integers of {@link unitsPerCurrency} (nano-units), so the
+ * - Amounts are kept in the store as integers of {@link unitsPerCurrency} (billionths), so the
  *   invariant is exact; reservations round up, spend rounds to the nearest unit and is capped at
  *   the reservation.
- * - The store ({@link BudgetStore}) is a seam: the memory store now, a Redis store later with the
- *   same three atomic operations (reserve, commit, release) and an expiry that frees the
- *   reservations of a crashed process.
+ * - {@link Service.reserve} is not scoped: the caller settles the {@link Reservation} it gets
+ *   (`settle(actual)`, or `settle(0)` to release). One call is one store round trip to reserve and
+ *   one to settle. A reservation that is never settled (a crashed holder) is freed by the store
+ *   after `reservationTtl`. {@link reserveScoped} is the scoped convenience for user code.
+ * - The store is the `BudgetStore` seam (module `BudgetStore`): the memory store now, a Redis store
+ *   later with the same atomic operations.
+ *
+ * What a store error does to a call
+ *
+ * - `reserve` and `balance` fail closed: when the store cannot answer, they fail with `StoreError`
+ *   (`store: "budget"`) and the call never reaches a provider. A failed reserve also sends a
+ *   best-effort release of its reservation id (the store may have applied it and lost only the
+ *   answer), so nothing stays reserved whenever the store can be reached; otherwise the TTL frees
+ *   it. The store bounds its own round trip, so this is never an unbounded wait.
+ * - `settle` never fails: the call's outcome is already decided when it settles. A failed commit or
+ *   release is logged (tenant and operation only) and counted in {@link metrics}`.settleFailures`,
+ *   and the store's reservation TTL frees the held amount (its spend is then not counted).
  *
  * @since 0.1.0
  */
-import { Clock, Config, Context, Duration, Effect, Layer, Random, Schema } from "effect"
+import { Clock, Config, Context, Duration, Effect, Layer, Metric, Random, Schema } from "effect"
 import type { ConfigError, Scope } from "effect"
-import { BudgetExceeded, ConfigProblem, GatewayConfigError } from "./Errors.js"
-import { makeMemoryStore } from "./internal/budgetStore.js"
+import * as Store from "./BudgetStore.js"
+import { BudgetExceeded, ConfigProblem, GatewayConfigError, type StoreError } from "./Errors.js"
 import { TenantId } from "./ModelCommand.js"
 
 /**
- * A scoped reservation. `commit` turns (at most) the reserved amount into spend and refunds the
- * rest; leaving the scope without a commit releases everything.
+ * Money held for one call. Not scoped: whoever reserved it settles it exactly once.
  *
  * @since 0.1.0
  * @category Models
  */
 export interface Reservation {
   readonly tenant: TenantId
-  /** What was reserved, in currency units (the request rounded up to a whole store unit). */
+  /** Amount reserved, in currency units (after rounding up to whole store units). */
   readonly amount: number
-  /** Settles the reservation. Spend above `amount` is capped at `amount`. Idempotent: only the first settlement counts. */
-  readonly commit: (actual: number) => Effect.Effect<void>
+  /**
+   * Commits `actual` (capped at `amount`, the rest refunded); `0` releases. Idempotent: only the
+   * first settle counts. Never fails: a store failure is logged (tenant and operation only) and
+   * counted, and the store's reservation TTL frees the money.
+   */
+  readonly settle: (actual: number) => Effect.Effect<void>
 }
 
 /**
@@ -62,11 +79,18 @@ export interface Balance {
 export interface Service {
   /**
    * Reserves `amount` (currency units) of `tenant`'s current window, or fails with
-   * `BudgetExceeded` (naming limit, committed, reserved, requested) without reserving anything.
+   * `BudgetExceeded` (naming limit, committed, reserved, requested) without reserving anything, or
+   * with `StoreError` when the store cannot answer (nothing reserved).
+   *
+   * The store round trip is uninterruptible. If the fiber is interrupted while it is in flight,
+   * the reservation is released before the interruption propagates. To own the reservation with
+   * no gap between `reserve` returning and a finalizer being installed, call it in an
+   * uninterruptible region (`Effect.uninterruptibleMask`, `Effect.acquireUseRelease`) and settle in
+   * the exit handler.
    */
-  readonly reserve: (tenant: TenantId, amount: number) => Effect.Effect<Reservation, BudgetExceeded, Scope.Scope>
+  readonly reserve: (tenant: TenantId, amount: number) => Effect.Effect<Reservation, BudgetExceeded | StoreError>
   /** The tenant's current window. */
-  readonly balance: (tenant: TenantId) => Effect.Effect<Balance>
+  readonly balance: (tenant: TenantId) => Effect.Effect<Balance, StoreError>
 }
 
 /**
@@ -74,6 +98,22 @@ export interface Service {
  * @category Context
  */
 export class Budgets extends Context.Tag("@modelgate/core/Budgets")<Budgets, Service>() {}
+
+/**
+ * Reserves through the {@link Budgets} in the context and releases the reservation when the scope
+ * closes, unless it was settled before.
+ *
+ * @since 0.2.0
+ * @category Accessors
+ */
+export const reserveScoped = (
+  tenant: TenantId,
+  amount: number
+): Effect.Effect<Reservation, BudgetExceeded | StoreError, Budgets | Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.flatMap(Budgets, (budgets) => budgets.reserve(tenant, amount)),
+    (reservation) => reservation.settle(0)
+  )
 
 /**
  * Smallest output cap worth starting an attempt with: an attempt whose remaining reservation pays
@@ -85,117 +125,86 @@ export class Budgets extends Context.Tag("@modelgate/core/Budgets")<Budgets, Ser
  */
 export const minimumUsefulOutputTokens = 16
 
-// ---------------------------------------------------------------------------------------------
-// Store
-// ---------------------------------------------------------------------------------------------
-
 /**
- * Store units per currency unit: amounts are integers of 10⁻⁹ (limits up to about 9 million).
+ * Store units per currency unit (see `BudgetStore.unitsPerCurrency`).
  *
  * @since 0.1.0
  * @category Constants
  */
-export const unitsPerCurrency = 1_000_000_000
+export const unitsPerCurrency: typeof Store.unitsPerCurrency = Store.unitsPerCurrency
 
 /**
- * @since 0.1.0
- * @category Store
- */
-export interface ReserveRequest {
-  /** Tenant and window, e.g. `acme/m2026-11`. */
-  readonly account: string
-  /** Unique across processes. */
-  readonly id: string
-  /** Store units. */
-  readonly amount: number
-  /** Store units. */
-  readonly limit: number
-  /** Epoch millis (the caller's Clock). */
-  readonly now: number
-  /** When an unsettled reservation is freed (its holder is presumed crashed). */
-  readonly expiresAt: number
-  /** When the account's window is over and it may be forgotten; `Infinity` for never. */
-  readonly accountExpiresAt: number
-}
-
-/**
- * @since 0.1.0
- * @category Store
- */
-export type ReserveOutcome =
-  | { readonly _tag: "Reserved"; readonly committed: number; readonly reserved: number }
-  | { readonly _tag: "Rejected"; readonly committed: number; readonly reserved: number }
-
-/**
- * @since 0.1.0
- * @category Store
- */
-export interface CommitRequest {
-  readonly account: string
-  readonly id: string
-  /** The reserved amount (store units): the cap of `spend`, also when the reservation has expired. */
-  readonly amount: number
-  /** Store units. */
-  readonly spend: number
-}
-
-/**
- * @since 0.1.0
- * @category Store
- */
-export interface ReleaseRequest {
-  readonly account: string
-  readonly id: string
-}
-
-/**
- * Persistence of budget accounts. Every operation must be atomic on one account (a Redis store
- * does each in one Lua script). Amounts are integer store units.
+ * Metrics of budgets. `settleFailures` (tagged `operation`: `commit` or `release`) counts
+ * settlements the store could not record.
  *
- * - `reserve`: drop the account's expired reservations, then add the reservation only if
- *   `committed + reserved + amount ≤ limit`; report the account either way.
- * - `commit`: remove the reservation and add `min(spend, amount)` to committed. A reservation that
- *   already expired still adds its spend (the money was spent), which is the one way the invariant
- *   can be broken: a holder that outlives `reservationTtl`.
- * - `release`: remove the reservation (no spend). Unknown ids are ignored by both.
- *
+ * @since 0.2.0
+ * @category Metrics
+ */
+export const metrics = {
+  settleFailures: Metric.counter("modelgate.budget.settle_failures", {
+    description: "Budget settlements (commit or release) the store could not record",
+    incremental: true
+  })
+} as const
+
+// ---------------------------------------------------------------------------------------------
+// Deprecated store aliases (module BudgetStore)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * @deprecated Use `BudgetStore.BudgetStore` (module `BudgetStore`). Kept for one release.
  * @since 0.1.0
  * @category Store
  */
-export interface BudgetStore {
-  readonly reserve: (request: ReserveRequest) => Effect.Effect<ReserveOutcome>
-  readonly commit: (request: CommitRequest) => Effect.Effect<void>
-  readonly release: (request: ReleaseRequest) => Effect.Effect<void>
-  /** Committed and live reserved units of an account at `now`. */
-  readonly balance: (
-    account: string,
-    now: number
-  ) => Effect.Effect<{ readonly committed: number; readonly reserved: number }>
-}
-
+export const BudgetStore: typeof Store.BudgetStore = Store.BudgetStore
 /**
- * @since 0.1.0
- * @category Context
- */
-export const BudgetStore: Context.Tag<BudgetStore, BudgetStore> = Context.GenericTag<BudgetStore>(
-  "@modelgate/core/Budgets/BudgetStore"
-)
-
-/**
- * A store in this process's memory. Accounts of finished windows are forgotten once they hold no
- * reservation.
- *
+ * @deprecated Use `BudgetStore.Service` (module `BudgetStore`). Kept for one release.
  * @since 0.1.0
  * @category Store
  */
-export const makeStoreMemory: Effect.Effect<BudgetStore & { readonly size: Effect.Effect<number> }> =
-  Effect.sync(makeMemoryStore)
+export type BudgetStore = Store.Service
 
 /**
+ * @deprecated Use `BudgetStore.makeMemory`. Kept for one release.
  * @since 0.1.0
- * @category Layers
+ * @category Store
  */
-export const layerStoreMemory: Layer.Layer<BudgetStore> = Layer.effect(BudgetStore, makeStoreMemory)
+export const makeStoreMemory: Effect.Effect<Store.MemoryStore> = Store.makeMemory
+
+/**
+ * @deprecated Use `BudgetStore.layerMemory`. Kept for one release.
+ * @since 0.1.0
+ * @category Store
+ */
+export const layerStoreMemory: Layer.Layer<Store.BudgetStore> = Store.layerMemory
+
+/**
+ * @deprecated Use `BudgetStore.ReserveRequest`. Kept for one release.
+ * @since 0.1.0
+ * @category Store
+ */
+export type ReserveRequest = Store.ReserveRequest
+
+/**
+ * @deprecated Use `BudgetStore.ReserveOutcome`. Kept for one release.
+ * @since 0.1.0
+ * @category Store
+ */
+export type ReserveOutcome = Store.ReserveOutcome
+
+/**
+ * @deprecated Use `BudgetStore.CommitRequest`. Kept for one release.
+ * @since 0.1.0
+ * @category Store
+ */
+export type CommitRequest = Store.CommitRequest
+
+/**
+ * @deprecated Use `BudgetStore.ReleaseRequest`. Kept for one release.
+ * @since 0.1.0
+ * @category Store
+ */
+export type ReleaseRequest = Store.ReleaseRequest
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -401,24 +410,43 @@ const reserveUnits = (amount: number) => Math.max(0, Math.ceil(amount * unitsPer
 const limitUnits = (amount: number) => Math.floor(amount * unitsPerCurrency + 1e-6)
 const fromUnits = (units: number) => units / unitsPerCurrency
 
-const unlimitedReservation = (tenant: TenantId, amount: number): Reservation => ({
+const settledReservation = (tenant: TenantId, amount: number): Reservation => ({
   tenant,
   amount,
-  commit: () => Effect.void
+  settle: () => Effect.void
 })
 
+const unlimitedBalance = (tenant: TenantId, limit: number): Balance => ({
+  tenant,
+  limit,
+  committed: 0,
+  reserved: 0,
+  period: undefined,
+  windowStart: -Infinity,
+  windowEnd: Infinity
+})
+
+const settleFailed = (tenant: TenantId, operation: "commit" | "release") =>
+  Effect.zipRight(
+    Metric.increment(Metric.tagged(metrics.settleFailures, "operation", operation)),
+    Effect.annotateLogs(
+      Effect.logWarning("budget settle failed; the store frees the reservation when its TTL expires"),
+      { tenant, operation }
+    )
+  )
+
 /**
- * Budgets over the {@link BudgetStore} in the context. Fails with one `GatewayConfigError` listing
- * every problem of `options` (see {@link validate}).
+ * Budgets over the `BudgetStore` in the context. Fails with one `GatewayConfigError` listing every
+ * problem of `options` (see {@link validate}).
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (options: Options): Effect.Effect<Service, GatewayConfigError, BudgetStore> =>
+export const make = (options: Options): Effect.Effect<Service, GatewayConfigError, Store.BudgetStore> =>
   Effect.gen(function* () {
     const problems = validate(options)
     if (problems.length > 0) return yield* new GatewayConfigError({ problems })
-    const store = yield* BudgetStore
+    const store = yield* Store.BudgetStore
     const ttl = Duration.toMillis(options.reservationTtl ?? defaultReservationTtl)
     const budgets = new Map<string, TenantBudget>(Object.entries(options.tenants ?? {}))
     const undeclared = options.undeclaredTenants ?? "reject"
@@ -426,129 +454,147 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
     // Reservation ids must be unique across processes sharing one store.
     const instance = (yield* Random.nextIntBetween(0, 2 ** 31)).toString(36)
     let seq = 0
+    // The last window of each period: recomputed only when the clock leaves it.
+    const windows: Record<Period, Window | undefined> = { daily: undefined, monthly: undefined, total: undefined }
+    const windowAt = (period: Period, now: number): Window => {
+      const cached = windows[period]
+      if (cached !== undefined && now >= cached.start && now < cached.end) return cached
+      const window = windowOf(period, now)
+      windows[period] = window
+      return window
+    }
 
-    const reserve = (tenant: TenantId, amount: number) =>
-      Effect.gen(function* () {
-        if (!(amount >= 0)) return yield* Effect.dieMessage(`Budgets.reserve: amount must be ≥ 0, got ${amount}`)
-        const budget = budgetOf(tenant)
-        if (budget === "unlimited") return unlimitedReservation(tenant, amount)
-        if (budget === "reject") {
-          return yield* new BudgetExceeded({ tenant, limit: 0, committed: 0, reserved: 0, requested: amount })
-        }
-        const now = yield* Clock.currentTimeMillis
-        const window = windowOf(budget.period ?? "monthly", now)
-        const account = `${tenant}/${window.key}`
-        const id = `${instance}-${(++seq).toString(36)}`
-        const units = reserveUnits(amount)
-        let settled = false
-        yield* Effect.acquireRelease(
-          Effect.flatMap(
-            store.reserve({
-              account,
-              id,
-              amount: units,
-              limit: limitUnits(budget.limit),
-              now,
-              expiresAt: now + ttl,
-              accountExpiresAt: window.end + ttl
-            }),
-            (outcome) =>
-              outcome._tag === "Reserved"
-                ? Effect.void
-                : Effect.fail(
-                    new BudgetExceeded({
-                      tenant,
-                      limit: budget.limit,
-                      committed: fromUnits(outcome.committed),
-                      reserved: fromUnits(outcome.reserved),
-                      requested: amount
-                    })
-                  )
-          ),
-          () =>
-            Effect.suspend(() => {
-              if (settled) return Effect.void
-              settled = true
-              return store.release({ account, id })
-            })
-        )
-        const commit = (actual: number) =>
-          Effect.uninterruptible(
-            Effect.suspend(() => {
-              if (settled) return Effect.void
-              settled = true
-              // A non-finite actual is a bug upstream: charge the whole reservation rather than nothing.
-              const spend = Number.isFinite(actual) ? Math.max(0, Math.round(actual * unitsPerCurrency)) : units
-              return store.commit({ account, id, amount: units, spend })
-            })
+    const makeReservation = (tenant: TenantId, account: string, id: string, units: number): Reservation => {
+      let settled = false
+      const settle = (actual: number): Effect.Effect<void> =>
+        Effect.suspend(() => {
+          if (settled) return Effect.void
+          settled = true
+          // A non-finite actual is a bug upstream: charge the whole reservation rather than nothing.
+          const spend = Number.isFinite(actual)
+            ? Math.min(units, Math.max(0, Math.round(actual * unitsPerCurrency)))
+            : units
+          return Effect.uninterruptible(
+            spend === 0
+              ? Effect.catchAll(store.release({ account, id }), () => settleFailed(tenant, "release"))
+              : Effect.catchAll(store.commit({ account, id, amount: units, spend }), () =>
+                  settleFailed(tenant, "commit")
+                )
           )
-        return { tenant, amount: fromUnits(units), commit } satisfies Reservation
-      })
+        })
+      return { tenant, amount: fromUnits(units), settle }
+    }
 
-    const balance = (tenant: TenantId) =>
-      Effect.gen(function* () {
-        const budget = budgetOf(tenant)
-        const now = yield* Clock.currentTimeMillis
-        if (typeof budget === "string") {
-          return {
+    const reserveAt = (tenant: TenantId, amount: number, budget: TenantBudget, now: number) => {
+      const window = windowAt(budget.period ?? "monthly", now)
+      const account = `${tenant}/${window.key}`
+      const id = `${instance}-${(++seq).toString(36)}`
+      const units = reserveUnits(amount)
+      const request: Store.ReserveRequest = {
+        account,
+        id,
+        amount: units,
+        limit: limitUnits(budget.limit),
+        now,
+        expiresAt: now + ttl,
+        accountExpiresAt: window.end + ttl
+      }
+      // A store that failed may still have applied the reservation (its answer was lost): release
+      // the id, best effort, so that a failed reserve leaves nothing behind whenever the store can.
+      const reserved = Effect.catchAll(store.reserve(request), (error) =>
+        Effect.zipRight(Effect.ignore(store.release({ account, id })), Effect.fail(error))
+      )
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(reserved, (outcome): Effect.Effect<Reservation, BudgetExceeded> => {
+          if (outcome._tag === "Rejected") {
+            return Effect.fail(
+              new BudgetExceeded({
+                tenant,
+                limit: budget.limit,
+                committed: fromUnits(outcome.committed),
+                reserved: fromUnits(outcome.reserved),
+                requested: amount
+              })
+            )
+          }
+          const reservation = makeReservation(tenant, account, id, units)
+          // Interrupted while the store answered (and the caller is interruptible): give the
+          // amount back before the interruption propagates.
+          return Effect.matchCauseEffect(restore(Effect.void), {
+            onFailure: (cause) => Effect.zipRight(reservation.settle(0), Effect.failCause(cause)),
+            onSuccess: () => Effect.succeed(reservation)
+          })
+        })
+      )
+    }
+
+    const reserve = (tenant: TenantId, amount: number): Effect.Effect<Reservation, BudgetExceeded | StoreError> => {
+      if (!(amount >= 0)) return Effect.dieMessage(`Budgets.reserve: amount must be ≥ 0, got ${amount}`)
+      const budget = budgetOf(tenant)
+      if (budget === "unlimited") return Effect.succeed(settledReservation(tenant, amount))
+      if (budget === "reject") {
+        return Effect.fail(new BudgetExceeded({ tenant, limit: 0, committed: 0, reserved: 0, requested: amount }))
+      }
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => reserveAt(tenant, amount, budget, now))
+    }
+
+    const balance = (tenant: TenantId): Effect.Effect<Balance, StoreError> => {
+      const budget = budgetOf(tenant)
+      if (typeof budget === "string")
+        return Effect.succeed(unlimitedBalance(tenant, budget === "unlimited" ? Infinity : 0))
+      const period = budget.period ?? "monthly"
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const window = windowAt(period, now)
+        return Effect.map(
+          store.balance(`${tenant}/${window.key}`, now),
+          (b): Balance => ({
             tenant,
-            limit: budget === "unlimited" ? Infinity : 0,
-            committed: 0,
-            reserved: 0,
-            period: undefined,
-            windowStart: -Infinity,
-            windowEnd: Infinity
-          } satisfies Balance
-        }
-        const period = budget.period ?? "monthly"
-        const window = windowOf(period, now)
-        const b = yield* store.balance(`${tenant}/${window.key}`, now)
-        return {
-          tenant,
-          limit: budget.limit,
-          committed: fromUnits(b.committed),
-          reserved: fromUnits(b.reserved),
-          period,
-          windowStart: window.start,
-          windowEnd: window.end
-        } satisfies Balance
+            limit: budget.limit,
+            committed: fromUnits(b.committed),
+            reserved: fromUnits(b.reserved),
+            period,
+            windowStart: window.start,
+            windowEnd: window.end
+          })
+        )
       })
+    }
 
     return Budgets.of({ reserve, balance })
   })
 
 /**
- * Budgets over the {@link BudgetStore} in the context (the memory store: {@link layerMemory}).
+ * Budgets over the `BudgetStore` in the context (in memory: {@link layerMemory}).
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (options: Options): Layer.Layer<Budgets, GatewayConfigError, BudgetStore> =>
+export const layer = (options: Options): Layer.Layer<Budgets, GatewayConfigError, Store.BudgetStore> =>
   Layer.effect(Budgets, make(options))
 
 /**
- * Budgets in this process's memory.
+ * Budgets in this process's memory (over `BudgetStore.layerMemory`).
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerMemory = (options: Options): Layer.Layer<Budgets, GatewayConfigError> =>
-  Layer.provide(layer(options), layerStoreMemory)
+  Layer.provide(layer(options), Store.layerMemory)
 
 /**
  * Budgets with options read from `Config` (each field may be a `Config`, e.g.
- * `Schema.Config("BUDGETS_TENANTS", …)`), over the {@link BudgetStore} in the context.
+ * `Schema.Config("BUDGETS_TENANTS", …)`), over the `BudgetStore` in the context.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
-): Layer.Layer<Budgets, GatewayConfigError | ConfigError.ConfigError, BudgetStore> =>
+): Layer.Layer<Budgets, GatewayConfigError | ConfigError.ConfigError, Store.BudgetStore> =>
   Layer.effect(Budgets, Effect.flatMap(Config.unwrap(config), make))
 
 /**
- * No limits: reservations always fit (nothing is tracked).
+ * No limits: reservations always fit and nothing is tracked (`settle` does nothing).
  *
  * @since 0.1.0
  * @category Layers
@@ -556,16 +602,7 @@ export const layerConfig = (
 export const layerUnlimited: Layer.Layer<Budgets> = Layer.succeed(
   Budgets,
   Budgets.of({
-    reserve: (tenant, amount) => Effect.succeed(unlimitedReservation(tenant, amount)),
-    balance: (tenant) =>
-      Effect.succeed({
-        tenant,
-        limit: Infinity,
-        committed: 0,
-        reserved: 0,
-        period: undefined,
-        windowStart: -Infinity,
-        windowEnd: Infinity
-      })
+    reserve: (tenant, amount) => Effect.succeed(settledReservation(tenant, amount)),
+    balance: (tenant) => Effect.succeed(unlimitedBalance(tenant, Infinity))
   })
 )

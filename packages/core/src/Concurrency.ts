@@ -8,8 +8,22 @@
  *   pool. A tenant uses its reserved permits first, then the shared pool, up to its `max`.
  *   Saturating one tenant therefore never blocks another tenant's reserved capacity.
  * - Waiting is FIFO: per tenant strictly, and across tenants for the shared pool (the longest
- *   waiter that may use a freed shared permit gets it). The engine bounds every wait by the call's
- *   deadline; an interrupted wait leaves nothing behind.
+ *   waiter that may use a freed shared permit gets it). A freed permit is handed straight to its
+ *   waiter, so nobody can take it in between.
+ * - `acquire` / `acquireTarget` take a permit at once when one is free: one synchronous step, no
+ *   fiber, no timer, no `Scope`. Only a call that must wait forks one timer, which ends the wait at
+ *   the instant `until` (by Effect's `Clock`, so `TestClock` drives it).
+ * - **Tie rule.** The wait covers the instants strictly before `until`: a waiter still queued at
+ *   `until` gets `undefined`, even when a permit is freed at that very instant (it goes to the next
+ *   waiter). Whichever of the two same-instant events runs first, the outcome is the same. The
+ *   engine passes the call's deadline, so a call still queued at its deadline fails there with
+ *   `DeadlineExceeded` (stage `queue`), and a call granted a permit has time left to use it. A
+ *   permit that is free when `acquire` is called is taken whatever `until` says (the fast path
+ *   reads no clock).
+ * - An interrupted wait leaves nothing behind: no waiter, no permit, no timer. To never lose a
+ *   granted permit to an interruption, call `acquire` the way `Effect.Semaphore` is used: inside
+ *   `Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(acquire(...)), (permit) => ...))`
+ *   with `permit.release()` in the exit handler ({@link withPermit} does exactly this).
  * - Memory is bounded by the tenants that hold or wait for a permit: an idle tenant has no state.
  * - Undeclared tenants (the policy chosen here) have no reserved permits and use the shared pool
  *   up to `undeclaredMax` (default: the whole pool). With no shared pool they wait until their
@@ -17,14 +31,43 @@
  *   rejects them before a permit is asked for).
  * - `targets` caps in-flight attempts per target ref, to protect a provider (a self-hosted model).
  *
+ * **Store.** Permits live in process memory; no `PermitStore` exists yet (so there is no `layer`
+ * needing one: `layerMemory`, `layerConfig` and `layerUnbounded` are the layers). The service is
+ * shaped for one: a call does one `acquire` and one `release` per permit, and `acquire` carries
+ * `StoreError` (`store: "permit"`) in its type, so a shared store (Redis) can fail closed through
+ * it. In memory nothing fails.
+ *
  * @since 0.1.0
  */
-import { Config, Context, type Duration, Effect, Layer, Option, Schema } from "effect"
-import type { ConfigError, Scope } from "effect"
+import { Config, Context, Effect, Layer, Schema } from "effect"
+import type { ConfigError } from "effect"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
+import type { StoreError } from "./Errors.js"
 import { Permits } from "./internal/permits.js"
 import { TenantId } from "./ModelCommand.js"
 import type { TargetRef } from "./ModelTarget.js"
+
+/**
+ * A held permit. `release` is synchronous and idempotent: the first call gives the permit back (to
+ * the next waiter, if any), later calls do nothing.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export interface Permit {
+  readonly release: () => void
+}
+
+/**
+ * The permit of an uncapped target (and of {@link layerUnbounded}): holds nothing, releases
+ * nothing. Shared by every call.
+ *
+ * @since 0.2.0
+ * @category Constructors
+ */
+export const noopPermit: Permit = { release: () => {} }
+
+const succeedNoop: Effect.Effect<Permit | undefined> = Effect.succeed(noopPermit)
 
 /**
  * Permits in use and waiters, for monitoring and tests.
@@ -49,19 +92,18 @@ export interface Snapshot {
  */
 export interface Service {
   /**
-   * Waits (FIFO) for a permit of `tenant`; released when the scope closes. Interruptible while
-   * waiting (the caller bounds the wait with its deadline). `capability` (the workflow name) is
-   * informational for now.
+   * Takes a permit of `tenant` now if one is free (no fiber, no timer, no scope); otherwise waits
+   * FIFO until the epoch-ms instant `until` (by Effect's `Clock`, so `TestClock` drives it;
+   * `Infinity` waits without a bound). `undefined` when none came before `until` (see the tie rule
+   * in the module doc). Interrupting the wait leaves nothing behind (no permit held, no waiter
+   * queued). `capability` (the workflow name) is informational for now.
    */
-  readonly acquire: (tenant: TenantId, capability: string) => Effect.Effect<void, never, Scope.Scope>
+  readonly acquire: (tenant: TenantId, capability: string, until: number) => Effect.Effect<Permit | undefined, StoreError>
   /**
-   * Waits at most `maxWait` for a permit of `target` (always `true` for an uncapped target);
-   * `false` when none came in time. Released when the scope closes.
+   * Same for a target's concurrency cap; an uncapped target gets the shared {@link noopPermit} at
+   * once.
    */
-  readonly acquireTarget: (
-    target: TargetRef,
-    maxWait: Duration.DurationInput
-  ) => Effect.Effect<boolean, never, Scope.Scope>
+  readonly acquireTarget: (target: TargetRef, until: number) => Effect.Effect<Permit | undefined, StoreError>
   /** Whether `target` has a concurrency cap (uncapped targets need no permit: the hot path skips it). */
   readonly isCapped: (target: TargetRef) => boolean
   readonly snapshot: Effect.Effect<Snapshot>
@@ -74,15 +116,26 @@ export interface Service {
 export class Concurrency extends Context.Tag("@modelgate/core/Concurrency")<Concurrency, Service>() {}
 
 /**
- * Runs `self` holding a permit of `tenant`.
+ * Runs `self` holding a permit of `tenant`, waiting for one without a bound (interruptible). The
+ * permit is returned when `self` ends, however it ends.
  *
  * @since 0.1.0
  * @category Combinators
  */
 export const withPermit =
   (tenant: TenantId, capability: string) =>
-  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | Concurrency> =>
-    Effect.flatMap(Concurrency, (c) => Effect.scoped(Effect.zipRight(c.acquire(tenant, capability), self)))
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R | Concurrency> =>
+    Effect.flatMap(Concurrency, (c) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(restore(c.acquire(tenant, capability, Number.POSITIVE_INFINITY)), (permit) =>
+          // An unbounded wait ends only with a permit (or an interruption).
+          Effect.ensuring(
+            restore(self),
+            Effect.sync(() => permit?.release())
+          )
+        )
+      )
+    )
 
 const emptySnapshot: Snapshot = {
   inUse: 0,
@@ -94,7 +147,7 @@ const emptySnapshot: Snapshot = {
 }
 
 /**
- * No limit.
+ * No limit: every `acquire` gets the shared {@link noopPermit} at once.
  *
  * @since 0.1.0
  * @category Layers
@@ -102,8 +155,8 @@ const emptySnapshot: Snapshot = {
 export const layerUnbounded: Layer.Layer<Concurrency> = Layer.succeed(
   Concurrency,
   Concurrency.of({
-    acquire: () => Effect.void,
-    acquireTarget: () => Effect.succeed(true),
+    acquire: () => succeedNoop,
+    acquireTarget: () => succeedNoop,
     isCapped: () => false,
     snapshot: Effect.succeed(emptySnapshot)
   })
@@ -215,20 +268,12 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
 // In-memory implementation
 // ---------------------------------------------------------------------------------------------
 
-/** Takes a permit for the rest of the scope; `wait` does the (interruptible) waiting. */
-const hold = (permits: Permits, key: string, wait: (take: Effect.Effect<void>) => Effect.Effect<boolean>) =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(
-      Effect.suspend(() => (permits.tryAcquire(key) ? Effect.succeed(true) : restore(wait(permits.acquire(key))))),
-      (got) =>
-        got
-          ? Effect.as(
-              Effect.addFinalizer(() => Effect.sync(() => permits.release(key))),
-              true
-            )
-          : Effect.succeed(false)
-    )
-  )
+/** The fast path is one synchronous step; only a call that must wait goes to `Permits.wait`. */
+const acquireFrom = (permits: Permits, key: string, until: number): Effect.Effect<Permit | undefined> =>
+  Effect.suspend(() => {
+    const permit = permits.tryTake(key)
+    return permit !== undefined ? Effect.succeed(permit) : permits.wait(key, until)
+  })
 
 /**
  * In-memory permits. Fails with one `GatewayConfigError` listing every problem of `options`.
@@ -257,11 +302,10 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
       targets.set(ref, new Permits({ shared: cap, reservedOf: () => 0, maxOf: () => cap }))
     }
     const service = Concurrency.of({
-      acquire: (tenant) => Effect.asVoid(hold(tenants, tenant, (take) => Effect.as(take, true))),
-      acquireTarget: (target, maxWait) => {
+      acquire: (tenant, _capability, until) => acquireFrom(tenants, tenant, until),
+      acquireTarget: (target, until) => {
         const permits = targets.get(target)
-        if (permits === undefined) return Effect.succeed(true)
-        return hold(permits, target, (take) => Effect.map(Effect.timeoutOption(take, maxWait), Option.isSome))
+        return permits === undefined ? succeedNoop : acquireFrom(permits, target, until)
       },
       isCapped: (target) => targets.has(target),
       snapshot: Effect.sync(() => {

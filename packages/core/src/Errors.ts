@@ -368,3 +368,79 @@ export class ProviderError extends Schema.TaggedError<ProviderError>()("Provider
     return `provider error ${this.kind}${this.httpStatus ? ` (${this.httpStatus})` : ""}${this.detail ? `: ${this.detail}` : ""}`
   }
 }
+
+type FieldsOf<C extends abstract new (...args: never) => unknown> = Omit<
+  ConstructorParameters<C>[0],
+  "callId" | "attempts"
+>
+
+/**
+ * A gateway failure as plain data, before it becomes an error: what the pipeline, the router and
+ * the disposition table pass around. {@link fromFailure} turns it into the typed error once, with
+ * the call id and the attempts, when the call ends with it.
+ *
+ * @since 0.2.0
+ * @category Errors
+ */
+export type Failure =
+  | ({ readonly _tag: "Refusal" } & FieldsOf<typeof Refusal>)
+  | ({ readonly _tag: "RateLimited" } & FieldsOf<typeof RateLimited>)
+  | ({ readonly _tag: "ProviderUnavailable" } & FieldsOf<typeof ProviderUnavailable>)
+  | ({ readonly _tag: "InvalidOutput" } & FieldsOf<typeof InvalidOutput>)
+  | ({ readonly _tag: "InvalidRequest" } & FieldsOf<typeof InvalidRequest>)
+  | ({ readonly _tag: "ProviderRejected" } & FieldsOf<typeof ProviderRejected>)
+  | ({ readonly _tag: "PolicyViolation" } & FieldsOf<typeof PolicyViolation>)
+  | ({ readonly _tag: "AmbiguousOutcome" } & FieldsOf<typeof AmbiguousOutcome>)
+  | ({ readonly _tag: "BudgetExceeded" } & FieldsOf<typeof BudgetExceeded>)
+  | ({ readonly _tag: "DeadlineExceeded" } & FieldsOf<typeof DeadlineExceeded>)
+  | ({ readonly _tag: "NoEligibleRoute" } & FieldsOf<typeof NoEligibleRoute>)
+  | ({ readonly _tag: "StoreError" } & FieldsOf<typeof StoreError>)
+
+/**
+ * What an error knows about the call it ended.
+ *
+ * @since 0.2.0
+ * @category Errors
+ */
+export interface CallContext {
+  readonly callId?: CallId | undefined
+  readonly attempts?: ReadonlyArray<AttemptRecord> | undefined
+}
+
+/**
+ * The one place gateway errors are made: a {@link Failure} plus the call it ended. Fields were
+ * checked where the failure was described, so the constructor does not validate them again.
+ *
+ * @since 0.2.0
+ * @category Errors
+ */
+export const fromFailure = (failure: Failure, call: CallContext): GatewayError => {
+  const props = { callId: call.callId, attempts: call.attempts ?? [] }
+  const unchecked = { disableValidation: true }
+  switch (failure._tag) {
+    case "Refusal":
+      return new Refusal({ ...failure, ...props }, unchecked)
+    case "RateLimited":
+      return new RateLimited({ ...failure, ...props }, unchecked)
+    case "ProviderUnavailable":
+      return new ProviderUnavailable({ ...failure, ...props }, unchecked)
+    case "InvalidOutput":
+      return new InvalidOutput({ ...failure, ...props }, unchecked)
+    case "InvalidRequest":
+      return new InvalidRequest({ ...failure, ...props }, unchecked)
+    case "ProviderRejected":
+      return new ProviderRejected({ ...failure, ...props }, unchecked)
+    case "PolicyViolation":
+      return new PolicyViolation({ ...failure, ...props }, unchecked)
+    case "AmbiguousOutcome":
+      return new AmbiguousOutcome({ ...failure, ...props }, unchecked)
+    case "BudgetExceeded":
+      return new BudgetExceeded({ ...failure, ...props }, unchecked)
+    case "DeadlineExceeded":
+      return new DeadlineExceeded({ ...failure, ...props }, unchecked)
+    case "NoEligibleRoute":
+      return new NoEligibleRoute({ ...failure, ...props }, unchecked)
+    case "StoreError":
+      return new StoreError({ ...failure, ...props }, unchecked)
+  }
+}

@@ -18,10 +18,28 @@
  * When it is empty a call goes straight to its fallback, or fails fast with its last error, and its
  * evidence says `retryBudgetExhausted`.
  *
+ * **Store errors.** Breaker states live in the `BreakerStore` (module `BreakerStore`); health
+ * records and the retry budget stay in process memory. When the store cannot answer:
+ *
+ * - admission fails closed: `isOpen` and `tryAcquire` fail with the store's `StoreError`
+ *   (`store: "breaker"`), so no attempt starts on a route whose breaker cannot be read;
+ * - bookkeeping after a provider answered never discards the answer: `record` and `release` do not
+ *   fail. The failure is logged (route and operation only) and counted in
+ *   `metrics.breakerStoreFailures`; the attempt's health sample is still kept. A probe slot whose
+ *   release was lost is freed after one cool-down, like any probe that never reports;
+ * - `onFirstAttempt` and `tryRetry` touch no store and cannot fail; `snapshot` and `snapshotAll`
+ *   read the store and fail with its `StoreError`.
+ *
+ * **Layers.** `layer(config?)` needs a `BreakerStore`; `layerMemory(config?)`, `layerConfig(config)`
+ * and `layerJson(json)` keep breakers in memory; `layerNoop` turns health off.
+ *
  * @since 0.1.0
  */
 import { Clock, Context, Duration, Effect, Layer, Metric, Option, ParseResult, Schema } from "effect"
+import type { Config, ConfigError } from "effect"
+import * as Store from "./BreakerStore.js"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
+import type { StoreError } from "./Errors.js"
 import * as Breaker from "./internal/breaker.js"
 import { Kind, RouteWindow } from "./internal/healthWindow.js"
 import { RetryBudget } from "./internal/healthRetryBudget.js"
@@ -172,21 +190,30 @@ export interface Service {
    * True when the route may not be tried now: its breaker is open, or half-open with every probe
    * slot taken (the router excludes it with `BREAKER_OPEN`).
    */
-  readonly isOpen: (target: ModelTarget) => Effect.Effect<boolean>
-  /** Called right before an attempt; false when the route may not be tried now (no probe slot left). */
-  readonly tryAcquire: (target: ModelTarget) => Effect.Effect<boolean>
-  /** Gives back what `tryAcquire` took for an attempt that will never `record` (it was cancelled). */
+  readonly isOpen: (target: ModelTarget) => Effect.Effect<boolean, StoreError>
+  /**
+   * Called right before an attempt; false when the route may not be tried now (no probe slot left).
+   * Fails closed with the store's error.
+   */
+  readonly tryAcquire: (target: ModelTarget) => Effect.Effect<boolean, StoreError>
+  /**
+   * Gives back what `tryAcquire` took for an attempt that will never `record` (it was cancelled).
+   * Never fails: a store failure is logged and counted.
+   */
   readonly release: (target: ModelTarget) => Effect.Effect<void>
-  /** Called after every attempt that was started (not for attempts cut by caller cancellation). */
+  /**
+   * Called after every attempt that was started (not for attempts cut by caller cancellation).
+   * Never fails: a store failure is logged and counted, the health sample is kept.
+   */
   readonly record: (target: ModelTarget, signal: AttemptSignal) => Effect.Effect<void>
-  /** Called for every first attempt of a call (feeds the retry budget). */
+  /** Called for every first attempt of a call (feeds the retry budget; in process, no store). */
   readonly onFirstAttempt: Effect.Effect<void>
-  /** Takes one retry from the process-wide retry budget; false when exhausted. */
+  /** Takes one retry from the process-wide retry budget; false when exhausted (in process, no store). */
   readonly tryRetry: Effect.Effect<boolean>
   /** Health of one route (by target ref); `None` when nothing is known about it. */
-  readonly snapshot: (route: string) => Effect.Effect<Option.Option<RouteHealth>>
+  readonly snapshot: (route: string) => Effect.Effect<Option.Option<RouteHealth>, StoreError>
   /** Health of every route with a health record, least recently used first. */
-  readonly snapshotAll: Effect.Effect<ReadonlyArray<RouteHealth>>
+  readonly snapshotAll: Effect.Effect<ReadonlyArray<RouteHealth>, StoreError>
   /** State of the retry budget. */
   readonly retryBudget: Effect.Effect<RetryBudgetSnapshot>
 }
@@ -198,83 +225,55 @@ export interface Service {
 export class Health extends Context.Tag("@modelgate/core/Health")<Health, Service>() {}
 
 // ---------------------------------------------------------------------------------------------
-// Breaker store
+// Deprecated store aliases (module BreakerStore)
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Stored state of a breaker that is open or half-open (a closed breaker has no entry).
- *
+ * @deprecated Use `BreakerStore.BreakerState` (module `BreakerStore`). Kept for one release.
  * @since 0.1.0
- * @category Models
+ * @category Store
  */
-export const BreakerState = Schema.Struct({
-  status: Schema.Literal("open", "half_open"),
-  /** Instant (epoch ms) it opened, or its cool-down ended. */
-  since: Schema.Number,
-  /** Probes granted and not yet reported. */
-  probes: Schema.Number,
-  probeSuccesses: Schema.Number,
-  /** Instant the last probe was granted. */
-  lastProbeAt: Schema.Number
-})
-/** @since 0.1.0 */
-export type BreakerState = typeof BreakerState.Type
+export const BreakerState: typeof Store.BreakerState = Store.BreakerState
+/**
+ * @deprecated Use `BreakerStore.BreakerState` (module `BreakerStore`). Kept for one release.
+ * @since 0.1.0
+ * @category Store
+ */
+export type BreakerState = Store.BreakerState
 
 /**
- * Where breaker states live. The in-memory store serves one process; a shared store (Redis) lets
- * every gateway process see the same breakers.
- *
+ * @deprecated Use `BreakerStore.Service` (module `BreakerStore`). Kept for one release.
  * @since 0.1.0
- * @category Models
+ * @category Store
  */
-export interface BreakerStoreService {
-  /** The state of `route`; `undefined` for a closed breaker. */
-  readonly get: (route: string) => Effect.Effect<BreakerState | undefined>
-  /**
-   * Atomically replaces the state of `route` with the second element of `f(current)` (`undefined`
-   * removes it) and returns the first. `f` is pure and may run more than once: a shared store
-   * implements this as compare-and-set with retry (e.g. `WATCH`/`MULTI`, or a Lua script).
-   */
-  readonly modify: <A>(
-    route: string,
-    f: (current: BreakerState | undefined) => readonly [A, BreakerState | undefined]
-  ) => Effect.Effect<A>
-}
+export type BreakerStoreService = Store.Service
 
 /**
+ * @deprecated Use `BreakerStore.BreakerStore` (module `BreakerStore`). Kept for one release.
  * @since 0.1.0
- * @category Context
+ * @category Store
  */
-export class BreakerStore extends Context.Tag("@modelgate/core/Health/BreakerStore")<
-  BreakerStore,
-  BreakerStoreService
->() {}
+export const BreakerStore: typeof Store.BreakerStore = Store.BreakerStore
+/**
+ * @deprecated Use `BreakerStore.BreakerStore` (module `BreakerStore`). Kept for one release.
+ * @since 0.1.0
+ * @category Store
+ */
+export type BreakerStore = Store.BreakerStore
 
 /**
- * An in-memory breaker store. Holds only open and half-open breakers.
- *
+ * @deprecated Use `BreakerStore.makeMemory`. Kept for one release.
  * @since 0.1.0
- * @category Constructors
+ * @category Store
  */
-export const makeBreakerStoreMemory: Effect.Effect<BreakerStoreService> = Effect.sync(() => {
-  const states = new Map<string, BreakerState>()
-  return BreakerStore.of({
-    get: (route) => Effect.sync(() => states.get(route)),
-    modify: (route, f) =>
-      Effect.sync(() => {
-        const [a, next] = f(states.get(route))
-        if (next === undefined) states.delete(route)
-        else states.set(route, next)
-        return a
-      })
-  })
-})
+export const makeBreakerStoreMemory: Effect.Effect<Store.Service> = Store.makeMemory
 
 /**
+ * @deprecated Use `BreakerStore.layerMemory`. Kept for one release.
  * @since 0.1.0
- * @category Layers
+ * @category Store
  */
-export const layerBreakerStoreMemory: Layer.Layer<BreakerStore> = Layer.effect(BreakerStore, makeBreakerStoreMemory)
+export const layerBreakerStoreMemory: Layer.Layer<Store.BreakerStore> = Store.layerMemory
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -351,7 +350,7 @@ export class RetryBudgetSettings extends Schema.Class<RetryBudgetSettings>(
 }) {}
 
 /**
- * Configuration of {@link layer}. Every field has a default; `targets` overrides breaker settings
+ * Configuration of {@link layer} and {@link layerMemory}. Every field has a default; `targets` overrides breaker settings
  * per target ref.
  *
  * @since 0.1.0
@@ -517,7 +516,9 @@ export const decode = (input: unknown): Effect.Effect<HealthConfig, GatewayConfi
 
 /**
  * Metrics of route health. `breakerState` (tagged `route`) is 0 closed, 1 half-open, 2 open and is
- * set on every transition; `breakerTransitions` is tagged `route`, `from`, `to`.
+ * set on every transition; `breakerTransitions` is tagged `route`, `from`, `to`;
+ * `breakerStoreFailures` (tagged `operation`: `record` or `release`) counts bookkeeping the breaker
+ * store could not do.
  *
  * @since 0.1.0
  * @category Metrics
@@ -532,6 +533,10 @@ export const metrics = {
   }),
   retryBudgetRejections: Metric.counter("modelgate_retry_budget_rejections_total", {
     description: "Retries refused because the process-wide retry budget was exhausted",
+    incremental: true
+  }),
+  breakerStoreFailures: Metric.counter("modelgate.breaker.store_failures", {
+    description: "Breaker bookkeeping (record or release) the breaker store could not do",
     incremental: true
   })
 } as const
@@ -553,8 +558,8 @@ interface Transition {
 
 /** The transitions between `before` and `after`, with an open breaker's cool-down end in between. */
 const transitionsOf = (
-  before: BreakerState | undefined,
-  after: BreakerState | undefined,
+  before: Store.BreakerState | undefined,
+  after: Store.BreakerState | undefined,
   now: number,
   rules: Breaker.Rules
 ): ReadonlyArray<Transition> => {
@@ -568,6 +573,13 @@ const transitionsOf = (
   return out
 }
 
+/** Bookkeeping the store could not do: logged with route and operation only, and counted. */
+const storeFailed = (route: string, operation: "record" | "release") =>
+  Effect.zipRight(
+    Metric.increment(Metric.tagged(metrics.breakerStoreFailures, "operation", operation)),
+    Effect.annotateLogs(Effect.logWarning("breaker store failed; breaker bookkeeping skipped"), { route, operation })
+  )
+
 /**
  * Builds the service with breaker states in the `BreakerStore` from the context. Fails with a
  * `GatewayConfigError` listing every invalid setting.
@@ -579,7 +591,7 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
   Effect.gen(function* () {
     const problems = validate(config)
     if (problems.length > 0) return yield* new GatewayConfigError({ problems })
-    const store = yield* BreakerStore
+    const store = yield* Store.BreakerStore
     const windowMs = Duration.toMillis(config.window.duration)
     const samples = config.window.samples
     const defaults = resolve(config.breaker, undefined)
@@ -658,9 +670,9 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
       route: string,
       now: number,
       rules: Resolved,
-      f: (s: BreakerState | undefined) => readonly [A, BreakerState | undefined],
+      f: (s: Store.BreakerState | undefined) => readonly [A, Store.BreakerState | undefined],
       reason?: TripReason
-    ): Effect.Effect<A> =>
+    ): Effect.Effect<A, StoreError> =>
       Effect.flatMap(
         store.modify(route, (before) => {
           const [a, after] = f(before)
@@ -684,7 +696,7 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
       return signal.outcome === "success" ? Kind.success : Kind.neutral
     }
 
-    const isOpen = (target: ModelTarget): Effect.Effect<boolean> => {
+    const isOpen = (target: ModelTarget): Effect.Effect<boolean, StoreError> => {
       const rules = settingsFor(target.ref)
       if (!rules.enabled) return Effect.succeed(false)
       return Effect.flatMap(store.get(target.ref), (s) =>
@@ -694,7 +706,7 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
       )
     }
 
-    const tryAcquire = (target: ModelTarget): Effect.Effect<boolean> => {
+    const tryAcquire = (target: ModelTarget): Effect.Effect<boolean, StoreError> => {
       const rules = settingsFor(target.ref)
       if (!rules.enabled) return Effect.succeed(true)
       return Effect.flatMap(store.get(target.ref), (s) =>
@@ -709,12 +721,15 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
     const release = (target: ModelTarget): Effect.Effect<void> => {
       const rules = settingsFor(target.ref)
       if (!rules.enabled) return Effect.void
-      return Effect.flatMap(store.get(target.ref), (s) =>
-        s === undefined
-          ? Effect.void
-          : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              transit(target.ref, now, rules, (cur) => [undefined, Breaker.release(cur, now, rules)] as const)
-            )
+      return Effect.catchAll(
+        Effect.flatMap(store.get(target.ref), (s) =>
+          s === undefined
+            ? Effect.void
+            : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                transit(target.ref, now, rules, (cur) => [undefined, Breaker.release(cur, now, rules)] as const)
+              )
+        ),
+        () => storeFailed(target.ref, "release")
       )
     }
 
@@ -753,21 +768,24 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
         if (!rules.enabled) return Effect.void
         const result: Breaker.Result = kind === Kind.success ? "success" : kind === Kind.neutral ? "neutral" : "failure"
         const reason = result === "failure" ? tripReason(w, now, rules) : undefined
-        return Effect.flatMap(store.get(ref), (s) =>
-          // The hot path: a closed breaker that stays closed touches nothing in the store.
-          s === undefined && reason === undefined
-            ? Effect.void
-            : transit(
-                ref,
-                now,
-                rules,
-                (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)],
-                reason
-              )
+        return Effect.catchAll(
+          Effect.flatMap(store.get(ref), (s) =>
+            // The hot path: a closed breaker that stays closed only reads the store.
+            s === undefined && reason === undefined
+              ? Effect.void
+              : transit(
+                  ref,
+                  now,
+                  rules,
+                  (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)],
+                  reason
+                )
+          ),
+          () => storeFailed(ref, "record")
         )
       })
 
-    const snapshotOf = (route: string, now: number, s: BreakerState | undefined): RouteHealth | undefined => {
+    const snapshotOf = (route: string, now: number, s: Store.BreakerState | undefined): RouteHealth | undefined => {
       const w = windows.get(route)
       if (w === undefined && s === undefined) return undefined
       const rules = settingsFor(route)
@@ -838,33 +856,56 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
   })
 
 /**
- * Breakers, health records and the retry budget in memory. Fails with a `GatewayConfigError`
- * listing every invalid setting, so the application does not start.
+ * Breakers, health records and the retry budget, with breaker states in the `BreakerStore` from the
+ * context (e.g. a shared store, so that every process sees the same breakers). Fails with a
+ * `GatewayConfigError` listing every invalid setting, so the application does not start.
+ *
+ * Before 0.2.0 `layer` kept breakers in memory: that is now {@link layerMemory}.
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (config?: HealthConfig): Layer.Layer<Health, GatewayConfigError> =>
-  Layer.effect(Health, make(config)).pipe(Layer.provide(layerBreakerStoreMemory))
-
-/**
- * Like {@link layer}, with breaker states in the `BreakerStore` from the context (e.g. a shared
- * store, so that every process sees the same breakers).
- *
- * @since 0.1.0
- * @category Layers
- */
-export const layerStore = (config?: HealthConfig): Layer.Layer<Health, GatewayConfigError, BreakerStore> =>
+export const layer = (config?: HealthConfig): Layer.Layer<Health, GatewayConfigError, Store.BreakerStore> =>
   Layer.effect(Health, make(config))
 
 /**
- * Decodes the configuration from plain JSON first (all problems listed with their paths).
+ * Like {@link layer}, with breaker states in memory (one process).
+ *
+ * @since 0.2.0
+ * @category Layers
+ */
+export const layerMemory = (config?: HealthConfig): Layer.Layer<Health, GatewayConfigError> =>
+  Layer.provide(layer(config), Store.layerMemory)
+
+/**
+ * Like {@link layerMemory}, with the configuration read from `Config` (e.g.
+ * `Config.succeed(HealthConfig.make({}))`, or a `Config` that decodes one).
+ *
+ * @since 0.2.0
+ * @category Layers
+ */
+export const layerConfig = (
+  config: Config.Config<HealthConfig>
+): Layer.Layer<Health, GatewayConfigError | ConfigError.ConfigError> =>
+  Layer.provide(Layer.effect(Health, Effect.flatMap(config, make)), Store.layerMemory)
+
+/**
+ * @deprecated Use {@link layer} (it needs the `BreakerStore` now). Kept for one release.
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerStore: (config?: HealthConfig) => Layer.Layer<Health, GatewayConfigError, Store.BreakerStore> =
+  layer
+
+/**
+ * Decodes the configuration from plain JSON first (all problems listed with their paths); breakers
+ * in memory.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerJson = (json: unknown): Layer.Layer<Health, GatewayConfigError> =>
-  Layer.effect(Health, Effect.flatMap(decode(json), make)).pipe(Layer.provide(layerBreakerStoreMemory))
+  Layer.provide(Layer.effect(Health, Effect.flatMap(decode(json), make)), Store.layerMemory)
 
 /**
  * Breakers always closed, retry budget unlimited, nothing recorded.

@@ -15,7 +15,7 @@ import { GatewayConfigError, type GatewayError, InvalidOutput } from "./Errors.j
 import * as GatewayConfig from "./GatewayConfig.js"
 import * as HealthModule from "./Health.js"
 import { Health } from "./Health.js"
-import * as engine from "./internal/engine.js"
+import * as engine from "./internal/pipeline.js"
 import { issuesOf } from "./internal/issues.js"
 import * as streaming from "./internal/stream.js"
 import type { ModelCommand } from "./ModelCommand.js"

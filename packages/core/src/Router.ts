@@ -6,8 +6,8 @@
  * @since 0.1.0
  */
 import { Context, Effect, Exit } from "effect"
-import { minimumUsefulOutputTokens } from "./Budgets.js"
-import { InvalidRequest, NoEligibleRoute } from "./Errors.js"
+import { minimumUsefulOutputTokens } from "./Pricing.js"
+import { type Failure, fromFailure, type GatewayError, type StoreError } from "./Errors.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import { Health } from "./Health.js"
 import type { ModelCommand } from "./ModelCommand.js"
@@ -40,7 +40,7 @@ export interface Service {
   readonly resolve: (
     command: ModelCommand,
     mode?: "generate" | "stream"
-  ) => Effect.Effect<Route, NoEligibleRoute | InvalidRequest>
+  ) => Effect.Effect<Route, GatewayError>
 }
 
 /**
@@ -64,7 +64,7 @@ const hasImages = (command: ModelCommand): boolean => {
  * The value of a health check that is already settled (`Effect.succeed`, e.g. breakers off), read
  * without a generator step per target; `undefined` when it must run.
  */
-const settled = (check: Effect.Effect<boolean>): boolean | undefined =>
+const settled = (check: Effect.Effect<boolean, StoreError>): boolean | undefined =>
   Exit.isExit(check) && Exit.isSuccess(check) && typeof check.value === "boolean" ? check.value : undefined
 
 /**
@@ -148,6 +148,135 @@ export const checkTarget = (
 }
 
 /**
+ * What the router needs from route health: whether a target's breaker keeps it out now.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export interface BreakerView {
+  readonly isOpen: (target: ModelTarget) => Effect.Effect<boolean, StoreError>
+}
+
+const storeFailure = (e: StoreError): Failure => ({
+  _tag: "StoreError",
+  store: e.store,
+  operation: e.operation,
+  detail: e.detail
+})
+
+/**
+ * Routes `command` under the compiled `workflows`: the route, or why there is none as a
+ * {@link Failure} (the caller turns it into an error with its call id). Synchronous unless a
+ * breaker check has to wait for its store.
+ *
+ * @since 0.2.0
+ * @category Routing
+ */
+export const decide = (
+  workflows: ReadonlyMap<string, CompiledWorkflow>,
+  breakers: BreakerView,
+  command: ModelCommand,
+  mode: "generate" | "stream"
+): Effect.Effect<Route, Failure> => {
+  const compiled = workflows.get(command.workflow)
+  if (compiled === undefined) {
+    return Effect.fail({ _tag: "InvalidRequest", reason: "unknown_workflow", detail: `no workflow "${command.workflow}"` })
+  }
+  const w = compiled.workflow
+  if (command.regions?.some((r) => !w.regions.includes(r))) {
+    return Effect.fail({
+      _tag: "InvalidRequest",
+      reason: "invalid_command",
+      detail: `regions [${(command.regions ?? []).join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
+    })
+  }
+  let inputTokens: number
+  try {
+    inputTokens = TokenEstimator.estimateInput({
+      messages: command.messages,
+      tools: command.tools,
+      outputJsonSchema: compiled.jsonSchema
+    })
+  } catch {
+    // e.g. tool parameters nested too deep to serialize: refuse the request, never crash
+    return Effect.fail({ _tag: "InvalidRequest", reason: "invalid_command", detail: "the request cannot be measured" })
+  }
+  const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
+  if (inputTokens > limit) {
+    return Effect.fail({
+      _tag: "InvalidRequest",
+      reason: "input_too_large",
+      detail: `~${inputTokens} input tokens exceed the limit of ${limit}`
+    })
+  }
+  // Per target in route order: why it is excluded, else its breaker check (settled answers — breakers
+  // off, or a synchronous store — are read without a fiber step).
+  const targets = compiled.targets
+  const why: Array<{ readonly reason: ExclusionReason; readonly detail: string } | undefined> = []
+  const open: Array<boolean | Effect.Effect<boolean, StoreError>> = []
+  let pending = false
+  for (const target of targets) {
+    const reason = checkTarget(compiled, command, target, inputTokens, mode)
+    why.push(reason)
+    if (reason !== undefined) {
+      open.push(false)
+      continue
+    }
+    const check = breakers.isOpen(target)
+    const value = settled(check)
+    if (value === undefined) pending = true
+    open.push(value ?? check)
+  }
+  const finish = (isOpen: ReadonlyArray<boolean>): Effect.Effect<Route, Failure> => {
+    const eligible: Array<ModelTarget> = []
+    const excluded: Array<ExcludedTarget> = []
+    for (let i = 0; i < targets.length; i++) {
+      const target = targets[i]!
+      const reason = why[i]
+      if (reason !== undefined) {
+        excluded.push(new ExcludedTarget({ target: target.ref, ...reason }, { disableValidation: true }))
+      } else if (isOpen[i]) {
+        excluded.push(
+          new ExcludedTarget(
+            { target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" },
+            { disableValidation: true }
+          )
+        )
+      } else if (!w.allowFallback && eligible.length > 0) {
+        excluded.push(
+          new ExcludedTarget(
+            { target: target.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" },
+            { disableValidation: true }
+          )
+        )
+      } else {
+        eligible.push(target)
+      }
+    }
+    if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded })
+    const decision = new RouteDecision(
+      {
+        workflow: w.name,
+        policyVersion: w.policyVersion,
+        eligible: eligible.map((t) => t.ref),
+        excluded,
+        estimatedInputTokens: inputTokens
+      },
+      { disableValidation: true }
+    )
+    return Effect.succeed({ decision, compiled, targets: eligible, inputTokens })
+  }
+  if (!pending) return finish(open.map((v) => v === true))
+  return Effect.flatMap(
+    Effect.mapError(
+      Effect.all(open.map((v) => (typeof v === "boolean" ? Effect.succeed(v) : v))),
+      storeFailure
+    ),
+    finish
+  )
+}
+
+/**
  * @since 0.1.0
  * @category Constructors
  */
@@ -156,77 +285,6 @@ export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>) =>
     Router.of({
       workflows,
       resolve: (command, mode = "generate") =>
-        Effect.gen(function* () {
-          const compiled = workflows.get(command.workflow)
-          if (compiled === undefined) {
-            return yield* new InvalidRequest({
-              reason: "unknown_workflow",
-              detail: `no workflow "${command.workflow}"`
-            })
-          }
-          const w = compiled.workflow
-          if (command.regions?.some((r) => !w.regions.includes(r))) {
-            return yield* new InvalidRequest({
-              reason: "invalid_command",
-              detail: `regions [${(command.regions ?? []).join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
-            })
-          }
-          const inputTokens = yield* Effect.try({
-            try: () =>
-              TokenEstimator.estimateInput({
-                messages: command.messages,
-                tools: command.tools,
-                outputJsonSchema: compiled.jsonSchema
-              }),
-            // e.g. tool parameters nested too deep to serialize: refuse the request, never crash
-            catch: () => new InvalidRequest({ reason: "invalid_command", detail: "the request cannot be measured" })
-          })
-          const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
-          if (inputTokens > limit) {
-            return yield* new InvalidRequest({
-              reason: "input_too_large",
-              detail: `~${inputTokens} input tokens exceed the limit of ${limit}`
-            })
-          }
-          const eligible: Array<ModelTarget> = []
-          const excluded: Array<ExcludedTarget> = []
-          for (const target of compiled.targets) {
-            const why = checkTarget(compiled, command, target, inputTokens, mode)
-            if (why !== undefined) {
-              excluded.push(new ExcludedTarget({ target: target.ref, ...why }))
-              continue
-            }
-            const breaker = health.isOpen(target)
-            if (settled(breaker) ?? (yield* breaker)) {
-              excluded.push(
-                new ExcludedTarget({ target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" })
-              )
-            } else if (!w.allowFallback && eligible.length > 0) {
-              excluded.push(
-                new ExcludedTarget({
-                  target: target.ref,
-                  reason: "FALLBACK_NOT_ALLOWED",
-                  detail: "workflow disallows fallback"
-                })
-              )
-            } else {
-              eligible.push(target)
-            }
-          }
-          const decision = new RouteDecision(
-            {
-              workflow: w.name,
-              policyVersion: w.policyVersion,
-              eligible: eligible.map((t) => t.ref),
-              excluded,
-              estimatedInputTokens: inputTokens
-            },
-            { disableValidation: true }
-          )
-          if (eligible.length === 0) {
-            return yield* new NoEligibleRoute({ workflow: w.name, excluded })
-          }
-          return { decision, compiled, targets: eligible, inputTokens }
-        })
+        Effect.mapError(decide(workflows, health, command, mode), (failure) => fromFailure(failure, {}))
     })
   )

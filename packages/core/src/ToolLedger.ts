@@ -16,9 +16,21 @@
  *   a later attempt may run it.
  * - `checkReplay(keys)`: before replaying a step whose transcript holds side-effecting calls,
  *   refuses (typed) unless every one of them has a completed-effect record.
- * - The {@link ToolLedgerStore} is a seam: memory now; a durable store (SQL row with a unique key,
- *   Redis `SET NX`) later with the same atomic `claim`. Results are stored in their encoded (JSON)
- *   form through the tool's result Schema, so the memory store behaves like a durable one.
+ * - The store is the `ToolLedgerStore` seam (module `ToolLedgerStore`): memory now; a durable
+ *   store (SQL row with a unique key, Redis `SET NX`) later with the same atomic `claim`. Results
+ *   are stored in their encoded (JSON) form through the tool's result Schema, so the memory store
+ *   behaves like a durable one.
+ *
+ * What a store error does to a call (fail closed, `StoreError` with `store: "ledger"`)
+ *
+ * - The claim cannot be recorded: `runOnce` fails with `StoreError` and the tool does not run.
+ * - The tool ran but its result cannot be stored: `runOnce` fails with `StoreError` (a result is
+ *   handed back only once stored). The claim stays `started`, so the key is in doubt and the tool
+ *   is never run again for it.
+ * - The tool failed (typed) and its claim cannot be dropped: `runOnce` fails with the tool's own
+ *   error and the release failure is logged (tool and operation only). The key stays in doubt:
+ *   a retry is refused rather than run twice.
+ * - `checkReplay`, `record` and `records` fail with `StoreError` when the store cannot answer.
  *
  * @example
  * ```ts
@@ -28,8 +40,20 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Effect, Exit, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Exit, Layer, type Option, Schema } from "effect"
+import type { StoreError } from "./Errors.js"
 import { ToolDefinition } from "./ModelCommand.js"
+import * as Store from "./ToolLedgerStore.js"
+import { type IdempotencyKey, ToolRecord } from "./ToolLedgerStore.js"
+
+/**
+ * `IdempotencyKey` (the stored key of one tool call) and `ToolRecord` (what the ledger knows of
+ * one side-effecting call) are defined with the store, in module `ToolLedgerStore`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export { IdempotencyKey, ToolRecord } from "./ToolLedgerStore.js"
 
 // ---------------------------------------------------------------------------------------------
 // Tools and keys
@@ -126,16 +150,6 @@ export interface ToolInfo {
 }
 
 /**
- * The stable idempotency key of one tool call, as stored.
- *
- * @since 0.1.0
- * @category Models
- */
-export const IdempotencyKey = Schema.String.pipe(Schema.brand("@modelgate/core/ToolLedger/IdempotencyKey"))
-/** @since 0.1.0 */
-export type IdempotencyKey = typeof IdempotencyKey.Type
-
-/**
  * Where a tool call sits in an agent run.
  *
  * @since 0.1.0
@@ -187,7 +201,7 @@ export const idempotencyKey = (runId: string, step: number, tool: string, index 
   if (!Number.isInteger(step) || step < 0) throw new Error(`step must be an integer ≥ 0, got ${step}`)
   if (!Number.isInteger(index) || index < 0) throw new Error(`index must be an integer ≥ 0, got ${index}`)
   const base = `tool/v1/${encodeURIComponent(runId)}/${step}/${encodeURIComponent(tool)}`
-  return IdempotencyKey.make(index === 0 ? base : `${base}/${index}`)
+  return Store.IdempotencyKey.make(index === 0 ? base : `${base}/${index}`)
 }
 
 /**
@@ -209,26 +223,6 @@ export const key = <A, I>(tool: Tool<A, I>, ref: StepRef): CallKey<A, I> => ({
 // ---------------------------------------------------------------------------------------------
 
 /**
- * What the ledger knows of one side-effecting call. `started` without `completed` is in doubt.
- *
- * @since 0.1.0
- * @category Models
- */
-export class ToolRecord extends Schema.Class<ToolRecord>("@modelgate/core/ToolLedger/ToolRecord")({
-  key: IdempotencyKey,
-  runId: Schema.String,
-  step: Schema.Int,
-  index: Schema.Int,
-  tool: Schema.String,
-  status: Schema.Literal("started", "completed"),
-  /** Clock millis the claim was taken. */
-  startedAt: Schema.Number,
-  completedAt: Schema.optional(Schema.Number),
-  /** The result in its encoded (JSON) form; set once completed. */
-  result: Schema.optional(Schema.Unknown)
-}) {}
-
-/**
  * A step (or one call) may not be replayed: a side-effecting call has no completed-effect record.
  *
  * - `missing`: the ledger never saw the call, so nothing proves whether it ran.
@@ -239,7 +233,7 @@ export class ToolRecord extends Schema.Class<ToolRecord>("@modelgate/core/ToolLe
  * @category Errors
  */
 export class ToolReplayRefused extends Schema.TaggedError<ToolReplayRefused>()("ToolReplayRefused", {
-  key: IdempotencyKey,
+  key: Store.IdempotencyKey,
   runId: Schema.String,
   step: Schema.Int,
   tool: Schema.String,
@@ -259,86 +253,48 @@ export class ToolReplayRefused extends Schema.TaggedError<ToolReplayRefused>()("
  * @category Errors
  */
 export class ToolResultUndecodable extends Schema.TaggedError<ToolResultUndecodable>()("ToolResultUndecodable", {
-  key: IdempotencyKey,
+  key: Store.IdempotencyKey,
   tool: Schema.String,
   detail: Schema.String
 }) {}
 
 // ---------------------------------------------------------------------------------------------
-// Store
+// Deprecated store aliases (module ToolLedgerStore)
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Result of {@link ToolLedgerStore.claim}.
- *
+ * @deprecated Use `ToolLedgerStore.ClaimOutcome`. Kept for one release.
  * @since 0.1.0
  * @category Store
  */
-export type ClaimOutcome = { readonly _tag: "Claimed" } | { readonly _tag: "Existing"; readonly record: ToolRecord }
+export type ClaimOutcome = Store.ClaimOutcome
 
 /**
- * Persistence of tool records. `claim` must be atomic per key (a unique-key insert, `SET NX`);
- * `complete` must be durable before it returns, since the result is handed to the caller only
- * after it.
- *
+ * @deprecated Use `ToolLedgerStore.ToolLedgerStore` (module `ToolLedgerStore`). Kept for one release.
  * @since 0.1.0
  * @category Store
  */
-export interface ToolLedgerStore {
-  /** Inserts `record` (status `started`) if the key is free, else returns the existing record. */
-  readonly claim: (record: ToolRecord) => Effect.Effect<ClaimOutcome>
-  /** Marks a claimed key completed with its encoded result. */
-  readonly complete: (key: IdempotencyKey, result: unknown, completedAt: number) => Effect.Effect<void>
-  /** Drops a claim whose tool definitely did not take effect (a typed failure). */
-  readonly release: (key: IdempotencyKey) => Effect.Effect<void>
-  readonly get: (key: IdempotencyKey) => Effect.Effect<Option.Option<ToolRecord>>
-  /** Every record of a run, in claim order. */
-  readonly list: (runId: string) => Effect.Effect<ReadonlyArray<ToolRecord>>
-}
-
+export const ToolLedgerStore: typeof Store.ToolLedgerStore = Store.ToolLedgerStore
 /**
- * @since 0.1.0
- * @category Context
- */
-export const ToolLedgerStore: Context.Tag<ToolLedgerStore, ToolLedgerStore> = Context.GenericTag<ToolLedgerStore>(
-  "@modelgate/core/ToolLedger/ToolLedgerStore"
-)
-
-/**
- * A store in this process's memory (records live as long as the process).
- *
+ * @deprecated Use `ToolLedgerStore.Service` (module `ToolLedgerStore`). Kept for one release.
  * @since 0.1.0
  * @category Store
  */
-export const makeStoreMemory: Effect.Effect<ToolLedgerStore> = Effect.sync(() => {
-  const records = new Map<string, ToolRecord>()
-  return {
-    claim: (record) =>
-      Effect.sync((): ClaimOutcome => {
-        const existing = records.get(record.key)
-        if (existing !== undefined) return { _tag: "Existing", record: existing }
-        records.set(record.key, record)
-        return { _tag: "Claimed" }
-      }),
-    complete: (key, result, completedAt) =>
-      Effect.sync(() => {
-        const r = records.get(key)
-        if (r !== undefined) records.set(key, new ToolRecord({ ...r, status: "completed", completedAt, result }))
-      }),
-    release: (key) =>
-      Effect.sync(() => {
-        if (records.get(key)?.status === "started") records.delete(key)
-      }),
-    get: (key) => Effect.sync(() => Option.fromNullable(records.get(key))),
-    list: (runId) => Effect.sync(() => [...records.values()].filter((r) => r.runId === runId))
-  }
-})
+export type ToolLedgerStore = Store.Service
 
 /**
+ * @deprecated Use `ToolLedgerStore.makeMemory`. Kept for one release.
  * @since 0.1.0
  * @category Store
  */
-export const layerStoreMemory: Layer.Layer<ToolLedgerStore> = Layer.effect(ToolLedgerStore, makeStoreMemory)
+export const makeStoreMemory: Effect.Effect<Store.Service> = Store.makeMemory
+
+/**
+ * @deprecated Use `ToolLedgerStore.layerMemory`. Kept for one release.
+ * @since 0.1.0
+ * @category Store
+ */
+export const layerStoreMemory: Layer.Layer<Store.ToolLedgerStore> = Store.layerMemory
 
 // ---------------------------------------------------------------------------------------------
 // Service
@@ -352,21 +308,24 @@ export interface Service {
   /**
    * Runs a side-effecting call at most once per key: the first caller runs `effect` and its encoded
    * result is stored before it is returned; later callers get the stored result. Read-only tools
-   * run `effect` every time.
+   * run `effect` every time. Fails with `StoreError` when the claim or the result cannot be
+   * recorded (see the module's notes on store errors).
    */
   readonly runOnce: <A, I, E, R>(
     key: CallKey<A, I>,
     effect: Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, E | ToolReplayRefused | ToolResultUndecodable, R>
+  ) => Effect.Effect<A, E | ToolReplayRefused | ToolResultUndecodable | StoreError, R>
   /**
    * Before replaying a step: succeeds with the completed records of its side-effecting calls, or
    * refuses when one of them has no completed-effect record. Read-only calls are not checked.
    */
-  readonly checkReplay: (keys: ReadonlyArray<KeyInfo>) => Effect.Effect<ReadonlyArray<ToolRecord>, ToolReplayRefused>
+  readonly checkReplay: (
+    keys: ReadonlyArray<KeyInfo>
+  ) => Effect.Effect<ReadonlyArray<ToolRecord>, ToolReplayRefused | StoreError>
   /** The stored record of one call, if any. */
-  readonly record: (key: IdempotencyKey) => Effect.Effect<Option.Option<ToolRecord>>
+  readonly record: (key: IdempotencyKey) => Effect.Effect<Option.Option<ToolRecord>, StoreError>
   /** Every record of a run. */
-  readonly records: (runId: string) => Effect.Effect<ReadonlyArray<ToolRecord>>
+  readonly records: (runId: string) => Effect.Effect<ReadonlyArray<ToolRecord>, StoreError>
 }
 
 /**
@@ -379,12 +338,12 @@ const refused = (key: KeyInfo, reason: "missing" | "in_doubt") =>
   new ToolReplayRefused({ key: key.id, runId: key.runId, step: key.step, tool: key.tool.name, reason })
 
 /**
- * The ledger over the {@link ToolLedgerStore} in the context.
+ * The ledger over the `ToolLedgerStore` in the context.
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const make: Effect.Effect<Service, never, ToolLedgerStore> = Effect.map(ToolLedgerStore, (store) => {
+export const make: Effect.Effect<Service, never, Store.ToolLedgerStore> = Effect.map(Store.ToolLedgerStore, (store) => {
   const replay = <A, I>(key: CallKey<A, I>, record: ToolRecord) =>
     Schema.decodeUnknown(key.tool.result)(record.result).pipe(
       Effect.mapError(
@@ -395,7 +354,7 @@ export const make: Effect.Effect<Service, never, ToolLedgerStore> = Effect.map(T
   const runOnce = <A, I, E, R>(
     key: CallKey<A, I>,
     effect: Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E | ToolReplayRefused | ToolResultUndecodable, R> => {
+  ): Effect.Effect<A, E | ToolReplayRefused | ToolResultUndecodable | StoreError, R> => {
     if (key.tool.kind === "readOnly") return effect
     const encode = Schema.encode(key.tool.result)
     // The claim, the tool and the write of its result form one uninterruptible unit except for the
@@ -403,6 +362,7 @@ export const make: Effect.Effect<Service, never, ToolLedgerStore> = Effect.map(T
     return Effect.uninterruptibleMask((restore) =>
       Effect.gen(function* () {
         const startedAt = yield* Clock.currentTimeMillis
+        // Fail closed: a claim that cannot be recorded fails the call before the tool runs.
         const claim = yield* store.claim(
           new ToolRecord({
             key: key.id,
@@ -421,12 +381,22 @@ export const make: Effect.Effect<Service, never, ToolLedgerStore> = Effect.map(T
         const exit = yield* Effect.exit(restore(effect))
         if (Exit.isSuccess(exit)) {
           const encoded = yield* Effect.orDie(encode(exit.value))
+          // A result that cannot be stored is not handed back; the claim stays and the key is in doubt.
           yield* store.complete(key.id, encoded, yield* Clock.currentTimeMillis)
           return exit.value
         }
         // A typed failure means the tool did not take effect; a defect or an interruption may have
         // happened after it did, so the claim stays and the call is in doubt.
-        if (exit.cause._tag === "Fail") yield* store.release(key.id)
+        if (exit.cause._tag === "Fail") {
+          // If the claim cannot be dropped the key stays in doubt (refused, never run twice); the
+          // caller still gets the tool's own failure.
+          yield* Effect.catchAll(store.release(key.id), () =>
+            Effect.annotateLogs(Effect.logWarning("tool ledger could not drop the claim of a failed tool"), {
+              tool: key.tool.name,
+              operation: "release"
+            })
+          )
+        }
         return yield* exit
       })
     )
@@ -436,11 +406,14 @@ export const make: Effect.Effect<Service, never, ToolLedgerStore> = Effect.map(T
     Effect.forEach(
       keys.filter((k) => k.tool.kind === "sideEffecting"),
       (k) =>
-        Effect.flatMap(store.get(k.id), (found) =>
-          Option.match(found, {
-            onNone: () => Effect.fail(refused(k, "missing")),
-            onSome: (r) => (r.status === "completed" ? Effect.succeed(r) : Effect.fail(refused(k, "in_doubt")))
-          })
+        Effect.flatMap(
+          store.get(k.id),
+          (found): Effect.Effect<ToolRecord, ToolReplayRefused> =>
+            found._tag === "None"
+              ? Effect.fail(refused(k, "missing"))
+              : found.value.status === "completed"
+                ? Effect.succeed(found.value)
+                : Effect.fail(refused(k, "in_doubt"))
         )
     )
 
@@ -448,20 +421,20 @@ export const make: Effect.Effect<Service, never, ToolLedgerStore> = Effect.map(T
 })
 
 /**
- * The ledger over the store in the context (for a durable store later).
+ * The ledger over the `ToolLedgerStore` in the context (in memory: {@link layerMemory}).
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layer: Layer.Layer<ToolLedger, never, ToolLedgerStore> = Layer.effect(ToolLedger, make)
+export const layer: Layer.Layer<ToolLedger, never, Store.ToolLedgerStore> = Layer.effect(ToolLedger, make)
 
 /**
- * The ledger in this process's memory.
+ * The ledger in this process's memory (over `ToolLedgerStore.layerMemory`).
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layerMemory: Layer.Layer<ToolLedger> = Layer.provide(layer, layerStoreMemory)
+export const layerMemory: Layer.Layer<ToolLedger> = Layer.provide(layer, Store.layerMemory)
 
 /**
  * Runs `effect` through the ledger in the context (see {@link Service.runOnce}).
@@ -472,7 +445,7 @@ export const layerMemory: Layer.Layer<ToolLedger> = Layer.provide(layer, layerSt
 export const runOnce = <A, I, E, R>(
   key: CallKey<A, I>,
   effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E | ToolReplayRefused | ToolResultUndecodable, R | ToolLedger> =>
+): Effect.Effect<A, E | ToolReplayRefused | ToolResultUndecodable | StoreError, R | ToolLedger> =>
   Effect.flatMap(ToolLedger, (ledger) => ledger.runOnce(key, effect))
 
 /**
@@ -483,5 +456,5 @@ export const runOnce = <A, I, E, R>(
  */
 export const checkReplay = (
   keys: ReadonlyArray<KeyInfo>
-): Effect.Effect<ReadonlyArray<ToolRecord>, ToolReplayRefused, ToolLedger> =>
+): Effect.Effect<ReadonlyArray<ToolRecord>, ToolReplayRefused | StoreError, ToolLedger> =>
   Effect.flatMap(ToolLedger, (ledger) => ledger.checkReplay(keys))

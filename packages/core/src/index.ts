@@ -6,6 +6,8 @@
 
 /** @since 0.1.0 */
 export * as Budgets from "./Budgets.js"
+/** @since 0.2.0 */
+export * as BudgetStore from "./BudgetStore.js"
 /** @since 0.1.0 */
 export * as CallRecorder from "./CallRecorder.js"
 /** @since 0.1.0 */
@@ -42,5 +44,7 @@ export * as Telemetry from "./Telemetry.js"
 export * as TokenEstimator from "./TokenEstimator.js"
 /** @since 0.1.0 */
 export * as ToolLedger from "./ToolLedger.js"
+/** @since 0.2.0 */
+export * as ToolLedgerStore from "./ToolLedgerStore.js"
 /** @since 0.1.0 */
 export * as Workflow from "./Workflow.js"

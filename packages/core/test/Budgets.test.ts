@@ -1,7 +1,23 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Budgets from "@modelgate/core/Budgets"
+import * as BudgetStore from "@modelgate/core/BudgetStore"
+import { StoreError } from "@modelgate/core/Errors"
 import { TenantId } from "@modelgate/core/ModelCommand"
-import { ConfigProvider, Effect, Exit, Fiber, Layer, Schema, Scope, TestClock } from "effect"
+import {
+  Clock,
+  ConfigProvider,
+  Effect,
+  Exit,
+  Fiber,
+  HashMap,
+  Layer,
+  Logger,
+  Metric,
+  Option,
+  Ref,
+  Schema,
+  TestClock
+} from "effect"
 
 const acme = TenantId.make("acme")
 const globex = TenantId.make("globex")
@@ -19,37 +35,52 @@ const balanceUnits = (tenant: TenantId) =>
 const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
 
+/** Reserves and releases at once: succeeds when `amount` fits. */
+const fits = (b: Budgets.Service, tenant: TenantId, amount: number) =>
+  Effect.flatMap(b.reserve(tenant, amount), (r) => r.settle(0))
+
+/** Reserves and commits `spend` at once. */
+const spend = (b: Budgets.Service, tenant: TenantId, amount: number, actual: number) =>
+  Effect.flatMap(b.reserve(tenant, amount), (r) => r.settle(actual))
+
+const storeError = (operation: string) => new StoreError({ store: "budget", operation, detail: "connection refused" })
+
 describe("Budgets (memory)", () => {
-  it.effect("commit turns at most the reservation into spend and refunds the rest", () =>
+  it.effect("settle turns at most the reservation into spend and refunds the rest", () =>
     Effect.gen(function* () {
       const b = yield* budgets
-      yield* Effect.scoped(
-        Effect.gen(function* () {
-          const r = yield* b.reserve(acme, 3)
-          assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 0, reserved: units(3) })
-          yield* r.commit(1.25)
-          // idempotent: only the first settlement counts
-          yield* r.commit(2)
-        })
-      )
+      const r = yield* b.reserve(acme, 3)
+      assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 0, reserved: units(3) })
+      yield* r.settle(1.25)
+      // idempotent: only the first settlement counts
+      yield* r.settle(2)
+      yield* r.settle(0)
       assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(1.25), reserved: 0 })
       // spend above the reservation is capped at the reservation
-      yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 2), (r) => r.commit(50)))
+      yield* spend(b, acme, 2, 50)
+      assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(3.25), reserved: 0 })
+      // settle(0) releases
+      const released = yield* b.reserve(acme, 5)
+      yield* released.settle(0)
       assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(3.25), reserved: 0 })
     }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
   )
 
-  it.effect("leaving the scope without a commit releases everything, also on failure and interruption", () =>
-    Effect.gen(function* () {
-      const b = yield* budgets
-      yield* Effect.scoped(b.reserve(acme, 4))
-      yield* Effect.exit(Effect.scoped(Effect.zipRight(b.reserve(acme, 4), Effect.fail("boom"))))
-      const fiber = yield* Effect.fork(Effect.scoped(Effect.zipRight(b.reserve(acme, 4), Effect.never)))
-      yield* TestClock.adjust(10)
-      assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 0, reserved: units(4) })
-      yield* Fiber.interrupt(fiber)
-      assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 0, reserved: 0 })
-    }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
+  it.effect(
+    "reserveScoped: leaving the scope without a settle releases everything, also on failure and interruption",
+    () =>
+      Effect.gen(function* () {
+        yield* Effect.scoped(Budgets.reserveScoped(acme, 4))
+        yield* Effect.exit(Effect.scoped(Effect.zipRight(Budgets.reserveScoped(acme, 4), Effect.fail("boom"))))
+        const fiber = yield* Effect.fork(Effect.scoped(Effect.zipRight(Budgets.reserveScoped(acme, 4), Effect.never)))
+        yield* TestClock.adjust(10)
+        assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 0, reserved: units(4) })
+        yield* Fiber.interrupt(fiber)
+        assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 0, reserved: 0 })
+        // a settle inside the scope is the one that counts; closing the scope adds nothing
+        yield* Effect.scoped(Effect.flatMap(Budgets.reserveScoped(acme, 4), (r) => r.settle(1.5)))
+        assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(1.5), reserved: 0 })
+      }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
   )
 
   it.effect(
@@ -57,59 +88,68 @@ describe("Budgets (memory)", () => {
     () =>
       Effect.gen(function* () {
         const b = yield* budgets
-        yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 4), (r) => r.commit(4)))
-        const exit = yield* Effect.scoped(
-          Effect.gen(function* () {
-            yield* b.reserve(acme, 3)
-            return yield* Effect.exit(b.reserve(acme, 3.5))
-          })
-        )
+        yield* spend(b, acme, 4, 4)
+        const held = yield* b.reserve(acme, 3)
+        const exit = yield* Effect.exit(b.reserve(acme, 3.5))
+        yield* held.settle(0)
         const error = failureOf(exit)
-        assert.strictEqual(error?._tag, "BudgetExceeded")
         assert.deepStrictEqual(
-          error && {
-            tenant: error.tenant,
-            limit: error.limit,
-            committed: error.committed,
-            reserved: error.reserved,
-            requested: error.requested
-          },
+          error?._tag === "BudgetExceeded"
+            ? {
+                tenant: error.tenant,
+                limit: error.limit,
+                committed: error.committed,
+                reserved: error.reserved,
+                requested: error.requested
+              }
+            : error,
           { tenant: acme, limit: 10, committed: 4, reserved: 3, requested: 3.5 }
         )
         // the failed reservation left nothing behind; exactly the rest still fits
         assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(4), reserved: 0 })
-        yield* Effect.scoped(b.reserve(acme, 6))
+        yield* fits(b, acme, 6)
       }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
   )
 
   it.effect("undeclared tenants are rejected by default (limit 0), before anything is reserved", () =>
     Effect.gen(function* () {
       const b = yield* budgets
-      const error = failureOf(yield* Effect.exit(Effect.scoped(b.reserve(globex, 0.01))))
-      assert.strictEqual(error?._tag, "BudgetExceeded")
-      assert.strictEqual(error?.limit, 0)
-      assert.strictEqual(error?.tenant, globex)
+      const error = failureOf(yield* Effect.exit(b.reserve(globex, 0.01)))
+      assert.deepStrictEqual(error?._tag === "BudgetExceeded" ? [error.limit, error.tenant] : error, [0, globex])
     }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
   )
 
   it.effect("undeclared tenants with a default budget each get an account of their own", () =>
     Effect.gen(function* () {
       const b = yield* budgets
-      yield* Effect.scoped(Effect.flatMap(b.reserve(globex, 1), (r) => r.commit(1)))
+      yield* spend(b, globex, 1, 1)
       const other = TenantId.make("initech")
-      yield* Effect.scoped(Effect.flatMap(b.reserve(other, 1), (r) => r.commit(1)))
+      yield* spend(b, other, 1, 1)
       assert.strictEqual((yield* b.balance(globex)).committed, 1)
       assert.strictEqual((yield* b.balance(other)).committed, 1)
-      assert.strictEqual(failureOf(yield* Effect.exit(Effect.scoped(b.reserve(globex, 0.5))))?._tag, "BudgetExceeded")
+      assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(globex, 0.5)))?._tag, "BudgetExceeded")
     }).pipe(withBudgets({ undeclaredTenants: { limit: 1, period: "total" } }))
   )
 
   it.effect("undeclared tenants may be unlimited", () =>
     Effect.gen(function* () {
       const b = yield* budgets
-      yield* Effect.scoped(b.reserve(globex, 1e12))
+      const r = yield* b.reserve(globex, 1e12)
+      assert.strictEqual(r.amount, 1e12)
+      yield* r.settle(1e12)
       assert.strictEqual((yield* b.balance(globex)).limit, Infinity)
     }).pipe(withBudgets({ tenants: { acme: { limit: 1 } }, undeclaredTenants: "unlimited" }))
+  )
+
+  it.effect("layerUnlimited: every reservation fits and its settle does nothing", () =>
+    Effect.gen(function* () {
+      const b = yield* budgets
+      const r = yield* b.reserve(acme, 1e15)
+      assert.deepStrictEqual([r.tenant, r.amount], [acme, 1e15])
+      yield* r.settle(1e15)
+      const balance = yield* b.balance(acme)
+      assert.deepStrictEqual([balance.limit, balance.committed, balance.reserved], [Infinity, 0, 0])
+    }).pipe(Effect.provide(Budgets.layerUnlimited))
   )
 
   it.effect("daily windows reset at 00:00 UTC; a reservation settles into the window it was made in", () =>
@@ -117,10 +157,9 @@ describe("Budgets (memory)", () => {
       const b = yield* budgets
       // 2026-03-10T23:59:00Z
       yield* TestClock.setTime(Date.UTC(2026, 2, 10, 23, 59))
-      yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 4), (r) => r.commit(4)))
-      const scope = yield* Scope.make()
-      const late = yield* Scope.extend(b.reserve(acme, 1), scope)
-      assert.strictEqual(failureOf(yield* Effect.exit(Effect.scoped(b.reserve(acme, 0.5))))?._tag, "BudgetExceeded")
+      yield* spend(b, acme, 4, 4)
+      const late = yield* b.reserve(acme, 1)
+      assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(acme, 0.5)))?._tag, "BudgetExceeded")
       yield* TestClock.adjust("1 minute")
       const today = yield* b.balance(acme)
       assert.deepStrictEqual(
@@ -128,10 +167,9 @@ describe("Budgets (memory)", () => {
         [Date.UTC(2026, 2, 11), Date.UTC(2026, 2, 12), 0, 0]
       )
       // the new day has its whole limit
-      yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 5), (r) => r.commit(3)))
+      yield* spend(b, acme, 5, 3)
       // yesterday's reservation commits into yesterday
-      yield* late.commit(1)
-      yield* Scope.close(scope, Exit.void)
+      yield* late.settle(1)
       assert.strictEqual((yield* b.balance(acme)).committed, 3)
       yield* TestClock.setTime(Date.UTC(2026, 2, 10, 12))
       assert.strictEqual((yield* b.balance(acme)).committed, 5)
@@ -142,7 +180,7 @@ describe("Budgets (memory)", () => {
     Effect.gen(function* () {
       const b = yield* budgets
       yield* TestClock.setTime(Date.UTC(2028, 1, 29, 12))
-      yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 2), (r) => r.commit(2)))
+      yield* spend(b, acme, 2, 2)
       const feb = yield* b.balance(acme)
       assert.deepStrictEqual(
         [feb.windowStart, feb.windowEnd, feb.committed],
@@ -161,32 +199,31 @@ describe("Budgets (memory)", () => {
   it.effect("the reservation of a crashed holder expires after reservationTtl and frees its amount", () =>
     Effect.gen(function* () {
       const b = yield* budgets
-      // a holder whose scope never closes (its process died)
-      const scope = yield* Scope.make()
-      yield* Scope.extend(b.reserve(acme, 8), scope)
-      assert.strictEqual(failureOf(yield* Effect.exit(Effect.scoped(b.reserve(acme, 8))))?._tag, "BudgetExceeded")
+      // a holder that never settles (its process died)
+      yield* b.reserve(acme, 8)
+      assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(acme, 8)))?._tag, "BudgetExceeded")
       yield* TestClock.adjust("59999 millis")
       assert.strictEqual((yield* b.balance(acme)).reserved, 8)
       yield* TestClock.adjust("1 millis")
       assert.strictEqual((yield* b.balance(acme)).reserved, 0)
-      yield* Effect.scoped(b.reserve(acme, 8))
+      yield* fits(b, acme, 8)
     }).pipe(withBudgets({ tenants: { acme: { limit: 10, period: "total" } }, reservationTtl: "1 minute" }))
   )
 
   it.effect("memory store: accounts of finished windows are forgotten once they hold nothing", () =>
     Effect.gen(function* () {
-      const store = yield* Budgets.makeStoreMemory
+      const store = yield* BudgetStore.makeMemory
       const b = yield* Budgets.make({
         undeclaredTenants: { limit: 1, period: "daily" },
         reservationTtl: "1 minute"
-      }).pipe(Effect.provideService(Budgets.BudgetStore, store))
+      }).pipe(Effect.provideService(BudgetStore.BudgetStore, store))
       for (let i = 0; i < 1_000; i++) {
-        yield* Effect.scoped(Effect.flatMap(b.reserve(TenantId.make(`t${i}`), 0.5), (r) => r.commit(0.1)))
+        yield* spend(b, TenantId.make(`t${i}`), 0.5, 0.1)
       }
       assert.strictEqual(yield* store.size, 1_000)
       yield* TestClock.adjust("1 day")
       yield* TestClock.adjust("1 minute")
-      yield* Effect.scoped(b.reserve(acme, 0.5))
+      yield* fits(b, acme, 0.5)
       assert.strictEqual(yield* store.size, 1)
     })
   )
@@ -195,7 +232,7 @@ describe("Budgets (memory)", () => {
     "memory store: reserve is all-or-nothing; unknown ids are ignored; an expired reservation's spend still counts",
     () =>
       Effect.gen(function* () {
-        const store = yield* Budgets.makeStoreMemory
+        const store = yield* BudgetStore.makeMemory
         const req = { account: "a/total", limit: 100, now: 0, expiresAt: 10, accountExpiresAt: Infinity }
         assert.deepStrictEqual(yield* store.reserve({ ...req, id: "1", amount: 60 }), {
           _tag: "Reserved",
@@ -218,7 +255,191 @@ describe("Budgets (memory)", () => {
         })
         yield* store.commit({ account: "a/total", id: "1", amount: 60, spend: 70 })
         assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 60, reserved: 100 })
+        // id 3 expires at 20: a balance at 20 no longer counts it
+        assert.deepStrictEqual(yield* store.balance("a/total", 20), { committed: 60, reserved: 0 })
       })
+  )
+
+  it.effect("the deprecated store names are the BudgetStore module's", () =>
+    Effect.gen(function* () {
+      assert.strictEqual(Budgets.BudgetStore, BudgetStore.BudgetStore)
+      assert.strictEqual(Budgets.layerStoreMemory, BudgetStore.layerMemory)
+      const store = yield* Budgets.makeStoreMemory
+      const b = yield* Budgets.make({ tenants: { acme: { limit: 1 } } }).pipe(
+        Effect.provideService(Budgets.BudgetStore, store)
+      )
+      yield* spend(b, acme, 1, 1)
+      assert.deepStrictEqual(yield* store.balance(`acme/${Budgets.windowOf("monthly", 0).key}`, 0), {
+        committed: units(1),
+        reserved: 0
+      })
+    })
+  )
+})
+
+describe("Budgets with a failing or slow store", () => {
+  /** The memory store with some operations replaced; records each store operation it is asked for. */
+  const makeStore = (override: (inner: BudgetStore.MemoryStore) => Partial<BudgetStore.Service>) =>
+    Effect.gen(function* () {
+      const inner = yield* BudgetStore.makeMemory
+      const calls = yield* Ref.make<ReadonlyArray<string>>([])
+      const log =
+        <A extends ReadonlyArray<unknown>, B, E>(name: string, f: (...args: A) => Effect.Effect<B, E>) =>
+        (...args: A) =>
+          Effect.zipRight(
+            Ref.update(calls, (c) => [...c, name]),
+            f(...args)
+          )
+      const o = { ...inner, ...override(inner) }
+      const store: BudgetStore.Service = {
+        reserve: log("reserve", o.reserve),
+        commit: log("commit", o.commit),
+        release: log("release", o.release),
+        balance: o.balance
+      }
+      const b = yield* Budgets.make({
+        tenants: { acme: { limit: 10, period: "total" } },
+        reservationTtl: "1 minute"
+      }).pipe(Effect.provideService(BudgetStore.BudgetStore, store))
+      return { b, inner, calls: Ref.get(calls) }
+    })
+
+  /** A logger that keeps every entry (`it.effect` has no logger of its own). */
+  const captureLogs = () => {
+    const logs: Array<{ level: string; message: string; annotations: object }> = []
+    const logger = Logger.make(({ annotations, logLevel, message }) => {
+      logs.push({
+        level: logLevel.label,
+        message: Array.isArray(message) ? message.join(" ") : String(message),
+        annotations: Object.fromEntries(HashMap.toEntries(annotations))
+      })
+    })
+    return { logs, logger }
+  }
+
+  it.effect(
+    "a store that cannot reserve: reserve fails with StoreError naming the budget store; nothing is reserved",
+    () =>
+      Effect.gen(function* () {
+        const { b, calls, inner } = yield* makeStore(() => ({ reserve: () => Effect.fail(storeError("reserve")) }))
+        const error = failureOf(yield* Effect.exit(b.reserve(acme, 4)))
+        assert.deepStrictEqual(error?._tag === "StoreError" ? [error.store, error.operation] : error, [
+          "budget",
+          "reserve"
+        ])
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: 0 })
+        // the failed reserve sent a best-effort release of its id
+        assert.deepStrictEqual(yield* calls, ["reserve", "release"])
+      })
+  )
+
+  it.effect("a store that reserved but lost its answer: the release of the id frees the amount", () =>
+    Effect.gen(function* () {
+      const { b, inner } = yield* makeStore((inner) => ({
+        reserve: (r) => Effect.zipRight(inner.reserve(r), Effect.fail(storeError("reserve")))
+      }))
+      assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(acme, 4)))?._tag, "StoreError")
+      assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: 0 })
+    })
+  )
+
+  it.effect("a store that cannot answer a balance: balance fails with StoreError", () =>
+    Effect.gen(function* () {
+      const { b } = yield* makeStore(() => ({ balance: () => Effect.fail(storeError("balance")) }))
+      const error = yield* Effect.flip(b.balance(acme))
+      assert.deepStrictEqual([error._tag, error.store, error.operation], ["StoreError", "budget", "balance"])
+    })
+  )
+
+  it.effect(
+    "settle is idempotent and never fails: a failed commit is logged (tenant and operation only) and counted; the TTL frees the amount",
+    () =>
+      Effect.gen(function* () {
+        const { logs, logger } = captureLogs()
+        const failures = Metric.tagged(Budgets.metrics.settleFailures, "operation", "commit")
+        const before = (yield* Metric.value(failures)).count
+        const { b, calls, inner } = yield* makeStore(() => ({ commit: () => Effect.fail(storeError("commit")) }))
+        const r = yield* b.reserve(acme, 2)
+        const settled = yield* Effect.exit(
+          Effect.zipRight(r.settle(1), r.settle(1)).pipe(Effect.provide(Logger.add(logger)))
+        )
+        assert.isTrue(Exit.isSuccess(settled))
+        // only the first settle reached the store
+        assert.deepStrictEqual(yield* calls, ["reserve", "commit"])
+        assert.strictEqual((yield* Metric.value(failures)).count - before, 1)
+        assert.deepStrictEqual(
+          logs.map((e) => [e.level, e.annotations]),
+          [["WARN", { tenant: "acme", operation: "commit" }]]
+        )
+        assert.include(logs[0]?.message, "budget settle failed")
+        assert.notInclude(logs[0]?.message, "acme/total")
+        // the reservation is still held in the store until its TTL frees it
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: units(2) })
+        yield* TestClock.adjust("1 minute")
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 60_000), { committed: 0, reserved: 0 })
+      })
+  )
+
+  it.effect("a failed release is also swallowed and counted", () =>
+    Effect.gen(function* () {
+      const failures = Metric.tagged(Budgets.metrics.settleFailures, "operation", "release")
+      const before = (yield* Metric.value(failures)).count
+      const { b, calls } = yield* makeStore(() => ({ release: () => Effect.fail(storeError("release")) }))
+      const r = yield* b.reserve(acme, 2)
+      yield* r.settle(0)
+      yield* r.settle(0)
+      assert.deepStrictEqual(yield* calls, ["reserve", "release"])
+      assert.strictEqual((yield* Metric.value(failures)).count - before, 1)
+    })
+  )
+
+  it.effect(
+    "interrupting a fiber while the store reserves: the round trip completes, then the reservation is released before the interruption propagates",
+    () =>
+      Effect.gen(function* () {
+        const outcomes = yield* Ref.make<ReadonlyArray<string>>([])
+        const { b, calls, inner } = yield* makeStore((inner) => ({
+          reserve: (r) =>
+            Effect.zipRight(
+              Effect.sleep(100),
+              Effect.tap(inner.reserve(r), (o) => Ref.update(outcomes, (x) => [...x, o._tag]))
+            )
+        }))
+        const fiber = yield* Effect.fork(b.reserve(acme, 4))
+        yield* TestClock.adjust(50)
+        const interrupter = yield* Effect.fork(Effect.zipRight(Fiber.interrupt(fiber), Clock.currentTimeMillis))
+        yield* TestClock.adjust(49)
+        assert.isTrue(Option.isNone(yield* Fiber.poll(interrupter)))
+        yield* TestClock.adjust(1)
+        // the interruption waited for the store's answer (t = 100), not cut it short at t = 50
+        assert.strictEqual(yield* Fiber.join(interrupter), 100)
+        const exit = yield* Fiber.await(fiber)
+        assert.isTrue(Exit.isInterrupted(exit))
+        assert.deepStrictEqual(yield* Ref.get(outcomes), ["Reserved"])
+        assert.deepStrictEqual(yield* calls, ["reserve", "release"])
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 100), { committed: 0, reserved: 0 })
+      })
+  )
+
+  it.effect("a caller that reserves in an uninterruptible region gets the reservation and settles it", () =>
+    Effect.gen(function* () {
+      const { b, inner } = yield* makeStore((inner) => ({
+        reserve: (r) => Effect.zipRight(Effect.sleep(100), inner.reserve(r))
+      }))
+      const fiber = yield* Effect.fork(
+        Effect.acquireUseRelease(
+          b.reserve(acme, 4),
+          () => Effect.never,
+          (r) => r.settle(1)
+        )
+      )
+      yield* TestClock.adjust(50)
+      const interrupter = yield* Effect.fork(Fiber.interrupt(fiber))
+      yield* TestClock.adjust(50)
+      yield* Fiber.join(interrupter)
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.await(fiber)))
+      assert.deepStrictEqual(yield* inner.balance("acme/total", 100), { committed: units(1), reserved: 0 })
+    })
   )
 })
 
@@ -236,7 +457,7 @@ describe("Budgets configuration", () => {
           },
           undeclaredTenants: { limit: -1 },
           reservationTtl: 0
-        }).pipe(Effect.provide(Budgets.layerStoreMemory))
+        }).pipe(Effect.provide(BudgetStore.layerMemory))
       )
       assert.strictEqual(error._tag, "GatewayConfigError")
       assert.deepStrictEqual(
@@ -265,7 +486,7 @@ describe("Budgets configuration", () => {
   it.effect("layerConfig reads the options from Config; JSON decodes with the BudgetsConfig schema", () =>
     Effect.gen(function* () {
       const b = yield* budgets
-      yield* Effect.scoped(Effect.flatMap(b.reserve(acme, 2), (r) => r.commit(2)))
+      yield* spend(b, acme, 2, 2)
       const balance = yield* b.balance(acme)
       assert.deepStrictEqual([balance.limit, balance.period, balance.committed], [2, "daily", 2])
     }).pipe(
@@ -276,7 +497,7 @@ describe("Budgets configuration", () => {
             Schema.parseJson(Schema.Record({ key: Schema.String, value: Budgets.TenantBudget }))
           )
         }).pipe(
-          Layer.provide(Budgets.layerStoreMemory),
+          Layer.provide(BudgetStore.layerMemory),
           Layer.provide(
             Layer.setConfigProvider(
               ConfigProvider.fromMap(new Map([["BUDGET_TENANTS", '{"acme":{"limit":2,"period":"daily"}}']]))

@@ -1,4 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
+import * as BreakerStore from "@modelgate/core/BreakerStore"
+import { StoreError } from "@modelgate/core/Errors"
 import * as Health from "@modelgate/core/Health"
 import { Cause, Duration, Effect, Exit, HashMap, Logger, Metric, Option, TestClock } from "effect"
 import * as v8 from "node:v8"
@@ -159,7 +161,7 @@ describe("Health breaker", () => {
       assert.strictEqual(opened.count, 1)
     }).pipe(
       Effect.provide(
-        Health.layer(config({ breaker: { consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(1) } }))
+        Health.layerMemory(config({ breaker: { consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(1) } }))
       ),
       Effect.provide(logs.layer)
     )
@@ -206,7 +208,7 @@ describe("Health breaker", () => {
       )
     }).pipe(
       Effect.provide(
-        Health.layer(
+        Health.layerMemory(
           config({
             breaker: { consecutiveFailures: 2, failureRatio: 0, coolDown: Duration.millis(500), halfOpenProbes: 2 }
           })
@@ -241,7 +243,7 @@ describe("Health breaker", () => {
       assert.isFalse(yield* h.isOpen(t))
     }).pipe(
       Effect.provide(
-        Health.layer(
+        Health.layerMemory(
           config({
             breaker: { consecutiveFailures: 0, failureRatio: 0.5, minimumCalls: 4, coolDown: Duration.seconds(1) }
           })
@@ -275,7 +277,7 @@ describe("Health breaker", () => {
       assert.strictEqual((yield* snapshot(t.ref)).breaker, "closed")
     }).pipe(
       Effect.provide(
-        Health.layer(
+        Health.layerMemory(
           config({
             breaker: { consecutiveFailures: 2, failureRatio: 0.5, minimumCalls: 2, coolDown: Duration.seconds(1) }
           })
@@ -300,7 +302,7 @@ describe("Health breaker", () => {
       assert.isTrue(yield* h.tryAcquire(t))
     }).pipe(
       Effect.provide(
-        Health.layer(config({ breaker: { consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.millis(100) } }))
+        Health.layerMemory(config({ breaker: { consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.millis(100) } }))
       )
     )
   })
@@ -323,7 +325,7 @@ describe("Health breaker", () => {
       assert.strictEqual((yield* snapshot(off.ref)).failureRate, 1)
     }).pipe(
       Effect.provide(
-        Health.layer(
+        Health.layerMemory(
           config({
             breaker: { consecutiveFailures: 3, failureRatio: 0 },
             targets: { [off.ref]: { enabled: false }, [strict.ref]: { consecutiveFailures: 2 } }
@@ -385,7 +387,7 @@ describe("Health record", () => {
       const empty = yield* snapshot(t.ref)
       assert.deepStrictEqual([empty.samples, empty.successRate, empty.latencyP95Ms], [0, undefined, undefined])
       assert.isTrue(Option.isNone(yield* h.snapshot("model://never/seen@eu")))
-    }).pipe(Effect.provide(Health.layer(config({}))))
+    }).pipe(Effect.provide(Health.layerMemory(config({}))))
   })
 
   it.effect("the ring keeps the last `samples` attempts; maxRoutes drops the least recently used record", () => {
@@ -406,7 +408,7 @@ describe("Health record", () => {
         [c.ref, a.ref, d.ref]
       )
     }).pipe(
-      Effect.provide(Health.layer(config({ breaker: { minimumCalls: 5 }, window: { samples: 5 }, maxRoutes: 3 })))
+      Effect.provide(Health.layerMemory(config({ breaker: { minimumCalls: 5 }, window: { samples: 5 }, maxRoutes: 3 })))
     )
   })
 })
@@ -436,7 +438,7 @@ describe("Health retry budget", () => {
       )
       const after = (yield* Metric.value(Health.metrics.retryBudgetRejections)).count
       assert.strictEqual(after - before, 3)
-    }).pipe(Effect.provide(Health.layer(config({ retryBudget: { ratio: 0.25, minPerSecond: 0.5, burst: 2 } }))))
+    }).pipe(Effect.provide(Health.layerMemory(config({ retryBudget: { ratio: 0.25, minPerSecond: 0.5, burst: 2 } }))))
   )
 
   it.effect("disabled: every retry is allowed", () =>
@@ -444,7 +446,7 @@ describe("Health retry budget", () => {
       const h = yield* Health.Health
       for (let i = 0; i < 100; i++) assert.isTrue(yield* h.tryRetry)
     }).pipe(
-      Effect.provide(Health.layer(config({ retryBudget: { enabled: false, ratio: 0, minPerSecond: 0, burst: 1 } })))
+      Effect.provide(Health.layerMemory(config({ retryBudget: { enabled: false, ratio: 0, minPerSecond: 0, burst: 1 } })))
     )
   )
 })
@@ -455,7 +457,7 @@ describe("Health config", () => {
       const exit = yield* Effect.exit(
         Effect.provide(
           Health.Health,
-          Health.layer(
+          Health.layerMemory(
             config({
               breaker: {
                 consecutiveFailures: -1,
@@ -566,7 +568,7 @@ describe("Health memory", () => {
         }
         const baseline = used()
         const h = yield* Health.make(config({ breaker: { consecutiveFailures: 3, failureRatio: 0 } })).pipe(
-          Effect.provide(Health.layerBreakerStoreMemory)
+          Effect.provide(BreakerStore.layerMemory)
         )
         const samples = 100
         for (let i = 0; i < routes; i++) {
@@ -600,7 +602,7 @@ describe("Health memory", () => {
           return m.heapUsed + m.arrayBuffers
         }
         const baseline = used()
-        const h = yield* Health.make(config({})).pipe(Effect.provide(Health.layerBreakerStoreMemory))
+        const h = yield* Health.make(config({})).pipe(Effect.provide(BreakerStore.layerMemory))
         for (const t of targets)
           yield* recordAll(t, [ok(), unavailable, ok()]).pipe(Effect.provideService(Health.Health, h))
         const few = used() - baseline

@@ -186,7 +186,9 @@ describe("breakers in routing", () => {
               ],
               [fallback]: [ScriptedProvider.success({ after: 0 })]
             },
-            Health.layer(healthConfig({ consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(10) }))
+            Health.layerMemory(
+              healthConfig({ consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(10) })
+            )
           )
         ),
         Effect.provide(logs.layer)
@@ -256,7 +258,7 @@ describe("breakers in routing", () => {
               ],
               [fallback]: [ScriptedProvider.success({ after: 0, value: { category: "billing", confidence: 0.9 } })]
             },
-            Health.layer(
+            Health.layerMemory(
               healthConfig({
                 consecutiveFailures: 2,
                 failureRatio: 0.5,
@@ -303,7 +305,7 @@ describe("breakers in routing", () => {
       assert.deepStrictEqual(yield* Effect.flatMap(ScriptedProvider.ScriptedProvider, (s) => s.attempts), [])
       const [record] = yield* records
       assert.deepStrictEqual([record?.outcome, record?.errorTag], ["failed", "NoEligibleRoute"])
-    }).pipe(Effect.provide(gateway({}, Health.layer(healthConfig({ consecutiveFailures: 3, failureRatio: 0 })))))
+    }).pipe(Effect.provide(gateway({}, Health.layerMemory(healthConfig({ consecutiveFailures: 3, failureRatio: 0 })))))
   )
 
   it.effect(
@@ -435,7 +437,7 @@ describe("retry budget", () => {
               [primary]: [ScriptedProvider.unavailable({ after: 0 })],
               [fallback]: [ScriptedProvider.unavailable({ after: 0 })]
             },
-            Health.layer(healthConfig({ enabled: false }, { ratio: 0.2, minPerSecond: 1, burst: 10 })),
+            Health.layerMemory(healthConfig({ enabled: false }, { ratio: 0.2, minPerSecond: 1, burst: 10 })),
             3
           )
         )

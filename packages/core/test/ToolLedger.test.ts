@@ -1,8 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ModelGateway } from "@modelgate/core"
+import { StoreError } from "@modelgate/core/Errors"
 import * as ToolLedger from "@modelgate/core/ToolLedger"
+import * as ToolLedgerStore from "@modelgate/core/ToolLedgerStore"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Clock, Effect, Either, Exit, Fiber, Layer, Option, Ref, Schema, TestClock } from "effect"
+import { Clock, Effect, Either, Exit, Fiber, HashMap, Layer, Logger, Option, Ref, Schema, TestClock } from "effect"
 import { command, gatewayLayer, refs } from "./fixtures.js"
 
 class Task extends Schema.Class<Task>("Task")({ id: Schema.String, due: Schema.Date }) {}
@@ -155,11 +157,10 @@ describe("ToolLedger.checkReplay", () => {
         [[done.id, "completed"]]
       )
       const error = yield* Effect.flip(ledger.checkReplay([readOnlyCall, unrecorded]))
-      assert.strictEqual(error._tag, "ToolReplayRefused")
-      assert.strictEqual(error.reason, "missing")
-      assert.strictEqual(error.key, unrecorded.id)
-      assert.strictEqual(error.step, 2)
-      assert.strictEqual(error.tool, "create_follow_up_task")
+      assert.deepStrictEqual(
+        error._tag === "ToolReplayRefused" ? [error.reason, error.key, error.step, error.tool] : error,
+        ["missing", unrecorded.id, 2, "create_follow_up_task"]
+      )
       assert.strictEqual(yield* Ref.get(tasks.created), 1)
     }).pipe(Effect.provide(ToolLedger.layerMemory))
   )
@@ -172,9 +173,91 @@ describe("ToolLedger.checkReplay", () => {
       yield* TestClock.adjust(1)
       yield* Fiber.interrupt(fiber)
       const error = yield* Effect.flip(ledger.checkReplay([key]))
-      assert.strictEqual(error.reason, "in_doubt")
+      assert.strictEqual(error._tag === "ToolReplayRefused" ? error.reason : error, "in_doubt")
     }).pipe(Effect.provide(ToolLedger.layerMemory))
   )
+})
+
+describe("ToolLedger with a failing store", () => {
+  const storeError = (operation: string) => new StoreError({ store: "ledger", operation, detail: "connection refused" })
+
+  /** The ledger over the memory store with some operations replaced. */
+  const makeLedger = (override: (inner: ToolLedgerStore.Service) => Partial<ToolLedgerStore.Service>) =>
+    Effect.gen(function* () {
+      const inner = yield* ToolLedgerStore.makeMemory
+      const store = ToolLedgerStore.ToolLedgerStore.of({ ...inner, ...override(inner) })
+      const ledger = yield* ToolLedger.make.pipe(Effect.provideService(ToolLedgerStore.ToolLedgerStore, store))
+      return { ledger, inner }
+    })
+
+  it.effect("a claim that cannot be recorded: runOnce fails with StoreError and the tool never runs", () =>
+    Effect.gen(function* () {
+      const tasks = yield* makeTasks
+      const { ledger, inner } = yield* makeLedger(() => ({ claim: () => Effect.fail(storeError("claim")) }))
+      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+      const error = yield* Effect.flip(ledger.runOnce(key, tasks.create("42")))
+      assert.deepStrictEqual(error._tag === "StoreError" ? [error.store, error.operation] : error, ["ledger", "claim"])
+      assert.strictEqual(yield* Ref.get(tasks.created), 0)
+      assert.isTrue(Option.isNone(yield* inner.get(key.id)))
+    })
+  )
+
+  it.effect(
+    "a result that cannot be stored is not handed back; the key stays in doubt and the tool never runs again",
+    () =>
+      Effect.gen(function* () {
+        const tasks = yield* makeTasks
+        const { ledger, inner } = yield* makeLedger(() => ({ complete: () => Effect.fail(storeError("complete")) }))
+        const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+        const error = yield* Effect.flip(ledger.runOnce(key, tasks.create("42")))
+        assert.deepStrictEqual(error._tag === "StoreError" ? [error.store, error.operation] : error, [
+          "ledger",
+          "complete"
+        ])
+        assert.strictEqual(yield* Ref.get(tasks.created), 1)
+        assert.strictEqual(Option.getOrThrow(yield* inner.get(key.id)).status, "started")
+        const retried = yield* Effect.flip(ledger.runOnce(key, tasks.create("42")))
+        assert.deepStrictEqual(retried._tag === "ToolReplayRefused" ? retried.reason : retried, "in_doubt")
+        assert.strictEqual(yield* Ref.get(tasks.created), 1)
+      })
+  )
+
+  it.effect("a failed tool whose claim cannot be dropped: the tool's own failure, and the key stays in doubt", () =>
+    Effect.gen(function* () {
+      const tasks = yield* makeTasks
+      const logs: Array<unknown> = []
+      const logger = Logger.make(({ annotations }) => {
+        logs.push(Object.fromEntries(HashMap.toEntries(annotations)))
+      })
+      const { ledger } = yield* makeLedger(() => ({ release: () => Effect.fail(storeError("release")) }))
+      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+      const failed = yield* Effect.exit(
+        ledger.runOnce(key, Effect.fail("task system said no" as const)).pipe(Effect.provide(Logger.add(logger)))
+      )
+      assert.deepStrictEqual(failed, Exit.fail("task system said no" as const))
+      assert.deepStrictEqual(logs, [{ tool: "create_follow_up_task", operation: "release" }])
+      const retried = yield* Effect.flip(ledger.runOnce(key, tasks.create("42")))
+      assert.deepStrictEqual(retried._tag === "ToolReplayRefused" ? retried.reason : retried, "in_doubt")
+      assert.strictEqual(yield* Ref.get(tasks.created), 0)
+    })
+  )
+
+  it.effect("checkReplay and record fail with StoreError when the store cannot answer", () =>
+    Effect.gen(function* () {
+      const { ledger } = yield* makeLedger(() => ({ get: () => Effect.fail(storeError("get")) }))
+      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+      const error = yield* Effect.flip(ledger.checkReplay([key]))
+      assert.deepStrictEqual(error._tag === "StoreError" ? error.operation : error, "get")
+      assert.strictEqual((yield* Effect.flip(ledger.record(key.id)))._tag, "StoreError")
+    })
+  )
+
+  it("the deprecated store names are the ToolLedgerStore module's", () => {
+    assert.strictEqual(ToolLedger.ToolLedgerStore, ToolLedgerStore.ToolLedgerStore)
+    assert.strictEqual(ToolLedger.makeStoreMemory, ToolLedgerStore.makeMemory)
+    assert.strictEqual(ToolLedger.layerStoreMemory, ToolLedgerStore.layerMemory)
+    assert.strictEqual(ToolLedger.ToolRecord, ToolLedgerStore.ToolRecord)
+  })
 })
 
 describe("an agent step through the gateway", () => {

@@ -85,7 +85,7 @@ const gatewayOver = (health: Layer.Layer<Health.Health, GatewayConfigError>) =>
   ).pipe(Layer.provideMerge(TestLayer))
 
 const GatewayLayer = gatewayOver(Health.layerNoop)
-const gatewayWithHealth = gatewayOver(Health.layer())
+const gatewayWithHealth = gatewayOver(Health.layerMemory())
 
 const command = (workflow: string) =>
   Schema.decodeSync(ModelCommand)({

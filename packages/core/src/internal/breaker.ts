@@ -2,19 +2,10 @@
  * The circuit breaker of one route as pure functions over its stored state, so that a shared store
  * can apply them with compare-and-set. `undefined` is a closed breaker with nothing to remember.
  */
+import type { BreakerState } from "../BreakerStore.js"
 
-/** Stored state of a breaker that is not plainly closed. */
-export interface State {
-  readonly status: "open" | "half_open"
-  /** Instant (ms) of the last transition: when it opened, or when its cool-down ended. */
-  readonly since: number
-  /** Half-open probes granted and not yet reported. */
-  readonly probes: number
-  /** Half-open probes that succeeded. */
-  readonly probeSuccesses: number
-  /** Instant the last probe was granted. */
-  readonly lastProbeAt: number
-}
+/** Stored state of a breaker that is not plainly closed (the `BreakerStore` entry). */
+export type State = BreakerState
 
 export type Status = "closed" | "open" | "half_open"
 

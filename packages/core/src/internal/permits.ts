@@ -1,6 +1,6 @@
 /**
- * Keyed permits with a reserved share per key and a shared pool, FIFO waiting, and per-key state
- * that exists only while the key holds or waits for a permit.
+ * Keyed permits with a reserved share per key and a shared pool, FIFO waiting bounded by an
+ * instant, and per-key state that exists only while the key holds or waits for a permit.
  *
  * Why not `PartitionedSemaphore` / `RcMap` of semaphores (effect 3.22): `PartitionedSemaphore`
  * shares one pool round-robin across keys, with no reserved share, no per-key maximum and no FIFO
@@ -8,13 +8,48 @@
  * permit *or* a shared one", because two semaphores cannot be waited on as one. The decision
  * "who gets the permit just freed" needs every queue at once, so it is one synchronous state
  * machine here (each operation runs without yielding, hence atomically).
+ *
+ * A freed permit is handed to its waiter by the releasing fiber (ownership moves with the grant),
+ * so FIFO order is strict: nobody can take a permit between its release and its waiter waking up.
  */
-import { Effect } from "effect"
+import type { Clock, Fiber } from "effect"
+import { Duration, Effect, FiberId } from "effect"
+
+/** A permit of one key, given back at most once. @internal */
+export class HeldPermit {
+  private held = true
+  constructor(
+    private readonly permits: Permits,
+    private readonly key: string
+  ) {}
+  /** Gives the permit back; later calls do nothing. */
+  readonly release = (): void => {
+    if (this.held) {
+      this.held = false
+      this.permits.giveBack(this.key)
+    }
+  }
+}
+
+type Resume = (effect: Effect.Effect<HeldPermit | undefined>) => void
 
 interface Waiter {
   readonly key: string
-  granted: boolean
-  resume: (effect: Effect.Effect<void>) => void
+  /** Epoch ms at which the wait ends without a permit; `Infinity` for an unbounded wait. */
+  readonly until: number
+  /** The waiting fiber's clock (only for a bounded wait). */
+  readonly clock: Clock.Clock | undefined
+  /** The fiber that ends the wait at `until` (only for a bounded wait). */
+  readonly timer: Fiber.RuntimeFiber<void> | undefined
+  readonly resume: Resume
+  /** `granted`: the permit was handed over; it is the waiter's until its fiber takes it. */
+  state: "waiting" | "granted" | "done"
+  permit: HeldPermit | undefined
+}
+
+/** Where the timer finds its waiter (the waiter is created after the timer is forked). */
+interface TimerSlot {
+  waiter: Waiter | undefined
 }
 
 interface KeyState {
@@ -38,6 +73,12 @@ export interface PermitsSnapshot {
   /** Keys with state (holding or waiting). Idle keys have none. */
   readonly keys: number
   readonly byKey: ReadonlyMap<string, { readonly held: number; readonly waiting: number }>
+}
+
+const succeedNone: Effect.Effect<HeldPermit | undefined> = Effect.succeed(undefined)
+
+const stopTimer = (timer: Fiber.RuntimeFiber<void> | undefined): void => {
+  if (timer !== undefined) timer.unsafeInterruptAsFork(FiberId.none)
 }
 
 /** @internal */
@@ -75,51 +116,115 @@ export class Permits {
     this.inUse++
   }
 
-  private grant(w: Waiter, s: KeyState) {
+  private dequeue(w: Waiter, s: KeyState) {
     this.queue.delete(w)
     s.waiters.delete(w)
-    this.take(w.key, s)
-    w.granted = true
-    w.resume(Effect.void)
   }
 
-  /** Takes a permit now if one is free for `key` (and nobody of `key` waits before). */
-  tryAcquire(key: string): boolean {
+  /** A bounded waiter whose `until` has come: it takes no permit any more, even one freed now. */
+  private expired(w: Waiter): boolean {
+    return w.clock !== undefined && w.clock.unsafeCurrentTimeMillis() >= w.until
+  }
+
+  private grant(w: Waiter, s: KeyState) {
+    this.dequeue(w, s)
+    this.take(w.key, s)
+    const permit = new HeldPermit(this, w.key)
+    w.state = "granted"
+    w.permit = permit
+    stopTimer(w.timer)
+    w.resume(Effect.succeed(permit))
+  }
+
+  /** Ends a wait without a permit. `byTimer`: called by the waiter's own timer (nothing to stop). */
+  private expire(w: Waiter, byTimer: boolean) {
+    if (w.state !== "waiting") return
+    const s = this.states.get(w.key)!
+    this.dequeue(w, s)
+    this.dropIfIdle(w.key, s)
+    w.state = "done"
+    if (!byTimer) stopTimer(w.timer)
+    w.resume(succeedNone)
+  }
+
+  /** The waiting fiber was interrupted: forget the waiter, or give back what it was handed. */
+  private cancel(w: Waiter) {
+    stopTimer(w.timer)
+    if (w.state === "waiting") {
+      const s = this.states.get(w.key)!
+      this.dequeue(w, s)
+      this.dropIfIdle(w.key, s)
+    } else if (w.state === "granted") {
+      // Granted and interrupted before the fiber could take it: give it back.
+      w.permit?.release()
+    }
+    w.state = "done"
+  }
+
+  /** Takes a permit now if one is free for `key` and nobody of `key` waits before. */
+  tryTake(key: string): HeldPermit | undefined {
     const s = this.state(key)
     if (s.waiters.size === 0 && this.canTake(key, s.held)) {
       this.take(key, s)
-      return true
+      return new HeldPermit(this, key)
     }
     this.dropIfIdle(key, s)
-    return false
+    return undefined
   }
 
-  /** Waits (FIFO) for a permit of `key`. Interrupting the wait leaves no trace. */
-  acquire(key: string): Effect.Effect<void> {
-    return Effect.suspend(() => {
-      if (this.tryAcquire(key)) return Effect.void
-      return Effect.async<void>((resume) => {
-        // Nothing ran since `tryAcquire` (no yield in between), so the key still cannot take.
-        const s = this.state(key)
-        const w: Waiter = { key, granted: false, resume }
-        this.queue.add(w)
-        s.waiters.add(w)
-        return Effect.sync(() => {
-          if (w.granted) {
-            // Granted and interrupted before the holder could see it: give it back.
-            this.release(key)
-            return
-          }
-          this.queue.delete(w)
-          s.waiters.delete(w)
-          this.dropIfIdle(key, s)
-        })
-      })
+  /**
+   * Waits (FIFO) for a permit of `key` until the epoch-ms instant `until` (by the fiber's `Clock`;
+   * `Infinity` waits without a bound): `undefined` when none came before `until`. Interrupting the
+   * wait leaves no trace (no waiter, no permit, no timer). Call it after `tryTake` failed.
+   */
+  wait(key: string, until: number): Effect.Effect<HeldPermit | undefined> {
+    if (until === Number.POSITIVE_INFINITY) return this.park(key, until, undefined, undefined, undefined)
+    return Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      if (!(until > now)) return succeedNone
+      const slot: TimerSlot = { waiter: undefined }
+      const expireAtUntil = Effect.interruptible(
+        Effect.zipRight(
+          clock.sleep(Duration.millis(until - now)),
+          Effect.sync(() => {
+            if (slot.waiter !== undefined) this.expire(slot.waiter, true)
+          })
+        )
+      )
+      return Effect.flatMap(Effect.fork(expireAtUntil), (timer) => this.park(key, until, clock, timer, slot))
+    })
+  }
+
+  private park(
+    key: string,
+    until: number,
+    clock: Clock.Clock | undefined,
+    timer: Fiber.RuntimeFiber<void> | undefined,
+    slot: TimerSlot | undefined
+  ): Effect.Effect<HeldPermit | undefined> {
+    return Effect.async<HeldPermit | undefined>((resume) => {
+      // Other fibers may have run since the caller's `tryTake` (forking the timer can yield).
+      const now = this.tryTake(key)
+      if (now !== undefined) {
+        stopTimer(timer)
+        resume(Effect.succeed(now))
+        return
+      }
+      if (clock !== undefined && clock.unsafeCurrentTimeMillis() >= until) {
+        stopTimer(timer)
+        resume(succeedNone)
+        return
+      }
+      const w: Waiter = { key, until, clock, timer, resume, state: "waiting", permit: undefined }
+      this.queue.add(w)
+      this.state(key).waiters.add(w)
+      if (slot !== undefined) slot.waiter = w
+      return Effect.sync(() => this.cancel(w))
     })
   }
 
   /** Returns one permit of `key` and hands the freed slot to the next eligible waiter. */
-  release(key: string): void {
+  giveBack(key: string): void {
     const s = this.states.get(key)
     if (s === undefined || s.held === 0) return
     const freedShared = s.held > this.options.reservedOf(key)
@@ -127,18 +232,29 @@ export class Permits {
     this.inUse--
     if (freedShared) {
       this.sharedInUse--
-      // One shared permit is free: the longest-waiting key that may use it gets it.
+      // One shared permit is free: the longest-waiting key that may use it gets it (waiters whose
+      // `until` has come are let go on the way).
       for (const w of this.queue) {
         const ws = this.states.get(w.key)!
-        if (this.canTake(w.key, ws.held)) {
-          this.grant(w, ws)
-          break
+        if (!this.canTake(w.key, ws.held)) continue
+        if (this.expired(w)) {
+          this.expire(w, false)
+          continue
         }
+        this.grant(w, ws)
+        break
       }
     } else {
       // One of `key`'s reserved permits is free: only `key` may use it.
-      const first = s.waiters.values().next()
-      if (!first.done && this.canTake(key, s.held)) this.grant(first.value, s)
+      for (const w of s.waiters) {
+        if (!this.canTake(key, s.held)) break
+        if (this.expired(w)) {
+          this.expire(w, false)
+          continue
+        }
+        this.grant(w, s)
+        break
+      }
     }
     this.dropIfIdle(key, s)
   }

@@ -13,9 +13,10 @@ import type { FinishReason } from "../ModelResult.js"
 import type { ProviderResponse, RateLimitHeadroom } from "../ProviderAdapter.js"
 import * as StreamEvent from "../StreamEvent.js"
 import { countText } from "../TokenEstimator.js"
-import { withAttemptTimeout } from "./attempt.js"
-import type { EngineContext, Invoke } from "./engine.js"
-import { execute } from "./engine.js"
+import type { Invoke } from "./attemptContext.js"
+import { bounded } from "./deadline.js"
+import type { EngineContext } from "./pipeline.js"
+import { execute } from "./pipeline.js"
 
 interface ToolCallBuffer {
   id: string
@@ -26,30 +27,26 @@ interface ToolCallBuffer {
 /** The stream-driving `Invoke`: deltas go to `emit` as they arrive. */
 const invokeStream =
   (emit: (event: StreamEvent.StreamEvent) => void): Invoke =>
-  (adapter, request, state) =>
+  (adapter, request, attempt) =>
     Effect.scoped(
       Effect.gen(function* () {
         const target = request.target
         const limits = target.limits
         const start = yield* Clock.currentTimeMillis
-        const attemptEnd = start + Duration.toMillis(request.timeout)
+        const attemptEnd = attempt.until
         const ttftEnd =
           limits.ttftTimeout !== undefined
             ? Math.min(attemptEnd, start + Duration.toMillis(limits.ttftTimeout))
             : attemptEnd
         const idleMs = limits.streamIdleTimeout !== undefined ? Duration.toMillis(limits.streamIdleTimeout) : Infinity
-        const attemptNo = state.attempts.filter((a) => a.target === target.ref).length + 1
-        const decision = state.route?.decision
-        if (decision !== undefined) {
-          emit(
-            new StreamEvent.RouteSelected(
-              { target: target.ref, attempt: attemptNo, fallback: decision.eligible[0] !== target.ref, decision },
-              { disableValidation: true }
-            )
+        const decision = attempt.decision
+        const progress = attempt.progress
+        emit(
+          new StreamEvent.RouteSelected(
+            { target: target.ref, attempt: attempt.attempt, fallback: decision.eligible[0] !== target.ref, decision },
+            { disableValidation: true }
           )
-        }
-        state.deliveredOutputTokens = 0
-        state.attemptTtftMs = undefined
+        )
         const pull = yield* Stream.toPull(adapter.stream(request))
         let text = ""
         const tools = new Map<number, ToolCallBuffer>()
@@ -62,14 +59,14 @@ const invokeStream =
           | { finishReason: FinishReason; refusal: boolean; usage: Usage | undefined; modelVersion: string | undefined }
           | undefined
         const counted = () =>
-          new Usage({ inputTokens: state.inFlight?.inputTokens ?? 0, outputTokens }, { disableValidation: true })
+          new Usage({ inputTokens: attempt.inputTokens, outputTokens }, { disableValidation: true })
         // A failure after the first delta: the provider may have billed the output delivered so far.
         const afterCommit = (e: ProviderError) =>
           firstAt === undefined ? e : new ProviderError({ ...e, processed: "maybe", usage: e.usage ?? counted() })
         while (finish === undefined) {
           const now = yield* Clock.currentTimeMillis
           const until = firstAt === undefined ? ttftEnd : Math.min(attemptEnd, now + idleMs)
-          const pulled = yield* withAttemptTimeout(Effect.either(pull), Duration.millis(Math.max(0, until - now)))
+          const pulled = yield* bounded(Effect.either(pull), until)
           if (Option.isNone(pulled)) {
             if (until >= attemptEnd && firstAt === undefined) return Option.none()
             const kind = firstAt === undefined ? "timeout" : "stream_stalled"
@@ -114,8 +111,8 @@ const invokeStream =
             } else {
               if (firstAt === undefined) {
                 firstAt = yield* Clock.currentTimeMillis
-                state.attemptTtftMs = firstAt - start
-                state.committed = true
+                progress.ttftMs = firstAt - start
+                progress.committed = true
               }
               if (event._tag === "TextDelta") {
                 text += event.text
@@ -135,7 +132,7 @@ const invokeStream =
                   )
                 )
               }
-              state.deliveredOutputTokens = outputTokens
+              progress.outputTokens = outputTokens
               // Cut at the output cap the reservation pays for.
               if (outputTokens >= request.maxOutputTokens) {
                 finish = { finishReason: "length", refusal: false, usage: undefined, modelVersion: undefined }

@@ -1,28 +1,9 @@
 /**
- * Timing primitives of one attempt.
+ * The retry schedule of a workflow, stepped without sleeping: the pipeline asks it for the next
+ * delay after a retryable failure and decides itself whether the deadline leaves time to wait.
  */
-import { Duration, Effect, Fiber, Option, Random, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
+import { Duration, Effect, Option, Random, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import type { RetryPolicy } from "../Workflow.js"
-
-/**
- * Runs `self` bounded by `timeout`. `None` when the timer fired first.
- *
- * The timer fiber is armed before the attempt starts, so a completion at exactly the same virtual
- * instant as the timeout counts as a completion (DESIGN §4 tie rule): `TestClock` wakes sleeps due
- * at the same instant latest-registered first.
- *
- * Hot path: two fibers per attempt (the timer and the attempt) that settle one `Deferred`, first
- * wins; a `raceFirst` of their joins would fork two more (fibers dominate the gateway's own cost).
- */
-export const withAttemptTimeout = <A, E, R>(
-  self: Effect.Effect<A, E, R>,
-  timeout: Duration.Duration
-): Effect.Effect<Option.Option<A>, E, R> =>
-  // `raceWith` starts its left side first: the timer's sleep is registered before the attempt's.
-  Effect.raceWith(Effect.sleep(timeout), self, {
-    onSelfDone: (_timer, attempt) => Effect.as(Fiber.interrupt(attempt), Option.none<A>()),
-    onOtherDone: (exit, timer) => Effect.zipRight(Fiber.interruptFork(timer), Effect.map(exit, Option.some))
-  })
 
 /**
  * What a retry schedule needs from the failure it is asked to retry.
@@ -60,6 +41,7 @@ export interface Stepper {
   readonly next: (now: number, input: RetryInput) => Effect.Effect<Option.Option<number>>
 }
 
+/** A stepper over `schedule`, holding its state. */
 export const stepper = (schedule: Schedule.Schedule<RetryInput, RetryInput>): Stepper => {
   let state: unknown = schedule.initial
   return {

@@ -1,0 +1,245 @@
+/**
+ * The persistence seam of `Budgets`: accounts of integer store units, with atomic reserve, commit
+ * and release. The memory store lives here; a Redis store implements the same four operations,
+ * each one round trip (one Lua script).
+ *
+ * Details
+ *
+ * - Amounts are integers of {@link unitsPerCurrency} (billionths of a currency unit), so the
+ *   invariant `committed + reserved ≤ limit` is exact, never off by a float rounding.
+ * - An account is one tenant in one budget window, keyed `<tenant>/<window>` (e.g.
+ *   `acme/m2026-11`, `acme/d2026-11-03`, `acme/total`).
+ * - Every reservation carries an expiry: an unsettled reservation (its holder crashed) frees its
+ *   amount at `expiresAt`. An account may be forgotten once its window is over
+ *   (`accountExpiresAt`) and it holds no reservation.
+ * - Every operation fails with `StoreError` (`store: "budget"`) when the store cannot answer, and
+ *   must bound its own wait (a network store times out its round trip): `Budgets` fails closed on
+ *   it.
+ *
+ * @since 0.2.0
+ */
+import { Context, Effect, Layer } from "effect"
+import type { StoreError } from "./Errors.js"
+
+/**
+ * Store units per currency unit: amounts are integers of 10⁻⁹ (limits up to about 9 million).
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const unitsPerCurrency = 1_000_000_000
+
+/**
+ * @since 0.2.0
+ * @category Models
+ */
+export interface ReserveRequest {
+  /** Tenant and window, e.g. `acme/m2026-11`. */
+  readonly account: string
+  /** Unique across processes sharing the store. */
+  readonly id: string
+  /** Store units. */
+  readonly amount: number
+  /** Store units. */
+  readonly limit: number
+  /** Epoch millis (the caller's `Clock`). */
+  readonly now: number
+  /** Epoch millis when an unsettled reservation is freed (its holder is presumed crashed). */
+  readonly expiresAt: number
+  /** Epoch millis when the account's window is over and it may be forgotten; `Infinity` for never. */
+  readonly accountExpiresAt: number
+}
+
+/**
+ * What `reserve` did, with the account as it stands after it (store units). `Rejected` reserved
+ * nothing.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export type ReserveOutcome =
+  | { readonly _tag: "Reserved"; readonly committed: number; readonly reserved: number }
+  | { readonly _tag: "Rejected"; readonly committed: number; readonly reserved: number }
+
+/**
+ * @since 0.2.0
+ * @category Models
+ */
+export interface CommitRequest {
+  readonly account: string
+  readonly id: string
+  /** The reserved amount (store units): the cap of `spend`, also when the reservation has expired. */
+  readonly amount: number
+  /** Store units. */
+  readonly spend: number
+}
+
+/**
+ * @since 0.2.0
+ * @category Models
+ */
+export interface ReleaseRequest {
+  readonly account: string
+  readonly id: string
+}
+
+/**
+ * Committed and live reserved store units of an account.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export interface AccountBalance {
+  readonly committed: number
+  readonly reserved: number
+}
+
+/**
+ * The operations of a budget store. Each is atomic on one account and one round trip.
+ *
+ * - `reserve`: drop the account's expired reservations, then add the reservation only if
+ *   `committed + reserved + amount ≤ limit`; report the account either way.
+ * - `commit`: remove the reservation and add `min(spend, amount)` to committed. A reservation that
+ *   already expired still adds its spend (the money was spent), which is the one way the invariant
+ *   can be broken: a holder that outlives its reservation's expiry.
+ * - `release`: remove the reservation (no spend). Unknown ids are ignored by `commit` and `release`.
+ * - `balance`: the account at `now` (expired reservations not counted).
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export interface Service {
+  readonly reserve: (request: ReserveRequest) => Effect.Effect<ReserveOutcome, StoreError>
+  readonly commit: (request: CommitRequest) => Effect.Effect<void, StoreError>
+  readonly release: (request: ReleaseRequest) => Effect.Effect<void, StoreError>
+  readonly balance: (account: string, now: number) => Effect.Effect<AccountBalance, StoreError>
+}
+
+/**
+ * @since 0.2.0
+ * @category Context
+ */
+export class BudgetStore extends Context.Tag("@modelgate/core/BudgetStore")<BudgetStore, Service>() {}
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The memory store, plus the number of accounts it holds (to observe that finished windows are
+ * forgotten).
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export interface MemoryStore extends Service {
+  readonly size: Effect.Effect<number>
+}
+
+interface Held {
+  readonly amount: number
+  readonly expiresAt: number
+}
+
+interface Account {
+  committed: number
+  reserved: number
+  readonly reservations: Map<string, Held>
+  /** A lower bound of the earliest expiry among `reservations` (`Infinity` when none can expire). */
+  nextExpiry: number
+  expiresAt: number
+}
+
+/** Frees the reservations of `account` whose holder never settled them (a crashed process). */
+const purge = (account: Account, now: number) => {
+  if (now < account.nextExpiry) return
+  let next = Infinity
+  for (const [id, held] of account.reservations) {
+    if (held.expiresAt <= now) {
+      account.reservations.delete(id)
+      account.reserved -= held.amount
+    } else if (held.expiresAt < next) next = held.expiresAt
+  }
+  account.nextExpiry = next
+}
+
+const unsafeMakeMemory = (): MemoryStore => {
+  const accounts = new Map<string, Account>()
+  let nextSweep = Infinity
+  /** Forgets accounts whose window is over and which hold nothing (bounded memory over time). */
+  const sweep = (now: number) => {
+    if (now < nextSweep) return
+    nextSweep = Infinity
+    for (const [key, account] of accounts) {
+      purge(account, now)
+      if (account.expiresAt <= now && account.reservations.size === 0) accounts.delete(key)
+      else if (account.expiresAt > now) nextSweep = Math.min(nextSweep, account.expiresAt)
+      else nextSweep = Math.min(nextSweep, now + 60_000)
+    }
+  }
+  const reserve = (r: ReserveRequest): ReserveOutcome => {
+    sweep(r.now)
+    let account = accounts.get(r.account)
+    if (account === undefined) {
+      account = {
+        committed: 0,
+        reserved: 0,
+        reservations: new Map(),
+        nextExpiry: Infinity,
+        expiresAt: r.accountExpiresAt
+      }
+      accounts.set(r.account, account)
+      nextSweep = Math.min(nextSweep, r.accountExpiresAt)
+    }
+    purge(account, r.now)
+    if (account.committed + account.reserved + r.amount > r.limit) {
+      return { _tag: "Rejected", committed: account.committed, reserved: account.reserved }
+    }
+    account.reserved += r.amount
+    account.reservations.set(r.id, { amount: r.amount, expiresAt: r.expiresAt })
+    if (r.expiresAt < account.nextExpiry) account.nextExpiry = r.expiresAt
+    if (r.accountExpiresAt > account.expiresAt) account.expiresAt = r.accountExpiresAt
+    return { _tag: "Reserved", committed: account.committed, reserved: account.reserved }
+  }
+  const settle = (account: string, id: string, spend: number) => {
+    const acc = accounts.get(account)
+    if (acc === undefined) return
+    const held = acc.reservations.get(id)
+    if (held !== undefined) {
+      acc.reservations.delete(id)
+      acc.reserved -= held.amount
+      acc.committed += Math.min(Math.max(spend, 0), held.amount)
+    } else {
+      // The reservation expired before its holder settled: the money was still spent.
+      acc.committed += Math.max(spend, 0)
+    }
+  }
+  return {
+    reserve: (r) => Effect.sync(() => reserve(r)),
+    commit: (r) => Effect.sync(() => settle(r.account, r.id, Math.min(r.spend, r.amount))),
+    release: (r) => Effect.sync(() => settle(r.account, r.id, 0)),
+    balance: (account, now) =>
+      Effect.sync(() => {
+        const acc = accounts.get(account)
+        if (acc === undefined) return { committed: 0, reserved: 0 }
+        purge(acc, now)
+        return { committed: acc.committed, reserved: acc.reserved }
+      }),
+    size: Effect.sync(() => accounts.size)
+  }
+}
+
+/**
+ * A store in this process's memory: every operation is synchronous, hence atomic, and never fails.
+ * Accounts of finished windows are forgotten once they hold no reservation.
+ *
+ * @since 0.2.0
+ * @category Constructors
+ */
+export const makeMemory: Effect.Effect<MemoryStore> = Effect.sync(unsafeMakeMemory)
+
+/**
+ * @since 0.2.0
+ * @category Layers
+ */
+export const layerMemory: Layer.Layer<BudgetStore> = Layer.effect(BudgetStore, makeMemory)

@@ -1,0 +1,48 @@
+/**
+ * What one provider attempt knows of its call, shared by the pipeline and the stream driver. The
+ * driver reads the attempt, never the call's state; it reports progress (first token, delivered
+ * output) back through `progress`, which the pipeline reads when the attempt ends or is cut.
+ */
+import type { Effect, Option } from "effect"
+import type { ProviderError } from "../Errors.js"
+import type { ModelTarget } from "../ModelTarget.js"
+import type { ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
+import type { RouteDecision } from "../RouteDecision.js"
+
+/** Progress of a running attempt, written by whoever drives the provider. */
+export interface AttemptProgress {
+  /** Time to first token, once a first delta arrived (streams). */
+  ttftMs: number | undefined
+  /** Output tokens delivered to the consumer so far (streams). */
+  outputTokens: number
+  /** The first delta was delivered: the call is past its commit point. */
+  committed: boolean
+}
+
+/** One attempt of a call. */
+export interface AttemptContext {
+  readonly target: ModelTarget
+  /** Epoch-ms instant the attempt was dispatched. */
+  readonly startedAt: number
+  /** 1 for the first attempt on this target. */
+  readonly attempt: number
+  /** Not the first target of the decision. */
+  readonly fallback: boolean
+  readonly decision: RouteDecision
+  /** Input tokens at this target (after its safety factor). */
+  readonly inputTokens: number
+  /** Epoch-ms instant the attempt must end by: the earliest of its own limit and the call's deadline. */
+  readonly until: number
+  readonly progress: AttemptProgress
+}
+
+/**
+ * How an attempt calls its adapter: `None` when the attempt's time (`attempt.until`) ran out
+ * before an answer. `generate` bounds the adapter call; `stream` drives the adapter's stream under
+ * its time-to-first-token, gap and total limits and delivers deltas as they arrive.
+ */
+export type Invoke = (
+  adapter: ProviderAdapter,
+  request: ProviderRequest,
+  attempt: AttemptContext
+) => Effect.Effect<Option.Option<ProviderResponse>, ProviderError>

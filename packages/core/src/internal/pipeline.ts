@@ -1,0 +1,967 @@
+/**
+ * The pipeline of one call (DESIGN §4), as a few named steps in one fiber:
+ *
+ *   resolve → deadline → reserve → permit → attempts → settle and record
+ *
+ * Each attempt: budget cap, breaker admission, dispatch under the attempt's bound (the deadline
+ * scope, `deadline.ts`), record, then the disposition table (`Disposition.ts`) says what happens
+ * next. `settle` runs once, in the one exit handler of the call, whatever the exit: it bills an
+ * attempt cut by cancellation, returns the permit, settles the reservation, builds the evidence
+ * once and hands exactly one CallRecord to telemetry and the recorder.
+ *
+ * Per-call state is the `Call` value below, owned by this module; adapters and the stream driver
+ * see an `AttemptContext`, never the call.
+ */
+import { Cause, Clock, Duration, Effect, Either, Exit, Option, Tracer } from "effect"
+import type { Budgets, Reservation } from "../Budgets.js"
+import type * as CallRecorder from "../CallRecorder.js"
+import type * as Concurrency from "../Concurrency.js"
+import * as Disposition from "../Disposition.js"
+import { type Failure, fromFailure, type GatewayError, type ProviderError } from "../Errors.js"
+import type { CompiledWorkflow } from "../GatewayConfig.js"
+import type * as Health from "../Health.js"
+import type { Message, ModelCommand } from "../ModelCommand.js"
+import {
+  AttemptRecord,
+  CallId,
+  CallRecord,
+  Content,
+  Cost,
+  Evidence,
+  type FinishReason,
+  ModelResult,
+  Usage
+} from "../ModelResult.js"
+import type { ModelTarget } from "../ModelTarget.js"
+import {
+  affordableOutput,
+  costAt,
+  costOf,
+  inputTokensAt,
+  minimumUsefulOutputTokens,
+  outputCapAt
+} from "../Pricing.js"
+import type { OutputFormat, ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
+import { ExcludedTarget } from "../RouteDecision.js"
+import type { Route, Service as RouterService } from "../Router.js"
+import { decide as routeCommand } from "../Router.js"
+import * as Telemetry from "../Telemetry.js"
+import type { AttemptContext, Invoke } from "./attemptContext.js"
+import { bounded } from "./deadline.js"
+import { issuesOf } from "./issues.js"
+import { retrySchedule, type Stepper, stepper } from "./retry.js"
+
+/** Services and data the pipeline runs with, resolved once when the gateway is built. */
+export interface EngineContext {
+  readonly router: RouterService
+  readonly adapters: ReadonlyMap<string, ProviderAdapter>
+  readonly budgets: Budgets["Type"]
+  readonly concurrency: Concurrency.Service
+  readonly recorder: CallRecorder.Service
+  readonly health: Health.Service
+  /** Read once when the gateway is built. */
+  readonly telemetry: Telemetry.Settings
+}
+
+let callSeq = 0
+const nextCallId = (now: number): CallId => CallId.make(`mg_${now.toString(36)}_${(++callSeq).toString(36)}`)
+
+/** The answer of a successful call, before it gets its evidence. */
+interface Answer {
+  readonly target: ModelTarget | undefined
+  readonly text: string | undefined
+  readonly value: unknown
+  readonly toolCalls: ProviderResponse["toolCalls"]
+  readonly finishReason: FinishReason
+  readonly schemaValid: boolean | undefined
+  readonly degraded: boolean
+}
+
+/** The state of one call: owned by this module, read once at the end to build the evidence. */
+interface Call {
+  readonly id: CallId
+  readonly startedAt: number
+  readonly command: ModelCommand
+  readonly mode: "generate" | "stream"
+  route: Route | undefined
+  deadline: number
+  estimatedCost: number
+  reservation: Reservation | undefined
+  permit: Concurrency.Permit | undefined
+  permitWaitMs: number | undefined
+  /** Immutable attempt records, in order. */
+  readonly attempts: Array<AttemptRecord>
+  /** Targets skipped at attempt time (a half-open breaker with no probe slot left). */
+  readonly skipped: Array<ExcludedTarget>
+  /** Admitted by its breaker and not yet recorded: released if the call is cancelled. */
+  admitted: ModelTarget | undefined
+  /** The attempt in flight, billed if the call is cancelled. */
+  inFlight: AttemptContext | undefined
+  spent: number
+  inputTokens: number
+  cachedInputTokens: number
+  outputTokens: number
+  reasoningTokens: number
+  retryCount: number
+  retryBudgetExhausted: boolean
+  fallbackUsed: boolean
+  committed: boolean
+  schemaValid: boolean | undefined
+  modelVersion: string | undefined
+  lastTarget: ModelTarget | undefined
+  lastMaxOutputTokens: number | undefined
+  /** The target whose answer was used. */
+  answered: ModelTarget | undefined
+  result: ModelResult | undefined
+  span: Tracer.Span | undefined
+}
+
+const newCall = (command: ModelCommand, mode: "generate" | "stream", now: number): Call => ({
+  id: nextCallId(now),
+  startedAt: now,
+  command,
+  mode,
+  route: undefined,
+  deadline: now,
+  estimatedCost: 0,
+  reservation: undefined,
+  permit: undefined,
+  permitWaitMs: undefined,
+  attempts: [],
+  skipped: [],
+  admitted: undefined,
+  inFlight: undefined,
+  spent: 0,
+  inputTokens: 0,
+  cachedInputTokens: 0,
+  outputTokens: 0,
+  reasoningTokens: 0,
+  retryCount: 0,
+  retryBudgetExhausted: false,
+  fallbackUsed: false,
+  committed: false,
+  schemaValid: undefined,
+  modelVersion: undefined,
+  lastTarget: undefined,
+  lastMaxOutputTokens: undefined,
+  answered: undefined,
+  result: undefined,
+  span: undefined
+})
+
+/** Adds an attempt's usage to the call; returns its cost. */
+const addUsage = (call: Call, target: ModelTarget, usage: Usage | undefined): number => {
+  if (usage === undefined) return 0
+  const cost = costOf(target, usage)
+  call.inputTokens += usage.inputTokens
+  call.cachedInputTokens += usage.cachedInputTokens
+  call.outputTokens += usage.outputTokens
+  call.reasoningTokens += usage.reasoningTokens
+  call.spent += cost
+  return cost
+}
+
+/** The tracer Effect runs with when nobody installed one: spans are then not made at all. */
+const defaultTracer = Effect.runSync(Effect.tracer)
+
+/** Effect's live clock, read synchronously. */
+const now = Clock.currentTimeMillis
+
+/**
+ * Runs one call in `mode`, with `invoke` calling the adapters. Builds exactly one CallRecord.
+ */
+export const execute = (
+  ctx: EngineContext,
+  command: ModelCommand,
+  mode: "generate" | "stream",
+  invoke: Invoke
+): Effect.Effect<ModelResult, GatewayError> =>
+  Effect.clockWith((clock) => {
+    const call = newCall(command, mode, clock.unsafeCurrentTimeMillis())
+    const run = pipeline(ctx, call, invoke).pipe(
+      Effect.onExit((exit) => settle(ctx, call, exit)),
+      Effect.mapError((failure) => fromFailure(failure, { callId: call.id, attempts: call.attempts.slice() }))
+    )
+    return Effect.tracerWith((tracer) =>
+      tracer === defaultTracer
+        ? run
+        : Telemetry.withCallSpan(
+            ctx.telemetry,
+            { mode, callId: call.id, workflow: command.workflow, tenant: command.tenant },
+            (span) => {
+              call.span = span
+              return run
+            }
+          )
+    )
+  })
+
+/** Runs `generate` for one command. */
+export const generate = (ctx: EngineContext, command: ModelCommand): Effect.Effect<ModelResult, GatewayError> =>
+  execute(ctx, command, "generate", invokeGenerate)
+
+const invokeGenerate: Invoke = (adapter, request, attempt) => bounded(adapter.generate(request), attempt.until)
+
+// ---------------------------------------------------------------------------------------------
+// Steps
+// ---------------------------------------------------------------------------------------------
+
+const storeFailure = (e: {
+  readonly store: "budget" | "permit" | "breaker" | "ledger"
+  readonly operation: string
+  readonly detail: string
+}): Failure => ({ _tag: "StoreError", store: e.store, operation: e.operation, detail: e.detail })
+
+/** resolve → deadline → reserve → permit → attempts → result. */
+const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect<ModelResult, Failure> =>
+  Effect.flatMap(routeCommand(ctx.router.workflows, ctx.health, call.command, call.mode), (route) => {
+    call.route = route
+    const w = route.compiled.workflow
+    const cmd = call.command
+    const timeoutMs = Math.min(
+      cmd.timeout !== undefined ? Duration.toMillis(cmd.timeout) : Infinity,
+      Duration.toMillis(w.timeout)
+    )
+    call.deadline = call.startedAt + timeoutMs
+    // Worst case over every target the call may still use, capped by the call's maxCost.
+    let worst = 0
+    for (const t of route.targets) worst = Math.max(worst, worstCaseAt(route, cmd, t))
+    call.estimatedCost = worstCaseAt(route, cmd, route.targets[0]!)
+    const amount = Math.min(worst, cmd.maxCost ?? Infinity, w.maxCost ?? Infinity)
+    return reserve(ctx, call, amount).pipe(
+      Effect.zipRight(acquirePermit(ctx, call)),
+      Effect.zipRight(attempts(ctx, call, route, invoke)),
+      Effect.flatMap((answer) => result(call, answer))
+    )
+  })
+
+const worstCaseAt = (route: Route, command: ModelCommand, target: ModelTarget): number =>
+  costAt(
+    target,
+    inputTokensAt(route.inputTokens, target),
+    outputCapAt(command.maxOutputTokens, route.compiled.workflow.maxOutputTokens, target)
+  )
+
+/** Reserves the call's worst case; the reservation is settled by `settle`, whatever the exit. */
+const reserve = (ctx: EngineContext, call: Call, amount: number): Effect.Effect<void, Failure> =>
+  Effect.uninterruptible(
+    Effect.matchEffect(ctx.budgets.reserve(call.command.tenant, amount), {
+      onFailure: (e): Effect.Effect<never, Failure> =>
+        e._tag === "StoreError"
+          ? Effect.fail(storeFailure(e))
+          : Effect.fail({
+              _tag: "BudgetExceeded",
+              tenant: e.tenant,
+              limit: e.limit,
+              committed: e.committed,
+              reserved: e.reserved,
+              requested: e.requested
+            }),
+      onSuccess: (reservation) => {
+        call.reservation = reservation
+        return Effect.void
+      }
+    })
+  )
+
+/** Waits for the tenant's permit until the deadline; returned by `settle`. */
+const acquirePermit = (ctx: EngineContext, call: Call): Effect.Effect<void, Failure> =>
+  Effect.clockWith((clock) => {
+    const queuedAt = clock.unsafeCurrentTimeMillis()
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.matchEffect(
+        restore(ctx.concurrency.acquire(call.command.tenant, call.command.workflow, call.deadline)),
+        {
+          onFailure: (e) => Effect.fail(storeFailure(e)),
+          onSuccess: (permit): Effect.Effect<void, Failure> => {
+            const at = clock.unsafeCurrentTimeMillis()
+            call.permitWaitMs = at - queuedAt
+            if (permit === undefined) return Effect.fail(deadlineFailure(call, "queue", at))
+            call.permit = permit
+            return Effect.void
+          }
+        }
+      )
+    )
+  })
+
+const deadlineFailure = (
+  call: Call,
+  stage: "queue" | "before_attempt" | "attempt" | "call",
+  at: number
+): Failure => ({
+  _tag: "DeadlineExceeded",
+  stage,
+  timeoutMs: call.deadline - call.startedAt,
+  elapsedMs: at - call.startedAt
+})
+
+/** The envelope of a successful call, with its evidence (built once, here). */
+const result = (call: Call, answer: Answer): Effect.Effect<ModelResult> =>
+  Effect.clockWith((clock) => {
+    const r = new ModelResult(
+      {
+        content: new Content(
+          { text: answer.text, value: answer.value, toolCalls: answer.toolCalls },
+          { disableValidation: true }
+        ),
+        finishReason: answer.finishReason,
+        evidence: evidenceOf(call, answer, clock.unsafeCurrentTimeMillis())
+      },
+      { disableValidation: true }
+    )
+    call.answered = answer.target
+    call.result = r
+    return Effect.succeed(r)
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Attempts
+// ---------------------------------------------------------------------------------------------
+
+/** The structured-output part of a provider request. */
+const outputFormatOf = (compiled: CompiledWorkflow, target: ModelTarget): OutputFormat | undefined =>
+  compiled.jsonSchema === undefined
+    ? undefined
+    : {
+        name: compiled.workflow.name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64),
+        jsonSchema: compiled.jsonSchema,
+        strict: target.capabilities.structuredOutput.mode === "json_schema_strict"
+      }
+
+/** Validates a provider answer against the workflow's output schema. */
+const validateOutput = (
+  compiled: CompiledWorkflow,
+  target: ModelTarget,
+  response: ProviderResponse
+): Either.Either<{ readonly value: unknown; readonly valid: boolean | undefined }, Failure> => {
+  if (compiled.decode === undefined || response.toolCalls.length > 0) {
+    return Either.right({ value: undefined, valid: undefined })
+  }
+  if (response.finishReason === "length") {
+    return Either.left({ _tag: "InvalidOutput", target: target.ref, issues: ["truncated at the output-token limit"] })
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(response.text ?? "")
+  } catch {
+    return Either.left({ _tag: "InvalidOutput", target: target.ref, issues: ["not valid JSON"] })
+  }
+  return Either.match(compiled.decode(json), {
+    onLeft: (e) => Either.left({ _tag: "InvalidOutput", target: target.ref, issues: issuesOf(e) }),
+    onRight: (value) => Either.right({ value, valid: true })
+  })
+}
+
+/** Messages for a repair attempt: the invalid answer and what was wrong with it (paths only). */
+const repairMessages = (
+  messages: ReadonlyArray<Message>,
+  text: string,
+  issues: ReadonlyArray<string>
+): Array<Message> => [
+  ...messages,
+  { _tag: "assistant", content: text },
+  {
+    _tag: "user",
+    content: `The previous answer did not match the required JSON schema (${issues.join("; ")}). Answer again with JSON that matches the schema exactly.`
+  }
+]
+
+/** How one dispatched attempt ended. */
+type AttemptEnd =
+  | { readonly _tag: "Answered"; readonly response: ProviderResponse }
+  | { readonly _tag: "Failed"; readonly failure: Failure; readonly possiblyProcessed: boolean; readonly cutByDeadline: boolean }
+
+/**
+ * Attempts over the eligible targets in order, each retried as the disposition table and the
+ * retry schedule allow, all within the call's deadline.
+ */
+const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke): Effect.Effect<Answer, Failure> =>
+  Effect.gen(function* () {
+    const { compiled } = route
+    const w = compiled.workflow
+    const cmd = call.command
+    const reservation = call.reservation!
+    let last: Failure | undefined
+    let stoppedForTime = false
+    let contextLimitedAt: number | undefined
+    let first = true
+    targets: for (let i = 0; i < route.targets.length; i++) {
+      const target = route.targets[i]!
+      // After a context-length rejection only a larger-context target may be tried.
+      if (contextLimitedAt !== undefined && target.capabilities.contextWindow <= contextLimitedAt) continue
+      // The retry schedule exists only once a first attempt failed.
+      let schedule: Stepper | undefined
+      const limits = target.limits
+      const minimumMs = Duration.toMillis(limits.minimumAttemptTime)
+      const perAttemptMs = Duration.toMillis(limits.perAttemptTimeout)
+      let messages: ReadonlyArray<Message> = cmd.messages
+      let repaired = false
+      for (let attemptNo = 1; attemptNo <= limits.maxAttempts + (repaired ? 1 : 0); attemptNo++) {
+        const start = yield* now
+        const remaining = call.deadline - start
+        if (remaining < minimumMs) {
+          stoppedForTime = true
+          break
+        }
+        const inputTokens = inputTokensAt(route.inputTokens, target)
+        const cap = Math.min(
+          outputCapAt(cmd.maxOutputTokens, w.maxOutputTokens, target),
+          affordableOutput(reservation.amount - call.spent, inputTokens, target)
+        )
+        if (cap < minimumUsefulOutputTokens) {
+          return yield* Effect.fail<Failure>({
+            _tag: "BudgetExceeded",
+            tenant: cmd.tenant,
+            limit: reservation.amount,
+            committed: call.spent,
+            reserved: reservation.amount,
+            requested: costAt(target, inputTokens, minimumUsefulOutputTokens)
+          })
+        }
+        if (!(yield* admit(ctx, target))) {
+          call.skipped.push(
+            new ExcludedTarget(
+              { target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" },
+              { disableValidation: true }
+            )
+          )
+          break
+        }
+        call.admitted = target
+        if (first) {
+          first = false
+          yield* ctx.health.onFirstAttempt
+        }
+        const request: ProviderRequest = {
+          target,
+          messages,
+          tools: cmd.tools ?? [],
+          toolChoice: cmd.toolChoice,
+          output: outputFormatOf(compiled, target),
+          maxOutputTokens: cap,
+          timeout: Duration.millis(Math.min(remaining, perAttemptMs))
+        }
+        const end = yield* dispatch(ctx, call, route, i, attemptNo, request, inputTokens, minimumMs, invoke)
+        if (end === undefined) {
+          // The target's concurrency cap stayed full until too little time was left for it.
+          call.admitted = undefined
+          yield* ctx.health.release(target)
+          stoppedForTime = true
+          break
+        }
+        let failure: Failure
+        let possiblyProcessed = true
+        let cutByDeadline = false
+        let repairText: string | undefined
+        if (end._tag === "Answered") {
+          const validated = validateOutput(compiled, target, end.response)
+          if (Either.isRight(validated)) {
+            call.schemaValid = validated.right.valid
+            return {
+              target,
+              text: end.response.text,
+              value: validated.right.value,
+              toolCalls: end.response.toolCalls,
+              finishReason: end.response.finishReason,
+              schemaValid: validated.right.valid,
+              degraded: false
+            }
+          }
+          failure = validated.left
+          call.schemaValid = false
+          // The attempt answered; its answer failed validation.
+          const answered = call.attempts[call.attempts.length - 1]!
+          call.attempts[call.attempts.length - 1] = new AttemptRecord(
+            { ...answered, outcome: "invalid_output", errorTag: "InvalidOutput" },
+            { disableValidation: true }
+          )
+          repairText = end.response.text
+        } else {
+          failure = end.failure
+          possiblyProcessed = end.possiblyProcessed
+          cutByDeadline = end.cutByDeadline
+        }
+        last = failure
+        const next = Disposition.decide(failure, {
+          possiblyProcessed,
+          sideEffectingTools: cmd.allowsStateChangingTools,
+          committed: call.committed,
+          repairAvailable: w.repair && !repaired && repairText !== undefined,
+          cutByDeadline
+        })
+        switch (next._tag) {
+          case "Stop":
+            return yield* Effect.fail(next.failure)
+          case "NextTarget":
+            continue targets
+          case "NextLargerTarget":
+            contextLimitedAt = target.capabilities.contextWindow
+            continue targets
+          case "Repair":
+            repaired = true
+            messages = repairMessages(cmd.messages, repairText ?? "", failure._tag === "InvalidOutput" ? failure.issues : [])
+            continue
+          case "Retry": {
+            if (attemptNo >= limits.maxAttempts) continue targets
+            const at = yield* now
+            if (schedule === undefined) schedule = stepper(retrySchedule(w.retry))
+            const delay = yield* schedule.next(at, { retryAfter: Disposition.retryAfterOf(failure) })
+            // No sleep that would leave too little time for the retry: next target, or stop.
+            if (Option.isNone(delay) || at + delay.value + minimumMs > call.deadline) continue targets
+            // A breaker this failure opened: no retry token spent on a route that will not be tried.
+            if (yield* Effect.orElseSucceed(ctx.health.isOpen(target), () => true)) continue targets
+            if (!(yield* ctx.health.tryRetry)) {
+              call.retryBudgetExhausted = true
+              continue targets
+            }
+            if (delay.value > 0) yield* Effect.sleep(Duration.millis(delay.value))
+            call.retryCount++
+          }
+        }
+      }
+    }
+    return yield* exhausted(ctx, call, route, last, stoppedForTime)
+  })
+
+/** Breaker admission; a breaker store that cannot answer fails the call (closed). */
+const admit = (ctx: EngineContext, target: ModelTarget): Effect.Effect<boolean, Failure> =>
+  Effect.mapError(ctx.health.tryAcquire(target), storeFailure)
+
+/**
+ * Every eligible route failed, or there was no time to try: a degraded answer, a policy error
+ * naming the targets policy kept out, or the failure that ends the call.
+ */
+const exhausted = (
+  ctx: EngineContext,
+  call: Call,
+  route: Route,
+  last: Failure | undefined,
+  stoppedForTime: boolean
+): Effect.Effect<Answer, Failure> =>
+  Effect.gen(function* () {
+    const { compiled } = route
+    if (last !== undefined && Disposition.isAvailability(last)) {
+      if (compiled.degrade !== undefined) {
+        const degraded = yield* bounded(compiled.degrade(call.command), call.deadline)
+        if (Option.isNone(degraded)) return yield* Effect.fail(deadlineFailure(call, "call", yield* now))
+        const value = degraded.value
+        const valid = compiled.decode === undefined ? true : Either.isRight(compiled.decode(value))
+        if (valid) {
+          call.schemaValid = compiled.schema === undefined ? undefined : true
+          return {
+            target: undefined,
+            text: typeof value === "string" ? value : undefined,
+            value: typeof value === "string" ? undefined : value,
+            toolCalls: [],
+            finishReason: "other",
+            schemaValid: call.schemaValid,
+            degraded: true
+          }
+        }
+      }
+      const policyExcluded = route.decision.excluded.filter(
+        (e) => e.reason === "DATA_REGION_MISMATCH" || e.reason === "DATA_CLASS_NOT_ALLOWED"
+      )
+      if (policyExcluded.length > 0) {
+        return yield* Effect.fail<Failure>({
+          _tag: "PolicyViolation",
+          reason: policyExcluded[0]!.reason,
+          excluded: policyExcluded
+        })
+      }
+    }
+    const at = yield* now
+    let smallestMinimum = Infinity
+    for (const t of route.targets) smallestMinimum = Math.min(smallestMinimum, Duration.toMillis(t.limits.minimumAttemptTime))
+    const outOfTime = stoppedForTime || call.deadline - at < smallestMinimum
+    if (last === undefined && !stoppedForTime && call.skipped.length > 0) {
+      return yield* Effect.fail<Failure>({
+        _tag: "NoEligibleRoute",
+        workflow: compiled.workflow.name,
+        excluded: [...route.decision.excluded, ...call.skipped]
+      })
+    }
+    if (last === undefined || (outOfTime && Disposition.isAvailability(last))) {
+      return yield* Effect.fail(
+        deadlineFailure(call, call.attempts.length > 0 && at >= call.deadline ? "attempt" : "before_attempt", at)
+      )
+    }
+    return yield* Effect.fail(last)
+  })
+
+/**
+ * Dispatches one attempt (holding the target's permit when it has a concurrency cap) and records
+ * it. `undefined` when the target's permit did not come before too little time was left.
+ */
+const dispatch = (
+  ctx: EngineContext,
+  call: Call,
+  route: Route,
+  index: number,
+  attemptNo: number,
+  request: ProviderRequest,
+  inputTokens: number,
+  minimumMs: number,
+  invoke: Invoke
+): Effect.Effect<AttemptEnd | undefined, Failure> => {
+  const target = request.target
+  if (!ctx.concurrency.isCapped(target.ref)) return run(ctx, call, route, index, attemptNo, request, inputTokens, invoke)
+  return Effect.clockWith((clock) => {
+    const start = clock.unsafeCurrentTimeMillis()
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        Effect.mapError(restore(ctx.concurrency.acquireTarget(target.ref, call.deadline - minimumMs)), storeFailure),
+        (permit) => {
+          if (permit === undefined) return Effect.succeed(undefined)
+          const at = clock.unsafeCurrentTimeMillis()
+          // Time spent waiting for the target's permit comes off the attempt's timeout.
+          const waited =
+            at === start
+              ? request
+              : { ...request, timeout: Duration.min(request.timeout, Duration.millis(call.deadline - at)) }
+          return Effect.ensuring(
+            restore(run(ctx, call, route, index, attemptNo, waited, inputTokens, invoke)),
+            Effect.sync(permit.release)
+          )
+        }
+      )
+    )
+  })
+}
+
+/** Runs one provider call for `request.target`, records it, and reports its outcome to health. */
+const run = (
+  ctx: EngineContext,
+  call: Call,
+  route: Route,
+  index: number,
+  attemptNo: number,
+  request: ProviderRequest,
+  inputTokens: number,
+  invoke: Invoke
+): Effect.Effect<AttemptEnd> => {
+  const target = request.target
+  const body = (span: Tracer.Span | undefined) =>
+    Effect.clockWith((clock) => {
+      const adapter = ctx.adapters.get(target.provider)!
+      const start = clock.unsafeCurrentTimeMillis()
+      const timeoutMs = Duration.toMillis(request.timeout)
+      const attempt: AttemptContext = {
+        target,
+        startedAt: start,
+        attempt: attemptNo,
+        fallback: index > 0,
+        decision: route.decision,
+        inputTokens,
+        until: start + timeoutMs,
+        progress: { ttftMs: undefined, outputTokens: 0, committed: false }
+      }
+      // Only an attempt actually dispatched to a later target makes this a fallback.
+      if (index > 0) call.fallbackUsed = true
+      call.inFlight = attempt
+      call.lastTarget = target
+      call.lastMaxOutputTokens = request.maxOutputTokens
+      const invoked = invoke(adapter, request, attempt)
+      // Traced: a cancelled attempt's span says so before it ends (`settle` records the attempt).
+      const traced =
+        span === undefined
+          ? invoked
+          : Effect.onInterrupt(invoked, () =>
+              Effect.clockWith((c) =>
+                Effect.sync(() =>
+                  Telemetry.annotateAttempt(span, cancelledRecord(call, attempt, c.unsafeCurrentTimeMillis()))
+                )
+              )
+            )
+      return Effect.flatMap(Effect.exit(traced), (exit) => {
+        call.inFlight = undefined
+        call.admitted = undefined
+        const end = clock.unsafeCurrentTimeMillis()
+        if (Exit.isFailure(exit) && Option.isNone(Cause.failureOption(exit.cause))) {
+          return Effect.die(Cause.squash(exit.cause))
+        }
+        const [record, outcome, breaker, rateLimit] = recordAttempt(call, attempt, request, end, exit)
+        call.attempts.push(record)
+        if (span !== undefined) Telemetry.annotateAttempt(span, record)
+        return Effect.as(
+          ctx.health.record(target, {
+            outcome: record.outcome,
+            availabilityFailure: breaker,
+            latencyMs: record.latencyMs,
+            ttftMs: record.ttftMs,
+            errorTag: record.errorTag,
+            retryAfterMs: record.retryAfterMs,
+            rateLimit
+          }),
+          outcome
+        )
+      })
+    })
+  return call.span === undefined
+    ? body(undefined)
+    : Telemetry.withAttemptSpan(target, attemptNo, request.maxOutputTokens, (span) => body(span))
+}
+
+/**
+ * The record of a finished attempt (an answer, a timeout or a classified failure), how it ended,
+ * whether it counts against the target's breaker, and the rate-limit headroom it reported.
+ */
+const recordAttempt = (
+  call: Call,
+  attempt: AttemptContext,
+  request: ProviderRequest,
+  end: number,
+  exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>
+): readonly [AttemptRecord, AttemptEnd, boolean, ProviderResponse["rateLimit"]] => {
+  const target = attempt.target
+  const start = attempt.startedAt
+  const timeoutMs = attempt.until - start
+  const base = {
+    target: target.ref,
+    attempt: attempt.attempt,
+    startOffsetMs: start - call.startedAt,
+    latencyMs: end - start,
+    timeoutMs,
+    ttftMs: attempt.progress.ttftMs,
+    maxOutputTokens: request.maxOutputTokens
+  }
+  // A timeout the call's deadline imposed (shorter than the target's own limit) is not the target's fault.
+  const cutByDeadline = timeoutMs < Duration.toMillis(target.limits.perAttemptTimeout) && end - start >= timeoutMs
+  if (attempt.progress.committed) call.committed = true
+  if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
+    const response = exit.value.value
+    const cost = addUsage(call, target, response.usage)
+    if (response.modelVersion !== undefined) call.modelVersion = response.modelVersion
+    const common = {
+      ...base,
+      httpStatus: response.httpStatus,
+      providerRequestId: response.requestId,
+      usage: response.usage,
+      cost,
+      modelVersion: response.modelVersion
+    }
+    if (response.refusal) {
+      const failure: Failure = {
+        _tag: "Refusal",
+        target: target.ref,
+        source: response.finishReason === "content_filter" ? "safety_filter" : "model"
+      }
+      return [
+        new AttemptRecord({ ...common, outcome: "refusal", errorTag: "Refusal" }, { disableValidation: true }),
+        { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline },
+        false,
+        response.rateLimit
+      ]
+    }
+    return [
+      new AttemptRecord({ ...common, outcome: "success" }, { disableValidation: true }),
+      { _tag: "Answered", response },
+      false,
+      response.rateLimit
+    ]
+  }
+  if (Exit.isSuccess(exit)) {
+    // Sent and never answered in time: the provider has likely billed the input, so settle it.
+    const failure: Failure = { _tag: "ProviderUnavailable", target: target.ref, reason: "timeout" }
+    const usage = new Usage(
+      { inputTokens: attempt.inputTokens, outputTokens: attempt.progress.outputTokens },
+      { disableValidation: true }
+    )
+    const cost = addUsage(call, target, usage)
+    return [
+      new AttemptRecord(
+        { ...base, outcome: "timeout", errorTag: failure._tag, possiblyProcessed: true, usage, cost },
+        { disableValidation: true }
+      ),
+      { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline },
+      !cutByDeadline,
+      undefined
+    ]
+  }
+  // A defect was re-raised by the caller; here the cause holds a classified failure.
+  const pe = Option.getOrThrow(Cause.failureOption(exit.cause))
+  const failure = Disposition.failureOf(target.ref, pe)
+  const possiblyProcessed = pe.processed === "maybe"
+  const cost = addUsage(call, target, pe.usage)
+  const row = Disposition.rowOf(failure, {
+    possiblyProcessed,
+    sideEffectingTools: false,
+    committed: false,
+    repairAvailable: false,
+    cutByDeadline
+  })
+  return [
+    new AttemptRecord(
+      {
+        ...base,
+        outcome: row.outcome,
+        errorTag: failure._tag,
+        httpStatus: pe.httpStatus,
+        providerRequestId: pe.requestId,
+        retryAfterMs: pe.retryAfter !== undefined ? Duration.toMillis(pe.retryAfter) : undefined,
+        possiblyProcessed,
+        usage: pe.usage,
+        cost: pe.usage ? cost : undefined
+      },
+      { disableValidation: true }
+    ),
+    { _tag: "Failed", failure, possiblyProcessed, cutByDeadline },
+    row.breaker,
+    undefined
+  ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settle and record
+// ---------------------------------------------------------------------------------------------
+
+const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidence => {
+  const route = call.route
+  const w = route?.compiled.workflow
+  const t = answer?.target
+  return new Evidence(
+    {
+      callId: call.id,
+      workflow: call.command.workflow,
+      policyVersion: w?.policyVersion ?? "",
+      promptId: w?.prompt.id ?? "",
+      promptVersion: w?.prompt.version ?? "",
+      schemaVersion: w?.output?.schemaVersion,
+      pricingVersion: t?.pricing.pricingVersion ?? route?.targets[0]?.pricing.pricingVersion,
+      target: t?.ref,
+      model: t?.model,
+      modelVersion: call.modelVersion,
+      eligible: route?.decision.eligible ?? [],
+      excluded:
+        call.skipped.length === 0
+          ? (route?.decision.excluded ?? [])
+          : [...(route?.decision.excluded ?? []), ...call.skipped],
+      fallbackUsed: call.fallbackUsed,
+      degraded: answer?.degraded ?? false,
+      attempts: call.attempts.slice(),
+      retryCount: call.retryCount,
+      retryBudgetExhausted: call.retryBudgetExhausted,
+      startedAt: call.startedAt,
+      totalLatencyMs: at - call.startedAt,
+      usage: new Usage(
+        {
+          inputTokens: call.inputTokens,
+          cachedInputTokens: call.cachedInputTokens,
+          outputTokens: call.outputTokens,
+          reasoningTokens: call.reasoningTokens
+        },
+        { disableValidation: true }
+      ),
+      cost: new Cost(
+        {
+          currency: "USD",
+          estimated: call.estimatedCost,
+          reserved: call.reservation?.amount ?? 0,
+          actual: call.spent
+        },
+        { disableValidation: true }
+      ),
+      schemaValid: answer !== undefined ? answer.schemaValid : call.schemaValid
+    },
+    { disableValidation: true }
+  )
+}
+
+/** The record of an attempt cut by the caller's cancellation at `at`. */
+const cancelledRecord = (call: Call, attempt: AttemptContext, at: number): AttemptRecord =>
+  new AttemptRecord(
+    {
+      target: attempt.target.ref,
+      attempt: attempt.attempt,
+      outcome: "cancelled",
+      startOffsetMs: attempt.startedAt - call.startedAt,
+      latencyMs: at - attempt.startedAt,
+      timeoutMs: attempt.until - attempt.startedAt,
+      ttftMs: attempt.progress.ttftMs,
+      possiblyProcessed: true,
+      maxOutputTokens: call.lastMaxOutputTokens
+    },
+    { disableValidation: true }
+  )
+
+const reasonOf = (f: Failure): string | undefined => {
+  switch (f._tag) {
+    case "ProviderUnavailable":
+    case "InvalidRequest":
+    case "ProviderRejected":
+    case "PolicyViolation":
+      return f.reason
+    case "Refusal":
+      return f.source
+    case "DeadlineExceeded":
+      return f.stage
+    case "StoreError":
+      return f.store
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The one exit handler of a call: bills an attempt cut by cancellation, returns the permit,
+ * settles the reservation, and hands the call's one CallRecord to telemetry and the recorder.
+ */
+const settle = (ctx: EngineContext, call: Call, exit: Exit.Exit<ModelResult, Failure>): Effect.Effect<void> =>
+  Effect.clockWith((clock) => {
+    const at = clock.unsafeCurrentTimeMillis()
+    const interrupted = Exit.isInterrupted(exit)
+    const flight = call.inFlight
+    if (interrupted && flight !== undefined) {
+      // Cancelled with an attempt in flight: its input was likely billed.
+      call.inFlight = undefined
+      const usage = new Usage(
+        { inputTokens: flight.inputTokens, outputTokens: flight.progress.outputTokens },
+        { disableValidation: true }
+      )
+      addUsage(call, flight.target, usage)
+      if (flight.progress.committed) call.committed = true
+      call.attempts.push(cancelledRecord(call, flight, at))
+    }
+    // Admitted by its breaker but never recorded: give the probe slot back.
+    const admitted = call.admitted
+    call.admitted = undefined
+    if (call.permit !== undefined) {
+      call.permit.release()
+      call.permit = undefined
+    }
+    const failure = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+    const success = Exit.isSuccess(exit)
+    const evidence =
+      success && call.result !== undefined ? call.result.evidence : evidenceOf(call, undefined, at)
+    const record = new CallRecord(
+      {
+        tenant: call.command.tenant,
+        mode: call.mode,
+        outcome: success
+          ? evidence.degraded
+            ? "degraded"
+            : "success"
+          : interrupted
+            ? "cancelled"
+            : call.committed
+              ? "incomplete"
+              : "failed",
+        errorTag: failure?._tag,
+        errorReason: failure !== undefined ? reasonOf(failure) : undefined,
+        finishReason: success ? exit.value.finishReason : undefined,
+        evidence
+      },
+      { disableValidation: true }
+    )
+    Telemetry.unsafeEndCall(call.span, record, {
+      target: call.answered ?? call.lastTarget ?? call.route?.targets[0],
+      workflow: call.route?.compiled.workflow.name,
+      maxOutputTokens: call.lastMaxOutputTokens,
+      permitWaitMs: call.permitWaitMs
+    })
+    const recorded = Telemetry.outsideCallSpanEvents(call.span, ctx.recorder.record(record))
+    const reservation = call.reservation
+    const settled = reservation === undefined ? recorded : Effect.zipRight(reservation.settle(call.spent), recorded)
+    return admitted === undefined ? settled : Effect.zipRight(ctx.health.release(admitted), settled)
+  })
