@@ -1,7 +1,25 @@
 import { defineConfig } from "vitest/config"
+import { slow as examplesSlow } from "./examples/vitest.config.js"
 
+/**
+ * Two kinds of project. Unit (`core`, `adapters`, `testing`, `examples`): every TestClock test and
+ * the fast wire tests against the loopback mock server. `slow`: runs dominated by real time or many
+ * iterations, listed by the package that owns them and excluded from its unit project.
+ *
+ * `pnpm test` runs both, `pnpm test:unit` and `pnpm test:slow` one kind.
+ */
 export default defineConfig({
   test: {
-    projects: ["packages/*/vitest.config.ts", "examples/vitest.config.ts"]
+    projects: [
+      "packages/*/vitest.config.ts",
+      "examples/vitest.config.ts",
+      {
+        test: {
+          name: "slow",
+          include: examplesSlow.map((file) => `examples/${file}`),
+          testTimeout: 60_000
+        }
+      }
+    ]
   }
 })

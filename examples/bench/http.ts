@@ -298,9 +298,10 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
     const sdk = new OpenAI({ baseURL: server.baseUrl, apiKey, maxRetries: 0 })
     try {
       const drivers: Record<Client, Driver> = {
-        gateway: effectDriver(stack.gateway.generate(cmd)),
-        adapter: effectDriver(adapter.generate(providerReq)),
-        raw: effectDriver(Effect.flatMap(http.execute(request), (response) => response.json)),
+        // Every client builds its call per call, as a caller does.
+        gateway: effectDriver(Effect.suspend(() => stack.gateway.generate(cmd))),
+        adapter: effectDriver(Effect.suspend(() => adapter.generate(providerReq))),
+        raw: effectDriver(Effect.suspend(() => Effect.flatMap(http.execute(request), (response) => response.json))),
         openai: promiseDriver(() => sdk.chat.completions.create(params))
       }
       const levels = [await level(profile, drivers, 1), await level(profile, drivers, 64)]

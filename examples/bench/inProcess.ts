@@ -99,8 +99,11 @@ const measureCase = async (
   })
   try {
     const cmd: ModelCommand = command("bench.call")
-    const direct = adapter.generate(requestFor(cmd, t))
-    const viaGateway = stack.gateway.generate(cmd)
+    const request = requestFor(cmd, t)
+    // Both sides build their Effect per call, as a caller does: work done when `generate` is called
+    // (rather than when its Effect runs) is counted too.
+    const direct = Effect.suspend(() => adapter.generate(request))
+    const viaGateway = Effect.suspend(() => stack.gateway.generate(cmd))
     // The gateway really answers (and validates, for the structured case) before we time it.
     const check = await Effect.runPromise(viaGateway)
     if (check.evidence.attempts.length !== 1 || (options.schema && check.evidence.schemaValid !== true)) {

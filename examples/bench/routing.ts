@@ -1,6 +1,7 @@
 /**
  * §3 Routing scale: `gateway.router.resolve` with 10, 100 and 1,000 targets in one workflow's
- * route (all eligible, so every target is checked and listed), against an empty `runSync`.
+ * route (all eligible, so every target is checked and listed), against an empty `runSync`; both
+ * sides build their Effect per decision.
  */
 import { Effect } from "effect"
 import { buildGateway, command, instantAdapter, target, workflow } from "./fixtures.js"
@@ -36,14 +37,14 @@ export const run = async (profile: Profile): Promise<RoutingResults> => {
     })
     try {
       const cmd = command("bench.route")
-      const resolve = stack.gateway.router.resolve(cmd)
-      const decision = Effect.runSync(resolve)
+      const decision = Effect.runSync(stack.gateway.router.resolve(cmd))
       if (decision.targets.length !== n) throw new Error(`bench routing: ${decision.targets.length} of ${n} eligible`)
-      const empty = Effect.succeed(decision)
+      // Both sides build their Effect per decision, as a caller does: work done when `resolve` is
+      // called (rather than when its Effect runs) is counted too.
       const raw = await paired(
         profile,
-        () => Effect.runSync(empty),
-        () => Effect.runSync(resolve)
+        () => Effect.runSync(Effect.succeed(decision)),
+        () => Effect.runSync(stack.gateway.router.resolve(cmd))
       )
       points.push({ targets: n, decisionUs: raw.diffP50, p99Us: raw.diffP99, raw })
     } finally {

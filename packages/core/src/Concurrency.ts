@@ -98,7 +98,11 @@ export interface Service {
    * in the module doc). Interrupting the wait leaves nothing behind (no permit held, no waiter
    * queued). `capability` (the workflow name) is informational for now.
    */
-  readonly acquire: (tenant: TenantId, capability: string, until: number) => Effect.Effect<Permit | undefined, StoreError>
+  readonly acquire: (
+    tenant: TenantId,
+    capability: string,
+    until: number
+  ) => Effect.Effect<Permit | undefined, StoreError>
   /**
    * Same for a target's concurrency cap; an uncapped target gets the shared {@link noopPermit} at
    * once.

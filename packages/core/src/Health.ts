@@ -894,8 +894,7 @@ export const layerConfig = (
  * @since 0.1.0
  * @category Layers
  */
-export const layerStore: (config?: HealthConfig) => Layer.Layer<Health, GatewayConfigError, Store.BreakerStore> =
-  layer
+export const layerStore: (config?: HealthConfig) => Layer.Layer<Health, GatewayConfigError, Store.BreakerStore> = layer
 
 /**
  * Decodes the configuration from plain JSON first (all problems listed with their paths); breakers

@@ -52,13 +52,36 @@ const perMessageOverhead = 4
 export const imageTokens = 1_000
 
 /**
- * Tokens of one text.
+ * Counts of texts seen recently (system prompts, tool definitions and schemas repeat from call to
+ * call): at most {@link memoEntries} texts of at most {@link memoMaxLength} characters each, so it
+ * holds a few MB at most; it is emptied when full.
+ */
+const memo = new Map<string, number>()
+/** @internal */
+export const memoEntries = 1_024
+/** @internal */
+export const memoMaxLength = 4_096
+
+/**
+ * Tokens of one text (memoized for texts of at most {@link memoMaxLength} characters).
  *
  * @since 0.1.0
  * @category Utils
  */
 export const countText = (text: string): number => {
-  if (text.length <= maxPieceLength) return text.length === 0 ? 0 : countTokens(text, asPlainText)
+  if (text.length === 0) return 0
+  if (text.length > memoMaxLength) return countUncached(text)
+  let n = memo.get(text)
+  if (n === undefined) {
+    n = countUncached(text)
+    if (memo.size >= memoEntries) memo.clear()
+    memo.set(text, n)
+  }
+  return n
+}
+
+const countUncached = (text: string): number => {
+  if (text.length <= maxPieceLength) return countTokens(text, asPlainText)
   longRun.lastIndex = 0
   let match = longRun.exec(text)
   if (match === null) return countTokens(text, asPlainText)

@@ -2,7 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Concurrency from "@modelgate/core/Concurrency"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { TargetRef } from "@modelgate/core/ModelTarget"
-import { Clock, ConfigProvider, Deferred, Effect, Fiber, Layer, Option, Ref, Schema, TestClock } from "effect"
+import type { StoreError } from "@modelgate/core/Errors"
+import { Clock, ConfigProvider, Deferred, Effect, Fiber, FiberId, Layer, Ref, Schema, TestClock } from "effect"
 
 const A = TenantId.make("tenant-a")
 const B = TenantId.make("tenant-b")
@@ -17,16 +18,28 @@ const snapshot = Effect.flatMap(service, (c) => c.snapshot)
  */
 const job = (log: Ref.Ref<ReadonlyArray<readonly [string, number]>>, tenant: TenantId, label: string, holdMs: number) =>
   Effect.fork(
-    Effect.scoped(
+    Concurrency.withPermit(
+      tenant,
+      "wf"
+    )(
       Effect.gen(function* () {
-        const c = yield* service
-        yield* c.acquire(tenant, "wf")
         const now = yield* Clock.currentTimeMillis
         yield* Ref.update(log, (all) => [...all, [label, now] as const])
         yield* Effect.sleep(holdMs)
       })
     )
   )
+
+/** Waits for a permit of `tenant` until `until`; returns whether one came and when the wait ended. */
+const waitUntil = (tenant: TenantId, until: number) =>
+  Effect.gen(function* () {
+    const c = yield* service
+    const permit = yield* c.acquire(tenant, "wf", until)
+    return [permit, yield* Clock.currentTimeMillis] as const
+  })
+
+/** Lets every forked fiber run until it is suspended (registers its sleeps), without moving time. */
+const settle = TestClock.adjust(0)
 
 describe("Concurrency (memory)", () => {
   it.effect(
@@ -90,39 +103,136 @@ describe("Concurrency (memory)", () => {
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
   )
 
-  it.effect("a wait bounded by a timeout leaves no waiter and no tenant state behind", () =>
+  it.effect("a wait bounded by `until` ends with no permit at exactly `until`, leaving no waiter or tenant state", () =>
     Effect.gen(function* () {
-      const c = yield* service
       const log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
       yield* job(log, A, "a1", 1_000)
       yield* TestClock.adjust(1)
-      const waiter = yield* Effect.fork(
-        Effect.scoped(Effect.map(Effect.timeoutOption(c.acquire(B, "wf"), "300 millis"), Option.isSome))
-      )
+      const waiter = yield* Effect.fork(waitUntil(B, 301))
       yield* TestClock.adjust(1)
       assert.strictEqual((yield* snapshot).waiting, 1)
-      yield* TestClock.adjust(299)
-      assert.isFalse(yield* Fiber.join(waiter))
+      yield* TestClock.adjust(298)
+      assert.isNull(waiter.unsafePoll(), "still waiting at 300")
+      yield* TestClock.adjust(1)
+      assert.deepStrictEqual(yield* Fiber.join(waiter), [undefined, 301])
       const s = yield* snapshot
       assert.deepStrictEqual([s.inUse, s.waiting, s.tenants, [...s.byTenant.keys()]], [1, 0, 1, [A]])
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
   )
 
-  it.effect("a permit granted to a waiter that is interrupted at the same moment is not lost", () =>
+  for (const first of ["the release", "the waiter's timer"] as const) {
+    it.effect(`tie rule: a permit freed at exactly \`until\` goes to the next waiter (${first} runs first)`, () =>
+      Effect.gen(function* () {
+        const c = yield* service
+        const held = yield* c.acquire(A, "wf", 0)
+        assert.isDefined(held)
+        const release = Effect.zipRight(
+          Effect.sleep(300),
+          Effect.sync(() => held?.release())
+        )
+        // TestClock wakes same-instant sleeps latest-registered first: order the registrations so
+        // that each variant runs the other event first.
+        let bounded: Fiber.RuntimeFiber<readonly [Concurrency.Permit | undefined, number], StoreError>
+        if (first === "the release") {
+          bounded = yield* Effect.fork(waitUntil(B, 300))
+          yield* settle
+          yield* Effect.fork(release)
+        } else {
+          yield* Effect.fork(release)
+          yield* settle
+          bounded = yield* Effect.fork(waitUntil(B, 300))
+        }
+        yield* settle
+        const next = yield* Effect.fork(waitUntil(C, Number.POSITIVE_INFINITY))
+        yield* settle
+        assert.strictEqual((yield* snapshot).waiting, 2)
+        yield* TestClock.adjust(300)
+        assert.deepStrictEqual(yield* Fiber.join(bounded), [undefined, 300])
+        const [permit, at] = yield* Fiber.join(next)
+        assert.deepStrictEqual([permit !== undefined, at], [true, 300])
+        const s = yield* snapshot
+        assert.deepStrictEqual([s.inUse, s.waiting, [...s.byTenant.keys()]], [1, 0, [C]])
+        permit?.release()
+        assert.strictEqual((yield* snapshot).tenants, 0)
+      }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
+    )
+  }
+
+  it.effect("a bounded waiter granted before `until` holds its permit and leaves no timer running", () =>
     Effect.gen(function* () {
       const c = yield* service
+      const held = yield* c.acquire(A, "wf", 0)
+      const got = yield* Deferred.make<readonly [Concurrency.Permit | undefined, number]>()
+      // the waiting fiber lives on after its grant, so a timer it forked would still be its child
+      const waiter = yield* Effect.fork(
+        Effect.zipRight(
+          Effect.flatMap(waitUntil(B, 1_000), (result) => Deferred.succeed(got, result)),
+          Effect.never
+        )
+      )
+      yield* TestClock.adjust(10)
+      held?.release()
+      const [permit, at] = yield* Deferred.await(got)
+      assert.deepStrictEqual([permit !== undefined, at], [true, 10])
+      yield* settle
+      assert.deepStrictEqual(yield* Fiber.children(waiter), [])
+      // its `until` passing changes nothing
+      yield* TestClock.adjust(2_000)
+      assert.deepStrictEqual([(yield* snapshot).inUse, [...(yield* snapshot).byTenant.keys()]], [1, [B]])
+      permit?.release()
+      permit?.release()
+      assert.deepStrictEqual([(yield* snapshot).inUse, (yield* snapshot).tenants], [0, 0])
+      yield* Fiber.interrupt(waiter)
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
+  )
+
+  it.effect("interrupting waiters (bounded or not) leaves no waiter, no permit and no tenant state", () =>
+    Effect.gen(function* () {
+      const c = yield* service
+      const held = yield* c.acquire(A, "wf", 0)
+      const bounded = yield* Effect.fork(waitUntil(B, 1_000))
+      const unbounded = yield* Effect.fork(waitUntil(C, Number.POSITIVE_INFINITY))
+      yield* TestClock.adjust(10)
+      assert.strictEqual((yield* snapshot).waiting, 2)
+      yield* Fiber.interrupt(bounded)
+      yield* Fiber.interrupt(unbounded)
+      let s = yield* snapshot
+      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants, [...s.byTenant.keys()]], [1, 0, 1, [A]])
+      // the freed permit finds no ghost waiter, and the bounded waiter's `until` does nothing
+      held?.release()
+      yield* TestClock.adjust(2_000)
+      s = yield* snapshot
+      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
+  )
+
+  it("the fast path is synchronous: a free permit is taken without a fiber, a timer or a scope", () => {
+    const c = Effect.runSync(Concurrency.make({ permits: 2 }))
+    // `runSync` throws on anything asynchronous: this is one synchronous step
+    const p1 = Effect.runSync(c.acquire(A, "wf", 0))
+    const p2 = Effect.runSync(c.acquire(B, "wf", 0))
+    assert.isDefined(p1)
+    assert.isDefined(p2)
+    // none free and `until` already past: no wait at all
+    assert.isUndefined(Effect.runSync(c.acquire(C, "wf", 0)))
+    assert.strictEqual(Effect.runSync(c.snapshot).inUse, 2)
+    // release is synchronous and idempotent
+    p1?.release()
+    p1?.release()
+    assert.strictEqual(Effect.runSync(c.snapshot).inUse, 1)
+    p2?.release()
+    assert.deepStrictEqual([Effect.runSync(c.snapshot).inUse, Effect.runSync(c.snapshot).tenants], [0, 0])
+  })
+
+  it.effect("a permit granted to a waiter that is interrupted at the same moment is not lost", () =>
+    Effect.gen(function* () {
       const holding = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       const holder = yield* Effect.fork(
-        Effect.scoped(
-          Effect.zipRight(
-            c.acquire(A, "wf"),
-            Effect.zipRight(Deferred.succeed(holding, undefined), Deferred.await(release))
-          )
-        )
+        Concurrency.withPermit(A, "wf")(Effect.zipRight(Deferred.succeed(holding, undefined), Deferred.await(release)))
       )
       yield* Deferred.await(holding)
-      const waiter = yield* Effect.fork(Effect.scoped(Effect.zipRight(c.acquire(A, "wf"), Effect.never)))
+      const waiter = yield* Effect.fork(Concurrency.withPermit(A, "wf")(Effect.never))
       yield* Effect.yieldNow()
       // release hands the permit to the waiter, which is interrupted before it can run
       yield* Deferred.succeed(release, undefined)
@@ -133,13 +243,33 @@ describe("Concurrency (memory)", () => {
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
   )
 
+  it.effect("a waiter interrupted just before its grant is processed gives the permit back", () =>
+    Effect.gen(function* () {
+      const c = yield* service
+      const held = yield* c.acquire(A, "wf", 0)
+      const waiter = yield* Effect.fork(Concurrency.withPermit(A, "wf")(Effect.never))
+      yield* settle
+      // In one synchronous step: the interrupt reaches the waiter's mailbox first, then the grant.
+      yield* Effect.sync(() => {
+        waiter.unsafeInterruptAsFork(FiberId.none)
+        held?.release()
+      })
+      yield* Fiber.await(waiter)
+      const s = yield* snapshot
+      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
+  )
+
   it.effect("memory stays bounded with many tenants: idle tenants have no state", () =>
     Effect.gen(function* () {
       const c = yield* service
-      for (let i = 0; i < 10_000; i++) yield* Effect.scoped(c.acquire(TenantId.make(`t${i}`), "wf"))
+      for (let i = 0; i < 10_000; i++) {
+        const permit = yield* c.acquire(TenantId.make(`t${i}`), "wf", 0)
+        permit?.release()
+      }
       assert.strictEqual((yield* snapshot).tenants, 0)
       const fibers = yield* Effect.forEach([1, 2, 3], (i) =>
-        Effect.fork(Effect.scoped(Effect.zipRight(c.acquire(TenantId.make(`h${i}`), "wf"), Effect.never)))
+        Effect.fork(Concurrency.withPermit(TenantId.make(`h${i}`), "wf")(Effect.never))
       )
       yield* TestClock.adjust(1)
       assert.strictEqual((yield* snapshot).tenants, 3)
@@ -163,20 +293,22 @@ describe("Concurrency (memory)", () => {
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 4, undeclaredMax: 2 })))
   )
 
-  it.effect("per-target caps: waits at most maxWait, then reports false", () =>
+  it.effect("per-target caps: waits at most until `until`, then reports no permit", () =>
     Effect.gen(function* () {
       const c = yield* service
       const ref = TargetRef.make("model://vllm/llama@eu")
       const attempt = (holdMs: number, maxWaitMs: number) =>
         Effect.fork(
-          Effect.scoped(
-            Effect.gen(function* () {
-              const got = yield* c.acquireTarget(ref, maxWaitMs)
-              const at = yield* Clock.currentTimeMillis
-              if (got) yield* Effect.sleep(holdMs)
-              return [got, at] as const
-            })
-          )
+          Effect.gen(function* () {
+            const start = yield* Clock.currentTimeMillis
+            const permit = yield* c.acquireTarget(ref, start + maxWaitMs)
+            const at = yield* Clock.currentTimeMillis
+            if (permit !== undefined) {
+              yield* Effect.sleep(holdMs)
+              permit.release()
+            }
+            return [permit !== undefined, at] as const
+          })
         )
       const first = yield* attempt(500, 0)
       yield* TestClock.adjust(1)
@@ -188,8 +320,8 @@ describe("Concurrency (memory)", () => {
       assert.deepStrictEqual(yield* Fiber.join(first), [true, 0])
       assert.deepStrictEqual(yield* Fiber.join(second), [true, 500])
       assert.deepStrictEqual(yield* Fiber.join(third), [false, 201])
-      // an uncapped target never waits
-      assert.isTrue(yield* Effect.scoped(c.acquireTarget(TargetRef.make("model://x/y@eu"), 0)))
+      // an uncapped target never waits: it gets the shared no-op permit
+      assert.strictEqual(yield* c.acquireTarget(TargetRef.make("model://x/y@eu"), 0), Concurrency.noopPermit)
       assert.deepStrictEqual((yield* snapshot).targets.get(ref), { inUse: 0, waiting: 0 })
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 8, targets: { "model://vllm/llama@eu": 1 } })))
   )
@@ -251,13 +383,11 @@ describe("Concurrency configuration", () => {
 
   it.effect("layerConfig reads the options from Config", () =>
     Effect.gen(function* () {
-      const c = yield* service
-      yield* Effect.scoped(
-        Effect.zipRight(
-          c.acquire(A, "wf"),
-          Effect.flatMap(snapshot, (s) => Effect.sync(() => assert.strictEqual(s.inUse, 1)))
-        )
-      )
+      yield* Concurrency.withPermit(
+        A,
+        "wf"
+      )(Effect.flatMap(snapshot, (s) => Effect.sync(() => assert.strictEqual(s.inUse, 1))))
+      assert.deepStrictEqual([(yield* snapshot).inUse, (yield* snapshot).tenants], [0, 0])
     }).pipe(
       Effect.provide(
         Concurrency.layerConfig({ permits: Schema.Config("PERMITS", Schema.NumberFromString) }).pipe(

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as BreakerStore from "@modelgate/core/BreakerStore"
 import { StoreError } from "@modelgate/core/Errors"
 import * as Health from "@modelgate/core/Health"
-import { Cause, Duration, Effect, Exit, HashMap, Logger, Metric, Option, TestClock } from "effect"
+import { Cause, Config, Duration, Effect, Exit, HashMap, Layer, Logger, Metric, Option, TestClock } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import { target } from "./fixtures.js"
@@ -161,7 +161,9 @@ describe("Health breaker", () => {
       assert.strictEqual(opened.count, 1)
     }).pipe(
       Effect.provide(
-        Health.layerMemory(config({ breaker: { consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(1) } }))
+        Health.layerMemory(
+          config({ breaker: { consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(1) } })
+        )
       ),
       Effect.provide(logs.layer)
     )
@@ -302,7 +304,9 @@ describe("Health breaker", () => {
       assert.isTrue(yield* h.tryAcquire(t))
     }).pipe(
       Effect.provide(
-        Health.layerMemory(config({ breaker: { consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.millis(100) } }))
+        Health.layerMemory(
+          config({ breaker: { consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.millis(100) } })
+        )
       )
     )
   })
@@ -446,8 +450,167 @@ describe("Health retry budget", () => {
       const h = yield* Health.Health
       for (let i = 0; i < 100; i++) assert.isTrue(yield* h.tryRetry)
     }).pipe(
-      Effect.provide(Health.layerMemory(config({ retryBudget: { enabled: false, ratio: 0, minPerSecond: 0, burst: 1 } })))
+      Effect.provide(
+        Health.layerMemory(config({ retryBudget: { enabled: false, ratio: 0, minPerSecond: 0, burst: 1 } }))
+      )
     )
+  )
+})
+
+/** A memory breaker store that fails every operation while `broken.on` is set. */
+const breakableStore = (broken: { on: boolean }) =>
+  Effect.map(BreakerStore.makeMemory, (memory) =>
+    BreakerStore.BreakerStore.of({
+      get: (route) =>
+        broken.on
+          ? Effect.fail(new StoreError({ store: "breaker", operation: "get", detail: "unreachable" }))
+          : memory.get(route),
+      modify: (route, f) =>
+        broken.on
+          ? Effect.fail(new StoreError({ store: "breaker", operation: "modify", detail: "unreachable" }))
+          : memory.modify(route, f)
+    })
+  )
+
+/** A logger that keeps breaker-store failure lines with all their annotations. */
+const captureStoreLogs = () => {
+  const lines: Array<{ readonly message: string; readonly annotations: Record<string, unknown> }> = []
+  const logger = Logger.make(({ annotations, message }) => {
+    const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+    if (!text.startsWith("breaker store")) return
+    lines.push({ message: text, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+  })
+  return { lines, layer: Logger.add(logger) }
+}
+
+describe("Health with a failing breaker store", () => {
+  it.effect('admission fails closed: isOpen and tryAcquire fail with StoreError store "breaker"', () => {
+    const t = route("store-admission")
+    const broken = { on: false }
+    return Effect.gen(function* () {
+      const h = yield* Health.Health
+      // open the breaker while the store works: admission has to read (and modify) the store now
+      yield* recordAll(t, [unavailable])
+      yield* TestClock.adjust(1_000)
+      broken.on = true
+      const acquire = yield* Effect.flip(h.tryAcquire(t))
+      assert.deepStrictEqual([acquire._tag, acquire.store], ["StoreError", "breaker"])
+      const open = yield* Effect.flip(h.isOpen(t))
+      assert.deepStrictEqual([open._tag, open.store, open.operation], ["StoreError", "breaker", "get"])
+      // a store that reads but cannot write: the probe slot cannot be taken, so no attempt starts
+      const half = yield* BreakerStore.makeMemory
+      yield* half.modify(
+        t.ref,
+        () => [undefined, { status: "half_open", since: 0, probes: 0, probeSuccesses: 0, lastProbeAt: 0 }] as const
+      )
+      const readOnly = yield* Health.make(config({})).pipe(
+        Effect.provideService(
+          BreakerStore.BreakerStore,
+          BreakerStore.BreakerStore.of({
+            get: half.get,
+            modify: () => Effect.fail(new StoreError({ store: "breaker", operation: "modify" }))
+          })
+        )
+      )
+      const e = yield* Effect.flip(readOnly.tryAcquire(t))
+      assert.deepStrictEqual([e._tag, e.store, e.operation], ["StoreError", "breaker", "modify"])
+    }).pipe(
+      Effect.provide(
+        Health.layer(
+          config({ breaker: { consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.seconds(1) } })
+        ).pipe(Layer.provide(Layer.effect(BreakerStore.BreakerStore, breakableStore(broken))))
+      )
+    )
+  })
+
+  it.effect(
+    "record and release never fail: the failure is logged (route, operation) and counted; the sample is kept",
+    () => {
+      const t = route("store-bookkeeping")
+      const broken = { on: true }
+      const logs = captureStoreLogs()
+      const failures = (operation: string) =>
+        Effect.map(
+          Metric.value(Metric.tagged(Health.metrics.breakerStoreFailures, "operation", operation)),
+          (c) => c.count
+        )
+      return Effect.gen(function* () {
+        const h = yield* Health.Health
+        const [records, releases] = [yield* failures("record"), yield* failures("release")]
+        // the third failure in a row would open the breaker: its store write fails, the call goes on
+        yield* recordAll(t, [unavailable, unavailable, unavailable])
+        yield* h.release(t)
+        assert.deepStrictEqual([(yield* failures("record")) - records, (yield* failures("release")) - releases], [3, 1])
+        assert.deepStrictEqual(
+          logs.lines.map((l) => [l.message, l.annotations]),
+          [
+            ...Array.from({ length: 3 }, () => [
+              "breaker store failed; breaker bookkeeping skipped",
+              { route: t.ref, operation: "record" }
+            ]),
+            ["breaker store failed; breaker bookkeeping skipped", { route: t.ref, operation: "release" }]
+          ]
+        )
+        broken.on = false
+        const s = yield* snapshot(t.ref)
+        // the health record has all three samples; the lost write left the breaker closed
+        assert.deepStrictEqual([s.samples, s.consecutiveFailures, s.breaker], [3, 3, "closed"])
+        // the next failure, with the store back, opens it
+        yield* h.record(t, unavailable)
+        assert.isTrue(yield* h.isOpen(t))
+      }).pipe(
+        Effect.provide(
+          Health.layer(config({ breaker: { consecutiveFailures: 3, failureRatio: 0 } })).pipe(
+            Layer.provide(Layer.effect(BreakerStore.BreakerStore, breakableStore(broken)))
+          )
+        ),
+        Effect.provide(logs.layer)
+      )
+    }
+  )
+})
+
+describe("Health layers", () => {
+  it.effect("layer keeps breakers in the BreakerStore from the context; layerMemory in its own", () => {
+    const t = route("layer-store")
+    return Effect.gen(function* () {
+      const store = yield* BreakerStore.makeMemory
+      const shared = Layer.succeed(BreakerStore.BreakerStore, store)
+      const settings = config({ breaker: { consecutiveFailures: 1, failureRatio: 0 } })
+      // two services over one store see one breaker (two processes over a shared store)
+      const one = yield* Effect.provide(Health.Health, Health.layer(settings).pipe(Layer.provide(shared)))
+      const two = yield* Effect.provide(Health.Health, Health.layer(settings).pipe(Layer.provide(shared)))
+      yield* one.record(t, unavailable)
+      assert.strictEqual((yield* store.get(t.ref))?.status, "open")
+      assert.isTrue(yield* two.isOpen(t))
+      // layerMemory: a store of its own
+      const alone = yield* Effect.provide(Health.Health, Health.layerMemory(settings))
+      assert.isFalse(yield* alone.isOpen(t))
+      // the deprecated names still point at the same things
+      assert.strictEqual(Health.layerStore, Health.layer)
+      assert.strictEqual(Health.BreakerStore, BreakerStore.BreakerStore)
+      assert.strictEqual(Health.layerBreakerStoreMemory, BreakerStore.layerMemory)
+      assert.strictEqual(Health.makeBreakerStoreMemory, BreakerStore.makeMemory)
+      assert.strictEqual(Health.BreakerState, BreakerStore.BreakerState)
+    })
+  })
+
+  it.effect("layerConfig reads the configuration from Config; invalid settings still fail the layer", () =>
+    Effect.gen(function* () {
+      const t = route("layer-config")
+      const h = yield* Effect.provide(
+        Health.Health,
+        Health.layerConfig(Config.succeed(config({ breaker: { consecutiveFailures: 1, failureRatio: 0 } })))
+      )
+      yield* h.record(t, unavailable)
+      assert.isTrue(yield* h.isOpen(t))
+      const error = yield* Effect.flip(
+        Effect.provide(Health.Health, Health.layerConfig(Config.succeed(config({ maxRoutes: 0 }))))
+      )
+      assert.deepStrictEqual(error._tag === "GatewayConfigError" ? error.problems.map((p) => p.path) : [], [
+        "health.maxRoutes"
+      ])
+    })
   )
 })
 

@@ -11,7 +11,8 @@
  * - steps that cannot wait (in-memory stores, validation) run as they are.
  *
  * Tie rule: a completion at exactly the bounding instant counts as a completion. Under the live
- * clock, `bounded` forks the step and arms one native timer (one fiber and one timer per wait);
+ * clock, `bounded` forks the step and arms one native timer (one fiber and one timer per wait),
+ * which cuts the step one macrotask after it fires unless the step completed meanwhile;
  * under any other clock (`TestClock`), it races the step against that clock's `sleep`, with the
  * sleep registered first so that the completion wins a same-instant tie (`TestClock` wakes sleeps
  * due at the same instant latest-registered first). Both paths have the same outcomes; a test
@@ -55,11 +56,17 @@ export const nativeTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): 
         clearTimeout(timer)
         resume(Exit.isSuccess(exit) ? Exit.succeed(Option.some(exit.value)) : Exit.failCause(exit.cause))
       }
-      const timer = setTimeout(() => {
+      // Tie rule: when the timer fires, a completion due at the same instant (its own timer fired
+      // earlier in this turn, its fiber finishing in microtasks) still wins — the step is cut one
+      // macrotask later only if it has not completed by then.
+      const cut = () => {
         if (settled) return
         settled = true
         fiber.removeObserver(onExit)
         resume(Effect.as(Fiber.interrupt(fiber), Option.none<A>()))
+      }
+      const timer = setTimeout(() => {
+        if (!settled) setImmediate(cut)
       }, ms)
       fiber.addObserver(onExit)
       // The caller was interrupted while waiting: stop the timer and the step.

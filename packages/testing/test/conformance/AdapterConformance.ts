@@ -112,7 +112,11 @@ const headerHints: ReadonlyArray<{
   readonly headers: () => Record<string, string>
   readonly ms: number | { readonly above: number; readonly atMost: number }
 }> = [
-  { name: "retry-after-ms before retry-after", headers: () => ({ "retry-after-ms": "1500.5", "retry-after": "9" }), ms: 1501 },
+  {
+    name: "retry-after-ms before retry-after",
+    headers: () => ({ "retry-after-ms": "1500.5", "retry-after": "9" }),
+    ms: 1501
+  },
   // `retry-after-ms: 0` is a real hint (the Anthropic SDK treats it as absent).
   { name: "retry-after-ms: 0", headers: () => ({ "retry-after-ms": "0", "retry-after": "30" }), ms: 0 },
   { name: "retry-after in seconds", headers: () => ({ "retry-after": "2.5" }), ms: 2500 },
@@ -230,7 +234,9 @@ export const describeAdapter = (descriptor: Descriptor, specific: (it: Methods) 
           const subject = yield* adapter()
           const json = { a: "b" }
           yield* script("json-model", MockProviderServer.success({ json }), MockProviderServer.success({ json }))
-          const structured = request("json-model", { output: { name: "answer", jsonSchema: answerSchema, strict: true } })
+          const structured = request("json-model", {
+            output: { name: "answer", jsonSchema: answerSchema, strict: true }
+          })
           const response = yield* subject.generate(structured)
           assert.deepStrictEqual(JSON.parse(response.text ?? ""), json)
           const events = yield* collect(subject, structured)
@@ -373,7 +379,11 @@ export const describeAdapter = (descriptor: Descriptor, specific: (it: Methods) 
           const subject = yield* adapter()
           yield* script(
             "cut-model",
-            MockProviderServer.success({ text: alphabet, chunkSize: 5, streamEnd: { _tag: "Truncate", afterChunks: 5 } }),
+            MockProviderServer.success({
+              text: alphabet,
+              chunkSize: 5,
+              streamEnd: { _tag: "Truncate", afterChunks: 5 }
+            }),
             MockProviderServer.success({ text: alphabet, chunkSize: 5, streamEnd: { _tag: "Drop", afterChunks: 2 } })
           )
           const truncated = yield* collectFailure(subject, request("cut-model"))

@@ -94,7 +94,8 @@ const classification: ReadonlyArray<ClassificationRow> = [
     status: 429,
     error: { details: [quotaFailure("GenerateRequestsPerDayPerProjectPerModel-FreeTier"), retryInfo("3600s")] },
     kind: "quota_exhausted",
-    processed: "no"
+    processed: "no",
+    retryAfterMs: 3_600_000
   },
   { name: "402", status: 402, kind: "quota_exhausted", processed: "no" },
   { name: "500 INTERNAL", status: 500, kind: "server_error", processed: "maybe" },

@@ -6,6 +6,7 @@ import { assert } from "@effect/vitest"
 import * as OpenAi from "@modelgate/adapters/openai"
 import { Duration, Effect } from "effect"
 import { MockProviderServer } from "../../src/MockProviderServer.js"
+import type { Behavior } from "../../src/MockProviderServer.js"
 import {
   answerSchema,
   apiKey,
@@ -20,6 +21,9 @@ import type { ClassificationRow } from "./AdapterConformance.js"
 import { describeAdapter } from "./AdapterConformance.js"
 
 const adapter = Effect.flatMap(MockProviderServer, (mock) => OpenAi.make({ baseUrl: mock.baseUrl("openai"), apiKey }))
+
+const script = (model: string, ...behaviors: ReadonlyArray<Behavior>) =>
+  Effect.flatMap(MockProviderServer, (mock) => mock.enqueue(behaviors, { provider: "openai", model }))
 
 const classification: ReadonlyArray<ClassificationRow> = [
   {
@@ -178,8 +182,7 @@ describeAdapter(
     it.effect("sends the exact Chat Completions body to /v1/chat/completions, without trace headers", () =>
       Effect.gen(function* () {
         const openai = yield* adapter
-        const mock = yield* MockProviderServer
-        yield* mock.enqueue(MockProviderServer.success({ json: { a: "b" } }), { provider: "openai", model: "body-model" })
+        yield* script("body-model", MockProviderServer.success({ json: { a: "b" } }))
         yield* openai.generate(representativeRequest("openai", "body-model"))
         const recorded = yield* lastRequestFor("body-model")
         assert.deepStrictEqual(recorded.body, {
@@ -242,13 +245,10 @@ describeAdapter(
     it.effect("maps content_filter and length finish reasons", () =>
       Effect.gen(function* () {
         const openai = yield* adapter
-        const mock = yield* MockProviderServer
-        yield* mock.enqueue(
-          [
-            MockProviderServer.success({ text: "partial", finishReason: "content_filter" }),
-            MockProviderServer.success({ text: "partial", finishReason: "length" })
-          ],
-          { provider: "openai", model: "finish-model" }
+        yield* script(
+          "finish-model",
+          MockProviderServer.success({ text: "partial", finishReason: "content_filter" }),
+          MockProviderServer.success({ text: "partial", finishReason: "length" })
         )
         const filtered = yield* openai.generate(simpleRequest("openai", "finish-model"))
         assert.strictEqual(filtered.finishReason, "content_filter")
@@ -262,8 +262,8 @@ describeAdapter(
     it.effect("a retry hint from the exhausted limit's x-ratelimit-reset-* (a Go duration)", () =>
       Effect.gen(function* () {
         const openai = yield* adapter
-        const mock = yield* MockProviderServer
-        yield* mock.enqueue(
+        yield* script(
+          "reset-model",
           MockProviderServer.failure(429, {
             headers: {
               "x-ratelimit-reset-requests": "1.5s",
@@ -271,8 +271,7 @@ describeAdapter(
               "x-ratelimit-reset-tokens": "6m0s",
               "x-ratelimit-remaining-tokens": "0"
             }
-          }),
-          { provider: "openai", model: "reset-model" }
+          })
         )
         const error = yield* Effect.flip(openai.generate(simpleRequest("openai", "reset-model")))
         assert.strictEqual(Duration.toMillis(error.retryAfter ?? Duration.zero), 360_000)

@@ -1,0 +1,317 @@
+/**
+ * §2 HTTP path: four clients call the same mock provider server, which runs in a child process so
+ * that `process.cpuUsage()` in this process counts the client side only.
+ *
+ * - `gateway`: `ModelGateway.generate` over the OpenAI adapter;
+ * - `adapter`: the same OpenAI adapter called directly with the provider request the gateway built;
+ * - `raw`: an `@effect/platform` `HttpClient` POST of the very request the adapter sends (URL,
+ *   headers, body bytes), its JSON body read;
+ * - `openai`: the official `openai` client (`chat.completions.create`) with the same request body.
+ *
+ * The three Effect clients share one undici dispatcher (`NodeHttpClient.layerUndici`); the `openai`
+ * client uses Node's global `fetch`, as it does by default. At each concurrency (1 and 64) every
+ * round runs every client once with the same number of calls, in rotated order (round r starts with
+ * client r mod 4), each after a full GC. Figures are medians over rounds with their range; ratios
+ * are medians of per-round ratios, so that a noisy round hits both sides of a ratio alike.
+ */
+import type { HttpClientRequest } from "@effect/platform"
+import { HttpClient } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
+import * as OpenAi from "@modelgate/adapters/openai"
+import type * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
+import { Effect, Layer, ManagedRuntime, Redacted, Schema } from "effect"
+import { spawn } from "node:child_process"
+import { createInterface } from "node:readline"
+import { fileURLToPath } from "node:url"
+import { isDeepStrictEqual } from "node:util"
+import OpenAI from "openai"
+import { VERSION as openaiVersion } from "openai/version"
+import { answerText, buildGateway, command, target, workflow } from "./fixtures.js"
+import {
+  callsFor,
+  collectGarbage,
+  median,
+  type Profile,
+  type Spread,
+  type Summary,
+  spread,
+  summarize,
+  timed
+} from "./harness.js"
+
+/** The clients compared, in the order of the first round. */
+export const clients = ["gateway", "adapter", "raw", "openai"] as const
+export type Client = (typeof clients)[number]
+
+export interface HttpSide {
+  /** Per-call latency, ms (all rounds). */
+  readonly latencyMs: Summary
+  /** Calls per second over rounds. */
+  readonly throughput: Spread
+  /** Process CPU (user + system) per call, µs, over rounds. */
+  readonly cpuUsPerCall: Spread
+  /** Median over rounds of this client's CPU per call / the `openai` client's in the same round. */
+  readonly cpuVsOpenAi: number
+  /** Median over rounds of this client's calls/s / the `openai` client's in the same round. */
+  readonly throughputVsOpenAi: number
+}
+
+export interface HttpLevel {
+  readonly concurrency: number
+  /** Calls per client per round. */
+  readonly callsPerRound: number
+  /** The order the clients ran in, per round. */
+  readonly order: ReadonlyArray<ReadonlyArray<Client>>
+  readonly gateway: HttpSide
+  readonly adapter: HttpSide
+  readonly raw: HttpSide
+  readonly openai: HttpSide
+  /** Gateway vs raw POST: medians over rounds of the per-round differences / ratios. */
+  readonly addedP50Ms: number
+  readonly addedP99Ms: number
+  readonly addedCpuUs: number
+  readonly throughputRatio: number
+}
+
+export interface HttpResults {
+  readonly server: "child process"
+  readonly openaiClient: string
+  readonly levels: ReadonlyArray<HttpLevel>
+}
+
+/** Starts `mockServer.ts` in a child process; resolves with its OpenAI base URL. */
+const startServer = async () => {
+  const script = fileURLToPath(new URL("./mockServer.ts", import.meta.url))
+  const cwd = fileURLToPath(new URL("..", import.meta.url))
+  const child = spawn(process.execPath, ["--import", "tsx", script], { cwd, stdio: ["pipe", "pipe", "inherit"] })
+  const lines = createInterface({ input: child.stdout })
+  const first = await new Promise<string>((resolve, reject) => {
+    lines.once("line", resolve)
+    child.once("exit", (code) => reject(new Error(`mock server exited with ${code}`)))
+  })
+  const info = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ openai: Schema.String })))(first)
+  return {
+    baseUrl: info.openai,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once("exit", () => resolve())
+        child.stdin?.end()
+        setTimeout(() => child.kill("SIGTERM"), 2_000).unref()
+      })
+  }
+}
+
+/** Makes `items.length` calls with `concurrency` in flight, pushing each call's latency (ms) to `samples`. */
+type Driver = (items: ReadonlyArray<number>, concurrency: number, samples: Array<number>) => Promise<void>
+
+/** An Effect client: all calls in one `runPromise`, `Effect.forEach` with the concurrency. */
+const effectDriver =
+  (call: Effect.Effect<unknown, unknown>): Driver =>
+  (items, concurrency, samples) => {
+    const one = Effect.suspend(() => {
+      const t0 = performance.now()
+      return Effect.map(call, () => {
+        samples.push(performance.now() - t0)
+      })
+    })
+    return Effect.runPromise(Effect.forEach(items, () => one, { concurrency, discard: true }))
+  }
+
+/** A promise client: `concurrency` async workers taking calls until all are made. */
+const promiseDriver =
+  (call: () => Promise<unknown>): Driver =>
+  async (items, concurrency, samples) => {
+    let started = 0
+    const worker = async () => {
+      while (started < items.length) {
+        started++
+        const t0 = performance.now()
+        await call()
+        samples.push(performance.now() - t0)
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker))
+  }
+
+interface Round {
+  readonly samples: ReadonlyArray<number>
+  readonly throughput: number
+  readonly cpuUsPerCall: number
+}
+
+const runRound = async (drive: Driver, calls: number, concurrency: number): Promise<Round> => { const T0 = performance.now(); try { return await runRound0(drive, calls, concurrency) } finally { console.error("round", calls, concurrency, (performance.now() - T0).toFixed(0)) } }
+const runRound0 = async (drive: Driver, calls: number, concurrency: number): Promise<Round> => {
+  const items = Array.from({ length: calls }, (_, i) => i)
+  const samples: Array<number> = []
+  collectGarbage()
+  const t = await timed(() => drive(items, concurrency, samples))
+  return { samples, throughput: (calls / t.wallMs) * 1000, cpuUsPerCall: (t.cpuMs * 1000) / calls }
+}
+
+const level = async (profile: Profile, drivers: Record<Client, Driver>, concurrency: number): Promise<HttpLevel> => {
+  // Warm-up (JIT, connection pools); the slowest client's rate sizes the rounds to about
+  // `roundSeconds` each, with the same number of calls for every client.
+  const warm = Math.max(10, Math.floor(profile.httpCalls / 10))
+  let rate = Number.POSITIVE_INFINITY
+  for (const c of clients) rate = Math.min(rate, (await runRound(drivers[c], warm, concurrency)).throughput)
+  const calls = callsFor(rate, profile.roundSeconds, Math.min(profile.httpCalls, 2 * concurrency), profile.httpCalls)
+  const rounds: Record<Client, Array<Round>> = { gateway: [], adapter: [], raw: [], openai: [] }
+  const order: Array<ReadonlyArray<Client>> = []
+  for (let round = 0; round < profile.httpRounds; round++) {
+    const thisRound = clients.map((_, i) => clients[(i + round) % clients.length]!)
+    order.push(thisRound)
+    for (const c of thisRound) rounds[c].push(await runRound(drivers[c], calls, concurrency))
+  }
+  const perRound = (f: (i: number) => number) => median(rounds.openai.map((_, i) => f(i)))
+  const side = (c: Client): HttpSide => {
+    const rs = rounds[c]
+    return {
+      latencyMs: summarize(rs.flatMap((r) => r.samples)),
+      throughput: spread(rs.map((r) => r.throughput)),
+      cpuUsPerCall: spread(rs.map((r) => r.cpuUsPerCall)),
+      cpuVsOpenAi: perRound((i) => rs[i]!.cpuUsPerCall / rounds.openai[i]!.cpuUsPerCall),
+      throughputVsOpenAi: perRound((i) => rs[i]!.throughput / rounds.openai[i]!.throughput)
+    }
+  }
+  const g = rounds.gateway
+  const r = rounds.raw
+  const p = (round: Round, q: "p50" | "p99") => summarize(round.samples)[q]
+  return {
+    concurrency,
+    callsPerRound: calls,
+    order,
+    gateway: side("gateway"),
+    adapter: side("adapter"),
+    raw: side("raw"),
+    openai: side("openai"),
+    addedP50Ms: perRound((i) => p(g[i]!, "p50") - p(r[i]!, "p50")),
+    addedP99Ms: perRound((i) => p(g[i]!, "p99") - p(r[i]!, "p99")),
+    addedCpuUs: perRound((i) => g[i]!.cpuUsPerCall - r[i]!.cpuUsPerCall),
+    throughputRatio: perRound((i) => g[i]!.throughput / r[i]!.throughput)
+  }
+}
+
+/**
+ * The Chat Completions body the OpenAI adapter sends for the bench command, as `openai` client
+ * parameters. Excess properties fail the decode: if the adapter starts sending a field this does
+ * not carry, the comparison stops instead of silently sending a different body.
+ */
+const ChatBody = Schema.parseJson(
+  Schema.Struct({
+    model: Schema.String,
+    messages: Schema.mutable(
+      Schema.Array(
+        Schema.Union(
+          Schema.Struct({ role: Schema.Literal("system"), content: Schema.String }),
+          Schema.Struct({ role: Schema.Literal("user"), content: Schema.String })
+        )
+      )
+    ),
+    max_completion_tokens: Schema.optionalWith(Schema.Number, { exact: true })
+  })
+)
+const decodeChatBody = Schema.decodeUnknownSync(ChatBody, { onExcessProperty: "error" })
+
+const bodyText = (request: HttpClientRequest.HttpClientRequest): string => {
+  if (request.body._tag !== "Uint8Array") throw new Error(`bench http: unexpected request body ${request.body._tag}`)
+  return new TextDecoder().decode(request.body.body)
+}
+
+const apiKey = "sk-bench-not-a-secret"
+
+export const run = async (profile: Profile): Promise<HttpResults> => {
+  const TS = performance.now(); const server = await startServer(); console.error("server", (performance.now() - TS).toFixed(0))
+  // One undici client for the Effect clients: same pool, same dispatcher.
+  const clientRuntime = ManagedRuntime.make(NodeHttpClient.layerUndici)
+  try {
+    const http = await clientRuntime.runPromise(HttpClient.HttpClient)
+    // The adapter as users build it (`OpenAi.make` over the HttpClient in context).
+    const adapterOver = (client: HttpClient.HttpClient) =>
+      Effect.runPromise(
+        OpenAi.make({ baseUrl: server.baseUrl, apiKey: Redacted.make(apiKey) }).pipe(
+          Effect.provide(Layer.succeed(HttpClient.HttpClient, client))
+        )
+      )
+    const t = target("model://openai/bench@eu", "openai")
+    const wf = workflow("bench.http", [t.ref])
+    const cmd = command("bench.http")
+
+    // Probe (not timed): one gateway call through an adapter that records the provider request
+    // it is given, over a client that records the HTTP request sent.
+    let providerRequest: ProviderAdapter.ProviderRequest | undefined
+    let httpRequest: HttpClientRequest.HttpClientRequest | undefined
+    const probeAdapter = await adapterOver(
+      HttpClient.tapRequest(http, (request) =>
+        Effect.sync(() => {
+          httpRequest ??= request
+        })
+      )
+    )
+    const probe = await buildGateway({
+      targets: [t],
+      workflows: [wf],
+      adapters: {
+        openai: {
+          generate: (request) => {
+            providerRequest ??= request
+            return probeAdapter.generate(request)
+          },
+          stream: probeAdapter.stream
+        }
+      }
+    })
+    try {
+      const check = await Effect.runPromise(probe.gateway.generate(cmd))
+      if (check.content.text !== answerText || check.evidence.attempts[0]?.httpStatus !== 200) {
+        throw new Error("bench http: the gateway did not get the mock answer")
+      }
+    } finally {
+      await probe.dispose()
+    }
+    if (providerRequest === undefined || httpRequest === undefined) throw new Error("bench http: no request captured")
+    const request = httpRequest
+    const providerReq = providerRequest
+    const body = bodyText(request)
+    const params: OpenAI.ChatCompletionCreateParamsNonStreaming = decodeChatBody(body)
+
+    // The `openai` client must send the same body: checked once through a recording `fetch`.
+    let sdkBody: unknown
+    const probeSdk = new OpenAI({
+      baseURL: server.baseUrl,
+      apiKey,
+      maxRetries: 0,
+      fetch: (input, init) => {
+        if (typeof init?.body === "string") sdkBody = JSON.parse(init.body)
+        return fetch(input, init)
+      }
+    })
+    const sdkAnswer = await probeSdk.chat.completions.create(params)
+    if (sdkAnswer.choices[0]?.message.content !== answerText) {
+      throw new Error("bench http: the openai client did not get the mock answer")
+    }
+    if (!isDeepStrictEqual(sdkBody, JSON.parse(body))) {
+      throw new Error(`bench http: the openai client sent ${JSON.stringify(sdkBody)}, the adapter ${body}`)
+    }
+
+    // The measured clients (no recording wrappers).
+    const adapter = await adapterOver(http)
+    const stack = await buildGateway({ targets: [t], workflows: [wf], adapters: { openai: adapter } })
+    const sdk = new OpenAI({ baseURL: server.baseUrl, apiKey, maxRetries: 0 })
+    try {
+      const drivers: Record<Client, Driver> = {
+        // Every client builds its call per call, as a caller does.
+        gateway: effectDriver(Effect.suspend(() => stack.gateway.generate(cmd))),
+        adapter: effectDriver(Effect.suspend(() => adapter.generate(providerReq))),
+        raw: effectDriver(Effect.suspend(() => Effect.flatMap(http.execute(request), (response) => response.json))),
+        openai: promiseDriver(() => sdk.chat.completions.create(params))
+      }
+      console.error("setup", (performance.now() - TS).toFixed(0)); const levels = [await level(profile, drivers, 1), await level(profile, drivers, 64)]
+      return { server: "child process", openaiClient: `openai ${openaiVersion}`, levels }
+    } finally {
+      await stack.dispose()
+    }
+  } finally {
+    await clientRuntime.dispose()
+    await server.stop()
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * The deadline scope's combinator (`bounded`), side by side with `Effect.timeout`: same outcomes
+ * and instants, except the tie rule (a completion at exactly the bound wins); and its two timer
+ * paths — the clock's `sleep` (TestClock) and the native timer (live clock, driven here by fake
+ * timers, never by real time) — give the same outcome sequence.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Effect, Exit, Fiber, Option, TestClock } from "effect"
+import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
+import { bounded } from "../src/internal/deadline.js"
+
+const bound = 100
+
+interface Scenario {
+  readonly name: string
+  /** Virtual ms until the step settles; `undefined`: never. */
+  readonly after: number | undefined
+  readonly fails: boolean
+}
+
+const scenarios: ReadonlyArray<Scenario> = [
+  { name: "completes before the bound", after: 50, fails: false },
+  { name: "completes exactly at the bound", after: bound, fails: false },
+  { name: "completes after the bound", after: 150, fails: false },
+  { name: "fails before the bound", after: 40, fails: true },
+  { name: "fails exactly at the bound", after: bound, fails: true },
+  { name: "never completes", after: undefined, fails: false }
+]
+
+/** What a caller observed: the outcome and the instant (ms from the start) it got it. */
+interface Observed {
+  readonly outcome: "value" | "cut" | "failed"
+  readonly at: number
+  /** When the step's interruption finalizer ran, if it was cut. */
+  readonly interruptedAt: number | undefined
+}
+
+/** The expected observation for `bounded` (completion wins a tie). */
+const expected = (s: Scenario): Observed => {
+  if (s.after !== undefined && s.after <= bound) return { outcome: s.fails ? "failed" : "value", at: s.after, interruptedAt: undefined }
+  return { outcome: "cut", at: bound, interruptedAt: bound }
+}
+
+/** The step of a scenario; `log` receives the instant of its interruption. */
+const stepOf = (s: Scenario, log: { interruptedAt: number | undefined }) =>
+  (s.after === undefined
+    ? Effect.never
+    : Effect.sleep(s.after).pipe(Effect.zipRight(s.fails ? Effect.fail("boom" as const) : Effect.succeed("done" as const)))
+  ).pipe(
+    Effect.onInterrupt(() =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync(() => {
+          log.interruptedAt = now
+        })
+      )
+    )
+  )
+
+const observe = <E>(exit: Exit.Exit<Option.Option<"done">, E>, at: number, interruptedAt: number | undefined): Observed => ({
+  outcome: Exit.isFailure(exit) ? "failed" : Option.isSome(exit.value) ? "value" : "cut",
+  at,
+  interruptedAt
+})
+
+/** Runs `self` in a fiber under TestClock, moving time 1 ms at a time until it is done. */
+const runVirtual = <A, E>(self: Effect.Effect<A, E>) =>
+  Effect.gen(function* () {
+    const start = yield* Clock.currentTimeMillis
+    const fiber = yield* Effect.fork(self)
+    let exit = yield* Fiber.poll(fiber)
+    while (Option.isNone(exit)) {
+      yield* TestClock.adjust(1)
+      exit = yield* Fiber.poll(fiber)
+    }
+    return { exit: exit.value, at: (yield* Clock.currentTimeMillis) - start }
+  })
+
+describe("deadline scope: bounded vs Effect.timeout (TestClock)", () => {
+  for (const s of scenarios) {
+    it.effect(`${s.name}: bounded answers as expected, at the expected instant`, () =>
+      Effect.gen(function* () {
+        const log: { interruptedAt: number | undefined } = { interruptedAt: undefined }
+        const start = yield* Clock.currentTimeMillis
+        const { exit, at } = yield* runVirtual(bounded(stepOf(s, log), start + bound))
+        const seen = observe(exit, at, log.interruptedAt === undefined ? undefined : log.interruptedAt - start)
+        assert.deepStrictEqual(seen, expected(s))
+      })
+    )
+
+    it.effect(`${s.name}: Effect.timeout agrees, except that it lets the timer win a tie`, () =>
+      Effect.gen(function* () {
+        const log: { interruptedAt: number | undefined } = { interruptedAt: undefined }
+        const start = yield* Clock.currentTimeMillis
+        const { exit, at } = yield* runVirtual(Effect.timeoutOption(stepOf(s, log), bound))
+        // Effect.timeoutOption: `None` when the timer won, failures pass through.
+        const outcome: Observed["outcome"] = Exit.isFailure(exit)
+          ? "failed"
+          : Option.isSome(exit.value)
+            ? "value"
+            : "cut"
+        const stock: Observed = {
+          outcome,
+          at,
+          interruptedAt: log.interruptedAt === undefined ? undefined : log.interruptedAt - start
+        }
+        const ours = expected(s)
+        if (s.after === bound) {
+          // The reason for the tie rule: under TestClock the stock timeout wins a same-instant tie.
+          assert.deepStrictEqual(stock, { outcome: "cut", at: bound, interruptedAt: bound })
+          assert.notStrictEqual(ours.outcome, "cut")
+        } else {
+          assert.deepStrictEqual(stock, ours)
+        }
+      })
+    )
+  }
+
+  it.effect("an interrupted caller interrupts the step and leaves no timer behind", () =>
+    Effect.gen(function* () {
+      const log: { interruptedAt: number | undefined } = { interruptedAt: undefined }
+      const fiber = yield* Effect.fork(bounded(stepOf({ name: "", after: 500, fails: false }, log), bound))
+      yield* TestClock.adjust(30)
+      yield* Fiber.interrupt(fiber)
+      assert.strictEqual(log.interruptedAt, 30)
+      yield* TestClock.adjust(1_000)
+      assert.strictEqual(log.interruptedAt, 30)
+    })
+  )
+})
+
+describe("deadline scope: the native timer (live clock) gives the same outcomes as the clock's sleep", () => {
+  beforeEach(() => {
+    // Fake timers, immediates and clock: no real time passes. (With a real `setImmediate`, the fake
+    // clock yields to the event loop between two timers due at the same instant, which a real
+    // timers phase does not do, so the tie-rule deferral would run too early.)
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"] })
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  plainIt("every scenario, in order, through the live path", async () => {
+    const seen: Array<Observed> = []
+    for (const s of scenarios) {
+      const log: { interruptedAt: number | undefined } = { interruptedAt: undefined }
+      const start = Date.now()
+      let done: { exit: Exit.Exit<Option.Option<"done">, "boom">; at: number } | undefined
+      const running = Effect.runPromiseExit(bounded(stepOf(s, log), start + bound)).then((exit) => {
+        done = { exit, at: Date.now() - start }
+      })
+      // Timers due now (and the immediates they queue) first, then 1 ms on.
+      for (;;) {
+        await vi.advanceTimersByTimeAsync(0)
+        if (done !== undefined) break
+        await vi.advanceTimersByTimeAsync(1)
+      }
+      await running
+      seen.push(observe(done.exit, done.at, log.interruptedAt === undefined ? undefined : log.interruptedAt - start))
+    }
+    // Same outcomes, in the same order, completions at the same instants. A cut lands 1 fake ms
+    // late: the fake clock runs an immediate queued by a timer callback on its next tick, where
+    // a real event loop runs it right after the timers phase of the same instant.
+    const lateCut = (o: Observed): Observed =>
+      o.outcome === "cut" ? { ...o, at: o.at + 1, interruptedAt: o.at + 1 } : o
+    assert.deepStrictEqual(seen, scenarios.map((s) => lateCut(expected(s))))
+  })
+})
