@@ -116,11 +116,10 @@ const gcFunction = ((): (() => void) | undefined => {
   }
 })()
 
-/** Runs a full garbage collection (twice); `false` when no collector could be reached. */
-export const collectGarbage = (): boolean => {
+/** Runs `times` full garbage collections (twice by default); `false` when no collector could be reached. */
+export const collectGarbage = (times = 2): boolean => {
   if (gcFunction === undefined) return false
-  gcFunction()
-  gcFunction()
+  for (let i = 0; i < times; i++) gcFunction()
   return true
 }
 

@@ -9,10 +9,11 @@
  * - `openai`: the official `openai` client (`chat.completions.create`) with the same request body.
  *
  * The three Effect clients share one undici dispatcher (`NodeHttpClient.layerUndici`); the `openai`
- * client uses Node's global `fetch`, as it does by default. At each concurrency (1 and 64) every
- * round runs every client once with the same number of calls, in rotated order (round r starts with
- * client r mod 4), each after a full GC. Figures are medians over rounds with their range; ratios
- * are medians of per-round ratios, so that a noisy round hits both sides of a ratio alike.
+ * client uses Node's global `fetch`, as it does by default. At each concurrency (1 and 64), after
+ * one unmeasured warm-up per client, every round runs every client once with the same number of
+ * calls, in rotated order (round r starts with client r mod 4), each after a full GC. Figures are
+ * medians over rounds with their range; ratios are medians of per-round ratios, so that a noisy
+ * round hits both sides of a ratio alike.
  */
 import type { HttpClientRequest } from "@effect/platform"
 import { HttpClient } from "@effect/platform"
@@ -139,10 +140,11 @@ interface Round {
   readonly cpuUsPerCall: number
 }
 
-const runRound = async (drive: Driver, calls: number, concurrency: number): Promise<Round> => {
+/** One timed round; measured rounds (not warm-ups) start after a full GC. */
+const runRound = async (drive: Driver, calls: number, concurrency: number, measured: boolean): Promise<Round> => {
   const items = Array.from({ length: calls }, (_, i) => i)
   const samples: Array<number> = []
-  collectGarbage()
+  if (measured) collectGarbage(1)
   const t = await timed(() => drive(items, concurrency, samples))
   return { samples, throughput: (calls / t.wallMs) * 1000, cpuUsPerCall: (t.cpuMs * 1000) / calls }
 }
@@ -152,14 +154,14 @@ const level = async (profile: Profile, drivers: Record<Client, Driver>, concurre
   // `roundSeconds` each, with the same number of calls for every client.
   const warm = Math.max(10, Math.floor(profile.httpCalls / 10))
   let rate = Number.POSITIVE_INFINITY
-  for (const c of clients) rate = Math.min(rate, (await runRound(drivers[c], warm, concurrency)).throughput)
+  for (const c of clients) rate = Math.min(rate, (await runRound(drivers[c], warm, concurrency, false)).throughput)
   const calls = callsFor(rate, profile.roundSeconds, Math.min(profile.httpCalls, 2 * concurrency), profile.httpCalls)
   const rounds: Record<Client, Array<Round>> = { gateway: [], adapter: [], raw: [], openai: [] }
   const order: Array<ReadonlyArray<Client>> = []
   for (let round = 0; round < profile.httpRounds; round++) {
     const thisRound = clients.map((_, i) => clients[(i + round) % clients.length]!)
     order.push(thisRound)
-    for (const c of thisRound) rounds[c].push(await runRound(drivers[c], calls, concurrency))
+    for (const c of thisRound) rounds[c].push(await runRound(drivers[c], calls, concurrency, true))
   }
   const perRound = (f: (i: number) => number) => median(rounds.openai.map((_, i) => f(i)))
   const side = (c: Client): HttpSide => {

@@ -30,7 +30,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Config, Context, Duration, Effect, Layer, Metric, Random, Schema } from "effect"
+import { Cause, Config, Context, Duration, Effect, FiberRef, Layer, Metric, Random, RuntimeFlags, Schema } from "effect"
 import type { ConfigError, Scope } from "effect"
 import * as Store from "./BudgetStore.js"
 import { BudgetExceeded, ConfigProblem, GatewayConfigError, type StoreError } from "./Errors.js"
@@ -499,33 +499,39 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
         expiresAt: now + ttl,
         accountExpiresAt: window.end + ttl
       }
-      // A store that failed may still have applied the reservation (its answer was lost): release
-      // the id, best effort, so that a failed reserve leaves nothing behind whenever the store can.
-      const reserved = Effect.catchAll(store.reserve(request), (error) =>
-        Effect.zipRight(Effect.ignore(store.release({ account, id })), Effect.fail(error))
-      )
-      return Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(reserved, (outcome): Effect.Effect<Reservation, BudgetExceeded> => {
-          if (outcome._tag === "Rejected") {
-            return Effect.fail(
-              new BudgetExceeded({
-                tenant,
-                limit: budget.limit,
-                committed: fromUnits(outcome.committed),
-                reserved: fromUnits(outcome.reserved),
-                requested: amount
-              })
-            )
-          }
-          const reservation = makeReservation(tenant, account, id, units)
-          // Interrupted while the store answered (and the caller is interruptible): give the
-          // amount back before the interruption propagates.
-          return Effect.matchCauseEffect(restore(Effect.void), {
-            onFailure: (cause) => Effect.zipRight(reservation.settle(0), Effect.failCause(cause)),
-            onSuccess: () => Effect.succeed(reservation)
+      // One store round trip, uninterruptible so that its outcome is never lost halfway.
+      return Effect.withFiberRuntime<Reservation, BudgetExceeded | StoreError>((fiber, status) => {
+        const interruptible = RuntimeFlags.interruptible(status.runtimeFlags)
+        return Effect.uninterruptible(
+          Effect.matchCauseEffect(store.reserve(request), {
+            // A store that failed may still have applied the reservation (its answer was lost):
+            // release the id, best effort, so that nothing stays reserved whenever the store can.
+            onFailure: (cause) =>
+              Effect.zipRight(Effect.ignore(store.release({ account, id })), Effect.failCause(cause)),
+            onSuccess: (outcome): Effect.Effect<Reservation, BudgetExceeded> => {
+              if (outcome._tag === "Rejected") {
+                return Effect.fail(
+                  new BudgetExceeded({
+                    tenant,
+                    limit: budget.limit,
+                    committed: fromUnits(outcome.committed),
+                    reserved: fromUnits(outcome.reserved),
+                    requested: amount
+                  })
+                )
+              }
+              const reservation = makeReservation(tenant, account, id, units)
+              // An interruptible caller was interrupted while the store answered: the interruption
+              // is delivered when this region ends and the reservation would be lost, so give the
+              // amount back first.
+              if (interruptible && !Cause.isEmpty(fiber.getFiberRef(FiberRef.interruptedCause))) {
+                return Effect.as(reservation.settle(0), reservation)
+              }
+              return Effect.succeed(reservation)
+            }
           })
-        })
-      )
+        )
+      })
     }
 
     const reserve = (tenant: TenantId, amount: number): Effect.Effect<Reservation, BudgetExceeded | StoreError> => {
@@ -535,7 +541,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
       if (budget === "reject") {
         return Effect.fail(new BudgetExceeded({ tenant, limit: 0, committed: 0, reserved: 0, requested: amount }))
       }
-      return Effect.flatMap(Clock.currentTimeMillis, (now) => reserveAt(tenant, amount, budget, now))
+      return Effect.clockWith((clock) => reserveAt(tenant, amount, budget, clock.unsafeCurrentTimeMillis()))
     }
 
     const balance = (tenant: TenantId): Effect.Effect<Balance, StoreError> => {
@@ -543,7 +549,8 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
       if (typeof budget === "string")
         return Effect.succeed(unlimitedBalance(tenant, budget === "unlimited" ? Infinity : 0))
       const period = budget.period ?? "monthly"
-      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      return Effect.clockWith((clock) => {
+        const now = clock.unsafeCurrentTimeMillis()
         const window = windowAt(period, now)
         return Effect.map(
           store.balance(`${tenant}/${window.key}`, now),

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Exit } from "effect"
+import { Effect, Exit } from "effect"
 import { minimumUsefulOutputTokens } from "./Pricing.js"
 import { type Failure, fromFailure, type GatewayError, type StoreError } from "./Errors.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
@@ -43,11 +43,6 @@ export interface Service {
   ) => Effect.Effect<Route, GatewayError>
 }
 
-/**
- * @since 0.1.0
- * @category Context
- */
-export class Router extends Context.Tag("@modelgate/core/Router")<Router, Service>() {}
 
 /** `command.hasImages` walks every message: once per command, not once per target. */
 const imagesMemo = new WeakMap<ModelCommand, boolean>()
@@ -280,9 +275,10 @@ export const decide = (
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>) =>
-  Effect.map(Health, (health) =>
-    Router.of({
+export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>): Effect.Effect<Service, never, Health> =>
+  Effect.map(
+    Health,
+    (health): Service => ({
       workflows,
       resolve: (command, mode = "generate") =>
         Effect.mapError(decide(workflows, health, command, mode), (failure) => fromFailure(failure, {}))

@@ -14,6 +14,8 @@ export * as BudgetStore from "./BudgetStore.js"
 export * as CallRecorder from "./CallRecorder.js"
 /** @since 0.1.0 */
 export * as Concurrency from "./Concurrency.js"
+/** @since 0.2.0 */
+export * as Disposition from "./Disposition.js"
 /** @since 0.1.0 */
 export * as Errors from "./Errors.js"
 /** @since 0.1.0 */
@@ -27,11 +29,12 @@ export * as ModelCommand from "./ModelCommand.js"
 /** @since 0.1.0 */
 export * as ModelGateway from "./ModelGateway.js"
 /** @since 0.1.0 */
-export * as ModelRegistry from "./ModelRegistry.js"
 /** @since 0.1.0 */
 export * as ModelResult from "./ModelResult.js"
 /** @since 0.1.0 */
 export * as ModelTarget from "./ModelTarget.js"
+/** @since 0.2.0 */
+export * as Pricing from "./Pricing.js"
 /** @since 0.1.0 */
 export * as ProviderAdapter from "./ProviderAdapter.js"
 /** @since 0.1.0 */

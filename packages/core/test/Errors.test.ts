@@ -16,7 +16,8 @@ export const describeError = Match.type<Errors.GatewayError>().pipe(
     AmbiguousOutcome: () => "ambiguous",
     BudgetExceeded: () => "budget",
     DeadlineExceeded: () => "deadline",
-    NoEligibleRoute: () => "no route"
+    NoEligibleRoute: () => "no route",
+    StoreError: () => "store"
   })
 )
 
@@ -32,7 +33,8 @@ export const missingTag = Match.type<Errors.GatewayError>().pipe(
     PolicyViolation: () => "policy",
     AmbiguousOutcome: () => "ambiguous",
     BudgetExceeded: () => "budget",
-    DeadlineExceeded: () => "deadline"
+    DeadlineExceeded: () => "deadline",
+    StoreError: () => "store"
   })
 )
 
@@ -54,7 +56,8 @@ describe("errors", () => {
           AmbiguousOutcome: () => Effect.succeed("ao"),
           BudgetExceeded: () => Effect.succeed("be"),
           DeadlineExceeded: () => Effect.succeed("de"),
-          NoEligibleRoute: () => Effect.succeed("ne")
+          NoEligibleRoute: () => Effect.succeed("ne"),
+          StoreError: () => Effect.succeed("se")
         })
       )
       // @ts-expect-error DeadlineExceeded is not handled, so the error channel is not never
@@ -72,7 +75,8 @@ describe("errors", () => {
           PolicyViolation: () => Effect.succeed("pv"),
           AmbiguousOutcome: () => Effect.succeed("ao"),
           BudgetExceeded: () => Effect.succeed("be"),
-          NoEligibleRoute: () => Effect.succeed("ne")
+          NoEligibleRoute: () => Effect.succeed("ne"),
+          StoreError: () => Effect.succeed("se")
         })
       )
       assert.strictEqual(yield* all, "ok")

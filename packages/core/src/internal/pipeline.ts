@@ -45,7 +45,8 @@ import type { OutputFormat, ProviderAdapter, ProviderRequest, ProviderResponse }
 import { ExcludedTarget } from "../RouteDecision.js"
 import type { Route, Service as RouterService } from "../Router.js"
 import { decide as routeCommand } from "../Router.js"
-import * as Telemetry from "../Telemetry.js"
+import type * as Telemetry from "../Telemetry.js"
+import * as Report from "./telemetry.js"
 import type { AttemptContext, Invoke } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
 import { issuesOf } from "./issues.js"
@@ -185,7 +186,7 @@ export const execute = (
     return Effect.tracerWith((tracer) =>
       tracer === defaultTracer
         ? run
-        : Telemetry.withCallSpan(
+        : Report.withCallSpan(
             ctx.telemetry,
             { mode, callId: call.id, workflow: command.workflow, tenant: command.tenant },
             (span) => {
@@ -670,7 +671,7 @@ const run = (
           : Effect.onInterrupt(invoked, () =>
               Effect.clockWith((c) =>
                 Effect.sync(() =>
-                  Telemetry.annotateAttempt(span, cancelledRecord(call, attempt, c.unsafeCurrentTimeMillis()))
+                  Report.annotateAttempt(span, cancelledRecord(call, attempt, c.unsafeCurrentTimeMillis()))
                 )
               )
             )
@@ -683,7 +684,7 @@ const run = (
         }
         const [record, outcome, breaker, rateLimit] = recordAttempt(call, attempt, request, end, exit)
         call.attempts.push(record)
-        if (span !== undefined) Telemetry.annotateAttempt(span, record)
+        if (span !== undefined) Report.annotateAttempt(span, record)
         return Effect.as(
           ctx.health.record(target, {
             outcome: record.outcome,
@@ -700,7 +701,7 @@ const run = (
     })
   return call.span === undefined
     ? body(undefined)
-    : Telemetry.withAttemptSpan(target, attemptNo, request.maxOutputTokens, (span) => body(span))
+    : Report.withAttemptSpan(target, attemptNo, request.maxOutputTokens, (span) => body(span))
 }
 
 /**
@@ -954,13 +955,13 @@ const settle = (ctx: EngineContext, call: Call, exit: Exit.Exit<ModelResult, Fai
       },
       { disableValidation: true }
     )
-    Telemetry.unsafeEndCall(call.span, record, {
+    Report.unsafeEndCall(call.span, record, {
       target: call.answered ?? call.lastTarget ?? call.route?.targets[0],
       workflow: call.route?.compiled.workflow.name,
       maxOutputTokens: call.lastMaxOutputTokens,
       permitWaitMs: call.permitWaitMs
     })
-    const recorded = Telemetry.outsideCallSpanEvents(call.span, ctx.recorder.record(record))
+    const recorded = Report.outsideCallSpanEvents(call.span, ctx.recorder.record(record))
     const reservation = call.reservation
     const settled = reservation === undefined ? recorded : Effect.zipRight(reservation.settle(call.spent), recorded)
     return admitted === undefined ? settled : Effect.zipRight(ctx.health.release(admitted), settled)

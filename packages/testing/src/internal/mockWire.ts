@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { ErrorSpec, Provider, Success, ToolCallSpec, UsageSpec } from "../MockProviderServer.js"
+import type { ErrorSpec, Provider, Success, ToolCallSpec, UsageSpec } from "./mockScript.js"
 
 /** A rendered SSE answer, split so that faults can cut it anywhere. @internal */
 export interface SseAnswer {

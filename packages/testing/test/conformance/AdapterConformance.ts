@@ -33,7 +33,7 @@ import {
   textOf
 } from "../adapters-fixtures.js"
 
-/** What a provider file's extra cases get: the test methods and the suite's helpers. */
+/** The test methods a provider file registers its own cases with (one mock server per file). */
 export type Methods = Vitest.MethodsNonLive<MockProviderServer | HttpClient.HttpClient, true>
 
 /** The adapter's `generate` and `stream`, as the adapters' `make` return them. */

@@ -1,0 +1,332 @@
+/**
+ * How the pipeline reports a call: its span (only when a tracer is installed), attempt spans, and
+ * the metric updates from its CallRecord. Names and metrics are public in `Telemetry.ts`; these
+ * helpers are the engine's, not API.
+ */
+import { Effect, MetricLabel, Tracer } from "effect"
+import type { AttemptRecord, CallRecord } from "../ModelResult.js"
+import type { ModelTarget } from "../ModelTarget.js"
+import { Attr, metrics, type Settings, SpanName } from "../Telemetry.js"
+
+/** `gen_ai.operation.name` of every call: a chat-style completion. */
+const operationName = "chat"
+
+// ---------------------------------------------------------------------------------------------
+// Spans
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Runs `f` inside the span of one logical call and hands it the span, so the end of the call can
+ * annotate it ({@link annotateCall}). Attributes known up front are set when the span starts.
+ */
+export const withCallSpan = <A, E, R>(
+  settings: Settings,
+  start: {
+    readonly mode: "generate" | "stream"
+    readonly callId: string
+    readonly workflow: string
+    readonly tenant: string
+  },
+  f: (span: Tracer.Span) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => {
+  const attributes: Record<string, unknown> = {
+    [Attr.operationName]: operationName,
+    [Attr.mode]: start.mode,
+    [Attr.callId]: start.callId,
+    [Attr.workflow]: start.workflow
+  }
+  const t = settings.tenant
+  if (t._tag === "Plain") attributes[Attr.tenant] = start.tenant
+  else if (t._tag === "Hashed") attributes[Attr.tenantHash] = t.hash(start.tenant)
+  return Effect.useSpan(
+    start.mode === "stream" ? SpanName.stream : SpanName.generate,
+    { attributes, captureStackTrace: false },
+    (span) => Effect.withParentSpan(f(span), span)
+  )
+}
+
+/**
+ * Runs one provider attempt inside a `modelgate.attempt` span (kind `client`).
+ */
+export const withAttemptSpan = <A, E, R>(
+  target: ModelTarget,
+  attempt: number,
+  maxOutputTokens: number,
+  f: (span: Tracer.Span) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.useSpan(
+    SpanName.attempt,
+    {
+      kind: "client",
+      captureStackTrace: false,
+      attributes: {
+        [Attr.operationName]: operationName,
+        [Attr.target]: target.ref,
+        [Attr.providerName]: target.provider,
+        [Attr.system]: target.provider,
+        [Attr.requestModel]: target.model,
+        [Attr.attemptNumber]: attempt,
+        [Attr.requestMaxTokens]: maxOutputTokens
+      }
+    },
+    (span) => Effect.withParentSpan(f(span), span)
+  )
+
+const set = (span: Tracer.Span, key: string, value: unknown) => {
+  if (value !== undefined) span.attribute(key, value)
+}
+
+/**
+ * Sets the end-of-attempt attributes from its record.
+ */
+export const annotateAttempt = (span: Tracer.Span, record: AttemptRecord): void => {
+  span.attribute(Attr.attemptOutcome, record.outcome)
+  span.attribute(Attr.latencyMs, record.latencyMs)
+  span.attribute(Attr.attemptStartOffsetMs, record.startOffsetMs)
+  span.attribute(Attr.attemptTimeoutMs, record.timeoutMs)
+  set(span, Attr.errorType, record.errorTag)
+  set(span, Attr.httpStatus, record.httpStatus)
+  set(span, Attr.providerRequestId, record.providerRequestId)
+  set(span, Attr.ttftMs, record.ttftMs)
+  set(span, Attr.retryAfterMs, record.retryAfterMs)
+  set(span, Attr.possiblyProcessed, record.possiblyProcessed)
+  set(span, Attr.responseModel, record.modelVersion)
+  set(span, Attr.costUsd, record.cost)
+  const u = record.usage
+  if (u !== undefined) {
+    span.attribute(Attr.inputTokens, u.inputTokens)
+    span.attribute(Attr.outputTokens, u.outputTokens)
+    span.attribute(Attr.cachedInputTokens, u.cachedInputTokens)
+    span.attribute(Attr.reasoningTokens, u.reasoningTokens)
+  }
+}
+
+/**
+ * What the end of a call knows besides its record.
+ */
+export interface CallEnd {
+  /** The target that answered, else the last one attempted, else the first eligible one. */
+  readonly target: ModelTarget | undefined
+  /** The configured workflow's name; `undefined` when the command named no configured workflow (label `unknown`). */
+  readonly workflow: string | undefined
+  /** Output cap of the last attempt. */
+  readonly maxOutputTokens: number | undefined
+  /** Time spent waiting for a concurrency permit, when one was requested. */
+  readonly permitWaitMs: number | undefined
+}
+
+/** Time to first token of a call: when the delivered attempt's first token came, from call start. */
+const callTtft = (record: CallRecord): number | undefined => {
+  const attempts = record.evidence.attempts
+  for (let i = attempts.length - 1; i >= 0; i--) {
+    const a = attempts[i]!
+    if (a.ttftMs !== undefined) return a.startOffsetMs + a.ttftMs
+  }
+  return undefined
+}
+
+/**
+ * Sets the end-of-call attributes from the call's record.
+ */
+export const annotateCall = (span: Tracer.Span, record: CallRecord, end: CallEnd): void => {
+  const e = record.evidence
+  const t = end.target
+  span.attribute(Attr.outcome, record.outcome)
+  span.attribute(Attr.policyVersion, e.policyVersion)
+  span.attribute(Attr.promptId, e.promptId)
+  span.attribute(Attr.promptVersion, e.promptVersion)
+  set(span, Attr.schemaVersion, e.schemaVersion)
+  set(span, Attr.pricingVersion, e.pricingVersion)
+  if (t !== undefined) {
+    span.attribute(Attr.providerName, t.provider)
+    span.attribute(Attr.system, t.provider)
+    span.attribute(Attr.requestModel, t.model)
+  }
+  set(span, Attr.target, e.target)
+  set(span, Attr.modelVersion, e.modelVersion)
+  set(span, Attr.responseModel, e.modelVersion)
+  set(span, Attr.requestMaxTokens, end.maxOutputTokens)
+  if (record.finishReason !== undefined) span.attribute(Attr.responseFinishReasons, [record.finishReason])
+  span.attribute(Attr.eligible, e.eligible)
+  if (e.excluded.length > 0)
+    span.attribute(
+      Attr.excluded,
+      e.excluded.map((x) => `${x.target}:${x.reason}`)
+    )
+  span.attribute(Attr.fallbackUsed, e.fallbackUsed)
+  span.attribute(Attr.degraded, e.degraded)
+  set(span, Attr.errorType, record.errorTag)
+  set(span, Attr.errorReason, record.errorReason)
+  span.attribute(Attr.retryCount, e.retryCount)
+  if (e.retryBudgetExhausted) span.attribute(Attr.retryBudgetExhausted, true)
+  span.attribute(Attr.attemptCount, e.attempts.length)
+  span.attribute(Attr.latencyMs, e.totalLatencyMs)
+  set(span, Attr.ttftMs, callTtft(record))
+  set(span, Attr.permitWaitMs, end.permitWaitMs)
+  span.attribute(Attr.inputTokens, e.usage.inputTokens)
+  span.attribute(Attr.outputTokens, e.usage.outputTokens)
+  span.attribute(Attr.cachedInputTokens, e.usage.cachedInputTokens)
+  span.attribute(Attr.reasoningTokens, e.usage.reasoningTokens)
+  span.attribute(Attr.costUsd, e.cost.actual)
+  span.attribute(Attr.costEstimatedUsd, e.cost.estimated)
+  span.attribute(Attr.costReservedUsd, e.cost.reserved)
+  set(span, Attr.schemaValid, e.schemaValid)
+}
+
+
+/**
+ * Label sets are cached so that every update reuses the same array: Effect caches the metric hook
+ * per label array, so a stable array makes an update a lookup plus the update. The cache is a trie
+ * keyed by the label values themselves (configuration strings whose hashes V8 keeps), which avoids
+ * building and hashing a key string per update. Values come from the configuration or closed sets,
+ * so it stays small; it is still capped.
+ */
+type Labels = ReadonlyArray<MetricLabel.MetricLabel>
+interface Trie {
+  readonly children: Map<string, Trie>
+  labels: Labels | undefined
+}
+const newTrie = (): Trie => ({ children: new Map(), labels: undefined })
+
+/** A cache of label sets for one list of label keys. */
+const labelCache = (keys: ReadonlyArray<string>) => {
+  let root = newTrie()
+  let count = 0
+  return (...values: Array<string>): Labels => {
+    let node = root
+    for (const v of values) {
+      let next = node.children.get(v)
+      if (next === undefined) {
+        if (count >= 10_000) {
+          root = newTrie()
+          count = 0
+          next = newTrie()
+        } else {
+          next = newTrie()
+        }
+        node.children.set(v, next)
+      }
+      node = next
+    }
+    if (node.labels === undefined) {
+      node.labels = keys.map((k, i) => MetricLabel.make(k, values[i]!))
+      count++
+    }
+    return node.labels
+  }
+}
+
+const callLabels = labelCache([Attr.workflow, Attr.route, Attr.outcome, Attr.errorType, Attr.mode])
+const latencyLabels = labelCache([Attr.workflow, Attr.route, Attr.outcome, Attr.mode])
+const workflowLabels = labelCache([Attr.workflow])
+const attemptLabels = labelCache([Attr.workflow, Attr.target, Attr.attemptOutcome])
+const attemptLatencyLabels = labelCache([Attr.target, Attr.attemptOutcome])
+const targetLabels = labelCache([Attr.workflow, Attr.target])
+const tokenLabels = labelCache([Attr.workflow, Attr.target, Attr.tokenType])
+
+/**
+ * Updates the metrics of one finished call from its record. Synchronous: call it where the record
+ * is built.
+ */
+export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
+  const e = record.evidence
+  const workflow = end.workflow ?? "unknown"
+  const route: string = e.target ?? "none"
+  const m = metrics
+  m.calls.unsafeUpdate(1, callLabels(workflow, route, record.outcome, record.errorTag ?? "none", record.mode))
+  m.callLatency.unsafeUpdate(e.totalLatencyMs, latencyLabels(workflow, route, record.outcome, record.mode))
+  const byWorkflow = workflowLabels(workflow)
+  if (e.retryCount > 0) m.retries.unsafeUpdate(e.retryCount, byWorkflow)
+  if (e.fallbackUsed) m.fallbacks.unsafeUpdate(1, byWorkflow)
+  if (e.degraded) m.degraded.unsafeUpdate(1, byWorkflow)
+  if (record.errorTag === "BudgetExceeded") m.budgetRejections.unsafeUpdate(1, byWorkflow)
+  if (end.permitWaitMs !== undefined) m.permitWait.unsafeUpdate(end.permitWaitMs, byWorkflow)
+  // Usage and cost per attempt target; what no attempt carries (input billed for an attempt cut
+  // by cancellation) goes to the last target attempted, so the totals match the evidence.
+  let input = 0
+  let cached = 0
+  let output = 0
+  let reasoning = 0
+  let cost = 0
+  let last: string | undefined
+  for (const a of e.attempts) {
+    last = a.target
+    m.attempts.unsafeUpdate(1, attemptLabels(workflow, a.target, a.outcome))
+    m.attemptLatency.unsafeUpdate(a.latencyMs, attemptLatencyLabels(a.target, a.outcome))
+    if (a.ttftMs !== undefined) m.ttft.unsafeUpdate(a.ttftMs, targetLabels(workflow, a.target))
+    if (a.usage !== undefined) {
+      addTokens(
+        workflow,
+        a.target,
+        a.usage.inputTokens,
+        a.usage.cachedInputTokens,
+        a.usage.outputTokens,
+        a.usage.reasoningTokens
+      )
+      input += a.usage.inputTokens
+      cached += a.usage.cachedInputTokens
+      output += a.usage.outputTokens
+      reasoning += a.usage.reasoningTokens
+    }
+    if (a.cost !== undefined && a.cost > 0) {
+      m.cost.unsafeUpdate(a.cost, targetLabels(workflow, a.target))
+      cost += a.cost
+    }
+  }
+  const rest = last ?? end.target?.ref
+  if (rest !== undefined) {
+    const u = e.usage
+    addTokens(
+      workflow,
+      rest,
+      u.inputTokens - input,
+      u.cachedInputTokens - cached,
+      u.outputTokens - output,
+      u.reasoningTokens - reasoning
+    )
+    // Float sums: ignore differences below a millionth of a cent.
+    if (e.cost.actual - cost > 1e-8) m.cost.unsafeUpdate(e.cost.actual - cost, targetLabels(workflow, rest))
+  }
+}
+
+const addTokens = (
+  workflow: string,
+  target: string,
+  input: number,
+  cached: number,
+  output: number,
+  reasoning: number
+) => {
+  const m = metrics.tokens
+  if (input > 0) m.unsafeUpdate(input, tokenLabels(workflow, target, "input"))
+  if (cached > 0) m.unsafeUpdate(cached, tokenLabels(workflow, target, "cached_input"))
+  if (output > 0) m.unsafeUpdate(output, tokenLabels(workflow, target, "output"))
+  if (reasoning > 0) m.unsafeUpdate(reasoning, tokenLabels(workflow, target, "reasoning"))
+}
+
+/**
+ * Runs `self` (the CallRecorder) so that spans it creates stay children of the call span, but log
+ * lines it writes do not become events of the call span. Effect's default tracer logger turns every
+ * log line into an event of the current span; the log recorder's line carries the whole record
+ * (tenant id included), which would bypass {@link TelemetrySettings} and cost a JSON rendering per
+ * call. The tracer logger skips external spans, so the recorder runs under an external span with
+ * the call span's ids.
+ */
+export const outsideCallSpanEvents = <A, E, R>(
+  span: Tracer.Span | undefined,
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  span === undefined
+    ? self
+    : Effect.withParentSpan(
+        self,
+        Tracer.externalSpan({ spanId: span.spanId, traceId: span.traceId, sampled: span.sampled })
+      )
+
+/**
+ * Annotates the call span and updates the metrics of one finished call.
+ */
+export const unsafeEndCall = (span: Tracer.Span | undefined, record: CallRecord, end: CallEnd): void => {
+  if (span !== undefined) annotateCall(span, record, end)
+  unsafeRecordMetrics(record, end)
+}
