@@ -99,11 +99,18 @@ const temporary = (failure: Failure & { readonly target: TargetRef }, facts: Att
       })
     : retry
 
-const final = (failure: Failure): Row => ({ outcome: "unavailable", availability: false, breaker: false, next: stop(failure) })
+const final = (failure: Failure): Row => ({
+  outcome: "unavailable",
+  availability: false,
+  breaker: false,
+  next: stop(failure)
+})
 
 const table = Match.type<Failure>().pipe(
   Match.tagsExhaustive({
-    Refusal: (f) => (_: AttemptFacts): Row => ({ outcome: "refusal", availability: false, breaker: false, next: stop(f) }),
+    Refusal:
+      (f) =>
+      (_: AttemptFacts): Row => ({ outcome: "refusal", availability: false, breaker: false, next: stop(f) }),
     RateLimited:
       (f) =>
       (facts: AttemptFacts): Row => ({
@@ -136,18 +143,37 @@ const table = Match.type<Failure>().pipe(
         breaker: false,
         next: f.reason === "context_length" ? nextLarger : stop(f)
       }),
-    ProviderRejected: (_) => (_facts: AttemptFacts): Row => ({
-      outcome: "rejected",
-      availability: true,
-      breaker: false,
-      next: nextTarget
-    }),
-    PolicyViolation: (f) => (_: AttemptFacts): Row => final(f),
-    AmbiguousOutcome: (f) => (_: AttemptFacts): Row => ({ ...final(f), outcome: "timeout" }),
-    BudgetExceeded: (f) => (_: AttemptFacts): Row => final(f),
-    DeadlineExceeded: (f) => (_: AttemptFacts): Row => final(f),
-    NoEligibleRoute: (f) => (_: AttemptFacts): Row => final(f),
-    StoreError: (f) => (_: AttemptFacts): Row => final(f)
+    ProviderRejected:
+      (_) =>
+      (_facts: AttemptFacts): Row => ({
+        outcome: "rejected",
+        availability: true,
+        breaker: false,
+        next: nextTarget
+      }),
+    PolicyViolation:
+      (f) =>
+      (_: AttemptFacts): Row =>
+        final(f),
+    AmbiguousOutcome:
+      (f) =>
+      (_: AttemptFacts): Row => ({ ...final(f), outcome: "timeout" }),
+    BudgetExceeded:
+      (f) =>
+      (_: AttemptFacts): Row =>
+        final(f),
+    DeadlineExceeded:
+      (f) =>
+      (_: AttemptFacts): Row =>
+        final(f),
+    NoEligibleRoute:
+      (f) =>
+      (_: AttemptFacts): Row =>
+        final(f),
+    StoreError:
+      (f) =>
+      (_: AttemptFacts): Row =>
+        final(f)
   })
 )
 

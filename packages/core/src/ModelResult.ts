@@ -3,6 +3,10 @@
  * becomes the {@link CallRecord} of every call, success or failure; neither holds prompt or
  * generated content outside `ModelResult.content`.
  *
+ * Evidence, attempt records, costs, content and call records are plain immutable values described
+ * by schemas (`Schema.encode(CallRecord)` for storage and export): the gateway builds them on every
+ * call, so they are not classes.
+ *
  * @since 0.1.0
  */
 import { Schema } from "effect"
@@ -51,12 +55,14 @@ export class Usage extends Schema.Class<Usage>("@modelgate/core/Usage")({
  * @since 0.1.0
  * @category Models
  */
-export class Cost extends Schema.Class<Cost>("@modelgate/core/Cost")({
+export const Cost = Schema.Struct({
   currency: Schema.Literal("USD"),
   estimated: Schema.Number,
   reserved: Schema.Number,
   actual: Schema.Number
-}) {}
+}).annotations({ identifier: "@modelgate/core/Cost" })
+/** @since 0.1.0 */
+export interface Cost extends Schema.Schema.Type<typeof Cost> {}
 
 /**
  * How one attempt ended.
@@ -85,7 +91,7 @@ export type AttemptOutcome = typeof AttemptOutcome.Type
  * @since 0.1.0
  * @category Models
  */
-export class AttemptRecord extends Schema.Class<AttemptRecord>("@modelgate/core/AttemptRecord")({
+export const AttemptRecord = Schema.Struct({
   target: TargetRef,
   /** 1 for the first attempt on this target. */
   attempt: Schema.Int,
@@ -107,7 +113,9 @@ export class AttemptRecord extends Schema.Class<AttemptRecord>("@modelgate/core/
   usage: Schema.optional(Usage),
   cost: Schema.optional(Schema.Number),
   modelVersion: Schema.optional(Schema.String)
-}) {}
+}).annotations({ identifier: "@modelgate/core/AttemptRecord" })
+/** @since 0.1.0 */
+export interface AttemptRecord extends Schema.Schema.Type<typeof AttemptRecord> {}
 
 /**
  * Why the call ended as it did.
@@ -133,7 +141,7 @@ export type FinishReason = typeof FinishReason.Type
  * @since 0.1.0
  * @category Models
  */
-export class Evidence extends Schema.Class<Evidence>("@modelgate/core/Evidence")({
+export const Evidence = Schema.Struct({
   callId: CallId,
   workflow: Schema.String,
   policyVersion: Schema.String,
@@ -159,7 +167,9 @@ export class Evidence extends Schema.Class<Evidence>("@modelgate/core/Evidence")
   usage: Usage,
   cost: Cost,
   schemaValid: Schema.optional(Schema.Boolean)
-}) {}
+}).annotations({ identifier: "@modelgate/core/Evidence" })
+/** @since 0.1.0 */
+export interface Evidence extends Schema.Schema.Type<typeof Evidence> {}
 
 /**
  * Provider-neutral content of a result.
@@ -167,12 +177,14 @@ export class Evidence extends Schema.Class<Evidence>("@modelgate/core/Evidence")
  * @since 0.1.0
  * @category Models
  */
-export class Content extends Schema.Class<Content>("@modelgate/core/Content")({
+export const Content = Schema.Struct({
   text: Schema.optional(Schema.String),
   /** The validated structured value (workflows with an output schema). */
   value: Schema.optional(Schema.Unknown),
   toolCalls: Schema.Array(ToolCall)
-}) {}
+}).annotations({ identifier: "@modelgate/core/Content" })
+/** @since 0.1.0 */
+export interface Content extends Schema.Schema.Type<typeof Content> {}
 
 /**
  * The envelope a successful (or degraded) call returns.
@@ -192,7 +204,7 @@ export class ModelResult extends Schema.Class<ModelResult>("@modelgate/core/Mode
  * @since 0.1.0
  * @category Models
  */
-export class CallRecord extends Schema.Class<CallRecord>("@modelgate/core/CallRecord")({
+export const CallRecord = Schema.Struct({
   tenant: Schema.optional(Schema.String),
   mode: Schema.Literal("generate", "stream"),
   outcome: CallOutcome,
@@ -200,4 +212,6 @@ export class CallRecord extends Schema.Class<CallRecord>("@modelgate/core/CallRe
   errorReason: Schema.optional(Schema.String),
   finishReason: Schema.optional(FinishReason),
   evidence: Evidence
-}) {}
+}).annotations({ identifier: "@modelgate/core/CallRecord" })
+/** @since 0.1.0 */
+export interface CallRecord extends Schema.Schema.Type<typeof CallRecord> {}

@@ -37,12 +37,8 @@ export interface Route {
  */
 export interface Service {
   readonly workflows: ReadonlyMap<string, CompiledWorkflow>
-  readonly resolve: (
-    command: ModelCommand,
-    mode?: "generate" | "stream"
-  ) => Effect.Effect<Route, GatewayError>
+  readonly resolve: (command: ModelCommand, mode?: "generate" | "stream") => Effect.Effect<Route, GatewayError>
 }
-
 
 /** `command.hasImages` walks every message: once per command, not once per target. */
 const imagesMemo = new WeakMap<ModelCommand, boolean>()
@@ -161,8 +157,9 @@ const storeFailure = (e: StoreError): Failure => ({
 
 /**
  * Routes `command` under the compiled `workflows`: the route, or why there is none as a
- * {@link Failure} (the caller turns it into an error with its call id). Synchronous unless a
- * breaker check has to wait for its store.
+ * {@link Failure} (the caller turns it into an error with its call id). Decides when called (wrap
+ * it in `Effect.suspend` to decide when run); synchronous unless a breaker check has to wait for
+ * its store.
  *
  * @since 0.2.0
  * @category Routing
@@ -175,7 +172,11 @@ export const decide = (
 ): Effect.Effect<Route, Failure> => {
   const compiled = workflows.get(command.workflow)
   if (compiled === undefined) {
-    return Effect.fail({ _tag: "InvalidRequest", reason: "unknown_workflow", detail: `no workflow "${command.workflow}"` })
+    return Effect.fail({
+      _tag: "InvalidRequest",
+      reason: "unknown_workflow",
+      detail: `no workflow "${command.workflow}"`
+    })
   }
   const w = compiled.workflow
   if (command.regions?.some((r) => !w.regions.includes(r))) {
@@ -263,10 +264,7 @@ export const decide = (
   }
   if (!pending) return finish(open.map((v) => v === true))
   return Effect.flatMap(
-    Effect.mapError(
-      Effect.all(open.map((v) => (typeof v === "boolean" ? Effect.succeed(v) : v))),
-      storeFailure
-    ),
+    Effect.mapError(Effect.all(open.map((v) => (typeof v === "boolean" ? Effect.succeed(v) : v))), storeFailure),
     finish
   )
 }
@@ -281,6 +279,9 @@ export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>): Effect.E
     (health): Service => ({
       workflows,
       resolve: (command, mode = "generate") =>
-        Effect.mapError(decide(workflows, health, command, mode), (failure) => fromFailure(failure, {}))
+        Effect.mapError(
+          Effect.suspend(() => decide(workflows, health, command, mode)),
+          (failure) => fromFailure(failure, {})
+        )
     })
   )

@@ -12,7 +12,7 @@
  * Per-call state is the `Call` value below, owned by this module; adapters and the stream driver
  * see an `AttemptContext`, never the call.
  */
-import { Cause, Clock, Duration, Effect, Either, Exit, Option, Tracer } from "effect"
+import { Cause, Clock, Duration, Effect, Either, Exit, Option, type Tracer } from "effect"
 import type { Budgets, Reservation } from "../Budgets.js"
 import type * as CallRecorder from "../CallRecorder.js"
 import type * as Concurrency from "../Concurrency.js"
@@ -22,25 +22,18 @@ import type { CompiledWorkflow } from "../GatewayConfig.js"
 import type * as Health from "../Health.js"
 import type { Message, ModelCommand } from "../ModelCommand.js"
 import {
-  AttemptRecord,
+  type AttemptRecord,
   CallId,
-  CallRecord,
-  Content,
-  Cost,
-  Evidence,
+  type CallRecord,
+  type Content,
+  type Cost,
+  type Evidence,
   type FinishReason,
   ModelResult,
   Usage
 } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
-import {
-  affordableOutput,
-  costAt,
-  costOf,
-  inputTokensAt,
-  minimumUsefulOutputTokens,
-  outputCapAt
-} from "../Pricing.js"
+import { affordableOutput, costAt, costOf, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../Pricing.js"
 import type { OutputFormat, ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
 import { ExcludedTarget } from "../RouteDecision.js"
 import type { Route, Service as RouterService } from "../Router.js"
@@ -270,27 +263,20 @@ const acquirePermit = (ctx: EngineContext, call: Call): Effect.Effect<void, Fail
   Effect.clockWith((clock) => {
     const queuedAt = clock.unsafeCurrentTimeMillis()
     return Effect.uninterruptibleMask((restore) =>
-      Effect.matchEffect(
-        restore(ctx.concurrency.acquire(call.command.tenant, call.command.workflow, call.deadline)),
-        {
-          onFailure: (e) => Effect.fail(storeFailure(e)),
-          onSuccess: (permit): Effect.Effect<void, Failure> => {
-            const at = clock.unsafeCurrentTimeMillis()
-            call.permitWaitMs = at - queuedAt
-            if (permit === undefined) return Effect.fail(deadlineFailure(call, "queue", at))
-            call.permit = permit
-            return Effect.void
-          }
+      Effect.matchEffect(restore(ctx.concurrency.acquire(call.command.tenant, call.command.workflow, call.deadline)), {
+        onFailure: (e) => Effect.fail(storeFailure(e)),
+        onSuccess: (permit): Effect.Effect<void, Failure> => {
+          const at = clock.unsafeCurrentTimeMillis()
+          call.permitWaitMs = at - queuedAt
+          if (permit === undefined) return Effect.fail(deadlineFailure(call, "queue", at))
+          call.permit = permit
+          return Effect.void
         }
-      )
+      })
     )
   })
 
-const deadlineFailure = (
-  call: Call,
-  stage: "queue" | "before_attempt" | "attempt" | "call",
-  at: number
-): Failure => ({
+const deadlineFailure = (call: Call, stage: "queue" | "before_attempt" | "attempt" | "call", at: number): Failure => ({
   _tag: "DeadlineExceeded",
   stage,
   timeoutMs: call.deadline - call.startedAt,
@@ -302,10 +288,7 @@ const result = (call: Call, answer: Answer): Effect.Effect<ModelResult> =>
   Effect.clockWith((clock) => {
     const r = new ModelResult(
       {
-        content: new Content(
-          { text: answer.text, value: answer.value, toolCalls: answer.toolCalls },
-          { disableValidation: true }
-        ),
+        content: { text: answer.text, value: answer.value, toolCalls: answer.toolCalls } satisfies Content,
         finishReason: answer.finishReason,
         evidence: evidenceOf(call, answer, clock.unsafeCurrentTimeMillis())
       },
@@ -371,7 +354,12 @@ const repairMessages = (
 /** How one dispatched attempt ended. */
 type AttemptEnd =
   | { readonly _tag: "Answered"; readonly response: ProviderResponse }
-  | { readonly _tag: "Failed"; readonly failure: Failure; readonly possiblyProcessed: boolean; readonly cutByDeadline: boolean }
+  | {
+      readonly _tag: "Failed"
+      readonly failure: Failure
+      readonly possiblyProcessed: boolean
+      readonly cutByDeadline: boolean
+    }
 
 /**
  * Attempts over the eligible targets in order, each retried as the disposition table and the
@@ -473,10 +461,11 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
           call.schemaValid = false
           // The attempt answered; its answer failed validation.
           const answered = call.attempts[call.attempts.length - 1]!
-          call.attempts[call.attempts.length - 1] = new AttemptRecord(
-            { ...answered, outcome: "invalid_output", errorTag: "InvalidOutput" },
-            { disableValidation: true }
-          )
+          call.attempts[call.attempts.length - 1] = {
+            ...answered,
+            outcome: "invalid_output",
+            errorTag: "InvalidOutput"
+          } satisfies AttemptRecord
           repairText = end.response.text
         } else {
           failure = end.failure
@@ -501,7 +490,11 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
             continue targets
           case "Repair":
             repaired = true
-            messages = repairMessages(cmd.messages, repairText ?? "", failure._tag === "InvalidOutput" ? failure.issues : [])
+            messages = repairMessages(
+              cmd.messages,
+              repairText ?? "",
+              failure._tag === "InvalidOutput" ? failure.issues : []
+            )
             continue
           case "Retry": {
             if (attemptNo >= limits.maxAttempts) continue targets
@@ -522,7 +515,7 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
         }
       }
     }
-    return yield* exhausted(ctx, call, route, last, stoppedForTime)
+    return yield* exhausted(call, route, last, stoppedForTime)
   })
 
 /** Breaker admission; a breaker store that cannot answer fails the call (closed). */
@@ -534,7 +527,6 @@ const admit = (ctx: EngineContext, target: ModelTarget): Effect.Effect<boolean, 
  * naming the targets policy kept out, or the failure that ends the call.
  */
 const exhausted = (
-  ctx: EngineContext,
   call: Call,
   route: Route,
   last: Failure | undefined,
@@ -574,7 +566,8 @@ const exhausted = (
     }
     const at = yield* now
     let smallestMinimum = Infinity
-    for (const t of route.targets) smallestMinimum = Math.min(smallestMinimum, Duration.toMillis(t.limits.minimumAttemptTime))
+    for (const t of route.targets)
+      smallestMinimum = Math.min(smallestMinimum, Duration.toMillis(t.limits.minimumAttemptTime))
     const outOfTime = stoppedForTime || call.deadline - at < smallestMinimum
     if (last === undefined && !stoppedForTime && call.skipped.length > 0) {
       return yield* Effect.fail<Failure>({
@@ -607,7 +600,8 @@ const dispatch = (
   invoke: Invoke
 ): Effect.Effect<AttemptEnd | undefined, Failure> => {
   const target = request.target
-  if (!ctx.concurrency.isCapped(target.ref)) return run(ctx, call, route, index, attemptNo, request, inputTokens, invoke)
+  if (!ctx.concurrency.isCapped(target.ref))
+    return run(ctx, call, route, index, attemptNo, request, inputTokens, invoke)
   return Effect.clockWith((clock) => {
     const start = clock.unsafeCurrentTimeMillis()
     return Effect.uninterruptibleMask((restore) =>
@@ -749,14 +743,14 @@ const recordAttempt = (
         source: response.finishReason === "content_filter" ? "safety_filter" : "model"
       }
       return [
-        new AttemptRecord({ ...common, outcome: "refusal", errorTag: "Refusal" }, { disableValidation: true }),
+        { ...common, outcome: "refusal", errorTag: "Refusal" } satisfies AttemptRecord,
         { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline },
         false,
         response.rateLimit
       ]
     }
     return [
-      new AttemptRecord({ ...common, outcome: "success" }, { disableValidation: true }),
+      { ...common, outcome: "success" } satisfies AttemptRecord,
       { _tag: "Answered", response },
       false,
       response.rateLimit
@@ -771,10 +765,14 @@ const recordAttempt = (
     )
     const cost = addUsage(call, target, usage)
     return [
-      new AttemptRecord(
-        { ...base, outcome: "timeout", errorTag: failure._tag, possiblyProcessed: true, usage, cost },
-        { disableValidation: true }
-      ),
+      {
+        ...base,
+        outcome: "timeout",
+        errorTag: failure._tag,
+        possiblyProcessed: true,
+        usage,
+        cost
+      } satisfies AttemptRecord,
       { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline },
       !cutByDeadline,
       undefined
@@ -793,20 +791,17 @@ const recordAttempt = (
     cutByDeadline
   })
   return [
-    new AttemptRecord(
-      {
-        ...base,
-        outcome: row.outcome,
-        errorTag: failure._tag,
-        httpStatus: pe.httpStatus,
-        providerRequestId: pe.requestId,
-        retryAfterMs: pe.retryAfter !== undefined ? Duration.toMillis(pe.retryAfter) : undefined,
-        possiblyProcessed,
-        usage: pe.usage,
-        cost: pe.usage ? cost : undefined
-      },
-      { disableValidation: true }
-    ),
+    {
+      ...base,
+      outcome: row.outcome,
+      errorTag: failure._tag,
+      httpStatus: pe.httpStatus,
+      providerRequestId: pe.requestId,
+      retryAfterMs: pe.retryAfter !== undefined ? Duration.toMillis(pe.retryAfter) : undefined,
+      possiblyProcessed,
+      usage: pe.usage,
+      cost: pe.usage ? cost : undefined
+    } satisfies AttemptRecord,
     { _tag: "Failed", failure, possiblyProcessed, cutByDeadline },
     row.breaker,
     undefined
@@ -821,70 +816,61 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
   const route = call.route
   const w = route?.compiled.workflow
   const t = answer?.target
-  return new Evidence(
-    {
-      callId: call.id,
-      workflow: call.command.workflow,
-      policyVersion: w?.policyVersion ?? "",
-      promptId: w?.prompt.id ?? "",
-      promptVersion: w?.prompt.version ?? "",
-      schemaVersion: w?.output?.schemaVersion,
-      pricingVersion: t?.pricing.pricingVersion ?? route?.targets[0]?.pricing.pricingVersion,
-      target: t?.ref,
-      model: t?.model,
-      modelVersion: call.modelVersion,
-      eligible: route?.decision.eligible ?? [],
-      excluded:
-        call.skipped.length === 0
-          ? (route?.decision.excluded ?? [])
-          : [...(route?.decision.excluded ?? []), ...call.skipped],
-      fallbackUsed: call.fallbackUsed,
-      degraded: answer?.degraded ?? false,
-      attempts: call.attempts.slice(),
-      retryCount: call.retryCount,
-      retryBudgetExhausted: call.retryBudgetExhausted,
-      startedAt: call.startedAt,
-      totalLatencyMs: at - call.startedAt,
-      usage: new Usage(
-        {
-          inputTokens: call.inputTokens,
-          cachedInputTokens: call.cachedInputTokens,
-          outputTokens: call.outputTokens,
-          reasoningTokens: call.reasoningTokens
-        },
-        { disableValidation: true }
-      ),
-      cost: new Cost(
-        {
-          currency: "USD",
-          estimated: call.estimatedCost,
-          reserved: call.reservation?.amount ?? 0,
-          actual: call.spent
-        },
-        { disableValidation: true }
-      ),
-      schemaValid: answer !== undefined ? answer.schemaValid : call.schemaValid
-    },
-    { disableValidation: true }
-  )
+  return {
+    callId: call.id,
+    workflow: call.command.workflow,
+    policyVersion: w?.policyVersion ?? "",
+    promptId: w?.prompt.id ?? "",
+    promptVersion: w?.prompt.version ?? "",
+    schemaVersion: w?.output?.schemaVersion,
+    pricingVersion: t?.pricing.pricingVersion ?? route?.targets[0]?.pricing.pricingVersion,
+    target: t?.ref,
+    model: t?.model,
+    modelVersion: call.modelVersion,
+    eligible: route?.decision.eligible ?? [],
+    excluded:
+      call.skipped.length === 0
+        ? (route?.decision.excluded ?? [])
+        : [...(route?.decision.excluded ?? []), ...call.skipped],
+    fallbackUsed: call.fallbackUsed,
+    degraded: answer?.degraded ?? false,
+    attempts: call.attempts.slice(),
+    retryCount: call.retryCount,
+    retryBudgetExhausted: call.retryBudgetExhausted,
+    startedAt: call.startedAt,
+    totalLatencyMs: at - call.startedAt,
+    usage: new Usage(
+      {
+        inputTokens: call.inputTokens,
+        cachedInputTokens: call.cachedInputTokens,
+        outputTokens: call.outputTokens,
+        reasoningTokens: call.reasoningTokens
+      },
+      { disableValidation: true }
+    ),
+    cost: {
+      currency: "USD",
+      estimated: call.estimatedCost,
+      reserved: call.reservation?.amount ?? 0,
+      actual: call.spent
+    } satisfies Cost,
+    schemaValid: answer !== undefined ? answer.schemaValid : call.schemaValid
+  } satisfies Evidence
 }
 
 /** The record of an attempt cut by the caller's cancellation at `at`. */
 const cancelledRecord = (call: Call, attempt: AttemptContext, at: number): AttemptRecord =>
-  new AttemptRecord(
-    {
-      target: attempt.target.ref,
-      attempt: attempt.attempt,
-      outcome: "cancelled",
-      startOffsetMs: attempt.startedAt - call.startedAt,
-      latencyMs: at - attempt.startedAt,
-      timeoutMs: attempt.until - attempt.startedAt,
-      ttftMs: attempt.progress.ttftMs,
-      possiblyProcessed: true,
-      maxOutputTokens: call.lastMaxOutputTokens
-    },
-    { disableValidation: true }
-  )
+  ({
+    target: attempt.target.ref,
+    attempt: attempt.attempt,
+    outcome: "cancelled",
+    startOffsetMs: attempt.startedAt - call.startedAt,
+    latencyMs: at - attempt.startedAt,
+    timeoutMs: attempt.until - attempt.startedAt,
+    ttftMs: attempt.progress.ttftMs,
+    possiblyProcessed: true,
+    maxOutputTokens: call.lastMaxOutputTokens
+  }) satisfies AttemptRecord
 
 const reasonOf = (f: Failure): string | undefined => {
   switch (f._tag) {
@@ -933,28 +919,24 @@ const settle = (ctx: EngineContext, call: Call, exit: Exit.Exit<ModelResult, Fai
     }
     const failure = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
     const success = Exit.isSuccess(exit)
-    const evidence =
-      success && call.result !== undefined ? call.result.evidence : evidenceOf(call, undefined, at)
-    const record = new CallRecord(
-      {
-        tenant: call.command.tenant,
-        mode: call.mode,
-        outcome: success
-          ? evidence.degraded
-            ? "degraded"
-            : "success"
-          : interrupted
-            ? "cancelled"
-            : call.committed
-              ? "incomplete"
-              : "failed",
-        errorTag: failure?._tag,
-        errorReason: failure !== undefined ? reasonOf(failure) : undefined,
-        finishReason: success ? exit.value.finishReason : undefined,
-        evidence
-      },
-      { disableValidation: true }
-    )
+    const evidence = success && call.result !== undefined ? call.result.evidence : evidenceOf(call, undefined, at)
+    const record = {
+      tenant: call.command.tenant,
+      mode: call.mode,
+      outcome: success
+        ? evidence.degraded
+          ? "degraded"
+          : "success"
+        : interrupted
+          ? "cancelled"
+          : call.committed
+            ? "incomplete"
+            : "failed",
+      errorTag: failure?._tag,
+      errorReason: failure !== undefined ? reasonOf(failure) : undefined,
+      finishReason: success ? exit.value.finishReason : undefined,
+      evidence
+    } satisfies CallRecord
     Report.unsafeEndCall(call.span, record, {
       target: call.answered ?? call.lastTarget ?? call.route?.targets[0],
       workflow: call.route?.compiled.workflow.name,

@@ -173,7 +173,6 @@ export const annotateCall = (span: Tracer.Span, record: CallRecord, end: CallEnd
   set(span, Attr.schemaValid, e.schemaValid)
 }
 
-
 /**
  * Label sets are cached so that every update reuses the same array: Effect caches the metric hook
  * per label array, so a stable array makes an update a lookup plus the update. The cache is a trie
