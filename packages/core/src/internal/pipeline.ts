@@ -710,50 +710,62 @@ const recordAttempt = (
   exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>
 ): readonly [AttemptRecord, AttemptEnd, boolean, ProviderResponse["rateLimit"]] => {
   const target = attempt.target
-  const start = attempt.startedAt
-  const timeoutMs = attempt.until - start
-  const base = {
-    target: target.ref,
-    attempt: attempt.attempt,
-    startOffsetMs: start - call.startedAt,
-    latencyMs: end - start,
-    timeoutMs,
-    ttftMs: attempt.progress.ttftMs,
-    maxOutputTokens: request.maxOutputTokens
-  }
+  const timeoutMs = attempt.until - attempt.startedAt
   // A timeout the call's deadline imposed (shorter than the target's own limit) is not the target's fault.
-  const cutByDeadline = timeoutMs < Duration.toMillis(target.limits.perAttemptTimeout) && end - start >= timeoutMs
+  const cutByDeadline =
+    timeoutMs < Duration.toMillis(target.limits.perAttemptTimeout) && end - attempt.startedAt >= timeoutMs
+  const cap = request.maxOutputTokens
   if (attempt.progress.committed) call.committed = true
   if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
-    const response = exit.value.value
-    const cost = addUsage(call, target, response.usage)
-    if (response.modelVersion !== undefined) call.modelVersion = response.modelVersion
-    const common = {
-      ...base,
-      httpStatus: response.httpStatus,
-      providerRequestId: response.requestId,
-      usage: response.usage,
-      cost,
-      modelVersion: response.modelVersion
-    }
-    if (response.refusal) {
+    const r = exit.value.value
+    const cost = addUsage(call, target, r.usage)
+    if (r.modelVersion !== undefined) call.modelVersion = r.modelVersion
+    if (r.refusal) {
       const failure: Failure = {
         _tag: "Refusal",
         target: target.ref,
-        source: response.finishReason === "content_filter" ? "safety_filter" : "model"
+        source: r.finishReason === "content_filter" ? "safety_filter" : "model"
       }
       return [
-        { ...common, outcome: "refusal", errorTag: "Refusal" } satisfies AttemptRecord,
+        attemptRecord(
+          call,
+          attempt,
+          end,
+          cap,
+          "refusal",
+          "Refusal",
+          r.httpStatus,
+          r.requestId,
+          undefined,
+          undefined,
+          r.usage,
+          cost,
+          r.modelVersion
+        ),
         { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline },
         false,
-        response.rateLimit
+        r.rateLimit
       ]
     }
     return [
-      { ...common, outcome: "success" } satisfies AttemptRecord,
-      { _tag: "Answered", response },
+      attemptRecord(
+        call,
+        attempt,
+        end,
+        cap,
+        "success",
+        undefined,
+        r.httpStatus,
+        r.requestId,
+        undefined,
+        undefined,
+        r.usage,
+        cost,
+        r.modelVersion
+      ),
+      { _tag: "Answered", response: r },
       false,
-      response.rateLimit
+      r.rateLimit
     ]
   }
   if (Exit.isSuccess(exit)) {
@@ -765,14 +777,21 @@ const recordAttempt = (
     )
     const cost = addUsage(call, target, usage)
     return [
-      {
-        ...base,
-        outcome: "timeout",
-        errorTag: failure._tag,
-        possiblyProcessed: true,
+      attemptRecord(
+        call,
+        attempt,
+        end,
+        cap,
+        "timeout",
+        failure._tag,
+        undefined,
+        undefined,
+        undefined,
+        true,
         usage,
-        cost
-      } satisfies AttemptRecord,
+        cost,
+        undefined
+      ),
       { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline },
       !cutByDeadline,
       undefined
@@ -790,23 +809,65 @@ const recordAttempt = (
     repairAvailable: false,
     cutByDeadline
   })
+  const retryAfterMs = pe.retryAfter !== undefined ? Duration.toMillis(pe.retryAfter) : undefined
   return [
-    {
-      ...base,
-      outcome: row.outcome,
-      errorTag: failure._tag,
-      httpStatus: pe.httpStatus,
-      providerRequestId: pe.requestId,
-      retryAfterMs: pe.retryAfter !== undefined ? Duration.toMillis(pe.retryAfter) : undefined,
+    attemptRecord(
+      call,
+      attempt,
+      end,
+      cap,
+      row.outcome,
+      failure._tag,
+      pe.httpStatus,
+      pe.requestId,
+      retryAfterMs,
       possiblyProcessed,
-      usage: pe.usage,
-      cost: pe.usage ? cost : undefined
-    } satisfies AttemptRecord,
+      pe.usage,
+      pe.usage ? cost : undefined,
+      undefined
+    ),
     { _tag: "Failed", failure, possiblyProcessed, cutByDeadline },
     row.breaker,
     undefined
   ]
 }
+
+/**
+ * One attempt record, every field present in one order: records then share one object shape
+ * (spreading partial objects into records made them slow to build and to read).
+ */
+const attemptRecord = (
+  call: Call,
+  attempt: AttemptContext,
+  end: number,
+  maxOutputTokens: number | undefined,
+  outcome: AttemptRecord["outcome"],
+  errorTag: string | undefined,
+  httpStatus: number | undefined,
+  providerRequestId: string | undefined,
+  retryAfterMs: number | undefined,
+  possiblyProcessed: boolean | undefined,
+  usage: Usage | undefined,
+  cost: number | undefined,
+  modelVersion: string | undefined
+): AttemptRecord => ({
+  target: attempt.target.ref,
+  attempt: attempt.attempt,
+  outcome,
+  errorTag,
+  httpStatus,
+  providerRequestId,
+  startOffsetMs: attempt.startedAt - call.startedAt,
+  latencyMs: end - attempt.startedAt,
+  timeoutMs: attempt.until - attempt.startedAt,
+  ttftMs: attempt.progress.ttftMs,
+  retryAfterMs,
+  possiblyProcessed,
+  maxOutputTokens,
+  usage,
+  cost,
+  modelVersion
+})
 
 // ---------------------------------------------------------------------------------------------
 // Settle and record
@@ -860,17 +921,21 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
 
 /** The record of an attempt cut by the caller's cancellation at `at`. */
 const cancelledRecord = (call: Call, attempt: AttemptContext, at: number): AttemptRecord =>
-  ({
-    target: attempt.target.ref,
-    attempt: attempt.attempt,
-    outcome: "cancelled",
-    startOffsetMs: attempt.startedAt - call.startedAt,
-    latencyMs: at - attempt.startedAt,
-    timeoutMs: attempt.until - attempt.startedAt,
-    ttftMs: attempt.progress.ttftMs,
-    possiblyProcessed: true,
-    maxOutputTokens: call.lastMaxOutputTokens
-  }) satisfies AttemptRecord
+  attemptRecord(
+    call,
+    attempt,
+    at,
+    call.lastMaxOutputTokens,
+    "cancelled",
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    true,
+    undefined,
+    undefined,
+    undefined
+  )
 
 const reasonOf = (f: Failure): string | undefined => {
   switch (f._tag) {
