@@ -91,6 +91,11 @@ export interface Service {
   readonly reserve: (tenant: TenantId, amount: number) => Effect.Effect<Reservation, BudgetExceeded | StoreError>
   /** The tenant's current window. */
   readonly balance: (tenant: TenantId) => Effect.Effect<Balance, StoreError>
+  /**
+   * Whether `tenant`'s spending is limited (rejected tenants count as limited). The gateway counts
+   * input tokens only when a limit needs the count.
+   */
+  readonly isLimited: (tenant: TenantId) => boolean
 }
 
 /**
@@ -567,7 +572,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
       })
     }
 
-    return Budgets.of({ reserve, balance })
+    return Budgets.of({ reserve, balance, isLimited: (tenant) => budgetOf(tenant) !== "unlimited" })
   })
 
 /**
@@ -610,6 +615,7 @@ export const layerUnlimited: Layer.Layer<Budgets> = Layer.succeed(
   Budgets,
   Budgets.of({
     reserve: (tenant, amount) => Effect.succeed(settledReservation(tenant, amount)),
-    balance: (tenant) => Effect.succeed(unlimitedBalance(tenant, Infinity))
+    balance: (tenant) => Effect.succeed(unlimitedBalance(tenant, Infinity)),
+    isLimited: () => false
   })
 )

@@ -57,7 +57,8 @@ export class Usage extends Schema.Class<Usage>("@modelgate/core/Usage")({
  */
 export const Cost = Schema.Struct({
   currency: Schema.Literal("USD"),
-  estimated: Schema.Number,
+  /** Worst case of the first target; absent when no limit needed a token count. */
+  estimated: Schema.optional(Schema.Number),
   reserved: Schema.Number,
   actual: Schema.Number
 }).annotations({ identifier: "@modelgate/core/Cost" })

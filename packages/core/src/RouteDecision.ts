@@ -48,8 +48,11 @@ export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/
   /** Eligible targets in route order; the first is selected, the rest are the fallback order. */
   eligible: Schema.Array(TargetRef),
   excluded: Schema.Array(ExcludedTarget),
-  /** Estimated input tokens the decision was made for. */
-  estimatedInputTokens: Schema.Int
+  /**
+   * Estimated input tokens the decision was made for; absent when no limit needed a count (no
+   * finite budget, cost cap or input limit, and the input certainly fits every context window).
+   */
+  estimatedInputTokens: Schema.optional(Schema.Int)
 }) {
   /** The selected target, if any. */
   get selected(): TargetRef | undefined {

@@ -27,8 +27,11 @@ export interface Route {
   readonly compiled: CompiledWorkflow
   /** Eligible targets, in order. */
   readonly targets: ReadonlyArray<ModelTarget>
-  /** Estimated input tokens before per-target safety factors. */
-  readonly inputTokens: number
+  /**
+   * Estimated input tokens before per-target safety factors; `undefined` when no limit needed a
+   * count (no finite budget, cost cap or input limit, and the input certainly fits every window).
+   */
+  readonly inputTokens: number | undefined
 }
 
 /**
@@ -68,7 +71,7 @@ export const checkTarget = (
   compiled: CompiledWorkflow,
   command: ModelCommand,
   target: ModelTarget,
-  inputTokens: number,
+  inputTokens: number | undefined,
   mode: "generate" | "stream"
 ): { readonly reason: ExclusionReason; readonly detail: string } | undefined => {
   const w = compiled.workflow
@@ -122,6 +125,8 @@ export const checkTarget = (
       return { reason: "SCHEMA_FEATURE_UNSUPPORTED", detail: `unsupported: ${unsupported.sort().join(", ")}` }
     }
   }
+  // Not counted: nothing is limited and the input certainly fits every window.
+  if (inputTokens === undefined) return undefined
   const tokens = Math.ceil(inputTokens * target.tokenizerSafetyFactor)
   if (tokens + 1 > caps.contextWindow) {
     return { reason: "CONTEXT_TOO_SMALL", detail: `~${tokens} input tokens, window ${caps.contextWindow}` }
@@ -168,7 +173,8 @@ export const decide = (
   workflows: ReadonlyMap<string, CompiledWorkflow>,
   breakers: BreakerView,
   command: ModelCommand,
-  mode: "generate" | "stream"
+  mode: "generate" | "stream",
+  budgetLimited: boolean
 ): Effect.Effect<Route, Failure> => {
   const compiled = workflows.get(command.workflow)
   if (compiled === undefined) {
@@ -186,19 +192,20 @@ export const decide = (
       detail: `regions [${(command.regions ?? []).join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
     })
   }
-  let inputTokens: number
+  const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
+  const maxCost = Math.min(command.maxCost ?? Infinity, w.maxCost ?? Infinity)
+  const input = { messages: command.messages, tools: command.tools, outputJsonSchema: compiled.jsonSchema }
+  let inputTokens: number | undefined
   try {
-    inputTokens = TokenEstimator.estimateInput({
-      messages: command.messages,
-      tools: command.tools,
-      outputJsonSchema: compiled.jsonSchema
-    })
+    // Count only when a limit needs it, or when the input may not fit a context window.
+    if (budgetLimited || limit < Infinity || maxCost < Infinity || !fitsEveryWindow(compiled, input)) {
+      inputTokens = TokenEstimator.estimateInput(input)
+    }
   } catch {
     // e.g. tool parameters nested too deep to serialize: refuse the request, never crash
     return Effect.fail({ _tag: "InvalidRequest", reason: "invalid_command", detail: "the request cannot be measured" })
   }
-  const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
-  if (inputTokens > limit) {
+  if (inputTokens !== undefined && inputTokens > limit) {
     return Effect.fail({
       _tag: "InvalidRequest",
       reason: "input_too_large",
@@ -269,6 +276,15 @@ export const decide = (
   )
 }
 
+/** Whether an upper bound of the input's tokens fits the context window of every target. */
+const fitsEveryWindow = (compiled: CompiledWorkflow, input: Parameters<typeof TokenEstimator.upperBound>[0]) => {
+  const bound = TokenEstimator.upperBound(input)
+  for (const t of compiled.targets) {
+    if (Math.ceil(bound * t.tokenizerSafetyFactor) + 1 > t.capabilities.contextWindow) return false
+  }
+  return true
+}
+
 /**
  * @since 0.1.0
  * @category Constructors
@@ -280,7 +296,7 @@ export const make = (workflows: ReadonlyMap<string, CompiledWorkflow>): Effect.E
       workflows,
       resolve: (command, mode = "generate") =>
         Effect.mapError(
-          Effect.suspend(() => decide(workflows, health, command, mode)),
+          Effect.suspend(() => decide(workflows, health, command, mode, true)),
           (failure) => fromFailure(failure, {})
         )
     })

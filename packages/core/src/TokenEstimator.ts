@@ -132,3 +132,57 @@ export const estimateInput = (input: {
   if (input.outputJsonSchema) total += countText(JSON.stringify(input.outputJsonSchema))
   return total
 }
+
+/**
+ * An upper bound of {@link estimateInput} that reads lengths only, never the tokenizer: a token
+ * covers at least one UTF-8 byte, and a UTF-16 code unit is at most three UTF-8 bytes. The gateway
+ * uses it to skip counting when no limit needs a count and the input certainly fits every context
+ * window.
+ *
+ * @since 0.2.0
+ * @category Utils
+ */
+export const upperBound = (input: {
+  readonly messages: ReadonlyArray<Message>
+  readonly tools?: ReadonlyArray<ToolDefinition> | undefined
+  readonly outputJsonSchema?: Record<string, unknown> | undefined
+}): number => {
+  let total = 3
+  let chars = 0
+  for (const m of input.messages) {
+    total += perMessageOverhead
+    switch (m._tag) {
+      case "system":
+      case "tool":
+        chars += m.content.length
+        break
+      case "assistant":
+        if (m.content) chars += m.content.length
+        for (const call of m.toolCalls ?? []) chars += call.name.length + call.arguments.length
+        break
+      case "user":
+        if (typeof m.content === "string") chars += m.content.length
+        else
+          for (const p of m.content)
+            if (p._tag === "text") chars += p.text.length
+            else total += imageTokens
+        break
+    }
+  }
+  for (const tool of input.tools ?? []) {
+    chars += JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters }).length
+  }
+  if (input.outputJsonSchema) chars += jsonLength(input.outputJsonSchema)
+  return total + 3 * chars
+}
+
+const jsonLengths = new WeakMap<object, number>()
+/** Length of a (configuration-owned, immutable) JSON Schema's text, computed once. */
+const jsonLength = (schema: Record<string, unknown>): number => {
+  let n = jsonLengths.get(schema)
+  if (n === undefined) {
+    n = JSON.stringify(schema).length
+    jsonLengths.set(schema, n)
+  }
+  return n
+}

@@ -29,8 +29,11 @@ export interface AttemptContext {
   /** Not the first target of the decision. */
   readonly fallback: boolean
   readonly decision: RouteDecision
-  /** Input tokens at this target (after its safety factor). */
-  readonly inputTokens: number
+  /**
+   * Input tokens at this target (after its safety factor): the router's count, or counted on first
+   * use when no limit needed one (billing a cut attempt, a stream without usage).
+   */
+  readonly inputTokens: () => number
   /** Epoch-ms instant the attempt must end by: the earliest of its own limit and the call's deadline. */
   readonly until: number
   readonly progress: AttemptProgress

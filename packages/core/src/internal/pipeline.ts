@@ -36,6 +36,7 @@ import type { ModelTarget } from "../ModelTarget.js"
 import { affordableOutput, costAt, costOf, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../Pricing.js"
 import type { OutputFormat, ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
 import { ExcludedTarget } from "../RouteDecision.js"
+import * as TokenEstimator from "../TokenEstimator.js"
 import type { Route, Service as RouterService } from "../Router.js"
 import { decide as routeCommand } from "../Router.js"
 import type * as Telemetry from "../Telemetry.js"
@@ -79,7 +80,7 @@ interface Call {
   readonly mode: "generate" | "stream"
   route: Route | undefined
   deadline: number
-  estimatedCost: number
+  estimatedCost: number | undefined
   reservation: Reservation | undefined
   permit: Concurrency.Permit | undefined
   permitWaitMs: number | undefined
@@ -117,7 +118,7 @@ const newCall = (command: ModelCommand, mode: "generate" | "stream", now: number
   mode,
   route: undefined,
   deadline: now,
-  estimatedCost: 0,
+  estimatedCost: undefined,
   reservation: undefined,
   permit: undefined,
   permitWaitMs: undefined,
@@ -142,6 +143,14 @@ const newCall = (command: ModelCommand, mode: "generate" | "stream", now: number
   result: undefined,
   span: undefined
 })
+
+/** Input tokens of `request` before the target's safety factor (counted when nothing limited the call). */
+const estimateInput = (route: Route, request: ProviderRequest): number =>
+  TokenEstimator.estimateInput({
+    messages: request.messages,
+    tools: request.tools,
+    outputJsonSchema: route.compiled.jsonSchema
+  })
 
 /** Adds an attempt's usage to the call; returns its cost. */
 const addUsage = (call: Call, target: ModelTarget, usage: Usage | undefined): number => {
@@ -208,31 +217,38 @@ const storeFailure = (e: {
 
 /** resolve → deadline → reserve → permit → attempts → result. */
 const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect<ModelResult, Failure> =>
-  Effect.flatMap(routeCommand(ctx.router.workflows, ctx.health, call.command, call.mode), (route) => {
-    call.route = route
-    const w = route.compiled.workflow
-    const cmd = call.command
-    const timeoutMs = Math.min(
-      cmd.timeout !== undefined ? Duration.toMillis(cmd.timeout) : Infinity,
-      Duration.toMillis(w.timeout)
-    )
-    call.deadline = call.startedAt + timeoutMs
-    // Worst case over every target the call may still use, capped by the call's maxCost.
-    let worst = 0
-    for (const t of route.targets) worst = Math.max(worst, worstCaseAt(route, cmd, t))
-    call.estimatedCost = worstCaseAt(route, cmd, route.targets[0]!)
-    const amount = Math.min(worst, cmd.maxCost ?? Infinity, w.maxCost ?? Infinity)
-    return reserve(ctx, call, amount).pipe(
-      Effect.zipRight(acquirePermit(ctx, call)),
-      Effect.zipRight(attempts(ctx, call, route, invoke)),
-      Effect.flatMap((answer) => result(call, answer))
-    )
-  })
+  Effect.flatMap(
+    routeCommand(ctx.router.workflows, ctx.health, call.command, call.mode, ctx.budgets.isLimited(call.command.tenant)),
+    (route) => {
+      call.route = route
+      const w = route.compiled.workflow
+      const cmd = call.command
+      const timeoutMs = Math.min(
+        cmd.timeout !== undefined ? Duration.toMillis(cmd.timeout) : Infinity,
+        Duration.toMillis(w.timeout)
+      )
+      call.deadline = call.startedAt + timeoutMs
+      // Worst case over every target the call may still use, capped by the call's maxCost. Without
+      // a count nothing is limited: the (unlimited) reservation is 0 and output caps do not shrink.
+      let amount = 0
+      if (route.inputTokens !== undefined) {
+        let worst = 0
+        for (const t of route.targets) worst = Math.max(worst, worstCaseAt(route.inputTokens, route, cmd, t))
+        call.estimatedCost = worstCaseAt(route.inputTokens, route, cmd, route.targets[0]!)
+        amount = Math.min(worst, cmd.maxCost ?? Infinity, w.maxCost ?? Infinity)
+      }
+      return reserve(ctx, call, amount).pipe(
+        Effect.zipRight(acquirePermit(ctx, call)),
+        Effect.zipRight(attempts(ctx, call, route, invoke)),
+        Effect.flatMap((answer) => result(call, answer))
+      )
+    }
+  )
 
-const worstCaseAt = (route: Route, command: ModelCommand, target: ModelTarget): number =>
+const worstCaseAt = (estimatedInput: number, route: Route, command: ModelCommand, target: ModelTarget): number =>
   costAt(
     target,
-    inputTokensAt(route.inputTokens, target),
+    inputTokensAt(estimatedInput, target),
     outputCapAt(command.maxOutputTokens, route.compiled.workflow.maxOutputTokens, target)
   )
 
@@ -393,12 +409,13 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
           stoppedForTime = true
           break
         }
-        const inputTokens = inputTokensAt(route.inputTokens, target)
-        const cap = Math.min(
-          outputCapAt(cmd.maxOutputTokens, w.maxOutputTokens, target),
-          affordableOutput(reservation.amount - call.spent, inputTokens, target)
-        )
-        if (cap < minimumUsefulOutputTokens) {
+        const inputTokens = route.inputTokens === undefined ? undefined : inputTokensAt(route.inputTokens, target)
+        const outputCap = outputCapAt(cmd.maxOutputTokens, w.maxOutputTokens, target)
+        const cap =
+          inputTokens === undefined
+            ? outputCap
+            : Math.min(outputCap, affordableOutput(reservation.amount - call.spent, inputTokens, target))
+        if (inputTokens !== undefined && cap < minimumUsefulOutputTokens) {
           return yield* Effect.fail<Failure>({
             _tag: "BudgetExceeded",
             tenant: cmd.tenant,
@@ -595,7 +612,7 @@ const dispatch = (
   index: number,
   attemptNo: number,
   request: ProviderRequest,
-  inputTokens: number,
+  inputTokens: number | undefined,
   minimumMs: number,
   invoke: Invoke
 ): Effect.Effect<AttemptEnd | undefined, Failure> => {
@@ -633,7 +650,7 @@ const run = (
   index: number,
   attemptNo: number,
   request: ProviderRequest,
-  inputTokens: number,
+  inputTokens: number | undefined,
   invoke: Invoke
 ): Effect.Effect<AttemptEnd> => {
   const target = request.target
@@ -642,13 +659,17 @@ const run = (
       const adapter = ctx.adapters.get(target.provider)!
       const start = clock.unsafeCurrentTimeMillis()
       const timeoutMs = Duration.toMillis(request.timeout)
+      let counted = inputTokens
       const attempt: AttemptContext = {
         target,
         startedAt: start,
         attempt: attemptNo,
         fallback: index > 0,
         decision: route.decision,
-        inputTokens,
+        inputTokens: () => {
+          if (counted === undefined) counted = inputTokensAt(estimateInput(route, request), target)
+          return counted
+        },
         until: start + timeoutMs,
         progress: { ttftMs: undefined, outputTokens: 0, committed: false }
       }
@@ -772,7 +793,7 @@ const recordAttempt = (
     // Sent and never answered in time: the provider has likely billed the input, so settle it.
     const failure: Failure = { _tag: "ProviderUnavailable", target: target.ref, reason: "timeout" }
     const usage = new Usage(
-      { inputTokens: attempt.inputTokens, outputTokens: attempt.progress.outputTokens },
+      { inputTokens: attempt.inputTokens(), outputTokens: attempt.progress.outputTokens },
       { disableValidation: true }
     )
     const cost = addUsage(call, target, usage)
@@ -968,7 +989,7 @@ const settle = (ctx: EngineContext, call: Call, exit: Exit.Exit<ModelResult, Fai
       // Cancelled with an attempt in flight: its input was likely billed.
       call.inFlight = undefined
       const usage = new Usage(
-        { inputTokens: flight.inputTokens, outputTokens: flight.progress.outputTokens },
+        { inputTokens: flight.inputTokens(), outputTokens: flight.progress.outputTokens },
         { disableValidation: true }
       )
       addUsage(call, flight.target, usage)

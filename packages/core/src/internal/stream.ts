@@ -58,7 +58,8 @@ const invokeStream =
         let finish:
           | { finishReason: FinishReason; refusal: boolean; usage: Usage | undefined; modelVersion: string | undefined }
           | undefined
-        const counted = () => new Usage({ inputTokens: attempt.inputTokens, outputTokens }, { disableValidation: true })
+        const counted = () =>
+          new Usage({ inputTokens: attempt.inputTokens(), outputTokens }, { disableValidation: true })
         // A failure after the first delta: the provider may have billed the output delivered so far.
         const afterCommit = (e: ProviderError) =>
           firstAt === undefined ? e : new ProviderError({ ...e, processed: "maybe", usage: e.usage ?? counted() })
