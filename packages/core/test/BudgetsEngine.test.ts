@@ -100,9 +100,11 @@ const permits = Effect.map(
 )
 const noPermits = { inUse: 0, waiting: 0, tenants: 0 }
 const inputTokens = (cmd: ReturnType<typeof command>) =>
-  Effect.map(
+  Effect.flatMap(
     Effect.flatMap(gateway, (g) => g.router.resolve(cmd)),
-    (route) => route.inputTokens
+    // `Router.resolve` always counts (only the gateway skips counting when nothing is limited).
+    (route) =>
+      route.inputTokens === undefined ? Effect.dieMessage("resolve did not count") : Effect.succeed(route.inputTokens)
   )
 const errorOf = (exit: Exit.Exit<ModelResult, GatewayError>): GatewayError | undefined =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined

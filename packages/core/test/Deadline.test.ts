@@ -37,7 +37,8 @@ interface Observed {
 
 /** The expected observation for `bounded` (completion wins a tie). */
 const expected = (s: Scenario): Observed => {
-  if (s.after !== undefined && s.after <= bound) return { outcome: s.fails ? "failed" : "value", at: s.after, interruptedAt: undefined }
+  if (s.after !== undefined && s.after <= bound)
+    return { outcome: s.fails ? "failed" : "value", at: s.after, interruptedAt: undefined }
   return { outcome: "cut", at: bound, interruptedAt: bound }
 }
 
@@ -45,7 +46,9 @@ const expected = (s: Scenario): Observed => {
 const stepOf = (s: Scenario, log: { interruptedAt: number | undefined }) =>
   (s.after === undefined
     ? Effect.never
-    : Effect.sleep(s.after).pipe(Effect.zipRight(s.fails ? Effect.fail("boom" as const) : Effect.succeed("done" as const)))
+    : Effect.sleep(s.after).pipe(
+        Effect.zipRight(s.fails ? Effect.fail("boom" as const) : Effect.succeed("done" as const))
+      )
   ).pipe(
     Effect.onInterrupt(() =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -56,7 +59,11 @@ const stepOf = (s: Scenario, log: { interruptedAt: number | undefined }) =>
     )
   )
 
-const observe = <E>(exit: Exit.Exit<Option.Option<"done">, E>, at: number, interruptedAt: number | undefined): Observed => ({
+const observe = <E>(
+  exit: Exit.Exit<Option.Option<"done">, E>,
+  at: number,
+  interruptedAt: number | undefined
+): Observed => ({
   outcome: Exit.isFailure(exit) ? "failed" : Option.isSome(exit.value) ? "value" : "cut",
   at,
   interruptedAt
@@ -162,6 +169,9 @@ describe("deadline scope: the native timer (live clock) gives the same outcomes 
     // a real event loop runs it right after the timers phase of the same instant.
     const lateCut = (o: Observed): Observed =>
       o.outcome === "cut" ? { ...o, at: o.at + 1, interruptedAt: o.at + 1 } : o
-    assert.deepStrictEqual(seen, scenarios.map((s) => lateCut(expected(s))))
+    assert.deepStrictEqual(
+      seen,
+      scenarios.map((s) => lateCut(expected(s)))
+    )
   })
 })

@@ -47,7 +47,9 @@ const samples: Samples = {
   ],
   PolicyViolation: [{ _tag: "PolicyViolation", reason: "DATA_REGION_MISMATCH", excluded: [] }],
   AmbiguousOutcome: [{ _tag: "AmbiguousOutcome", target, cause: "timeout" }],
-  BudgetExceeded: [{ _tag: "BudgetExceeded", tenant: TenantId.make("t"), limit: 1, committed: 0, reserved: 1, requested: 2 }],
+  BudgetExceeded: [
+    { _tag: "BudgetExceeded", tenant: TenantId.make("t"), limit: 1, committed: 0, reserved: 1, requested: 2 }
+  ],
   DeadlineExceeded: [{ _tag: "DeadlineExceeded", stage: "attempt", timeoutMs: 1000, elapsedMs: 1000 }],
   NoEligibleRoute: [{ _tag: "NoEligibleRoute", workflow: "w", excluded: [] }],
   StoreError: [{ _tag: "StoreError", store: "budget", operation: "reserve", detail: "" }]
@@ -131,7 +133,13 @@ describe("Disposition table", () => {
   it("an ambiguous stop names the target and the cause", () => {
     const next = Disposition.decide(
       { _tag: "ProviderUnavailable", target, reason: "transport" },
-      { possiblyProcessed: true, sideEffectingTools: true, committed: false, repairAvailable: false, cutByDeadline: false }
+      {
+        possiblyProcessed: true,
+        sideEffectingTools: true,
+        committed: false,
+        repairAvailable: false,
+        cutByDeadline: false
+      }
     )
     assert.deepStrictEqual(next, { _tag: "Stop", failure: { _tag: "AmbiguousOutcome", target, cause: "transport" } })
   })

@@ -159,7 +159,9 @@ const refusingBudgets = (tenant: string) =>
 const slowPermits = (ms: number) =>
   Layer.effect(
     Concurrency.Concurrency,
-    Effect.map(Concurrency.Concurrency, (c) => Concurrency.Concurrency.of({ ...c, acquire: () => Effect.as(Effect.sleep(ms), { release: () => {} }) }))
+    Effect.map(Concurrency.Concurrency, (c) =>
+      Concurrency.Concurrency.of({ ...c, acquire: () => Effect.as(Effect.sleep(ms), { release: () => {} }) })
+    )
   ).pipe(Layer.provide(Concurrency.layerUnbounded))
 
 const decodeCommand = Schema.decodeSync(ModelCommand.ModelCommand)

@@ -49,7 +49,18 @@ import {
   streamErrorFrames
 } from "./internal/mockWire.js"
 
-export type { Provider, UsageSpec, ToolCallSpec, ErrorSpec, StreamEnd, Success, Failure, Drop, Raw, Behavior } from "./internal/mockScript.js"
+export type {
+  Provider,
+  UsageSpec,
+  ToolCallSpec,
+  ErrorSpec,
+  StreamEnd,
+  Success,
+  Failure,
+  Drop,
+  Raw,
+  Behavior
+} from "./internal/mockScript.js"
 
 /**
  * @since 0.1.0
