@@ -1,0 +1,264 @@
+/**
+ * The engine v2 pipeline's own guarantees: stores are used once per call and fail closed, the
+ * evidence is built once, and input tokens are counted only when a limit needs the count.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import {
+  BreakerStore,
+  Budgets,
+  BudgetStore,
+  CallRecorder,
+  Concurrency,
+  Errors,
+  GatewayConfig,
+  Health,
+  ModelGateway,
+  TokenEstimator
+} from "@modelgate/core"
+import { ScriptedProvider } from "@modelgate/testing"
+import { Cause, Effect, Exit, Fiber, Layer, Option, TestClock } from "effect"
+import { command, definition, providers, refs, target, targets, workflow } from "./fixtures.js"
+
+const services = (parts: {
+  readonly budgets?: Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError>
+  readonly concurrency?: Layer.Layer<Concurrency.Concurrency, Errors.GatewayConfigError>
+  readonly health?: Layer.Layer<Health.Health, Errors.GatewayConfigError>
+}) =>
+  Layer.mergeAll(
+    parts.budgets ?? Budgets.layerUnlimited,
+    parts.concurrency ?? Concurrency.layerUnbounded,
+    parts.health ?? Health.layerNoop,
+    CallRecorder.layerMemory
+  )
+
+const gatewayWith = (
+  scripts: ScriptedProvider.Scripts,
+  parts: Parameters<typeof services>[0] = {},
+  def: GatewayConfig.Definition = definition
+) =>
+  ModelGateway.layer(def).pipe(
+    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
+    Layer.provideMerge(services(parts))
+  )
+
+/** Runs `generate` in a fiber and moves virtual time until it is done. */
+const run = (cmd: ReturnType<typeof command>, ms = 5_000) =>
+  Effect.gen(function* () {
+    const gateway = yield* ModelGateway.ModelGateway
+    const fiber = yield* Effect.fork(Effect.exit(gateway.generate(cmd)))
+    yield* TestClock.adjust(ms)
+    return yield* Fiber.join(fiber)
+  })
+
+const errorOf = <A>(exit: Exit.Exit<A, Errors.GatewayError>) =>
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+
+const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
+const attempts = Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.attempts)
+
+/** A memory BudgetStore that counts its operations and can be told to fail. */
+const countingStore = (failReserve: boolean) =>
+  Effect.map(BudgetStore.makeMemory, (memory) => {
+    const ops = { reserve: 0, commit: 0, release: 0 }
+    const failing = new Errors.StoreError({ store: "budget", operation: "reserve", detail: "connection refused" })
+    const store: BudgetStore.Service = {
+      ...memory,
+      reserve: (r) => {
+        ops.reserve++
+        return failReserve ? Effect.fail(failing) : memory.reserve(r)
+      },
+      commit: (r) => {
+        ops.commit++
+        return memory.commit(r)
+      },
+      release: (r) => {
+        ops.release++
+        return memory.release(r)
+      }
+    }
+    return { store, ops }
+  })
+
+const limitedBudgets = { tenants: { acme: { limit: 100, period: "monthly" as const } } }
+
+describe("pipeline: one reserve and one settle per store, whatever the attempts", () => {
+  it.effect("3 attempts (two 503s, then a fallback) make one reserve and one commit", () =>
+    Effect.gen(function* () {
+      const { store, ops } = yield* countingStore(false)
+      const layer = gatewayWith(
+        {
+          [refs.primary]: [
+            ScriptedProvider.unavailable({ after: 10 }),
+            ScriptedProvider.unavailable({ after: 10 }),
+            ScriptedProvider.unavailable({ after: 10 })
+          ],
+          [refs.fallback]: [ScriptedProvider.success({ after: 20, text: "ok" })]
+        },
+        { budgets: Budgets.layer(limitedBudgets).pipe(Layer.provide(Layer.succeed(BudgetStore.BudgetStore, store))) }
+      )
+      const exit = yield* run(command("ticket.reply")).pipe(Effect.provide(layer))
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) assert.isTrue(exit.value.evidence.attempts.length >= 2)
+      assert.deepStrictEqual(ops, { reserve: 1, commit: 1, release: 0 })
+    })
+  )
+
+  it.effect("the envelope's evidence is the record's evidence: built once", () =>
+    Effect.gen(function* () {
+      const exit = yield* run(command("ticket.reply"))
+      const [record] = yield* records
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) assert.strictEqual(record!.evidence, exit.value.evidence)
+    }).pipe(Effect.provide(gatewayWith({ [refs.primary]: [ScriptedProvider.success({ after: 5, text: "hi" })] })))
+  )
+})
+
+describe("pipeline: stores fail closed", () => {
+  it.effect("a budget store that cannot reserve: StoreError naming the store, no provider call, one record", () =>
+    Effect.gen(function* () {
+      const { store } = yield* countingStore(true)
+      const layer = gatewayWith(
+        {},
+        { budgets: Budgets.layer(limitedBudgets).pipe(Layer.provide(Layer.succeed(BudgetStore.BudgetStore, store))) }
+      )
+      const { exit, seen, recorded } = yield* Effect.gen(function* () {
+        const exit = yield* run(command("ticket.reply"))
+        return { exit, seen: yield* attempts, recorded: yield* records }
+      }).pipe(Effect.provide(layer))
+      const error = errorOf(exit)
+      assert.strictEqual(error?._tag, "StoreError")
+      if (error?._tag === "StoreError") {
+        assert.strictEqual(error.store, "budget")
+        assert.isDefined(error.callId)
+      }
+      assert.strictEqual(seen.length, 0)
+      assert.strictEqual(recorded.length, 1)
+      assert.strictEqual(recorded[0]!.errorTag, "StoreError")
+      assert.strictEqual(recorded[0]!.errorReason, "budget")
+    })
+  )
+
+  it.effect("a breaker store that cannot answer: StoreError naming the store, no provider call", () =>
+    Effect.gen(function* () {
+      const failing: BreakerStore.Service = {
+        get: () => Effect.fail(new Errors.StoreError({ store: "breaker", operation: "get", detail: "timeout" })),
+        modify: () => Effect.fail(new Errors.StoreError({ store: "breaker", operation: "modify", detail: "timeout" }))
+      }
+      const layer = gatewayWith(
+        {},
+        { health: Health.layer().pipe(Layer.provide(Layer.succeed(BreakerStore.BreakerStore, failing))) }
+      )
+      const { exit, seen } = yield* Effect.gen(function* () {
+        const exit = yield* run(command("ticket.reply"))
+        return { exit, seen: yield* attempts }
+      }).pipe(Effect.provide(layer))
+      const error = errorOf(exit)
+      assert.strictEqual(error?._tag, "StoreError")
+      if (error?._tag === "StoreError") assert.strictEqual(error.store, "breaker")
+      assert.strictEqual(seen.length, 0)
+    })
+  )
+
+  it.effect("a permit store that cannot answer: StoreError naming the store; the reservation is released", () =>
+    Effect.gen(function* () {
+      const { store, ops } = yield* countingStore(false)
+      const failingPermits = Layer.succeed(
+        Concurrency.Concurrency,
+        Concurrency.Concurrency.of({
+          acquire: () => Effect.fail(new Errors.StoreError({ store: "permit", operation: "acquire", detail: "down" })),
+          acquireTarget: () => Effect.succeed(Concurrency.noopPermit),
+          isCapped: () => false,
+          snapshot: Effect.die("not used")
+        })
+      )
+      const layer = gatewayWith(
+        {},
+        {
+          budgets: Budgets.layer(limitedBudgets).pipe(Layer.provide(Layer.succeed(BudgetStore.BudgetStore, store))),
+          concurrency: failingPermits
+        }
+      )
+      const exit = yield* run(command("ticket.reply")).pipe(Effect.provide(layer))
+      const error = errorOf(exit)
+      assert.strictEqual(error?._tag, "StoreError")
+      if (error?._tag === "StoreError") assert.strictEqual(error.store, "permit")
+      // Settled with nothing spent: one reserve, then its release.
+      assert.deepStrictEqual(ops, { reserve: 1, commit: 0, release: 1 })
+      const balance = yield* Effect.flatMap(Budgets.Budgets, (b) => b.balance(command("ticket.reply").tenant)).pipe(
+        Effect.provide(Budgets.layer(limitedBudgets).pipe(Layer.provide(Layer.succeed(BudgetStore.BudgetStore, store))))
+      )
+      assert.strictEqual(balance.reserved, 0)
+      assert.strictEqual(balance.committed, 0)
+    })
+  )
+})
+
+describe("pipeline: input tokens are counted only when a limit needs the count", () => {
+  const cmd = command("ticket.reply")
+  const counted = TokenEstimator.estimateInput({ messages: cmd.messages })
+
+  it.effect("nothing limited: no estimate in the decision or the cost", () =>
+    Effect.gen(function* () {
+      const exit = yield* run(cmd)
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) {
+        assert.isUndefined(exit.value.evidence.cost.estimated)
+        assert.strictEqual(exit.value.evidence.cost.reserved, 0)
+      }
+    }).pipe(Effect.provide(gatewayWith({ [refs.primary]: [ScriptedProvider.success({ after: 5, text: "hi" })] })))
+  )
+
+  it.effect("a limited budget, a cost cap or an input limit: counted", () =>
+    Effect.gen(function* () {
+      const limited = yield* run(cmd).pipe(
+        Effect.provide(
+          gatewayWith(
+            { [refs.primary]: [ScriptedProvider.success({ after: 5 })] },
+            { budgets: Budgets.layerMemory(limitedBudgets) }
+          )
+        )
+      )
+      const capped = yield* run(command("ticket.reply", { maxCost: 1 })).pipe(
+        Effect.provide(gatewayWith({ [refs.primary]: [ScriptedProvider.success({ after: 5 })] }))
+      )
+      const inputLimited = yield* run(command("ticket.reply", { maxInputTokens: 10_000 })).pipe(
+        Effect.provide(gatewayWith({ [refs.primary]: [ScriptedProvider.success({ after: 5 })] }))
+      )
+      for (const exit of [limited, capped, inputLimited]) {
+        assert.isTrue(Exit.isSuccess(exit))
+        if (Exit.isSuccess(exit)) assert.isAbove(exit.value.evidence.cost.estimated ?? 0, 0)
+      }
+    })
+  )
+
+  it.effect("an input that may not fit a context window is counted (and excluded when it does not fit)", () =>
+    Effect.gen(function* () {
+      // A 20-token window: the length bound of the fixture command cannot prove it fits.
+      const def: GatewayConfig.Definition = {
+        ...definition,
+        config: GatewayConfig.GatewayConfig.make({
+          targets: [targets[0]!, target(refs.fallback, "anthropic", { contextWindow: 20 })],
+          workflows: [workflow({ name: "ticket.reply" })]
+        })
+      }
+      const gateway = yield* ModelGateway.ModelGateway.pipe(Effect.provide(gatewayWith({}, {}, def)))
+      const route = yield* gateway.router.resolve(cmd)
+      assert.deepStrictEqual(
+        route.decision.excluded.map((e) => [e.target, e.reason]),
+        [[refs.fallback, "CONTEXT_TOO_SMALL"]]
+      )
+    })
+  )
+
+  it.effect("an attempt cut by its timeout is still billed its input when the call was not counted", () =>
+    Effect.gen(function* () {
+      const exit = yield* run(cmd)
+      const error = errorOf(exit)
+      assert.strictEqual(error?._tag, "DeadlineExceeded")
+      const [cut] = error?.attempts ?? []
+      assert.strictEqual(cut!.outcome, "timeout")
+      assert.strictEqual(cut!.usage?.inputTokens, counted)
+      assert.isAbove(cut!.cost ?? 0, 0)
+    }).pipe(Effect.provide(gatewayWith({ [refs.primary]: [ScriptedProvider.hang] })))
+  )
+})
