@@ -16,7 +16,7 @@ import {
   TokenEstimator
 } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Cause, Effect, Exit, Fiber, Layer, Option, TestClock } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, Logger, LogLevel, Option, TestClock } from "effect"
 import { command, definition, providers, refs, target, targets, workflow } from "./fixtures.js"
 
 const services = (parts: {
@@ -260,5 +260,32 @@ describe("pipeline: input tokens are counted only when a limit needs the count",
       assert.strictEqual(cut!.usage?.inputTokens, counted)
       assert.isAbove(cut!.cost ?? 0, 0)
     }).pipe(Effect.provide(gatewayWith({ [refs.primary]: [ScriptedProvider.hang] })))
+  )
+})
+
+describe("pipeline: failed attempts leave no unhandled fiber errors", () => {
+  it.effect("a 503 and a fallback at Debug level log no 'Fiber terminated with an unhandled error'", () =>
+    Effect.gen(function* () {
+      const lines: Array<string> = []
+      const logger = Logger.make(({ message }) => {
+        lines.push(String(message))
+      })
+      const exit = yield* run(command("ticket.reply")).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+        Logger.withMinimumLogLevel(LogLevel.Debug)
+      )
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.deepStrictEqual(
+        lines.filter((l) => l.includes("unhandled")),
+        []
+      )
+    }).pipe(
+      Effect.provide(
+        gatewayWith({
+          [refs.primary]: [ScriptedProvider.unavailable({ after: 10 }), ScriptedProvider.unavailable({ after: 10 })],
+          [refs.fallback]: [ScriptedProvider.success({ after: 5, text: "ok" })]
+        })
+      )
+    )
   )
 })

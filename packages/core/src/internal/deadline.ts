@@ -39,22 +39,30 @@ export const bounded = <A, E, R>(self: Effect.Effect<A, E, R>, until: number): E
 
 /** The generic path: the clock's `sleep` raced against `self`, the sleep registered first. */
 export const clockTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): Effect.Effect<Option.Option<A>, E, R> =>
-  // `raceWith` starts its left side first: the timer's sleep is registered before the step's.
-  Effect.raceWith(Effect.sleep(Duration.millis(ms)), self, {
+  // `raceWith` starts its left side first: the timer's sleep is registered before the step's. The
+  // step's fiber ends with its `Exit` as a value, so a failed step is not an unhandled fiber error.
+  Effect.raceWith(Effect.sleep(Duration.millis(ms)), Effect.exit(self), {
     onSelfDone: (_timer, step) => Effect.as(Fiber.interrupt(step), Option.none<A>()),
-    onOtherDone: (exit, timer) => Effect.zipRight(Fiber.interruptFork(timer), Effect.map(exit, Option.some))
+    onOtherDone: (exit, timer) =>
+      Effect.zipRight(
+        Fiber.interruptFork(timer),
+        Effect.flatMap(exit, (inner) => Effect.map(inner, Option.some))
+      )
   })
 
 /** The live path: one forked fiber for `self` and one native timer. */
 export const nativeTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): Effect.Effect<Option.Option<A>, E, R> =>
-  Effect.flatMap(Effect.fork(self), (fiber) =>
+  // The step's fiber ends with its `Exit` as a value, so a failed step is not an unhandled fiber error.
+  Effect.flatMap(Effect.fork(Effect.exit(self)), (fiber) =>
     Effect.async<Option.Option<A>, E>((resume) => {
       let settled = false
-      const onExit = (exit: Exit.Exit<A, E>) => {
+      const onExit = (exit: Exit.Exit<Exit.Exit<A, E>>) => {
         if (settled) return
         settled = true
         clearTimeout(timer)
-        resume(Exit.isSuccess(exit) ? Exit.succeed(Option.some(exit.value)) : Exit.failCause(exit.cause))
+        if (Exit.isFailure(exit)) return resume(Exit.failCause(exit.cause))
+        const inner = exit.value
+        resume(Exit.isSuccess(inner) ? Exit.succeed(Option.some(inner.value)) : Exit.failCause(inner.cause))
       }
       // Tie rule: when the timer fires, a completion due at the same instant (its own timer fired
       // earlier in this turn, its fiber finishing in microtasks) still wins — the step is cut one
