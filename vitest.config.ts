@@ -4,7 +4,8 @@ import { slow as examplesSlow } from "./examples/vitest.config.js"
 /**
  * Two kinds of project. Unit (`core`, `adapters`, `testing`, `examples`): every TestClock test and
  * the fast wire tests against the loopback mock server. `slow`: runs dominated by real time or many
- * iterations, listed by the package that owns them and excluded from its unit project.
+ * iterations — the examples' list, and every `packages/<name>/test/**\/*.slow.test.ts` — excluded
+ * from their unit projects.
  *
  * `pnpm test` runs both, `pnpm test:unit` and `pnpm test:slow` one kind.
  */
@@ -16,7 +17,7 @@ export default defineConfig({
       {
         test: {
           name: "slow",
-          include: examplesSlow.map((file) => `examples/${file}`),
+          include: [...examplesSlow.map((file) => `examples/${file}`), "packages/*/test/**/*.slow.test.ts"],
           testTimeout: 60_000
         }
       }

@@ -195,16 +195,54 @@ export const decide = (
   const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
   const maxCost = Math.min(command.maxCost ?? Infinity, w.maxCost ?? Infinity)
   const input = { messages: command.messages, tools: command.tools, outputJsonSchema: compiled.jsonSchema }
-  let inputTokens: number | undefined
+  let characters: number
+  let needsCount: boolean
   try {
+    characters = TokenEstimator.inputCharacters(input)
     // Count only when a limit needs it, or when the input may not fit a context window.
-    if (budgetLimited || limit < Infinity || maxCost < Infinity || !fitsEveryWindow(compiled, input)) {
-      inputTokens = TokenEstimator.estimateInput(input)
-    }
+    needsCount = budgetLimited || limit < Infinity || maxCost < Infinity || !fitsEveryWindow(compiled, input)
   } catch {
     // e.g. tool parameters nested too deep to serialize: refuse the request, never crash
     return Effect.fail({ _tag: "InvalidRequest", reason: "invalid_command", detail: "the request cannot be measured" })
   }
+  const maxCharacters = w.maxInputCharacters ?? defaultMaxInputCharacters
+  if (characters > maxCharacters) {
+    return Effect.fail({
+      _tag: "InvalidRequest",
+      reason: "input_too_large",
+      detail: `input of ${characters} characters exceeds the limit of ${maxCharacters} characters`
+    })
+  }
+  if (!needsCount) return withTokens(compiled, breakers, command, mode, undefined, limit)
+  // Small inputs are counted at once; large ones in slices that give the event loop turns.
+  if (characters <= TokenEstimator.sliceCharacters) {
+    return withTokens(compiled, breakers, command, mode, TokenEstimator.estimateInput(input), limit)
+  }
+  return Effect.flatMap(TokenEstimator.estimateInputYielding(input), (tokens) =>
+    withTokens(compiled, breakers, command, mode, tokens, limit)
+  )
+}
+
+/**
+ * Input-size limit of one call in characters, when its workflow sets none: about 1 M characters
+ * (~250 K tokens of prose). Larger inputs are `InvalidRequest` (`input_too_large`) before anything
+ * is counted, reserved or sent.
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const defaultMaxInputCharacters = 1_048_576
+
+/** The rest of a decision, once the input tokens are known (or known not to be needed). */
+const withTokens = (
+  compiled: CompiledWorkflow,
+  breakers: BreakerView,
+  command: ModelCommand,
+  mode: "generate" | "stream",
+  inputTokens: number | undefined,
+  limit: number
+): Effect.Effect<Route, Failure> => {
+  const w = compiled.workflow
   if (inputTokens !== undefined && inputTokens > limit) {
     return Effect.fail({
       _tag: "InvalidRequest",

@@ -102,6 +102,11 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
   allowFallback: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   /** Input-token limit of one call. */
   maxInputTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /**
+   * Input-size limit of one call in characters of text (messages, tool definitions, output schema),
+   * checked before anything is counted or sent. Default `Router.defaultMaxInputCharacters`.
+   */
+  maxInputCharacters: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** Default output-token cap of one call. */
   maxOutputTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** Default cost cap of one call, in currency units. */

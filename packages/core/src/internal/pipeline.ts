@@ -216,18 +216,25 @@ const storeFailure = (e: {
 }): Failure => ({ _tag: "StoreError", store: e.store, operation: e.operation, detail: e.detail })
 
 /** resolve → deadline → reserve → permit → attempts → result. */
-const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect<ModelResult, Failure> =>
-  Effect.flatMap(
-    routeCommand(ctx.router.workflows, ctx.health, call.command, call.mode, ctx.budgets.isLimited(call.command.tenant)),
+const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect<ModelResult, Failure> => {
+  const cmd = call.command
+  const compiled = ctx.router.workflows.get(cmd.workflow)
+  if (compiled !== undefined) {
+    const w = compiled.workflow
+    const timeoutMs = Math.min(
+      cmd.timeout !== undefined ? Duration.toMillis(cmd.timeout) : Infinity,
+      Duration.toMillis(w.timeout)
+    )
+    call.deadline = call.startedAt + timeoutMs
+  }
+  const routing = routeCommand(ctx.router.workflows, ctx.health, cmd, call.mode, ctx.budgets.isLimited(cmd.tenant))
+  return Effect.flatMap(
+    // A decision that has to wait (a large input counted in slices, a breaker store round trip)
+    // waits within the deadline; a settled one is read as it is.
+    Exit.isExit(routing) || compiled === undefined ? routing : withinDeadline(call, routing, "before_attempt"),
     (route) => {
       call.route = route
       const w = route.compiled.workflow
-      const cmd = call.command
-      const timeoutMs = Math.min(
-        cmd.timeout !== undefined ? Duration.toMillis(cmd.timeout) : Infinity,
-        Duration.toMillis(w.timeout)
-      )
-      call.deadline = call.startedAt + timeoutMs
       // Worst case over every target the call may still use, capped by the call's maxCost. Without
       // a count nothing is limited: the (unlimited) reservation is 0 and output caps do not shrink.
       let amount = 0
@@ -243,6 +250,19 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
         Effect.flatMap((answer) => result(call, answer))
       )
     }
+  )
+}
+
+/** Runs `self` within the call's deadline; `DeadlineExceeded` at `stage` when the deadline comes first. */
+const withinDeadline = <A>(
+  call: Call,
+  self: Effect.Effect<A, Failure>,
+  stage: "before_attempt" | "call"
+): Effect.Effect<A, Failure> =>
+  Effect.flatMap(bounded(self, call.deadline), (done) =>
+    Option.isSome(done)
+      ? Effect.succeed(done.value)
+      : Effect.flatMap(now, (at) => Effect.fail(deadlineFailure(call, stage, at)))
   )
 
 const worstCaseAt = (estimatedInput: number, route: Route, command: ModelCommand, target: ModelTarget): number =>
@@ -553,9 +573,7 @@ const exhausted = (
     const { compiled } = route
     if (last !== undefined && Disposition.isAvailability(last)) {
       if (compiled.degrade !== undefined) {
-        const degraded = yield* bounded(compiled.degrade(call.command), call.deadline)
-        if (Option.isNone(degraded)) return yield* Effect.fail(deadlineFailure(call, "call", yield* now))
-        const value = degraded.value
+        const value = yield* withinDeadline(call, compiled.degrade(call.command), "call")
         const valid = compiled.decode === undefined ? true : Either.isRight(compiled.decode(value))
         if (valid) {
           call.schemaValid = compiled.schema === undefined ? undefined : true
