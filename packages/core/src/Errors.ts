@@ -43,7 +43,12 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   target: TargetRef,
   retryAfter: Schema.optional(Schema.DurationFromMillis)
 }) {
-  /** Retried on the same target within the deadline, and falls back. */
+  /**
+   * Always true. Nothing reads it: what happens after an error is decided by the disposition table.
+   *
+   * @deprecated Use `Disposition.decide` (what the call does next) or `Disposition.isAvailability`
+   * (whether it counts as an availability failure). Kept for one release.
+   */
   get isRetryable(): boolean {
     return true
   }
@@ -62,10 +67,25 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
 export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>()("ProviderUnavailable", {
   ...common,
   target: TargetRef,
-  reason: Schema.Literal("server_error", "overloaded", "transport", "timeout", "stream_stalled", "stream_truncated"),
+  /** `adapter_defect`: the adapter failed unexpectedly (a bug); the attempt is recorded and the call goes on. */
+  reason: Schema.Literal(
+    "server_error",
+    "overloaded",
+    "transport",
+    "timeout",
+    "stream_stalled",
+    "stream_truncated",
+    "adapter_defect"
+  ),
   httpStatus: Schema.optional(Schema.Int),
   retryAfter: Schema.optional(Schema.DurationFromMillis)
 }) {
+  /**
+   * Always true. Nothing reads it: what happens after an error is decided by the disposition table.
+   *
+   * @deprecated Use `Disposition.decide` (what the call does next) or `Disposition.isAvailability`
+   * (whether it counts as an availability failure). Kept for one release.
+   */
   get isRetryable(): boolean {
     return true
   }

@@ -45,7 +45,20 @@ const asPlainText = { disallowedSpecial: new Set<string>() }
  */
 export const maxPieceLength = 256
 
-const longRun = new RegExp(`\\S{${maxPieceLength + 1},}|\\s{${maxPieceLength + 1},}`, "g")
+/** Whether `c` is whitespace as the tokenizer's pre-split (and JavaScript's `\s`) sees it. */
+const isSpace = (c: number): boolean =>
+  c === 32 ||
+  (c >= 9 && c <= 13) ||
+  (c > 127 &&
+    (c === 0xa0 ||
+      c === 0x1680 ||
+      (c >= 0x2000 && c <= 0x200a) ||
+      c === 0x2028 ||
+      c === 0x2029 ||
+      c === 0x202f ||
+      c === 0x205f ||
+      c === 0x3000 ||
+      c === 0xfeff))
 
 const countRun = (run: string): number => {
   let total = 0
@@ -96,18 +109,23 @@ export const countText = (text: string): number => {
 
 const countUncached = (text: string): number => {
   if (text.length <= maxPieceLength) return countTokens(text, asPlainText)
-  longRun.lastIndex = 0
-  let match = longRun.exec(text)
-  if (match === null) return countTokens(text, asPlainText)
+  // Runs (of whitespace, or of anything else) longer than a piece are counted in slices. Scanned by
+  // hand: a regular expression over a run of megabytes overflows the regexp engine's stack.
   let total = 0
   let last = 0
-  while (match !== null) {
-    if (match.index > last) total += countTokens(text.slice(last, match.index), asPlainText)
-    total += countRun(match[0])
-    last = match.index + match[0].length
-    match = longRun.exec(text)
+  let i = 0
+  while (i < text.length) {
+    const space = isSpace(text.charCodeAt(i))
+    let j = i + 1
+    while (j < text.length && isSpace(text.charCodeAt(j)) === space) j++
+    if (j - i > maxPieceLength) {
+      if (i > last) total += countTokens(text.slice(last, i), asPlainText)
+      total += countRun(text.slice(i, j))
+      last = j
+    }
+    i = j
   }
-  if (last < text.length) total += countTokens(text.slice(last), asPlainText)
+  if (last < text.length) total += countTokens(last === 0 ? text : text.slice(last), asPlainText)
   return total
 }
 
@@ -315,3 +333,19 @@ export const estimateInputYielding = (input: Input): Effect.Effect<number> =>
     })
     return step
   })
+
+/**
+ * {@link countText} for a text of any size without holding the event loop: up to
+ * {@link sliceCharacters} at once, longer texts in slices with event-loop turns between them (a
+ * slice boundary inside a word can add a token).
+ *
+ * @since 0.2.0
+ * @category Utils
+ */
+export const countTextYielding = (text: string): Effect.Effect<number> =>
+  text.length <= sliceCharacters
+    ? Effect.sync(() => countText(text))
+    : estimateInputYielding({ messages: [{ _tag: "system", content: text }] }).pipe(
+        // Only the text: not the per-request and per-message overheads `estimateInput` adds.
+        Effect.map((n) => n - 3 - perMessageOverhead)
+      )

@@ -32,7 +32,8 @@ const samples: Samples = {
     { _tag: "ProviderUnavailable", target, reason: "transport" },
     { _tag: "ProviderUnavailable", target, reason: "timeout" },
     { _tag: "ProviderUnavailable", target, reason: "stream_stalled" },
-    { _tag: "ProviderUnavailable", target, reason: "stream_truncated" }
+    { _tag: "ProviderUnavailable", target, reason: "stream_truncated" },
+    { _tag: "ProviderUnavailable", target, reason: "adapter_defect" }
   ],
   InvalidOutput: [{ _tag: "InvalidOutput", target, issues: ["not valid JSON"] }],
   InvalidRequest: [

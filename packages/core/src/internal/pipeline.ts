@@ -712,13 +712,14 @@ const run = (
         call.inFlight = undefined
         call.admitted = undefined
         const end = clock.unsafeCurrentTimeMillis()
-        if (Exit.isFailure(exit) && Option.isNone(Cause.failureOption(exit.cause))) {
-          return Effect.die(Cause.squash(exit.cause))
-        }
         const [record, outcome, breaker, rateLimit] = recordAttempt(call, attempt, request, end, exit)
         call.attempts.push(record)
+        const defect =
+          outcome._tag === "Failed" &&
+          outcome.failure._tag === "ProviderUnavailable" &&
+          outcome.failure.reason === "adapter_defect"
         if (span !== undefined) Report.annotateAttempt(span, record)
-        return Effect.as(
+        const reported = Effect.as(
           ctx.health.record(target, {
             outcome: record.outcome,
             availabilityFailure: breaker,
@@ -730,12 +731,24 @@ const run = (
           }),
           outcome
         )
+        // A bug, reported loudly; by the defect's kind only (its message may quote content).
+        return defect && Exit.isFailure(exit)
+          ? Effect.zipRight(
+              Effect.logError(
+                `modelgate: adapter defect on ${target.ref} (${defectKind(Cause.squash(exit.cause))}); attempt recorded as unavailable`
+              ),
+              reported
+            )
+          : reported
       })
     })
   return call.span === undefined
     ? body(undefined)
     : Report.withAttemptSpan(target, attemptNo, request.maxOutputTokens, (span) => body(span))
 }
+
+/** The kind of a defect (`RangeError`, …), never its message. */
+const defectKind = (defect: unknown): string => (defect instanceof Error ? defect.name : typeof defect)
 
 /**
  * The record of a finished attempt (an answer, a timeout or a classified failure), how it ended,
@@ -836,8 +849,38 @@ const recordAttempt = (
       undefined
     ]
   }
-  // A defect was re-raised by the caller; here the cause holds a classified failure.
-  const pe = Option.getOrThrow(Cause.failureOption(exit.cause))
+  const classified = Cause.failureOption(exit.cause)
+  if (Option.isNone(classified)) {
+    // A defect in the adapter (a bug, not a provider answer): the attempt is recorded with the input
+    // it may have been billed, and the call goes on as after a transport failure.
+    const failure: Failure = { _tag: "ProviderUnavailable", target: target.ref, reason: "adapter_defect" }
+    const usage = new Usage(
+      { inputTokens: attempt.inputTokens(), outputTokens: attempt.progress.outputTokens },
+      { disableValidation: true }
+    )
+    const cost = addUsage(call, target, usage)
+    return [
+      attemptRecord(
+        call,
+        attempt,
+        end,
+        cap,
+        "unavailable",
+        failure._tag,
+        undefined,
+        undefined,
+        undefined,
+        true,
+        usage,
+        cost,
+        undefined
+      ),
+      { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline: false },
+      true,
+      undefined
+    ]
+  }
+  const pe = classified.value
   const failure = Disposition.failureOf(target.ref, pe)
   const possiblyProcessed = pe.processed === "maybe"
   const cost = addUsage(call, target, pe.usage)

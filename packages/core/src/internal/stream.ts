@@ -12,7 +12,7 @@ import { Usage } from "../ModelResult.js"
 import type { FinishReason } from "../ModelResult.js"
 import type { ProviderResponse, RateLimitHeadroom } from "../ProviderAdapter.js"
 import * as StreamEvent from "../StreamEvent.js"
-import { countText } from "../TokenEstimator.js"
+import { countTextYielding } from "../TokenEstimator.js"
 import type { Invoke } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
 import type { EngineContext } from "./pipeline.js"
@@ -116,7 +116,8 @@ const invokeStream =
               }
               if (event._tag === "TextDelta") {
                 text += event.text
-                outputTokens += countText(event.text)
+                // Any delta size: large deltas are counted in slices with event-loop turns.
+                outputTokens += yield* countTextYielding(event.text)
                 emit(new StreamEvent.TextDelta({ text: event.text }, { disableValidation: true }))
               } else {
                 const buffer = tools.get(event.index) ?? { id: "", name: "", args: "" }
@@ -124,7 +125,7 @@ const invokeStream =
                 if (event.name !== undefined) buffer.name = event.name
                 buffer.args += event.argumentsDelta
                 tools.set(event.index, buffer)
-                outputTokens += countText(event.argumentsDelta)
+                outputTokens += yield* countTextYielding(event.argumentsDelta)
                 emit(
                   new StreamEvent.ToolCallDelta(
                     { index: event.index, id: event.id, name: event.name, argumentsDelta: event.argumentsDelta },
