@@ -11,7 +11,7 @@ import { type Failure, fromFailure, type GatewayError, type StoreError } from ".
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import { Health } from "./Health.js"
 import type { ModelCommand } from "./ModelCommand.js"
-import type { ModelTarget } from "./ModelTarget.js"
+import type { ModelTarget, TargetRef } from "./ModelTarget.js"
 import { ExcludedTarget, RouteDecision } from "./RouteDecision.js"
 import type { ExclusionReason } from "./RouteDecision.js"
 import * as TokenEstimator from "./TokenEstimator.js"
@@ -23,7 +23,12 @@ import * as TokenEstimator from "./TokenEstimator.js"
  * @category Models
  */
 export interface Route {
+  /** The decision as a `RouteDecision` (built on first read). */
   readonly decision: RouteDecision
+  /** Eligible target refs, in order (the decision's `eligible`). */
+  readonly eligible: ReadonlyArray<TargetRef>
+  /** Excluded targets with their reasons (the decision's `excluded`). */
+  readonly excluded: ReadonlyArray<ExcludedTarget>
   readonly compiled: CompiledWorkflow
   /** Eligible targets, in order. */
   readonly targets: ReadonlyArray<ModelTarget>
@@ -233,6 +238,36 @@ export const decide = (
  */
 export const defaultMaxInputCharacters = 1_048_576
 
+/** A route whose `RouteDecision` value is built only when someone reads it (a stream event, `resolve`). */
+class Decided implements Route {
+  readonly eligible: ReadonlyArray<TargetRef>
+  private built: RouteDecision | undefined
+  constructor(
+    readonly compiled: CompiledWorkflow,
+    readonly targets: ReadonlyArray<ModelTarget>,
+    readonly excluded: ReadonlyArray<ExcludedTarget>,
+    readonly inputTokens: number | undefined
+  ) {
+    this.eligible = targets.map((t) => t.ref)
+  }
+  get decision(): RouteDecision {
+    if (this.built === undefined) {
+      const w = this.compiled.workflow
+      this.built = new RouteDecision(
+        {
+          workflow: w.name,
+          policyVersion: w.policyVersion,
+          eligible: this.eligible,
+          excluded: this.excluded,
+          estimatedInputTokens: this.inputTokens
+        },
+        { disableValidation: true }
+      )
+    }
+    return this.built
+  }
+}
+
 /** The rest of a decision, once the input tokens are known (or known not to be needed). */
 const withTokens = (
   compiled: CompiledWorkflow,
@@ -295,17 +330,7 @@ const withTokens = (
       }
     }
     if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded })
-    const decision = new RouteDecision(
-      {
-        workflow: w.name,
-        policyVersion: w.policyVersion,
-        eligible: eligible.map((t) => t.ref),
-        excluded,
-        estimatedInputTokens: inputTokens
-      },
-      { disableValidation: true }
-    )
-    return Effect.succeed({ decision, compiled, targets: eligible, inputTokens })
+    return Effect.succeed(new Decided(compiled, eligible, excluded, inputTokens))
   }
   if (!pending) return finish(open.map((v) => v === true))
   return Effect.flatMap(

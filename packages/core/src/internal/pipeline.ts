@@ -588,7 +588,7 @@ const exhausted = (
           }
         }
       }
-      const policyExcluded = route.decision.excluded.filter(
+      const policyExcluded = route.excluded.filter(
         (e) => e.reason === "DATA_REGION_MISMATCH" || e.reason === "DATA_CLASS_NOT_ALLOWED"
       )
       if (policyExcluded.length > 0) {
@@ -608,7 +608,7 @@ const exhausted = (
       return yield* Effect.fail<Failure>({
         _tag: "NoEligibleRoute",
         workflow: compiled.workflow.name,
-        excluded: [...route.decision.excluded, ...call.skipped]
+        excluded: [...route.excluded, ...call.skipped]
       })
     }
     if (last === undefined || (outOfTime && Disposition.isAvailability(last))) {
@@ -683,7 +683,9 @@ const run = (
         startedAt: start,
         attempt: attemptNo,
         fallback: index > 0,
-        decision: route.decision,
+        get decision() {
+          return route.decision
+        },
         inputTokens: () => {
           if (counted === undefined) counted = inputTokensAt(estimateInput(route, request), target)
           return counted
@@ -970,11 +972,8 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
     target: t?.ref,
     model: t?.model,
     modelVersion: call.modelVersion,
-    eligible: route?.decision.eligible ?? [],
-    excluded:
-      call.skipped.length === 0
-        ? (route?.decision.excluded ?? [])
-        : [...(route?.decision.excluded ?? []), ...call.skipped],
+    eligible: route?.eligible ?? [],
+    excluded: call.skipped.length === 0 ? (route?.excluded ?? []) : [...(route?.excluded ?? []), ...call.skipped],
     fallbackUsed: call.fallbackUsed,
     degraded: answer?.degraded ?? false,
     attempts: call.attempts.slice(),
