@@ -1,5 +1,6 @@
 import { defineConfig } from "vitest/config"
 import { slow as examplesSlow } from "./examples/vitest.config.js"
+import { testingAlias } from "./packages/core/testingAlias.js"
 
 /**
  * Two kinds of project. Unit (`core`, `adapters`, `testing`, `examples`): every TestClock test and
@@ -15,6 +16,7 @@ export default defineConfig({
       "packages/*/vitest.config.ts",
       "examples/vitest.config.ts",
       {
+        resolve: { alias: testingAlias },
         test: {
           name: "slow",
           include: [...examplesSlow.map((file) => `examples/${file}`), "packages/*/test/**/*.slow.test.ts"],

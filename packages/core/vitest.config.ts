@@ -1,6 +1,8 @@
 import { configDefaults, defineProject } from "vitest/config"
+import { testingAlias } from "./testingAlias.js"
 
 export default defineProject({
+  resolve: { alias: testingAlias },
   test: {
     name: "core",
     include: ["test/**/*.test.ts"],

@@ -20,7 +20,7 @@ const def: GatewayConfig.Definition = {
       target(refs.fallback, "anthropic", { contextWindow: 4_000_000 })
     ],
     // Room for the hostile inputs below (the default limit is ~1 M characters).
-    workflows: [workflow({ name: "ticket.reply", maxInputCharacters: 4_000_000 })]
+    workflows: [workflow({ name: "ticket.reply", maxInputCharacters: 4_000_000, timeout: 60_000 })]
   })
 }
 

@@ -95,7 +95,7 @@ describe("an adapter that dies", () => {
       assert.strictEqual(died?.errorTag, "ProviderUnavailable")
       assert.isAbove(died?.usage?.inputTokens ?? 0, 0)
       assert.strictEqual(answered?.outcome, "success")
-      assert.strictEqual(record?.evidence.target, refs.fallback)
+      assert.strictEqual(String(record?.evidence.target), refs.fallback)
     }).pipe(Effect.provide(layer))
   )
 })

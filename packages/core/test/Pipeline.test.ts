@@ -252,10 +252,10 @@ describe("pipeline: input tokens are counted only when a limit needs the count",
 
   it.effect("an attempt cut by its timeout is still billed its input when the call was not counted", () =>
     Effect.gen(function* () {
-      const exit = yield* run(cmd)
-      const error = errorOf(exit)
-      assert.strictEqual(error?._tag, "DeadlineExceeded")
-      const [cut] = error?.attempts ?? []
+      yield* run(cmd)
+      // The primary hangs: its first attempt is cut at 400 ms (later ones depend on the jitter).
+      const [record] = yield* records
+      const [cut] = record?.evidence.attempts ?? []
       assert.strictEqual(cut!.outcome, "timeout")
       assert.strictEqual(cut!.usage?.inputTokens, counted)
       assert.isAbove(cut!.cost ?? 0, 0)
