@@ -167,7 +167,7 @@ const addUsage = (call: Call, target: ModelTarget, usage: Usage | undefined): nu
 /** The tracer Effect runs with when nobody installed one: spans are then not made at all. */
 const defaultTracer = Effect.runSync(Effect.tracer)
 
-/** Effect's live clock, read synchronously. */
+/** The current time from the fiber's `Clock` (a `TestClock` in tests). */
 const now = Clock.currentTimeMillis
 
 /**
