@@ -13,7 +13,7 @@ import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
 import { codec } from "./internal/anthropicMessages.js"
-import { client, defaultMaxResponseBytes } from "./internal/http.js"
+import { client } from "./internal/http.js"
 
 /**
  * @since 0.1.0
@@ -28,6 +28,12 @@ export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
   /** Largest response body accepted (streams included). Default 8 MiB. */
   readonly maxResponseBytes?: number | undefined
+  /**
+   * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
+   * `invalid_output` as soon as its bytes arrive, before it is parsed. Default 1 MiB (also used
+   * for a value below 1).
+   */
+  readonly maxEventBytes?: number | undefined
   /** `anthropic-version` header. Default `2023-06-01`. */
   readonly version?: string | undefined
   /** `anthropic-beta` header, when a beta feature is wanted. */
@@ -59,7 +65,7 @@ export const make = (
           return out
         }
       }),
-      options.maxResponseBytes ?? defaultMaxResponseBytes
+      options
     )
   )
 

@@ -15,7 +15,7 @@ import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
 import { codec } from "./internal/geminiGenerate.js"
-import { client, defaultMaxResponseBytes } from "./internal/http.js"
+import { client } from "./internal/http.js"
 
 /**
  * @since 0.1.0
@@ -30,6 +30,12 @@ export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
   /** Largest response body accepted (streams included). Default 8 MiB. */
   readonly maxResponseBytes?: number | undefined
+  /**
+   * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
+   * `invalid_output` as soon as its bytes arrive, before it is parsed. Default 1 MiB (also used
+   * for a value below 1).
+   */
+  readonly maxEventBytes?: number | undefined
 }
 
 /**
@@ -52,7 +58,7 @@ export const make = (
             ? request
             : HttpClientRequest.setHeader(request, "x-goog-api-key", Redacted.value(options.apiKey))
       }),
-      options.maxResponseBytes ?? defaultMaxResponseBytes
+      options
     )
   )
 

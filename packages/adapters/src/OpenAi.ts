@@ -23,7 +23,7 @@ import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
 import { codec } from "./internal/chatCompletions.js"
-import { client, defaultMaxResponseBytes } from "./internal/http.js"
+import { client } from "./internal/http.js"
 
 /**
  * @since 0.1.0
@@ -38,6 +38,12 @@ export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
   /** Largest response body accepted (streams included). Default 8 MiB. */
   readonly maxResponseBytes?: number | undefined
+  /**
+   * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
+   * `invalid_output` as soon as its bytes arrive, before it is parsed. Default 1 MiB (also used
+   * for a value below 1).
+   */
+  readonly maxEventBytes?: number | undefined
   /** Role of system messages. Default `"system"` (accepted by every chat model). */
   readonly systemRole?: "system" | "developer" | undefined
   /** `OpenAI-Organization` header. */
@@ -73,7 +79,7 @@ export const make = (
           return out
         }
       }),
-      options.maxResponseBytes ?? defaultMaxResponseBytes
+      options
     )
   )
 

@@ -23,7 +23,7 @@ import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
 import { codec } from "./internal/chatCompletions.js"
-import { client, defaultMaxResponseBytes } from "./internal/http.js"
+import { client } from "./internal/http.js"
 
 /**
  * @since 0.1.0
@@ -38,6 +38,12 @@ export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
   /** Largest response body accepted (streams included). Default 8 MiB. */
   readonly maxResponseBytes?: number | undefined
+  /**
+   * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
+   * `invalid_output` as soon as its bytes arrive, before it is parsed. Default 1 MiB (also used
+   * for a value below 1).
+   */
+  readonly maxEventBytes?: number | undefined
   /** Field of the output cap. Default `"max_tokens"` (the only one Ollama reads). */
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
   /** Ask for a usage chunk at the end of streams. Default `true`. */
@@ -67,7 +73,7 @@ export const make = (
             ? request
             : HttpClientRequest.bearerToken(request, Redacted.value(options.apiKey))
       }),
-      options.maxResponseBytes ?? defaultMaxResponseBytes
+      options
     )
   )
 

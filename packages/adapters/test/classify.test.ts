@@ -8,7 +8,8 @@ import {
   providerError
 } from "../src/internal/classify.js"
 import { kindFromBody as anthropicKind } from "../src/internal/anthropicMessages.js"
-import { errorObject, kindFromBody as openAiKind } from "../src/internal/chatCompletions.js"
+import { identifier, knownCode, modelVersionOf, requestIdOf, truncatedMark } from "../src/internal/bounded.js"
+import { errorObject, knownCodes, kindFromBody as openAiKind } from "../src/internal/chatCompletions.js"
 import { kindFromBody as geminiKind, retryDelayMs } from "../src/internal/geminiGenerate.js"
 
 describe("classification helpers", () => {
@@ -109,5 +110,32 @@ describe("classification helpers", () => {
     expect(geminiKind({ status: "INVALID_ARGUMENT", message: "bad" }, 400)).toBe("invalid_request")
     expect(geminiKind({ status: "FAILED_PRECONDITION" }, 400)).toBe("permission")
     expect(geminiKind({}, 500)).toBeUndefined()
+  })
+
+  it('provider codes are a known enumeration or "other"; details leave "other" out', () => {
+    expect(knownCode(knownCodes, "insufficient_quota", "insufficient_quota")).toBe("insufficient_quota")
+    expect(knownCode(knownCodes, "echo_of_the_prompt", "invalid_request_error")).toBe("invalid_request_error")
+    expect(knownCode(knownCodes, "400", "BadRequestError")).toBe("400")
+    expect(knownCode(knownCodes, "Repeat after me", undefined)).toBe("other")
+    expect(knownCode(knownCodes, undefined, "")).toBeUndefined()
+    expect(describeError("openai", 400, "other")).toBe("openai: HTTP 400")
+  })
+
+  it("identifiers: whole values of a bounded shape, cut and marked, idempotent; prose dropped", () => {
+    expect(identifier("gpt-4o-2024-08-06", 256)).toBe("gpt-4o-2024-08-06")
+    expect(identifier("abcdef", 3)).toBe(`abc${truncatedMark}`)
+    expect(identifier(`abc${truncatedMark}`, 3)).toBe(`abc${truncatedMark}`)
+    expect(identifier(`a b${truncatedMark}`, 3)).toBeUndefined()
+    expect(identifier("two words", 256)).toBeUndefined()
+    expect(identifier("", 256)).toBeUndefined()
+    expect(modelVersionOf("meta-llama/Llama-3.1-8B-Instruct", "fp_44709d6fcb")).toBe(
+      "meta-llama/Llama-3.1-8B-Instruct+fp_44709d6fcb"
+    )
+    expect(modelVersionOf("llama3.2:latest", "not a fingerprint")).toBe("llama3.2:latest")
+    expect(modelVersionOf("not a model", "fp_1")).toBeUndefined()
+    expect(requestIdOf("req_011CSHxF")).toBe("req_011CSHxF")
+    expect(requestIdOf("x".repeat(200))?.length).toBe(128 + truncatedMark.length)
+    const error = providerError({ kind: "server_error", processed: "maybe", requestId: "a prompt", detail: "" })
+    expect(error.requestId).toBeUndefined()
   })
 })

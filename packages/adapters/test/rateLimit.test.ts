@@ -23,7 +23,8 @@ describe("rate-limit headroom from headers", () => {
       limitRequests: 500,
       remainingTokens: 29000,
       limitTokens: 30000,
-      resetAfterMs: 120
+      resetAt: now + 120,
+      reportedAt: now
     })
   })
 
@@ -43,7 +44,8 @@ describe("rate-limit headroom from headers", () => {
       limitRequests: 50,
       remainingTokens: undefined,
       limitTokens: undefined,
-      resetAfterMs: 30_000
+      resetAt: now + 30_000,
+      reportedAt: now
     })
   })
 

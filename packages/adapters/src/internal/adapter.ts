@@ -15,10 +15,18 @@ import type {
 import { Clock, Effect, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
-import { parseJson, parseJsonOrUndefined, readBody, readErrorBody, send, withRedactedSecrets } from "./http.js"
+import {
+  defaultMaxResponseBytes,
+  parseJson,
+  parseJsonOrUndefined,
+  readBody,
+  readErrorBody,
+  send,
+  withRedactedSecrets
+} from "./http.js"
 import type { StreamMachine } from "./sse.js"
 import { rateLimitFromHeaders } from "./rateLimit.js"
-import { decode } from "./sse.js"
+import { decode, defaultMaxEventBytes } from "./sse.js"
 
 /** @internal */
 export interface Codec {
@@ -64,6 +72,18 @@ export const responseToEvents = (response: ProviderResponse): ReadonlyArray<Prov
   }
 ]
 
+/** Size limits of an adapter's answers. @internal */
+export interface Limits {
+  /** Largest response body (streams included), in bytes. Default 8 MiB. */
+  readonly maxResponseBytes?: number | undefined
+  /** Largest single SSE event of a stream, in bytes. Default 1 MiB. */
+  readonly maxEventBytes?: number | undefined
+}
+
+/** A limit option: a positive number (floored), else the default. @internal */
+export const limitOr = (value: number | undefined, fallback: number): number =>
+  value !== undefined && value >= 1 ? Math.floor(value) : fallback
+
 /**
  * Builds `generate` and `stream` for a codec.
  *
@@ -72,9 +92,11 @@ export const responseToEvents = (response: ProviderResponse): ReadonlyArray<Prov
 export const makeAdapter = (
   http: HttpClient.HttpClient,
   codec: Codec,
-  maxResponseBytes: number
+  limits: Limits
 ): Omit<ProviderAdapter, "provider"> => {
   const provider = codec.provider
+  const maxResponseBytes = limitOr(limits.maxResponseBytes, defaultMaxResponseBytes)
+  const maxEventBytes = limitOr(limits.maxEventBytes, defaultMaxEventBytes)
 
   const failStatus = (
     response: { readonly status: number; readonly headers: Headers.Headers },
@@ -138,6 +160,7 @@ export const makeAdapter = (
         const events = decode(response.stream, {
           provider,
           maxBytes: maxResponseBytes,
+          maxEventBytes,
           meta,
           machine: codec.streamMachine(meta)
         })

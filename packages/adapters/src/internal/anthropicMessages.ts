@@ -25,11 +25,12 @@ import {
   providerError,
   stringField
 } from "./classify.js"
+import { knownCode, modelVersionOf, requestIdOf } from "./bounded.js"
 import { parseJson } from "./http.js"
 import { retryHintMs } from "./retryHints.js"
 import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
-import { makeUsage } from "./usage.js"
+import { makeUsage, sum } from "./usage.js"
 
 /** @internal */
 export interface Settings {
@@ -212,7 +213,7 @@ const mergeUsage = (into: UsageCounters, usage: typeof UsageWire.Type | null | u
 
 const toUsage = (c: UsageCounters): Usage =>
   makeUsage({
-    inputTokens: (c.input ?? 0) + (c.cacheCreation ?? 0) + (c.cacheRead ?? 0),
+    inputTokens: sum(c.input, c.cacheCreation, c.cacheRead),
     cachedInputTokens: c.cacheRead,
     outputTokens: c.output,
     reasoningTokens: c.thinking
@@ -300,7 +301,28 @@ export const kindFromBody = (error: unknown, status: number | undefined): Kind |
   }
 }
 
-const codeOf = (error: unknown) => stringField(field(error, "details"), "error_code") ?? stringField(error, "type")
+/**
+ * The error `type`s and `details.error_code`s Anthropic documents. Any other value is recorded as
+ * `"other"`: an echoing upstream could put prompt text there.
+ *
+ * @internal
+ */
+export const knownCodes: ReadonlySet<string> = new Set([
+  "invalid_request_error",
+  "authentication_error",
+  "permission_error",
+  "not_found_error",
+  "billing_error",
+  "request_too_large",
+  "rate_limit_error",
+  "api_error",
+  "timeout_error",
+  "overloaded_error",
+  "enforced_spend_limit_reached"
+])
+
+const codeOf = (error: unknown) =>
+  knownCode(knownCodes, stringField(field(error, "details"), "error_code"), stringField(error, "type"))
 
 const resetHeaders: ReadonlyArray<readonly [string, string]> = [
   "requests",
@@ -340,7 +362,7 @@ export const classifyError =
         input.nowMs,
         kind === "rate_limited" ? { resetHeaders, resetFormat: "rfc3339" } : {}
       ),
-      requestId: input.requestId ?? stringField(input.body, "request_id"),
+      requestId: input.requestId ?? requestIdOf(stringField(input.body, "request_id")),
       providerCode: code,
       detail: describe(provider, input.status, code)
     })
@@ -404,7 +426,7 @@ export const decodeResponse =
       finishReason: reason.right,
       refusal: reason.right === "refusal",
       usage,
-      modelVersion: message.model ?? undefined,
+      modelVersion: modelVersionOf(message.model),
       requestId: meta.requestId,
       httpStatus: meta.httpStatus
     })
@@ -441,7 +463,7 @@ export const streamMachine =
           finishReason: reason.right,
           refusal: reason.right === "refusal",
           usage: usage(),
-          modelVersion: model
+          modelVersion: modelVersionOf(model)
         }
       ]
     }
@@ -558,7 +580,7 @@ export const codec = (settings: Settings): Codec => ({
         HttpClientRequest.bodyUnsafeJson(body)
       )
     ),
-  requestId: (headers) => firstHeader(headers, ["request-id", "x-request-id"]),
+  requestId: (headers) => requestIdOf(firstHeader(headers, ["request-id", "x-request-id"])),
   decodeResponse: decodeResponse(settings.provider),
   classifyError: classifyError(settings.provider),
   streamMachine: streamMachine(settings.provider)

@@ -26,6 +26,7 @@ import {
   providerError,
   stringField
 } from "./classify.js"
+import { knownCode, modelVersionOf, requestIdOf } from "./bounded.js"
 import { parseJson } from "./http.js"
 import { retryHintMs } from "./retryHints.js"
 import type { Step, StreamMachine } from "./sse.js"
@@ -202,9 +203,6 @@ const toUsage = (usage: typeof UsageWire.Type | null | undefined) =>
         reasoningTokens: usage.completion_tokens_details?.reasoning_tokens
       })
 
-const modelVersion = (model: string | null | undefined, fingerprint: string | null | undefined) =>
-  model == null ? undefined : fingerprint == null || fingerprint === "" ? model : `${model}+${fingerprint}`
-
 /**
  * Maps `finish_reason`; a refusal field wins.
  *
@@ -299,7 +297,65 @@ export const errorObject = (body: unknown): unknown => {
   return undefined
 }
 
-const codeOf = (error: unknown) => stringField(error, "code") ?? stringField(error, "type")
+/**
+ * The `code` and `type` values OpenAI and the compatible servers (vLLM, Ollama, llama.cpp) document.
+ * Any other value is recorded as `"other"`: an echoing upstream could put prompt text there.
+ *
+ * @internal
+ */
+export const knownCodes: ReadonlySet<string> = new Set([
+  // OpenAI `code`
+  ...quotaCodes,
+  ...spendCodes,
+  "context_length_exceeded",
+  "invalid_prompt",
+  "rate_limit_exceeded",
+  "slow_down",
+  "model_not_found",
+  "invalid_api_key",
+  "server_is_overloaded",
+  "server_error",
+  "unsupported_country_region_territory",
+  "invalid_organization",
+  "invalid_project",
+  "account_deactivated",
+  "content_policy_violation",
+  "invalid_value",
+  "invalid_type",
+  "unknown_parameter",
+  "unsupported_parameter",
+  "unsupported_value",
+  "missing_required_parameter",
+  "invalid_image",
+  "invalid_image_url",
+  "invalid_image_format",
+  "image_too_large",
+  "string_above_max_length",
+  "array_above_max_length",
+  "empty_array",
+  "integer_above_max_value",
+  "integer_below_min_value",
+  // OpenAI `type`
+  "invalid_request_error",
+  "rate_limit_error",
+  "authentication_error",
+  "permission_error",
+  "not_found_error",
+  "api_error",
+  "insufficient_quota",
+  "requests",
+  "tokens",
+  "service_unavailable_error",
+  // vLLM, Ollama, llama.cpp `type`
+  "BadRequestError",
+  "NotFoundError",
+  "InternalServerError",
+  "unavailable_error",
+  "exceed_context_size_error",
+  "not_supported_error"
+])
+
+const codeOf = (error: unknown) => knownCode(knownCodes, stringField(error, "code"), stringField(error, "type"))
 
 /**
  * Classifies a non-2xx answer.
@@ -411,8 +467,8 @@ export const decodeResponse =
       finishReason: reason,
       refusal: refusal || reason === "content_filter",
       usage,
-      modelVersion: modelVersion(completion.model, completion.system_fingerprint),
-      requestId: meta.requestId ?? completion.id ?? undefined,
+      modelVersion: modelVersionOf(completion.model, completion.system_fingerprint),
+      requestId: meta.requestId ?? requestIdOf(completion.id),
       httpStatus: meta.httpStatus
     })
   }
@@ -443,7 +499,7 @@ export const streamMachine =
           finishReason: reason,
           refusal: refusal || reason === "content_filter",
           usage,
-          modelVersion: modelVersion(model, fingerprint)
+          modelVersion: modelVersionOf(model, fingerprint)
         }
       ]
     }
@@ -520,7 +576,7 @@ export const codec = (dialect: Dialect): Codec => ({
         HttpClientRequest.bodyUnsafeJson(requestBody(request, dialect, stream))
       )
     ),
-  requestId: (headers) => firstHeader(headers, ["x-request-id", "request-id"]),
+  requestId: (headers) => requestIdOf(firstHeader(headers, ["x-request-id", "request-id"])),
   decodeResponse: decodeResponse(dialect.provider),
   classifyError: classifyError(dialect.provider),
   streamMachine: streamMachine(dialect.provider)

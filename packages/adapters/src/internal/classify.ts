@@ -9,6 +9,7 @@ import type { Headers } from "@effect/platform"
 import { ProviderError } from "@modelgate/core/Errors"
 import type { Usage } from "@modelgate/core/ModelResult"
 import { Duration } from "effect"
+import { otherCode, requestIdOf } from "./bounded.js"
 
 /** @internal */
 export type Kind = ProviderError["kind"]
@@ -111,12 +112,16 @@ export interface ErrorFields {
   readonly detail: string
 }
 
-/** Codes are provider identifiers; anything else is dropped so that no content leaks. @internal */
+/**
+ * Last guard on codes: short identifiers only. The codecs already map provider codes onto their
+ * known enumeration (`knownCode`); transport codes come from the local runtime.
+ */
 const safeCode = (code: string | undefined): string | undefined =>
-  code !== undefined && /^[A-Za-z0-9_.:-]{1,100}$/.test(code) ? code : undefined
+  code !== undefined && /^[A-Za-z0-9_.:-]{1,64}$/.test(code) ? code : undefined
 
 /**
- * Builds a {@link ProviderError}.
+ * Builds a {@link ProviderError}. The request id is bounded here too (`requestIdOf`), whatever
+ * the caller passed.
  *
  * @internal
  */
@@ -128,7 +133,7 @@ export const providerError = (fields: ErrorFields): ProviderError =>
       httpStatus:
         fields.httpStatus !== undefined && Number.isInteger(fields.httpStatus) ? fields.httpStatus : undefined,
       retryAfter: fields.retryAfterMs === undefined ? undefined : Duration.millis(fields.retryAfterMs),
-      requestId: fields.requestId,
+      requestId: requestIdOf(fields.requestId),
       providerCode: safeCode(fields.providerCode),
       usage: fields.usage,
       detail: fields.detail
@@ -137,7 +142,8 @@ export const providerError = (fields: ErrorFields): ProviderError =>
   )
 
 /**
- * A short, content-free description: `"openai: HTTP 429 (rate_limit_exceeded)"`.
+ * A short, content-free description: `"openai: HTTP 429 (rate_limit_exceeded)"`. `code` is a
+ * known code (`knownCode`); `"other"` is left out.
  *
  * @internal
  */
@@ -146,7 +152,7 @@ export const describe = (provider: string, status: number | undefined, code: str
     `${provider}:`,
     what,
     status === undefined ? undefined : `HTTP ${status}`,
-    safeCode(code) === undefined ? undefined : `(${code})`
+    code === otherCode || safeCode(code) === undefined ? undefined : `(${code})`
   ]
     .filter((part): part is string => part !== undefined)
     .join(" ")

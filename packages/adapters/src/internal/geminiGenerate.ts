@@ -26,11 +26,12 @@ import {
   providerError,
   stringField
 } from "./classify.js"
+import { knownCode, modelVersionOf, requestIdOf } from "./bounded.js"
 import { parseJson } from "./http.js"
 import { parseProtoDuration, retryHintMs } from "./retryHints.js"
 import type { StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
-import { makeUsage } from "./usage.js"
+import { makeUsage, sum } from "./usage.js"
 
 /** @internal */
 export interface Settings {
@@ -206,10 +207,10 @@ const toUsage = (usage: ResponseWire["usageMetadata"]): Usage | undefined =>
   usage == null
     ? undefined
     : makeUsage({
-        inputTokens: (usage.promptTokenCount ?? 0) + (usage.toolUsePromptTokenCount ?? 0),
+        inputTokens: sum(usage.promptTokenCount, usage.toolUsePromptTokenCount),
         cachedInputTokens: usage.cachedContentTokenCount,
         // candidatesTokenCount excludes thinking; our outputTokens include it.
-        outputTokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
+        outputTokens: sum(usage.candidatesTokenCount, usage.thoughtsTokenCount),
         reasoningTokens: usage.thoughtsTokenCount
       })
 
@@ -345,7 +346,47 @@ export const kindFromBody = (error: unknown, status: number | undefined): Kind |
   return undefined
 }
 
-const codeOf = (error: unknown) => errorInfoReason(error) ?? stringField(error, "status")
+/**
+ * The google.rpc status codes and the `ErrorInfo` reasons of Google APIs. Any other value is
+ * recorded as `"other"`: an echoing upstream could put prompt text there.
+ *
+ * @internal
+ */
+export const knownCodes: ReadonlySet<string> = new Set([
+  // google.rpc.Code
+  "CANCELLED",
+  "UNKNOWN",
+  "INVALID_ARGUMENT",
+  "DEADLINE_EXCEEDED",
+  "NOT_FOUND",
+  "ALREADY_EXISTS",
+  "PERMISSION_DENIED",
+  "RESOURCE_EXHAUSTED",
+  "FAILED_PRECONDITION",
+  "ABORTED",
+  "OUT_OF_RANGE",
+  "UNIMPLEMENTED",
+  "INTERNAL",
+  "UNAVAILABLE",
+  "DATA_LOSS",
+  "UNAUTHENTICATED",
+  // google.rpc.ErrorInfo reasons
+  "API_KEY_INVALID",
+  "API_KEY_EXPIRED",
+  "API_KEY_SERVICE_BLOCKED",
+  "API_KEY_HTTP_REFERRER_BLOCKED",
+  "API_KEY_IP_ADDRESS_BLOCKED",
+  "SERVICE_DISABLED",
+  "BILLING_DISABLED",
+  "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+  "CONSUMER_INVALID",
+  "USER_PROJECT_DENIED",
+  "RATE_LIMIT_EXCEEDED",
+  "RESOURCE_QUOTA_EXCEEDED",
+  "LOCATION_POLICY_VIOLATED"
+])
+
+const codeOf = (error: unknown) => knownCode(knownCodes, errorInfoReason(error), stringField(error, "status"))
 
 /** @internal */
 export const classifyError =
@@ -475,8 +516,8 @@ export const decodeResponse =
       finishReason: outcome.right.finishReason,
       refusal: outcome.right.refusal,
       usage,
-      modelVersion: wire.modelVersion ?? undefined,
-      requestId: meta.requestId ?? wire.responseId ?? undefined,
+      modelVersion: modelVersionOf(wire.modelVersion),
+      requestId: meta.requestId ?? requestIdOf(wire.responseId),
       httpStatus: meta.httpStatus
     })
   }
@@ -526,7 +567,7 @@ export const streamMachine =
         }
         const outcome = conclude(provider, acc, raw, blockReason, meta, usage)
         if (Either.isLeft(outcome)) return outcome.left
-        return [{ _tag: "Finish", ...outcome.right, usage, modelVersion: model }]
+        return [{ _tag: "Finish", ...outcome.right, usage, modelVersion: modelVersionOf(model) }]
       }
     }
   }
@@ -547,7 +588,7 @@ export const codec = (settings: Settings): Codec => {
           HttpClientRequest.bodyUnsafeJson(body)
         )
       ),
-    requestId: (headers) => firstHeader(headers, ["x-request-id", "request-id"]),
+    requestId: (headers) => requestIdOf(firstHeader(headers, ["x-request-id", "request-id"])),
     decodeResponse: decodeResponse(settings.provider),
     classifyError: classifyError(settings.provider),
     streamMachine: streamMachine(settings.provider)

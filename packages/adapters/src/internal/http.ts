@@ -27,12 +27,20 @@ export const secretHeaderNames: ReadonlyArray<string> = [
 ]
 
 /**
- * Runs `effect` with every secret header redacted in the HTTP client's spans.
+ * Every header name. Response header values are the provider's (an echoing upstream can put prompt
+ * text in `x-request-id` or any other header), so HTTP client spans carry header names only.
+ */
+const anyHeader = /^/
+
+/**
+ * Runs `effect` with every header value, request and response, redacted in the HTTP client's spans:
+ * secrets (see {@link secretHeaderNames}) and the response headers, which the provider controls.
+ * The adapters read the values they need themselves, bounded.
  *
  * @internal
  */
 export const withRedactedSecrets = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.locallyWith(effect, Headers.currentRedactedNames, (names) => [...names, ...secretHeaderNames])
+  Effect.locallyWith(effect, Headers.currentRedactedNames, (names) => [...names, ...secretHeaderNames, anyHeader])
 
 /**
  * The client adapters use: no `traceparent` sent to vendors. Retries are the engine's, never here.
@@ -66,7 +74,8 @@ const errorCodes = (cause: unknown): Array<string> => {
   for (let i = 0; i < queue.length && i < 16; i++) {
     const current = queue[i]
     const code = field(current, "code")
-    if (typeof code === "string") codes.push(code)
+    // Runtime codes (`ECONNRESET`, `UND_ERR_SOCKET`); anything else is not one.
+    if (typeof code === "string" && /^[A-Z0-9_]{1,64}$/.test(code)) codes.push(code)
     const inner = field(current, "cause")
     if (inner !== undefined) queue.push(inner)
     const errors = field(current, "errors")

@@ -1,7 +1,8 @@
 /**
  * Rate-limit headroom from response headers: OpenAI-style `x-ratelimit-*` (also sent by many
  * OpenAI-compatible servers; resets as Go durations) and Anthropic's `anthropic-ratelimit-*`
- * (resets as RFC 3339 instants). Gemini reports none.
+ * (resets as RFC 3339 instants). Gemini reports none. Resets become instants (`resetAt`, epoch ms)
+ * of the clock read when the headers arrived (`reportedAt`).
  *
  * @internal
  */
@@ -18,6 +19,8 @@ const count = (value: string | undefined): number | undefined => {
 const shortest = (a: number | undefined, b: number | undefined) =>
   a === undefined ? b : b === undefined ? a : Math.min(a, b)
 
+const instant = (nowMs: number, afterMs: number | undefined) => (afterMs === undefined ? undefined : nowMs + afterMs)
+
 /**
  * The headroom in `headers`, or `undefined` when the provider sent none.
  *
@@ -33,10 +36,14 @@ export const rateLimitFromHeaders = (headers: Headers.Headers, nowMs: number): R
       limitRequests: count(headers["x-ratelimit-limit-requests"]),
       remainingTokens: count(headers["x-ratelimit-remaining-tokens"]),
       limitTokens: count(headers["x-ratelimit-limit-tokens"]),
-      resetAfterMs: shortest(
-        parseGoDuration(headers["x-ratelimit-reset-requests"]),
-        parseGoDuration(headers["x-ratelimit-reset-tokens"])
-      )
+      resetAt: instant(
+        nowMs,
+        shortest(
+          parseGoDuration(headers["x-ratelimit-reset-requests"]),
+          parseGoDuration(headers["x-ratelimit-reset-tokens"])
+        )
+      ),
+      reportedAt: nowMs
     }
   }
   if (
@@ -48,10 +55,14 @@ export const rateLimitFromHeaders = (headers: Headers.Headers, nowMs: number): R
       limitRequests: count(headers["anthropic-ratelimit-requests-limit"]),
       remainingTokens: count(headers["anthropic-ratelimit-tokens-remaining"]),
       limitTokens: count(headers["anthropic-ratelimit-tokens-limit"]),
-      resetAfterMs: shortest(
-        parseResetInstant(headers["anthropic-ratelimit-requests-reset"], nowMs),
-        parseResetInstant(headers["anthropic-ratelimit-tokens-reset"], nowMs)
-      )
+      resetAt: instant(
+        nowMs,
+        shortest(
+          parseResetInstant(headers["anthropic-ratelimit-requests-reset"], nowMs),
+          parseResetInstant(headers["anthropic-ratelimit-tokens-reset"], nowMs)
+        )
+      ),
+      reportedAt: nowMs
     }
   }
   return undefined

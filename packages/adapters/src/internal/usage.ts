@@ -9,25 +9,56 @@
  */
 import { Usage } from "@modelgate/core/ModelResult"
 
-/** A provider counter as a non-negative integer (missing or invalid counts as 0). @internal */
-export const count = (value: number | null | undefined): number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0
-    ? Math.min(Math.floor(value), Number.MAX_SAFE_INTEGER)
-    : 0
+/**
+ * Largest count accepted for one usage field (10^9 tokens). A provider reporting more is clamped
+ * to it, so that usage summed over any realistic number of attempts stays a safe integer (and a
+ * record stays encodable).
+ *
+ * @internal
+ */
+export const maxTokenCount = 1_000_000_000
 
-/** @internal */
+/**
+ * A provider counter as an integer in `[0, maxTokenCount]`: missing, negative or not a number
+ * counts as 0; fractions are floored; larger values (`Infinity` included) are clamped.
+ *
+ * @internal
+ */
+export const count = (value: number | null | undefined): number =>
+  typeof value === "number" && value > 0 ? (value >= maxTokenCount ? maxTokenCount : Math.floor(value)) : 0
+
+/**
+ * The sum of provider counters, each validated by {@link count}, clamped like one.
+ *
+ * @internal
+ */
+export const sum = (...values: ReadonlyArray<number | null | undefined>): number => {
+  let total = 0
+  for (const value of values) total += count(value)
+  return Math.min(total, maxTokenCount)
+}
+
+/**
+ * Core `Usage` from provider counters. Subsets never exceed their totals: `cachedInputTokens` is at
+ * most `inputTokens`, `reasoningTokens` at most `outputTokens`.
+ *
+ * @internal
+ */
 export const makeUsage = (input: {
   readonly inputTokens: number | null | undefined
   readonly cachedInputTokens?: number | null | undefined
   readonly outputTokens: number | null | undefined
   readonly reasoningTokens?: number | null | undefined
-}): Usage =>
-  new Usage(
+}): Usage => {
+  const inputTokens = count(input.inputTokens)
+  const outputTokens = count(input.outputTokens)
+  return new Usage(
     {
-      inputTokens: count(input.inputTokens),
-      cachedInputTokens: count(input.cachedInputTokens),
-      outputTokens: count(input.outputTokens),
-      reasoningTokens: count(input.reasoningTokens)
+      inputTokens,
+      cachedInputTokens: Math.min(count(input.cachedInputTokens), inputTokens),
+      outputTokens,
+      reasoningTokens: Math.min(count(input.reasoningTokens), outputTokens)
     },
     { disableValidation: true }
   )
+}

@@ -6,8 +6,8 @@
 import { assert } from "@effect/vitest"
 import * as Compatible from "@modelgate/adapters/openai-compatible"
 import { Effect } from "effect"
-import { MockProviderServer } from "../../src/MockProviderServer.js"
-import type { Behavior } from "../../src/MockProviderServer.js"
+import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
+import type { Behavior } from "@modelgate/testing/MockProviderServer"
 import {
   answerSchema,
   apiKey,

@@ -5,8 +5,8 @@
 import { assert } from "@effect/vitest"
 import * as OpenAi from "@modelgate/adapters/openai"
 import { Duration, Effect } from "effect"
-import { MockProviderServer } from "../../src/MockProviderServer.js"
-import type { Behavior } from "../../src/MockProviderServer.js"
+import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
+import type { Behavior } from "@modelgate/testing/MockProviderServer"
 import {
   answerSchema,
   apiKey,

@@ -1,14 +1,14 @@
 /**
- * Shared fixtures of the adapter-vs-mock integration tests.
+ * Fixtures of the gateway end-to-end and SDK fidelity tests (real adapters against the mock
+ * provider server). The adapters' own wire tests have theirs beside the conformance suite
+ * (`packages/adapters/test/adapters-fixtures.ts`); these are the subset the tests here use.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import type { ProviderError } from "@modelgate/core/Errors"
-import { ToolCall, ToolDefinition } from "@modelgate/core/ModelCommand"
-import type { Message } from "@modelgate/core/ModelCommand"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import type { ProviderAdapter, ProviderRequest, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
+import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Chunk, Duration, Effect, Either, Layer, Redacted, Stream } from "effect"
-import { MockProviderServer } from "../src/MockProviderServer.js"
 
 /** The canary key: it must reach the auth header and nothing else. */
 export const canary = "sk-CANARY-123"
@@ -43,47 +43,6 @@ export const simpleRequest = (
   ...overrides
 })
 
-export const lookupTool = new ToolDefinition({
-  name: "lookup",
-  description: "Look up an order.",
-  parameters: { type: "object", properties: { q: { type: "string" } }, required: ["q"], additionalProperties: false },
-  sideEffecting: false
-})
-
-export const answerSchema = {
-  type: "object",
-  properties: { a: { type: "string" } },
-  required: ["a"],
-  additionalProperties: false
-}
-
-/** A conversation with every message kind. */
-export const conversation: ReadonlyArray<Message> = [
-  { _tag: "system", content: "Be terse." },
-  {
-    _tag: "user",
-    content: [
-      { _tag: "text", text: "What is in this picture?" },
-      { _tag: "image", url: "data:image/png;base64,iVBORw0KGgo=", mediaType: "image/png" }
-    ]
-  },
-  {
-    _tag: "assistant",
-    content: "Let me look.",
-    toolCalls: [new ToolCall({ id: "call_1", name: "lookup", arguments: '{"q":"x"}' })]
-  },
-  { _tag: "tool", toolCallId: "call_1", name: "lookup", content: '{"found":true}' }
-]
-
-export const representativeRequest = (provider: string, model: string): ProviderRequest =>
-  simpleRequest(provider, model, {
-    messages: conversation,
-    tools: [lookupTool],
-    toolChoice: "auto",
-    output: { name: "answer", jsonSchema: answerSchema, strict: true },
-    maxOutputTokens: 512
-  })
-
 /** Runs a stream to the end, giving its events or its error. */
 export const collect = (adapter: Omit<ProviderAdapter, "provider">, request: ProviderRequest) =>
   Effect.either(Stream.runCollect(adapter.stream(request))).pipe(
@@ -114,11 +73,3 @@ export const lastRequestFor = (model: string) =>
     if (last === undefined) return yield* Effect.dieMessage(`no request recorded for ${model}`)
     return last
   })
-
-/** Asserts nothing in `value` (error, body) holds the canary. */
-export const leaks = (value: unknown): boolean =>
-  JSON.stringify(value ?? null).includes(canary) || String(value).includes(canary)
-
-/** A recorded JSON body as a record (no casts). */
-export const recordOf = (value: unknown): Record<string, unknown> =>
-  typeof value === "object" && value !== null ? Object.fromEntries(Object.entries(value)) : {}

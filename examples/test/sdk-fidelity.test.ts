@@ -10,10 +10,10 @@ import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as Gemini from "@modelgate/adapters/gemini"
 import * as OpenAi from "@modelgate/adapters/openai"
 import type { ProviderError } from "@modelgate/core/Errors"
+import type { Behavior, Provider } from "@modelgate/testing/MockProviderServer"
+import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Duration, Effect } from "effect"
 import OpenAI from "openai"
-import type { Behavior, Provider } from "../src/MockProviderServer.js"
-import { MockProviderServer } from "../src/MockProviderServer.js"
 import {
   apiKey,
   canary,

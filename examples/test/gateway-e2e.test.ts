@@ -9,8 +9,8 @@ import * as OpenAi from "@modelgate/adapters/openai"
 import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
 import type { GatewayConfigError } from "@modelgate/core/Errors"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
+import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
-import { MockProviderServer } from "../src/MockProviderServer.js"
 import { apiKey, canary, TestLayer } from "./adapters-fixtures.js"
 
 const Answer = Schema.Struct({ category: Schema.Literal("billing", "other"), confidence: Schema.Number })

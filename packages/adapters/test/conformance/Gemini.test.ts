@@ -6,8 +6,8 @@
 import { assert } from "@effect/vitest"
 import * as Gemini from "@modelgate/adapters/gemini"
 import { Duration, Effect } from "effect"
-import { MockProviderServer } from "../../src/MockProviderServer.js"
-import type { Behavior } from "../../src/MockProviderServer.js"
+import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
+import type { Behavior } from "@modelgate/testing/MockProviderServer"
 import {
   answerSchema,
   apiKey,

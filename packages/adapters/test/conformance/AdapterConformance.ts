@@ -5,10 +5,10 @@
  * its classification rows, its error events, …) and adds its provider-specific cases (exact request
  * bodies, finish-reason vocabulary, provider-only retry hints).
  *
- * It lives beside the mock server in `@modelgate/testing` rather than in `packages/adapters/test`:
- * that package would need `@modelgate/testing` as a dev dependency while `@modelgate/testing`
- * depends on `@modelgate/adapters` (its gateway end-to-end and SDK fidelity tests use the
- * adapters), a workspace cycle pnpm warns about.
+ * It lives next to the adapters and uses the mock server of `@modelgate/testing` (a dev dependency
+ * of `@modelgate/adapters`; `@modelgate/testing` does not depend on the adapters). The tests that
+ * need both the adapters and more — the gateway end to end, the vendor SDKs' fidelity to the mock —
+ * are in `examples/test`.
  */
 import type { HttpClient } from "@effect/platform"
 import { assert, describe, layer } from "@effect/vitest"
@@ -18,8 +18,8 @@ import type { FinishReason } from "@modelgate/core/ModelResult"
 import type { ProviderAdapter } from "@modelgate/core/ProviderAdapter"
 import { Duration, Effect, Stream } from "effect"
 import type { Redacted } from "effect"
-import type { Behavior, ErrorSpec, Provider } from "../../src/MockProviderServer.js"
-import { MockProviderServer } from "../../src/MockProviderServer.js"
+import type { Behavior, ErrorSpec, Provider } from "@modelgate/testing/MockProviderServer"
+import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import {
   answerSchema,
   apiKey,
