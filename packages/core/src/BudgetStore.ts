@@ -12,6 +12,8 @@
  * - Every reservation carries an expiry: an unsettled reservation (its holder crashed) frees its
  *   amount at `expiresAt`. An account may be forgotten once its window is over
  *   (`accountExpiresAt`) and it holds no reservation.
+ * - A commit that arrives after its reservation expired counts only as far as the limit allows
+ *   (`committed + reserved ≤ limit` holds even then); the rest is kept apart as `overspent`.
  * - Every operation fails with `StoreError` (`store: "budget"`) when the store cannot answer, and
  *   must bound its own wait (a network store times out its round trip): `Budgets` fails closed on
  *   it.
@@ -72,6 +74,23 @@ export interface CommitRequest {
   readonly amount: number
   /** Store units. */
   readonly spend: number
+  /**
+   * The account's limit (store units), as given to `reserve`: what a commit whose reservation
+   * already expired may not push `committed + reserved` beyond.
+   */
+  readonly limit: number
+}
+
+/**
+ * What `commit` did, in store units: spend added to `committed`, and spend of an expired
+ * reservation that no longer fit the limit (`overspent`, not added to `committed`).
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export interface CommitOutcome {
+  readonly committed: number
+  readonly overspent: number
 }
 
 /**
@@ -84,7 +103,7 @@ export interface ReleaseRequest {
 }
 
 /**
- * Committed and live reserved store units of an account.
+ * Committed, live reserved and overspent store units of an account.
  *
  * @since 0.2.0
  * @category Models
@@ -92,6 +111,8 @@ export interface ReleaseRequest {
 export interface AccountBalance {
   readonly committed: number
   readonly reserved: number
+  /** Spend of late commits that no longer fit the limit (not in `committed`). */
+  readonly overspent: number
 }
 
 /**
@@ -100,8 +121,9 @@ export interface AccountBalance {
  * - `reserve`: drop the account's expired reservations, then add the reservation only if
  *   `committed + reserved + amount ≤ limit`; report the account either way.
  * - `commit`: remove the reservation and add `min(spend, amount)` to committed. A reservation that
- *   already expired still adds its spend (the money was spent), which is the one way the invariant
- *   can be broken: a holder that outlives its reservation's expiry.
+ *   already expired (its holder outlived it, and the amount may have been reserved again) adds its
+ *   spend only up to `limit - committed - reserved`; the rest is added to the account's
+ *   `overspent`, so the invariant holds even then. Reports both parts.
  * - `release`: remove the reservation (no spend). Unknown ids are ignored by `commit` and `release`.
  * - `balance`: the account at `now` (expired reservations not counted).
  *
@@ -110,7 +132,7 @@ export interface AccountBalance {
  */
 export interface Service {
   readonly reserve: (request: ReserveRequest) => Effect.Effect<ReserveOutcome, StoreError>
-  readonly commit: (request: CommitRequest) => Effect.Effect<void, StoreError>
+  readonly commit: (request: CommitRequest) => Effect.Effect<CommitOutcome, StoreError>
   readonly release: (request: ReleaseRequest) => Effect.Effect<void, StoreError>
   readonly balance: (account: string, now: number) => Effect.Effect<AccountBalance, StoreError>
 }
@@ -144,6 +166,7 @@ interface Held {
 interface Account {
   committed: number
   reserved: number
+  overspent: number
   readonly reservations: Map<string, Held>
   /** A lower bound of the earliest expiry among `reservations` (`Infinity` when none can expire). */
   nextExpiry: number
@@ -184,6 +207,7 @@ const unsafeMakeMemory = (): MemoryStore => {
       account = {
         committed: 0,
         reserved: 0,
+        overspent: 0,
         reservations: new Map(),
         nextExpiry: Infinity,
         expiresAt: r.accountExpiresAt
@@ -201,29 +225,40 @@ const unsafeMakeMemory = (): MemoryStore => {
     if (r.accountExpiresAt > account.expiresAt) account.expiresAt = r.accountExpiresAt
     return { _tag: "Reserved", committed: account.committed, reserved: account.reserved }
   }
-  const settle = (account: string, id: string, spend: number) => {
+  /** Settles `id` with `spend` (0 releases); `limit` bounds the spend of an expired reservation. */
+  const settle = (account: string, id: string, spend: number, limit: number): CommitOutcome => {
     const acc = accounts.get(account)
-    if (acc === undefined) return
+    // The account was forgotten (its window is over): nothing can be counted any more.
+    if (acc === undefined) return { committed: 0, overspent: spend }
     const held = acc.reservations.get(id)
     if (held !== undefined) {
       acc.reservations.delete(id)
       acc.reserved -= held.amount
-      acc.committed += Math.min(Math.max(spend, 0), held.amount)
-    } else {
-      // The reservation expired before its holder settled: the money was still spent.
-      acc.committed += Math.max(spend, 0)
+      const committed = Math.min(spend, held.amount)
+      acc.committed += committed
+      return { committed, overspent: 0 }
     }
+    // The reservation expired before its holder settled: the money was spent, but its amount may
+    // have been reserved again. Count what still fits the limit; keep the rest apart. (Expired
+    // reservations not purged yet still count as reserved here: the clamp errs on the safe side.)
+    const committed = Math.min(spend, Math.max(0, limit - acc.committed - acc.reserved))
+    acc.committed += committed
+    acc.overspent += spend - committed
+    return { committed, overspent: spend - committed }
   }
   return {
     reserve: (r) => Effect.sync(() => reserve(r)),
-    commit: (r) => Effect.sync(() => settle(r.account, r.id, Math.min(r.spend, r.amount))),
-    release: (r) => Effect.sync(() => settle(r.account, r.id, 0)),
+    commit: (r) => Effect.sync(() => settle(r.account, r.id, Math.max(0, Math.min(r.spend, r.amount)), r.limit)),
+    release: (r) =>
+      Effect.sync(() => {
+        settle(r.account, r.id, 0, 0)
+      }),
     balance: (account, now) =>
       Effect.sync(() => {
         const acc = accounts.get(account)
-        if (acc === undefined) return { committed: 0, reserved: 0 }
+        if (acc === undefined) return { committed: 0, reserved: 0, overspent: 0 }
         purge(acc, now)
-        return { committed: acc.committed, reserved: acc.reserved }
+        return { committed: acc.committed, reserved: acc.reserved, overspent: acc.overspent }
       }),
     size: Effect.sync(() => accounts.size)
   }

@@ -28,13 +28,49 @@
  *   release is logged (tenant and operation only) and counted in {@link metrics}`.settleFailures`,
  *   and the store's reservation TTL frees the held amount (its spend is then not counted).
  *
+ * A holder that outlives its reservation
+ *
+ * - `reservationTtl` (default 15 minutes, at most 7 days) must exceed every workflow's timeout: the
+ *   gateway refuses to start otherwise (`TIMEOUT_NOT_BELOW_RESERVATION_TTL`); it reads the TTL from
+ *   {@link Service.reservationTtl}.
+ * - Should a commit still arrive after its reservation expired (and the freed amount was reserved
+ *   again), the store counts its spend only as far as the limit allows, so `committed + reserved ≤
+ *   limit` holds even then. The rest is **overspent**: spent at the provider, not counted as
+ *   committed. It is returned by `settle` ({@link Settlement}`.overspent`), summed per window in
+ *   {@link Balance}`.overspent`, added to the counter `modelgate.budget.overspend_usd`
+ *   ({@link metrics}`.overspend`) and logged as a warning (tenant only).
+ *
  * @since 0.1.0
  */
 import { Cause, Config, Context, Duration, Effect, FiberRef, Layer, Metric, Random, RuntimeFlags, Schema } from "effect"
 import type { ConfigError, Scope } from "effect"
 import * as Store from "./BudgetStore.js"
 import { BudgetExceeded, ConfigProblem, GatewayConfigError, type StoreError } from "./Errors.js"
+import {
+  configProblemsOf,
+  isReservedKey,
+  reservedKeyDetail,
+  reservedKeysOf,
+  safeRecord,
+  segment
+} from "./internal/issues.js"
 import { TenantId } from "./ModelCommand.js"
+
+/**
+ * What a settle did, in currency units.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export interface Settlement {
+  /** Spend counted as committed (0 for a release, a repeated settle, an unlimited tenant or a store failure). */
+  readonly committed: number
+  /**
+   * Spend of a reservation that had expired before this settle and no longer fit the limit: spent
+   * at the provider, not counted as committed (0 normally).
+   */
+  readonly overspent: number
+}
 
 /**
  * Money held for one call. Not scoped: whoever reserved it settles it exactly once.
@@ -49,9 +85,10 @@ export interface Reservation {
   /**
    * Commits `actual` (capped at `amount`, the rest refunded); `0` releases. Idempotent: only the
    * first settle counts. Never fails: a store failure is logged (tenant and operation only) and
-   * counted, and the store's reservation TTL frees the money.
+   * counted, and the store's reservation TTL frees the money. Tells what was counted and what was
+   * overspent (see the module doc).
    */
-  readonly settle: (actual: number) => Effect.Effect<void>
+  readonly settle: (actual: number) => Effect.Effect<Settlement>
 }
 
 /**
@@ -66,6 +103,8 @@ export interface Balance {
   readonly limit: number
   readonly committed: number
   readonly reserved: number
+  /** Spend of expired reservations that no longer fit the limit in this window (not in `committed`). */
+  readonly overspent: number
   readonly period: Period | undefined
   /** Epoch millis of the window's start (inclusive) and end (exclusive). */
   readonly windowStart: number
@@ -96,6 +135,11 @@ export interface Service {
    * input tokens only when a limit needs the count.
    */
   readonly isLimited: (tenant: TenantId) => boolean
+  /**
+   * How long an unsettled reservation holds its amount; `undefined` when nothing is ever held
+   * (unlimited budgets). The gateway checks at startup that every workflow timeout is shorter.
+   */
+  readonly reservationTtl?: Duration.Duration | undefined
 }
 
 /**
@@ -139,8 +183,11 @@ export const minimumUsefulOutputTokens = 16
 export const unitsPerCurrency: typeof Store.unitsPerCurrency = Store.unitsPerCurrency
 
 /**
- * Metrics of budgets. `settleFailures` (tagged `operation`: `commit` or `release`) counts
- * settlements the store could not record.
+ * Metrics of budgets (names follow the scheme of module `Telemetry`). `settleFailures`
+ * (`modelgate.budget.settle_failures`, tagged `operation`: `commit` or `release`) counts
+ * settlements the store could not record. `overspend` (`modelgate.budget.overspend_usd`, no label)
+ * sums the spend of commits that arrived after their reservation expired and no longer fit the
+ * limit (see the module doc).
  *
  * @since 0.2.0
  * @category Metrics
@@ -148,6 +195,10 @@ export const unitsPerCurrency: typeof Store.unitsPerCurrency = Store.unitsPerCur
 export const metrics = {
   settleFailures: Metric.counter("modelgate.budget.settle_failures", {
     description: "Budget settlements (commit or release) the store could not record",
+    incremental: true
+  }),
+  overspend: Metric.counter("modelgate.budget.overspend_usd", {
+    description: "Spend of expired reservations that no longer fit the limit: spent, not counted as committed",
     incremental: true
   })
 } as const
@@ -252,10 +303,23 @@ export type TenantBudget = typeof TenantBudget.Type
  * @category Models
  */
 export const BudgetsConfig = Schema.Struct({
-  tenants: Schema.optional(Schema.Record({ key: Schema.String, value: TenantBudget })),
+  /** By tenant id; `__proto__`, `constructor` and `prototype` are refused as keys, never dropped. */
+  tenants: Schema.optional(safeRecord(TenantBudget)),
   undeclaredTenants: Schema.optional(Schema.Union(Schema.Literal("reject", "unlimited"), TenantBudget)),
-  /** How long an unsettled reservation holds its amount (a crashed holder); default 15 minutes. */
-  reservationTtl: Schema.optional(Schema.DurationFromMillis)
+  /**
+   * How long an unsettled reservation holds its amount (a crashed holder); default 15 minutes, at
+   * most 7 days, and longer than every workflow timeout.
+   */
+  reservationTtl: Schema.optional(
+    Schema.transform(
+      Schema.Number.pipe(
+        Schema.finite(),
+        Schema.between(0, 604_800_000, { description: "milliseconds between 0 and 604800000 (7 days)" })
+      ),
+      Schema.DurationFromSelf,
+      { strict: true, decode: (ms) => Duration.millis(ms), encode: (d) => Duration.toMillis(d) }
+    )
+  )
 })
 
 /**
@@ -278,14 +342,24 @@ export interface Options {
  */
 export const defaultReservationTtl: Duration.Duration = Duration.minutes(15)
 
+/**
+ * Longest reservation TTL accepted: 7 days.
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const maxReservationTtl: Duration.Duration = Duration.days(7)
+
 const maxLimit = Math.floor(Number.MAX_SAFE_INTEGER / unitsPerCurrency)
 const periods: ReadonlyArray<string> = Period.literals
 const isTenantId = Schema.is(TenantId)
 
 /**
  * Every problem of a budget configuration (empty when valid): non-positive or non-finite limits,
- * limits above what the store can count exactly, unknown periods, malformed tenant ids, a
- * non-positive reservation TTL, and a configuration that would reject every call.
+ * limits above what the store can count exactly, unknown periods, malformed tenant ids, reserved
+ * keys (`__proto__`, `constructor`, `prototype`), a reservation TTL that is not finite, positive
+ * and at most 7 days, and a configuration that would reject every call. Problems name paths, never
+ * values.
  *
  * @since 0.1.0
  * @category Validation
@@ -293,12 +367,16 @@ const isTenantId = Schema.is(TenantId)
 export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
   const problems: Array<ConfigProblem> = []
   const checkBudget = (path: string, budget: TenantBudget) => {
-    if (!Number.isFinite(budget.limit) || budget.limit <= 0) {
+    if (typeof budget !== "object" || budget === null) {
+      problems.push(new ConfigProblem({ path, reason: "INVALID_VALUE", detail: "must be an object with a limit" }))
+      return
+    }
+    if (typeof budget.limit !== "number" || !Number.isFinite(budget.limit) || budget.limit <= 0) {
       problems.push(
         new ConfigProblem({
           path: `${path}.limit`,
           reason: "NON_POSITIVE_LIMIT",
-          detail: `must be a finite number > 0, got ${budget.limit}`
+          detail: "must be a finite number > 0"
         })
       )
     } else if (budget.limit > maxLimit) {
@@ -311,14 +389,19 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
         new ConfigProblem({
           path: `${path}.period`,
           reason: "UNKNOWN_PERIOD",
-          detail: `one of ${periods.join(", ")}, got ${budget.period}`
+          detail: `must be one of ${periods.join(", ")}`
         })
       )
     }
   }
-  const tenants = Object.entries(options.tenants ?? {})
+  for (const key of reservedKeysOf(options.tenants)) {
+    problems.push(
+      new ConfigProblem({ path: `budgets.tenants.${key}`, reason: "RESERVED_KEY", detail: reservedKeyDetail })
+    )
+  }
+  const tenants = Object.entries(options.tenants ?? {}).filter(([tenant]) => !isReservedKey(tenant))
   for (const [tenant, budget] of tenants) {
-    const path = `budgets.tenants.${tenant}`
+    const path = `budgets.tenants.${segment(tenant)}`
     if (!isTenantId(tenant))
       problems.push(new ConfigProblem({ path, reason: "INVALID_TENANT", detail: "not a valid tenant id" }))
     checkBudget(path, budget)
@@ -330,7 +413,7 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
       new ConfigProblem({
         path: "budgets.undeclaredTenants",
         reason: "UNKNOWN_POLICY",
-        detail: `"reject", "unlimited" or a budget, got ${String(undeclared)}`
+        detail: 'must be "reject", "unlimited" or a budget'
       })
     )
   }
@@ -353,10 +436,38 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
           detail: "must be a finite duration > 0"
         })
       )
+    } else if (Duration.greaterThan(ttl.value, maxReservationTtl)) {
+      problems.push(
+        new ConfigProblem({
+          path: "budgets.reservationTtl",
+          reason: "DURATION_TOO_LONG",
+          detail: "must be at most 7 days"
+        })
+      )
     }
   }
   return problems
 }
+
+const decodeConfig = Schema.decodeUnknownEither(BudgetsConfig, { errors: "all", onExcessProperty: "error" })
+
+/**
+ * Decodes a budget configuration from plain JSON (`reservationTtl` in milliseconds) and validates
+ * it. A failure lists every problem with its path (`budgets.tenants.acme.limit`), never a value.
+ *
+ * @since 0.2.0
+ * @category Constructors
+ */
+export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigError> =>
+  Effect.suspend(() => {
+    const decoded = decodeConfig(input)
+    if (decoded._tag === "Left") {
+      const problems = configProblemsOf(decoded.left, (path) => ["budgets", ...path.map(segment)].join("."))
+      return Effect.fail(new GatewayConfigError({ problems: problems.map((p) => new ConfigProblem(p)) }))
+    }
+    const problems = validate(decoded.right)
+    return problems.length > 0 ? Effect.fail(new GatewayConfigError({ problems })) : Effect.succeed(decoded.right)
+  })
 
 // ---------------------------------------------------------------------------------------------
 // Windows
@@ -415,10 +526,14 @@ const reserveUnits = (amount: number) => Math.max(0, Math.ceil(amount * unitsPer
 const limitUnits = (amount: number) => Math.floor(amount * unitsPerCurrency + 1e-6)
 const fromUnits = (units: number) => units / unitsPerCurrency
 
+/** The settlement of a release, a repeated settle, an untracked tenant or a failed store operation. */
+const nothingSettled: Settlement = { committed: 0, overspent: 0 }
+const succeedNothingSettled: Effect.Effect<Settlement> = Effect.succeed(nothingSettled)
+
 const settledReservation = (tenant: TenantId, amount: number): Reservation => ({
   tenant,
   amount,
-  settle: () => Effect.void
+  settle: () => succeedNothingSettled
 })
 
 const unlimitedBalance = (tenant: TenantId, limit: number): Balance => ({
@@ -426,18 +541,35 @@ const unlimitedBalance = (tenant: TenantId, limit: number): Balance => ({
   limit,
   committed: 0,
   reserved: 0,
+  overspent: 0,
   period: undefined,
   windowStart: -Infinity,
   windowEnd: Infinity
 })
 
 const settleFailed = (tenant: TenantId, operation: "commit" | "release") =>
-  Effect.zipRight(
-    Metric.increment(Metric.tagged(metrics.settleFailures, "operation", operation)),
-    Effect.annotateLogs(
-      Effect.logWarning("budget settle failed; the store frees the reservation when its TTL expires"),
-      { tenant, operation }
-    )
+  Effect.as(
+    Effect.zipRight(
+      Metric.increment(Metric.tagged(metrics.settleFailures, "operation", operation)),
+      Effect.annotateLogs(
+        Effect.logWarning("budget settle failed; the store frees the reservation when its TTL expires"),
+        { tenant, operation }
+      )
+    ),
+    nothingSettled
+  )
+
+/** A late commit that no longer fit the limit: counted in the metric and logged (tenant only). */
+const overspent = (tenant: TenantId, settlement: Settlement) =>
+  Effect.as(
+    Effect.zipRight(
+      Metric.incrementBy(metrics.overspend, settlement.overspent),
+      Effect.annotateLogs(
+        Effect.logWarning("budget overspent: a commit arrived after its reservation expired and exceeded the limit"),
+        { tenant }
+      )
+    ),
+    settlement
   )
 
 /**
@@ -452,7 +584,8 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
     const problems = validate(options)
     if (problems.length > 0) return yield* new GatewayConfigError({ problems })
     const store = yield* Store.BudgetStore
-    const ttl = Duration.toMillis(options.reservationTtl ?? defaultReservationTtl)
+    const reservationTtl = Duration.decode(options.reservationTtl ?? defaultReservationTtl)
+    const ttl = Duration.toMillis(reservationTtl)
     const budgets = new Map<string, TenantBudget>(Object.entries(options.tenants ?? {}))
     const undeclared = options.undeclaredTenants ?? "reject"
     const budgetOf = (tenant: TenantId) => budgets.get(tenant) ?? undeclared
@@ -469,11 +602,17 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
       return window
     }
 
-    const makeReservation = (tenant: TenantId, account: string, id: string, units: number): Reservation => {
+    const makeReservation = (
+      tenant: TenantId,
+      account: string,
+      id: string,
+      units: number,
+      limit: number
+    ): Reservation => {
       let settled = false
-      const settle = (actual: number): Effect.Effect<void> =>
+      const settle = (actual: number): Effect.Effect<Settlement> =>
         Effect.suspend(() => {
-          if (settled) return Effect.void
+          if (settled) return succeedNothingSettled
           settled = true
           // A non-finite actual is a bug upstream: charge the whole reservation rather than nothing.
           const spend = Number.isFinite(actual)
@@ -481,10 +620,19 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
             : units
           return Effect.uninterruptible(
             spend === 0
-              ? Effect.catchAll(store.release({ account, id }), () => settleFailed(tenant, "release"))
-              : Effect.catchAll(store.commit({ account, id, amount: units, spend }), () =>
-                  settleFailed(tenant, "commit")
+              ? Effect.catchAll(Effect.as(store.release({ account, id }), nothingSettled), () =>
+                  settleFailed(tenant, "release")
                 )
+              : Effect.matchEffect(store.commit({ account, id, amount: units, spend, limit }), {
+                  onFailure: () => settleFailed(tenant, "commit"),
+                  onSuccess: (outcome) => {
+                    const settlement: Settlement = {
+                      committed: fromUnits(outcome.committed),
+                      overspent: fromUnits(outcome.overspent)
+                    }
+                    return outcome.overspent > 0 ? overspent(tenant, settlement) : Effect.succeed(settlement)
+                  }
+                })
           )
         })
       return { tenant, amount: fromUnits(units), settle }
@@ -525,7 +673,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
                   })
                 )
               }
-              const reservation = makeReservation(tenant, account, id, units)
+              const reservation = makeReservation(tenant, account, id, units, request.limit)
               // An interruptible caller was interrupted while the store answered: the interruption
               // is delivered when this region ends and the reservation would be lost, so give the
               // amount back first.
@@ -564,6 +712,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
             limit: budget.limit,
             committed: fromUnits(b.committed),
             reserved: fromUnits(b.reserved),
+            overspent: fromUnits(b.overspent),
             period,
             windowStart: window.start,
             windowEnd: window.end
@@ -572,7 +721,12 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
       })
     }
 
-    return Budgets.of({ reserve, balance, isLimited: (tenant) => budgetOf(tenant) !== "unlimited" })
+    return Budgets.of({
+      reserve,
+      balance,
+      isLimited: (tenant) => budgetOf(tenant) !== "unlimited",
+      reservationTtl
+    })
   })
 
 /**

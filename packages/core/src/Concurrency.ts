@@ -43,6 +43,14 @@ import { Config, Context, Effect, Layer, Schema } from "effect"
 import type { ConfigError } from "effect"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
 import type { StoreError } from "./Errors.js"
+import {
+  configProblemsOf,
+  isReservedKey,
+  reservedKeyDetail,
+  reservedKeysOf,
+  safeRecord,
+  segment
+} from "./internal/issues.js"
 import { Permits } from "./internal/permits.js"
 import { TenantId } from "./ModelCommand.js"
 import type { TargetRef } from "./ModelTarget.js"
@@ -192,11 +200,12 @@ export type TenantPermits = typeof TenantPermits.Type
 export const ConcurrencyConfig = Schema.Struct({
   /** Total permits: calls in flight at once in this process. */
   permits: Schema.Number,
-  tenants: Schema.optional(Schema.Record({ key: Schema.String, value: TenantPermits })),
+  /** By tenant id; `__proto__`, `constructor` and `prototype` are refused as keys, never dropped. */
+  tenants: Schema.optional(safeRecord(TenantPermits)),
   /** Most permits an undeclared tenant holds at once. Default: the whole shared pool. */
   undeclaredMax: Schema.optional(Schema.Number),
-  /** In-flight attempts per target ref. */
-  targets: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Number }))
+  /** In-flight attempts per target ref (reserved names refused as keys, like `tenants`). */
+  targets: Schema.optional(safeRecord(Schema.Number))
 })
 
 /**
@@ -211,7 +220,8 @@ const isCount = (n: number, min: number) => Number.isInteger(n) && n >= min
 /**
  * Every problem of a concurrency configuration (empty when valid): counts that are not integers
  * or not positive, a reserved total above `permits`, a `max` below its tenant's `reserved` or
- * above what the tenant can ever reach, malformed tenant ids.
+ * above what the tenant can ever reach, malformed tenant ids, reserved keys (`__proto__`,
+ * `constructor`, `prototype`) among tenants or targets. Problems name paths, never values.
  *
  * @since 0.1.0
  * @category Validation
@@ -223,50 +233,71 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
   const count = (path: string, n: number, min: number) => {
     if (isCount(n, min)) return true
     const reason = !Number.isInteger(n) ? "NOT_AN_INTEGER" : min === 0 ? "NEGATIVE_LIMIT" : "NON_POSITIVE_LIMIT"
-    add(path, reason, `must be an integer ≥ ${min}, got ${n}`)
+    add(path, reason, `must be an integer ≥ ${min}`)
     return false
   }
   count("concurrency.permits", options.permits, 1)
-  const tenants = Object.entries(options.tenants ?? {})
+  for (const key of reservedKeysOf(options.tenants))
+    add(`concurrency.tenants.${key}`, "RESERVED_KEY", reservedKeyDetail)
+  for (const key of reservedKeysOf(options.targets))
+    add(`concurrency.targets.${key}`, "RESERVED_KEY", reservedKeyDetail)
+  const tenants = Object.entries(options.tenants ?? {}).filter(([tenant, t]) => {
+    if (isReservedKey(tenant)) return false
+    if (typeof t === "object" && t !== null) return true
+    add(`concurrency.tenants.${segment(tenant)}`, "INVALID_VALUE", "must be an object")
+    return false
+  })
   let reservedTotal = 0
   for (const [, t] of tenants) {
     if (t.reserved !== undefined && isCount(t.reserved, 0)) reservedTotal += t.reserved
   }
   const shared = Math.max(0, options.permits - reservedTotal)
   for (const [tenant, t] of tenants) {
-    const path = `concurrency.tenants.${tenant}`
+    const path = `concurrency.tenants.${segment(tenant)}`
     if (!isTenantId(tenant)) add(path, "INVALID_TENANT", "not a valid tenant id")
     const reserved = t.reserved ?? 0
     count(`${path}.reserved`, reserved, 0)
     if (t.max !== undefined && count(`${path}.max`, t.max, 1)) {
       if (isCount(reserved, 0) && t.max < reserved) {
-        add(`${path}.max`, "MAX_BELOW_RESERVED", `max ${t.max} is below reserved ${reserved}`)
+        add(`${path}.max`, "MAX_BELOW_RESERVED", "max is below the tenant's reserved permits")
       } else if (isCount(reserved, 0) && t.max > reserved + shared) {
-        add(`${path}.max`, "MAX_ABOVE_CAPACITY", `max ${t.max} exceeds reserved ${reserved} + shared pool ${shared}`)
+        add(`${path}.max`, "MAX_ABOVE_CAPACITY", "max exceeds the tenant's reserved permits plus the shared pool")
       }
     }
   }
   if (Number.isFinite(options.permits) && reservedTotal > options.permits) {
-    add(
-      "concurrency.tenants",
-      "RESERVED_ABOVE_POOL",
-      `reserved permits total ${reservedTotal}, above permits ${options.permits}`
-    )
+    add("concurrency.tenants", "RESERVED_ABOVE_POOL", "the tenants' reserved permits add up to more than permits")
   }
   if (options.undeclaredMax !== undefined) {
     if (count("concurrency.undeclaredMax", options.undeclaredMax, 1) && options.undeclaredMax > shared) {
-      add(
-        "concurrency.undeclaredMax",
-        "MAX_ABOVE_CAPACITY",
-        `${options.undeclaredMax} exceeds the shared pool ${shared}`
-      )
+      add("concurrency.undeclaredMax", "MAX_ABOVE_CAPACITY", "exceeds the shared pool")
     }
   }
   for (const [ref, cap] of Object.entries(options.targets ?? {})) {
-    count(`concurrency.targets.${ref}`, cap, 1)
+    if (!isReservedKey(ref)) count(`concurrency.targets.${segment(ref)}`, cap, 1)
   }
   return problems
 }
+
+const decodeConfig = Schema.decodeUnknownEither(ConcurrencyConfig, { errors: "all", onExcessProperty: "error" })
+
+/**
+ * Decodes a concurrency configuration from plain JSON and validates it. A failure lists every
+ * problem with its path (`concurrency.tenants.acme.max`), never a value.
+ *
+ * @since 0.2.0
+ * @category Constructors
+ */
+export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigError> =>
+  Effect.suspend(() => {
+    const decoded = decodeConfig(input)
+    if (decoded._tag === "Left") {
+      const problems = configProblemsOf(decoded.left, (path) => ["concurrency", ...path.map(segment)].join("."))
+      return Effect.fail(new GatewayConfigError({ problems: problems.map((p) => new ConfigProblem(p)) }))
+    }
+    const problems = validate(decoded.right)
+    return problems.length > 0 ? Effect.fail(new GatewayConfigError({ problems })) : Effect.succeed(decoded.right)
+  })
 
 // ---------------------------------------------------------------------------------------------
 // In-memory implementation

@@ -2,14 +2,27 @@
  * The gateway configuration: targets and workflows, decoded from plain JSON or built in code, plus
  * the pieces only code can give (output schemas, degrade handlers). Validation lists every problem.
  *
+ * Edges handled at startup:
+ *
+ * - Every duration is finite and at most 24 h (`ModelTarget.maxDuration`); `1e309`, which
+ *   `JSON.parse` reads as `Infinity`, is refused.
+ * - Schema and degrade-handler names are looked up among the maps' own properties only, so a
+ *   workflow naming `constructor`, `toString` or `__proto__` gets `UNKNOWN_SCHEMA` /
+ *   `UNKNOWN_DEGRADE_HANDLER`, never something inherited from `Object.prototype`.
+ * - Problems name paths and kinds of problems, never values (a key pasted into `model` is not
+ *   echoed).
+ * - With budgets that hold reservations, every workflow timeout must be shorter than the budgets'
+ *   `reservationTtl` (`TIMEOUT_NOT_BELOW_RESERVATION_TTL`), so no reservation expires while its call
+ *   can still run.
+ *
  * @since 0.1.0
  */
-import { Duration, Effect, Either, ParseResult, Schema } from "effect"
+import { Duration, Effect, Either, type ParseResult, Schema } from "effect"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
-import { jsonPath } from "./internal/issues.js"
+import { configProblemsOf, jsonPath } from "./internal/issues.js"
 import * as JsonSchemaFeatures from "./JsonSchemaFeatures.js"
 import type { ModelCommand } from "./ModelCommand.js"
-import { ModelTarget } from "./ModelTarget.js"
+import { maxDuration, ModelTarget } from "./ModelTarget.js"
 import { Workflow } from "./Workflow.js"
 
 /**
@@ -49,7 +62,7 @@ const decodeConfig = Schema.decodeUnknownEither(GatewayConfig, { errors: "all", 
 
 /**
  * Decodes a configuration from plain JSON (e.g. a parsed file). A failure lists every bad field
- * with its path.
+ * with its path and what was expected, never the value found.
  *
  * @since 0.1.0
  * @category Constructors
@@ -60,17 +73,40 @@ export const decode = (input: unknown): Effect.Effect<GatewayConfig, GatewayConf
     onLeft: (error) =>
       Effect.fail(
         new GatewayConfigError({
-          problems: ParseResult.ArrayFormatter.formatErrorSync(error).map(
-            (issue) =>
-              new ConfigProblem({
-                path: jsonPath(issue.path),
-                reason: "INVALID_VALUE",
-                detail: issue.message
-              })
-          )
+          problems: configProblemsOf(error, jsonPath).map((p) => new ConfigProblem(p))
         })
       )
   })
+
+/** `record[name]` if `name` is an own property of `record` (nothing inherited from `Object.prototype`). */
+const own = <A>(record: Readonly<Record<string, A>> | undefined, name: string): A | undefined =>
+  record !== undefined && Object.hasOwn(record, name) ? record[name] : undefined
+
+/** The schema named `name`, if `definition` gives one (own properties only) and it is a schema. */
+const schemaNamed = (definition: Definition, name: string): Schema.Schema.AnyNoContext | undefined => {
+  const schema = own(definition.schemas, name)
+  return Schema.isSchema(schema) ? schema : undefined
+}
+
+/** The degrade handler named `name`, if `definition` gives one (own properties only) and it is a function. */
+const handlerNamed = (definition: Definition, name: string): DegradeHandler | undefined => {
+  const handler = own(definition.degradeHandlers, name)
+  return typeof handler === "function" ? handler : undefined
+}
+
+/**
+ * What startup validation knows beyond the definition.
+ *
+ * @since 0.2.0
+ * @category Validation
+ */
+export interface ValidateOptions {
+  /**
+   * How long the budgets hold an unsettled reservation (`Budgets.Service.reservationTtl`);
+   * `undefined` when nothing is held. Every workflow timeout must be shorter.
+   */
+  readonly reservationTtl?: Duration.Duration | undefined
+}
 
 /**
  * A workflow with its resolved output schema and JSON Schema (computed once at startup).
@@ -90,22 +126,36 @@ export interface CompiledWorkflow {
 }
 
 /**
- * Checks a configuration against itself, the provided schemas and handlers, and the providers that
- * have adapters. Returns every problem found (empty when valid).
+ * Checks a configuration against itself, the provided schemas and handlers, the providers that
+ * have adapters and the budgets' reservation TTL. Returns every problem found (empty when valid);
+ * problems name paths and kinds of problems, never values.
  *
  * @since 0.1.0
  * @category Validation
  */
-export const validate = (definition: Definition, providers: ReadonlySet<string>): ReadonlyArray<ConfigProblem> => {
+export const validate = (
+  definition: Definition,
+  providers: ReadonlySet<string>,
+  options: ValidateOptions = {}
+): ReadonlyArray<ConfigProblem> => {
   const problems: Array<ConfigProblem> = []
   const { config } = definition
   const add = (p: ConstructorParameters<typeof ConfigProblem>[0]) => problems.push(new ConfigProblem(p))
+  /** A duration beyond 24 h or infinite (possible only for a config built without validation). */
+  const tooLong = (d: Duration.Duration | undefined) =>
+    d !== undefined && (!Duration.isFinite(d) || Duration.greaterThan(d, maxDuration))
+  const tooLongDetail = "must be finite and at most 24 h (86400000 ms)"
   const targets = new Map<string, ModelTarget>()
   config.targets.forEach((t, i) => {
     const path = `targets[${i}]`
     if (targets.has(t.ref)) add({ path, target: t.ref, reason: "DUPLICATE_TARGET", detail: "ref defined twice" })
     targets.set(t.ref, t)
     const l = t.limits
+    for (const key of ["perAttemptTimeout", "ttftTimeout", "streamIdleTimeout", "minimumAttemptTime"] as const) {
+      if (tooLong(l[key])) {
+        add({ path: `${path}.limits.${key}`, target: t.ref, reason: "DURATION_TOO_LONG", detail: tooLongDetail })
+      }
+    }
     if (Duration.toMillis(l.perAttemptTimeout) <= 0) {
       add({
         path: `${path}.limits.perAttemptTimeout`,
@@ -133,7 +183,7 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
         path: `${path}.limits.minimumAttemptTime`,
         target: t.ref,
         reason: "MINIMUM_EXCEEDS_PER_ATTEMPT",
-        detail: `minimumAttemptTime ${Duration.toMillis(l.minimumAttemptTime)} ms > perAttemptTimeout ${Duration.toMillis(l.perAttemptTimeout)} ms`
+        detail: "minimumAttemptTime exceeds perAttemptTimeout"
       })
     }
     if (t.status !== "disabled" && !providers.has(t.provider)) {
@@ -141,7 +191,7 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
         path: `${path}.provider`,
         target: t.ref,
         reason: "NO_ADAPTER",
-        detail: `no adapter provided for provider "${t.provider}"`
+        detail: "no adapter provided for this provider"
       })
     }
   })
@@ -154,30 +204,65 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
     if (Duration.toMillis(w.timeout) <= 0) {
       add({ path: `${path}.timeout`, workflow: wf, reason: "NON_POSITIVE_TIMEOUT", detail: "must be > 0" })
     }
+    if (tooLong(w.timeout)) {
+      add({ path: `${path}.timeout`, workflow: wf, reason: "DURATION_TOO_LONG", detail: tooLongDetail })
+    } else if (options.reservationTtl !== undefined && !Duration.lessThan(w.timeout, options.reservationTtl)) {
+      add({
+        path: `${path}.timeout`,
+        workflow: wf,
+        reason: "TIMEOUT_NOT_BELOW_RESERVATION_TTL",
+        detail: "must be shorter than the budgets' reservationTtl: a reservation could expire while its call still runs"
+      })
+    }
+    for (const key of ["baseDelay", "maxDelay"] as const) {
+      if (tooLong(w.retry[key])) {
+        add({ path: `${path}.retry.${key}`, workflow: wf, reason: "DURATION_TOO_LONG", detail: tooLongDetail })
+      }
+    }
     if (Duration.greaterThan(w.retry.baseDelay, w.retry.maxDelay)) {
       add({ path: `${path}.retry`, workflow: wf, reason: "INVALID_RETRY", detail: "baseDelay > maxDelay" })
     }
     let schema: Schema.Schema.AnyNoContext | undefined
     let features: ReadonlySet<string> = new Set()
     if (w.output !== undefined) {
-      schema = definition.schemas?.[w.output.schema]
-      if (schema === undefined) {
+      const given = own<unknown>(definition.schemas, w.output.schema)
+      schema = schemaNamed(definition, w.output.schema)
+      if (given === undefined) {
         add({
           path: `${path}.output.schema`,
           workflow: wf,
           reason: "UNKNOWN_SCHEMA",
-          detail: `no schema named "${w.output.schema}" was provided`
+          detail: "no schema of this name was provided"
+        })
+      } else if (schema === undefined) {
+        add({
+          path: `${path}.output.schema`,
+          workflow: wf,
+          reason: "INVALID_SCHEMA",
+          detail: "what was provided under this name is not an Effect Schema"
         })
       } else {
-        features = JsonSchemaFeatures.featuresOf(JsonSchemaFeatures.fromSchema(schema))
+        try {
+          features = JsonSchemaFeatures.featuresOf(JsonSchemaFeatures.fromSchema(schema))
+        } catch {
+          // e.g. a `Schema.declare` without a JSON Schema annotation: a listed problem, not a defect
+          add({
+            path: `${path}.output.schema`,
+            workflow: wf,
+            reason: "INVALID_SCHEMA",
+            detail: "the schema cannot be expressed as JSON Schema"
+          })
+          schema = undefined
+        }
       }
     }
-    if (w.degrade?._tag === "handler" && definition.degradeHandlers?.[w.degrade.name] === undefined) {
+    if (w.degrade?._tag === "handler" && handlerNamed(definition, w.degrade.name) === undefined) {
+      const given = own<unknown>(definition.degradeHandlers, w.degrade.name) !== undefined
       add({
         path: `${path}.degrade.name`,
         workflow: wf,
-        reason: "UNKNOWN_DEGRADE_HANDLER",
-        detail: `no degrade handler named "${w.degrade.name}"`
+        reason: given ? "INVALID_DEGRADE_HANDLER" : "UNKNOWN_DEGRADE_HANDLER",
+        detail: given ? "what was provided under this name is not a function" : "no degrade handler of this name"
       })
     }
     if (
@@ -211,10 +296,10 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
       if (w.requires.streaming && !caps.streaming) missing.push("streaming")
       if (missing.length > 0) tgt("CAPABILITY_MISSING", `missing: ${missing.join(", ")}`)
       if (w.requires.minContextWindow !== undefined && caps.contextWindow < w.requires.minContextWindow) {
-        tgt("CONTEXT_TOO_SMALL", `context window ${caps.contextWindow} < required ${w.requires.minContextWindow}`)
+        tgt("CONTEXT_TOO_SMALL", "context window below requires.minContextWindow")
       }
       if (w.requires.minOutputTokens !== undefined && caps.maxOutputTokens < w.requires.minOutputTokens) {
-        tgt("CAPABILITY_MISSING", `max output ${caps.maxOutputTokens} < required ${w.requires.minOutputTokens}`)
+        tgt("CAPABILITY_MISSING", "maxOutputTokens below requires.minOutputTokens")
       }
       if (w.output !== undefined) {
         if (caps.structuredOutput.mode === "none") {
@@ -230,10 +315,12 @@ export const validate = (definition: Definition, providers: ReadonlySet<string>)
           }
         }
       }
-      const outside = t.regions.filter((r) => !w.regions.includes(r))
-      if (outside.length > 0)
-        tgt("DATA_REGION_MISMATCH", `regions [${outside.join(", ")}] not in workflow regions [${w.regions.join(", ")}]`)
-      if (!t.dataClasses.includes(w.dataClass)) tgt("DATA_CLASS_NOT_ALLOWED", `data class "${w.dataClass}" not allowed`)
+      if (t.regions.some((r) => !w.regions.includes(r))) {
+        tgt("DATA_REGION_MISMATCH", "the target runs in regions outside the workflow's regions")
+      }
+      if (!t.dataClasses.includes(w.dataClass)) {
+        tgt("DATA_CLASS_NOT_ALLOWED", "the target may not receive the workflow's data class")
+      }
       if (Duration.greaterThan(t.limits.minimumAttemptTime, w.timeout)) {
         tgt("MINIMUM_EXCEEDS_TIMEOUT", "minimumAttemptTime exceeds the workflow timeout")
       }
@@ -253,13 +340,13 @@ export const compile = (definition: Definition): ReadonlyMap<string, CompiledWor
   const targets = new Map(definition.config.targets.map((t) => [t.ref as string, t]))
   const out = new Map<string, CompiledWorkflow>()
   for (const w of definition.config.workflows) {
-    const schema = w.output ? definition.schemas?.[w.output.schema] : undefined
+    const schema = w.output ? schemaNamed(definition, w.output.schema) : undefined
     const jsonSchema = schema ? JsonSchemaFeatures.fromSchema(schema) : undefined
     const degrade: DegradeHandler | undefined =
       w.degrade === undefined
         ? undefined
         : w.degrade._tag === "handler"
-          ? definition.degradeHandlers?.[w.degrade.name]
+          ? handlerNamed(definition, w.degrade.name)
           : (
               (value: unknown) => () =>
                 Effect.succeed(value)

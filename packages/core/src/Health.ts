@@ -35,37 +35,39 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Duration, Effect, Layer, Metric, Option, ParseResult, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Option, Schema } from "effect"
 import type { Config, ConfigError } from "effect"
 import * as Store from "./BreakerStore.js"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
 import type { StoreError } from "./Errors.js"
+import {
+  describeIssue,
+  isReservedKey,
+  reservedKeyDetail,
+  reservedKeysOf,
+  safeRecord,
+  segment,
+  valueFreeIssues
+} from "./internal/issues.js"
 import * as Breaker from "./internal/breaker.js"
 import { Kind, RouteWindow } from "./internal/healthWindow.js"
 import { RetryBudget } from "./internal/healthRetryBudget.js"
 import type { AttemptOutcome } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
-import { Millis } from "./ModelTarget.js"
+import { maxDuration, Millis } from "./ModelTarget.js"
+import * as ProviderAdapter from "./ProviderAdapter.js"
 
 // ---------------------------------------------------------------------------------------------
 // Signals
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Rate-limit headroom as a provider reported it (response headers such as
- * `x-ratelimit-remaining-requests`).
- *
+ * @deprecated Use `ProviderAdapter.RateLimitHeadroom` (the one headroom type; its reset is an
+ * instant, `resetAt`, no longer `resetAfterMs`). Kept for one release.
  * @since 0.1.0
  * @category Models
  */
-export interface RateLimitInfo {
-  readonly remainingRequests?: number | undefined
-  readonly limitRequests?: number | undefined
-  readonly remainingTokens?: number | undefined
-  readonly limitTokens?: number | undefined
-  /** Milliseconds until the limits reset. */
-  readonly resetAfterMs?: number | undefined
-}
+export type RateLimitInfo = ProviderAdapter.RateLimitHeadroom
 
 /**
  * What one finished attempt says about its route.
@@ -86,7 +88,7 @@ export interface AttemptSignal {
   /** The provider's retry-after hint, if any. */
   readonly retryAfterMs?: number | undefined
   /** Rate-limit headroom the provider reported with this attempt, if any. */
-  readonly rateLimit?: RateLimitInfo | undefined
+  readonly rateLimit?: ProviderAdapter.RateLimitHeadroom | undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -102,22 +104,19 @@ export const BreakerStatus = Schema.Literal("closed", "open", "half_open")
 export type BreakerStatus = typeof BreakerStatus.Type
 
 /**
- * Last rate-limit headroom reported for a route. A 429 without headers counts as zero requests
- * left until its retry-after.
- *
+ * @deprecated Use `ProviderAdapter.RateLimitHeadroom` (the same fields; a plain struct schema, no
+ * longer a class). Kept for one release.
  * @since 0.1.0
  * @category Models
  */
-export class RateLimitHeadroom extends Schema.Class<RateLimitHeadroom>("@modelgate/core/Health/RateLimitHeadroom")({
-  remainingRequests: Schema.optional(Schema.Number),
-  limitRequests: Schema.optional(Schema.Number),
-  remainingTokens: Schema.optional(Schema.Number),
-  limitTokens: Schema.optional(Schema.Number),
-  /** Instant (epoch ms) the limits reset. */
-  resetAt: Schema.optional(Schema.Number),
-  /** Instant (epoch ms) it was reported. */
-  reportedAt: Schema.Number
-}) {}
+export const RateLimitHeadroom: typeof ProviderAdapter.RateLimitHeadroom = ProviderAdapter.RateLimitHeadroom
+
+/**
+ * @deprecated Use `ProviderAdapter.RateLimitHeadroom`. Kept for one release.
+ * @since 0.1.0
+ * @category Models
+ */
+export type RateLimitHeadroom = ProviderAdapter.RateLimitHeadroom
 
 /**
  * Health of one route at one instant. Rates are over every attempt recorded in the window
@@ -157,7 +156,8 @@ export class RouteHealth extends Schema.Class<RouteHealth>("@modelgate/core/Heal
   lastErrorTag: Schema.optional(Schema.String),
   lastErrorAt: Schema.optional(Schema.Number),
   lastAttemptAt: Schema.optional(Schema.Number),
-  rateLimit: Schema.optional(RateLimitHeadroom)
+  /** The last rate-limit headroom reported for the route (a 429 without headers: none left). */
+  rateLimit: Schema.optional(ProviderAdapter.RateLimitHeadroom)
 }) {}
 
 /**
@@ -358,8 +358,8 @@ export class RetryBudgetSettings extends Schema.Class<RetryBudgetSettings>(
  */
 export class HealthConfig extends Schema.Class<HealthConfig>("@modelgate/core/HealthConfig")({
   breaker: Schema.optionalWith(BreakerSettings, { default: () => BreakerSettings.make({}) }),
-  /** Breaker overrides by target ref. */
-  targets: Schema.optionalWith(Schema.Record({ key: Schema.String, value: BreakerOverrides }), { default: () => ({}) }),
+  /** Breaker overrides by target ref (`__proto__`, `constructor`, `prototype` are refused as keys). */
+  targets: Schema.optionalWith(safeRecord(BreakerOverrides), { default: () => ({}) }),
   window: Schema.optionalWith(WindowSettings, { default: () => WindowSettings.make({}) }),
   retryBudget: Schema.optionalWith(RetryBudgetSettings, { default: () => RetryBudgetSettings.make({}) }),
   /**
@@ -387,6 +387,7 @@ const resolve = (base: BreakerSettings, o: BreakerOverrides | undefined): Resolv
 })
 
 const isInt = (n: number) => Number.isInteger(n)
+const maxDurationMs = Duration.toMillis(maxDuration)
 
 /**
  * Every problem of a configuration (empty when valid). Paths start at `health`; a per-target
@@ -403,37 +404,32 @@ export const validate = (config: HealthConfig): ReadonlyArray<ConfigProblem> => 
     )
   const samples = config.window.samples
   if (!isInt(samples) || samples < 1 || samples > 10_000) {
-    add("health.window.samples", `must be an integer in [1, 10000], got ${samples}`)
+    add("health.window.samples", "must be an integer in [1, 10000]")
   }
   const windowMs = Duration.toMillis(config.window.duration)
-  if (!(windowMs > 0) || !Number.isFinite(windowMs)) add("health.window.duration", "must be > 0 and finite")
+  if (!(windowMs > 0) || !(windowMs <= maxDurationMs)) add("health.window.duration", "must be > 0 and at most 24 h")
   if (!isInt(config.maxRoutes) || config.maxRoutes < 1) {
-    add("health.maxRoutes", `must be a positive integer, got ${config.maxRoutes}`)
+    add("health.maxRoutes", "must be a positive integer")
   }
   /** `fields`: the fields an override sets (all for the defaults); a check reports when it involves one. */
   const checkBreaker = (path: string, s: Resolved, fields: ReadonlySet<string> | undefined, target?: string) => {
     const involves = (...names: ReadonlyArray<string>) => fields === undefined || names.some((n) => fields.has(n))
     if (involves("consecutiveFailures") && (!isInt(s.consecutiveFailures) || s.consecutiveFailures < 0)) {
-      add(`${path}.consecutiveFailures`, `must be a non-negative integer, got ${s.consecutiveFailures}`, target)
+      add(`${path}.consecutiveFailures`, "must be a non-negative integer", target)
     }
     if (involves("failureRatio") && !(s.failureRatio >= 0 && s.failureRatio <= 1)) {
-      add(`${path}.failureRatio`, `must be in [0, 1], got ${s.failureRatio}`, target)
+      add(`${path}.failureRatio`, "must be in [0, 1]", target)
     }
     if (!isInt(s.minimumCalls) || s.minimumCalls < 1) {
-      if (involves("minimumCalls"))
-        add(`${path}.minimumCalls`, `must be a positive integer, got ${s.minimumCalls}`, target)
+      if (involves("minimumCalls")) add(`${path}.minimumCalls`, "must be a positive integer", target)
     } else if (involves("minimumCalls", "failureRatio") && s.failureRatio > 0 && s.minimumCalls > samples) {
-      add(
-        `${path}.minimumCalls`,
-        `${s.minimumCalls} exceeds window.samples ${samples}: the ratio rule could never trip`,
-        target
-      )
+      add(`${path}.minimumCalls`, "exceeds window.samples: the ratio rule could never trip", target)
     }
-    if (involves("coolDown") && (!(s.coolDownMs > 0) || !Number.isFinite(s.coolDownMs))) {
-      add(`${path}.coolDown`, "must be > 0 and finite", target)
+    if (involves("coolDown") && (!(s.coolDownMs > 0) || !(s.coolDownMs <= maxDurationMs))) {
+      add(`${path}.coolDown`, "must be > 0 and at most 24 h", target)
     }
     if (involves("halfOpenProbes") && (!isInt(s.halfOpenProbes) || s.halfOpenProbes < 1)) {
-      add(`${path}.halfOpenProbes`, `must be a positive integer, got ${s.halfOpenProbes}`, target)
+      add(`${path}.halfOpenProbes`, "must be a positive integer", target)
     }
     if (
       involves("enabled", "consecutiveFailures", "failureRatio") &&
@@ -445,16 +441,26 @@ export const validate = (config: HealthConfig): ReadonlyArray<ConfigProblem> => 
     }
   }
   checkBreaker("health.breaker", resolve(config.breaker, undefined), undefined)
+  for (const key of reservedKeysOf(config.targets)) {
+    problems.push(
+      new ConfigProblem({
+        path: `health.targets[${JSON.stringify(key)}]`,
+        reason: "RESERVED_KEY",
+        detail: reservedKeyDetail
+      })
+    )
+  }
   for (const [ref, o] of Object.entries(config.targets)) {
-    checkBreaker(`health.targets[${JSON.stringify(ref)}]`, resolve(config.breaker, o), new Set(Object.keys(o)), ref)
+    if (isReservedKey(ref)) continue
+    const name = segment(ref)
+    checkBreaker(`health.targets[${JSON.stringify(name)}]`, resolve(config.breaker, o), new Set(Object.keys(o)), name)
   }
   const r = config.retryBudget
-  if (!(r.ratio >= 0 && r.ratio <= 1)) add("health.retryBudget.ratio", `must be in [0, 1], got ${r.ratio}`)
+  if (!(r.ratio >= 0 && r.ratio <= 1)) add("health.retryBudget.ratio", "must be in [0, 1]")
   if (!(r.minPerSecond >= 0) || !Number.isFinite(r.minPerSecond)) {
-    add("health.retryBudget.minPerSecond", `must be >= 0 and finite, got ${r.minPerSecond}`)
+    add("health.retryBudget.minPerSecond", "must be >= 0 and finite")
   }
-  if (!(r.burst >= 1) || !Number.isFinite(r.burst))
-    add("health.retryBudget.burst", `must be >= 1 and finite, got ${r.burst}`)
+  if (!(r.burst >= 1) || !Number.isFinite(r.burst)) add("health.retryBudget.burst", "must be >= 1 and finite")
   return problems
 }
 
@@ -490,9 +496,10 @@ export const decode = (input: unknown): Effect.Effect<HealthConfig, GatewayConfi
   if (decoded._tag === "Left") {
     // A field inside a Schema class is reported twice (encoded and class side) and its parent once
     // more: keep the first report of each path, and only the deepest paths.
-    const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue) => ({
-      path: ["health", ...issue.path.map(String)].join("."),
-      detail: issue.message
+    const issues = valueFreeIssues(decoded.left).map((issue) => ({
+      path: ["health", ...issue.path.map(segment)].join("."),
+      reason: issue.kind === "reserved_key" ? "RESERVED_KEY" : "INVALID_VALUE",
+      detail: describeIssue(issue)
     }))
     const seen = new Set<string>()
     const problems = issues.filter((issue) => {
@@ -502,7 +509,7 @@ export const decode = (input: unknown): Effect.Effect<HealthConfig, GatewayConfi
     })
     return Effect.fail(
       new GatewayConfigError({
-        problems: problems.map((p) => new ConfigProblem({ path: p.path, reason: "INVALID_VALUE", detail: p.detail }))
+        problems: problems.map((p) => new ConfigProblem({ path: p.path, reason: p.reason, detail: p.detail }))
       })
     )
   }
@@ -515,23 +522,28 @@ export const decode = (input: unknown): Effect.Effect<HealthConfig, GatewayConfi
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Metrics of route health. `breakerState` (tagged `route`) is 0 closed, 1 half-open, 2 open and is
- * set on every transition; `breakerTransitions` is tagged `route`, `from`, `to`;
- * `breakerStoreFailures` (tagged `operation`: `record` or `release`) counts bookkeeping the breaker
- * store could not do.
+ * Metrics of route health (names follow the scheme of module `Telemetry`). `breakerState`
+ * (`modelgate.breaker.state`, tagged `route`) is 0 closed, 1 half-open, 2 open and is set on every
+ * transition; `breakerTransitions` (`modelgate.breaker.transitions`) is tagged `route`, `from`, `to`;
+ * `retryBudgetRejections` (`modelgate.retry_budget.rejections`) counts retries the retry budget
+ * refused; `breakerStoreFailures` (`modelgate.breaker.store_failures`, tagged `operation`: `record`
+ * or `release`) counts bookkeeping the breaker store could not do.
+ *
+ * Before 0.2.0 the first three were named `modelgate_breaker_state`,
+ * `modelgate_breaker_transitions_total` and `modelgate_retry_budget_rejections_total`.
  *
  * @since 0.1.0
  * @category Metrics
  */
 export const metrics = {
-  breakerState: Metric.gauge("modelgate_breaker_state", {
+  breakerState: Metric.gauge("modelgate.breaker.state", {
     description: "Circuit breaker state per route: 0 closed, 1 half-open, 2 open"
   }),
-  breakerTransitions: Metric.counter("modelgate_breaker_transitions_total", {
+  breakerTransitions: Metric.counter("modelgate.breaker.transitions", {
     description: "Circuit breaker transitions per route",
     incremental: true
   }),
-  retryBudgetRejections: Metric.counter("modelgate_retry_budget_rejections_total", {
+  retryBudgetRejections: Metric.counter("modelgate.retry_budget.rejections", {
     description: "Retries refused because the process-wide retry budget was exhausted",
     incremental: true
   }),
@@ -751,8 +763,8 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
             limitRequests: rl.limitRequests,
             remainingTokens: rl.remainingTokens,
             limitTokens: rl.limitTokens,
-            resetAt: rl.resetAfterMs !== undefined ? now + rl.resetAfterMs : undefined,
-            reportedAt: now
+            resetAt: rl.resetAt,
+            reportedAt: rl.reportedAt
           }
         } else if (signal.outcome === "rate_limited") {
           w.headroom = {
@@ -813,8 +825,7 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
           lastErrorTag: w?.lastErrorTag,
           lastErrorAt: w?.lastErrorAt,
           lastAttemptAt: w?.lastAt,
-          rateLimit:
-            w?.headroom !== undefined ? new RateLimitHeadroom(w.headroom, { disableValidation: true }) : undefined
+          rateLimit: w?.headroom
         },
         { disableValidation: true }
       )

@@ -2,11 +2,33 @@
  * One request to the gateway: which workflow, for which tenant, with what input and what limits.
  * A command names a workflow and requirements only; it can never name a credential, URL or target.
  *
+ * Input limits (checked by {@link decodeUnknown} before anything else runs, and by the class
+ * constructor for commands built in code). A rejection names the field and the limit, never the
+ * value:
+ *
+ * | field | limit |
+ * |---|---|
+ * | `workflow` | 1–200 characters, `[A-Za-z0-9][A-Za-z0-9._-]*` |
+ * | `tenant` | 1–200 characters, `[A-Za-z0-9][A-Za-z0-9._:-]*` |
+ * | `runId` | at most 200 characters |
+ * | `regions` | 1–32 entries, each 1–64 characters (trimmed) |
+ * | `dataClass` | 1–64 characters (trimmed) |
+ * | `timeout` | finite, at most 24 h |
+ * | `messages` | 1–10 000 messages |
+ * | text (message content, tool arguments and results) | at most 2 000 000 characters each |
+ * | parts of one user message | at most 1 000 |
+ * | image URL | at most 20 000 000 characters (`data:image/…` or `https://`); `mediaType` at most 100 |
+ * | `tools` | at most 128; name `[A-Za-z0-9_-]{1,64}`, description at most 10 000 characters |
+ * | tool calls of one assistant message | at most 128; id at most 500, name at most 200 characters |
+ * | `name` of a tool message | at most 64 characters |
+ * | `requires.schemaFeatures` | at most 32 entries |
+ * | the raw input | plain objects and arrays only, nested at most 64 levels, at most 1 000 000 values, no `__proto__` key |
+ *
  * @since 0.1.0
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
-import { jsonPath } from "./internal/issues.js"
-import { Millis, SchemaFeature } from "./ModelTarget.js"
+import { describeIssue, jsonPath, segment, valueFreeIssues } from "./internal/issues.js"
+import { Label, Labels, Millis, SchemaFeature } from "./ModelTarget.js"
 import { WorkflowName } from "./Workflow.js"
 
 /**
@@ -37,7 +59,7 @@ export const TextPart = Schema.TaggedStruct("text", { text: Text })
  */
 export const ImagePart = Schema.TaggedStruct("image", {
   url: Schema.String.pipe(Schema.maxLength(20_000_000), Schema.pattern(/^(data:image\/|https:\/\/)/)),
-  mediaType: Schema.optional(Schema.String)
+  mediaType: Schema.optional(Schema.String.pipe(Schema.maxLength(100)))
 })
 /** @since 0.1.0 */
 export const ContentPart = Schema.Union(TextPart, ImagePart)
@@ -70,7 +92,7 @@ export const Message = Schema.Union(
   }),
   Schema.TaggedStruct("tool", {
     toolCallId: Schema.String.pipe(Schema.maxLength(500)),
-    name: Schema.String,
+    name: Schema.String.pipe(Schema.maxLength(64)),
     content: Text
   })
 )
@@ -111,7 +133,7 @@ export type ToolChoice = typeof ToolChoice.Type
  */
 export class RequestRequirements extends Schema.Class<RequestRequirements>("@modelgate/core/RequestRequirements")({
   /** JSON-Schema features the structured output of this request needs. */
-  schemaFeatures: Schema.optional(Schema.Array(SchemaFeature)),
+  schemaFeatures: Schema.optional(Schema.Array(SchemaFeature).pipe(Schema.maxItems(32))),
   streaming: Schema.optional(Schema.Boolean)
 }) {}
 
@@ -136,10 +158,10 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
   maxCost: Schema.optional(Positive),
   maxOutputTokens: Schema.optional(PositiveInt),
   maxInputTokens: Schema.optional(PositiveInt),
-  /** Data class of this request; defaults to the workflow's. */
-  dataClass: Schema.optional(Schema.NonEmptyTrimmedString),
-  /** Regions allowed for this request; must be within the workflow's. */
-  regions: Schema.optional(Schema.NonEmptyArray(Schema.NonEmptyTrimmedString)),
+  /** Data class of this request (at most 64 characters); defaults to the workflow's. */
+  dataClass: Schema.optional(Label),
+  /** Regions allowed for this request (at most 32, each at most 64 characters); within the workflow's. */
+  regions: Schema.optional(Labels),
   requires: Schema.optional(RequestRequirements),
   /** Agent run id and step, for tool idempotency keys. */
   runId: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
@@ -165,8 +187,10 @@ export const maxInputValues = 1_000_000
 
 /**
  * Checks the raw shape of untrusted input before any decoding: only plain objects and arrays,
- * nested at most {@link maxInputDepth} levels, at most {@link maxInputValues} values. Iterative,
- * so hostile nesting cannot overflow the stack. Returns the first problem, or `undefined`.
+ * nested at most {@link maxInputDepth} levels, at most {@link maxInputValues} values, no
+ * `__proto__` key (decoded into a record it would replace the record's prototype). Iterative, so
+ * hostile nesting cannot overflow the stack. Returns the first problem (bounded path segments), or
+ * `undefined`.
  */
 const checkShape = (input: unknown): string | undefined => {
   const stack: Array<{ readonly value: unknown; readonly path: string; readonly depth: number }> = [
@@ -186,7 +210,8 @@ const checkShape = (input: unknown): string | undefined => {
     if (proto !== Object.prototype && proto !== null) return `${path}: not a plain object`
     if (proto === null) return `${path}: object without prototype`
     for (const [key, child] of Object.entries(value)) {
-      stack.push({ value: child, path: `${path}.${key}`, depth: depth + 1 })
+      if (key === "__proto__") return `${path}.__proto__: reserved key`
+      stack.push({ value: child, path: `${path}.${segment(key)}`, depth: depth + 1 })
     }
   }
   return undefined
@@ -201,8 +226,9 @@ const rejected = (message: string) =>
 /**
  * Decodes a command from untrusted input. Unknown fields are an error, so a caller cannot smuggle a
  * `baseUrl`, `apiKey` or `target` into a request. Hostile shapes (deep nesting, huge inputs, exotic
- * objects) are refused before decoding, and the error names paths and kinds of problems only —
- * never the values, which may be prompt text.
+ * objects) are refused before decoding, and the error names paths, kinds of problems and the
+ * limits broken (`$.regions is invalid (expected an array of at most 32 item(s))`) — never the
+ * values, which may be prompt text.
  *
  * @since 0.1.0
  * @category Constructors
@@ -213,11 +239,6 @@ export const decodeUnknown = (input: unknown): Effect.Effect<ModelCommand, Parse
     if (shape !== undefined) return Effect.fail(rejected(`invalid command: ${shape}`))
     const decoded = decodeChecked(input)
     if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
-    const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-      .slice(0, 20)
-      .map((i) => {
-        const path = jsonPath(i.path)
-        return `${path} ${i._tag === "Unexpected" ? "is unexpected" : i._tag === "Missing" ? "is missing" : "is invalid"}`
-      })
+    const issues = valueFreeIssues(decoded.left, 20).map((i) => `${jsonPath(i.path)} ${describeIssue(i)}`)
     return Effect.fail(rejected(`invalid command: ${issues.join("; ")}`))
   })

@@ -64,14 +64,18 @@ export const make = (definition: GatewayConfig.Definition) =>
       const found = yield* ProviderAdapter.find(p)
       if (found._tag === "Some") adapters.set(p, found.value)
     }
-    const problems = GatewayConfig.validate(definition, new Set(adapters.keys()))
+    const budgets = yield* Budgets
+    // Every workflow timeout must be shorter than the budgets' reservation TTL (checked with the rest).
+    const problems = GatewayConfig.validate(definition, new Set(adapters.keys()), {
+      reservationTtl: budgets.reservationTtl
+    })
     if (problems.length > 0) return yield* new GatewayConfigError({ problems })
     const workflows = GatewayConfig.compile(definition)
     const router = yield* Router.make(workflows)
     const ctx: engine.EngineContext = {
       router,
       adapters,
-      budgets: yield* Budgets,
+      budgets,
       concurrency: yield* Concurrency,
       recorder: yield* CallRecorder,
       health: yield* Health,

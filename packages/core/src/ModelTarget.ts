@@ -110,6 +110,89 @@ export class StructuredOutput extends Schema.Class<StructuredOutput>("@modelgate
   }
 }
 
+/**
+ * Longest duration any configuration field or command accepts: 24 hours. Timeouts, retry delays,
+ * breaker cool-downs and health windows are finite and at most this long (`1e309`, which
+ * `JSON.parse` reads as `Infinity`, is refused).
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const maxDuration: Duration.Duration = Duration.hours(24)
+
+const maxDurationMillis = Duration.toMillis(maxDuration)
+
+/**
+ * A duration in configuration, written as milliseconds: finite, between 0 and {@link maxDuration}.
+ * Checked on both sides, so a class built in code refuses `Duration.infinity` too.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const Millis = Schema.transform(
+  Schema.Number.pipe(
+    Schema.finite(),
+    Schema.between(0, maxDurationMillis, { description: `milliseconds between 0 and ${maxDurationMillis} (24 h)` })
+  ),
+  Schema.DurationFromSelf.pipe(
+    Schema.lessThanOrEqualToDuration(maxDuration, {
+      description: "a finite duration of at most 24 h",
+      arbitrary: () => (fc) => fc.integer({ min: 0, max: maxDurationMillis }).map(Duration.millis)
+    })
+  ),
+  { strict: true, decode: (ms) => Duration.millis(ms), encode: (d) => Duration.toMillis(d) }
+)
+
+/**
+ * Most entries of a region or data-class list (in a target, a workflow or a command).
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const maxLabels = 32
+
+/**
+ * Longest region or data-class name.
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const maxLabelLength = 64
+
+/**
+ * A region (`eu`, `us-east-1`) or data class (`internal`) name: trimmed, 1 to {@link maxLabelLength}
+ * characters.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export const Label = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxLabelLength))
+
+/**
+ * A non-empty list of at most {@link maxLabels} {@link Label}s.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export const Labels = Schema.NonEmptyArray(Label).pipe(Schema.maxItems(maxLabels))
+
+/**
+ * Longest name or version string in configuration (model id, prompt id, schema or handler name,
+ * price-list version).
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const maxNameLength = 200
+
+/**
+ * A name or version in configuration: trimmed, 1 to {@link maxNameLength} characters.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export const Name = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxNameLength))
+
 const PositiveInt = Schema.Int.pipe(Schema.positive())
 const NonNegative = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
 
@@ -141,16 +224,8 @@ export class Pricing extends Schema.Class<Pricing>("@modelgate/core/Pricing")({
   cachedInputPerMillion: Schema.optional(NonNegative),
   outputPerMillion: NonNegative,
   currency: Schema.optionalWith(Schema.Literal("USD"), { default: () => "USD" as const }),
-  pricingVersion: Schema.NonEmptyTrimmedString
+  pricingVersion: Name
 }) {}
-
-/**
- * A duration in configuration, written as milliseconds.
- *
- * @since 0.1.0
- * @category Models
- */
-export const Millis = Schema.DurationFromMillis
 
 /**
  * Per-target attempt limits.
@@ -191,10 +266,10 @@ export class ModelTarget extends Schema.Class<ModelTarget>("@modelgate/core/Mode
   ref: TargetRef,
   provider: ProviderId,
   /** The pinned model id sent to the provider. */
-  model: Schema.NonEmptyTrimmedString,
+  model: Name,
   capabilities: Capabilities,
-  regions: Schema.NonEmptyArray(Schema.NonEmptyTrimmedString),
-  dataClasses: Schema.NonEmptyArray(Schema.NonEmptyTrimmedString),
+  regions: Labels,
+  dataClasses: Labels,
   pricing: Pricing,
   tier: Schema.optional(Schema.Literal("small", "medium", "large")),
   limits: Schema.optionalWith(AttemptLimits, { default: () => AttemptLimits.make({}) }),

@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import type { Duration, Scope, Stream } from "effect"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import type { ProviderError } from "./Errors.js"
 import type { Message, ToolCall, ToolChoice, ToolDefinition } from "./ModelCommand.js"
 import type { FinishReason, Usage } from "./ModelResult.js"
@@ -49,19 +49,36 @@ export interface ProviderRequest {
 
 /**
  * Rate-limit headroom a provider reported with an answer (`x-ratelimit-*`,
- * `anthropic-ratelimit-*` headers). Fed to route health.
+ * `anthropic-ratelimit-*` headers). The one shape for it: adapters put it on a response (and on a
+ * stream's `Started` event), the engine passes it to `Health.record`, and `Health` shows the last
+ * one of each route in `RouteHealth.rateLimit` (a 429 without headers counts there as zero requests
+ * left until its retry-after).
  *
+ * Instants are epoch milliseconds of the `Clock`, read when the answer's headers arrived, so a reset
+ * stays right however long the attempt then runs.
+ *
+ * Before 0.2.0 this carried `resetAfterMs` (relative) and `Health` had its own `RateLimitInfo` and
+ * `RateLimitHeadroom`: now `resetAt = reportedAt + resetAfterMs`.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export const RateLimitHeadroom = Schema.Struct({
+  remainingRequests: Schema.optional(Schema.Number),
+  limitRequests: Schema.optional(Schema.Number),
+  remainingTokens: Schema.optional(Schema.Number),
+  limitTokens: Schema.optional(Schema.Number),
+  /** Instant (epoch ms) the limits reset: the sooner of the request and token resets. */
+  resetAt: Schema.optional(Schema.Number),
+  /** Instant (epoch ms) it was reported. */
+  reportedAt: Schema.Number
+}).annotations({ identifier: "@modelgate/core/RateLimitHeadroom" })
+
+/**
  * @since 0.1.0
  * @category Models
  */
-export interface RateLimitHeadroom {
-  readonly remainingRequests?: number | undefined
-  readonly limitRequests?: number | undefined
-  readonly remainingTokens?: number | undefined
-  readonly limitTokens?: number | undefined
-  /** Milliseconds until the limits reset. */
-  readonly resetAfterMs?: number | undefined
-}
+export interface RateLimitHeadroom extends Schema.Schema.Type<typeof RateLimitHeadroom> {}
 
 /**
  * A completed, non-streamed answer.

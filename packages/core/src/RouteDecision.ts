@@ -28,15 +28,54 @@ export const ExclusionReason = Schema.Literal(
 export type ExclusionReason = typeof ExclusionReason.Type
 
 /**
+ * Longest `detail` of an {@link ExcludedTarget}; a longer one (e.g. a long region list) is cut and
+ * ends with {@link truncationMark}.
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const maxDetailLength = 256
+
+/**
+ * What ends a detail cut to {@link maxDetailLength}.
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const truncationMark = "…(truncated)"
+
+/**
+ * `detail` cut to {@link maxDetailLength} characters, marked as truncated when cut.
+ *
+ * @since 0.2.0
+ * @category Utils
+ */
+export const boundDetail = (detail: string): string =>
+  detail.length <= maxDetailLength
+    ? detail
+    : `${detail.slice(0, maxDetailLength - truncationMark.length)}${truncationMark}`
+
+/**
  * @since 0.1.0
  * @category Models
  */
 export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/core/ExcludedTarget")({
   target: TargetRef,
   reason: ExclusionReason,
-  /** Short machine-made detail (`missing: vision`, `region us not in [eu]`); never request content. */
+  /**
+   * Short machine-made detail (`missing: vision`, `region us not in [eu]`); never request content.
+   * At most {@link maxDetailLength} characters: the constructor cuts a longer one, however the
+   * target is built (validated, with `disableValidation`, or decoded).
+   */
   detail: Schema.String
-}) {}
+}) {
+  constructor(
+    props: { readonly target: TargetRef; readonly reason: ExclusionReason; readonly detail: string },
+    options?: Schema.MakeOptions
+  ) {
+    super(props.detail.length <= maxDetailLength ? props : { ...props, detail: boundDetail(props.detail) }, options)
+  }
+}
 
 /**
  * @since 0.1.0

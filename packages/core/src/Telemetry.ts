@@ -19,6 +19,39 @@
  * Metric labels only take values from the configuration (workflow names, target refs) or closed
  * sets (outcomes, error tags), so label cardinality is bounded whatever callers send.
  *
+ * **Metric names** follow one scheme, OpenTelemetry style: `modelgate.<area>.<name>[_<unit>]`, dot
+ * separated, lowercase snake_case inside a segment. The area is what is measured (`call`,
+ * `attempt`, `permit`, `budget`, `breaker`, `retry_budget`); the gateway's own counters of calls and
+ * what they use stand at the top (`modelgate.calls`, `modelgate.tokens`). Counters are named by what
+ * they count, with no `_total` (a Prometheus exporter appends it, and turns dots into underscores:
+ * `modelgate.breaker.transitions` is scraped as `modelgate_breaker_transitions_total`). A unit is a
+ * suffix of the last segment: `_ms`, `_usd`. Every metric of the library:
+ *
+ * | Name | Kind | Labels | Exported as |
+ * | --- | --- | --- | --- |
+ * | `modelgate.calls` | counter | workflow, route, outcome, error.type, mode | {@link metrics}`.calls` |
+ * | `modelgate.call.duration_ms` | histogram | workflow, route, outcome, mode | {@link metrics}`.callLatency` |
+ * | `modelgate.attempts` | counter | workflow, target, attempt outcome | {@link metrics}`.attempts` |
+ * | `modelgate.attempt.duration_ms` | histogram | target, attempt outcome | {@link metrics}`.attemptLatency` |
+ * | `modelgate.attempt.ttft_ms` | histogram | workflow, target | {@link metrics}`.ttft` |
+ * | `modelgate.tokens` | counter | workflow, target, gen_ai.token.type | {@link metrics}`.tokens` |
+ * | `modelgate.cost_usd` | counter | workflow, target | {@link metrics}`.cost` |
+ * | `modelgate.retries` | counter | workflow | {@link metrics}`.retries` |
+ * | `modelgate.fallbacks` | counter | workflow | {@link metrics}`.fallbacks` |
+ * | `modelgate.degraded` | counter | workflow | {@link metrics}`.degraded` |
+ * | `modelgate.budget.rejections` | counter | workflow | {@link metrics}`.budgetRejections` |
+ * | `modelgate.permit.wait_ms` | histogram | workflow | {@link metrics}`.permitWait` |
+ * | `modelgate.budget.settle_failures` | counter | operation | `Budgets.metrics.settleFailures` |
+ * | `modelgate.budget.overspend_usd` | counter | — | `Budgets.metrics.overspend` |
+ * | `modelgate.breaker.state` | gauge (0 closed, 1 half-open, 2 open) | route | `Health.metrics.breakerState` |
+ * | `modelgate.breaker.transitions` | counter | route, from, to | `Health.metrics.breakerTransitions` |
+ * | `modelgate.breaker.store_failures` | counter | operation | `Health.metrics.breakerStoreFailures` |
+ * | `modelgate.retry_budget.rejections` | counter | — | `Health.metrics.retryBudgetRejections` |
+ *
+ * Renamed in 0.2.0: `modelgate.ttft_ms` → `modelgate.attempt.ttft_ms`, `modelgate_breaker_state` →
+ * `modelgate.breaker.state`, `modelgate_breaker_transitions_total` → `modelgate.breaker.transitions`,
+ * `modelgate_retry_budget_rejections_total` → `modelgate.retry_budget.rejections`.
+ *
  * @since 0.1.0
  */
 import { Context, Layer, Metric, MetricBoundaries } from "effect"
@@ -183,7 +216,8 @@ export const Attr = {
 const msBoundaries = MetricBoundaries.exponential({ start: 5, factor: 2, count: 16 })
 
 /**
- * The gateway's metrics (Effect `Metric`s, exported like any other through OpenTelemetry).
+ * The gateway's metrics (Effect `Metric`s, exported like any other through OpenTelemetry). Names and
+ * the naming scheme: see the module documentation.
  *
  * Labels: `modelgate.workflow` (configured workflow, else `unknown`), `modelgate.route` (target that
  * answered, else `none`), `modelgate.target` (target of an attempt), `modelgate.outcome`,
@@ -203,7 +237,7 @@ export const metrics = {
   /** Latency of provider attempts in milliseconds, by target and attempt outcome. */
   attemptLatency: Metric.histogram("modelgate.attempt.duration_ms", msBoundaries, "Provider attempt latency (ms)"),
   /** Time to first token of streamed attempts in milliseconds, by workflow and target. */
-  ttft: Metric.histogram("modelgate.ttft_ms", msBoundaries, "Time to first token of streamed attempts (ms)"),
+  ttft: Metric.histogram("modelgate.attempt.ttft_ms", msBoundaries, "Time to first token of streamed attempts (ms)"),
   /** Tokens, by workflow, target and token type. */
   tokens: Metric.counter("modelgate.tokens", { description: "Tokens used", incremental: true }),
   /** Actual cost in USD, by workflow and target. */

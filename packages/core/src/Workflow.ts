@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import { Duration, Schema } from "effect"
-import { Millis, TargetRef } from "./ModelTarget.js"
+import { Label, Labels, Millis, Name, TargetRef } from "./ModelTarget.js"
 
 /**
  * @since 0.1.0
@@ -42,8 +42,9 @@ export class RequiredCapabilities extends Schema.Class<RequiredCapabilities>("@m
  * @category Models
  */
 export class OutputSpec extends Schema.Class<OutputSpec>("@modelgate/core/OutputSpec")({
-  schema: Schema.NonEmptyTrimmedString,
-  schemaVersion: Schema.NonEmptyTrimmedString
+  /** Looked up among the schemas' own names (`constructor` or `toString` find nothing inherited). */
+  schema: Name,
+  schemaVersion: Name
 }) {}
 
 /**
@@ -72,7 +73,7 @@ export class RetryPolicy extends Schema.Class<RetryPolicy>("@modelgate/core/Retr
  */
 export const DegradeSpec = Schema.Union(
   Schema.TaggedStruct("static", { value: Schema.Unknown }),
-  Schema.TaggedStruct("handler", { name: Schema.NonEmptyTrimmedString })
+  Schema.TaggedStruct("handler", { name: Name })
 )
 /** @since 0.1.0 */
 export type DegradeSpec = typeof DegradeSpec.Type
@@ -85,20 +86,20 @@ export type DegradeSpec = typeof DegradeSpec.Type
  */
 export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")({
   name: WorkflowName,
-  policyVersion: Schema.NonEmptyTrimmedString,
-  prompt: Schema.Struct({ id: Schema.NonEmptyTrimmedString, version: Schema.NonEmptyTrimmedString }),
+  policyVersion: Name,
+  prompt: Schema.Struct({ id: Name, version: Name }),
   requires: Schema.optionalWith(RequiredCapabilities, { default: () => RequiredCapabilities.make({}) }),
   /** Structured output; omitted for free text. */
   output: Schema.optional(OutputSpec),
   /** Targets in order, primary first. */
   route: Schema.NonEmptyArray(TargetRef),
-  /** End-to-end deadline; a command may only shorten it. */
+  /** End-to-end deadline (at most 24 h); a command may only shorten it. */
   timeout: Millis,
   retry: Schema.optionalWith(RetryPolicy, { default: () => RetryPolicy.make({}) }),
-  /** Regions the data may go to. */
-  regions: Schema.NonEmptyArray(Schema.NonEmptyTrimmedString),
+  /** Regions the data may go to (at most 32, each at most 64 characters). */
+  regions: Labels,
   /** Data class of the inputs (every route must be allowed to receive it). */
-  dataClass: Schema.NonEmptyTrimmedString,
+  dataClass: Label,
   allowFallback: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   /** Input-token limit of one call. */
   maxInputTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),

@@ -210,6 +210,34 @@ describe("Budgets (memory)", () => {
     }).pipe(withBudgets({ tenants: { acme: { limit: 10, period: "total" } }, reservationTtl: "1 minute" }))
   )
 
+  it.effect(
+    "a late commit after its reservation expired never pushes committed + reserved over the limit; the overspend is reported",
+    () =>
+      Effect.gen(function* () {
+        const b = yield* budgets
+        const overspendBefore = (yield* Metric.value(Budgets.metrics.overspend)).count
+        // a holder that outlives its reservation (its call ran longer than the TTL)
+        const late = yield* b.reserve(acme, 8)
+        yield* TestClock.adjust("1 minute")
+        // the expired amount is free again: another call reserves it
+        const next = yield* b.reserve(acme, 8)
+        const settlement = yield* late.settle(8)
+        const balance = yield* b.balance(acme)
+        assert.isAtMost(balance.committed + balance.reserved, balance.limit)
+        assert.deepStrictEqual(
+          [units(balance.committed), units(balance.reserved), units(balance.overspent)],
+          [units(2), units(8), units(6)]
+        )
+        // what the holder sees: 2 counted, 6 spent beyond the limit
+        assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(2), units(6)])
+        assert.strictEqual((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore, 6)
+        // a commit within its reservation reports no overspend
+        const onTime = yield* next.settle(1)
+        assert.deepStrictEqual([units(onTime.committed), units(onTime.overspent)], [units(1), 0])
+        assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(3), reserved: 0 })
+      }).pipe(withBudgets({ tenants: { acme: { limit: 10, period: "total" } }, reservationTtl: "1 minute" }))
+  )
+
   it.effect("memory store: accounts of finished windows are forgotten once they hold nothing", () =>
     Effect.gen(function* () {
       const store = yield* BudgetStore.makeMemory
@@ -229,7 +257,7 @@ describe("Budgets (memory)", () => {
   )
 
   it.effect(
-    "memory store: reserve is all-or-nothing; unknown ids are ignored; an expired reservation's spend still counts",
+    "memory store: reserve is all-or-nothing; unknown ids are ignored; an expired reservation's spend counts up to the limit, the rest as overspent",
     () =>
       Effect.gen(function* () {
         const store = yield* BudgetStore.makeMemory
@@ -245,18 +273,34 @@ describe("Budgets (memory)", () => {
           reserved: 60
         })
         yield* store.release({ account: "a/total", id: "nope" })
-        yield* store.commit({ account: "a/total", id: "nope", amount: 0, spend: 0 })
-        assert.deepStrictEqual(yield* store.balance("a/total", 0), { committed: 0, reserved: 60 })
+        yield* store.commit({ account: "a/total", id: "nope", amount: 0, spend: 0, limit: 100 })
+        assert.deepStrictEqual(yield* store.balance("a/total", 0), { committed: 0, reserved: 60, overspent: 0 })
         // id 1 expires at 10: a reserve at 10 no longer sees it
         assert.deepStrictEqual(yield* store.reserve({ ...req, now: 10, expiresAt: 20, id: "3", amount: 100 }), {
           _tag: "Reserved",
           committed: 0,
           reserved: 100
         })
-        yield* store.commit({ account: "a/total", id: "1", amount: 60, spend: 70 })
-        assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 60, reserved: 100 })
+        // its late commit finds the limit taken by id 3: nothing counted, all of it overspent
+        assert.deepStrictEqual(
+          yield* store.commit({ account: "a/total", id: "1", amount: 60, spend: 70, limit: 100 }),
+          {
+            committed: 0,
+            overspent: 60
+          }
+        )
+        assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 0, reserved: 100, overspent: 60 })
         // id 3 expires at 20: a balance at 20 no longer counts it
-        assert.deepStrictEqual(yield* store.balance("a/total", 20), { committed: 60, reserved: 0 })
+        assert.deepStrictEqual(yield* store.balance("a/total", 20), { committed: 0, reserved: 0, overspent: 60 })
+        // a late commit that fits the limit counts in full
+        assert.deepStrictEqual(
+          yield* store.commit({ account: "a/total", id: "3", amount: 100, spend: 30, limit: 100 }),
+          {
+            committed: 30,
+            overspent: 0
+          }
+        )
+        assert.deepStrictEqual(yield* store.balance("a/total", 20), { committed: 30, reserved: 0, overspent: 60 })
       })
   )
 
@@ -271,7 +315,8 @@ describe("Budgets (memory)", () => {
       yield* spend(b, acme, 1, 1)
       assert.deepStrictEqual(yield* store.balance(`acme/${Budgets.windowOf("monthly", 0).key}`, 0), {
         committed: units(1),
-        reserved: 0
+        reserved: 0,
+        overspent: 0
       })
     })
   )
@@ -327,7 +372,7 @@ describe("Budgets with a failing or slow store", () => {
           "budget",
           "reserve"
         ])
-        assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: 0 })
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: 0, overspent: 0 })
         // the failed reserve sent a best-effort release of its id
         assert.deepStrictEqual(yield* calls, ["reserve", "release"])
       })
@@ -339,7 +384,7 @@ describe("Budgets with a failing or slow store", () => {
         reserve: (r) => Effect.zipRight(inner.reserve(r), Effect.fail(storeError("reserve")))
       }))
       assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(acme, 4)))?._tag, "StoreError")
-      assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: 0 })
+      assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: 0, overspent: 0 })
     })
   )
 
@@ -374,9 +419,13 @@ describe("Budgets with a failing or slow store", () => {
         assert.include(logs[0]?.message, "budget settle failed")
         assert.notInclude(logs[0]?.message, "acme/total")
         // the reservation is still held in the store until its TTL frees it
-        assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: units(2) })
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 0), {
+          committed: 0,
+          reserved: units(2),
+          overspent: 0
+        })
         yield* TestClock.adjust("1 minute")
-        assert.deepStrictEqual(yield* inner.balance("acme/total", 60_000), { committed: 0, reserved: 0 })
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 60_000), { committed: 0, reserved: 0, overspent: 0 })
       })
   )
 
@@ -417,7 +466,7 @@ describe("Budgets with a failing or slow store", () => {
         assert.isTrue(Exit.isInterrupted(exit))
         assert.deepStrictEqual(yield* Ref.get(outcomes), ["Reserved"])
         assert.deepStrictEqual(yield* calls, ["reserve", "release"])
-        assert.deepStrictEqual(yield* inner.balance("acme/total", 100), { committed: 0, reserved: 0 })
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 100), { committed: 0, reserved: 0, overspent: 0 })
       })
   )
 
@@ -438,7 +487,11 @@ describe("Budgets with a failing or slow store", () => {
       yield* TestClock.adjust(50)
       yield* Fiber.join(interrupter)
       assert.isTrue(Exit.isInterrupted(yield* Fiber.await(fiber)))
-      assert.deepStrictEqual(yield* inner.balance("acme/total", 100), { committed: units(1), reserved: 0 })
+      assert.deepStrictEqual(yield* inner.balance("acme/total", 100), {
+        committed: units(1),
+        reserved: 0,
+        overspent: 0
+      })
     })
   )
 })

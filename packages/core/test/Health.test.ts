@@ -372,7 +372,8 @@ describe("Health record", () => {
           limitRequests: 500,
           remainingTokens: 9000,
           limitTokens: 100_000,
-          resetAfterMs: 700
+          resetAt: 1700,
+          reportedAt: 1000
         }
       })
       const r = (yield* snapshot(t.ref)).rateLimit

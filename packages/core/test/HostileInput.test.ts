@@ -1,6 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayConfig, ModelGateway } from "@modelgate/core"
 import * as ModelCommand from "@modelgate/core/ModelCommand"
+import { TargetRef } from "@modelgate/core/ModelTarget"
+import * as RouteDecision from "@modelgate/core/RouteDecision"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Arbitrary, Cause, Effect, Exit, FastCheck as fc, Fiber, Option, ParseResult, Schema, TestClock } from "effect"
 import { gatewayLayer, refs } from "./fixtures.js"
@@ -343,4 +345,124 @@ describe("Hostile input: exotic shapes and decoder errors", () => {
     assert.isTrue(Exit.isFailure(exit))
     assert.notInclude(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "", "zqxcanary")
   })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Field caps of a command (issue 12, item 5): absurd sizes are refused by the decoder (and by the
+// class constructor), the error names the field and the limit, never the value, and what reaches a
+// route decision is bounded.
+// ---------------------------------------------------------------------------------------------
+
+/** The message of the decoder's ParseError for `input` (throws when it decodes). */
+const rejectionOf = (input: unknown): string => {
+  const exit = Effect.runSyncExit(ModelCommand.decodeUnknown(input))
+  if (Exit.isSuccess(exit)) throw new Error("expected a rejection")
+  return Cause.pretty(exit.cause)
+}
+
+describe("Hostile input: field caps of a command", () => {
+  const regions = (n: number, length = 2) => Array.from({ length: n }, (_, i) => `r${i}`.padEnd(length, "x"))
+
+  it("regions: at most 32 entries of at most 64 characters; dataClass at most 64 characters", () => {
+    assert.strictEqual(decodeCommand({ ...validCommand, regions: regions(32, 64) }), "ok")
+    assert.strictEqual(decodeCommand({ ...validCommand, regions: regions(33) }), "rejected")
+    assert.strictEqual(decodeCommand({ ...validCommand, regions: regions(500_000) }), "rejected")
+    assert.strictEqual(decodeCommand({ ...validCommand, regions: ["e".repeat(65)] }), "rejected")
+    assert.strictEqual(decodeCommand({ ...validCommand, dataClass: "c".repeat(64) }), "ok")
+    assert.strictEqual(decodeCommand({ ...validCommand, dataClass: "c".repeat(65) }), "rejected")
+    assert.strictEqual(decodeCommand({ ...validCommand, dataClass: "c".repeat(5_000_000) }), "rejected")
+  })
+
+  it("tool result names, image media types and requested schema features are capped too", () => {
+    const toolMessage = (name: string) => ({
+      ...validCommand,
+      messages: [
+        { _tag: "user", content: "x" },
+        { _tag: "tool", toolCallId: "c1", name, content: "{}" }
+      ]
+    })
+    assert.strictEqual(decodeCommand(toolMessage("lookup")), "ok")
+    assert.strictEqual(decodeCommand(toolMessage("n".repeat(65))), "rejected")
+    const image = (mediaType: string) => ({
+      ...validCommand,
+      messages: [{ _tag: "user", content: [{ _tag: "image", url: "https://example.com/a.png", mediaType }] }]
+    })
+    assert.strictEqual(decodeCommand(image("image/png")), "ok")
+    assert.strictEqual(decodeCommand(image(`image/${"x".repeat(100)}`)), "rejected")
+    const features = (n: number) => ({
+      ...validCommand,
+      requires: { schemaFeatures: Array.from({ length: n }, () => "enum") }
+    })
+    assert.strictEqual(decodeCommand(features(32)), "ok")
+    assert.strictEqual(decodeCommand(features(33)), "rejected")
+  })
+
+  it("the rejection names the field and the limit, never the value", () => {
+    const canary = "zqxcanary"
+    const tooMany = rejectionOf({ ...validCommand, regions: regions(33).map((r) => `${canary}${r}`) })
+    assert.include(tooMany, "$.regions")
+    assert.include(tooMany, "32")
+    assert.notInclude(tooMany, canary)
+    const tooLong = rejectionOf({ ...validCommand, dataClass: `${canary}${"c".repeat(100)}` })
+    assert.include(tooLong, "$.dataClass")
+    assert.include(tooLong, "64")
+    assert.notInclude(tooLong, canary)
+    // a hostile key is named by a bounded path
+    const key = rejectionOf({ ...validCommand, [`${canary}${"k".repeat(10_000)}`]: 1 })
+    assert.isBelow(key.length, 2_000)
+  })
+
+  it("a __proto__ key anywhere in a command is refused (decoded, it would become a prototype)", () => {
+    const json = (parameters: string) =>
+      JSON.parse(
+        `{"workflow": "ticket.reply", "tenant": "acme", "messages": [{"_tag": "user", "content": "x"}], "tools": [{"name": "t", "description": "d", "parameters": ${parameters}}]}`
+      )
+    assert.strictEqual(decodeCommand(json('{"type": "object"}')), "ok")
+    assert.strictEqual(decodeCommand(json('{"type": "object", "__proto__": {"x": 1}}')), "rejected")
+    assert.strictEqual(decodeCommand(JSON.parse('{"__proto__": {"workflow": "ticket.reply"}}')), "rejected")
+  })
+
+  it("a command built in code is held to the same caps", () => {
+    const base = Schema.decodeUnknownSync(ModelCommand.ModelCommand)(validCommand)
+    const [first, ...rest] = regions(33)
+    assert.throws(() => new ModelCommand.ModelCommand({ ...base, regions: [first!, ...rest] }))
+    assert.throws(() => new ModelCommand.ModelCommand({ ...base, dataClass: "c".repeat(65) }))
+  })
+
+  it("an excluded target's detail is bounded and marked as truncated", () => {
+    const detail = `runs in [us], allowed [${Array.from({ length: 100_000 }, () => "eu").join(", ")}]`
+    const excluded = new RouteDecision.ExcludedTarget(
+      { target: TargetRef.make(refs.us), reason: "DATA_REGION_MISMATCH", detail },
+      { disableValidation: true }
+    )
+    assert.isAtMost(excluded.detail.length, RouteDecision.maxDetailLength)
+    assert.isTrue(excluded.detail.endsWith("…(truncated)"))
+    assert.isTrue(excluded.detail.startsWith("runs in [us], allowed [eu, eu"))
+    const decoded = Schema.decodeUnknownSync(RouteDecision.ExcludedTarget)({
+      target: refs.us,
+      reason: "DATA_REGION_MISMATCH",
+      detail
+    })
+    assert.isAtMost(decoded.detail.length, RouteDecision.maxDetailLength)
+    const short = new RouteDecision.ExcludedTarget({ target: TargetRef.make(refs.us), reason: "DISABLED", detail: "x" })
+    assert.strictEqual(short.detail, "x")
+  })
+
+  it.effect("a command built without validation: the route decision's details stay bounded", () =>
+    Effect.gen(function* () {
+      const base = Schema.decodeUnknownSync(ModelCommand.ModelCommand)({
+        ...validCommand,
+        workflow: "ticket.summarize"
+      })
+      const allowed: [string, ...Array<string>] = ["eu", ...Array.from({ length: 100_000 }, () => "eu")]
+      const command = new ModelCommand.ModelCommand({ ...base, regions: allowed }, { disableValidation: true })
+      const gateway = yield* ModelGateway.ModelGateway
+      const route = yield* gateway.router.resolve(command)
+      assert.deepStrictEqual(
+        route.decision.excluded.map((e) => [e.target, e.reason]),
+        [[refs.us, "DATA_REGION_MISMATCH"]]
+      )
+      for (const e of route.decision.excluded) assert.isAtMost(e.detail.length, RouteDecision.maxDetailLength)
+    }).pipe(Effect.provide(gatewayLayer({})))
+  )
 })

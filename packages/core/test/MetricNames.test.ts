@@ -1,0 +1,80 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Budgets from "@modelgate/core/Budgets"
+import * as Health from "@modelgate/core/Health"
+import * as Telemetry from "@modelgate/core/Telemetry"
+import { Effect, Metric } from "effect"
+
+const probeTag = "test.metric_probe"
+
+/** Updates `metric` under a probe label and reads its name back from the metric registry. */
+const nameOf = <Type, Out>(label: string, metric: Metric.Metric<Type, number, Out>) =>
+  Effect.gen(function* () {
+    yield* Metric.update(Metric.tagged(metric, probeTag, label), 1)
+    const pair = (yield* Metric.snapshot).find((p) =>
+      p.metricKey.tags.some((t) => t.key === probeTag && t.value === label)
+    )
+    return pair?.metricKey.name
+  })
+
+describe("metric names", () => {
+  it.effect("Telemetry, Health and Budgets metrics follow one scheme: modelgate.<area>.<name>[_unit]", () =>
+    Effect.gen(function* () {
+      const t = Telemetry.metrics
+      const h = Health.metrics
+      const b = Budgets.metrics
+      const names = {
+        "Telemetry.calls": yield* nameOf("Telemetry.calls", t.calls),
+        "Telemetry.callLatency": yield* nameOf("Telemetry.callLatency", t.callLatency),
+        "Telemetry.attempts": yield* nameOf("Telemetry.attempts", t.attempts),
+        "Telemetry.attemptLatency": yield* nameOf("Telemetry.attemptLatency", t.attemptLatency),
+        "Telemetry.ttft": yield* nameOf("Telemetry.ttft", t.ttft),
+        "Telemetry.tokens": yield* nameOf("Telemetry.tokens", t.tokens),
+        "Telemetry.cost": yield* nameOf("Telemetry.cost", t.cost),
+        "Telemetry.retries": yield* nameOf("Telemetry.retries", t.retries),
+        "Telemetry.fallbacks": yield* nameOf("Telemetry.fallbacks", t.fallbacks),
+        "Telemetry.degraded": yield* nameOf("Telemetry.degraded", t.degraded),
+        "Telemetry.budgetRejections": yield* nameOf("Telemetry.budgetRejections", t.budgetRejections),
+        "Telemetry.permitWait": yield* nameOf("Telemetry.permitWait", t.permitWait),
+        "Budgets.settleFailures": yield* nameOf("Budgets.settleFailures", b.settleFailures),
+        "Budgets.overspend": yield* nameOf("Budgets.overspend", b.overspend),
+        "Health.breakerState": yield* nameOf("Health.breakerState", h.breakerState),
+        "Health.breakerTransitions": yield* nameOf("Health.breakerTransitions", h.breakerTransitions),
+        "Health.breakerStoreFailures": yield* nameOf("Health.breakerStoreFailures", h.breakerStoreFailures),
+        "Health.retryBudgetRejections": yield* nameOf("Health.retryBudgetRejections", h.retryBudgetRejections)
+      }
+      // every exported metric is listed here (a new one must be named and added)
+      assert.deepStrictEqual(
+        Object.keys(names).sort(),
+        [
+          ...Object.keys(t).map((k) => `Telemetry.${k}`),
+          ...Object.keys(h).map((k) => `Health.${k}`),
+          ...Object.keys(b).map((k) => `Budgets.${k}`)
+        ].sort()
+      )
+      assert.deepStrictEqual(names, {
+        "Telemetry.calls": "modelgate.calls",
+        "Telemetry.callLatency": "modelgate.call.duration_ms",
+        "Telemetry.attempts": "modelgate.attempts",
+        "Telemetry.attemptLatency": "modelgate.attempt.duration_ms",
+        "Telemetry.ttft": "modelgate.attempt.ttft_ms",
+        "Telemetry.tokens": "modelgate.tokens",
+        "Telemetry.cost": "modelgate.cost_usd",
+        "Telemetry.retries": "modelgate.retries",
+        "Telemetry.fallbacks": "modelgate.fallbacks",
+        "Telemetry.degraded": "modelgate.degraded",
+        "Telemetry.budgetRejections": "modelgate.budget.rejections",
+        "Telemetry.permitWait": "modelgate.permit.wait_ms",
+        "Budgets.settleFailures": "modelgate.budget.settle_failures",
+        "Budgets.overspend": "modelgate.budget.overspend_usd",
+        "Health.breakerState": "modelgate.breaker.state",
+        "Health.breakerTransitions": "modelgate.breaker.transitions",
+        "Health.breakerStoreFailures": "modelgate.breaker.store_failures",
+        "Health.retryBudgetRejections": "modelgate.retry_budget.rejections"
+      })
+      for (const name of Object.values(names)) {
+        assert.match(name ?? "", /^modelgate(\.[a-z]+(_[a-z]+)*){1,2}$/, name)
+        assert.notMatch(name ?? "", /_total$/, name)
+      }
+    })
+  )
+})
