@@ -60,7 +60,12 @@ export const Cost = Schema.Struct({
   /** Worst case of the first target; absent when no limit needed a token count. */
   estimated: Schema.optional(Schema.Number),
   reserved: Schema.Number,
-  actual: Schema.Number
+  actual: Schema.Number,
+  /**
+   * Spend that did not fit the tenant's limit when it was committed (the reservation had expired
+   * before the call settled); counted as overspent, never as committed. Absent when zero.
+   */
+  overspent: Schema.optional(Schema.Number)
 }).annotations({ identifier: "@modelgate/core/Cost" })
 /** @since 0.1.0 */
 export interface Cost extends Schema.Schema.Type<typeof Cost> {}

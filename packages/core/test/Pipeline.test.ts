@@ -289,3 +289,46 @@ describe("pipeline: failed attempts leave no unhandled fiber errors", () => {
     )
   )
 })
+
+describe("pipeline: the settlement is in the evidence", () => {
+  it.effect("a commit the store counts as overspent (its reservation had expired) shows in evidence.cost", () =>
+    Effect.gen(function* () {
+      const memory = yield* BudgetStore.makeMemory
+      // A store whose reservations have always expired by the time they are committed.
+      const late: BudgetStore.Service = {
+        ...memory,
+        commit: (r) => Effect.succeed({ committed: 0, overspent: r.spend })
+      }
+      const layer = gatewayWith(
+        { [refs.primary]: [ScriptedProvider.success({ after: 5, text: "hi" })] },
+        { budgets: Budgets.layer(limitedBudgets).pipe(Layer.provide(Layer.succeed(BudgetStore.BudgetStore, late))) }
+      )
+      const { exit, recorded } = yield* Effect.gen(function* () {
+        const exit = yield* run(command("ticket.reply"))
+        return { exit, recorded: yield* records }
+      }).pipe(Effect.provide(layer))
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) {
+        const cost = exit.value.evidence.cost
+        assert.isAbove(cost.actual, 0)
+        assert.closeTo(cost.overspent ?? 0, cost.actual, 1e-9)
+        assert.deepStrictEqual(recorded[0]!.evidence.cost, cost)
+      }
+    })
+  )
+
+  it.effect("an ordinary settlement leaves no overspent field", () =>
+    Effect.gen(function* () {
+      const exit = yield* run(command("ticket.reply"))
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) assert.isUndefined(exit.value.evidence.cost.overspent)
+    }).pipe(
+      Effect.provide(
+        gatewayWith(
+          { [refs.primary]: [ScriptedProvider.success({ after: 5, text: "hi" })] },
+          { budgets: Budgets.layerMemory(limitedBudgets) }
+        )
+      )
+    )
+  )
+})

@@ -13,7 +13,7 @@
  * see an `AttemptContext`, never the call.
  */
 import { Cause, Clock, Duration, Effect, Either, Exit, Option, type Tracer } from "effect"
-import type { Budgets, Reservation } from "../Budgets.js"
+import type { Budgets, Reservation, Settlement } from "../Budgets.js"
 import type * as CallRecorder from "../CallRecorder.js"
 import type * as Concurrency from "../Concurrency.js"
 import * as Disposition from "../Disposition.js"
@@ -82,6 +82,8 @@ interface Call {
   deadline: number
   estimatedCost: number | undefined
   reservation: Reservation | undefined
+  /** What settling the reservation found; set once it is settled. */
+  settlement: Settlement | undefined
   permit: Concurrency.Permit | undefined
   permitWaitMs: number | undefined
   /** Immutable attempt records, in order. */
@@ -120,6 +122,7 @@ const newCall = (command: ModelCommand, mode: "generate" | "stream", now: number
   deadline: now,
   estimatedCost: undefined,
   reservation: undefined,
+  settlement: undefined,
   permit: undefined,
   permitWaitMs: undefined,
   attempts: [],
@@ -247,6 +250,8 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
       return reserve(ctx, call, amount).pipe(
         Effect.zipRight(acquirePermit(ctx, call)),
         Effect.zipRight(attempts(ctx, call, route, invoke)),
+        // Settled before the envelope is built, so that its evidence says what the settlement found.
+        Effect.tap(() => settleMoney(call)),
         Effect.flatMap((answer) => result(call, answer))
       )
     }
@@ -994,7 +999,8 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
       currency: "USD",
       estimated: call.estimatedCost,
       reserved: call.reservation?.amount ?? 0,
-      actual: call.spent
+      actual: call.spent,
+      overspent: call.settlement !== undefined && call.settlement.overspent > 0 ? call.settlement.overspent : undefined
     } satisfies Cost,
     schemaValid: answer !== undefined ? answer.schemaValid : call.schemaValid
   } satisfies Evidence
@@ -1063,34 +1069,57 @@ const settle = (ctx: EngineContext, call: Call, exit: Exit.Exit<ModelResult, Fai
       call.permit.release()
       call.permit = undefined
     }
-    const failure = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
-    const success = Exit.isSuccess(exit)
-    const evidence = success && call.result !== undefined ? call.result.evidence : evidenceOf(call, undefined, at)
-    const record = {
-      tenant: call.command.tenant,
-      mode: call.mode,
-      outcome: success
-        ? evidence.degraded
-          ? "degraded"
-          : "success"
-        : interrupted
-          ? "cancelled"
-          : call.committed
-            ? "incomplete"
-            : "failed",
-      errorTag: failure?._tag,
-      errorReason: failure !== undefined ? reasonOf(failure) : undefined,
-      finishReason: success ? exit.value.finishReason : undefined,
-      evidence
-    } satisfies CallRecord
-    Report.unsafeEndCall(call.span, record, {
-      target: call.answered ?? call.lastTarget ?? call.route?.targets[0],
-      workflow: call.route?.compiled.workflow.name,
-      maxOutputTokens: call.lastMaxOutputTokens,
-      permitWaitMs: call.permitWaitMs
-    })
-    const recorded = Report.outsideCallSpanEvents(call.span, ctx.recorder.record(record))
-    const reservation = call.reservation
-    const settled = reservation === undefined ? recorded : Effect.zipRight(reservation.settle(call.spent), recorded)
-    return admitted === undefined ? settled : Effect.zipRight(ctx.health.release(admitted), settled)
+    // Money first, so that the record says what the settlement found (an overspend).
+    const money = settleMoney(call)
+    const bookkeeping = admitted === undefined ? money : Effect.zipRight(ctx.health.release(admitted), money)
+    return Effect.zipRight(
+      bookkeeping,
+      Effect.suspend(() => record(ctx, call, exit, interrupted, at))
+    )
   })
+
+/** Settles the reservation once (commit of the actual spend, or release), keeping what it found. */
+const settleMoney = (call: Call): Effect.Effect<void> => {
+  const reservation = call.reservation
+  if (reservation === undefined || call.settlement !== undefined) return Effect.void
+  return Effect.map(reservation.settle(call.spent), (settlement) => {
+    call.settlement = settlement
+  })
+}
+
+/** Builds the call's one CallRecord and hands it to telemetry and the recorder. */
+const record = (
+  ctx: EngineContext,
+  call: Call,
+  exit: Exit.Exit<ModelResult, Failure>,
+  interrupted: boolean,
+  at: number
+): Effect.Effect<void> => {
+  const failure = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+  const success = Exit.isSuccess(exit)
+  const evidence = success && call.result !== undefined ? call.result.evidence : evidenceOf(call, undefined, at)
+  const callRecord = {
+    tenant: call.command.tenant,
+    mode: call.mode,
+    outcome: success
+      ? evidence.degraded
+        ? "degraded"
+        : "success"
+      : interrupted
+        ? "cancelled"
+        : call.committed
+          ? "incomplete"
+          : "failed",
+    errorTag: failure?._tag,
+    errorReason: failure !== undefined ? reasonOf(failure) : undefined,
+    finishReason: success ? exit.value.finishReason : undefined,
+    evidence
+  } satisfies CallRecord
+  Report.unsafeEndCall(call.span, callRecord, {
+    target: call.answered ?? call.lastTarget ?? call.route?.targets[0],
+    workflow: call.route?.compiled.workflow.name,
+    maxOutputTokens: call.lastMaxOutputTokens,
+    permitWaitMs: call.permitWaitMs
+  })
+  return Report.outsideCallSpanEvents(call.span, ctx.recorder.record(callRecord))
+}
