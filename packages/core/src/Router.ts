@@ -12,7 +12,7 @@ import type { CompiledWorkflow } from "./GatewayConfig.js"
 import { Health } from "./Health.js"
 import type { ModelCommand } from "./ModelCommand.js"
 import type { ModelTarget, TargetRef } from "./ModelTarget.js"
-import { ExcludedTarget, RouteDecision } from "./RouteDecision.js"
+import { boundDetail, ExcludedTarget, RouteDecision } from "./RouteDecision.js"
 import type { ExclusionReason } from "./RouteDecision.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
@@ -194,7 +194,9 @@ export const decide = (
     return Effect.fail({
       _tag: "InvalidRequest",
       reason: "invalid_command",
-      detail: `regions [${(command.regions ?? []).join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
+      detail: boundDetail(
+        `regions [${(command.regions ?? []).join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
+      )
     })
   }
   const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
