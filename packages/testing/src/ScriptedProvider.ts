@@ -11,7 +11,7 @@ import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import { Usage } from "@modelgate/core/ModelResult"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Clock, Context, Duration, Effect, Layer, Ref, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Stream } from "effect"
 
 /**
  * Usage as written in scripts.
@@ -37,7 +37,12 @@ export interface StreamTiming {
   readonly interval: Duration.DurationInput
   /** Text chunks; default: the text split in 4. */
   readonly chunks?: ReadonlyArray<string>
-  /** Fail with this error after delivering this many chunks. */
+  /**
+   * Each tool call's arguments in this many deltas (default 1), after the text chunks and timed
+   * like them; the first delta of a call carries its id and name.
+   */
+  readonly toolCallChunks?: number
+  /** Fail with this error after delivering this many text chunks. */
   readonly failAfterChunks?: { readonly count: number; readonly error: ProviderError }
   /** End without a Finish event (a truncated stream) after all chunks. */
   readonly truncate?: boolean
@@ -222,9 +227,9 @@ export interface AttemptLog {
  * @category Models
  */
 export interface Service {
-  /** Every attempt so far, in start order. */
+  /** Every attempt so far, in start order (a snapshot: later attempts do not appear in it). */
   readonly attempts: Effect.Effect<ReadonlyArray<AttemptLog>>
-  /** Attempts on one target. */
+  /** Attempts on one target, in start order (a snapshot, read from a per-target index). */
   readonly attemptsOn: (target: string) => Effect.Effect<ReadonlyArray<AttemptLog>>
 }
 
@@ -253,8 +258,13 @@ const toUsage = (u: ScriptUsage | undefined) =>
         reasoningTokens: u.reasoningTokens ?? 0
       })
 
-const splitText = (text: string): ReadonlyArray<string> => {
-  const size = Math.max(1, Math.ceil(text.length / 4))
+/** Sleeps for `after`; nothing for a zero duration (the same instant, without the clock's bookkeeping). */
+const wait = (after: Duration.DurationInput): Effect.Effect<void> =>
+  Duration.toMillis(after) > 0 ? Effect.sleep(after) : Effect.void
+
+/** `text` in at most `parts` consecutive slices (none for an empty text). */
+const splitText = (text: string, parts = 4): ReadonlyArray<string> => {
+  const size = Math.max(1, Math.ceil(text.length / parts))
   const out: Array<string> = []
   for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size))
   return out
@@ -268,7 +278,10 @@ const splitText = (text: string): ReadonlyArray<string> => {
  */
 export const make = (scripts: Scripts) =>
   Effect.gen(function* () {
-    const logs = yield* Ref.make<ReadonlyArray<AttemptLog>>([])
+    // Appended in place, O(1) per attempt (a long run must not copy the log on every attempt);
+    // readers get copies, so what they hold never changes under them.
+    const logs: Array<AttemptLog> = []
+    const byTarget = new Map<string, Array<AttemptLog>>()
     const cursors = new Map<string, number>()
     const nextOutcome = (target: string): Outcome => {
       const script = scripts[target]
@@ -292,7 +305,10 @@ export const make = (scripts: Scripts) =>
           interrupted: false,
           outcome: outcome._tag
         }
-        yield* Ref.update(logs, (all) => [...all, log])
+        logs.push(log)
+        const own = byTarget.get(log.target)
+        if (own === undefined) byTarget.set(log.target, [log])
+        else own.push(log)
         return { outcome, log }
       })
     const finish = (log: AttemptLog) =>
@@ -311,8 +327,8 @@ export const make = (scripts: Scripts) =>
             outcome._tag === "Hang"
               ? Effect.never
               : outcome._tag === "Fail"
-                ? Effect.zipRight(Effect.sleep(outcome.after), Effect.fail(outcome.error))
-                : Effect.as(Effect.sleep(outcome.after), {
+                ? Effect.zipRight(wait(outcome.after), Effect.fail(outcome.error))
+                : Effect.as(wait(outcome.after), {
                     text: outcome.text,
                     toolCalls: outcome.toolCalls,
                     finishReason: outcome.finishReason,
@@ -334,7 +350,7 @@ export const make = (scripts: Scripts) =>
               outcome._tag === "Hang"
                 ? Stream.never
                 : outcome._tag === "Fail"
-                  ? Stream.fromEffect(Effect.zipRight(Effect.sleep(outcome.after), Effect.fail(outcome.error)))
+                  ? Stream.fromEffect(Effect.zipRight(wait(outcome.after), Effect.fail(outcome.error)))
                   : scriptedStream(outcome, request, log)
             // Ended on its own (finished, failed or truncated) vs closed early by the consumer.
             let ended = false
@@ -352,8 +368,8 @@ export const make = (scripts: Scripts) =>
         )
     })
     const service = ScriptedProvider.of({
-      attempts: Ref.get(logs),
-      attemptsOn: (target) => Effect.map(Ref.get(logs), (all) => all.filter((l) => l.target === target))
+      attempts: Effect.sync(() => logs.slice()),
+      attemptsOn: (target) => Effect.sync(() => byTarget.get(target)?.slice() ?? [])
     })
     return { service, adapterFor }
   })
@@ -370,25 +386,30 @@ const scriptedStream = (
     requestId: `req_${log.startedAt}_${request.target.ref}`,
     httpStatus: 200
   }
-  const deltas = Stream.fromIterable(chunks.map((text, i) => ({ text, i }))).pipe(
-    Stream.mapEffect(({ text, i }) =>
-      Effect.gen(function* () {
-        if (timing.failAfterChunks !== undefined && i === timing.failAfterChunks.count) {
-          return yield* Effect.fail(timing.failAfterChunks.error)
-        }
-        yield* Effect.sleep(i === 0 ? timing.ttft : timing.interval)
-        return { _tag: "TextDelta", text } satisfies ProviderAdapter.ProviderStreamEvent
-      })
-    )
-  )
-  const toolDeltas = Stream.fromIterable(
-    outcome.toolCalls.map(
-      (c, index): ProviderAdapter.ProviderStreamEvent => ({
+  // Text chunks, then each tool call's argument slices: every delta `interval` after the one
+  // before it, the first at `ttft`.
+  const events: Array<ProviderAdapter.ProviderStreamEvent> = chunks.map((text) => ({ _tag: "TextDelta", text }))
+  for (const [index, call] of outcome.toolCalls.entries()) {
+    const parts = splitText(call.arguments, timing.toolCallChunks ?? 1)
+    // At least one delta per call, which names it.
+    for (let j = 0; j < Math.max(1, parts.length); j++) {
+      events.push({
         _tag: "ToolCallDelta",
         index,
-        id: c.id,
-        name: c.name,
-        argumentsDelta: c.arguments
+        id: j === 0 ? call.id : undefined,
+        name: j === 0 ? call.name : undefined,
+        argumentsDelta: parts[j] ?? ""
+      })
+    }
+  }
+  const deltas = Stream.fromIterable(events.map((event, i) => ({ event, i }))).pipe(
+    Stream.mapEffect(({ event, i }) =>
+      Effect.gen(function* () {
+        if (timing.failAfterChunks !== undefined && i === timing.failAfterChunks.count && i < chunks.length) {
+          return yield* Effect.fail(timing.failAfterChunks.error)
+        }
+        yield* wait(i === 0 ? timing.ttft : timing.interval)
+        return event
       })
     )
   )
@@ -405,9 +426,7 @@ const scriptedStream = (
       : timing.truncate
         ? Stream.empty
         : Stream.succeed(finish)
-  return Stream.concat(Stream.succeed(started), Stream.concat(Stream.concat(deltas, toolDeltas), tail)).pipe(
-    Stream.rechunk(1)
-  )
+  return Stream.concat(Stream.succeed(started), Stream.concat(deltas, tail)).pipe(Stream.rechunk(1))
 }
 
 /**

@@ -69,7 +69,9 @@ const invokeStream =
           const pulled = yield* bounded(Effect.either(pull), until)
           if (Option.isNone(pulled)) {
             if (until >= attemptEnd && firstAt === undefined) return Option.none()
-            const kind = firstAt === undefined ? "timeout" : "stream_stalled"
+            // Out of total time (the attempt's own limit or the call's deadline) is a timeout, as for
+            // `generate`; only a gap longer than the idle limit is a stall.
+            const kind = firstAt === undefined || until >= attemptEnd ? "timeout" : "stream_stalled"
             return yield* Effect.fail(
               afterCommit(
                 new ProviderError({

@@ -1,0 +1,105 @@
+import { assert, describe, it } from "@effect/vitest"
+import { ModelTarget } from "@modelgate/core/ModelTarget"
+import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
+import { Duration, Effect, Schema, Stream } from "effect"
+import * as ScriptedProvider from "../src/ScriptedProvider.js"
+
+const decodeTarget = Schema.decodeSync(ModelTarget)
+
+const targetOf = (ref: string, provider: string) =>
+  decodeTarget({
+    ref,
+    provider,
+    model: "m",
+    capabilities: {
+      vision: false,
+      tools: true,
+      streaming: true,
+      structuredOutput: { mode: "json_schema" },
+      contextWindow: 128_000,
+      maxOutputTokens: 4096
+    },
+    regions: ["eu"],
+    dataClasses: ["internal"],
+    pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, currency: "USD", pricingVersion: "p-1" },
+    limits: { maxAttempts: 3, perAttemptTimeout: 400, minimumAttemptTime: 100 },
+    status: "active"
+  })
+
+const a = targetOf("model://openai/small@eu", "openai")
+const b = targetOf("model://anthropic/haiku@eu", "anthropic")
+
+const requestFor = (target: ModelTarget, messages = 1): ProviderAdapter.ProviderRequest => ({
+  target,
+  messages: Array.from({ length: messages }, () => ({ _tag: "user" as const, content: "hi" })),
+  tools: [],
+  toolChoice: undefined,
+  output: undefined,
+  maxOutputTokens: 100,
+  timeout: Duration.millis(400)
+})
+
+const Scripted = ScriptedProvider.layer({ providers: ["openai", "anthropic"], scripts: {} })
+
+/**
+ * A long run. Measured on a loaded 2-core machine: 0.3–0.47 s with the O(1)-per-attempt log,
+ * 8.6–9.0 s with the former log that copied the whole array on every attempt (O(n²)). The bound
+ * leaves 3× headroom to the first and is missed 6× by the second.
+ */
+const LONG_RUN = 40_000
+const LONG_RUN_BOUND_MS = 1_500
+
+describe("ScriptedProvider", () => {
+  it.effect("logs every attempt in start order, per target, as snapshots", () =>
+    Effect.gen(function* () {
+      const openai = yield* ProviderAdapter.tag("openai")
+      const anthropic = yield* ProviderAdapter.tag("anthropic")
+      const scripted = yield* ScriptedProvider.ScriptedProvider
+      yield* openai.generate(requestFor(a, 1))
+      yield* anthropic.generate(requestFor(b, 2))
+      const before = yield* scripted.attempts
+      yield* Stream.runDrain(openai.stream(requestFor(a, 3)))
+      const all = yield* scripted.attempts
+      assert.deepStrictEqual(
+        all.map((l) => [l.target, l.provider, l.mode, l.messages, l.endedAt, l.interrupted]),
+        [
+          [a.ref, "openai", "generate", 1, 0, false],
+          [b.ref, "anthropic", "generate", 2, 0, false],
+          [a.ref, "openai", "stream", 3, 0, false]
+        ]
+      )
+      // What was read earlier does not grow with later attempts.
+      assert.strictEqual(before.length, 2)
+      assert.deepStrictEqual(
+        (yield* scripted.attemptsOn(a.ref)).map((l) => [l.mode, l.messages]),
+        [
+          ["generate", 1],
+          ["stream", 3]
+        ]
+      )
+      assert.deepStrictEqual(
+        (yield* scripted.attemptsOn(b.ref)).map((l) => l.messages),
+        [2]
+      )
+      assert.deepStrictEqual(yield* scripted.attemptsOn("model://none/x@eu"), [])
+      // The per-target view is the same log entries (ended, interrupted are updated in place).
+      assert.strictEqual((yield* scripted.attemptsOn(b.ref))[0], all[1])
+    }).pipe(Effect.provide(Scripted))
+  )
+
+  it.effect(`a long run costs O(1) per attempt: ${LONG_RUN} attempts within ${LONG_RUN_BOUND_MS} ms`, () =>
+    Effect.gen(function* () {
+      const openai = yield* ProviderAdapter.tag("openai")
+      const anthropic = yield* ProviderAdapter.tag("anthropic")
+      const scripted = yield* ScriptedProvider.ScriptedProvider
+      const ra = requestFor(a)
+      const rb = requestFor(b)
+      const started = performance.now()
+      for (let i = 0; i < LONG_RUN; i++) yield* (i % 2 === 0 ? openai : anthropic).generate(i % 2 === 0 ? ra : rb)
+      const elapsed = performance.now() - started
+      assert.strictEqual((yield* scripted.attempts).length, LONG_RUN)
+      assert.strictEqual((yield* scripted.attemptsOn(b.ref)).length, LONG_RUN / 2)
+      assert.isBelow(elapsed, LONG_RUN_BOUND_MS, `${LONG_RUN} attempts took ${Math.round(elapsed)} ms`)
+    }).pipe(Effect.provide(Scripted))
+  )
+})
