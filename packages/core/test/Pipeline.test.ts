@@ -332,3 +332,38 @@ describe("pipeline: the settlement is in the evidence", () => {
     )
   )
 })
+
+describe("pipeline: the recorder never kills a call", () => {
+  it.effect("a recorder that dies or fails: the caller still gets the answer; the failure is logged", () =>
+    Effect.gen(function* () {
+      const lines: Array<string> = []
+      const logger = Logger.make(({ message }) => {
+        lines.push(String(message))
+      })
+      // A recorder can only fail by dying (its error channel is `never`) or by being interrupted.
+      for (const broken of [Effect.die(new RangeError("Maximum call stack size exceeded")), Effect.interrupt]) {
+        const recorder = Layer.succeed(
+          CallRecorder.CallRecorder,
+          CallRecorder.CallRecorder.of({ record: () => broken })
+        )
+        const layer = ModelGateway.layer(definition).pipe(
+          Layer.provideMerge(
+            ScriptedProvider.layer({
+              providers,
+              scripts: { [refs.primary]: [ScriptedProvider.success({ after: 5, text: "hi" })] }
+            })
+          ),
+          Layer.provideMerge(
+            Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, recorder)
+          )
+        )
+        const exit = yield* run(command("ticket.reply")).pipe(
+          Effect.provide(layer),
+          Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+        )
+        assert.isTrue(Exit.isSuccess(exit))
+      }
+      assert.strictEqual(lines.filter((l) => l.includes("the call recorder failed")).length, 2)
+    })
+  )
+})

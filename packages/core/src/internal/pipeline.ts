@@ -1121,5 +1121,11 @@ const record = (
     maxOutputTokens: call.lastMaxOutputTokens,
     permitWaitMs: call.permitWaitMs
   })
-  return Report.outsideCallSpanEvents(call.span, ctx.recorder.record(callRecord))
+  // The recorder is the application's: whatever it does, it never changes the call's outcome.
+  return Report.outsideCallSpanEvents(
+    call.span,
+    Effect.catchAllCause(ctx.recorder.record(callRecord), (cause) =>
+      Effect.logError(`modelgate: the call recorder failed for ${call.id} (${defectKind(Cause.squash(cause))})`)
+    )
+  )
 }
