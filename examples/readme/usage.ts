@@ -1,7 +1,7 @@
 // README usage example. `examples/test/readme.test.ts` checks that README.md shows exactly this code.
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import * as OpenAi from "@modelgate/adapters/openai"
-import { ModelCommand, ModelGateway } from "@modelgate/core"
+import { Budgets, ModelCommand, ModelGateway } from "@modelgate/core"
 import { Effect, Layer, Schema } from "effect"
 
 const Ticket = Schema.Struct({ category: Schema.Literal("billing", "technical", "other"), confidence: Schema.Number })
@@ -33,7 +33,9 @@ const config = {
 }
 
 const GatewayLive = ModelGateway.layerJson(config, { schemas: { Ticket } }).pipe(
-  Layer.provide(Layer.mergeAll(OpenAi.layerConfig(), ModelGateway.layerDefaults)),
+  // $5 a month for acme; concurrency, breakers, call records: the defaults (unbounded, none, one log line)
+  ModelGateway.withDefaults({ budgets: Budgets.layerMemory({ tenants: { acme: { limit: 5 } } }) }),
+  Layer.provide(OpenAi.layerConfig()),
   Layer.provide(NodeHttpClient.layerUndici)
 )
 

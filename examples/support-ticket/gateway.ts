@@ -265,9 +265,13 @@ export const configJson = (scale = 1) => {
         policyVersion: "extract-policy-2",
         prompt: prompts.extract,
         output: { schema: "TicketFields", schemaVersion: "2" },
-        // EU-only and confidential (order ids and names). Only routes whose structured output was
-        // tested with this schema: gpt-4.1-mini's strict mode rejects `pattern`, so it is not here
-        // (startup validation would refuse it with SCHEMA_FEATURE_UNSUPPORTED).
+        // EU-only and confidential: this policy's choice for the structured order record it produces
+        // (order id, product). The other workflows send the same ticket text as `internal`, so with
+        // the EU down acme's draft, served from the US, can quote the order id while this extraction
+        // degrades: data classes are declared per workflow (or command), never detected in the text.
+        // Only routes whose structured output was tested with this schema: gpt-4.1-mini's strict
+        // mode rejects `pattern`, so it is not here (startup validation would refuse it with
+        // SCHEMA_FEATURE_UNSUPPORTED).
         route: [refs.haiku, refs.llama],
         timeout: ms(1500),
         retry: { baseDelay: ms(50), maxDelay: ms(200) },

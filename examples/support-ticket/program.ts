@@ -69,6 +69,8 @@ export interface DemoReport {
 }
 
 const encodeRecord = Schema.encodeSync(CallRecord)
+/** The tenant of the warm-up calls (never printed, never in the report). */
+const warmUpTenant = "demo-warm-up"
 /** The fold's start: no envelope yet. */
 const noResult = (): ModelResult | undefined => undefined
 const isClassification = Schema.is(Classification)
@@ -145,9 +147,13 @@ export const runDemo = (options: DemoOptions) =>
       const mock = yield* Mock.make()
 
       const budgetsLayer = Budgets.layerMemory({
-        tenants: Object.fromEntries(
-          Object.entries(scenario.budgets).map(([tenant, limit]) => [tenant, { limit, period: "daily" as const }])
-        ),
+        tenants: {
+          ...Object.fromEntries(
+            Object.entries(scenario.budgets).map(([tenant, limit]) => [tenant, { limit, period: "daily" as const }])
+          ),
+          // The warm-up calls' own tenant: a limited budget, so they take the path the tickets take.
+          [warmUpTenant]: { limit: 1, period: "daily" }
+        },
         undeclaredTenants: "unlimited"
       })
       const services = Layer.mergeAll(
@@ -175,11 +181,16 @@ export const runDemo = (options: DemoOptions) =>
           return fresh
         })
 
+        /** The first line of a call: workflow and label (a streamed call prints it before its text). */
+        const heading = (workflow: string, label: string) =>
+          `  ${style.bold(style.cyan(workflow))}${label ? style.dim(` (${label})`) : ""}`
+
         const printCall = (
           record: CallRecord,
           exit: Exit.Exit<ModelResult, GatewayError>,
           label: string,
-          content: (result: ModelResult) => string | undefined
+          content: (result: ModelResult) => string | undefined,
+          headed = false
         ) => {
           if (options.json) return write(`${JSON.stringify(encodeRecord(record))}\n`)
           const e = record.evidence
@@ -192,9 +203,8 @@ export const runDemo = (options: DemoOptions) =>
             e.fallbackUsed ? style.yellow("fallback") : undefined,
             e.retryCount > 0 ? style.yellow(`${e.retryCount} ${e.retryCount === 1 ? "retry" : "retries"}`) : undefined
           ].filter((t) => t !== undefined)
-          line(
-            `  ${style.bold(style.cyan(e.workflow))}${label ? style.dim(` (${label})`) : ""}  ${tags.join(style.dim(" · "))}  ${style.dim(e.callId)}`
-          )
+          const status = `${tags.join(style.dim(" · "))}  ${style.dim(e.callId)}`
+          line(headed ? block("call", [status], style) : `${heading(e.workflow, label)}  ${status}`)
           if (e.eligible.length > 0 || e.excluded.length > 0)
             line(block("decision", Render.decision(record, style), style))
           if (e.attempts.length > 0) line(block("timeline", Render.timeline(record, style), style))
@@ -228,11 +238,12 @@ export const runDemo = (options: DemoOptions) =>
         const commandFor = (
           ticket: Ticket,
           workflow: string,
-          prompt: { readonly id: string; readonly version: string }
+          prompt: { readonly id: string; readonly version: string },
+          tenant: string = ticket.tenant.id
         ) =>
           decodeCommand({
             workflow,
-            tenant: ticket.tenant.id,
+            tenant,
             messages: [
               { _tag: "system", content: systemPrompt(prompt) },
               { _tag: "user", content: ticketText(ticket) }
@@ -240,9 +251,12 @@ export const runDemo = (options: DemoOptions) =>
             ...("regions" in ticket.tenant ? { regions: ticket.tenant.regions } : {})
           })
 
-        // Warm-up, so that the first calls' tight deadlines do not pay for loading the tokenizer and
-        // compiling the HTTP and SSE code: route one command of each workflow, and send one plain
-        // and one streamed request to each mocked provider. Then the scenario begins.
+        // Warm-up, so that the first timed call does not pay for loading the tokenizer and compiling
+        // the gateway, HTTP and SSE code (in a fresh process the first call's first attempt started
+        // up to ~100 ms late): route one command of each workflow, send one plain and one streamed
+        // request to each mocked provider, then run one whole call of each ticket workflow (as the
+        // warm-up tenant, answered as in the normal scenario). Their records and requests are
+        // dropped; then the scenario begins.
         const first = tickets[0]!
         yield* Effect.forEach(
           [
@@ -274,6 +288,22 @@ export const runDemo = (options: DemoOptions) =>
             }),
           { concurrency: "unbounded" }
         )
+        if (live.size === 0) {
+          yield* mock.setHandler(makeHandler(scenarios.normal, scale))
+          yield* Effect.all(
+            [
+              Effect.exit(gateway.generate(commandFor(first, "ticket.classify", prompts.classify, warmUpTenant))),
+              Effect.exit(gateway.generate(commandFor(first, "ticket.extract", prompts.extract, warmUpTenant))),
+              Effect.exit(
+                Stream.runDrain(
+                  gateway.stream(commandFor(first, "ticket.draftReply", prompts.draftReply, warmUpTenant))
+                )
+              )
+            ],
+            { concurrency: "unbounded" }
+          )
+          yield* recorder.clear
+        }
         yield* mock.reset
         yield* mock.setHandler(makeHandler(scenario, scale))
 
@@ -303,7 +333,8 @@ export const runDemo = (options: DemoOptions) =>
             return `order ${v.orderId ?? "—"} · product ${v.product ?? "—"}`
           })
 
-          // ticket.draftReply is streamed: the text is printed as it arrives.
+          // ticket.draftReply is streamed: the text is printed as it arrives, under the call's heading.
+          line(heading("ticket.draftReply", "streamed"))
           const prefix = `    ${style.dim("reply".padEnd(9))} `
           let streamed = false
           const wrap = wrapper(write, 14, options.columns ?? 100)
@@ -329,8 +360,12 @@ export const runDemo = (options: DemoOptions) =>
           )
           if (streamed) line()
           for (const record of yield* newRecords) {
-            printCall(record, draft, "streamed", (r) =>
-              streamed ? style.dim(`${r.content.text?.length ?? 0} characters streamed`) : r.content.text
+            printCall(
+              record,
+              draft,
+              "streamed",
+              (r) => (streamed ? style.dim(`${r.content.text?.length ?? 0} characters streamed`) : r.content.text),
+              true
             )
           }
 

@@ -37,7 +37,11 @@ export const styleFor = (stream: { readonly isTTY?: boolean | undefined }, env: 
 /** `model://openai/gpt-4.1@eu` → `openai/gpt-4.1@eu`. */
 export const short = (ref: string): string => ref.replace(/^model:\/\//, "")
 
-export const usd = (n: number): string => (n === 0 ? "$0" : n < 0.01 ? `$${n.toFixed(6)}` : `$${n.toFixed(4)}`)
+/**
+ * Every amount with the same six decimals (a millionth of a dollar: the demo's calls cost from
+ * $0.0001), so that figures in one column or line compare at a glance.
+ */
+export const usd = (n: number): string => `$${n.toFixed(6)}`
 
 const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.length))
 const padStart = (s: string, n: number) => (s.length >= n ? s : " ".repeat(n - s.length) + s)

@@ -46,7 +46,7 @@ export const scenarios: Record<ScenarioName, Scenario> = {
     name: "outage",
     setup: "OpenAI answers 503 to every request",
     shows:
-      "calls whose primary is an OpenAI target retry once, then fall back to a compatible target of another provider",
+      "classify retries its small OpenAI model once (maxAttempts 2), the streamed draft its large one not at all (maxAttempts 1); both then fall back to a compatible target of another provider",
     budgets: generous,
     fault: (request) => (request.provider === "openai" ? unavailable : undefined)
   },
@@ -87,7 +87,7 @@ export const scenarios: Record<ScenarioName, Scenario> = {
     name: "residency",
     setup: "every EU provider (OpenAI, Anthropic, the EU vLLM) answers 503; only the US Gemini targets are up",
     shows:
-      "acme's calls fall back to the US; globex's (EU-only) calls never do: degraded answers where the workflow has one, otherwise refused with the excluded targets and why",
+      "acme's calls fall back to the US, except the EU-only, confidential extract (degraded); globex's (EU-only) calls never do: degraded answers where the workflow has one, otherwise refused with the excluded targets and why",
     budgets: generous,
     fault: (request) =>
       request.provider === "openai" || request.provider === "anthropic" || request.provider === "openai-compatible"

@@ -3,6 +3,10 @@
  * runs), with assertions on the CallRecords it prints. Real adapters, real HTTP, the in-process mock
  * provider server: real time, no network.
  */
+import { execFile } from "node:child_process"
+import { createRequire } from "node:module"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
 import { assert, describe, it } from "@effect/vitest"
 import { CallRecord } from "@modelgate/core/ModelResult"
 import { Effect, Schema } from "effect"
@@ -97,6 +101,8 @@ describe("demo --json", () => {
         }
         assert.strictEqual(followUps.filter((r) => r.outcome === "success").length, 6)
         assertOneTaskPerFollowUp(report, ["T-1003", "T-1004"])
+        // The warm-up calls before the first timed one leave no record behind.
+        assert.deepStrictEqual([...new Set(records.map((r) => r.tenant))].sort(), ["acme", "globex"])
       }),
     30_000
   )
@@ -113,10 +119,14 @@ describe("demo --json", () => {
           assert.strictEqual(r.outcome, "success", r.evidence.callId)
           assert.isTrue(r.evidence.fallbackUsed)
           assert.isFalse(isOpenAi(r.evidence.target ?? ""))
-          for (const a of r.evidence.attempts.filter((a) => isOpenAi(a.target))) {
+          const onOpenAi = r.evidence.attempts.filter((a) => isOpenAi(a.target))
+          for (const a of onOpenAi) {
             assert.strictEqual(a.outcome, "unavailable")
             assert.strictEqual(a.httpStatus, 503)
           }
+          // classify's small model has maxAttempts 2 (one retry); the draft's large one maxAttempts 1.
+          assert.strictEqual(onOpenAi.length, r.evidence.workflow === "ticket.classify" ? 2 : 1, r.evidence.callId)
+          assert.strictEqual(r.evidence.retryCount, r.evidence.workflow === "ticket.classify" ? 1 : 0)
         }
         // The unaffected workflows never saw OpenAI and needed no fallback.
         for (const r of records.filter((r) => !affected.includes(r) && r.outcome === "success")) {
@@ -272,8 +282,37 @@ describe("demo report", () => {
         assert.include(out, "excluded  gemini/gemini-2.5-flash@us  DATA_REGION_MISMATCH")
         assert.match(out, /ticket\.classify +4 +4 +4 +0 +0 +0 +\$/)
         assert.include(out, "follow-up tasks created in the ticket system: 2")
+        // The streamed draft: its heading, then its text as it arrived, then its record.
+        const drafts = out.split("\n  ticket.draftReply (streamed)\n").slice(1)
+        assert.strictEqual(drafts.length, tickets.length)
+        for (const draft of drafts) {
+          assert.match(draft, /^ {4}reply {5}Hi \S[^\n]*\n(?: {14}[^\n]*\n)* {4}call {6}success · fallback {2}mg_/)
+        }
+        // Every amount with the same precision.
+        const amounts = out.match(/\$[\d.]+/g) ?? []
+        assert.isAbove(amounts.length, 40)
+        for (const amount of amounts) assert.match(amount, /^\$\d+\.\d{6}$/)
       }),
     30_000
+  )
+
+  it.live(
+    "the program's stdout with --json is CallRecord lines only (what `pnpm -s demo --json | jq` reads)",
+    () =>
+      Effect.gen(function* () {
+        const tsx = createRequire(import.meta.url).resolve("tsx/cli")
+        const { stdout } = yield* Effect.promise(() =>
+          promisify(execFile)(process.execPath, [tsx, "support-ticket/main.ts", "--json", "--scenario", "residency"], {
+            cwd: fileURLToPath(new URL("..", import.meta.url)),
+            env: { ...process.env, NO_COLOR: "1" }
+          })
+        )
+        const lines = stdout.split("\n")
+        assert.strictEqual(lines.pop(), "", "ends with a newline")
+        assert.isAbove(lines.length, 10)
+        for (const line of lines) assert.doesNotThrow(() => decodeRecord(JSON.parse(line)), undefined, line)
+      }),
+    60_000
   )
 
   it("colors only on a TTY without NO_COLOR", () => {

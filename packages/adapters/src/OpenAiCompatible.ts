@@ -12,7 +12,10 @@
  *   llama.cpp's `exceed_context_size_error`, Ollama's 404 "try pulling it first" and 503 "server busy";
  * - errors in the stream as `data: {"error": …}` (also when `data: [DONE]` follows), and a final
  *   `data: [DONE]` without its trailing blank line;
- * - the request id is the `chatcmpl-…` body id when no header carries one.
+ * - the request id is the `chatcmpl-…` body id when no header carries one;
+ * - sampling options map as for OpenAI, except `userId`, sent as `user`; `providerOptions` may also
+ *   set the servers' extra sampling fields `top_k`, `min_p` and `repetition_penalty` (Ollama
+ *   silently ignores `parallel_tool_calls`).
  *
  * @since 0.1.0
  */
@@ -22,7 +25,7 @@ import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
-import { codec } from "./internal/chatCompletions.js"
+import { codec, compatibleProviderOptions } from "./internal/chatCompletions.js"
 import { client } from "./internal/http.js"
 
 /**
@@ -68,6 +71,8 @@ export const make = (
         maxTokensField: options.maxTokensField ?? "max_tokens",
         systemRole: "system",
         streamUsage: options.streamUsage ?? true,
+        userField: "user",
+        providerOptions: compatibleProviderOptions,
         authorize: (request) =>
           options.apiKey === undefined
             ? request

@@ -452,7 +452,7 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
                 Layer.provide(Layer.setConfigProvider(providerConfig))
               )
             ),
-            Layer.provide(ModelGateway.layerDefaults)
+            ModelGateway.withDefaults()
           )
         ),
         Effect.provide(Otel.layerInMemory())
@@ -522,7 +522,7 @@ describe("OTLP export configured from Config", () => {
             Layer.provide(Layer.setConfigProvider(providerConfig))
           )
         ),
-        Layer.provide(ModelGateway.layerDefaults),
+        ModelGateway.withDefaults(),
         Layer.merge(
           otlpLayer(
             [
@@ -575,7 +575,7 @@ describe("OTLP export configured from Config", () => {
             Layer.provide(Layer.setConfigProvider(providerConfig))
           )
         ),
-        Layer.provide(ModelGateway.layerDefaults),
+        ModelGateway.withDefaults(),
         Layer.merge(
           otlpLayer(
             [

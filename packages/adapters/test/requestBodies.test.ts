@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ToolCall } from "@modelgate/core/ModelCommand"
+import type { ProviderError } from "@modelgate/core/Errors"
+import { ToolCall, ToolDefinition } from "@modelgate/core/ModelCommand"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
 import { Duration, Either } from "effect"
@@ -142,5 +143,107 @@ describe("request bodies", () => {
       toolConfig: { functionCallingConfig: { mode: "ANY" } }
     })
     assert.strictEqual(modelPath("models/gemini-x"), "gemini-x")
+  })
+})
+
+describe("request bodies: sampling options and their provider constraints", () => {
+  const tool = new ToolDefinition({ name: "f", description: "d", parameters: { type: "object" } })
+  const refusal = (body: Either.Either<Record<string, unknown>, ProviderError>) =>
+    Either.isLeft(body)
+      ? { kind: body.left.kind, processed: body.left.processed, detail: body.left.detail }
+      : body.right
+
+  it("chat completions: parallel_tool_calls only with tools; userId as safety_identifier or user", () => {
+    const openai = chatBody(
+      request({ options: { parallelToolCalls: false, userId: "u-1" } }),
+      dialect("system", "max_completion_tokens"),
+      false
+    )
+    assert.notProperty(openai, "parallel_tool_calls")
+    assert.strictEqual(openai.safety_identifier, "u-1")
+    const local = chatBody(
+      request({ tools: [tool], options: { parallelToolCalls: false, userId: "u-1" } }),
+      { ...dialect("system", "max_tokens"), userField: "user" },
+      false
+    )
+    assert.deepInclude(local, { parallel_tool_calls: false, user: "u-1" })
+    assert.notProperty(local, "safety_identifier")
+  })
+
+  it("anthropic: a thinking budget stays below max_tokens, at least 1024; 0 turns thinking off", () => {
+    const big = anthropicBody(
+      request({ maxOutputTokens: 4096, options: { reasoningBudget: 100_000 } }),
+      "anthropic",
+      false
+    )
+    assert.deepInclude(Either.getOrThrow(big), { max_tokens: 4096, thinking: { type: "enabled", budget_tokens: 4095 } })
+    const small = anthropicBody(
+      request({ maxOutputTokens: 4096, options: { reasoningBudget: 10 } }),
+      "anthropic",
+      false
+    )
+    assert.deepInclude(Either.getOrThrow(small), { thinking: { type: "enabled", budget_tokens: 1024 } })
+    const off = anthropicBody(request({ options: { reasoningBudget: 0, temperature: 0.2 } }), "anthropic", false)
+    assert.deepInclude(Either.getOrThrow(off), { thinking: { type: "disabled" }, temperature: 0.2 })
+    const nucleus = anthropicBody(
+      request({ maxOutputTokens: 4096, options: { reasoningBudget: 2048, topP: 0.96 } }),
+      "anthropic",
+      false
+    )
+    assert.deepInclude(Either.getOrThrow(nucleus), { top_p: 0.96, thinking: { type: "enabled", budget_tokens: 2048 } })
+  })
+
+  it.each([
+    [
+      { maxOutputTokens: 1024, options: { reasoningBudget: 2048 } },
+      "a thinking budget needs an output cap above 1024 tokens"
+    ],
+    [{ options: { temperature: 1.5 } }, "temperature above 1 is not accepted"],
+    [{ options: { temperature: 0.5, topP: 0.9 } }, "temperature and topP cannot both be set"],
+    [
+      { maxOutputTokens: 4096, options: { reasoningBudget: 2048, temperature: 0.2 } },
+      "a temperature other than 1 cannot be combined with a thinking budget"
+    ],
+    [
+      { maxOutputTokens: 4096, options: { reasoningBudget: 2048, topP: 0.5 } },
+      "topP below 0.95 cannot be combined with a thinking budget"
+    ],
+    [
+      { maxOutputTokens: 4096, tools: [tool], toolChoice: "required" as const, options: { reasoningBudget: 2048 } },
+      "forced tool use cannot be combined with a thinking budget"
+    ],
+    [
+      { maxOutputTokens: 4096, options: { reasoningBudget: 2048 }, providerOptions: { top_k: 5 } },
+      "top_k cannot be combined with a thinking budget"
+    ],
+    [
+      { options: { seed: 1 } },
+      "option seed has no Messages API field (remove it from the target's capabilities.options)"
+    ]
+  ] satisfies ReadonlyArray<readonly [Partial<ProviderRequest>, string]>)(
+    "anthropic refuses before sending: %j",
+    (overrides, detail) => {
+      assert.deepStrictEqual(refusal(anthropicBody(request(overrides), "anthropic", false)), {
+        kind: "invalid_request",
+        processed: "no",
+        detail: `anthropic: ${detail}`
+      })
+    }
+  )
+
+  it("gemini: reasoning effort as thinkingLevel; effort and budget together are refused", () => {
+    const level = geminiBody(request({ options: { reasoningEffort: "low" } }), "gemini")
+    assert.deepStrictEqual(Either.getOrThrow(level).generationConfig, {
+      maxOutputTokens: 64,
+      thinkingConfig: { thinkingLevel: "LOW" }
+    })
+    assert.deepStrictEqual(
+      refusal(geminiBody(request({ options: { reasoningEffort: "high", reasoningBudget: 1000 } }), "gemini")),
+      {
+        kind: "invalid_request",
+        processed: "no",
+        detail: "gemini: reasoningEffort and reasoningBudget cannot be combined"
+      }
+    )
   })
 })

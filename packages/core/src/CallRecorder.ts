@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Ref, Schema } from "effect"
+import { Context, Effect, Layer, LogLevel, Ref, Schema } from "effect"
 import { CallRecord } from "./ModelResult.js"
 
 /**
@@ -22,8 +22,35 @@ export class CallRecorder extends Context.Tag("@modelgate/core/CallRecorder")<Ca
 
 const encode = Schema.encodeSync(CallRecord)
 
+/** Whole milliseconds. */
+const ms = (n: number): string => String(Math.round(n))
+
+/** Up to nine decimals (amounts are kept as integer billionths), no exponent, no trailing zeros. */
+const amount = (n: number): string => {
+  const fixed = n.toFixed(9).replace(/0+$/, "")
+  return fixed.endsWith(".") ? fixed.slice(0, -1) : fixed
+}
+
 /**
- * Logs each record as one structured `Info` line (annotation `callRecord`), encoded with its Schema.
+ * The one `Info` line of a record: `modelgate call workflow=… outcome=… [error=…] [target=…]
+ * latencyMs=… costUsd=… callId=…`. Only names from the configuration, values from fixed sets,
+ * numbers and the call id: never the tenant, never content.
+ *
+ * @since 0.2.0
+ * @category Formatting
+ */
+export const summaryLine = (record: CallRecord): string => {
+  const e = record.evidence
+  const error = record.errorTag !== undefined ? ` error=${record.errorTag}` : ""
+  const target = e.target !== undefined ? ` target=${e.target}` : ""
+  return `modelgate call workflow=${e.workflow} outcome=${record.outcome}${error}${target} latencyMs=${ms(e.totalLatencyMs)} costUsd=${amount(e.cost.actual)} callId=${e.callId}`
+}
+
+/**
+ * Logs each record as one `Info` line with its workflow, outcome (and error tag), target, latency,
+ * cost and call id ({@link summaryLine}), and, when `Debug` is enabled, the full record encoded with
+ * its Schema as the annotation `callRecord` of a `Debug` entry (`modelgate call record`; encoded
+ * only when it will be logged). A CallRecord holds no content; its tenant id appears only at `Debug`.
  *
  * @since 0.1.0
  * @category Layers
@@ -32,12 +59,16 @@ export const layerLog: Layer.Layer<CallRecorder> = Layer.succeed(
   CallRecorder,
   CallRecorder.of({
     record: (record) =>
-      Effect.logInfo("modelgate call").pipe(
-        Effect.annotateLogs({
-          callRecord: encode(record),
-          workflow: record.evidence.workflow,
-          outcome: record.outcome
-        })
+      Effect.zipRight(
+        Effect.logInfo(summaryLine(record)),
+        Effect.asVoid(
+          Effect.whenLogLevel(
+            Effect.suspend(() =>
+              Effect.logDebug("modelgate call record").pipe(Effect.annotateLogs("callRecord", encode(record)))
+            ),
+            LogLevel.Debug
+          )
+        )
       )
   })
 )

@@ -14,16 +14,31 @@
  * - With budgets that hold reservations, every workflow timeout must be shorter than the budgets'
  *   `reservationTtl` (`TIMEOUT_NOT_BELOW_RESERVATION_TTL`), so no reservation expires while its call
  *   can still run.
+ * - Sampling options: bounds must be consistent (`INVALID_OPTION_BOUNDS`), every route target must
+ *   accept each option the workflow pins (`OPTION_UNSUPPORTED`), and a workflow's `providerOptions`
+ *   must name a provider of its route (`PROVIDER_OPTIONS_UNUSED`) and fields its adapter allows
+ *   (`PROVIDER_OPTION_NOT_ALLOWED`).
+ * - Catalogue references: a target naming `catalogue: "<id>"` gets that `Catalogue` entry's
+ *   fields under its own when decoded; an unknown id is `UNKNOWN_CATALOGUE_ENTRY`, a
+ *   `catalogueVersion` other than this release's `Catalogue.version` is
+ *   `CATALOGUE_VERSION_MISMATCH`.
+ * - A workflow without `policyVersion` or `prompt.version` gets `"unversioned"`, and building the
+ *   gateway logs one warning per such workflow ({@link warnUnversioned}).
+ *
+ * Configuration written in code gets completion and type-checking from {@link make}, in the same
+ * encoded (JSON) form {@link decode} and `ModelGateway.layerJson` read ({@link Encoded}).
  *
  * @since 0.1.0
  */
 import { Duration, Effect, Either, type ParseResult, Schema } from "effect"
+import * as Catalogue from "./Catalogue.js"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
-import { configProblemsOf, jsonPath } from "./internal/issues.js"
+import { configProblemsOf, jsonPath, segment } from "./internal/issues.js"
 import * as JsonSchemaFeatures from "./JsonSchemaFeatures.js"
 import type { ModelCommand } from "./ModelCommand.js"
+import * as ModelOptions from "./ModelOptions.js"
 import { maxDuration, ModelTarget } from "./ModelTarget.js"
-import { Workflow } from "./Workflow.js"
+import { unversioned, Workflow } from "./Workflow.js"
 
 /**
  * Targets and workflows.
@@ -58,25 +73,173 @@ export interface Definition {
   readonly degradeHandlers?: Readonly<Record<string, DegradeHandler>> | undefined
 }
 
-const decodeConfig = Schema.decodeUnknownEither(GatewayConfig, { errors: "all", onExcessProperty: "error" })
+// ---------------------------------------------------------------------------------------------
+// The encoded (JSON) form
+// ---------------------------------------------------------------------------------------------
+
+type ModelTargetEncoded = Schema.Schema.Encoded<typeof ModelTarget>
 
 /**
- * Decodes a configuration from plain JSON (e.g. a parsed file). A failure lists every bad field
- * with its path and what was expected, never the value found.
+ * A target written out in full, in encoded (JSON) form.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface FullTargetEncoded extends Omit<ModelTargetEncoded, "catalogue" | "catalogueVersion"> {
+  readonly catalogue?: never
+  readonly catalogueVersion?: never
+}
+
+/**
+ * A target naming a `Catalogue` entry, in encoded (JSON) form: `ref`, `regions` and `dataClasses`
+ * are its own; `provider`, `model`, `capabilities` (key by key), `pricing` (as a whole) and the
+ * rest override the entry's. `catalogueVersion`, when given, must be this release's
+ * `Catalogue.version` (pin it to notice a catalogue update).
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface CatalogueTargetEncoded
+  extends Omit<
+    ModelTargetEncoded,
+    "catalogue" | "catalogueVersion" | "provider" | "model" | "capabilities" | "pricing"
+  > {
+  readonly catalogue: Catalogue.Id
+  readonly catalogueVersion?: string
+  readonly provider?: ModelTargetEncoded["provider"]
+  readonly model?: ModelTargetEncoded["model"]
+  readonly capabilities?: Partial<ModelTargetEncoded["capabilities"]>
+  readonly pricing?: ModelTargetEncoded["pricing"]
+}
+
+/**
+ * A target in encoded (JSON) form: written out, or naming a catalogue entry.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export type TargetEncoded = FullTargetEncoded | CatalogueTargetEncoded
+
+/**
+ * A workflow in encoded (JSON) form (durations in milliseconds).
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export type WorkflowEncoded = Schema.Schema.Encoded<typeof Workflow>
+
+/**
+ * The configuration as {@link decode} and `ModelGateway.layerJson` read it: plain JSON, durations
+ * in milliseconds, targets written out or naming a catalogue entry.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface Encoded {
+  readonly targets: ReadonlyArray<TargetEncoded>
+  readonly workflows: ReadonlyArray<WorkflowEncoded>
+}
+
+/**
+ * Types a configuration written in code, in its encoded (JSON) form: completion and type errors for
+ * every target and workflow field (catalogue ids included), without building classes. Returns it
+ * unchanged, for `ModelGateway.layerJson` (which decodes and validates it) or {@link decode}.
+ *
+ * @example
+ * ```ts
+ * const config = GatewayConfig.make({
+ *   targets: [{ ref: "mini@eu", catalogue: "openai/gpt-4.1-mini", regions: ["eu"], dataClasses: ["internal"] }],
+ *   workflows: [{ name: "reply", prompt: { id: "reply" }, route: ["mini@eu"], timeout: 3000, regions: ["eu"], dataClass: "internal" }]
+ * })
+ * ```
+ *
+ * @since 0.3.0
+ * @category Constructors
+ */
+export const make = (config: Encoded): Encoded => config
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+// ---------------------------------------------------------------------------------------------
+
+const decodeConfig = Schema.decodeUnknownEither(GatewayConfig, { errors: "all", onExcessProperty: "error" })
+
+const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** Fields a catalogue entry supplies: "missing" reported for them under an unresolved reference adds nothing. */
+const suppliedByCatalogue = ["provider", "model", "capabilities", "pricing"] as const
+
+/**
+ * The input with every catalogue reference of `targets` resolved, the problems of the references
+ * (value-free), and the paths whose "missing" problems an unresolved reference explains.
+ */
+const resolveCatalogue = (
+  input: unknown
+): {
+  readonly input: unknown
+  readonly problems: ReadonlyArray<ConfigProblem>
+  readonly explained: ReadonlySet<string>
+} => {
+  const problems: Array<ConfigProblem> = []
+  const explained = new Set<string>()
+  if (!isRecord(input) || !Object.hasOwn(input, "targets") || !Array.isArray(input.targets)) {
+    return { input, problems, explained }
+  }
+  const list: ReadonlyArray<unknown> = input.targets
+  const targets = list.map((t, i) => {
+    if (!isRecord(t)) return t
+    const hasEntry = Object.hasOwn(t, "catalogue")
+    const hasVersion = Object.hasOwn(t, "catalogueVersion")
+    if (!hasEntry && !hasVersion) return t
+    const path = jsonPath(["targets", i])
+    if (hasVersion && (!hasEntry || t.catalogueVersion !== Catalogue.version)) {
+      problems.push(
+        new ConfigProblem({
+          path: `${path}.catalogueVersion`,
+          reason: "CATALOGUE_VERSION_MISMATCH",
+          detail: hasEntry
+            ? `this release ships catalogue ${Catalogue.version}: check the entry's figures, then update catalogueVersion`
+            : "catalogueVersion needs a catalogue entry (catalogue)"
+        })
+      )
+    }
+    if (!hasEntry) return t
+    if (!Catalogue.isId(t.catalogue)) {
+      problems.push(
+        new ConfigProblem({
+          path: `${path}.catalogue`,
+          reason: "UNKNOWN_CATALOGUE_ENTRY",
+          detail: `no entry with this id in catalogue ${Catalogue.version} (Catalogue.ids lists them)`
+        })
+      )
+      for (const key of suppliedByCatalogue) explained.add(`${path}.${key}`)
+      return t
+    }
+    return Catalogue.merge(t.catalogue, t)
+  })
+  return { input: { ...input, targets }, problems, explained }
+}
+
+/**
+ * Decodes a configuration from plain JSON (e.g. a parsed file, or {@link make}'s result),
+ * resolving catalogue references. A failure lists every bad field with its path and what was
+ * expected, never the value found.
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const decode = (input: unknown): Effect.Effect<GatewayConfig, GatewayConfigError> =>
-  Either.match(decodeConfig(input), {
-    onRight: Effect.succeed,
-    onLeft: (error) =>
-      Effect.fail(
-        new GatewayConfigError({
-          problems: configProblemsOf(error, jsonPath).map((p) => new ConfigProblem(p))
-        })
-      )
-  })
+export const decode = (input: unknown): Effect.Effect<GatewayConfig, GatewayConfigError> => {
+  const resolved = resolveCatalogue(input)
+  const decoded = decodeConfig(resolved.input)
+  if (Either.isRight(decoded) && resolved.problems.length === 0) return Effect.succeed(decoded.right)
+  const schemaProblems = Either.isLeft(decoded)
+    ? configProblemsOf(decoded.left, jsonPath)
+        .filter((p) => !(p.detail === "is missing" && resolved.explained.has(p.path)))
+        .map((p) => new ConfigProblem(p))
+    : []
+  return Effect.fail(new GatewayConfigError({ problems: [...resolved.problems, ...schemaProblems] }))
+}
 
 /** `record[name]` if `name` is an own property of `record` (nothing inherited from `Object.prototype`). */
 const own = <A>(record: Readonly<Record<string, A>> | undefined, name: string): A | undefined =>
@@ -106,6 +269,11 @@ export interface ValidateOptions {
    * `undefined` when nothing is held. Every workflow timeout must be shorter.
    */
   readonly reservationTtl?: Duration.Duration | undefined
+  /**
+   * Per provider id, the wire fields its adapter lets `providerOptions` set
+   * (`ProviderAdapter.providerOptions`); a provider without an entry accepts none.
+   */
+  readonly providerOptions?: ReadonlyMap<string, ModelOptions.ProviderOptionsAllowlist> | undefined
 }
 
 /**
@@ -123,6 +291,8 @@ export interface CompiledWorkflow {
   readonly features: ReadonlySet<string>
   readonly targets: ReadonlyArray<ModelTarget>
   readonly degrade: DegradeHandler | undefined
+  /** Per provider id, the provider-option fields its adapter allows (for commands' `providerOptions`). */
+  readonly providerOptionAllowlists: ReadonlyMap<string, ModelOptions.ProviderOptionsAllowlist>
 }
 
 /**
@@ -184,6 +354,25 @@ export const validate = (
         target: t.ref,
         reason: "MINIMUM_EXCEEDS_PER_ATTEMPT",
         detail: "minimumAttemptTime exceeds perAttemptTimeout"
+      })
+    }
+    if (t.catalogue !== undefined && !Catalogue.isId(t.catalogue)) {
+      add({
+        path: `${path}.catalogue`,
+        target: t.ref,
+        reason: "UNKNOWN_CATALOGUE_ENTRY",
+        detail: `no entry with this id in catalogue ${Catalogue.version}`
+      })
+    }
+    if (t.catalogueVersion !== undefined && (t.catalogue === undefined || t.catalogueVersion !== Catalogue.version)) {
+      add({
+        path: `${path}.catalogueVersion`,
+        target: t.ref,
+        reason: "CATALOGUE_VERSION_MISMATCH",
+        detail:
+          t.catalogue === undefined
+            ? "catalogueVersion needs a catalogue entry (catalogue)"
+            : `this release ships catalogue ${Catalogue.version}`
       })
     }
     if (t.status !== "disabled" && !providers.has(t.provider)) {
@@ -277,6 +466,29 @@ export const validate = (
         detail: "does not match the output schema"
       })
     }
+    for (const [option, detail] of ModelOptions.boundsProblems(w.options)) {
+      add({ path: `${path}.options.${option}`, workflow: wf, reason: "INVALID_OPTION_BOUNDS", detail })
+    }
+    const pinned = ModelOptions.pinned(w.options)
+    for (const [provider, fields] of Object.entries(w.providerOptions ?? {})) {
+      const ppath = `${path}.providerOptions.${segment(provider)}`
+      if (!w.route.some((ref) => targets.get(ref)?.provider === provider)) {
+        add({
+          path: ppath,
+          workflow: wf,
+          reason: "PROVIDER_OPTIONS_UNUSED",
+          detail: "no target of the route uses this provider"
+        })
+        continue
+      }
+      for (const problem of ModelOptions.providerOptionsProblems(
+        provider,
+        fields,
+        options.providerOptions?.get(provider)
+      )) {
+        add({ path: ppath, workflow: wf, reason: "PROVIDER_OPTION_NOT_ALLOWED", detail: problem })
+      }
+    }
     const seen = new Set<string>()
     w.route.forEach((ref, j) => {
       const rpath = `${path}.route[${j}]`
@@ -324,20 +536,28 @@ export const validate = (
       if (Duration.greaterThan(t.limits.minimumAttemptTime, w.timeout)) {
         tgt("MINIMUM_EXCEEDS_TIMEOUT", "minimumAttemptTime exceeds the workflow timeout")
       }
+      const unsupported = ModelOptions.unsupported(pinned, caps.options ?? [])
+      if (unsupported !== undefined) {
+        tgt("OPTION_UNSUPPORTED", `does not accept options the workflow pins: ${unsupported.join(", ")}`)
+      }
     })
   })
   return problems
 }
 
 /**
- * Compiles every workflow (resolved targets, schema, JSON Schema, features). Assumes `validate`
- * returned no problems.
+ * Compiles every workflow (resolved targets, schema, JSON Schema, features, the adapters'
+ * provider-option allowlists). Assumes `validate` returned no problems.
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const compile = (definition: Definition): ReadonlyMap<string, CompiledWorkflow> => {
+export const compile = (
+  definition: Definition,
+  options: ValidateOptions = {}
+): ReadonlyMap<string, CompiledWorkflow> => {
   const targets = new Map(definition.config.targets.map((t) => [t.ref as string, t]))
+  const providerOptionAllowlists = options.providerOptions ?? new Map()
   const out = new Map<string, CompiledWorkflow>()
   for (const w of definition.config.workflows) {
     const schema = w.output ? schemaNamed(definition, w.output.schema) : undefined
@@ -361,8 +581,56 @@ export const compile = (definition: Definition): ReadonlyMap<string, CompiledWor
         const t = targets.get(ref)
         return t ? [t] : []
       }),
-      degrade
+      degrade,
+      providerOptionAllowlists
     })
   }
   return out
 }
+
+// ---------------------------------------------------------------------------------------------
+// Unversioned workflows
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A workflow whose policy or prompt version is `Workflow.unversioned`, and which of the two.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface Unversioned {
+  readonly workflow: string
+  readonly fields: ReadonlyArray<"policyVersion" | "prompt.version">
+}
+
+/**
+ * The workflows whose policy or prompt version is `Workflow.unversioned` (left out, or written
+ * so), in configuration order.
+ *
+ * @since 0.3.0
+ * @category Validation
+ */
+export const unversionedOf = (config: GatewayConfig): ReadonlyArray<Unversioned> =>
+  config.workflows.flatMap((w) => {
+    const fields: Array<Unversioned["fields"][number]> = []
+    if (w.policyVersion === unversioned) fields.push("policyVersion")
+    if (w.prompt.version === unversioned) fields.push("prompt.version")
+    return fields.length === 0 ? [] : [{ workflow: w.name, fields }]
+  })
+
+/**
+ * Logs one warning per workflow whose policy or prompt version is unversioned (its evidence cannot
+ * tell revisions apart). `ModelGateway.make` runs it once, when the gateway is built.
+ *
+ * @since 0.3.0
+ * @category Validation
+ */
+export const warnUnversioned = (config: GatewayConfig): Effect.Effect<void> =>
+  Effect.forEach(
+    unversionedOf(config),
+    ({ workflow, fields }) =>
+      Effect.logWarning(
+        `workflow ${workflow}: ${fields.join(" and ")} not set, recorded as "${unversioned}": evidence cannot tell its revisions apart`
+      ).pipe(Effect.annotateLogs({ workflow })),
+    { discard: true }
+  )

@@ -22,12 +22,15 @@
  * | tool calls of one assistant message | at most 128; id at most 500, name at most 200 characters |
  * | `name` of a tool message | at most 64 characters |
  * | `requires.schemaFeatures` | at most 32 entries |
+ * | `options` | each within its range (`ModelOptions.RequestOptions`); `stop` 1–4 sequences of at most 100 characters |
+ * | `providerOptions` | at most 8 providers × 32 fields, each allowed by the provider's adapter |
  * | the raw input | plain objects and arrays only, nested at most 64 levels, at most 1 000 000 values, no `__proto__` key |
  *
  * @since 0.1.0
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { describeIssue, jsonPath, segment, valueFreeIssues } from "./internal/issues.js"
+import { ProviderOptions, RequestOptions } from "./ModelOptions.js"
 import { Label, Labels, Millis, SchemaFeature } from "./ModelTarget.js"
 import { WorkflowName } from "./Workflow.js"
 
@@ -165,7 +168,19 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
   requires: Schema.optional(RequestRequirements),
   /** Agent run id and step, for tool idempotency keys. */
   runId: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
-  step: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
+  step: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+  /**
+   * Sampling options (`ModelOptions.RequestOptions`: `temperature`, `topP`, `seed`, `stop`,
+   * `reasoningEffort`, `reasoningBudget`, `parallelToolCalls`, `presencePenalty`,
+   * `frequencyPenalty`, `userId`), within the workflow's bounds. Only targets that accept every
+   * option set here are eligible.
+   */
+  options: Schema.optional(RequestOptions),
+  /**
+   * Wire fields per provider id the neutral options do not model, within each adapter's
+   * allowlist (never a URL, key, header or a field the gateway owns); not the workflow's own.
+   */
+  providerOptions: Schema.optional(ProviderOptions)
 }) {
   /** True when a tool offered to the model changes the world. */
   get allowsStateChangingTools(): boolean {

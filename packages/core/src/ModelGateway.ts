@@ -19,6 +19,7 @@ import * as engine from "./internal/pipeline.js"
 import { issuesOf } from "./internal/issues.js"
 import * as streaming from "./internal/stream.js"
 import type { ModelCommand } from "./ModelCommand.js"
+import type * as ModelOptions from "./ModelOptions.js"
 import type * as StreamEvent from "./StreamEvent.js"
 import type { ModelResult } from "./ModelResult.js"
 import * as ProviderAdapter from "./ProviderAdapter.js"
@@ -66,11 +67,15 @@ export const make = (definition: GatewayConfig.Definition) =>
     }
     const budgets = yield* Budgets
     // Every workflow timeout must be shorter than the budgets' reservation TTL (checked with the rest).
-    const problems = GatewayConfig.validate(definition, new Set(adapters.keys()), {
-      reservationTtl: budgets.reservationTtl
-    })
+    // The adapters' provider-option allowlists check workflows here and commands when they are routed.
+    const providerOptions = new Map<string, ModelOptions.ProviderOptionsAllowlist>()
+    for (const [p, adapter] of adapters) if (adapter.providerOptions) providerOptions.set(p, adapter.providerOptions)
+    const checks: GatewayConfig.ValidateOptions = { reservationTtl: budgets.reservationTtl, providerOptions }
+    const problems = GatewayConfig.validate(definition, new Set(adapters.keys()), checks)
     if (problems.length > 0) return yield* new GatewayConfigError({ problems })
-    const workflows = GatewayConfig.compile(definition)
+    // Once per build: a workflow without policy or prompt version is recorded as "unversioned".
+    yield* GatewayConfig.warnUnversioned(definition.config)
+    const workflows = GatewayConfig.compile(definition, checks)
     const router = yield* Router.make(workflows)
     const ctx: engine.EngineContext = {
       router,
@@ -90,8 +95,8 @@ export const make = (definition: GatewayConfig.Definition) =>
 
 /**
  * The gateway as a Layer. Needs the adapters of every provider in the config (see
- * `ProviderAdapter.layer`) plus `Budgets`, `Concurrency`, `Health` and `CallRecorder`
- * (`layerDefaults` gives unlimited / noop / log versions of those four).
+ * `ProviderAdapter.layer`) plus `Budgets`, `Concurrency`, `Health` and `CallRecorder`: provide each
+ * explicitly, or pipe through {@link withDefaults} to name the defaults of those you leave out.
  *
  * @since 0.1.0
  * @category Layers
@@ -102,20 +107,75 @@ export const layer = (
   Layer.effect(ModelGateway, make(definition))
 
 /**
- * Unlimited budgets, unbounded concurrency, no breakers, records logged.
+ * The four services a gateway runs with besides its adapters.
  *
- * @since 0.1.0
+ * @since 0.2.0
+ * @category Models
+ */
+export type Services = Budgets | Concurrency | Health | CallRecorder
+
+/**
+ * The services {@link withDefaults} provides, each an explicit choice. A service left out is taken
+ * from the context the result is built in when one is there, else it is the default:
+ * `Budgets.layerUnlimited`, `Concurrency.layerUnbounded`, `Health.layerNoop`, `CallRecorder.layerLog`.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export interface Defaults<EB, RB, EC, RC, EH, RH, ER, RR> {
+  readonly budgets?: Layer.Layer<Budgets, EB, RB> | undefined
+  readonly concurrency?: Layer.Layer<Concurrency, EC, RC> | undefined
+  readonly health?: Layer.Layer<Health, EH, RH> | undefined
+  readonly recorder?: Layer.Layer<CallRecorder, ER, RR> | undefined
+}
+
+/** A service from the context the layer is built in, or `fallback` when there is none. */
+const fromContextOr = <I, S>(tag: Context.Tag<I, S>, fallback: Layer.Layer<I>): Layer.Layer<I> =>
+  Layer.unwrapEffect(
+    Effect.map(Effect.serviceOption(tag), (found) =>
+      found._tag === "Some" ? Layer.succeed(tag, found.value) : fallback
+    )
+  )
+
+/**
+ * Provides a gateway layer (`layer` / `layerJson`, or one with its adapters already provided) with
+ * its four services: those given here, and for each one left out the service already in the context
+ * the result is built in, else the default (unlimited budgets, unbounded concurrency, no breakers,
+ * one log line per call). A function over the gateway's layer, not a layer of services, so it cannot
+ * be merged next to a user's `Budgets` layer and shadow it: a budget provided in any order — passed
+ * here, provided to the gateway before this, or provided to the result after it — is the one enforced.
+ *
+ * ```ts
+ * const GatewayLive = ModelGateway.layer({ config, schemas }).pipe(
+ *   ModelGateway.withDefaults({ budgets: Budgets.layerMemory({ tenants: { acme: { limit: 5 } } }) }),
+ *   Layer.provide(OpenAi.layerConfig())
+ * )
+ * ```
+ *
+ * @since 0.2.0
  * @category Layers
  */
-export const layerDefaults: Layer.Layer<Budgets | Concurrency | Health | CallRecorder> = Layer.mergeAll(
-  BudgetsModule.layerUnlimited,
-  ConcurrencyModule.layerUnbounded,
-  HealthModule.layerNoop,
-  CallRecorderModule.layerLog
-)
+export const withDefaults =
+  <EB = never, RB = never, EC = never, RC = never, EH = never, RH = never, ER = never, RR = never>(
+    services: Defaults<EB, RB, EC, RC, EH, RH, ER, RR> = {}
+  ) =>
+  <A, E, R>(
+    self: Layer.Layer<A, E, R>
+  ): Layer.Layer<A, E | EB | EC | EH | ER, Exclude<R, Services> | RB | RC | RH | RR> => {
+    const budgets: Layer.Layer<Budgets, EB, RB> =
+      services.budgets ?? fromContextOr(Budgets, BudgetsModule.layerUnlimited)
+    const concurrency: Layer.Layer<Concurrency, EC, RC> =
+      services.concurrency ?? fromContextOr(Concurrency, ConcurrencyModule.layerUnbounded)
+    const health: Layer.Layer<Health, EH, RH> = services.health ?? fromContextOr(Health, HealthModule.layerNoop)
+    const recorder: Layer.Layer<CallRecorder, ER, RR> =
+      services.recorder ?? fromContextOr(CallRecorder, CallRecorderModule.layerLog)
+    return Layer.provide(self, Layer.mergeAll(budgets, concurrency, health, recorder))
+  }
 
 /**
  * Decodes the configuration from plain JSON first (all decode problems listed with their paths).
+ * `json` has the shape `GatewayConfig.Encoded` (durations in milliseconds, targets written out or
+ * naming a `Catalogue` entry); write it with `GatewayConfig.make` for completion and type errors.
  *
  * @since 0.1.0
  * @category Layers

@@ -11,6 +11,7 @@
  */
 import { Schema } from "effect"
 import { ToolCall } from "./ModelCommand.js"
+import { OptionsEvidence } from "./ModelOptions.js"
 import { TargetRef } from "./ModelTarget.js"
 import { ExcludedTarget } from "./RouteDecision.js"
 
@@ -155,6 +156,8 @@ export const Evidence = Schema.Struct({
   promptVersion: Schema.String,
   schemaVersion: Schema.optional(Schema.String),
   pricingVersion: Schema.optional(Schema.String),
+  /** The `Catalogue` version the target was resolved from, when it names a catalogue entry. */
+  catalogueVersion: Schema.optional(Schema.String),
   /** The target whose answer was used. */
   target: Schema.optional(TargetRef),
   model: Schema.optional(Schema.String),
@@ -172,7 +175,13 @@ export const Evidence = Schema.Struct({
   totalLatencyMs: Schema.Number,
   usage: Usage,
   cost: Cost,
-  schemaValid: Schema.optional(Schema.Boolean)
+  schemaValid: Schema.optional(Schema.Boolean),
+  /**
+   * The sampling options of the answer (those sent to `target`; without an answer, those the call
+   * resolved to): values, never content; the end-user id only as `"set"`, provider options by
+   * field name. Absent when none were set.
+   */
+  options: Schema.optional(OptionsEvidence)
 }).annotations({ identifier: "@modelgate/core/Evidence" })
 /** @since 0.1.0 */
 export interface Evidence extends Schema.Schema.Type<typeof Evidence> {}

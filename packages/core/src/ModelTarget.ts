@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import { Duration, Schema } from "effect"
+import { OptionName } from "./ModelOptions.js"
 
 /**
  * Stable id of a target, e.g. `model://openai/gpt-4.1-mini@eu`.
@@ -210,7 +211,15 @@ export class Capabilities extends Schema.Class<Capabilities>("@modelgate/core/Ca
     default: () => new StructuredOutput({ mode: "none" })
   }),
   contextWindow: PositiveInt,
-  maxOutputTokens: PositiveInt
+  maxOutputTokens: PositiveInt,
+  /**
+   * The neutral options (`ModelOptions.OptionName`) this target honours, e.g.
+   * `["temperature", "topP", "seed", "stop"]`; a reasoning model typically lists
+   * `reasoningEffort` and not `temperature`. Omitted: none. A request that sets an option the
+   * target does not list, or a workflow that pins one, keeps the target out of its route
+   * (`OPTION_UNSUPPORTED`); a workflow default it does not list is not sent to it.
+   */
+  options: Schema.optional(Schema.Array(OptionName).pipe(Schema.maxItems(16)))
 }) {}
 
 /**
@@ -277,5 +286,13 @@ export class ModelTarget extends Schema.Class<ModelTarget>("@modelgate/core/Mode
   /** Multiplier on token estimates where the provider's tokenizer is not public. */
   tokenizerSafetyFactor: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(1)), {
     default: () => 1
-  })
+  }),
+  /**
+   * The `Catalogue` entry the target was resolved from (`openai/gpt-4.1-mini`): in JSON, naming it
+   * supplies `provider`, `model`, `capabilities`, `pricing` and `tokenizerSafetyFactor`, each
+   * overridable.
+   */
+  catalogue: Schema.optional(Name),
+  /** The catalogue version it was resolved from (recorded in evidence); must be this release's. */
+  catalogueVersion: Schema.optional(Name)
 }) {}

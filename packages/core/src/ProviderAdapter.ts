@@ -12,6 +12,7 @@ import type { Duration, Scope, Stream } from "effect"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { ProviderError } from "./Errors.js"
 import type { Message, ToolCall, ToolChoice, ToolDefinition } from "./ModelCommand.js"
+import type { ProviderOptionsAllowlist, RequestOptions } from "./ModelOptions.js"
 import type { FinishReason, Usage } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
 
@@ -45,6 +46,17 @@ export interface ProviderRequest {
   readonly maxOutputTokens: number
   /** The bound of this attempt (the engine enforces it; adapters may pass it on as a header). */
   readonly timeout: Duration.Duration
+  /**
+   * Neutral sampling options, already within the workflow's bounds and reduced to those the target
+   * accepts (`capabilities.options`); each adapter maps them to its wire fields. Absent: none.
+   */
+  readonly options?: RequestOptions | undefined
+  /**
+   * Wire fields for this target's provider (`providerOptions[target.provider]`), already checked
+   * against the adapter's {@link ProviderAdapter.providerOptions} allowlist. An adapter adds them
+   * to its body and never lets one replace a field it set itself.
+   */
+  readonly providerOptions?: Readonly<Record<string, unknown>> | undefined
 }
 
 /**
@@ -138,6 +150,12 @@ export type ProviderStreamEvent =
  */
 export interface ProviderAdapter {
   readonly provider: string
+  /**
+   * The wire fields `providerOptions` may set for this adapter, with the schema of each value.
+   * Omitted: none. Fields the gateway owns or that could carry a URL, key or header are refused
+   * whatever the allowlist says (`ModelOptions.ownedFields`).
+   */
+  readonly providerOptions?: ProviderOptionsAllowlist | undefined
   readonly generate: (request: ProviderRequest) => Effect.Effect<ProviderResponse, ProviderError>
   /** Must end with exactly one `Finish` event, or fail with a `ProviderError`. */
   readonly stream: (request: ProviderRequest) => Stream.Stream<ProviderStreamEvent, ProviderError>

@@ -22,7 +22,9 @@ export const ExclusionReason = Schema.Literal(
   "BREAKER_OPEN",
   "BUDGET_DOES_NOT_FIT",
   "DISABLED",
-  "FALLBACK_NOT_ALLOWED"
+  "FALLBACK_NOT_ALLOWED",
+  /** The request sets (or its workflow pins) a sampling option the target does not accept. */
+  "OPTION_UNSUPPORTED"
 )
 /** @since 0.1.0 */
 export type ExclusionReason = typeof ExclusionReason.Type

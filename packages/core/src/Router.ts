@@ -5,12 +5,13 @@
  *
  * @since 0.1.0
  */
-import { Effect, Exit } from "effect"
+import { Effect, Either, Exit } from "effect"
 import { minimumUsefulOutputTokens } from "./Pricing.js"
 import { type Failure, fromFailure, type GatewayError, type StoreError } from "./Errors.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import { Health } from "./Health.js"
 import type { ModelCommand } from "./ModelCommand.js"
+import * as ModelOptions from "./ModelOptions.js"
 import type { ModelTarget, TargetRef } from "./ModelTarget.js"
 import { boundDetail, ExcludedTarget, RouteDecision } from "./RouteDecision.js"
 import type { ExclusionReason } from "./RouteDecision.js"
@@ -37,6 +38,8 @@ export interface Route {
    * count (no finite budget, cost cap or input limit, and the input certainly fits every window).
    */
   readonly inputTokens: number | undefined
+  /** The call's sampling and provider options, resolved against the workflow's bounds. */
+  readonly options: ModelOptions.ResolvedOptions
 }
 
 /**
@@ -47,6 +50,8 @@ export interface Service {
   readonly workflows: ReadonlyMap<string, CompiledWorkflow>
   readonly resolve: (command: ModelCommand, mode?: "generate" | "stream") => Effect.Effect<Route, GatewayError>
 }
+
+const noOptions: ReadonlyArray<ModelOptions.OptionName> = []
 
 /** `command.hasImages` walks every message: once per command, not once per target. */
 const imagesMemo = new WeakMap<ModelCommand, boolean>()
@@ -77,7 +82,9 @@ export const checkTarget = (
   command: ModelCommand,
   target: ModelTarget,
   inputTokens: number | undefined,
-  mode: "generate" | "stream"
+  mode: "generate" | "stream",
+  /** Options the target must accept (set by the command or pinned by the workflow). */
+  requiredOptions: ReadonlyArray<ModelOptions.OptionName> = []
 ): { readonly reason: ExclusionReason; readonly detail: string } | undefined => {
   const w = compiled.workflow
   if (target.status === "disabled") return { reason: "DISABLED", detail: "target is disabled" }
@@ -128,6 +135,12 @@ export const checkTarget = (
     for (const f of command.requires?.schemaFeatures ?? []) check(f)
     if (unsupported !== undefined) {
       return { reason: "SCHEMA_FEATURE_UNSUPPORTED", detail: `unsupported: ${unsupported.sort().join(", ")}` }
+    }
+  }
+  if (requiredOptions.length > 0) {
+    const missing = ModelOptions.unsupported(requiredOptions, caps.options ?? noOptions)
+    if (missing !== undefined) {
+      return { reason: "OPTION_UNSUPPORTED", detail: boundDetail(`does not accept options: ${missing.join(", ")}`) }
     }
   }
   // Not counted: nothing is limited and the input certainly fits every window.
@@ -199,6 +212,15 @@ export const decide = (
       )
     })
   }
+  const resolved = ModelOptions.resolve(w, command)
+  if (Either.isLeft(resolved)) {
+    return Effect.fail({ _tag: "InvalidRequest", reason: "invalid_command", detail: boundDetail(resolved.left) })
+  }
+  const options = resolved.right
+  const fields = options.providerOptions === undefined ? undefined : providerOptionsProblem(compiled, command)
+  if (fields !== undefined) {
+    return Effect.fail({ _tag: "InvalidRequest", reason: "invalid_command", detail: boundDetail(fields) })
+  }
   const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
   const maxCost = Math.min(command.maxCost ?? Infinity, w.maxCost ?? Infinity)
   const input = { messages: command.messages, tools: command.tools, outputJsonSchema: compiled.jsonSchema }
@@ -220,14 +242,32 @@ export const decide = (
       detail: `input of ${characters} characters exceeds the limit of ${maxCharacters} characters`
     })
   }
-  if (!needsCount) return withTokens(compiled, breakers, command, mode, undefined, limit)
+  if (!needsCount) return withTokens(compiled, breakers, command, mode, undefined, limit, options)
   // Small inputs are counted at once; large ones in slices that give the event loop turns.
   if (characters <= TokenEstimator.sliceCharacters) {
-    return withTokens(compiled, breakers, command, mode, TokenEstimator.estimateInput(input), limit)
+    return withTokens(compiled, breakers, command, mode, TokenEstimator.estimateInput(input), limit, options)
   }
   return Effect.flatMap(TokenEstimator.estimateInputYielding(input), (tokens) =>
-    withTokens(compiled, breakers, command, mode, tokens, limit)
+    withTokens(compiled, breakers, command, mode, tokens, limit, options)
   )
+}
+
+/**
+ * The first problem of the command's provider options against the adapters' allowlists (a
+ * provider without an adapter in the gateway has none), or `undefined`.
+ */
+const providerOptionsProblem = (compiled: CompiledWorkflow, command: ModelCommand): string | undefined => {
+  const given = command.providerOptions
+  if (given === undefined) return undefined
+  for (const [provider, fields] of Object.entries(given)) {
+    const problems = ModelOptions.providerOptionsProblems(
+      provider,
+      fields,
+      compiled.providerOptionAllowlists.get(provider)
+    )
+    if (problems.length > 0) return `providerOptions: ${problems.join("; ")}`
+  }
+  return undefined
 }
 
 /**
@@ -248,7 +288,8 @@ class Decided implements Route {
     readonly compiled: CompiledWorkflow,
     readonly targets: ReadonlyArray<ModelTarget>,
     readonly excluded: ReadonlyArray<ExcludedTarget>,
-    readonly inputTokens: number | undefined
+    readonly inputTokens: number | undefined,
+    readonly options: ModelOptions.ResolvedOptions
   ) {
     this.eligible = targets.map((t) => t.ref)
   }
@@ -277,7 +318,8 @@ const withTokens = (
   command: ModelCommand,
   mode: "generate" | "stream",
   inputTokens: number | undefined,
-  limit: number
+  limit: number,
+  options: ModelOptions.ResolvedOptions
 ): Effect.Effect<Route, Failure> => {
   const w = compiled.workflow
   if (inputTokens !== undefined && inputTokens > limit) {
@@ -287,58 +329,71 @@ const withTokens = (
       detail: `~${inputTokens} input tokens exceed the limit of ${limit}`
     })
   }
-  // Per target in route order: why it is excluded, else its breaker check (settled answers — breakers
-  // off, or a synchronous store — are read without a fiber step).
+  // One pass in route order: why a target is excluded, else its breaker. A settled breaker answer
+  // (breakers off, or a synchronous store) is read without a fiber step; from the first one that has
+  // to wait for its store, the rest of the targets are decided one by one.
   const targets = compiled.targets
-  const why: Array<{ readonly reason: ExclusionReason; readonly detail: string } | undefined> = []
-  const open: Array<boolean | Effect.Effect<boolean, StoreError>> = []
-  let pending = false
-  for (const target of targets) {
-    const reason = checkTarget(compiled, command, target, inputTokens, mode)
-    why.push(reason)
-    if (reason !== undefined) {
-      open.push(false)
+  const eligible: Array<ModelTarget> = []
+  const excluded: Array<ExcludedTarget> = []
+  const place = (target: ModelTarget, open: boolean) => {
+    if (open) {
+      excluded.push(
+        new ExcludedTarget(
+          { target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" },
+          { disableValidation: true }
+        )
+      )
+    } else if (!w.allowFallback && eligible.length > 0) {
+      excluded.push(
+        new ExcludedTarget(
+          { target: target.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" },
+          { disableValidation: true }
+        )
+      )
+    } else {
+      eligible.push(target)
+    }
+  }
+  /** Why `target` is excluded before its breaker is asked (recorded), or the breaker check to run. */
+  const check = (target: ModelTarget): Effect.Effect<boolean, StoreError> | undefined => {
+    const reason = checkTarget(compiled, command, target, inputTokens, mode, options.required)
+    if (reason === undefined) return breakers.isOpen(target)
+    excluded.push(new ExcludedTarget({ target: target.ref, ...reason }, { disableValidation: true }))
+    return undefined
+  }
+  const done = (): Effect.Effect<Route, Failure> =>
+    eligible.length === 0
+      ? Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded })
+      : Effect.succeed(new Decided(compiled, eligible, excluded, inputTokens, options))
+  for (let i = 0; i < targets.length; i++) {
+    const target = targets[i]!
+    const breaker = check(target)
+    if (breaker === undefined) continue
+    const open = settled(breaker)
+    if (open !== undefined) {
+      place(target, open)
       continue
     }
-    const check = breakers.isOpen(target)
-    const value = settled(check)
-    if (value === undefined) pending = true
-    open.push(value ?? check)
-  }
-  const finish = (isOpen: ReadonlyArray<boolean>): Effect.Effect<Route, Failure> => {
-    const eligible: Array<ModelTarget> = []
-    const excluded: Array<ExcludedTarget> = []
-    for (let i = 0; i < targets.length; i++) {
-      const target = targets[i]!
-      const reason = why[i]
-      if (reason !== undefined) {
-        excluded.push(new ExcludedTarget({ target: target.ref, ...reason }, { disableValidation: true }))
-      } else if (isOpen[i]) {
-        excluded.push(
-          new ExcludedTarget(
-            { target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" },
-            { disableValidation: true }
+    const rest = targets.slice(i + 1)
+    return Effect.flatMap(
+      Effect.mapError(
+        Effect.flatMap(breaker, (first) => {
+          place(target, first)
+          return Effect.forEach(
+            rest,
+            (next) => {
+              const later = check(next)
+              return later === undefined ? Effect.void : Effect.map(later, (isOpen) => place(next, isOpen))
+            },
+            { discard: true }
           )
-        )
-      } else if (!w.allowFallback && eligible.length > 0) {
-        excluded.push(
-          new ExcludedTarget(
-            { target: target.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" },
-            { disableValidation: true }
-          )
-        )
-      } else {
-        eligible.push(target)
-      }
-    }
-    if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded })
-    return Effect.succeed(new Decided(compiled, eligible, excluded, inputTokens))
+        }),
+        storeFailure
+      ),
+      done
+    )
   }
-  if (!pending) return finish(open.map((v) => v === true))
-  return Effect.flatMap(
-    Effect.mapError(Effect.all(open.map((v) => (typeof v === "boolean" ? Effect.succeed(v) : v))), storeFailure),
-    finish
-  )
+  return done()
 }
 
 /** Whether an upper bound of the input's tokens fits the context window of every target. */

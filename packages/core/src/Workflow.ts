@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import { Duration, Schema } from "effect"
+import { ProviderOptions, WorkflowOptions } from "./ModelOptions.js"
 import { Label, Labels, Millis, Name, TargetRef } from "./ModelTarget.js"
 
 /**
@@ -79,6 +80,15 @@ export const DegradeSpec = Schema.Union(
 export type DegradeSpec = typeof DegradeSpec.Type
 
 /**
+ * What a policy or prompt version left out of a workflow defaults to. Evidence then cannot tell
+ * revisions apart, so building a gateway logs a warning once per such workflow.
+ *
+ * @since 0.3.0
+ * @category Constants
+ */
+export const unversioned = "unversioned"
+
+/**
  * The policy of one workflow.
  *
  * @since 0.1.0
@@ -86,8 +96,10 @@ export type DegradeSpec = typeof DegradeSpec.Type
  */
 export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")({
   name: WorkflowName,
-  policyVersion: Name,
-  prompt: Schema.Struct({ id: Name, version: Name }),
+  /** Version of this policy, in evidence. Omitted: {@link unversioned}, with a startup warning. */
+  policyVersion: Schema.optionalWith(Name, { default: () => unversioned }),
+  /** The prompt's id and version, in evidence. Version omitted: {@link unversioned}, with a startup warning. */
+  prompt: Schema.Struct({ id: Name, version: Schema.optionalWith(Name, { default: () => unversioned }) }),
   requires: Schema.optionalWith(RequiredCapabilities, { default: () => RequiredCapabilities.make({}) }),
   /** Structured output; omitted for free text. */
   output: Schema.optional(OutputSpec),
@@ -114,5 +126,16 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
   maxCost: Schema.optional(Schema.Number.pipe(Schema.positive(), Schema.finite())),
   degrade: Schema.optional(DegradeSpec),
   /** Ask the same route once more with the validation error when output is invalid. Off by default. */
-  repair: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  repair: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /**
+   * Defaults and allowed ranges of the neutral sampling options (`ModelOptions.WorkflowOptions`):
+   * `{ temperature: { default: 0.2, min: 0, max: 1 }, seed: 7 }` (a bare value pins). A command may
+   * override within them; a pinned option must be honoured by every route target.
+   */
+  options: Schema.optional(WorkflowOptions),
+  /**
+   * Wire fields the neutral options do not model, per provider id (`{ openai: { service_tier: "flex" } }`),
+   * checked at startup against each adapter's allowlist; a command cannot override them.
+   */
+  providerOptions: Schema.optional(ProviderOptions)
 }) {}

@@ -12,6 +12,8 @@ export * as Budgets from "./Budgets.js"
 export * as BudgetStore from "./BudgetStore.js"
 /** @since 0.1.0 */
 export * as CallRecorder from "./CallRecorder.js"
+/** @since 0.3.0 */
+export * as Catalogue from "./Catalogue.js"
 /** @since 0.1.0 */
 export * as Concurrency from "./Concurrency.js"
 /** @since 0.2.0 */
@@ -28,6 +30,8 @@ export * as JsonSchemaFeatures from "./JsonSchemaFeatures.js"
 export * as ModelCommand from "./ModelCommand.js"
 /** @since 0.1.0 */
 export * as ModelGateway from "./ModelGateway.js"
+/** @since 0.3.0 */
+export * as ModelOptions from "./ModelOptions.js"
 /** @since 0.1.0 */
 /** @since 0.1.0 */
 export * as ModelResult from "./ModelResult.js"

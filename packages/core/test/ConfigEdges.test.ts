@@ -407,7 +407,7 @@ describe("config edges: the reservation TTL exceeds every workflow's deadline", 
           Health.layerNoop
         )
       ),
-      Layer.provide(ModelGateway.layerDefaults)
+      ModelGateway.withDefaults()
     )
 
   it.effect("a TTL not above a workflow timeout fails startup with one problem per workflow", () =>

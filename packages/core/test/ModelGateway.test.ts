@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Clock, Effect, Exit, Fiber, Layer, Logger, Option, Random, Ref, Schema, TestClock } from "effect"
+import { Clock, Effect, Exit, Fiber, Layer, Logger, LogLevel, Option, Random, Ref, Schema, TestClock } from "effect"
 import {
   Classification,
   command,
@@ -463,7 +463,9 @@ describe("ModelGateway.generate", () => {
             )
           )
         ),
-        Effect.provide(Logger.add(logger))
+        Effect.provide(Logger.add(logger)),
+        // Debug too: the log recorder writes the whole record there
+        Logger.withMinimumLogLevel(LogLevel.All)
       )
       const [ok, failed] = yield* program
       assert.isTrue(Exit.isSuccess(ok.exit))
@@ -476,6 +478,7 @@ describe("ModelGateway.generate", () => {
       const recordsText = JSON.stringify(Exit.isSuccess(ok.exit) ? ok.exit.value.evidence : {})
       const logText = (yield* Ref.get(logs)).join("\n")
       assert.isTrue(logText.includes("modelgate call"), "records are logged")
+      assert.isTrue(logText.includes("callRecord"), "whole records are logged (at Debug)")
       for (const text of [errorText, recordsText, logText]) assert.notInclude(text, canary)
     })
   )

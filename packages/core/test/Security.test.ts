@@ -228,10 +228,7 @@ describe("Security: no command makes a forbidden target eligible", () => {
                 workflow({ name: "secret.stuff", dataClass: "secret", route: [refs.primary] })
               ]
             })
-          }).pipe(
-            Layer.provide(ScriptedProvider.layer({ providers, scripts: {} })),
-            Layer.provide(ModelGateway.layerDefaults)
-          )
+          }).pipe(Layer.provide(ScriptedProvider.layer({ providers, scripts: {} })), ModelGateway.withDefaults())
         )
       )
     )

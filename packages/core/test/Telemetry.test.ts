@@ -407,7 +407,9 @@ describe("Telemetry: the log recorder and spans", () => {
               Logger.make(() => undefined)
             )
           ),
-          Effect.provide(Logger.add(Logger.tracerLogger))
+          Effect.provide(Logger.add(Logger.tracerLogger)),
+          // Debug: the log recorder writes the whole record (tenant id included) there
+          Logger.withMinimumLogLevel(LogLevel.Debug)
         )
         assert.isTrue(Exit.isSuccess(exit))
         const call = spans.find((s) => s.name === "modelgate.generate")!

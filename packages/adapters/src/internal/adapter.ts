@@ -6,6 +6,7 @@
  */
 import type { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import type {
   ProviderAdapter,
   ProviderRequest,
@@ -32,6 +33,8 @@ import { decode, defaultMaxEventBytes } from "./sse.js"
 export interface Codec {
   /** Provider id used in error details. */
   readonly provider: string
+  /** The wire fields `providerOptions` may set (`ProviderAdapter.providerOptions`). */
+  readonly providerOptions: ProviderOptionsAllowlist
   /** The HTTP request (with its credentials) for a neutral request. */
   readonly build: (
     request: ProviderRequest,
@@ -168,5 +171,5 @@ export const makeAdapter = (
       })
     )
 
-  return { generate, stream }
+  return { generate, stream, providerOptions: codec.providerOptions }
 }

@@ -9,6 +9,7 @@ import type { ProviderError } from "@modelgate/core/Errors"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
 import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason, Usage } from "@modelgate/core/ModelResult"
+import type { OptionName, ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import type { ProviderRequest, ProviderResponse } from "@modelgate/core/ProviderAdapter"
 import { Either, Schema } from "effect"
 import type { Codec } from "./adapter.js"
@@ -30,6 +31,7 @@ import { parseJson } from "./http.js"
 import { retryHintMs } from "./retryHints.js"
 import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
+import { addProviderOptions, firstSet, optionRefused, unmappable } from "./options.js"
 import { makeUsage, sum } from "./usage.js"
 
 /** @internal */
@@ -136,8 +138,87 @@ export const requestBody = (
   if (request.output !== undefined) {
     body.output_config = { format: { type: "json_schema", schema: request.output.jsonSchema } }
   }
+  const options = applyOptions(body, request, provider)
+  if (options !== undefined) return Either.left(options)
+  addProviderOptions(request.providerOptions, anthropicProviderOptions, () => body)
+  if (isRecord(body.thinking) && body.thinking.type === "enabled" && "top_k" in body) {
+    return Either.left(optionRefused(provider, "top_k cannot be combined with a thinking budget"))
+  }
   if (stream) body.stream = true
   return Either.right(body)
+}
+
+/**
+ * The fields Anthropic's `providerOptions` may set: `top_k` and `service_tier`.
+ *
+ * @internal
+ */
+export const anthropicProviderOptions: ProviderOptionsAllowlist = {
+  top_k: Schema.Int.pipe(Schema.between(1, 1000)),
+  service_tier: Schema.Literal("auto", "standard_only")
+}
+
+/** Smallest thinking budget Anthropic accepts. @internal */
+export const minThinkingBudget = 1024
+
+/** Options the Messages API has no field for. */
+const unmappableOptions: ReadonlyArray<OptionName> = ["seed", "presencePenalty", "frequencyPenalty"]
+
+/**
+ * Maps the neutral options onto `body` (`temperature`, `top_p`, `stop_sequences`, `thinking`,
+ * `output_config.effort`, `tool_choice.disable_parallel_tool_use`, `metadata.user_id`), or says why
+ * the request cannot be sent: an option without a field, a temperature above 1, both temperature
+ * and topP (refused by Claude 4.5 and later), or a thinking
+ * budget with what thinking forbids (a temperature other than 1, `top_p` below 0.95, forced tool
+ * use, an output cap too small for the 1024-token minimum budget).
+ */
+const applyOptions = (
+  body: Record<string, unknown>,
+  request: ProviderRequest,
+  provider: string
+): ProviderError | undefined => {
+  const o = request.options
+  if (o === undefined) return undefined
+  const refused = firstSet(o, unmappableOptions)
+  if (refused !== undefined) return unmappable(provider, refused, "Messages API")
+  if (o.temperature !== undefined) {
+    if (o.temperature > 1) return optionRefused(provider, "temperature above 1 is not accepted")
+    // Claude 4.5 and later refuse both in one request.
+    if (o.topP !== undefined) return optionRefused(provider, "temperature and topP cannot both be set")
+    body.temperature = o.temperature
+  }
+  if (o.topP !== undefined) body.top_p = o.topP
+  if (o.stop !== undefined) body.stop_sequences = o.stop
+  if (o.reasoningEffort !== undefined) {
+    body.output_config = { ...(isRecord(body.output_config) ? body.output_config : {}), effort: o.reasoningEffort }
+  }
+  if (o.reasoningBudget !== undefined) {
+    if (o.reasoningBudget === 0) body.thinking = { type: "disabled" }
+    else {
+      // budget_tokens counts within max_tokens and must stay below it.
+      if (request.maxOutputTokens <= minThinkingBudget) {
+        return optionRefused(provider, `a thinking budget needs an output cap above ${minThinkingBudget} tokens`)
+      }
+      const budget = Math.min(Math.max(o.reasoningBudget, minThinkingBudget), request.maxOutputTokens - 1)
+      body.thinking = { type: "enabled", budget_tokens: budget }
+      if (o.temperature !== undefined && o.temperature !== 1) {
+        return optionRefused(provider, "a temperature other than 1 cannot be combined with a thinking budget")
+      }
+      if (o.topP !== undefined && o.topP < 0.95) {
+        return optionRefused(provider, "topP below 0.95 cannot be combined with a thinking budget")
+      }
+      if (request.toolChoice !== undefined && request.toolChoice !== "auto" && request.toolChoice !== "none") {
+        return optionRefused(provider, "forced tool use cannot be combined with a thinking budget")
+      }
+    }
+  }
+  // Only with tools, and not with tool_choice "none" (which takes no other field).
+  if (o.parallelToolCalls !== undefined && request.tools.length > 0 && request.toolChoice !== "none") {
+    const choice = isRecord(body.tool_choice) ? body.tool_choice : { type: "auto" }
+    body.tool_choice = { ...choice, disable_parallel_tool_use: !o.parallelToolCalls }
+  }
+  if (o.userId !== undefined) body.metadata = { user_id: o.userId }
+  return undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -572,6 +653,7 @@ export const streamMachine =
 /** @internal */
 export const codec = (settings: Settings): Codec => ({
   provider: settings.provider,
+  providerOptions: anthropicProviderOptions,
   build: (request, stream) =>
     Either.map(requestBody(request, settings.provider, stream), (body) =>
       HttpClientRequest.post(settings.url).pipe(

@@ -8,6 +8,7 @@ import type { Headers } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
 import type { Message } from "@modelgate/core/ModelCommand"
+import type { OptionName, ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
@@ -31,6 +32,7 @@ import { parseJson } from "./http.js"
 import { retryHintMs } from "./retryHints.js"
 import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
+import { addProviderOptions, firstSet, LogitBias, unmappable } from "./options.js"
 import { makeUsage } from "./usage.js"
 
 /** What differs between OpenAI and the OpenAI-compatible servers. @internal */
@@ -44,7 +46,44 @@ export interface Dialect {
   readonly streamUsage: boolean
   /** Adds credentials and static headers. */
   readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+  /** Wire field of the `userId` option. Default `"safety_identifier"` (OpenAI; the servers read `user`). */
+  readonly userField?: "safety_identifier" | "user" | undefined
+  /** Fields `providerOptions` may set. Default {@link openAiProviderOptions}. */
+  readonly providerOptions?: ProviderOptionsAllowlist | undefined
 }
+
+/**
+ * The fields OpenAI's `providerOptions` may set: `service_tier`, `logprobs`, `top_logprobs`,
+ * `logit_bias`, `verbosity`.
+ *
+ * @internal
+ */
+export const openAiProviderOptions: ProviderOptionsAllowlist = {
+  service_tier: Schema.Literal("auto", "default", "flex", "priority"),
+  logprobs: Schema.Boolean,
+  top_logprobs: Schema.Int.pipe(Schema.between(0, 20)),
+  logit_bias: LogitBias,
+  verbosity: Schema.Literal("low", "medium", "high")
+}
+
+/**
+ * The fields an OpenAI-compatible server's `providerOptions` may set: `logprobs`, `top_logprobs`,
+ * `logit_bias`, and the extra sampling fields of vLLM, Ollama and llama.cpp (`top_k`, `min_p`,
+ * `repetition_penalty`).
+ *
+ * @internal
+ */
+export const compatibleProviderOptions: ProviderOptionsAllowlist = {
+  logprobs: Schema.Boolean,
+  top_logprobs: Schema.Int.pipe(Schema.between(0, 20)),
+  logit_bias: LogitBias,
+  top_k: Schema.Int.pipe(Schema.between(-1, 1000)),
+  min_p: Schema.Number.pipe(Schema.finite(), Schema.between(0, 1)),
+  repetition_penalty: Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0), Schema.lessThanOrEqualTo(2))
+}
+
+/** Options Chat Completions has no field for. */
+const unmappableOptions: ReadonlyArray<OptionName> = ["reasoningBudget"]
 
 // ---------------------------------------------------------------------------------------------
 // Request
@@ -114,6 +153,20 @@ export const requestBody = (request: ProviderRequest, dialect: Dialect, stream: 
       json_schema: { name: request.output.name, schema: request.output.jsonSchema, strict: request.output.strict }
     }
   }
+  const o = request.options
+  if (o !== undefined) {
+    if (o.temperature !== undefined) body.temperature = o.temperature
+    if (o.topP !== undefined) body.top_p = o.topP
+    if (o.seed !== undefined) body.seed = o.seed
+    if (o.stop !== undefined) body.stop = o.stop
+    if (o.reasoningEffort !== undefined) body.reasoning_effort = o.reasoningEffort
+    // Only with tools: OpenAI refuses parallel_tool_calls without them.
+    if (o.parallelToolCalls !== undefined && request.tools.length > 0) body.parallel_tool_calls = o.parallelToolCalls
+    if (o.presencePenalty !== undefined) body.presence_penalty = o.presencePenalty
+    if (o.frequencyPenalty !== undefined) body.frequency_penalty = o.frequencyPenalty
+    if (o.userId !== undefined) body[dialect.userField ?? "safety_identifier"] = o.userId
+  }
+  addProviderOptions(request.providerOptions, dialect.providerOptions ?? openAiProviderOptions, () => body)
   if (stream) {
     body.stream = true
     if (dialect.streamUsage) body.stream_options = { include_usage: true }
@@ -568,14 +621,18 @@ export const streamMachine =
  */
 export const codec = (dialect: Dialect): Codec => ({
   provider: dialect.provider,
-  build: (request, stream) =>
-    Either.right(
+  providerOptions: dialect.providerOptions ?? openAiProviderOptions,
+  build: (request, stream) => {
+    const refused = firstSet(request.options, unmappableOptions)
+    if (refused !== undefined) return Either.left(unmappable(dialect.provider, refused, "Chat Completions"))
+    return Either.right(
       HttpClientRequest.post(dialect.url).pipe(
         dialect.authorize,
         HttpClientRequest.accept(stream ? "text/event-stream" : "application/json"),
         HttpClientRequest.bodyUnsafeJson(requestBody(request, dialect, stream))
       )
-    ),
+    )
+  },
   requestId: (headers) => requestIdOf(firstHeader(headers, ["x-request-id", "request-id"])),
   decodeResponse: decodeResponse(dialect.provider),
   classifyError: classifyError(dialect.provider),

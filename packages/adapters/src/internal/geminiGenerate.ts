@@ -10,6 +10,7 @@ import type { ProviderError } from "@modelgate/core/Errors"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
 import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason, Usage } from "@modelgate/core/ModelResult"
+import type { OptionName, ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Either, Schema } from "effect"
 import type { Codec } from "./adapter.js"
@@ -31,6 +32,7 @@ import { parseJson } from "./http.js"
 import { parseProtoDuration, retryHintMs } from "./retryHints.js"
 import type { StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
+import { addProviderOptions, firstSet, optionRefused, unmappable } from "./options.js"
 import { makeUsage, sum } from "./usage.js"
 
 /** @internal */
@@ -121,11 +123,32 @@ export const requestBody = (
     generationConfig.responseMimeType = "application/json"
     generationConfig.responseJsonSchema = request.output.jsonSchema
   }
+  const o = request.options
+  if (o !== undefined) {
+    const refused = firstSet(o, unmappableOptions)
+    if (refused !== undefined) return Either.left(unmappable(provider, refused, "generateContent"))
+    if (o.temperature !== undefined) generationConfig.temperature = o.temperature
+    if (o.topP !== undefined) generationConfig.topP = o.topP
+    if (o.seed !== undefined) generationConfig.seed = o.seed
+    if (o.stop !== undefined) generationConfig.stopSequences = o.stop
+    if (o.presencePenalty !== undefined) generationConfig.presencePenalty = o.presencePenalty
+    if (o.frequencyPenalty !== undefined) generationConfig.frequencyPenalty = o.frequencyPenalty
+    if (o.reasoningEffort !== undefined && o.reasoningBudget !== undefined) {
+      return Either.left(optionRefused(provider, "reasoningEffort and reasoningBudget cannot be combined"))
+    }
+    if (o.reasoningBudget !== undefined) generationConfig.thinkingConfig = { thinkingBudget: o.reasoningBudget }
+    if (o.reasoningEffort !== undefined) {
+      generationConfig.thinkingConfig = { thinkingLevel: o.reasoningEffort.toUpperCase() }
+    }
+  }
   const body: Record<string, unknown> = {
     ...(system.length > 0 ? { systemInstruction: { parts: system } } : {}),
     contents,
     generationConfig
   }
+  addProviderOptions(request.providerOptions, geminiProviderOptions, (field) =>
+    field === "safetySettings" ? body : generationConfig
+  )
   if (request.tools.length > 0) {
     body.tools = [
       {
@@ -146,6 +169,42 @@ export const requestBody = (
     }
   }
   return Either.right(body)
+}
+
+/** Options generateContent has no field for. */
+const unmappableOptions: ReadonlyArray<OptionName> = ["parallelToolCalls", "userId"]
+
+const HarmCategory = Schema.Literal(
+  "HARM_CATEGORY_HARASSMENT",
+  "HARM_CATEGORY_HATE_SPEECH",
+  "HARM_CATEGORY_SEXUALLY_EXPLICIT",
+  "HARM_CATEGORY_DANGEROUS_CONTENT",
+  "HARM_CATEGORY_CIVIC_INTEGRITY"
+)
+
+const HarmBlockThreshold = Schema.Literal(
+  "HARM_BLOCK_THRESHOLD_UNSPECIFIED",
+  "BLOCK_LOW_AND_ABOVE",
+  "BLOCK_MEDIUM_AND_ABOVE",
+  "BLOCK_ONLY_HIGH",
+  "BLOCK_NONE",
+  "OFF"
+)
+
+/**
+ * The fields Gemini's `providerOptions` may set: `topK`, `responseLogprobs`, `logprobs` and
+ * `mediaResolution` (sent in `generationConfig`), and `safetySettings` (top level).
+ *
+ * @internal
+ */
+export const geminiProviderOptions: ProviderOptionsAllowlist = {
+  topK: Schema.Int.pipe(Schema.between(1, 1000)),
+  responseLogprobs: Schema.Boolean,
+  logprobs: Schema.Int.pipe(Schema.between(0, 20)),
+  mediaResolution: Schema.Literal("MEDIA_RESOLUTION_LOW", "MEDIA_RESOLUTION_MEDIUM", "MEDIA_RESOLUTION_HIGH"),
+  safetySettings: Schema.Array(Schema.Struct({ category: HarmCategory, threshold: HarmBlockThreshold })).pipe(
+    Schema.maxItems(8)
+  )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -577,6 +636,7 @@ export const codec = (settings: Settings): Codec => {
   const root = settings.baseUrl.replace(/\/+$/, "")
   return {
     provider: settings.provider,
+    providerOptions: geminiProviderOptions,
     build: (request, stream) =>
       Either.map(requestBody(request, settings.provider), (body) =>
         HttpClientRequest.post(

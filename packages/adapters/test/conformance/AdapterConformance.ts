@@ -14,9 +14,11 @@ import type { HttpClient } from "@effect/platform"
 import { assert, describe, layer } from "@effect/vitest"
 import type { Vitest } from "@effect/vitest"
 import type { ProviderError } from "@modelgate/core/Errors"
+import type { OptionName } from "@modelgate/core/ModelOptions"
+import { ownedFields, providerOptionsProblems, RequestOptions } from "@modelgate/core/ModelOptions"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import type { ProviderAdapter } from "@modelgate/core/ProviderAdapter"
-import { Duration, Effect, Stream } from "effect"
+import { Duration, Effect, Schema, Stream } from "effect"
 import type { Redacted } from "effect"
 import type { Behavior, ErrorSpec, Provider } from "@modelgate/testing/MockProviderServer"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
@@ -28,6 +30,8 @@ import {
   collectFailure,
   lastRequestFor,
   leaks,
+  lookupTool,
+  recordOf,
   simpleRequest,
   TestLayer,
   textOf
@@ -98,9 +102,41 @@ export interface Descriptor {
   readonly usageBeforeContent: boolean
   readonly classification: ReadonlyArray<ClassificationRow>
   readonly streamErrors: ReadonlyArray<StreamErrorCase>
+  /** Sampling and provider options: every option the adapter maps, and the wire fields they become. */
+  readonly options: OptionsCase
+}
+
+/** Every neutral option an adapter maps, set at once, and what the recorded body must hold. */
+export interface OptionsCase {
+  /** Every option the wire format carries (a combination the provider accepts). */
+  readonly request: RequestOptions
+  /** Allowed provider options, plus fields the adapter must never send whatever it is given. */
+  readonly providerOptions: Readonly<Record<string, unknown>>
+  /** Fields the recorded body holds (compared as a subset), for a request with one tool. */
+  readonly wire: (model: string) => Record<string, unknown>
+  /** Fields of `providerOptions` that must not reach the wire (gateway-owned, not allowed, secrets). */
+  readonly neverSent: ReadonlyArray<string>
+  /** Options the wire format has no field for: refused before anything is sent. */
+  readonly unmappable: ReadonlyArray<OptionName>
 }
 
 const alphabet = "abcdefghijklmnopqrstuvwxyz"
+
+const decodeOptions = Schema.decodeUnknownSync(RequestOptions)
+
+/** A valid value of each option, for the options an adapter refuses. */
+const unmappableValues: RequestOptions = {
+  temperature: 0.5,
+  topP: 0.5,
+  seed: 1,
+  stop: ["END"],
+  reasoningEffort: "low",
+  reasoningBudget: 2048,
+  parallelToolCalls: false,
+  presencePenalty: 0.5,
+  frequencyPenalty: 0.5,
+  userId: "user-1"
+}
 
 /** The text a stream of `alphabet` in pieces of `size` delivers before its `afterChunks`-th frame. */
 const textBefore = (descriptor: Descriptor, afterChunks: number, size: number) =>
@@ -437,6 +473,65 @@ export const describeAdapter = (descriptor: Descriptor, specific: (it: Methods) 
           const streamed = yield* collectFailure(small, request("big-model"))
           assert.deepInclude(streamed.error, { kind: "invalid_output", processed: "maybe" })
         })
+      )
+
+      it.effect("maps every sampling option and the allowed provider options onto the wire (generate and stream)", () =>
+        Effect.gen(function* () {
+          const subject = yield* adapter()
+          const { options } = descriptor
+          const withOptions = request("options-model", {
+            tools: [lookupTool],
+            maxOutputTokens: 4096,
+            options: options.request,
+            providerOptions: options.providerOptions
+          })
+          yield* subject.generate(withOptions)
+          const plain = yield* lastRequestFor("options-model")
+          yield* collect(subject, withOptions)
+          const streamed = yield* lastRequestFor("options-model")
+          assert.isTrue(streamed.stream)
+          for (const recorded of [plain, streamed]) {
+            const body = recordOf(recorded.body)
+            assert.deepInclude(body, options.wire("options-model"))
+            for (const field of options.neverSent) assert.notProperty(body, field)
+            assert.isFalse(recorded.rawBody.includes("evil.example"))
+          }
+          // The model a provider option names never replaces the target's.
+          assert.strictEqual(plain.model, "options-model")
+          // The allowlist the gateway checks workflows and commands against: allowed fields, valid values.
+          const allowlist = subject.providerOptions ?? {}
+          const allowed = Object.fromEntries(
+            Object.entries(options.providerOptions).filter(([field]) => Object.hasOwn(allowlist, field))
+          )
+          assert.isAbove(Object.keys(allowed).length, 0)
+          assert.deepStrictEqual(providerOptionsProblems(provider, allowed, allowlist), [])
+          for (const field of Object.keys(allowlist)) assert.isFalse(ownedFields.has(field), field)
+          for (const field of options.neverSent.filter((f) => Object.hasOwn(options.providerOptions, f))) {
+            assert.lengthOf(
+              providerOptionsProblems(provider, { [field]: options.providerOptions[field] }, allowlist),
+              1
+            )
+          }
+        })
+      )
+
+      it.effect(
+        `options without a wire field are refused before sending: ${descriptor.options.unmappable.join(", ")}`,
+        () =>
+          Effect.gen(function* () {
+            const subject = yield* adapter()
+            const mock = yield* MockProviderServer
+            for (const name of descriptor.options.unmappable) {
+              const options = decodeOptions({ [name]: unmappableValues[name] })
+              const before = (yield* mock.requests).length
+              const error = yield* Effect.flip(subject.generate(request("unmappable-model", { options })))
+              assert.deepInclude(error, { kind: "invalid_request", processed: "no" })
+              assert.include(error.detail, name)
+              const streamed = yield* collectFailure(subject, request("unmappable-model", { options }))
+              assert.deepInclude(streamed.error, { kind: "invalid_request", processed: "no" })
+              assert.strictEqual((yield* mock.requests).length, before)
+            }
+          })
       )
 
       it.effect("interrupting a stream aborts the request", () =>

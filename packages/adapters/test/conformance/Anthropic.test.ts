@@ -116,7 +116,42 @@ describeAdapter(
         kind: "overloaded",
         providerCode: "overloaded_error"
       }
-    ]
+    ],
+    options: {
+      // Thinking allows temperature 1 only; temperature and top_p never go together.
+      request: {
+        temperature: 1,
+        stop: ["END"],
+        reasoningEffort: "high",
+        reasoningBudget: 2048,
+        parallelToolCalls: false,
+        userId: "user-7f3a"
+      },
+      providerOptions: {
+        service_tier: "standard_only",
+        metadata: { user_id: "other" },
+        thinking: { type: "disabled" },
+        model: "evil-model",
+        api_key: "sk-evil",
+        baseURL: "https://evil.example/v1",
+        headers: { authorization: "Bearer evil" },
+        stream: false,
+        max_tokens: 1
+      },
+      wire: (model) => ({
+        model,
+        max_tokens: 4096,
+        temperature: 1,
+        stop_sequences: ["END"],
+        output_config: { effort: "high" },
+        thinking: { type: "enabled", budget_tokens: 2048 },
+        tool_choice: { type: "auto", disable_parallel_tool_use: true },
+        metadata: { user_id: "user-7f3a" },
+        service_tier: "standard_only"
+      }),
+      neverSent: ["api_key", "baseURL", "headers", "top_k"],
+      unmappable: ["seed", "presencePenalty", "frequencyPenalty"]
+    }
   },
   (it) => {
     it.effect("sends the exact Messages body to /v1/messages, with anthropic-version and no authorization", () =>

@@ -132,7 +132,50 @@ describeAdapter(
         kind: "rate_limited",
         retryAfterMs: 2000
       }
-    ]
+    ],
+    options: {
+      request: {
+        temperature: 0.3,
+        topP: 0.9,
+        seed: 42,
+        stop: ["END"],
+        reasoningBudget: 512,
+        presencePenalty: 0.5,
+        frequencyPenalty: -0.5
+      },
+      providerOptions: {
+        topK: 40,
+        responseLogprobs: true,
+        logprobs: 3,
+        safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_ONLY_HIGH" }],
+        generationConfig: { maxOutputTokens: 1 },
+        thinkingConfig: { thinkingBudget: 0 },
+        model: "evil-model",
+        api_key: "sk-evil",
+        baseURL: "https://evil.example/v1",
+        headers: { authorization: "Bearer evil" },
+        stream: false,
+        max_tokens: 1
+      },
+      wire: () => ({
+        generationConfig: {
+          maxOutputTokens: 4096,
+          temperature: 0.3,
+          topP: 0.9,
+          seed: 42,
+          stopSequences: ["END"],
+          presencePenalty: 0.5,
+          frequencyPenalty: -0.5,
+          thinkingConfig: { thinkingBudget: 512 },
+          topK: 40,
+          responseLogprobs: true,
+          logprobs: 3
+        },
+        safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_ONLY_HIGH" }]
+      }),
+      neverSent: ["model", "api_key", "baseURL", "headers", "stream", "max_tokens"],
+      unmappable: ["parallelToolCalls", "userId"]
+    }
   },
   (it) => {
     it.effect("sends the exact generateContent body to :generateContent, with no authorization", () =>

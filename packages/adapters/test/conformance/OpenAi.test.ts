@@ -176,7 +176,54 @@ describeAdapter(
         providerCode: "server_error"
       },
       { name: "rate_limit_exceeded", error: { type: "tokens", code: "rate_limit_exceeded" }, kind: "rate_limited" }
-    ]
+    ],
+    options: {
+      request: {
+        temperature: 0.3,
+        topP: 0.9,
+        seed: 42,
+        stop: ["END", "\n\n"],
+        reasoningEffort: "low",
+        parallelToolCalls: false,
+        presencePenalty: 0.5,
+        frequencyPenalty: -0.5,
+        userId: "user-7f3a"
+      },
+      providerOptions: {
+        service_tier: "flex",
+        logprobs: true,
+        top_logprobs: 2,
+        logit_bias: { "50256": -100 },
+        verbosity: "low",
+        top_k: 5,
+        model: "evil-model",
+        api_key: "sk-evil",
+        baseURL: "https://evil.example/v1",
+        headers: { authorization: "Bearer evil" },
+        stream: false,
+        max_tokens: 1
+      },
+      wire: (model) => ({
+        model,
+        max_completion_tokens: 4096,
+        temperature: 0.3,
+        top_p: 0.9,
+        seed: 42,
+        stop: ["END", "\n\n"],
+        reasoning_effort: "low",
+        parallel_tool_calls: false,
+        presence_penalty: 0.5,
+        frequency_penalty: -0.5,
+        safety_identifier: "user-7f3a",
+        service_tier: "flex",
+        logprobs: true,
+        top_logprobs: 2,
+        logit_bias: { "50256": -100 },
+        verbosity: "low"
+      }),
+      neverSent: ["api_key", "baseURL", "headers", "max_tokens", "top_k", "user"],
+      unmappable: ["reasoningBudget"]
+    }
   },
   (it) => {
     it.effect("sends the exact Chat Completions body to /v1/chat/completions, without trace headers", () =>

@@ -174,7 +174,52 @@ describeAdapter(
         error: { type: "InternalServerError", code: 500, message: "boom" },
         kind: "server_error"
       }
-    ]
+    ],
+    options: {
+      request: {
+        temperature: 0.3,
+        topP: 0.9,
+        seed: 42,
+        stop: ["END"],
+        reasoningEffort: "medium",
+        parallelToolCalls: true,
+        presencePenalty: 0.5,
+        frequencyPenalty: -0.5,
+        userId: "user-7f3a"
+      },
+      providerOptions: {
+        top_k: 40,
+        min_p: 0.05,
+        repetition_penalty: 1.1,
+        logprobs: true,
+        service_tier: "flex",
+        model: "evil-model",
+        api_key: "sk-evil",
+        baseURL: "https://evil.example/v1",
+        headers: { authorization: "Bearer evil" },
+        stream: false,
+        max_tokens: 1
+      },
+      wire: (model) => ({
+        model,
+        max_tokens: 4096,
+        temperature: 0.3,
+        top_p: 0.9,
+        seed: 42,
+        stop: ["END"],
+        reasoning_effort: "medium",
+        parallel_tool_calls: true,
+        presence_penalty: 0.5,
+        frequency_penalty: -0.5,
+        user: "user-7f3a",
+        top_k: 40,
+        min_p: 0.05,
+        repetition_penalty: 1.1,
+        logprobs: true
+      }),
+      neverSent: ["api_key", "baseURL", "headers", "service_tier", "safety_identifier"],
+      unmappable: ["reasoningBudget"]
+    }
   },
   (it) => {
     it.effect("sends max_tokens (Ollama ignores max_completion_tokens) and no auth header without a key", () =>

@@ -32,6 +32,7 @@ import {
   ModelResult,
   Usage
 } from "../ModelResult.js"
+import * as ModelOptions from "../ModelOptions.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { affordableOutput, costAt, costOf, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../Pricing.js"
 import type { OutputFormat, ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
@@ -471,7 +472,9 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
           toolChoice: cmd.toolChoice,
           output: outputFormatOf(compiled, target),
           maxOutputTokens: cap,
-          timeout: Duration.millis(Math.min(remaining, perAttemptMs))
+          timeout: Duration.millis(Math.min(remaining, perAttemptMs)),
+          options: ModelOptions.forTarget(route.options, target.capabilities.options),
+          providerOptions: ModelOptions.forProvider(route.options, target.provider)
         }
         const end = yield* dispatch(ctx, call, route, i, attemptNo, request, inputTokens, minimumMs, invoke)
         if (end === undefined) {
@@ -974,6 +977,7 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
     promptVersion: w?.prompt.version ?? "",
     schemaVersion: w?.output?.schemaVersion,
     pricingVersion: t?.pricing.pricingVersion ?? route?.targets[0]?.pricing.pricingVersion,
+    catalogueVersion: t !== undefined ? t.catalogueVersion : route?.targets[0]?.catalogueVersion,
     target: t?.ref,
     model: t?.model,
     modelVersion: call.modelVersion,
@@ -1002,7 +1006,8 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
       actual: call.spent,
       overspent: call.settlement !== undefined && call.settlement.overspent > 0 ? call.settlement.overspent : undefined
     } satisfies Cost,
-    schemaValid: answer !== undefined ? answer.schemaValid : call.schemaValid
+    schemaValid: answer !== undefined ? answer.schemaValid : call.schemaValid,
+    options: ModelOptions.evidenceOf(route?.options, t)
   } satisfies Evidence
 }
 
