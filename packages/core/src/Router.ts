@@ -85,10 +85,74 @@ export const checkTarget = (
   mode: "generate" | "stream",
   /** Options the target must accept (set by the command or pinned by the workflow). */
   requiredOptions: ReadonlyArray<ModelOptions.OptionName> = []
+): { readonly reason: ExclusionReason; readonly detail: string } | undefined =>
+  requestReason(compiled, requestView(compiled, command, mode), target, requiredOptions) ??
+  sizeReason(compiled, command, target, inputTokens)
+
+/** What of a request the eligibility rules read, besides its size. */
+interface RequestView {
+  readonly regions: ReadonlyArray<string>
+  readonly dataClass: string
+  readonly images: boolean
+  readonly tools: boolean
+  readonly streaming: boolean
+  readonly schemaFeatures: ReadonlyArray<string> | undefined
+}
+
+const requestView = (compiled: CompiledWorkflow, command: ModelCommand, mode: "generate" | "stream"): RequestView => {
+  const w = compiled.workflow
+  return {
+    regions: command.regions ?? w.regions,
+    dataClass: command.dataClass ?? w.dataClass,
+    images: hasImages(command),
+    tools: (command.tools?.length ?? 0) > 0,
+    streaming: mode === "stream" || command.requires?.streaming === true,
+    schemaFeatures: command.requires?.schemaFeatures
+  }
+}
+
+/** A request that asks for nothing beyond its workflow (the common case): its rules are the workflow's. */
+const isPlain = (command: ModelCommand, mode: "generate" | "stream"): boolean =>
+  mode === "generate" &&
+  command.regions === undefined &&
+  command.dataClass === undefined &&
+  command.requires === undefined &&
+  (command.tools?.length ?? 0) === 0 &&
+  !hasImages(command)
+
+/** Per workflow: why each route target is excluded for a plain request (computed once). */
+const plainReasons = new WeakMap<
+  CompiledWorkflow,
+  ReadonlyArray<{ readonly reason: ExclusionReason; readonly detail: string } | undefined>
+>()
+const plainReasonsOf = (compiled: CompiledWorkflow) => {
+  let reasons = plainReasons.get(compiled)
+  if (reasons === undefined) {
+    const w = compiled.workflow
+    const view: RequestView = {
+      regions: w.regions,
+      dataClass: w.dataClass,
+      images: false,
+      tools: false,
+      streaming: false,
+      schemaFeatures: undefined
+    }
+    reasons = compiled.targets.map((t) => requestReason(compiled, view, t, noOptions))
+    plainReasons.set(compiled, reasons)
+  }
+  return reasons
+}
+
+/** Why `target` cannot serve a request like `view` (size aside), or `undefined`. */
+const requestReason = (
+  compiled: CompiledWorkflow,
+  view: RequestView,
+  target: ModelTarget,
+  requiredOptions: ReadonlyArray<ModelOptions.OptionName>
 ): { readonly reason: ExclusionReason; readonly detail: string } | undefined => {
   const w = compiled.workflow
   if (target.status === "disabled") return { reason: "DISABLED", detail: "target is disabled" }
-  const regions = command.regions ?? w.regions
+  const regions = view.regions
   // Hot path (once per target per request): no allocation unless the target is excluded.
   let outside: Array<string> | undefined
   for (const r of target.regions) {
@@ -103,15 +167,14 @@ export const checkTarget = (
     }
   }
   // Both the workflow's class and the request's own: a request can narrow, never widen, who may see it.
-  const dataClass = command.dataClass ?? w.dataClass
+  const dataClass = view.dataClass
   if (!target.dataClasses.includes(dataClass) || !target.dataClasses.includes(w.dataClass)) {
     return { reason: "DATA_CLASS_NOT_ALLOWED", detail: `data class "${dataClass}" not allowed` }
   }
   const caps = target.capabilities
-  const lacksVision = !caps.vision && (w.requires.vision || hasImages(command))
-  const lacksTools = !caps.tools && (w.requires.tools || (command.tools?.length ?? 0) > 0)
-  const lacksStreaming =
-    !caps.streaming && (w.requires.streaming || mode === "stream" || command.requires?.streaming === true)
+  const lacksVision = !caps.vision && (w.requires.vision || view.images)
+  const lacksTools = !caps.tools && (w.requires.tools || view.tools)
+  const lacksStreaming = !caps.streaming && (w.requires.streaming || view.streaming)
   const lacksStructured = compiled.schema !== undefined && caps.structuredOutput.mode === "none"
   if (lacksVision || lacksTools || lacksStreaming || lacksStructured) {
     const missing: Array<string> = []
@@ -121,7 +184,7 @@ export const checkTarget = (
     if (lacksStructured) missing.push("structured output")
     return { reason: "CAPABILITY_MISSING", detail: `missing: ${missing.join(", ")}` }
   }
-  if (compiled.schema !== undefined || command.requires?.schemaFeatures !== undefined) {
+  if (compiled.schema !== undefined || view.schemaFeatures !== undefined) {
     const supported = caps.structuredOutput.features
     // No allocation unless a feature is unsupported.
     let unsupported: Array<string> | undefined
@@ -132,7 +195,7 @@ export const checkTarget = (
       unsupported.push(f)
     }
     for (const f of compiled.features) check(f)
-    for (const f of command.requires?.schemaFeatures ?? []) check(f)
+    for (const f of view.schemaFeatures ?? []) check(f)
     if (unsupported !== undefined) {
       return { reason: "SCHEMA_FEATURE_UNSUPPORTED", detail: `unsupported: ${unsupported.sort().join(", ")}` }
     }
@@ -143,13 +206,24 @@ export const checkTarget = (
       return { reason: "OPTION_UNSUPPORTED", detail: boundDetail(`does not accept options: ${missing.join(", ")}`) }
     }
   }
+  return undefined
+}
+
+/** Why the request's size excludes `target` (context window, cost cap), or `undefined`. */
+const sizeReason = (
+  compiled: CompiledWorkflow,
+  command: ModelCommand,
+  target: ModelTarget,
+  inputTokens: number | undefined
+): { readonly reason: ExclusionReason; readonly detail: string } | undefined => {
   // Not counted: nothing is limited and the input certainly fits every window.
   if (inputTokens === undefined) return undefined
+  const caps = target.capabilities
   const tokens = Math.ceil(inputTokens * target.tokenizerSafetyFactor)
   if (tokens + 1 > caps.contextWindow) {
     return { reason: "CONTEXT_TOO_SMALL", detail: `~${tokens} input tokens, window ${caps.contextWindow}` }
   }
-  const maxCost = Math.min(command.maxCost ?? Infinity, w.maxCost ?? Infinity)
+  const maxCost = Math.min(command.maxCost ?? Infinity, compiled.workflow.maxCost ?? Infinity)
   const minimumCost =
     (tokens * target.pricing.inputPerMillion + minimumUsefulOutputTokens * target.pricing.outputPerMillion) / 1_000_000
   if (minimumCost > maxCost) {
@@ -355,8 +429,16 @@ const withTokens = (
     }
   }
   /** Why `target` is excluded before its breaker is asked (recorded), or the breaker check to run. */
-  const check = (target: ModelTarget): Effect.Effect<boolean, StoreError> | undefined => {
-    const reason = checkTarget(compiled, command, target, inputTokens, mode, options.required)
+  // A plain request reads its workflow's precomputed reasons; any other is checked in full.
+  const plain = options.required.length === 0 && isPlain(command, mode) ? plainReasonsOf(compiled) : undefined
+  let view: RequestView | undefined
+  const reasonAt = (target: ModelTarget, index: number) => {
+    if (plain !== undefined) return plain[index]
+    view ??= requestView(compiled, command, mode)
+    return requestReason(compiled, view, target, options.required)
+  }
+  const check = (target: ModelTarget, index: number): Effect.Effect<boolean, StoreError> | undefined => {
+    const reason = reasonAt(target, index) ?? sizeReason(compiled, command, target, inputTokens)
     if (reason === undefined) return breakers.isOpen(target)
     excluded.push(new ExcludedTarget({ target: target.ref, ...reason }, { disableValidation: true }))
     return undefined
@@ -367,7 +449,7 @@ const withTokens = (
       : Effect.succeed(new Decided(compiled, eligible, excluded, inputTokens, options))
   for (let i = 0; i < targets.length; i++) {
     const target = targets[i]!
-    const breaker = check(target)
+    const breaker = check(target, i)
     if (breaker === undefined) continue
     const open = settled(breaker)
     if (open !== undefined) {
@@ -381,8 +463,8 @@ const withTokens = (
           place(target, first)
           return Effect.forEach(
             rest,
-            (next) => {
-              const later = check(next)
+            (next, k) => {
+              const later = check(next, i + 1 + k)
               return later === undefined ? Effect.void : Effect.map(later, (isOpen) => place(next, isOpen))
             },
             { discard: true }

@@ -367,3 +367,24 @@ describe("pipeline: the recorder never kills a call", () => {
     })
   )
 })
+
+describe("router: a plain request reads its workflow's precomputed reasons", () => {
+  it.effect("the same decisions as the full check, for every workflow of the fixtures", () =>
+    Effect.gen(function* () {
+      const gateway = yield* ModelGateway.ModelGateway
+      for (const name of gateway.router.workflows.keys()) {
+        const wf = gateway.router.workflows.get(name)!.workflow
+        const plain = command(name)
+        // Same request, made non-plain by restating the workflow's own regions: the full check runs.
+        const full = command(name, { regions: [...wf.regions] })
+        const a = yield* Effect.either(gateway.router.resolve(plain))
+        const b = yield* Effect.either(gateway.router.resolve(full))
+        const summary = (r: typeof a) =>
+          r._tag === "Right"
+            ? { eligible: r.right.eligible, excluded: r.right.excluded.map((e) => [e.target, e.reason]) }
+            : { error: r.left._tag }
+        assert.deepStrictEqual(summary(a), summary(b), name)
+      }
+    }).pipe(Effect.provide(gatewayWith({})))
+  )
+})
