@@ -12,7 +12,7 @@
  * Per-call state is the `Call` value below, owned by this module; adapters and the stream driver
  * see an `AttemptContext`, never the call.
  */
-import { Cause, Clock, Duration, Effect, Either, Exit, Option, type Tracer } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Either, Exit, Option, type Tracer } from "effect"
 import type { Budgets, Reservation, Settlement } from "../Budgets.js"
 import type * as CallRecorder from "../CallRecorder.js"
 import type * as Concurrency from "../Concurrency.js"
@@ -183,24 +183,24 @@ export const execute = (
   mode: "generate" | "stream",
   invoke: Invoke
 ): Effect.Effect<ModelResult, GatewayError> =>
-  Effect.clockWith((clock) => {
+  // One step reads the clock and the tracer the caller runs with.
+  Effect.withFiberRuntime((fiber) => {
+    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
     const call = newCall(command, mode, clock.unsafeCurrentTimeMillis())
     const run = pipeline(ctx, call, invoke).pipe(
       Effect.onExit((exit) => settle(ctx, call, exit)),
       Effect.mapError((failure) => fromFailure(failure, { callId: call.id, attempts: call.attempts.slice() }))
     )
-    return Effect.tracerWith((tracer) =>
-      tracer === defaultTracer
-        ? run
-        : Report.withCallSpan(
-            ctx.telemetry,
-            { mode, callId: call.id, workflow: command.workflow, tenant: command.tenant },
-            (span) => {
-              call.span = span
-              return run
-            }
-          )
-    )
+    return fiber.currentTracer === defaultTracer
+      ? run
+      : Report.withCallSpan(
+          ctx.telemetry,
+          { mode, callId: call.id, workflow: command.workflow, tenant: command.tenant },
+          (span) => {
+            call.span = span
+            return run
+          }
+        )
   })
 
 /** Runs `generate` for one command. */
@@ -463,7 +463,8 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
         call.admitted = target
         if (first) {
           first = false
-          yield* ctx.health.onFirstAttempt
+          // (A health service without a retry budget answers with `Effect.void`: nothing to run.)
+          if (ctx.health.onFirstAttempt !== Effect.void) yield* ctx.health.onFirstAttempt
         }
         const request: ProviderRequest = {
           target,
@@ -564,8 +565,11 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
   })
 
 /** Breaker admission; a breaker store that cannot answer fails the call (closed). */
-const admit = (ctx: EngineContext, target: ModelTarget): Effect.Effect<boolean, Failure> =>
-  Effect.mapError(ctx.health.tryAcquire(target), storeFailure)
+const admit = (ctx: EngineContext, target: ModelTarget): Effect.Effect<boolean, Failure> => {
+  const admission = ctx.health.tryAcquire(target)
+  // A settled answer (breakers off) needs no error mapping.
+  return Exit.isExit(admission) && Exit.isSuccess(admission) ? admission : Effect.mapError(admission, storeFailure)
+}
 
 /**
  * Every eligible route failed, or there was no time to try: a degraded answer, a policy error
@@ -729,18 +733,17 @@ const run = (
           outcome.failure._tag === "ProviderUnavailable" &&
           outcome.failure.reason === "adapter_defect"
         if (span !== undefined) Report.annotateAttempt(span, record)
-        const reported = Effect.as(
-          ctx.health.record(target, {
-            outcome: record.outcome,
-            availabilityFailure: breaker,
-            latencyMs: record.latencyMs,
-            ttftMs: record.ttftMs,
-            errorTag: record.errorTag,
-            retryAfterMs: record.retryAfterMs,
-            rateLimit
-          }),
-          outcome
-        )
+        const reporting = ctx.health.record(target, {
+          outcome: record.outcome,
+          availabilityFailure: breaker,
+          latencyMs: record.latencyMs,
+          ttftMs: record.ttftMs,
+          errorTag: record.errorTag,
+          retryAfterMs: record.retryAfterMs,
+          rateLimit
+        })
+        // (Health without route state answers with `Effect.void`: nothing to run.)
+        const reported = reporting === Effect.void ? Effect.succeed(outcome) : Effect.as(reporting, outcome)
         // A bug, reported loudly; by the defect's kind only (its message may quote content).
         return defect && Exit.isFailure(exit)
           ? Effect.zipRight(
