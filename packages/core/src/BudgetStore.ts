@@ -127,6 +127,12 @@ export interface AccountBalance {
  * - `release`: remove the reservation (no spend). Unknown ids are ignored by `commit` and `release`.
  * - `balance`: the account at `now` (expired reservations not counted).
  *
+ * The synchronous twins `reserveSync`, `commitSync` and `releaseSync` are for stores that answer
+ * without I/O (the memory store); a remote store leaves them out. When a store has all three,
+ * `Budgets` reserves and settles through them without running an Effect (its fast path). Each
+ * twin does exactly what its Effect method does, on the same state, and never throws: a store that
+ * can fail has no twins, so that a store error always reaches the caller as `StoreError`.
+ *
  * @since 0.2.0
  * @category Models
  */
@@ -135,6 +141,12 @@ export interface Service {
   readonly commit: (request: CommitRequest) => Effect.Effect<CommitOutcome, StoreError>
   readonly release: (request: ReleaseRequest) => Effect.Effect<void, StoreError>
   readonly balance: (account: string, now: number) => Effect.Effect<AccountBalance, StoreError>
+  /** `reserve`, answered at once (stores without I/O only). */
+  readonly reserveSync?: ((request: ReserveRequest) => ReserveOutcome) | undefined
+  /** `commit`, answered at once (stores without I/O only). */
+  readonly commitSync?: ((request: CommitRequest) => CommitOutcome) | undefined
+  /** `release`, answered at once (stores without I/O only). */
+  readonly releaseSync?: ((request: ReleaseRequest) => void) | undefined
 }
 
 /**
@@ -155,6 +167,9 @@ export class BudgetStore extends Context.Tag("@modelgate/core/BudgetStore")<Budg
  * @category Models
  */
 export interface MemoryStore extends Service {
+  readonly reserveSync: (request: ReserveRequest) => ReserveOutcome
+  readonly commitSync: (request: CommitRequest) => CommitOutcome
+  readonly releaseSync: (request: ReleaseRequest) => void
   readonly size: Effect.Effect<number>
 }
 
@@ -246,13 +261,21 @@ const unsafeMakeMemory = (): MemoryStore => {
     acc.overspent += spend - committed
     return { committed, overspent: spend - committed }
   }
+  const commit = (r: CommitRequest): CommitOutcome =>
+    settle(r.account, r.id, Math.max(0, Math.min(r.spend, r.amount)), r.limit)
+  const release = (r: ReleaseRequest): void => {
+    settle(r.account, r.id, 0, 0)
+  }
+  const reserveEffect = (r: ReserveRequest) => Effect.sync(() => reserve(r))
+  const commitEffect = (r: CommitRequest) => Effect.sync(() => commit(r))
+  const releaseEffect = (r: ReleaseRequest) => Effect.sync(() => release(r))
   return {
-    reserve: (r) => Effect.sync(() => reserve(r)),
-    commit: (r) => Effect.sync(() => settle(r.account, r.id, Math.max(0, Math.min(r.spend, r.amount)), r.limit)),
-    release: (r) =>
-      Effect.sync(() => {
-        settle(r.account, r.id, 0, 0)
-      }),
+    reserve: reserveEffect,
+    commit: commitEffect,
+    release: releaseEffect,
+    reserveSync: twin(reserveEffect, reserve),
+    commitSync: twin(commitEffect, commit),
+    releaseSync: twin(releaseEffect, release),
     balance: (account, now) =>
       Effect.sync(() => {
         const acc = accounts.get(account)
@@ -265,8 +288,55 @@ const unsafeMakeMemory = (): MemoryStore => {
 }
 
 /**
+ * Which synchronous twin belongs to which Effect operation: a store wrapped by spreading it (to
+ * count or fail its operations) keeps the old twins, which would bypass the wrapper.
+ */
+const twins = new WeakMap<object, object>()
+
+/**
+ * Declares `sync` the synchronous twin of the store operation `effectful` (same state, same
+ * answers) and returns it: a store's `reserveSync` / `commitSync` / `releaseSync` are used only when
+ * they are declared twins of its own `reserve` / `commit` / `release` ({@link syncOf}).
+ *
+ * @since 0.2.0
+ * @category Utils
+ */
+export const twin = <A extends object, B extends object>(effectful: A, sync: B): B => {
+  twins.set(effectful, sync)
+  return sync
+}
+
+/**
+ * The store's synchronous twins, when it has all three and each is the twin of the store's own
+ * Effect operation; `undefined` otherwise (then every operation goes through its Effect).
+ *
+ * @since 0.2.0
+ * @category Utils
+ */
+export const syncOf = (
+  store: Service
+):
+  | {
+      readonly reserve: (request: ReserveRequest) => ReserveOutcome
+      readonly commit: (request: CommitRequest) => CommitOutcome
+      readonly release: (request: ReleaseRequest) => void
+    }
+  | undefined => {
+  const { reserveSync, commitSync, releaseSync } = store
+  return reserveSync !== undefined &&
+    commitSync !== undefined &&
+    releaseSync !== undefined &&
+    twins.get(store.reserve) === reserveSync &&
+    twins.get(store.commit) === commitSync &&
+    twins.get(store.release) === releaseSync
+    ? { reserve: reserveSync, commit: commitSync, release: releaseSync }
+    : undefined
+}
+
+/**
  * A store in this process's memory: every operation is synchronous, hence atomic, and never fails.
- * Accounts of finished windows are forgotten once they hold no reservation.
+ * It has the synchronous twins (`reserveSync`, `commitSync`, `releaseSync`); its Effect methods
+ * wrap them. Accounts of finished windows are forgotten once they hold no reservation.
  *
  * @since 0.2.0
  * @category Constructors

@@ -16,6 +16,13 @@
  *   after `reservationTtl`. {@link reserveScoped} is the scoped convenience for user code.
  * - The store is the `BudgetStore` seam (module `BudgetStore`): the memory store now, a Redis store
  *   later with the same atomic operations.
+ * - **Synchronous fast path.** When the store answers without I/O (it has the synchronous twins
+ *   `reserveSync` / `commitSync` / `releaseSync`: the memory store), or nothing is tracked
+ *   ({@link layerUnlimited}), the service also has {@link Service.reserveNow} and its reservations
+ *   {@link Reservation.settleNow}: the same operations as `reserve` / `settle` on the same state,
+ *   run without an Effect. Only reporting an overspend (a warning log and a metric, which need the
+ *   fiber) stays an Effect: {@link reportOverspend}. Over a store without the twins (a remote
+ *   one) both are absent and every call goes through the Effect methods, which fail closed.
  *
  * What a store error does to a call
  *
@@ -89,6 +96,15 @@ export interface Reservation {
    * overspent (see the module doc).
    */
   readonly settle: (actual: number) => Effect.Effect<Settlement>
+  /**
+   * `settle`, done at once, without an Effect: present when the store answers without I/O (see
+   * {@link Service.reserveNow}). Same rounding, cap and idempotence (shared with `settle`: the
+   * first of the two counts, later calls of either return nothing settled); never fails or throws.
+   * It does the store part only: when the result's `overspent` is above 0 (a late commit, see the
+   * module doc), the caller must still run {@link reportOverspend} with it, which logs the warning
+   * and adds to the metric as `settle` would have.
+   */
+  readonly settleNow?: ((actual: number) => Settlement) | undefined
 }
 
 /**
@@ -128,6 +144,18 @@ export interface Service {
    * the exit handler.
    */
   readonly reserve: (tenant: TenantId, amount: number) => Effect.Effect<Reservation, BudgetExceeded | StoreError>
+  /**
+   * `reserve` at the epoch-ms instant `now` (the caller reads its `Clock`), done at once without an
+   * Effect: the `Reservation` (with `settleNow`), or the `BudgetExceeded` that `reserve` would fail
+   * with (returned, not thrown), reserving the same amount in the same account and window with the
+   * same TTL. Present only when no operation can fail or wait: unlimited budgets, and a store with
+   * the synchronous twins (the memory store); absent over any other store (use `reserve`, which
+   * fails closed with `StoreError`). Like `reserve`, a negative or NaN `amount` is a defect: it
+   * throws the `RuntimeException` `reserve` dies with. It belongs to this service's `reserve`: a
+   * wrapper that replaces `reserve` must replace or drop it too; the gateway uses it only through
+   * {@link reserveNowOf}, which checks that it is `reserve`'s own twin.
+   */
+  readonly reserveNow?: ((tenant: TenantId, amount: number, now: number) => Reservation | BudgetExceeded) | undefined
   /** The tenant's current window. */
   readonly balance: (tenant: TenantId) => Effect.Effect<Balance, StoreError>
   /**
@@ -526,15 +554,58 @@ const reserveUnits = (amount: number) => Math.max(0, Math.ceil(amount * unitsPer
 const limitUnits = (amount: number) => Math.floor(amount * unitsPerCurrency + 1e-6)
 const fromUnits = (units: number) => units / unitsPerCurrency
 
+/**
+ * Which synchronous twin belongs to which Effect operation. A fast path is used only next to the
+ * operation it was made with: a wrapper that replaces `reserve` (or a reservation's `settle`) by
+ * spreading the service keeps the old `reserveNow` (`settleNow`), which would bypass it.
+ */
+const twins = new WeakMap<object, object>()
+const paired = <A extends object, B extends object>(effectful: A, sync: B): B => {
+  twins.set(effectful, sync)
+  return sync
+}
+
+/**
+ * The service's `reserveNow`, if it is the twin of the service's own `reserve` (see
+ * {@link Service.reserveNow}); `undefined` otherwise, e.g. when a wrapper replaced `reserve`.
+ *
+ * @since 0.2.0
+ * @category Utils
+ */
+export const reserveNowOf = (service: Service): Service["reserveNow"] =>
+  service.reserveNow !== undefined && twins.get(service.reserve) === service.reserveNow ? service.reserveNow : undefined
+
+/**
+ * The reservation's `settleNow`, if it is the twin of its own `settle`; `undefined` otherwise.
+ *
+ * @since 0.2.0
+ * @category Utils
+ */
+export const settleNowOf = (reservation: Reservation): Reservation["settleNow"] =>
+  reservation.settleNow !== undefined && twins.get(reservation.settle) === reservation.settleNow
+    ? reservation.settleNow
+    : undefined
+
 /** The settlement of a release, a repeated settle, an untracked tenant or a failed store operation. */
 const nothingSettled: Settlement = { committed: 0, overspent: 0 }
 const succeedNothingSettled: Effect.Effect<Settlement> = Effect.succeed(nothingSettled)
 
+const settleNothing = () => succeedNothingSettled
+const settleNothingNow = paired(settleNothing, () => nothingSettled)
 const settledReservation = (tenant: TenantId, amount: number): Reservation => ({
   tenant,
   amount,
-  settle: () => succeedNothingSettled
+  settle: settleNothing,
+  settleNow: settleNothingNow
 })
+
+const negativeAmount = (amount: number) =>
+  new Cause.RuntimeException(`Budgets.reserve: amount must be ≥ 0, got ${amount}`)
+
+/** Store units of spend for `actual`, capped at the reservation's `units`. */
+const spendUnits = (actual: number, units: number) =>
+  // A non-finite actual is a bug upstream: charge the whole reservation rather than nothing.
+  Number.isFinite(actual) ? Math.min(units, Math.max(0, Math.round(actual * unitsPerCurrency))) : units
 
 const unlimitedBalance = (tenant: TenantId, limit: number): Balance => ({
   tenant,
@@ -559,6 +630,18 @@ const settleFailed = (tenant: TenantId, operation: "commit" | "release") =>
     nothingSettled
   )
 
+/**
+ * Reports an overspend found by a settle: adds `settlement.overspent` to {@link metrics}`.overspend`
+ * and logs a warning (tenant only), then succeeds with `settlement`. `settle` does this itself;
+ * a caller of {@link Reservation.settleNow} runs it when the settlement's `overspent` is above 0
+ * (with 0 it does nothing).
+ *
+ * @since 0.2.0
+ * @category Utils
+ */
+export const reportOverspend = (tenant: TenantId, settlement: Settlement): Effect.Effect<Settlement> =>
+  settlement.overspent > 0 ? overspent(tenant, settlement) : Effect.succeed(settlement)
+
 /** A late commit that no longer fit the limit: counted in the metric and logged (tenant only). */
 const overspent = (tenant: TenantId, settlement: Settlement) =>
   Effect.as(
@@ -572,6 +655,10 @@ const overspent = (tenant: TenantId, settlement: Settlement) =>
     settlement
   )
 
+/** The rejection of an undeclared tenant under the `"reject"` policy. */
+const rejected = (tenant: TenantId, amount: number) =>
+  new BudgetExceeded({ tenant, limit: 0, committed: 0, reserved: 0, requested: amount })
+
 /**
  * Budgets over the `BudgetStore` in the context. Fails with one `GatewayConfigError` listing every
  * problem of `options` (see {@link validate}).
@@ -584,6 +671,8 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
     const problems = validate(options)
     if (problems.length > 0) return yield* new GatewayConfigError({ problems })
     const store = yield* Store.BudgetStore
+    // The store's synchronous twins, when it has all three and they are its own (a store without I/O).
+    const sync = Store.syncOf(store)
     const reservationTtl = Duration.decode(options.reservationTtl ?? defaultReservationTtl)
     const ttl = Duration.toMillis(reservationTtl)
     const budgets = new Map<string, TenantBudget>(Object.entries(options.tenants ?? {}))
@@ -614,10 +703,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
         Effect.suspend(() => {
           if (settled) return succeedNothingSettled
           settled = true
-          // A non-finite actual is a bug upstream: charge the whole reservation rather than nothing.
-          const spend = Number.isFinite(actual)
-            ? Math.min(units, Math.max(0, Math.round(actual * unitsPerCurrency)))
-            : units
+          const spend = spendUnits(actual, units)
           return Effect.uninterruptible(
             spend === 0
               ? Effect.catchAll(Effect.as(store.release({ account, id }), nothingSettled), () =>
@@ -635,23 +721,54 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
                 })
           )
         })
-      return { tenant, amount: fromUnits(units), settle }
+      const settleNow =
+        sync === undefined
+          ? undefined
+          : (actual: number): Settlement => {
+              if (settled) return nothingSettled
+              settled = true
+              const spend = spendUnits(actual, units)
+              if (spend === 0) {
+                sync.release({ account, id })
+                return nothingSettled
+              }
+              const outcome = sync.commit({ account, id, amount: units, spend, limit })
+              return { committed: fromUnits(outcome.committed), overspent: fromUnits(outcome.overspent) }
+            }
+      return {
+        tenant,
+        amount: fromUnits(units),
+        settle,
+        settleNow: settleNow === undefined ? undefined : paired(settle, settleNow)
+      }
     }
 
-    const reserveAt = (tenant: TenantId, amount: number, budget: TenantBudget, now: number) => {
+    /** The store request of a reservation of `amount` at `now` (a fresh id). */
+    const requestAt = (tenant: TenantId, amount: number, budget: TenantBudget, now: number): Store.ReserveRequest => {
       const window = windowAt(budget.period ?? "monthly", now)
-      const account = `${tenant}/${window.key}`
-      const id = `${instance}-${(++seq).toString(36)}`
-      const units = reserveUnits(amount)
-      const request: Store.ReserveRequest = {
-        account,
-        id,
-        amount: units,
+      return {
+        account: `${tenant}/${window.key}`,
+        id: `${instance}-${(++seq).toString(36)}`,
+        amount: reserveUnits(amount),
         limit: limitUnits(budget.limit),
         now,
         expiresAt: now + ttl,
         accountExpiresAt: window.end + ttl
       }
+    }
+
+    const exceeded = (tenant: TenantId, amount: number, budget: TenantBudget, outcome: Store.ReserveOutcome) =>
+      new BudgetExceeded({
+        tenant,
+        limit: budget.limit,
+        committed: fromUnits(outcome.committed),
+        reserved: fromUnits(outcome.reserved),
+        requested: amount
+      })
+
+    const reserveAt = (tenant: TenantId, amount: number, budget: TenantBudget, now: number) => {
+      const request = requestAt(tenant, amount, budget, now)
+      const { account, id } = request
       // One store round trip, uninterruptible so that its outcome is never lost halfway.
       return Effect.withFiberRuntime<Reservation, BudgetExceeded | StoreError>((fiber, status) => {
         const interruptible = RuntimeFlags.interruptible(status.runtimeFlags)
@@ -662,18 +779,8 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
             onFailure: (cause) =>
               Effect.zipRight(Effect.ignore(store.release({ account, id })), Effect.failCause(cause)),
             onSuccess: (outcome): Effect.Effect<Reservation, BudgetExceeded> => {
-              if (outcome._tag === "Rejected") {
-                return Effect.fail(
-                  new BudgetExceeded({
-                    tenant,
-                    limit: budget.limit,
-                    committed: fromUnits(outcome.committed),
-                    reserved: fromUnits(outcome.reserved),
-                    requested: amount
-                  })
-                )
-              }
-              const reservation = makeReservation(tenant, account, id, units, request.limit)
+              if (outcome._tag === "Rejected") return Effect.fail(exceeded(tenant, amount, budget, outcome))
+              const reservation = makeReservation(tenant, account, id, request.amount, request.limit)
               // An interruptible caller was interrupted while the store answered: the interruption
               // is delivered when this region ends and the reservation would be lost, so give the
               // amount back first.
@@ -688,14 +795,26 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
     }
 
     const reserve = (tenant: TenantId, amount: number): Effect.Effect<Reservation, BudgetExceeded | StoreError> => {
-      if (!(amount >= 0)) return Effect.dieMessage(`Budgets.reserve: amount must be ≥ 0, got ${amount}`)
+      if (!(amount >= 0)) return Effect.die(negativeAmount(amount))
       const budget = budgetOf(tenant)
       if (budget === "unlimited") return Effect.succeed(settledReservation(tenant, amount))
-      if (budget === "reject") {
-        return Effect.fail(new BudgetExceeded({ tenant, limit: 0, committed: 0, reserved: 0, requested: amount }))
-      }
+      if (budget === "reject") return Effect.fail(rejected(tenant, amount))
       return Effect.clockWith((clock) => reserveAt(tenant, amount, budget, clock.unsafeCurrentTimeMillis()))
     }
+
+    const reserveNow =
+      sync === undefined
+        ? undefined
+        : (tenant: TenantId, amount: number, now: number): Reservation | BudgetExceeded => {
+            if (!(amount >= 0)) throw negativeAmount(amount)
+            const budget = budgetOf(tenant)
+            if (budget === "unlimited") return settledReservation(tenant, amount)
+            if (budget === "reject") return rejected(tenant, amount)
+            const request = requestAt(tenant, amount, budget, now)
+            const outcome = sync.reserve(request)
+            if (outcome._tag === "Rejected") return exceeded(tenant, amount, budget, outcome)
+            return makeReservation(tenant, request.account, request.id, request.amount, request.limit)
+          }
 
     const balance = (tenant: TenantId): Effect.Effect<Balance, StoreError> => {
       const budget = budgetOf(tenant)
@@ -723,6 +842,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
 
     return Budgets.of({
       reserve,
+      reserveNow: reserveNow === undefined ? undefined : paired(reserve, reserveNow),
       balance,
       isLimited: (tenant) => budgetOf(tenant) !== "unlimited",
       reservationTtl
@@ -759,8 +879,11 @@ export const layerConfig = (
 ): Layer.Layer<Budgets, GatewayConfigError | ConfigError.ConfigError, Store.BudgetStore> =>
   Layer.effect(Budgets, Effect.flatMap(Config.unwrap(config), make))
 
+const unlimitedReserve = (tenant: TenantId, amount: number) => Effect.succeed(settledReservation(tenant, amount))
+
 /**
- * No limits: reservations always fit and nothing is tracked (`settle` does nothing).
+ * No limits: reservations always fit and nothing is tracked (`settle` does nothing). Has the
+ * synchronous `reserveNow`.
  *
  * @since 0.1.0
  * @category Layers
@@ -768,7 +891,8 @@ export const layerConfig = (
 export const layerUnlimited: Layer.Layer<Budgets> = Layer.succeed(
   Budgets,
   Budgets.of({
-    reserve: (tenant, amount) => Effect.succeed(settledReservation(tenant, amount)),
+    reserve: unlimitedReserve,
+    reserveNow: paired(unlimitedReserve, (tenant: TenantId, amount: number) => settledReservation(tenant, amount)),
     balance: (tenant) => Effect.succeed(unlimitedBalance(tenant, Infinity)),
     isLimited: () => false
   })

@@ -12,7 +12,9 @@
  *   waiter, so nobody can take it in between.
  * - `acquire` / `acquireTarget` take a permit at once when one is free: one synchronous step, no
  *   fiber, no timer, no `Scope`. Only a call that must wait forks one timer, which ends the wait at
- *   the instant `until` (by Effect's `Clock`, so `TestClock` drives it).
+ *   the instant `until` (by Effect's `Clock`, so `TestClock` drives it). That synchronous step is
+ *   also offered without an Effect: `tryAcquire` / `tryAcquireTarget` (a free permit, or
+ *   `undefined` when the caller must wait and so call `acquire`).
  * - **Tie rule.** The wait covers the instants strictly before `until`: a waiter still queued at
  *   `until` gets `undefined`, even when a permit is freed at that very instant (it goes to the next
  *   waiter). Whichever of the two same-instant events runs first, the outcome is the same. The
@@ -76,6 +78,30 @@ export interface Permit {
 export const noopPermit: Permit = { release: () => {} }
 
 const succeedNoop: Effect.Effect<Permit | undefined> = Effect.succeed(noopPermit)
+const takeNoop = (): Permit => noopPermit
+
+/**
+ * Which synchronous twin belongs to which Effect operation: a wrapper that replaces `acquire` by
+ * spreading the service keeps the old `tryAcquire`, which would bypass it.
+ */
+const twins = new WeakMap<object, object>()
+const paired = <A extends object, B extends object>(effectful: A, sync: B): B => {
+  twins.set(effectful, sync)
+  return sync
+}
+
+/**
+ * The service's `tryAcquire`, if it is the twin of the service's own `acquire`; `undefined`
+ * otherwise (e.g. a wrapper replaced `acquire`): then the caller uses `acquire`.
+ *
+ * @since 0.2.0
+ * @category Utils
+ */
+export const tryAcquireOf = (service: Service): Service["tryAcquire"] =>
+  service.tryAcquire !== undefined && twins.get(service.acquire) === service.tryAcquire ? service.tryAcquire : undefined
+
+const acquireNoop = () => succeedNoop
+const acquireTargetNoop = () => succeedNoop
 
 /**
  * Permits in use and waiters, for monitoring and tests.
@@ -116,6 +142,17 @@ export interface Service {
    * once.
    */
   readonly acquireTarget: (target: TargetRef, until: number) => Effect.Effect<Permit | undefined, StoreError>
+  /**
+   * The synchronous step of `acquire`, without an Effect: the permit of `tenant` if one is free
+   * now and no waiter of `tenant` is queued before (FIFO: it never jumps the queue), `undefined`
+   * when the caller must wait (then it calls `acquire`, which queues it). Present when permits
+   * answer without I/O (in memory, and {@link layerUnbounded}); a shared permit store would leave
+   * it out. Never fails or throws.
+   */
+  readonly tryAcquire?: ((tenant: TenantId, capability: string) => Permit | undefined) | undefined
+  // (It belongs to this service's `acquire`; the gateway uses it only through `tryAcquireOf`.)
+  /** Same for a target's cap; an uncapped target gets the shared {@link noopPermit}. */
+  readonly tryAcquireTarget?: ((target: TargetRef) => Permit | undefined) | undefined
   /** Whether `target` has a concurrency cap (uncapped targets need no permit: the hot path skips it). */
   readonly isCapped: (target: TargetRef) => boolean
   readonly snapshot: Effect.Effect<Snapshot>
@@ -167,8 +204,10 @@ const emptySnapshot: Snapshot = {
 export const layerUnbounded: Layer.Layer<Concurrency> = Layer.succeed(
   Concurrency,
   Concurrency.of({
-    acquire: () => succeedNoop,
-    acquireTarget: () => succeedNoop,
+    acquire: acquireNoop,
+    acquireTarget: acquireTargetNoop,
+    tryAcquire: paired(acquireNoop, takeNoop),
+    tryAcquireTarget: paired(acquireTargetNoop, takeNoop),
     isCapped: () => false,
     snapshot: Effect.succeed(emptySnapshot)
   })
@@ -336,12 +375,19 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
     for (const [ref, cap] of Object.entries(options.targets ?? {})) {
       targets.set(ref, new Permits({ shared: cap, reservedOf: () => 0, maxOf: () => cap }))
     }
+    const acquire: Service["acquire"] = (tenant, _capability, until) => acquireFrom(tenants, tenant, until)
+    const acquireTarget: Service["acquireTarget"] = (target, until) => {
+      const permits = targets.get(target)
+      return permits === undefined ? succeedNoop : acquireFrom(permits, target, until)
+    }
     const service = Concurrency.of({
-      acquire: (tenant, _capability, until) => acquireFrom(tenants, tenant, until),
-      acquireTarget: (target, until) => {
+      acquire,
+      acquireTarget,
+      tryAcquire: paired(acquire, (tenant: TenantId) => tenants.tryTake(tenant)),
+      tryAcquireTarget: paired(acquireTarget, (target: TargetRef) => {
         const permits = targets.get(target)
-        return permits === undefined ? succeedNoop : acquireFrom(permits, target, until)
-      },
+        return permits === undefined ? noopPermit : permits.tryTake(target)
+      }),
       isCapped: (target) => targets.has(target),
       snapshot: Effect.sync(() => {
         const t = tenants.snapshot()

@@ -1,9 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Budgets from "@modelgate/core/Budgets"
 import * as BudgetStore from "@modelgate/core/BudgetStore"
-import { StoreError } from "@modelgate/core/Errors"
+import { BudgetExceeded, StoreError } from "@modelgate/core/Errors"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import {
+  Cause,
   Clock,
   ConfigProvider,
   Effect,
@@ -14,6 +15,7 @@ import {
   Logger,
   Metric,
   Option,
+  Random,
   Ref,
   Schema,
   TestClock
@@ -572,4 +574,355 @@ describe("Budgets configuration", () => {
       Schema.decodeUnknownSync(Budgets.BudgetsConfig)({ tenants: { acme: { limit: 5, period: "weekly" } } })
     )
   })
+})
+
+describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
+  type Outcome = Budgets.Reservation | BudgetExceeded
+
+  /** One way of reserving and settling: through the Effect methods, or through the synchronous ones. */
+  interface Path {
+    readonly b: Budgets.Service
+    readonly reserve: (tenant: TenantId, amount: number) => Effect.Effect<Outcome, StoreError>
+    readonly settle: (r: Budgets.Reservation, actual: number) => Effect.Effect<Budgets.Settlement>
+    /** Every store operation, with its request and answer, as `[operation, request, answer]`. */
+    readonly ops: Array<readonly [string, unknown, unknown]>
+    /** Which store methods answered: the Effect ones or the synchronous twins. */
+    readonly via: Set<"effect" | "sync">
+  }
+
+  /** The memory store, recording each operation and which of its methods (Effect or sync) answered. */
+  const recordingStore = (
+    inner: BudgetStore.MemoryStore,
+    ops: Array<readonly [string, unknown, unknown]>,
+    via: Set<"effect" | "sync">
+  ): BudgetStore.Service => {
+    const effect =
+      <Q, A>(name: string, f: (q: Q) => Effect.Effect<A, StoreError>) =>
+      (q: Q) =>
+        Effect.tap(f(q), (a) =>
+          Effect.sync(() => {
+            via.add("effect")
+            ops.push([name, q, a])
+          })
+        )
+    const sync =
+      <Q, A>(name: string, f: (q: Q) => A) =>
+      (q: Q) => {
+        const a = f(q)
+        via.add("sync")
+        ops.push([name, q, a])
+        return a
+      }
+    const reserve = effect("reserve", inner.reserve)
+    const commit = effect("commit", inner.commit)
+    const release = effect("release", inner.release)
+    return {
+      reserve,
+      commit,
+      release,
+      balance: inner.balance,
+      // Declared twins of this store's own operations, so Budgets may use them.
+      reserveSync: BudgetStore.twin(reserve, sync("reserve", inner.reserveSync)),
+      commitSync: BudgetStore.twin(commit, sync("commit", inner.commitSync)),
+      releaseSync: BudgetStore.twin(release, sync("release", inner.releaseSync))
+    }
+  }
+
+  const options: Budgets.Options = {
+    tenants: { acme: { limit: 10, period: "daily" } },
+    reservationTtl: "1 minute"
+  }
+
+  /** Budgets over a recording memory store; the same seed gives both paths the same reservation ids. */
+  const makePath = (kind: "effect" | "sync") =>
+    Effect.gen(function* () {
+      const ops: Array<readonly [string, unknown, unknown]> = []
+      const via = new Set<"effect" | "sync">()
+      const store = recordingStore(yield* BudgetStore.makeMemory, ops, via)
+      const b = yield* Budgets.make(options).pipe(
+        Effect.provideService(BudgetStore.BudgetStore, store),
+        Effect.withRandom(Random.make("same seed"))
+      )
+      if (kind === "effect") {
+        const path: Path = {
+          b,
+          ops,
+          via,
+          reserve: (tenant, amount) =>
+            Effect.catchTag(b.reserve(tenant, amount), "BudgetExceeded", (e) => Effect.succeed(e)),
+          settle: (r, actual) => r.settle(actual)
+        }
+        return path
+      }
+      const reserveNow = b.reserveNow
+      if (reserveNow === undefined) return yield* Effect.dieMessage("reserveNow missing over the memory store")
+      const path: Path = {
+        b,
+        ops,
+        via,
+        reserve: (tenant, amount) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => reserveNow(tenant, amount, now))),
+        settle: (r, actual) =>
+          Effect.suspend(() => {
+            const settleNow = r.settleNow
+            if (settleNow === undefined) return Effect.dieMessage("settleNow missing over the memory store")
+            const settlement = settleNow(actual)
+            return settlement.overspent > 0 ? Budgets.reportOverspend(r.tenant, settlement) : Effect.succeed(settlement)
+          })
+      }
+      return path
+    })
+
+  const describeOutcome = (o: Outcome) =>
+    o instanceof BudgetExceeded
+      ? ["BudgetExceeded", o.tenant, o.limit, units(o.committed), units(o.reserved), o.requested]
+      : ["Reservation", o.tenant, units(o.amount)]
+
+  /** A logger that keeps level, message and annotations of every entry. */
+  const capture = () => {
+    const logs: Array<readonly [string, string, object]> = []
+    const logger = Logger.make(({ annotations, logLevel, message }) => {
+      logs.push([
+        logLevel.label,
+        Array.isArray(message) ? message.join(" ") : String(message),
+        Object.fromEntries(HashMap.toEntries(annotations))
+      ])
+    })
+    return { logs, layer: Logger.add(logger) }
+  }
+
+  it.effect(
+    "reserveNow and settleNow give the same outcomes, store operations, balances, logs and metrics as reserve and settle",
+    () =>
+      Effect.gen(function* () {
+        // 2026-03-10T23:58:00Z: the daily window changes two minutes in
+        yield* TestClock.setTime(Date.UTC(2026, 2, 10, 23, 58))
+        const paths = [yield* makePath("effect"), yield* makePath("sync")] as const
+        const held: [Array<Budgets.Reservation>, Array<Budgets.Reservation>] = [[], []]
+        const traces: [Array<unknown>, Array<unknown>] = [[], []]
+        const logs = paths.map(() => capture())
+        const overspendBefore = (yield* Metric.value(Budgets.metrics.overspend)).count
+
+        /** Runs one step on both paths at the same virtual instant, tracing its outcome and the balance. */
+        const step = (name: string, f: (p: Path, i: 0 | 1) => Effect.Effect<unknown, StoreError>) =>
+          Effect.forEach([0, 1] as const, (i) =>
+            Effect.gen(function* () {
+              const p = paths[i]
+              const out = yield* f(p, i).pipe(Effect.provide(logs[i]!.layer))
+              const bal = yield* p.b.balance(acme)
+              traces[i].push([
+                name,
+                out,
+                units(bal.committed),
+                units(bal.reserved),
+                units(bal.overspent),
+                bal.windowStart
+              ])
+            })
+          )
+        const reserve = (amount: number, tenant: TenantId = acme) =>
+          step(`reserve ${tenant} ${amount}`, (p, i) =>
+            Effect.map(p.reserve(tenant, amount), (o) => {
+              if (!(o instanceof BudgetExceeded)) held[i].push(o)
+              return describeOutcome(o)
+            })
+          )
+        const settle = (index: number, actual: number) =>
+          step(`settle #${index} ${actual}`, (p, i) =>
+            Effect.map(p.settle(held[i][index]!, actual), (s) => [units(s.committed), units(s.overspent)])
+          )
+
+        yield* reserve(4) // #0
+        yield* reserve(5) // #1
+        yield* reserve(2) // over the limit: 9 reserved
+        yield* reserve(1, globex) // undeclared: rejected
+        yield* reserve(0) // #2, an empty reservation
+        yield* settle(0, 1.25)
+        yield* settle(0, 3) // repeated: nothing
+        yield* settle(2, 0)
+        yield* TestClock.adjust("1 minute") // #1 expires
+        yield* reserve(8.75) // #3: fits only because #1 expired
+        yield* settle(1, 5) // late commit: nothing fits, all overspent
+        yield* settle(3, Number.NaN) // a non-finite actual charges the whole reservation
+        yield* settle(3, 1) // repeated
+        yield* TestClock.adjust("1 minute") // a new daily window
+        yield* reserve(10) // #4
+        yield* settle(4, 0) // a release
+        yield* reserve(0.1 + 0.2) // #5: float noise does not round up
+        yield* settle(5, 100) // capped at the reservation
+
+        // both paths agree on everything, and each used its own store methods only
+        assert.deepStrictEqual(traces[1], traces[0])
+        assert.deepStrictEqual(paths[1].ops, paths[0].ops)
+        assert.deepStrictEqual([...paths[0].via], ["effect"])
+        assert.deepStrictEqual([...paths[1].via], ["sync"])
+        assert.deepStrictEqual(logs[1]!.logs, logs[0]!.logs)
+        // and what they agree on is right
+        const day = Date.UTC(2026, 2, 10)
+        const next = Date.UTC(2026, 2, 11)
+        assert.deepStrictEqual(traces[0], [
+          ["reserve acme 4", ["Reservation", acme, units(4)], 0, units(4), 0, day],
+          ["reserve acme 5", ["Reservation", acme, units(5)], 0, units(9), 0, day],
+          ["reserve acme 2", ["BudgetExceeded", acme, 10, 0, units(9), 2], 0, units(9), 0, day],
+          ["reserve globex 1", ["BudgetExceeded", globex, 0, 0, 0, 1], 0, units(9), 0, day],
+          ["reserve acme 0", ["Reservation", acme, 0], 0, units(9), 0, day],
+          ["settle #0 1.25", [units(1.25), 0], units(1.25), units(5), 0, day],
+          ["settle #0 3", [0, 0], units(1.25), units(5), 0, day],
+          ["settle #2 0", [0, 0], units(1.25), units(5), 0, day],
+          ["reserve acme 8.75", ["Reservation", acme, units(8.75)], units(1.25), units(8.75), 0, day],
+          ["settle #1 5", [0, units(5)], units(1.25), units(8.75), units(5), day],
+          ["settle #3 NaN", [units(8.75), 0], units(10), 0, units(5), day],
+          ["settle #3 1", [0, 0], units(10), 0, units(5), day],
+          ["reserve acme 10", ["Reservation", acme, units(10)], 0, units(10), 0, next],
+          ["settle #4 0", [0, 0], 0, 0, 0, next],
+          ["reserve acme 0.30000000000000004", ["Reservation", acme, units(0.3)], 0, units(0.3), 0, next],
+          ["settle #5 100", [units(0.3), 0], units(0.3), 0, 0, next]
+        ])
+        // one reserve and at most one settle per reservation reached the store
+        assert.deepStrictEqual(
+          paths[1].ops.map(([op]) => op),
+          [
+            "reserve",
+            "reserve",
+            "reserve",
+            "reserve",
+            "commit",
+            "release",
+            "reserve",
+            "commit",
+            "commit",
+            "reserve",
+            "release",
+            "reserve",
+            "commit"
+          ]
+        )
+        // the overspend is reported once by each path: one warning each, and the metric twice
+        assert.deepStrictEqual(
+          logs[1]!.logs.map(([level, , annotations]) => [level, annotations]),
+          [["WARN", { tenant: "acme" }]]
+        )
+        assert.strictEqual((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore, 10)
+      })
+  )
+
+  it.effect("a negative or NaN amount: reserveNow throws the defect reserve dies with", () =>
+    Effect.gen(function* () {
+      const b = yield* budgets
+      for (const amount of [-1, Number.NaN]) {
+        const died = yield* Effect.exit(b.reserve(acme, amount))
+        const thrown = yield* Effect.exit(Effect.sync(() => b.reserveNow?.(acme, amount, 0)))
+        assert.isTrue(Exit.isFailure(died) && Cause.isDie(died.cause))
+        assert.deepStrictEqual(
+          [thrown._tag, Exit.isFailure(thrown) ? Cause.squash(thrown.cause) : undefined],
+          ["Failure", Exit.isFailure(died) ? Cause.squash(died.cause) : undefined]
+        )
+      }
+      assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 0, reserved: 0 })
+    }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
+  )
+
+  it.effect("settle and settleNow share one idempotence: the first of the two counts, once", () =>
+    Effect.gen(function* () {
+      const ops: Array<readonly [string, unknown, unknown]> = []
+      const store = recordingStore(yield* BudgetStore.makeMemory, ops, new Set())
+      const b = yield* Budgets.make({ tenants: { acme: { limit: 10, period: "total" } } }).pipe(
+        Effect.provideService(BudgetStore.BudgetStore, store)
+      )
+      const now = yield* Clock.currentTimeMillis
+      // a reservation made by reserve also settles at once, and one made at once also settles as an Effect
+      const first = yield* b.reserve(acme, 3)
+      assert.deepStrictEqual(first.settleNow?.(1), { committed: 1, overspent: 0 })
+      assert.deepStrictEqual(yield* first.settle(2), { committed: 0, overspent: 0 })
+      assert.deepStrictEqual(first.settleNow?.(2), { committed: 0, overspent: 0 })
+      const second = b.reserveNow?.(acme, 3, now)
+      assert.isTrue(second !== undefined && !(second instanceof BudgetExceeded))
+      if (second === undefined || second instanceof BudgetExceeded) return
+      assert.deepStrictEqual(yield* second.settle(2), { committed: 2, overspent: 0 })
+      assert.deepStrictEqual(second.settleNow?.(3), { committed: 0, overspent: 0 })
+      assert.deepStrictEqual(
+        ops.map(([op]) => op),
+        ["reserve", "commit", "reserve", "commit"]
+      )
+      // reserveNow and reserve share the account: what one holds, the other sees
+      const holding = b.reserveNow?.(acme, 7, now)
+      assert.isTrue(holding !== undefined && !(holding instanceof BudgetExceeded))
+      const error = failureOf(yield* Effect.exit(b.reserve(acme, 0.01)))
+      assert.deepStrictEqual(error?._tag === "BudgetExceeded" ? [error.committed, error.reserved] : error, [3, 7])
+    })
+  )
+
+  it.effect("reserveNow exists only when nothing can fail or wait: not over a store without synchronous twins", () =>
+    Effect.gen(function* () {
+      const inner = yield* BudgetStore.makeMemory
+      // a store answering through Effects only (as a remote store would)
+      const remote: BudgetStore.Service = {
+        reserve: inner.reserve,
+        commit: inner.commit,
+        release: inner.release,
+        balance: inner.balance
+      }
+      const overRemote = yield* Budgets.make({ tenants: { acme: { limit: 10 } } }).pipe(
+        Effect.provideService(BudgetStore.BudgetStore, remote)
+      )
+      assert.isUndefined(overRemote.reserveNow)
+      assert.isUndefined((yield* overRemote.reserve(acme, 1)).settleNow)
+      // a store missing one of the three twins is not synchronous either
+      const partial = yield* Budgets.make({ tenants: { acme: { limit: 10 } } }).pipe(
+        Effect.provideService(BudgetStore.BudgetStore, { ...remote, reserveSync: inner.reserveSync })
+      )
+      assert.isUndefined(partial.reserveNow)
+      // unlimited budgets: always synchronous, and nothing is tracked
+      const unlimited = yield* Effect.provide(budgets, Budgets.layerUnlimited)
+      const r = unlimited.reserveNow?.(acme, 1e15, 0)
+      assert.isTrue(r !== undefined && !(r instanceof BudgetExceeded))
+      if (r === undefined || r instanceof BudgetExceeded) return
+      assert.deepStrictEqual([r.tenant, r.amount, r.settleNow?.(1e15)], [acme, 1e15, { committed: 0, overspent: 0 }])
+      // an unlimited tenant over a remote store needs no store, so its reservation settles at once too
+      const mixed = yield* Budgets.make({ tenants: { acme: { limit: 10 } }, undeclaredTenants: "unlimited" }).pipe(
+        Effect.provideService(BudgetStore.BudgetStore, remote)
+      )
+      assert.deepStrictEqual((yield* mixed.reserve(globex, 5)).settleNow?.(5), { committed: 0, overspent: 0 })
+    })
+  )
+
+  it.effect("memory store: the synchronous twins act on the same accounts as the Effect methods", () =>
+    Effect.gen(function* () {
+      const store = yield* BudgetStore.makeMemory
+      const req = { account: "a/total", limit: 100, now: 0, expiresAt: 10, accountExpiresAt: Infinity }
+      assert.deepStrictEqual(store.reserveSync({ ...req, id: "1", amount: 60 }), {
+        _tag: "Reserved",
+        committed: 0,
+        reserved: 60
+      })
+      assert.deepStrictEqual(yield* store.reserve({ ...req, id: "2", amount: 41 }), {
+        _tag: "Rejected",
+        committed: 0,
+        reserved: 60
+      })
+      assert.deepStrictEqual(yield* store.commit({ account: "a/total", id: "1", amount: 60, spend: 70, limit: 100 }), {
+        committed: 60,
+        overspent: 0
+      })
+      assert.deepStrictEqual(store.reserveSync({ ...req, id: "2", amount: 30 })._tag, "Reserved")
+      assert.deepStrictEqual(store.reserveSync({ ...req, id: "3", amount: 10 })._tag, "Reserved")
+      assert.deepStrictEqual(store.commitSync({ account: "a/total", id: "2", amount: 30, spend: 12, limit: 100 }), {
+        committed: 12,
+        overspent: 0
+      })
+      store.releaseSync({ account: "a/total", id: "3" })
+      assert.deepStrictEqual(yield* store.balance("a/total", 0), { committed: 72, reserved: 0, overspent: 0 })
+      // id 4 expires at 10: a reserve at 10 no longer sees it, and its late commit is clamped as by `commit`
+      assert.deepStrictEqual(store.reserveSync({ ...req, id: "4", amount: 28 })._tag, "Reserved")
+      assert.deepStrictEqual(
+        store.reserveSync({ ...req, now: 10, expiresAt: 20, id: "5", amount: 20 })._tag,
+        "Reserved"
+      )
+      assert.deepStrictEqual(store.commitSync({ account: "a/total", id: "4", amount: 28, spend: 28, limit: 100 }), {
+        committed: 8,
+        overspent: 20
+      })
+      assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 80, reserved: 20, overspent: 20 })
+    })
+  )
 })

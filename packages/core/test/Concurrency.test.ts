@@ -327,6 +327,127 @@ describe("Concurrency (memory)", () => {
   )
 })
 
+describe("Concurrency: the synchronous step (tryAcquire / tryAcquireTarget)", () => {
+  it.effect("tryAcquire takes a free permit at once and never jumps ahead of a queued waiter", () =>
+    Effect.gen(function* () {
+      const c = yield* service
+      const tryAcquire = c.tryAcquire
+      if (tryAcquire === undefined) return assert.fail("tryAcquire missing in memory")
+      const held = tryAcquire(A, "wf")
+      assert.isDefined(held)
+      // none free: the caller must wait, and nothing is left behind
+      assert.isUndefined(tryAcquire(B, "wf"))
+      let s = yield* snapshot
+      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [1, 0, 1])
+      // B queues through acquire
+      const waiter = yield* Effect.fork(waitUntil(B, Number.POSITIVE_INFINITY))
+      yield* settle
+      assert.strictEqual((yield* snapshot).waiting, 1)
+      assert.isUndefined(tryAcquire(C, "wf"))
+      assert.isUndefined(tryAcquire(B, "wf"))
+      // the freed permit goes to the waiter, not to a caller of tryAcquire that came later
+      held?.release()
+      assert.isUndefined(tryAcquire(C, "wf"))
+      yield* TestClock.adjust(5)
+      const [granted, at] = yield* Fiber.join(waiter)
+      assert.deepStrictEqual([granted !== undefined, at], [true, 0])
+      s = yield* snapshot
+      assert.deepStrictEqual([s.inUse, s.waiting, [...s.byTenant.keys()]], [1, 0, [B]])
+      granted?.release()
+      const next = tryAcquire(C, "wf")
+      assert.isDefined(next)
+      next?.release()
+      s = yield* snapshot
+      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
+  )
+
+  it.effect("tryAcquire waits behind its own tenant's waiters even when the shared pool has room", () =>
+    Effect.gen(function* () {
+      const c = yield* service
+      const tryAcquire = c.tryAcquire
+      if (tryAcquire === undefined) return assert.fail("tryAcquire missing in memory")
+      // A may hold 1 permit; the pool has 2
+      const held = tryAcquire(A, "wf")
+      const waiter = yield* Effect.fork(waitUntil(A, Number.POSITIVE_INFINITY))
+      yield* settle
+      // B uses the shared room; A's later call does not jump ahead of A's waiter
+      const other = tryAcquire(B, "wf")
+      assert.isDefined(other)
+      assert.isUndefined(tryAcquire(A, "wf"))
+      held?.release()
+      const [granted] = yield* Fiber.join(waiter)
+      assert.isDefined(granted)
+      assert.isUndefined(tryAcquire(A, "wf"))
+      granted?.release()
+      other?.release()
+      assert.deepStrictEqual((yield* snapshot).tenants, 0)
+    }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 2, tenants: { [A]: { max: 1 } } })))
+  )
+
+  it.effect("tryAcquire and tryAcquireTarget give the same permits and state as the fast path of acquire", () =>
+    Effect.gen(function* () {
+      const options: Concurrency.Options = {
+        permits: 4,
+        tenants: { [A]: { reserved: 1, max: 2 }, [B]: { reserved: 1 } },
+        undeclaredMax: 1,
+        targets: { "model://vllm/llama@eu": 2 }
+      }
+      const viaEffect = yield* Concurrency.make(options)
+      const viaSync = yield* Concurrency.make(options)
+      const capped = TargetRef.make("model://vllm/llama@eu")
+      const uncapped = TargetRef.make("model://x/y@eu")
+      const heldEffect: Array<Concurrency.Permit> = []
+      const heldSync: Array<Concurrency.Permit> = []
+      const states = (c: Concurrency.Service) =>
+        Effect.map(c.snapshot, (s) => [s.inUse, s.sharedInUse, s.waiting, [...s.byTenant], [...s.targets]])
+      // At virtual time 0 an `acquire` with `until` 0 never waits: it is exactly its synchronous step.
+      const steps: ReadonlyArray<TenantId | TargetRef | number> = [A, A, A, B, B, B, C, C, capped, capped, capped]
+      const tail: ReadonlyArray<TenantId | TargetRef | number> = [0, A, 3, C, uncapped, 4, capped, B]
+      const trace: Array<unknown> = []
+      for (const step of [...steps, ...tail]) {
+        let got: readonly [boolean, boolean]
+        if (typeof step === "number") {
+          // release the step-th permit held so far (a repeated release does nothing)
+          heldEffect[step]?.release()
+          heldSync[step]?.release()
+          got = [true, true]
+        } else {
+          const isTarget = step === capped || step === uncapped
+          const e = isTarget
+            ? yield* viaEffect.acquireTarget(step, 0)
+            : yield* viaEffect.acquire(TenantId.make(step), "wf", 0)
+          const n = isTarget ? viaSync.tryAcquireTarget?.(step) : viaSync.tryAcquire?.(TenantId.make(step), "wf")
+          if (e !== undefined) heldEffect.push(e)
+          if (n !== undefined) heldSync.push(n)
+          got = [e !== undefined, n !== undefined]
+          if (step === uncapped) assert.deepStrictEqual([e, n], [Concurrency.noopPermit, Concurrency.noopPermit])
+        }
+        trace.push(got[0])
+        assert.strictEqual(got[1], got[0], `step ${String(step)}`)
+        assert.deepStrictEqual(yield* states(viaSync), yield* states(viaEffect))
+      }
+      assert.deepStrictEqual(trace, [
+        ...[true, true, false], // A: reserved 1 + 1 shared (max 2)
+        ...[true, true, false], // B: reserved 1 + the last shared permit, then none
+        ...[false, false], // C: the shared pool is used up
+        ...[true, true, false], // the target's cap of 2
+        // a release of A's or B's permits frees a shared one (A, then C take it; B finds none left);
+        // a release of a target permit lets the next attempt in
+        ...[true, true, true, true, true, true, true, false]
+      ])
+    })
+  )
+
+  it.effect("layerUnbounded: tryAcquire and tryAcquireTarget give the no-op permit", () =>
+    Effect.gen(function* () {
+      const c = yield* service
+      assert.strictEqual(c.tryAcquire?.(A, "wf"), Concurrency.noopPermit)
+      assert.strictEqual(c.tryAcquireTarget?.(TargetRef.make("model://x/y@eu")), Concurrency.noopPermit)
+    }).pipe(Effect.provide(Concurrency.layerUnbounded))
+  )
+})
+
 describe("Concurrency configuration", () => {
   it.effect("every problem is listed in one GatewayConfigError", () =>
     Effect.gen(function* () {

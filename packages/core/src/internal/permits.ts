@@ -161,7 +161,12 @@ export class Permits {
     w.state = "done"
   }
 
-  /** Takes a permit now if one is free for `key` and nobody of `key` waits before. */
+  /**
+   * Takes a permit now if one is free for `key` and nobody of `key` waits before; synchronous (the
+   * fast path of `acquire`, and `Concurrency`'s `tryAcquire`). It never jumps ahead of a waiter of
+   * another key either: a freed permit is handed to its waiter in `giveBack`, so a permit is free
+   * here only when no queued waiter may use it.
+   */
   tryTake(key: string): HeldPermit | undefined {
     const s = this.state(key)
     if (s.waiters.size === 0 && this.canTake(key, s.held)) {

@@ -13,11 +13,19 @@
  * see an `AttemptContext`, never the call.
  */
 import { Cause, Clock, Context, Duration, Effect, Either, Exit, Option, type Tracer } from "effect"
-import type { Budgets, Reservation, Settlement } from "../Budgets.js"
+import {
+  type Budgets,
+  type Reservation,
+  reportOverspend,
+  reserveNowOf,
+  type Settlement,
+  settleNowOf
+} from "../Budgets.js"
 import type * as CallRecorder from "../CallRecorder.js"
 import type * as Concurrency from "../Concurrency.js"
+import { tryAcquireOf } from "../Concurrency.js"
 import * as Disposition from "../Disposition.js"
-import { type Failure, fromFailure, type GatewayError, type ProviderError } from "../Errors.js"
+import { BudgetExceeded, type Failure, fromFailure, type GatewayError, type ProviderError } from "../Errors.js"
 import type { CompiledWorkflow } from "../GatewayConfig.js"
 import type * as Health from "../Health.js"
 import type { Message, ModelCommand } from "../ModelCommand.js"
@@ -79,6 +87,8 @@ interface Call {
   readonly startedAt: number
   readonly command: ModelCommand
   readonly mode: "generate" | "stream"
+  /** The clock the caller runs with (a `TestClock` in tests). */
+  readonly clock: Clock.Clock
   route: Route | undefined
   deadline: number
   estimatedCost: number | undefined
@@ -114,39 +124,43 @@ interface Call {
   span: Tracer.Span | undefined
 }
 
-const newCall = (command: ModelCommand, mode: "generate" | "stream", now: number): Call => ({
-  id: nextCallId(now),
-  startedAt: now,
-  command,
-  mode,
-  route: undefined,
-  deadline: now,
-  estimatedCost: undefined,
-  reservation: undefined,
-  settlement: undefined,
-  permit: undefined,
-  permitWaitMs: undefined,
-  attempts: [],
-  skipped: [],
-  admitted: undefined,
-  inFlight: undefined,
-  spent: 0,
-  inputTokens: 0,
-  cachedInputTokens: 0,
-  outputTokens: 0,
-  reasoningTokens: 0,
-  retryCount: 0,
-  retryBudgetExhausted: false,
-  fallbackUsed: false,
-  committed: false,
-  schemaValid: undefined,
-  modelVersion: undefined,
-  lastTarget: undefined,
-  lastMaxOutputTokens: undefined,
-  answered: undefined,
-  result: undefined,
-  span: undefined
-})
+const newCall = (command: ModelCommand, mode: "generate" | "stream", clock: Clock.Clock): Call => {
+  const now = clock.unsafeCurrentTimeMillis()
+  return {
+    id: nextCallId(now),
+    startedAt: now,
+    command,
+    mode,
+    clock,
+    route: undefined,
+    deadline: now,
+    estimatedCost: undefined,
+    reservation: undefined,
+    settlement: undefined,
+    permit: undefined,
+    permitWaitMs: undefined,
+    attempts: [],
+    skipped: [],
+    admitted: undefined,
+    inFlight: undefined,
+    spent: 0,
+    inputTokens: 0,
+    cachedInputTokens: 0,
+    outputTokens: 0,
+    reasoningTokens: 0,
+    retryCount: 0,
+    retryBudgetExhausted: false,
+    fallbackUsed: false,
+    committed: false,
+    schemaValid: undefined,
+    modelVersion: undefined,
+    lastTarget: undefined,
+    lastMaxOutputTokens: undefined,
+    answered: undefined,
+    result: undefined,
+    span: undefined
+  }
+}
 
 /** Input tokens of `request` before the target's safety factor (counted when nothing limited the call). */
 const estimateInput = (route: Route, request: ProviderRequest): number =>
@@ -186,7 +200,7 @@ export const execute = (
   // One step reads the clock and the tracer the caller runs with.
   Effect.withFiberRuntime((fiber) => {
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-    const call = newCall(command, mode, clock.unsafeCurrentTimeMillis())
+    const call = newCall(command, mode, clock)
     const run = pipeline(ctx, call, invoke).pipe(
       Effect.onExit((exit) => settle(ctx, call, exit)),
       Effect.mapError((failure) => fromFailure(failure, { callId: call.id, attempts: call.attempts.slice() }))
@@ -248,13 +262,26 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
         call.estimatedCost = worstCaseAt(route.inputTokens, route, cmd, route.targets[0]!)
         amount = Math.min(worst, cmd.maxCost ?? Infinity, w.maxCost ?? Infinity)
       }
-      return reserve(ctx, call, amount).pipe(
-        Effect.zipRight(acquirePermit(ctx, call)),
-        Effect.zipRight(attempts(ctx, call, route, invoke)),
+      const work = attempts(ctx, call, route, invoke).pipe(
         // Settled before the envelope is built, so that its evidence says what the settlement found.
         Effect.tap(() => settleMoney(call)),
         Effect.flatMap((answer) => result(call, answer))
       )
+      // In-memory stores answer at once: reservation and permit taken here, without running an Effect.
+      const reserveNow = reserveNowOf(ctx.budgets)
+      if (reserveNow !== undefined) {
+        const reserved = reserveNow(cmd.tenant, amount, call.clock.unsafeCurrentTimeMillis())
+        if (reserved instanceof BudgetExceeded) return Effect.fail(budgetFailure(reserved))
+        call.reservation = reserved
+        const permit = tryAcquireOf(ctx.concurrency)?.(cmd.tenant, cmd.workflow)
+        if (permit !== undefined) {
+          call.permit = permit
+          call.permitWaitMs = 0
+          return work
+        }
+        return Effect.zipRight(acquirePermit(ctx, call), work)
+      }
+      return reserve(ctx, call, amount).pipe(Effect.zipRight(acquirePermit(ctx, call)), Effect.zipRight(work))
     }
   )
 }
@@ -283,22 +310,22 @@ const reserve = (ctx: EngineContext, call: Call, amount: number): Effect.Effect<
   Effect.uninterruptible(
     Effect.matchEffect(ctx.budgets.reserve(call.command.tenant, amount), {
       onFailure: (e): Effect.Effect<never, Failure> =>
-        e._tag === "StoreError"
-          ? Effect.fail(storeFailure(e))
-          : Effect.fail({
-              _tag: "BudgetExceeded",
-              tenant: e.tenant,
-              limit: e.limit,
-              committed: e.committed,
-              reserved: e.reserved,
-              requested: e.requested
-            }),
+        Effect.fail(e._tag === "StoreError" ? storeFailure(e) : budgetFailure(e)),
       onSuccess: (reservation) => {
         call.reservation = reservation
         return Effect.void
       }
     })
   )
+
+const budgetFailure = (e: BudgetExceeded): Failure => ({
+  _tag: "BudgetExceeded",
+  tenant: e.tenant,
+  limit: e.limit,
+  committed: e.committed,
+  reserved: e.reserved,
+  requested: e.requested
+})
 
 /** Waits for the tenant's permit until the deadline; returned by `settle`. */
 const acquirePermit = (ctx: EngineContext, call: Call): Effect.Effect<void, Failure> =>
@@ -1090,6 +1117,13 @@ const settle = (ctx: EngineContext, call: Call, exit: Exit.Exit<ModelResult, Fai
 const settleMoney = (call: Call): Effect.Effect<void> => {
   const reservation = call.reservation
   if (reservation === undefined || call.settlement !== undefined) return Effect.void
+  const settleNow = settleNowOf(reservation)
+  if (settleNow !== undefined) {
+    // An in-memory store settles at once; only an overspend still has a warning and a metric to report.
+    const settlement = settleNow(call.spent)
+    call.settlement = settlement
+    return settlement.overspent > 0 ? Effect.asVoid(reportOverspend(reservation.tenant, settlement)) : Effect.void
+  }
   return Effect.map(reservation.settle(call.spent), (settlement) => {
     call.settlement = settlement
   })
