@@ -170,6 +170,18 @@ const estimateInput = (route: Route, request: ProviderRequest): number =>
     outputJsonSchema: route.compiled.jsonSchema
   })
 
+/**
+ * Bills an attempt that was sent and reported no usage of its own (cut by its timeout, a defect or
+ * the caller's cancellation): its input, and the output delivered so far.
+ */
+const billSent = (call: Call, attempt: AttemptContext): { readonly usage: Usage; readonly cost: number } => {
+  const usage = new Usage(
+    { inputTokens: attempt.inputTokens(), outputTokens: attempt.progress.outputTokens },
+    { disableValidation: true }
+  )
+  return { usage, cost: addUsage(call, attempt.target, usage) }
+}
+
 /** Adds an attempt's usage to the call; returns its cost. */
 const addUsage = (call: Call, target: ModelTarget, usage: Usage | undefined): number => {
   if (usage === undefined) return 0
@@ -863,11 +875,7 @@ const recordAttempt = (
   if (Exit.isSuccess(exit)) {
     // Sent and never answered in time: the provider has likely billed the input, so settle it.
     const failure: Failure = { _tag: "ProviderUnavailable", target: target.ref, reason: "timeout" }
-    const usage = new Usage(
-      { inputTokens: attempt.inputTokens(), outputTokens: attempt.progress.outputTokens },
-      { disableValidation: true }
-    )
-    const cost = addUsage(call, target, usage)
+    const { usage, cost } = billSent(call, attempt)
     return [
       attemptRecord(
         call,
@@ -894,11 +902,7 @@ const recordAttempt = (
     // A defect in the adapter (a bug, not a provider answer): the attempt is recorded with the input
     // it may have been billed, and the call goes on as after a transport failure.
     const failure: Failure = { _tag: "ProviderUnavailable", target: target.ref, reason: "adapter_defect" }
-    const usage = new Usage(
-      { inputTokens: attempt.inputTokens(), outputTokens: attempt.progress.outputTokens },
-      { disableValidation: true }
-    )
-    const cost = addUsage(call, target, usage)
+    const { usage, cost } = billSent(call, attempt)
     return [
       attemptRecord(
         call,
@@ -1089,11 +1093,7 @@ const settle = (ctx: EngineContext, call: Call, exit: Exit.Exit<ModelResult, Fai
     if (interrupted && flight !== undefined) {
       // Cancelled with an attempt in flight: its input was likely billed.
       call.inFlight = undefined
-      const usage = new Usage(
-        { inputTokens: flight.inputTokens(), outputTokens: flight.progress.outputTokens },
-        { disableValidation: true }
-      )
-      addUsage(call, flight.target, usage)
+      billSent(call, flight)
       if (flight.progress.committed) call.committed = true
       call.attempts.push(cancelledRecord(call, flight, at))
     }
