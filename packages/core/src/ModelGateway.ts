@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Either, Layer, Schema } from "effect"
+import { Context, Effect, Either, Layer, type ParseResult, Schema } from "effect"
 import { Stream } from "effect"
 import { Budgets } from "./Budgets.js"
 import * as CallRecorderModule from "./CallRecorder.js"
@@ -19,6 +19,7 @@ import * as engine from "./internal/pipeline.js"
 import { issuesOf } from "./internal/issues.js"
 import * as streaming from "./internal/stream.js"
 import type { ModelCommand } from "./ModelCommand.js"
+import * as ModelCommandModule from "./ModelCommand.js"
 import type * as ModelOptions from "./ModelOptions.js"
 import type * as StreamEvent from "./StreamEvent.js"
 import type { ModelResult } from "./ModelResult.js"
@@ -26,6 +27,7 @@ import * as ProviderAdapter from "./ProviderAdapter.js"
 import * as Router from "./Router.js"
 import * as Telemetry from "./Telemetry.js"
 import * as BudgetsModule from "./Budgets.js"
+import { WorkflowName } from "./Workflow.js"
 
 /**
  * @since 0.1.0
@@ -236,3 +238,63 @@ export const generateObject = <A, I>(
     })
   )
 }
+
+/**
+ * A workflow of the configuration seen from code: its name and the schema of its structured output,
+ * so results carry the schema's type. The configuration still names the schema (`output.schema`,
+ * supplied in `schemas`); the handle's schema validates each value at the call.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface TypedWorkflow<A, I = A> {
+  readonly name: WorkflowName
+  readonly schema: Schema.Schema<A, I>
+}
+
+/**
+ * A typed handle on the workflow `name` (throws at definition when `name` is not a workflow name).
+ *
+ * ```ts
+ * const classify = ModelGateway.workflow("ticket.classify", Ticket)
+ * const { value } = yield* ModelGateway.generateWith(classify, { tenant: "acme", messages })
+ * value.category // "billing" | "technical" | "other"
+ * ```
+ *
+ * @since 0.3.0
+ * @category Constructors
+ */
+export const workflow = <A, I>(name: string, schema: Schema.Schema<A, I>): TypedWorkflow<A, I> => ({
+  name: WorkflowName.make(name),
+  schema
+})
+
+/**
+ * The fields of a command for a typed workflow: a `ModelCommand` in its encoded (JSON) form,
+ * without `workflow`.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export type CommandInput = Omit<typeof ModelCommandModule.ModelCommand.Encoded, "workflow">
+
+/**
+ * Runs `generate` for a typed workflow: decodes `input` as a command of `handle`'s workflow
+ * (`ModelCommand.decodeUnknown`: unknown fields and broken limits are a `ParseError`), then returns
+ * the value typed and validated by the handle's schema, as {@link generateObject} does
+ * (`InvalidOutput` when it does not satisfy it).
+ *
+ * @since 0.3.0
+ * @category Accessors
+ */
+export const generateWith = <A, I>(
+  handle: TypedWorkflow<A, I>,
+  input: CommandInput
+): Effect.Effect<
+  { readonly value: A; readonly result: ModelResult },
+  GatewayError | ParseResult.ParseError,
+  ModelGateway
+> =>
+  Effect.flatMap(ModelCommandModule.decodeUnknown({ ...input, workflow: handle.name }), (command) =>
+    generateObject(command, handle.schema)
+  )

@@ -41,6 +41,17 @@ export class ToolCallDelta extends Schema.TaggedClass<ToolCallDelta>()("ToolCall
 }) {}
 
 /**
+ * The best-effort parse of the structured output received so far (workflows with an output schema
+ * only), sent after a text delta once the text has grown by an eighth since the last parse. Not
+ * validated: a string or array may still be cut short, numbers and booleans appear once complete.
+ * Each value extends the previous one; `Final` carries the validated value.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export class PartialObject extends Schema.TaggedClass<PartialObject>()("PartialObject", { value: Schema.Unknown }) {}
+
+/**
  * Usage of the whole call (every attempt), sent before `Final`.
  *
  * @since 0.1.0
@@ -60,10 +71,10 @@ export class Final extends Schema.TaggedClass<Final>()("Final", { result: ModelR
  * @since 0.1.0
  * @category Models
  */
-export type StreamEvent = RouteSelected | TextDelta | ToolCallDelta | UsageReported | Final
+export type StreamEvent = RouteSelected | TextDelta | ToolCallDelta | PartialObject | UsageReported | Final
 
 /**
  * @since 0.1.0
  * @category Models
  */
-export const StreamEvent = Schema.Union(RouteSelected, TextDelta, ToolCallDelta, UsageReported, Final)
+export const StreamEvent = Schema.Union(RouteSelected, TextDelta, ToolCallDelta, PartialObject, UsageReported, Final)
