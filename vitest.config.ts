@@ -1,6 +1,7 @@
 import { defineConfig } from "vitest/config"
 import { slow as examplesSlow } from "./examples/vitest.config.js"
 import { testingAlias } from "./packages/core/testingAlias.js"
+import { sourceResolve } from "./vitest.shared.js"
 
 /**
  * Two kinds of project. Unit (`core`, `adapters`, `testing`, `examples`): every TestClock test and
@@ -11,12 +12,14 @@ import { testingAlias } from "./packages/core/testingAlias.js"
  * `pnpm test` runs both, `pnpm test:unit` and `pnpm test:slow` one kind.
  */
 export default defineConfig({
+  ...sourceResolve,
   test: {
     projects: [
       "packages/*/vitest.config.ts",
       "examples/vitest.config.ts",
       {
-        resolve: { alias: testingAlias },
+        ...sourceResolve,
+        resolve: { ...sourceResolve.resolve, alias: testingAlias },
         test: {
           name: "slow",
           include: [...examplesSlow.map((file) => `examples/${file}`), "packages/*/test/**/*.slow.test.ts"],

@@ -84,7 +84,10 @@ export interface HttpResults {
 const startServer = async () => {
   const script = fileURLToPath(new URL("./mockServer.ts", import.meta.url))
   const cwd = fileURLToPath(new URL("..", import.meta.url))
-  const child = spawn(process.execPath, ["--import", "tsx", script], { cwd, stdio: ["pipe", "pipe", "inherit"] })
+  const child = spawn(process.execPath, ["--conditions=source", "--import", "tsx", script], {
+    cwd,
+    stdio: ["pipe", "pipe", "inherit"]
+  })
   const lines = createInterface({ input: child.stdout })
   const first = await new Promise<string>((resolve, reject) => {
     lines.once("line", resolve)

@@ -3,8 +3,8 @@
  * `bench/results.md`. `--smoke` runs the few-iteration profile (what CI runs) and writes nothing
  * unless `--write` is given too. `--no-http` skips the HTTP section.
  *
- * Run with `node --expose-gc --import tsx bench/main.ts` (the `bench` script does) so that the
- * memory figures are taken after a full GC.
+ * Run with `node --expose-gc --conditions=source --import tsx bench/main.ts` (the `bench` script runs
+ * an esbuild bundle of it with `--expose-gc`) so that the memory figures are taken after a full GC.
  */
 import { writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"

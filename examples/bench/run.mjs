@@ -18,6 +18,8 @@ await build({
   outfile,
   bundle: true,
   platform: "node",
+  // The workspace packages' TypeScript sources (their `source` export condition), not a build.
+  conditions: ["source"],
   format: "esm",
   target: "node20",
   sourcemap: "linked",

@@ -1,6 +1,6 @@
 // A first call in 15 lines of configuration: one catalogue target, one workflow. Run it with
-// `OPENAI_API_KEY=… npx tsx readme/minimal.ts` from examples/; `examples/test/minimal.test.ts` counts
-// the configuration's lines and runs it against ScriptedProvider.
+// `OPENAI_API_KEY=… node --conditions=source --import tsx readme/minimal.ts` from examples/;
+// `examples/test/minimal.test.ts` counts the configuration's lines and runs it against ScriptedProvider.
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import * as OpenAi from "@modelgate/adapters/openai"
 import { Budgets, GatewayConfig, ModelCommand, ModelGateway } from "@modelgate/core"

@@ -302,10 +302,14 @@ describe("demo report", () => {
       Effect.gen(function* () {
         const tsx = createRequire(import.meta.url).resolve("tsx/cli")
         const { stdout } = yield* Effect.promise(() =>
-          promisify(execFile)(process.execPath, [tsx, "support-ticket/main.ts", "--json", "--scenario", "residency"], {
-            cwd: fileURLToPath(new URL("..", import.meta.url)),
-            env: { ...process.env, NO_COLOR: "1" }
-          })
+          promisify(execFile)(
+            process.execPath,
+            ["--conditions=source", tsx, "support-ticket/main.ts", "--json", "--scenario", "residency"],
+            {
+              cwd: fileURLToPath(new URL("..", import.meta.url)),
+              env: { ...process.env, NO_COLOR: "1" }
+            }
+          )
         )
         const lines = stdout.split("\n")
         assert.strictEqual(lines.pop(), "", "ends with a newline")

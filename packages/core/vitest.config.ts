@@ -1,8 +1,10 @@
 import { configDefaults, defineProject } from "vitest/config"
+import { sourceResolve } from "../../vitest.shared.js"
 import { testingAlias } from "./testingAlias.js"
 
 export default defineProject({
-  resolve: { alias: testingAlias },
+  ...sourceResolve,
+  resolve: { ...sourceResolve.resolve, alias: testingAlias },
   test: {
     name: "core",
     include: ["test/**/*.test.ts"],

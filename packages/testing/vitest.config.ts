@@ -1,6 +1,8 @@
 import { defineProject } from "vitest/config"
+import { sourceResolve } from "../../vitest.shared.js"
 
 export default defineProject({
+  ...sourceResolve,
   test: {
     name: "testing",
     include: ["test/**/*.test.ts"],
