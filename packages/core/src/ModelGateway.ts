@@ -298,3 +298,58 @@ export const generateWith = <A, I>(
   Effect.flatMap(ModelCommandModule.decodeUnknown({ ...input, workflow: handle.name }), (command) =>
     generateObject(command, handle.schema)
   )
+
+/**
+ * The last event of a typed stream: the envelope and its value, typed and validated by the
+ * handle's schema.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface TypedFinal<A> {
+  readonly _tag: "Final"
+  readonly result: ModelResult
+  readonly value: A
+}
+
+/**
+ * Runs `stream` for a typed workflow: the events of {@link stream}, with `Final` carrying the
+ * value typed and validated by the handle's schema (`InvalidOutput` ends the stream when it does
+ * not satisfy it). `PartialObject` values stay untyped: they are not validated.
+ *
+ * @since 0.3.0
+ * @category Accessors
+ */
+export const streamWith = <A, I>(
+  handle: TypedWorkflow<A, I>,
+  input: CommandInput
+): Stream.Stream<
+  Exclude<StreamEvent.StreamEvent, StreamEvent.Final> | TypedFinal<A>,
+  GatewayError | ParseResult.ParseError,
+  ModelGateway
+> => {
+  const validate = Schema.validateEither(handle.schema, { errors: "all" })
+  const typed = (
+    event: StreamEvent.StreamEvent
+  ): Effect.Effect<Exclude<StreamEvent.StreamEvent, StreamEvent.Final> | TypedFinal<A>, InvalidOutput> => {
+    if (event._tag !== "Final") return Effect.succeed(event)
+    const result = event.result
+    return Either.match(validate(result.content.value), {
+      onRight: (value): Effect.Effect<TypedFinal<A>, InvalidOutput> => Effect.succeed({ _tag: "Final", result, value }),
+      onLeft: (error) =>
+        Effect.fail(
+          new InvalidOutput({
+            callId: result.evidence.callId,
+            attempts: result.evidence.attempts,
+            target: result.evidence.target,
+            issues: issuesOf(error)
+          })
+        )
+    })
+  }
+  return Stream.unwrap(
+    Effect.map(ModelCommandModule.decodeUnknown({ ...input, workflow: handle.name }), (command) =>
+      Stream.mapEffect(stream(command), typed)
+    )
+  )
+}

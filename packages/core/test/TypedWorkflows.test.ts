@@ -172,6 +172,58 @@ describe("typed workflows", () => {
     )
   )
 
+  it.effect("streamWith: the same events, with Final carrying the value typed by the handle's schema", () =>
+    Effect.gen(function* () {
+      const { exit, at } = yield* settle(Stream.runCollect(ModelGateway.streamWith(classify, input)), 1_000)
+      assert.strictEqual(at, 130)
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) {
+        const events = Chunk.toReadonlyArray(exit.value)
+        assert.deepStrictEqual(
+          events.map((e) => e._tag),
+          [
+            "RouteSelected",
+            "TextDelta",
+            "PartialObject",
+            "TextDelta",
+            "PartialObject",
+            "TextDelta",
+            "PartialObject"
+          ].concat(["TextDelta", "PartialObject", "TextDelta", "UsageReported", "Final"])
+        )
+        const final = events[events.length - 1]
+        if (final?._tag === "Final") {
+          const category: "billing" | "technical" | "other" = final.value.category
+          assert.strictEqual(category, "billing")
+          assert.strictEqual(final.value.confidence, 0.75)
+          // @ts-expect-error the handle's schema has no `orderId`
+          assert.isUndefined(final.value.orderId)
+        } else {
+          assert.fail("no Final event")
+        }
+      }
+      // A handle whose schema the output does not satisfy ends the stream with InvalidOutput.
+      const order = ModelGateway.workflow("ticket.classify", Schema.Struct({ orderId: Schema.String }))
+      const failed = yield* settle(Stream.runCollect(ModelGateway.streamWith(order, input)), 1_000)
+      assert.isTrue(Exit.isFailure(failed.exit) && failed.exit.cause._tag === "Fail")
+      if (Exit.isFailure(failed.exit) && failed.exit.cause._tag === "Fail") {
+        assert.strictEqual(failed.exit.cause.error._tag, "InvalidOutput")
+      }
+    }).pipe(
+      Effect.provide(
+        gatewayLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({
+              after: 0,
+              value: { category: "billing", confidence: 0.75 },
+              stream: { ttft: 50, interval: 20, chunks: ['{"cat', 'egory":"bi', 'lling","con', 'fidence":0.7', "5}"] }
+            })
+          ]
+        })
+      )
+    )
+  )
+
   it.effect("a long structured answer is re-parsed a bounded number of times, each value extending the last", () =>
     Effect.gen(function* () {
       const { events, success, at } = yield* streamEvents(command("ticket.classify"))
