@@ -24,6 +24,7 @@
  * | `requires.schemaFeatures` | at most 32 entries |
  * | `options` | each within its range (`ModelOptions.RequestOptions`); `stop` 1–4 sequences of at most 100 characters |
  * | `providerOptions` | at most 8 providers × 32 fields, each allowed by the provider's adapter |
+ * | `segment` | 1–100 characters, `[A-Za-z0-9][A-Za-z0-9._:-]*` |
  * | the raw input | plain objects and arrays only, nested at most 64 levels, at most 1 000 000 values, no `__proto__` key |
  *
  * @since 0.1.0
@@ -31,8 +32,8 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { describeIssue, jsonPath, segment, valueFreeIssues } from "./internal/issues.js"
 import { ProviderOptions, RequestOptions } from "./ModelOptions.js"
-import { Label, Labels, Millis, SchemaFeature } from "./ModelTarget.js"
-import { WorkflowName } from "./Workflow.js"
+import { Label, Labels, Millis, QualityTier, SchemaFeature, Segment } from "./ModelTarget.js"
+import { Risk, WorkflowName } from "./Workflow.js"
 
 /**
  * @since 0.1.0
@@ -180,7 +181,15 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
    * Wire fields per provider id the neutral options do not model, within each adapter's
    * allowlist (never a URL, key, header or a field the gateway owns); not the workflow's own.
    */
-  providerOptions: Schema.optional(ProviderOptions)
+  providerOptions: Schema.optional(ProviderOptions),
+  /** Risk of this call; only raises the workflow's (`HIGH` needs verified quality on the segment). */
+  risk: Schema.optional(Risk),
+  /** Task segment of this call (at most 100 characters); defaults to the workflow's. */
+  segment: Schema.optional(Segment),
+  /** Quality class scored selection should prefer for this call; defaults to the workflow's. */
+  preferredTier: Schema.optional(QualityTier),
+  /** Lowest quality class for this call; only raises the workflow's. */
+  minQualityTier: Schema.optional(QualityTier)
 }) {
   /** True when a tool offered to the model changes the world. */
   get allowsStateChangingTools(): boolean {

@@ -13,7 +13,7 @@ import { Schema } from "effect"
 import { ToolCall } from "./ModelCommand.js"
 import { OptionsEvidence } from "./ModelOptions.js"
 import { TargetRef } from "./ModelTarget.js"
-import { ExcludedTarget } from "./RouteDecision.js"
+import { ExcludedTarget, SelectionReason, TargetScore } from "./RouteDecision.js"
 
 /**
  * @since 0.1.0
@@ -165,6 +165,10 @@ export const Evidence = Schema.Struct({
   modelVersion: Schema.optional(Schema.String),
   eligible: Schema.Array(TargetRef),
   excluded: Schema.Array(ExcludedTarget),
+  /** Why the first eligible target led (absent in evidence recorded before 0.4.0 or without a route). */
+  selectionReason: Schema.optional(SelectionReason),
+  /** Scored selection: the scores of the targets that passed the hard filters, best first. */
+  scores: Schema.optional(Schema.Array(TargetScore)),
   fallbackUsed: Schema.Boolean,
   degraded: Schema.Boolean,
   attempts: Schema.Array(AttemptRecord),

@@ -256,7 +256,8 @@ export class AttemptLimits extends Schema.Class<AttemptLimits>("@modelgate/core/
 }) {}
 
 /**
- * Target lifecycle status. Disabled targets are never called.
+ * Target lifecycle status. `deprecated` targets stay eligible, are scored down under scored
+ * selection and logged once (a warning) when first routed to; `disabled` targets are never called.
  *
  * @since 0.1.0
  * @category Models
@@ -264,6 +265,92 @@ export class AttemptLimits extends Schema.Class<AttemptLimits>("@modelgate/core/
 export const TargetStatus = Schema.Literal("active", "deprecated", "disabled")
 /** @since 0.1.0 */
 export type TargetStatus = typeof TargetStatus.Type
+
+/**
+ * Quality class of a target, weakest first. Order matters: `minQualityTier` keeps targets at or
+ * above a class, and scored selection reads the class when no verified score applies.
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export const QualityTier = Schema.Literal("low", "standard", "high")
+/** @since 0.4.0 */
+export type QualityTier = typeof QualityTier.Type
+
+/**
+ * Latency class of a target, fastest first.
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export const LatencyTier = Schema.Literal("fast", "medium", "slow")
+/** @since 0.4.0 */
+export type LatencyTier = typeof LatencyTier.Type
+
+/**
+ * Cost class of a target, cheapest first (descriptive: scoring reads the prices).
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export const CostTier = Schema.Literal("low", "medium", "high")
+/** @since 0.4.0 */
+export type CostTier = typeof CostTier.Type
+
+/**
+ * Rank of a quality class (`low` 0, `standard` 1, `high` 2).
+ *
+ * @since 0.4.0
+ * @category Utils
+ */
+export const qualityRank = (tier: QualityTier): number => QualityTier.literals.indexOf(tier)
+
+/**
+ * A target's classes. Each is optional; `quality` omitted falls back to the legacy `tier`
+ * (`small` → `low`, `medium` → `standard`, `large` → `high`).
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export class TargetClasses extends Schema.Class<TargetClasses>("@modelgate/core/TargetClasses")({
+  quality: Schema.optional(QualityTier),
+  latency: Schema.optional(LatencyTier),
+  cost: Schema.optional(CostTier)
+}) {}
+
+/**
+ * Longest task-segment name (`extract.invoice`, `RESEARCH_SYNTHESIS`).
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const maxSegmentLength = 100
+
+/**
+ * A task segment (task class) that quality is verified for.
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export const Segment = Schema.NonEmptyTrimmedString.pipe(
+  Schema.maxLength(maxSegmentLength),
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/)
+)
+
+/**
+ * A verified quality score of a target on one task segment, from an offline eval.
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export class VerifiedQuality extends Schema.Class<VerifiedQuality>("@modelgate/core/VerifiedQuality")({
+  /** Eval score between 0 and 1. */
+  score: Schema.Number.pipe(Schema.between(0, 1)),
+  /** Version of the eval that produced the score. */
+  evalVersion: Name,
+  /** When it was evaluated (ISO-8601 text, recorded as given). */
+  evaluatedAt: Name
+}) {}
 
 /**
  * A registry entry: one pinned model at one provider endpoint.
@@ -280,7 +367,16 @@ export class ModelTarget extends Schema.Class<ModelTarget>("@modelgate/core/Mode
   regions: Labels,
   dataClasses: Labels,
   pricing: Pricing,
+  /** Legacy size class; read as the quality class when `classes.quality` is omitted. */
   tier: Schema.optional(Schema.Literal("small", "medium", "large")),
+  /** Quality, latency and cost classes (scored selection, `minQualityTier`). */
+  classes: Schema.optional(TargetClasses),
+  /** Verified quality per task segment (at most 64 segments); read by `risk: "HIGH"` and scored selection. */
+  quality: Schema.optional(
+    Schema.Record({ key: Segment, value: VerifiedQuality }).pipe(
+      Schema.filter((r) => Object.keys(r).length <= 64 || "at most 64 segments")
+    )
+  ),
   limits: Schema.optionalWith(AttemptLimits, { default: () => AttemptLimits.make({}) }),
   status: Schema.optionalWith(TargetStatus, { default: () => "active" as const }),
   /** Multiplier on token estimates where the provider's tokenizer is not public. */
@@ -295,4 +391,20 @@ export class ModelTarget extends Schema.Class<ModelTarget>("@modelgate/core/Mode
   catalogue: Schema.optional(Name),
   /** The catalogue version it was resolved from (recorded in evidence); must be this release's. */
   catalogueVersion: Schema.optional(Name)
-}) {}
+}) {
+  /** The quality class: `classes.quality`, else the legacy `tier` mapped, else `undefined`. */
+  get qualityTier(): QualityTier | undefined {
+    const q = this.classes?.quality
+    if (q !== undefined) return q
+    switch (this.tier) {
+      case "small":
+        return "low"
+      case "medium":
+        return "standard"
+      case "large":
+        return "high"
+      default:
+        return undefined
+    }
+  }
+}

@@ -24,7 +24,11 @@ export const ExclusionReason = Schema.Literal(
   "DISABLED",
   "FALLBACK_NOT_ALLOWED",
   /** The request sets (or its workflow pins) a sampling option the target does not accept. */
-  "OPTION_UNSUPPORTED"
+  "OPTION_UNSUPPORTED",
+  /** A `HIGH`-risk call and no verified score at or above the workflow's threshold on its segment. */
+  "QUALITY_UNVERIFIED",
+  /** The target's quality class is below the call's `minQualityTier` (or it declares none). */
+  "BELOW_MIN_TIER"
 )
 /** @since 0.1.0 */
 export type ExclusionReason = typeof ExclusionReason.Type
@@ -80,20 +84,63 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
 }
 
 /**
+ * Why the first eligible target was selected: `PINNED_ORDER` (an `ordered` workflow), `BEST_SCORE`
+ * (the highest score), `FAST_TIER` (a short deadline put fast-latency targets first), `ONLY_ELIGIBLE`.
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export const SelectionReason = Schema.Literal("PINNED_ORDER", "BEST_SCORE", "FAST_TIER", "ONLY_ELIGIBLE")
+/** @since 0.4.0 */
+export type SelectionReason = typeof SelectionReason.Type
+
+/**
+ * The score of one eligible target under scored selection, term by term (each 0..1, rounded to
+ * 4 decimals), and the weighted `total` the order follows. A plain object (built per decision).
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export const TargetScore = Schema.Struct({
+  target: TargetRef,
+  quality: Schema.Number,
+  latency: Schema.Number,
+  cost: Schema.Number,
+  health: Schema.Number,
+  affinity: Schema.Number,
+  /** Subtracted for a deprecated target (0 otherwise). */
+  penalty: Schema.Number,
+  total: Schema.Number
+}).annotations({ identifier: "@modelgate/core/TargetScore" })
+/** @since 0.4.0 */
+export interface TargetScore extends Schema.Schema.Type<typeof TargetScore> {}
+
+/**
  * @since 0.1.0
  * @category Models
  */
 export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/RouteDecision")({
   workflow: Schema.String,
   policyVersion: Schema.String,
-  /** Eligible targets in route order; the first is selected, the rest are the fallback order. */
+  /**
+   * Eligible targets in order (route order, or score order when scored); the first is selected,
+   * the rest are the fallback order.
+   */
   eligible: Schema.Array(TargetRef),
   excluded: Schema.Array(ExcludedTarget),
   /**
    * Estimated input tokens the decision was made for; absent when no limit needed a count (no
    * finite budget, cost cap or input limit, and the input certainly fits every context window).
    */
-  estimatedInputTokens: Schema.optional(Schema.Int)
+  estimatedInputTokens: Schema.optional(Schema.Int),
+  /** Why the first eligible target leads (absent in decisions recorded before 0.4.0). */
+  selectionReason: Schema.optional(SelectionReason),
+  /**
+   * Scored selection: the score of every target that passed the hard filters, best first (the
+   * eligible order; with `allowFallback: false` all but the first are excluded as
+   * `FALLBACK_NOT_ALLOWED`).
+   */
+  scores: Schema.optional(Schema.Array(TargetScore))
 }) {
   /** The selected target, if any. */
   get selected(): TargetRef | undefined {

@@ -5,16 +5,17 @@
  *
  * @since 0.1.0
  */
-import { Effect, Either, Exit } from "effect"
+import { Duration, Effect, Either, Exit } from "effect"
 import { minimumUsefulOutputTokens } from "./Pricing.js"
 import { type Failure, fromFailure, type GatewayError, type StoreError } from "./Errors.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import { Health } from "./Health.js"
 import type { ModelCommand } from "./ModelCommand.js"
 import * as ModelOptions from "./ModelOptions.js"
-import type { ModelTarget, TargetRef } from "./ModelTarget.js"
+import { type ModelTarget, type QualityTier, qualityRank, type TargetRef } from "./ModelTarget.js"
 import { boundDetail, ExcludedTarget, RouteDecision } from "./RouteDecision.js"
-import type { ExclusionReason } from "./RouteDecision.js"
+import type { ExclusionReason, SelectionReason, TargetScore } from "./RouteDecision.js"
+import type { Risk, ScoreWeights } from "./Workflow.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
 /**
@@ -40,6 +41,10 @@ export interface Route {
   readonly inputTokens: number | undefined
   /** The call's sampling and provider options, resolved against the workflow's bounds. */
   readonly options: ModelOptions.ResolvedOptions
+  /** Why the first eligible target leads (the decision's `selectionReason`). */
+  readonly selectionReason?: SelectionReason
+  /** Scored selection: the scores of the targets that passed the hard filters, best first. */
+  readonly scores?: ReadonlyArray<TargetScore> | undefined
 }
 
 /**
@@ -97,7 +102,16 @@ interface RequestView {
   readonly tools: boolean
   readonly streaming: boolean
   readonly schemaFeatures: ReadonlyArray<string> | undefined
+  readonly risk: Risk | undefined
+  readonly segment: string | undefined
+  readonly minQualityTier: QualityTier | undefined
 }
+
+const riskRank = (risk: Risk | undefined): number => (risk === "HIGH" ? 2 : risk === "MEDIUM" ? 1 : 0)
+
+/** The higher of two optional quality classes. */
+const higherTier = (a: QualityTier | undefined, b: QualityTier | undefined): QualityTier | undefined =>
+  a === undefined ? b : b === undefined ? a : qualityRank(a) >= qualityRank(b) ? a : b
 
 const requestView = (compiled: CompiledWorkflow, command: ModelCommand, mode: "generate" | "stream"): RequestView => {
   const w = compiled.workflow
@@ -107,7 +121,11 @@ const requestView = (compiled: CompiledWorkflow, command: ModelCommand, mode: "g
     images: hasImages(command),
     tools: (command.tools?.length ?? 0) > 0,
     streaming: mode === "stream" || command.requires?.streaming === true,
-    schemaFeatures: command.requires?.schemaFeatures
+    schemaFeatures: command.requires?.schemaFeatures,
+    // A command can raise the workflow's risk and minimum class, never lower them.
+    risk: riskRank(command.risk) > riskRank(w.risk) ? command.risk : w.risk,
+    segment: command.segment ?? w.segment,
+    minQualityTier: higherTier(w.minQualityTier, command.minQualityTier)
   }
 }
 
@@ -117,6 +135,9 @@ const isPlain = (command: ModelCommand, mode: "generate" | "stream"): boolean =>
   command.regions === undefined &&
   command.dataClass === undefined &&
   command.requires === undefined &&
+  command.risk === undefined &&
+  command.segment === undefined &&
+  command.minQualityTier === undefined &&
   (command.tools?.length ?? 0) === 0 &&
   !hasImages(command)
 
@@ -135,7 +156,10 @@ const plainReasonsOf = (compiled: CompiledWorkflow) => {
       images: false,
       tools: false,
       streaming: false,
-      schemaFeatures: undefined
+      schemaFeatures: undefined,
+      risk: w.risk,
+      segment: w.segment,
+      minQualityTier: w.minQualityTier
     }
     reasons = compiled.targets.map((t) => requestReason(compiled, view, t, noOptions))
     plainReasons.set(compiled, reasons)
@@ -206,7 +230,46 @@ const requestReason = (
       return { reason: "OPTION_UNSUPPORTED", detail: boundDetail(`does not accept options: ${missing.join(", ")}`) }
     }
   }
+  const min = view.minQualityTier
+  if (min !== undefined) {
+    const tier = target.qualityTier
+    if (tier === undefined) return { reason: "BELOW_MIN_TIER", detail: `no quality class, ${min} required` }
+    if (qualityRank(tier) < qualityRank(min)) {
+      return { reason: "BELOW_MIN_TIER", detail: `quality ${tier} below ${min}` }
+    }
+  }
+  if (view.risk === "HIGH") {
+    const segment = view.segment
+    if (segment === undefined) return { reason: "QUALITY_UNVERIFIED", detail: "risk HIGH needs a task segment" }
+    const threshold = w.qualityThreshold ?? defaultQualityThreshold
+    const verified = verifiedScore(target, segment)
+    if (verified === undefined || verified < threshold) {
+      return {
+        reason: "QUALITY_UNVERIFIED",
+        detail: boundDetail(
+          verified === undefined
+            ? `no verified score on segment ${segment}`
+            : `verified ${verified} on segment ${segment}, below ${threshold}`
+        )
+      }
+    }
+  }
   return undefined
+}
+
+/**
+ * Lowest verified score on the segment a `HIGH`-risk call accepts when its workflow sets no
+ * `qualityThreshold`.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const defaultQualityThreshold = 0.8
+
+/** The target's verified score on `segment` (own keys only), or `undefined`. */
+const verifiedScore = (target: ModelTarget, segment: string): number | undefined => {
+  const quality = target.quality
+  return quality !== undefined && Object.hasOwn(quality, segment) ? quality[segment]?.score : undefined
 }
 
 /** Why the request's size excludes `target` (context window, cost cap), or `undefined`. */
@@ -354,6 +417,156 @@ const providerOptionsProblem = (compiled: CompiledWorkflow, command: ModelComman
  */
 export const defaultMaxInputCharacters = 1_048_576
 
+/**
+ * Default weights of the score's terms (the routing spec's): quality 0.45, latency 0.20, cost 0.15,
+ * health 0.10, affinity 0.10.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const defaultWeights = { quality: 0.45, latency: 0.2, cost: 0.15, health: 0.1, affinity: 0.1 } as const
+
+/**
+ * A call whose timeout is shorter than this (when its workflow sets no `scoring.shortDeadline`)
+ * puts fast-latency targets first under scored selection.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const defaultShortDeadline: Duration.Duration = Duration.seconds(2)
+
+/**
+ * Subtracted from a deprecated target's score when the workflow sets no `scoring.deprecatedPenalty`.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const defaultDeprecatedPenalty = 0.2
+
+/** Quality fit of a class when no verified score applies; a target without one scores `unknownFit`. */
+const classQuality = { low: 0.5, standard: 0.75, high: 0.9 } as const
+const latencyFit = { fast: 1, medium: 0.6, slow: 0.3 } as const
+const unknownFit = 0.5
+/** Quality fit lost per class of distance from the preferred class. */
+const preferenceStep = 0.1
+
+const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
+
+/**
+ * Scored selection: the order of `targets` (all eligible under the hard filters, in route order)
+ * with each one's score and the reason the first leads. Pure and deterministic.
+ *
+ * Per target, each term in 0..1 (rounded to 4 decimals):
+ * - `quality`: the verified score on the call's segment, else the class (`low` 0.5, `standard`
+ *   0.75, `high` 0.9), else 0.5; minus 0.1 per class of distance from the preferred class (if both
+ *   are known), floored at 0.
+ * - `latency`: `fast` 1, `medium` 0.6, `slow` 0.3, undeclared 0.5.
+ * - `cost`: the cheapest candidate's price over this one's (1 for the cheapest). The price is the
+ *   estimated worst-case cost of the call at the target when the input was counted (input tokens ×
+ *   safety factor and the output-token cap), else input plus output price per million.
+ * - `health`: 1 (an open breaker already excluded the target).
+ * - `affinity`: 0 (no session affinity yet).
+ * - `penalty`: the workflow's deprecated penalty (default 0.2) for a deprecated target, else 0.
+ *
+ * `total = wq·quality + wl·latency + wc·cost + wh·health + wa·affinity − penalty` with the
+ * workflow's weights over {@link defaultWeights}. Order: total descending, ties in route order;
+ * when the call's timeout is shorter than the workflow's short deadline (default 2 s), fast-latency
+ * targets come first (in score order), the reason then `FAST_TIER` if that changed the leader.
+ *
+ * @since 0.4.0
+ * @category Routing
+ */
+export const score = (
+  compiled: CompiledWorkflow,
+  command: ModelCommand,
+  targets: ReadonlyArray<ModelTarget>,
+  inputTokens: number | undefined
+): {
+  readonly targets: ReadonlyArray<ModelTarget>
+  readonly scores: ReadonlyArray<TargetScore>
+  readonly reason: SelectionReason
+} => {
+  const w = compiled.workflow
+  const weights = { ...defaultWeights, ...definedWeights(w.scoring?.weights) }
+  const penalty = w.scoring?.deprecatedPenalty ?? defaultDeprecatedPenalty
+  const segment = command.segment ?? w.segment
+  const preferred = command.preferredTier ?? w.preferredTier
+  const outputCap = Math.min(command.maxOutputTokens ?? Infinity, w.maxOutputTokens ?? Infinity)
+  // Hot path (once per eligible target per call): one plain object per target, no sort when the
+  // totals are already in order.
+  const n = targets.length
+  const priceOf = (t: ModelTarget): number => {
+    const p = t.pricing
+    if (inputTokens === undefined) return p.inputPerMillion + p.outputPerMillion
+    const input = Math.ceil(inputTokens * t.tokenizerSafetyFactor)
+    const output = Math.min(outputCap, t.capabilities.maxOutputTokens)
+    return (input * p.inputPerMillion + output * p.outputPerMillion) / 1_000_000
+  }
+  let cheapest = Infinity
+  for (let i = 0; i < n; i++) cheapest = Math.min(cheapest, priceOf(targets[i]!))
+  const deprecatedPenalty = round4(penalty)
+  const base = weights.health * 1 + weights.affinity * 0
+  const scores: Array<TargetScore> = []
+  let sorted = true
+  let previous = Infinity
+  let anyFast = false
+  for (let i = 0; i < n; i++) {
+    const t = targets[i]!
+    const verified = segment === undefined ? undefined : verifiedScore(t, segment)
+    const tier = t.qualityTier
+    let q = verified ?? (tier === undefined ? unknownFit : classQuality[tier])
+    if (preferred !== undefined && tier !== undefined) {
+      q = Math.max(0, q - preferenceStep * Math.abs(qualityRank(tier) - qualityRank(preferred)))
+    }
+    const quality = verified === undefined && preferred === undefined ? q : round4(q)
+    const latencyTier = t.classes?.latency
+    if (latencyTier === "fast") anyFast = true
+    const latency = latencyTier === undefined ? unknownFit : latencyFit[latencyTier]
+    const price = priceOf(t)
+    const cost = price <= 0 ? 1 : round4(cheapest / price)
+    const minus = t.status === "deprecated" ? deprecatedPenalty : 0
+    const total = round4(weights.quality * quality + weights.latency * latency + weights.cost * cost + base - minus)
+    if (total > previous) sorted = false
+    previous = total
+    scores.push({ target: t.ref, quality, latency, cost, health: 1, affinity: 0, penalty: minus, total })
+  }
+  let order: Array<number> | undefined
+  // Total descending, ties in route order (the index makes the tie-break explicit).
+  if (!sorted) {
+    order = scores.map((_, i) => i)
+    order.sort((a, b) => scores[b]!.total - scores[a]!.total || a - b)
+  }
+  let reason: SelectionReason = n === 1 ? "ONLY_ELIGIBLE" : "BEST_SCORE"
+  if (n > 1 && anyFast) {
+    const shortDeadline = Duration.toMillis(w.scoring?.shortDeadline ?? defaultShortDeadline)
+    if (Duration.toMillis(command.timeout ?? w.timeout) < shortDeadline) {
+      const best = order === undefined ? 0 : order[0]
+      const isFast = (i: number) => (targets[i]!.classes?.latency === "fast" ? 1 : 0)
+      order ??= scores.map((_, i) => i)
+      order.sort((a, b) => isFast(b) - isFast(a) || scores[b]!.total - scores[a]!.total || a - b)
+      if (order[0] !== best) reason = "FAST_TIER"
+    }
+  }
+  if (order === undefined) return { targets, scores, reason }
+  const ranked = order
+  return { targets: ranked.map((i) => targets[i]!), scores: ranked.map((i) => scores[i]!), reason }
+}
+
+/** The weights a workflow sets (omitted ones left out, so the defaults stay). */
+const definedWeights = (weights: ScoreWeights | undefined) => {
+  const out: { quality?: number; latency?: number; cost?: number; health?: number; affinity?: number } = {}
+  if (weights === undefined) return out
+  if (weights.quality !== undefined) out.quality = weights.quality
+  if (weights.latency !== undefined) out.latency = weights.latency
+  if (weights.cost !== undefined) out.cost = weights.cost
+  if (weights.health !== undefined) out.health = weights.health
+  if (weights.affinity !== undefined) out.affinity = weights.affinity
+  return out
+}
+
+/** Deprecated targets a log warning was written for (once per target value). */
+const warnedDeprecated = new WeakSet<ModelTarget>()
+
 /** A route whose `RouteDecision` value is built only when someone reads it (a stream event, `resolve`). */
 class Decided implements Route {
   readonly eligible: ReadonlyArray<TargetRef>
@@ -363,7 +576,9 @@ class Decided implements Route {
     readonly targets: ReadonlyArray<ModelTarget>,
     readonly excluded: ReadonlyArray<ExcludedTarget>,
     readonly inputTokens: number | undefined,
-    readonly options: ModelOptions.ResolvedOptions
+    readonly options: ModelOptions.ResolvedOptions,
+    readonly selectionReason: SelectionReason,
+    readonly scores: ReadonlyArray<TargetScore> | undefined
   ) {
     this.eligible = targets.map((t) => t.ref)
   }
@@ -376,7 +591,9 @@ class Decided implements Route {
           policyVersion: w.policyVersion,
           eligible: this.eligible,
           excluded: this.excluded,
-          estimatedInputTokens: this.inputTokens
+          estimatedInputTokens: this.inputTokens,
+          selectionReason: this.selectionReason,
+          scores: this.scores
         },
         { disableValidation: true }
       )
@@ -407,9 +624,14 @@ const withTokens = (
   // (breakers off, or a synchronous store) is read without a fiber step; from the first one that has
   // to wait for its store, the rest of the targets are decided one by one.
   const targets = compiled.targets
+  // Scored: every target passing the hard filters is scored; the fallback rule applies after ranking.
+  const scored = w.selection === "scored"
   const eligible: Array<ModelTarget> = []
   const excluded: Array<ExcludedTarget> = []
+  // Targets past every hard filter and their breaker (with or without fallback allowed).
+  let passed = 0
   const place = (target: ModelTarget, open: boolean) => {
+    if (!open) passed++
     if (open) {
       excluded.push(
         new ExcludedTarget(
@@ -417,7 +639,7 @@ const withTokens = (
           { disableValidation: true }
         )
       )
-    } else if (!w.allowFallback && eligible.length > 0) {
+    } else if (!w.allowFallback && !scored && eligible.length > 0) {
       excluded.push(
         new ExcludedTarget(
           { target: target.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" },
@@ -443,10 +665,48 @@ const withTokens = (
     excluded.push(new ExcludedTarget({ target: target.ref, ...reason }, { disableValidation: true }))
     return undefined
   }
-  const done = (): Effect.Effect<Route, Failure> =>
-    eligible.length === 0
-      ? Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded })
-      : Effect.succeed(new Decided(compiled, eligible, excluded, inputTokens, options))
+  const done = (): Effect.Effect<Route, Failure> => {
+    if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded })
+    let route: Decided
+    if (scored) {
+      const ranked = score(compiled, command, eligible, inputTokens)
+      let kept = ranked.targets
+      if (!w.allowFallback && kept.length > 1) {
+        for (const t of kept.slice(1)) {
+          excluded.push(
+            new ExcludedTarget(
+              { target: t.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" },
+              { disableValidation: true }
+            )
+          )
+        }
+        kept = kept.slice(0, 1)
+      }
+      route = new Decided(compiled, kept, excluded, inputTokens, options, ranked.reason, ranked.scores)
+    } else {
+      const reason = passed === 1 ? "ONLY_ELIGIBLE" : "PINNED_ORDER"
+      route = new Decided(compiled, eligible, excluded, inputTokens, options, reason, undefined)
+    }
+    let deprecated: Array<ModelTarget> | undefined
+    for (const t of route.targets) {
+      if (t.status !== "deprecated" || warnedDeprecated.has(t)) continue
+      warnedDeprecated.add(t)
+      if (deprecated === undefined) deprecated = []
+      deprecated.push(t)
+    }
+    if (deprecated === undefined) return Effect.succeed(route)
+    return Effect.as(
+      Effect.forEach(
+        deprecated,
+        (t) =>
+          Effect.logWarning("modelgate: routing to a deprecated target").pipe(
+            Effect.annotateLogs({ target: t.ref, workflow: w.name })
+          ),
+        { discard: true }
+      ),
+      route
+    )
+  }
   for (let i = 0; i < targets.length; i++) {
     const target = targets[i]!
     const breaker = check(target, i)

@@ -5,7 +5,7 @@
  */
 import { Duration, Schema } from "effect"
 import { ProviderOptions, WorkflowOptions } from "./ModelOptions.js"
-import { Label, Labels, Millis, Name, TargetRef } from "./ModelTarget.js"
+import { Label, Labels, Millis, Name, QualityTier, Segment, TargetRef } from "./ModelTarget.js"
 
 /**
  * @since 0.1.0
@@ -80,6 +80,59 @@ export const DegradeSpec = Schema.Union(
 export type DegradeSpec = typeof DegradeSpec.Type
 
 /**
+ * Risk of a workflow's or a command's task. `HIGH` keeps only targets with a verified quality
+ * score of at least the workflow's `qualityThreshold` on the task segment (`QUALITY_UNVERIFIED`).
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export const Risk = Schema.Literal("LOW", "MEDIUM", "HIGH")
+/** @since 0.4.0 */
+export type Risk = typeof Risk.Type
+
+/**
+ * How a workflow orders its eligible targets: `ordered` (route order, the default) or `scored`
+ * (by `Router.score`, ties in route order).
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export const Selection = Schema.Literal("ordered", "scored")
+/** @since 0.4.0 */
+export type Selection = typeof Selection.Type
+
+const Weight = Schema.Number.pipe(Schema.between(0, 1))
+
+/**
+ * Weights of the score's terms; each omitted one keeps its default (`Router.defaultWeights`:
+ * quality 0.45, latency 0.20, cost 0.15, health 0.10, affinity 0.10).
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export class ScoreWeights extends Schema.Class<ScoreWeights>("@modelgate/core/ScoreWeights")({
+  quality: Schema.optional(Weight),
+  latency: Schema.optional(Weight),
+  cost: Schema.optional(Weight),
+  health: Schema.optional(Weight),
+  affinity: Schema.optional(Weight)
+}) {}
+
+/**
+ * Settings of scored selection.
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export class ScoringPolicy extends Schema.Class<ScoringPolicy>("@modelgate/core/ScoringPolicy")({
+  weights: Schema.optional(ScoreWeights),
+  /** A call with less time than this (its timeout) puts fast-latency targets first. Default 2 s. */
+  shortDeadline: Schema.optional(Millis),
+  /** Subtracted from a deprecated target's score. Default 0.2. */
+  deprecatedPenalty: Schema.optional(Weight)
+}) {}
+
+/**
  * What a policy or prompt version left out of a workflow defaults to. Evidence then cannot tell
  * revisions apart, so building a gateway logs a warning once per such workflow.
  *
@@ -137,5 +190,19 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
    * Wire fields the neutral options do not model, per provider id (`{ openai: { service_tier: "flex" } }`),
    * checked at startup against each adapter's allowlist; a command cannot override them.
    */
-  providerOptions: Schema.optional(ProviderOptions)
+  providerOptions: Schema.optional(ProviderOptions),
+  /** `ordered` (omitted: route order, the first eligible target first) or `scored`. */
+  selection: Schema.optional(Selection),
+  /** Scored selection's weights and thresholds. */
+  scoring: Schema.optional(ScoringPolicy),
+  /** Risk of the task; a command may raise it. Omitted: `LOW`. */
+  risk: Schema.optional(Risk),
+  /** Lowest verified score (0..1) on the segment a `HIGH`-risk call accepts. Default 0.8. */
+  qualityThreshold: Schema.optional(Weight),
+  /** Task segment (task class) whose verified quality applies; a command may name its own. */
+  segment: Schema.optional(Segment),
+  /** Quality class scored selection prefers; a command may name its own. */
+  preferredTier: Schema.optional(QualityTier),
+  /** Lowest quality class a target may have (`BELOW_MIN_TIER`); a command may raise it. */
+  minQualityTier: Schema.optional(QualityTier)
 }) {}

@@ -1017,6 +1017,8 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
     modelVersion: call.modelVersion,
     eligible: route?.eligible ?? [],
     excluded: call.skipped.length === 0 ? (route?.excluded ?? []) : [...(route?.excluded ?? []), ...call.skipped],
+    selectionReason: route?.selectionReason,
+    scores: route?.scores,
     fallbackUsed: call.fallbackUsed,
     degraded: answer?.degraded ?? false,
     attempts: call.attempts.slice(),

@@ -1,0 +1,114 @@
+/**
+ * The Redis stores when Redis dies (SIGKILL): every operation fails with `StoreError` naming the
+ * store and the operation, within the command timeout (no hang), and never echoes the URL.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Redis from "@modelgate/adapters/redis"
+import { StoreError } from "@modelgate/core/Errors"
+import { IdempotencyKey, ToolRecord } from "@modelgate/core/ToolLedgerStore"
+import { Duration, Effect, Exit } from "effect"
+import { type RedisServer, startRedis } from "./redisServer.js"
+
+let server: RedisServer
+beforeAll(async () => {
+  server = await startRedis()
+}, 20_000)
+afterAll(async () => {
+  await server.stop()
+})
+
+const commandTimeout = 300
+
+/** The operation's error and how long it took (real time). */
+const timed = <A>(effect: Effect.Effect<A, StoreError>) =>
+  Effect.gen(function* () {
+    const started = Date.now()
+    const exit = yield* Effect.exit(effect)
+    const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    return { error, elapsed: Date.now() - started }
+  })
+
+describe("Redis stores with Redis killed", () => {
+  it.live("every operation fails with StoreError within the command timeout", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const stores = yield* Redis.make({
+          url: server.url,
+          keyPrefix: "down:",
+          commandTimeout: Duration.millis(commandTimeout),
+          connectTimeout: Duration.millis(commandTimeout)
+        })
+        const reserve = {
+          account: "acme/total",
+          id: "r1",
+          amount: 5,
+          limit: 10,
+          now: 0,
+          expiresAt: 60_000,
+          accountExpiresAt: Number.POSITIVE_INFINITY
+        }
+        // alive: the operations answer
+        assert.strictEqual((yield* stores.budget.reserve(reserve))._tag, "Reserved")
+        server.kill()
+        const operations: ReadonlyArray<readonly [string, string, Effect.Effect<unknown, StoreError>]> = [
+          ["budget", "reserve", stores.budget.reserve({ ...reserve, id: "r2" })],
+          [
+            "budget",
+            "commit",
+            stores.budget.commit({ account: "acme/total", id: "r1", amount: 5, spend: 5, limit: 10 })
+          ],
+          ["budget", "release", stores.budget.release({ account: "acme/total", id: "r1" })],
+          ["budget", "balance", stores.budget.balance("acme/total", 0)],
+          ["breaker", "get", stores.breaker.get("route")],
+          ["breaker", "modify", stores.breaker.modify("route", () => [1, undefined])],
+          [
+            "ledger",
+            "claim",
+            stores.ledger.claim(
+              new ToolRecord({
+                key: IdempotencyKey.make("k"),
+                runId: "run",
+                step: 1,
+                index: 0,
+                tool: "t",
+                status: "started",
+                startedAt: 0
+              })
+            )
+          ],
+          ["ledger", "complete", stores.ledger.complete(IdempotencyKey.make("k"), { ok: true }, 1)],
+          ["ledger", "release", stores.ledger.release(IdempotencyKey.make("k"))],
+          ["ledger", "get", stores.ledger.get(IdempotencyKey.make("k"))],
+          ["ledger", "list", stores.ledger.list("run")]
+        ]
+        for (const [store, operation, effect] of operations) {
+          // twice: right after the kill and once the client knows the connection is gone
+          for (let i = 0; i < 2; i++) {
+            const { error, elapsed } = yield* timed(effect)
+            assert.instanceOf(error, StoreError, `${store} ${operation}`)
+            assert.deepStrictEqual([error?.store, error?.operation], [store, operation])
+            assert.notInclude(error?.message ?? "", String(server.port))
+            assert.isBelow(elapsed, commandTimeout + 200, `${store} ${operation} took ${elapsed} ms`)
+          }
+        }
+      })
+    )
+  )
+
+  it.live("a client that never reaches Redis fails within the command timeout", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        server.kill()
+        const stores = yield* Redis.make({
+          // the port of the killed server: nothing listens there any more
+          url: server.url,
+          commandTimeout: Duration.millis(commandTimeout),
+          connectTimeout: Duration.millis(commandTimeout)
+        })
+        const { error, elapsed } = yield* timed(stores.budget.balance("acme/total", 0))
+        assert.deepStrictEqual([error?.store, error?.operation], ["budget", "balance"])
+        assert.isBelow(elapsed, commandTimeout + 200)
+      })
+    )
+  )
+})

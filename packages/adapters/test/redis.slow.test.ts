@@ -1,0 +1,377 @@
+/**
+ * The Redis stores against a real `redis-server` (one per file): the memory stores' behaviour
+ * through `Budgets`, `Health` and `ToolLedger`, shared by two services over two clients (two
+ * gateway processes), and budget safety under 200 concurrent reserves.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Redis from "@modelgate/adapters/redis"
+import * as Budgets from "@modelgate/core/Budgets"
+import type * as BudgetStore from "@modelgate/core/BudgetStore"
+import * as Health from "@modelgate/core/Health"
+import { TenantId } from "@modelgate/core/ModelCommand"
+import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
+import * as ToolLedger from "@modelgate/core/ToolLedger"
+import { ConfigProvider, Context, Duration, Effect, Exit, Layer, Ref, Schema, TestClock } from "effect"
+import { type RedisServer, startRedis } from "./redisServer.js"
+
+let server: RedisServer
+beforeAll(async () => {
+  server = await startRedis()
+}, 20_000)
+afterAll(async () => {
+  await server.stop()
+})
+
+let seq = 0
+/** Options with a key prefix of the test's own (tests share the server, never keys). */
+const freshOptions = (): Redis.Options => ({
+  url: server.url,
+  keyPrefix: `t${++seq}-${Date.now()}:`,
+  commandTimeout: Duration.seconds(2)
+})
+
+const acme = TenantId.make("acme")
+const units = (x: number) => Math.round(x * Budgets.unitsPerCurrency)
+
+const failureTag = <A, E extends { readonly _tag: string }>(exit: Exit.Exit<A, E>) =>
+  Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error._tag : undefined
+
+/** The service of `layer`, built in the test's scope (its Redis client lives as long as the test). */
+const serviceOf = <I, S, E>(tag: Context.Tag<I, S>, layer: Layer.Layer<I, E>) =>
+  Effect.map(Layer.build(layer), Context.get(tag))
+
+/** Budgets over a Redis store with a client of its own (one gateway process). */
+const budgetsOver = (options: Redis.Options, budget: Budgets.Options) =>
+  serviceOf(Budgets.Budgets, Budgets.layer(budget).pipe(Layer.provide(Redis.layerBudgetStore(options))))
+
+describe("Redis BudgetStore through Budgets", () => {
+  it.scoped("settle turns at most the reservation into spend; over the limit is BudgetExceeded", () =>
+    Effect.gen(function* () {
+      const b = yield* budgetsOver(freshOptions(), { tenants: { acme: { limit: 10, period: "total" } } })
+      const r = yield* b.reserve(acme, 8)
+      assert.strictEqual(failureTag(yield* Effect.exit(b.reserve(acme, 3))), "BudgetExceeded")
+      const settlement = yield* r.settle(12)
+      assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(8), 0])
+      const r2 = yield* b.reserve(acme, 2)
+      yield* r2.settle(0.5)
+      const balance = yield* b.balance(acme)
+      assert.deepStrictEqual(
+        [units(balance.committed), units(balance.reserved), units(balance.overspent)],
+        [units(8.5), 0, 0]
+      )
+      assert.strictEqual(failureTag(yield* Effect.exit(b.reserve(acme, 2))), "BudgetExceeded")
+    })
+  )
+
+  it.scoped("the reservation of a crashed holder expires after reservationTtl and frees its amount", () =>
+    Effect.gen(function* () {
+      const b = yield* budgetsOver(freshOptions(), {
+        tenants: { acme: { limit: 10, period: "total" } },
+        reservationTtl: "1 minute"
+      })
+      yield* b.reserve(acme, 8)
+      assert.strictEqual(failureTag(yield* Effect.exit(b.reserve(acme, 8))), "BudgetExceeded")
+      yield* TestClock.adjust("59999 millis")
+      assert.strictEqual((yield* b.balance(acme)).reserved, 8)
+      yield* TestClock.adjust("1 millis")
+      assert.strictEqual((yield* b.balance(acme)).reserved, 0)
+      const again = yield* b.reserve(acme, 8)
+      yield* again.settle(0)
+    })
+  )
+
+  it.scoped("a late commit after its reservation expired is clamped to the limit; the rest is overspent", () =>
+    Effect.gen(function* () {
+      const b = yield* budgetsOver(freshOptions(), {
+        tenants: { acme: { limit: 10, period: "total" } },
+        reservationTtl: "1 minute"
+      })
+      const late = yield* b.reserve(acme, 8)
+      yield* TestClock.adjust("1 minute")
+      const next = yield* b.reserve(acme, 8)
+      const settlement = yield* late.settle(8)
+      const balance = yield* b.balance(acme)
+      assert.isAtMost(balance.committed + balance.reserved, balance.limit)
+      assert.deepStrictEqual(
+        [units(balance.committed), units(balance.reserved), units(balance.overspent)],
+        [units(2), units(8), units(6)]
+      )
+      assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(2), units(6)])
+      const onTime = yield* next.settle(1)
+      assert.deepStrictEqual([units(onTime.committed), units(onTime.overspent)], [units(1), 0])
+      const after = yield* b.balance(acme)
+      assert.deepStrictEqual([units(after.committed), units(after.reserved)], [units(3), 0])
+    })
+  )
+
+  it.scoped("daily windows reset at 00:00 UTC; a reservation settles into the window it was made in", () =>
+    Effect.gen(function* () {
+      const b = yield* budgetsOver(freshOptions(), { tenants: { acme: { limit: 10, period: "daily" } } })
+      yield* TestClock.setTime(Date.UTC(2026, 10, 3, 23, 59))
+      const r = yield* b.reserve(acme, 6)
+      yield* TestClock.adjust("2 minutes")
+      // a new day: a fresh account
+      const today = yield* b.balance(acme)
+      assert.deepStrictEqual([today.committed, today.reserved, today.windowStart], [0, 0, Date.UTC(2026, 10, 4)])
+      yield* r.settle(6)
+      assert.strictEqual((yield* b.balance(acme)).committed, 0)
+      const fresh = yield* b.reserve(acme, 10)
+      yield* fresh.settle(0)
+    })
+  )
+
+  it.scoped("two gateways over one redis-server (two clients) see one budget", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const budget: Budgets.Options = { tenants: { acme: { limit: 10, period: "monthly" } } }
+      const one = yield* budgetsOver(options, budget)
+      const two = yield* budgetsOver(options, budget)
+      const r = yield* one.reserve(acme, 7)
+      assert.strictEqual((yield* two.balance(acme)).reserved, 7)
+      assert.strictEqual(failureTag(yield* Effect.exit(two.reserve(acme, 4))), "BudgetExceeded")
+      yield* r.settle(2)
+      const r2 = yield* two.reserve(acme, 8)
+      yield* r2.settle(8)
+      const balance = yield* one.balance(acme)
+      assert.deepStrictEqual([units(balance.committed), units(balance.reserved)], [units(10), 0])
+    })
+  )
+})
+
+describe("Redis BudgetStore under concurrency", () => {
+  it.scoped("200 concurrent reserves over two clients never exceed the limit, after every operation", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const stores = yield* Effect.all([Redis.make(options), Redis.make(options)])
+      const limit = 50
+      const account = "acme/total"
+      const violations = yield* Ref.make(0)
+      const check = (committed: number, reserved: number) =>
+        committed + reserved > limit ? Ref.update(violations, (n) => n + 1) : Effect.void
+      const request = (i: number): BudgetStore.ReserveRequest => ({
+        account,
+        id: `c-${i}`,
+        amount: 1 + (i % 3),
+        limit,
+        now: 0,
+        expiresAt: 60_000,
+        accountExpiresAt: Number.POSITIVE_INFINITY
+      })
+      const outcomes = yield* Effect.forEach(
+        Array.from({ length: 200 }, (_, i) => i),
+        (i) => {
+          const store = (i % 2 === 0 ? stores[0] : stores[1]).budget
+          const r = request(i)
+          return Effect.gen(function* () {
+            const outcome = yield* store.reserve(r)
+            yield* check(outcome.committed, outcome.reserved)
+            if (outcome._tag === "Rejected") return 0
+            // settle a third, release a third, keep a third
+            if (i % 3 === 0) yield* store.commit({ account, id: r.id, amount: r.amount, spend: r.amount, limit })
+            else if (i % 3 === 1) yield* store.release({ account, id: r.id })
+            const b = yield* store.balance(account, 0)
+            yield* check(b.committed, b.reserved)
+            return 1
+          })
+        },
+        { concurrency: "unbounded" }
+      )
+      const final = yield* stores[0].budget.balance(account, 0)
+      assert.strictEqual(yield* Ref.get(violations), 0)
+      assert.isAtMost(final.committed + final.reserved, limit)
+      assert.strictEqual(final.overspent, 0)
+      // the limit was reached: some reserves passed, some were refused
+      assert.isAbove(outcomes.filter((n) => n === 1).length, 0)
+      assert.isAbove(outcomes.filter((n) => n === 0).length, 0)
+    })
+  )
+})
+
+const config = Health.HealthConfig.make({
+  breaker: Health.BreakerSettings.make({ consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.seconds(1) }),
+  targets: {},
+  window: Health.WindowSettings.make({}),
+  retryBudget: Health.RetryBudgetSettings.make({})
+})
+
+const unavailable: Health.AttemptSignal = {
+  outcome: "unavailable",
+  availabilityFailure: true,
+  latencyMs: 50,
+  ttftMs: undefined,
+  errorTag: "ProviderUnavailable"
+}
+const ok: Health.AttemptSignal = {
+  outcome: "success",
+  availabilityFailure: false,
+  latencyMs: 80,
+  ttftMs: undefined,
+  errorTag: undefined
+}
+
+const target = (name: string) =>
+  new ModelTarget({
+    ref: TargetRef.make(`model://redis-${name}-${++seq}/m`),
+    provider: ProviderId.make("openai"),
+    model: "m",
+    capabilities: new Capabilities({ contextWindow: 128_000, maxOutputTokens: 4096 }),
+    regions: ["eu"],
+    dataClasses: ["public"],
+    pricing: new Pricing({ inputPerMillion: 1, outputPerMillion: 2, pricingVersion: "test-1" })
+  })
+
+const healthOver = (options: Redis.Options) =>
+  serviceOf(Health.Health, Health.layer(config).pipe(Layer.provide(Redis.layerBreakerStore(options))))
+
+describe("Redis BreakerStore through Health", () => {
+  it.scoped("a breaker opened by one service is open for the other; the half-open probe slot is shared", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const one = yield* healthOver(options)
+      const two = yield* healthOver(options)
+      const t = target("shared")
+      assert.isFalse(yield* two.isOpen(t))
+      yield* one.record(t, unavailable)
+      assert.isTrue(yield* two.isOpen(t))
+      assert.isFalse(yield* two.tryAcquire(t))
+      yield* TestClock.adjust("1 second")
+      // the cool-down is over: one probe in all, whichever service asks first
+      assert.isTrue(yield* two.tryAcquire(t))
+      assert.isFalse(yield* one.tryAcquire(t))
+      assert.isTrue(yield* one.isOpen(t))
+      yield* two.record(t, ok)
+      assert.isFalse(yield* one.isOpen(t))
+      assert.isTrue(yield* one.tryAcquire(t))
+    })
+  )
+
+  it.scoped("modify is compare-and-set: 50 concurrent increments over two clients all count", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const stores = yield* Effect.all([Redis.make(options), Redis.make(options)])
+      yield* Effect.forEach(
+        Array.from({ length: 50 }, (_, i) => i),
+        (i) =>
+          (i % 2 === 0 ? stores[0] : stores[1]).breaker.modify("r", (current) => [
+            undefined,
+            {
+              status: "half_open" as const,
+              since: 0,
+              probes: (current?.probes ?? 0) + 1,
+              probeSuccesses: 0,
+              lastProbeAt: 0
+            }
+          ]),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual((yield* stores[1].breaker.get("r"))?.probes, 50)
+      yield* stores[0].breaker.modify("r", () => [undefined, undefined])
+      assert.isUndefined(yield* stores[1].breaker.get("r"))
+    })
+  )
+})
+
+class Task extends Schema.Class<Task>("Task")({ id: Schema.String, due: Schema.Date }) {}
+const createTask = ToolLedger.sideEffecting({ name: "create_follow_up_task", result: Task })
+
+const ledgerOver = (options: Redis.Options) =>
+  serviceOf(ToolLedger.ToolLedger, ToolLedger.layer.pipe(Layer.provide(Redis.layerToolLedgerStore(options))))
+
+describe("Redis ToolLedgerStore through ToolLedger", () => {
+  it.scoped("runOnce with one key from two services runs the tool once; both get its result", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const one = yield* ledgerOver(options)
+      const two = yield* ledgerOver(options)
+      const created = yield* Ref.make(0)
+      const create = Effect.map(
+        Ref.updateAndGet(created, (n) => n + 1),
+        (n) => new Task({ id: `T${n}`, due: new Date(0) })
+      )
+      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+      const first = yield* one.runOnce(key, create)
+      const second = yield* two.runOnce(key, create)
+      assert.strictEqual(yield* Ref.get(created), 1)
+      assert.deepStrictEqual(second, first)
+      // concurrent: one runs, the other is refused while in doubt or replays once completed
+      const key2 = ToolLedger.key(createTask, { runId: "run-1", step: 2 })
+      const exits = yield* Effect.all(
+        [Effect.exit(one.runOnce(key2, create)), Effect.exit(two.runOnce(key2, create))],
+        {
+          concurrency: 2
+        }
+      )
+      assert.strictEqual(yield* Ref.get(created), 2)
+      assert.isTrue(exits.some(Exit.isSuccess))
+      for (const exit of exits) if (Exit.isFailure(exit)) assert.strictEqual(failureTag(exit), "ToolReplayRefused")
+      const records = yield* two.records("run-1")
+      assert.deepStrictEqual(
+        records.map((r) => [r.step, r.status]),
+        [
+          [1, "completed"],
+          [2, "completed"]
+        ]
+      )
+    })
+  )
+
+  it.scoped("a typed failure drops the claim (a later attempt runs); an unfinished claim is in doubt", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const one = yield* ledgerOver(options)
+      const two = yield* ledgerOver(options)
+      const key = ToolLedger.key(createTask, { runId: "run-2", step: 1 })
+      assert.strictEqual(
+        failureTag(yield* Effect.exit(one.runOnce(key, Effect.fail({ _tag: "Nope" as const })))),
+        "Nope"
+      )
+      assert.isTrue(
+        Exit.isSuccess(yield* Effect.exit(two.runOnce(key, Effect.succeed(new Task({ id: "x", due: new Date(0) })))))
+      )
+      // a holder that died mid-tool: its claim stays, the key is in doubt for every service
+      const stuck = ToolLedger.key(createTask, { runId: "run-2", step: 2 })
+      yield* Effect.exit(one.runOnce(stuck, Effect.die("crash")))
+      assert.strictEqual(
+        failureTag(yield* Effect.exit(two.runOnce(stuck, Effect.succeed(new Task({ id: "y", due: new Date(0) }))))),
+        "ToolReplayRefused"
+      )
+      const record = yield* two.record(stuck.id)
+      assert.strictEqual(record._tag === "Some" ? record.value.status : undefined, "started")
+      assert.strictEqual(failureTag(yield* Effect.exit(two.checkReplay([stuck]))), "ToolReplayRefused")
+      assert.isTrue(Exit.isSuccess(yield* Effect.exit(two.checkReplay([key]))))
+    })
+  )
+})
+
+describe("Redis layers", () => {
+  it.scoped("layerConfig reads MODELGATE_REDIS_URL and serves the three stores", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const env = ConfigProvider.fromMap(
+        new Map([
+          ["MODELGATE_REDIS_URL", options.url],
+          ["MODELGATE_REDIS_COMMAND_TIMEOUT", "2 seconds"],
+          ["MODELGATE_REDIS_KEY_PREFIX", options.keyPrefix ?? ""]
+        ])
+      )
+      const stores = Redis.layerConfig().pipe(Layer.provide(Layer.setConfigProvider(env)))
+      const services = yield* serviceOf(
+        Budgets.Budgets,
+        Budgets.layer({ tenants: { acme: { limit: 1, period: "total" } } }).pipe(Layer.provide(stores))
+      )
+      const r = yield* services.reserve(acme, 1)
+      yield* r.settle(1)
+      // the same server and prefix through a store layer of its own
+      const other = yield* budgetsOver(options, { tenants: { acme: { limit: 1, period: "total" } } })
+      assert.strictEqual((yield* other.balance(acme)).committed, 1)
+      const context = yield* Layer.build(stores)
+      assert.deepStrictEqual(
+        yield* Effect.provide(
+          Effect.flatMap(ToolLedger.ToolLedger, (l) => l.records("none")),
+          ToolLedger.layer.pipe(Layer.provide(Layer.succeedContext(context)))
+        ),
+        []
+      )
+    })
+  )
+})

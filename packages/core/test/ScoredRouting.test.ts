@@ -1,0 +1,489 @@
+/**
+ * Scored selection under hard constraints (issue 14, first slice): registry classes and verified
+ * quality, risk, minimum quality class, the weighted score, short deadlines, deprecated targets and
+ * determinism (spec T8). The default `ordered` selection keeps route order.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { GatewayConfig, ModelGateway, Router } from "@modelgate/core"
+import { ModelTarget, qualityRank, TargetRef } from "@modelgate/core/ModelTarget"
+import { RouteDecision } from "@modelgate/core/RouteDecision"
+import { Workflow } from "@modelgate/core/Workflow"
+import { ScriptedProvider } from "@modelgate/testing"
+import {
+  Clock,
+  Effect,
+  Either,
+  FastCheck as fc,
+  Fiber,
+  HashMap,
+  Logger,
+  LogLevel,
+  Option,
+  Schema,
+  TestClock
+} from "effect"
+import { command, gatewayLayer } from "./fixtures.js"
+
+const refs = {
+  strong: TargetRef.make("model://openai/strong@eu"),
+  standard: TargetRef.make("model://anthropic/standard@eu"),
+  fast: TargetRef.make("model://gemini/fast@eu"),
+  old: TargetRef.make("model://vllm/old@eu"),
+  twin: TargetRef.make("model://openai/twin@eu")
+}
+
+const decodeTarget = Schema.decodeSync(ModelTarget)
+const decodeWorkflow = Schema.decodeSync(Workflow)
+
+const verified = (score: number) => ({ score, evalVersion: "eval-3", evaluatedAt: "2026-11-20" })
+
+/** Fresh target values each time (the deprecated warning is once per target value). */
+const makeTargets = () => {
+  const target = (
+    ref: string,
+    provider: string,
+    fields: {
+      readonly classes: typeof ModelTarget.Encoded.classes
+      readonly price: readonly [number, number]
+      readonly quality?: typeof ModelTarget.Encoded.quality
+      readonly status?: "active" | "deprecated" | "disabled"
+    }
+  ) =>
+    decodeTarget({
+      ref,
+      provider,
+      model: ref.split("/")[3]!.split("@")[0]!,
+      capabilities: { tools: true, contextWindow: 128_000, maxOutputTokens: 1000 },
+      regions: ["eu"],
+      dataClasses: ["internal"],
+      pricing: { inputPerMillion: fields.price[0], outputPerMillion: fields.price[1], pricingVersion: "p-1" },
+      limits: { maxAttempts: 1, perAttemptTimeout: 1000 },
+      classes: fields.classes,
+      ...(fields.quality ? { quality: fields.quality } : {}),
+      ...(fields.status ? { status: fields.status } : {})
+    })
+  return [
+    target(refs.strong, "openai", {
+      classes: { quality: "high", latency: "slow", cost: "high" },
+      price: [3, 12],
+      quality: { extract: verified(0.93) }
+    }),
+    target(refs.standard, "anthropic", {
+      classes: { quality: "standard", latency: "medium", cost: "medium" },
+      price: [0.8, 3.2],
+      quality: { extract: verified(0.78) }
+    }),
+    target(refs.fast, "gemini", { classes: { quality: "low", latency: "fast", cost: "low" }, price: [0.1, 0.4] }),
+    target(refs.old, "vllm", {
+      classes: { quality: "high", latency: "medium" },
+      price: [1, 4],
+      status: "deprecated"
+    })
+  ]
+}
+
+const route: readonly [TargetRef, ...Array<TargetRef>] = [refs.strong, refs.standard, refs.fast, refs.old]
+
+const workflow = (fields: Partial<typeof Workflow.Encoded> & { readonly name: string }) =>
+  decodeWorkflow({
+    policyVersion: "route-v8",
+    prompt: { id: "p", version: "1" },
+    route,
+    timeout: 10_000,
+    regions: ["eu"],
+    dataClass: "internal",
+    segment: "extract",
+    ...fields
+  })
+
+const makeDefinition = (): GatewayConfig.Definition => ({
+  config: GatewayConfig.GatewayConfig.make({
+    targets: makeTargets(),
+    workflows: [
+      workflow({ name: "ordered" }),
+      workflow({ name: "scored", selection: "scored" }),
+      workflow({ name: "scored.standard", selection: "scored", minQualityTier: "standard" }),
+      workflow({ name: "scored.high", selection: "scored", risk: "HIGH" }),
+      workflow({ name: "ordered.high", risk: "HIGH", qualityThreshold: 0.75 }),
+      workflow({ name: "scored.quality", selection: "scored", scoring: { weights: { quality: 0.9 } } }),
+      workflow({ name: "scored.noPenalty", selection: "scored", scoring: { deprecatedPenalty: 0 } }),
+      workflow({ name: "scored.single", selection: "scored", allowFallback: false }),
+      workflow({ name: "ordered.single", allowFallback: false })
+    ]
+  }),
+  schemas: {}
+})
+
+const layer = () => gatewayLayer({}, makeDefinition())
+
+const resolve = (name: string, extra: Parameters<typeof command>[1] = {}) =>
+  Effect.flatMap(ModelGateway.ModelGateway, (g) => g.router.resolve(command(name, extra)))
+
+const totals = (decision: RouteDecision) => decision.scores?.map((s) => [s.target, s.total])
+
+const reasons = (decision: RouteDecision) => decision.excluded.map((e) => [e.target, e.reason, e.detail])
+
+describe("scored selection", () => {
+  it.effect("ordered (the default): route order, PINNED_ORDER, no scores", () =>
+    Effect.gen(function* () {
+      const r = yield* resolve("ordered")
+      assert.deepStrictEqual(r.decision.eligible, route)
+      assert.strictEqual(r.decision.selected, refs.strong)
+      assert.strictEqual(r.decision.selectionReason, "PINNED_ORDER")
+      assert.isUndefined(r.decision.scores)
+      assert.deepStrictEqual(r.decision.excluded, [])
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("scored: the best-scoring eligible target leads and the fallback order follows the score", () =>
+    Effect.gen(function* () {
+      const r = yield* resolve("scored")
+      // prices are counted: ~input tokens and the 1000-token output cap; the cheap fast target wins
+      assert.deepStrictEqual(r.decision.eligible, [refs.fast, refs.standard, refs.strong, refs.old])
+      assert.strictEqual(r.decision.selectionReason, "BEST_SCORE")
+      const [fast, standard, strong, old] = r.decision.scores ?? []
+      assert.deepInclude(fast, { quality: 0.5, latency: 1, cost: 1, health: 1, affinity: 0, penalty: 0, total: 0.675 })
+      // verified score on the segment, not the class
+      assert.deepInclude(standard, { quality: 0.78, latency: 0.6, health: 1, penalty: 0 })
+      assert.deepInclude(strong, { quality: 0.93, latency: 0.3, penalty: 0 })
+      // no verified score on "extract": the class (high, 0.9), minus the deprecated penalty
+      assert.deepInclude(old, { quality: 0.9, latency: 0.6, penalty: 0.2 })
+      const ts = (r.decision.scores ?? []).map((s) => s.total)
+      assert.deepStrictEqual(
+        ts,
+        [...ts].sort((a, b) => b - a)
+      )
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("Router.score without a token count: prices per million, exact terms and totals", () =>
+    Effect.gen(function* () {
+      const gateway = yield* ModelGateway.ModelGateway
+      const compiled = gateway.router.workflows.get("scored")!
+      const ranked = Router.score(compiled, command("scored"), compiled.targets, undefined)
+      assert.strictEqual(ranked.reason, "BEST_SCORE")
+      // cost: cheapest (0.5 per million in + out) over own: 0.5/15, 0.5/4, 1, 0.5/5
+      assert.deepStrictEqual(
+        ranked.scores.map((s) => [s.target, s.quality, s.latency, s.cost, s.penalty, s.total]),
+        [
+          // 0.45·0.5 + 0.2·1 + 0.15·1 + 0.1
+          [refs.fast, 0.5, 1, 1, 0, 0.675],
+          // 0.45·0.78 + 0.2·0.6 + 0.15·0.125 + 0.1
+          [refs.standard, 0.78, 0.6, 0.125, 0, 0.5898],
+          // 0.45·0.93 + 0.2·0.3 + 0.15·0.0333 + 0.1
+          [refs.strong, 0.93, 0.3, 0.0333, 0, 0.5835],
+          // 0.45·0.9 + 0.2·0.6 + 0.15·0.1 + 0.1 − 0.2
+          [refs.old, 0.9, 0.6, 0.1, 0.2, 0.44]
+        ]
+      )
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("preferredTier: quality fit falls 0.1 per class of distance from the preferred class", () =>
+    Effect.gen(function* () {
+      const gateway = yield* ModelGateway.ModelGateway
+      const compiled = gateway.router.workflows.get("scored")!
+      const ranked = Router.score(compiled, command("scored", { preferredTier: "low" }), compiled.targets, undefined)
+      assert.deepStrictEqual(
+        ranked.scores.map((s) => [s.target, s.quality]),
+        [
+          [refs.fast, 0.5],
+          [refs.standard, 0.68],
+          [refs.strong, 0.73],
+          [refs.old, 0.7]
+        ]
+      )
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("risk HIGH keeps only targets with a verified score at or above the threshold on the segment", () =>
+    Effect.gen(function* () {
+      const r = yield* resolve("scored.high")
+      assert.deepStrictEqual(r.decision.eligible, [refs.strong])
+      assert.strictEqual(r.decision.selectionReason, "ONLY_ELIGIBLE")
+      assert.deepStrictEqual(reasons(r.decision), [
+        [refs.standard, "QUALITY_UNVERIFIED", "verified 0.78 on segment extract, below 0.8"],
+        [refs.fast, "QUALITY_UNVERIFIED", "no verified score on segment extract"],
+        [refs.old, "QUALITY_UNVERIFIED", "no verified score on segment extract"]
+      ])
+      // ordered too, with the workflow's own threshold; a command can raise the risk, never lower it
+      const ordered = yield* resolve("ordered.high", { risk: "LOW" })
+      assert.deepStrictEqual(ordered.decision.eligible, [refs.strong, refs.standard])
+      const raised = yield* resolve("ordered", { risk: "HIGH" })
+      assert.deepStrictEqual(raised.decision.eligible, [refs.strong])
+      // a segment without any verified score: nothing is eligible
+      const other = yield* Effect.flip(resolve("scored.high", { segment: "classify" }))
+      assert.strictEqual(other._tag, "NoEligibleRoute")
+      // an inherited name is no verified score
+      const inherited = yield* Effect.flip(resolve("scored.high", { segment: "constructor" }))
+      assert.strictEqual(inherited._tag, "NoEligibleRoute")
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("minQualityTier excludes lower classes (BELOW_MIN_TIER); a command may raise it", () =>
+    Effect.gen(function* () {
+      const r = yield* resolve("scored.standard")
+      assert.deepStrictEqual(r.decision.eligible, [refs.standard, refs.strong, refs.old])
+      assert.deepStrictEqual(reasons(r.decision), [[refs.fast, "BELOW_MIN_TIER", "quality low below standard"]])
+      const high = yield* resolve("scored.standard", { minQualityTier: "high" })
+      assert.deepStrictEqual(high.decision.eligible, [refs.strong, refs.old])
+      const lower = yield* resolve("scored.standard", { minQualityTier: "low" })
+      assert.deepStrictEqual(lower.decision.eligible, [refs.standard, refs.strong, refs.old])
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("a short deadline puts the fast latency class first (FAST_TIER)", () =>
+    Effect.gen(function* () {
+      const slow = yield* resolve("scored.quality")
+      assert.strictEqual(slow.decision.selected, refs.strong)
+      assert.strictEqual(slow.decision.selectionReason, "BEST_SCORE")
+      const short = yield* resolve("scored.quality", { timeout: 1500 })
+      assert.strictEqual(short.decision.selected, refs.fast)
+      assert.strictEqual(short.decision.selectionReason, "FAST_TIER")
+      // the rest keep their score order
+      assert.deepStrictEqual(
+        short.decision.eligible.slice(1),
+        slow.decision.eligible.filter((t) => t !== refs.fast)
+      )
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("allowFallback false: only the best-scoring target stays eligible", () =>
+    Effect.gen(function* () {
+      const r = yield* resolve("scored.single")
+      assert.deepStrictEqual(r.decision.eligible, [refs.fast])
+      assert.strictEqual(r.decision.selectionReason, "BEST_SCORE")
+      assert.deepStrictEqual(
+        r.decision.scores?.map((s) => s.target),
+        [refs.fast, refs.standard, refs.strong, refs.old]
+      )
+      const ordered = yield* resolve("ordered.single")
+      assert.deepStrictEqual(ordered.decision.eligible, [refs.strong])
+      assert.strictEqual(ordered.decision.selectionReason, "PINNED_ORDER")
+      assert.deepStrictEqual(
+        r.decision.excluded.map((e) => [e.target, e.reason]),
+        [
+          [refs.standard, "FALLBACK_NOT_ALLOWED"],
+          [refs.strong, "FALLBACK_NOT_ALLOWED"],
+          [refs.old, "FALLBACK_NOT_ALLOWED"]
+        ]
+      )
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("spec T8: the same inputs and control-plane state produce the same route decision", () =>
+    Effect.gen(function* () {
+      const encode = Schema.encodeSync(RouteDecision)
+      const first = yield* resolve("scored", { timeout: 5000 })
+      const again = yield* resolve("scored", { timeout: 5000 })
+      const fresh = yield* resolve("scored", { timeout: 5000 }).pipe(Effect.provide(layer()))
+      assert.deepStrictEqual(encode(again.decision), encode(first.decision))
+      assert.deepStrictEqual(encode(fresh.decision), encode(first.decision))
+      // ties keep route order: two identical targets score the same
+      const gateway = yield* ModelGateway.ModelGateway
+      const compiled = gateway.router.workflows.get("scored")!
+      const [a] = compiled.targets
+      const twin = ModelTarget.make({ ...a!, ref: refs.twin })
+      const ranked = Router.score(compiled, command("scored"), [a!, twin], undefined)
+      assert.deepStrictEqual(
+        ranked.scores.map((s) => [s.target, s.total]),
+        [
+          [refs.strong, ranked.scores[0]!.total],
+          [refs.twin, ranked.scores[0]!.total]
+        ]
+      )
+      const swapped = Router.score(compiled, command("scored"), [twin, a!], undefined)
+      assert.deepStrictEqual(
+        swapped.targets.map((t) => t.ref),
+        [refs.twin, refs.strong]
+      )
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("a deprecated target is eligible, scored down, and warned about once", () =>
+    Effect.gen(function* () {
+      const logs: Array<readonly [string, string, object]> = []
+      const logger = Logger.make(({ annotations, logLevel, message }) => {
+        logs.push([
+          logLevel.label,
+          Array.isArray(message) ? message.join(" ") : String(message),
+          Object.fromEntries(HashMap.toEntries(annotations))
+        ])
+      })
+      const penalised = yield* resolve("scored").pipe(Effect.provide(Logger.add(logger)))
+      const unpenalised = yield* resolve("scored.noPenalty").pipe(Effect.provide(Logger.add(logger)))
+      yield* resolve("ordered").pipe(Effect.provide(Logger.add(logger)))
+      const totalOf = (d: RouteDecision) => d.scores?.find((s) => s.target === refs.old)?.total
+      assert.isTrue(penalised.decision.eligible.includes(refs.old))
+      assert.strictEqual(totalOf(penalised.decision), 0.44)
+      assert.strictEqual(totalOf(unpenalised.decision), 0.64)
+      assert.deepStrictEqual(logs, [
+        ["WARN", "modelgate: routing to a deprecated target", { target: refs.old, workflow: "scored" }]
+      ])
+      assert.deepStrictEqual(totals(penalised.decision)?.at(-1), [refs.old, 0.44])
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("a call falls back in score order; evidence carries the reason and the scores", () =>
+    Effect.gen(function* () {
+      const gateway = yield* ModelGateway.ModelGateway
+      const fiber = yield* Effect.fork(
+        gateway
+          .generate(command("scored"))
+          .pipe(Effect.flatMap((result) => Effect.map(Clock.currentTimeMillis, (at) => ({ result, at }))))
+      )
+      yield* TestClock.adjust(100)
+      const done = yield* Fiber.poll(fiber)
+      assert.isTrue(Option.isSome(done), "call did not finish in time")
+      const { result, at } = yield* Fiber.join(fiber)
+      assert.strictEqual(at, 30)
+      const e = result.evidence
+      assert.deepStrictEqual(
+        e.attempts.map((a) => [a.target, a.startOffsetMs, a.outcome]),
+        [
+          [refs.fast, 0, "unavailable"],
+          [refs.standard, 10, "success"]
+        ]
+      )
+      assert.strictEqual(e.target, refs.standard)
+      assert.strictEqual(e.selectionReason, "BEST_SCORE")
+      assert.deepStrictEqual(
+        e.scores?.map((s) => s.target),
+        [refs.fast, refs.standard, refs.strong, refs.old]
+      )
+    }).pipe(
+      Effect.provide(
+        gatewayLayer(
+          {
+            [refs.fast]: [ScriptedProvider.unavailable({ after: 10 })],
+            [refs.standard]: [ScriptedProvider.success({ after: 20 })]
+          },
+          makeDefinition()
+        )
+      )
+    )
+  )
+})
+
+describe("scored selection over generated registries", () => {
+  const tier = fc.constantFrom(undefined, "low" as const, "standard" as const, "high" as const)
+  const genTarget = fc.record({
+    quality: tier,
+    latency: fc.constantFrom(undefined, "fast" as const, "medium" as const, "slow" as const),
+    price: fc.tuple(fc.integer({ min: 0, max: 20 }), fc.integer({ min: 0, max: 40 })),
+    status: fc.constantFrom("active" as const, "deprecated" as const, "disabled" as const),
+    verified: fc.option(
+      fc.integer({ min: 0, max: 100 }).map((n) => n / 100),
+      { nil: undefined }
+    )
+  })
+  const genCase = fc.record({
+    targets: fc.array(genTarget, { minLength: 1, maxLength: 6 }),
+    workflowRisk: fc.constantFrom(undefined, "LOW" as const, "MEDIUM" as const, "HIGH" as const),
+    commandRisk: fc.constantFrom(undefined, "LOW" as const, "HIGH" as const),
+    workflowMin: tier,
+    commandMin: tier,
+    segment: fc.constantFrom(undefined, "extract"),
+    allowFallback: fc.boolean(),
+    timeout: fc.integer({ min: 100, max: 10_000 })
+  })
+
+  it("the order never breaks a hard constraint, follows the score and is the same on a second decision", () => {
+    fc.assert(
+      fc.property(genCase, (c) => {
+        const targets = c.targets.map((g, i) =>
+          decodeTarget({
+            ref: `model://p${i}/m@eu`,
+            provider: `p${i}`,
+            model: "m",
+            capabilities: { contextWindow: 128_000, maxOutputTokens: 1000 },
+            regions: ["eu"],
+            dataClasses: ["internal"],
+            pricing: { inputPerMillion: g.price[0], outputPerMillion: g.price[1], pricingVersion: "p-1" },
+            classes: {
+              ...(g.quality ? { quality: g.quality } : {}),
+              ...(g.latency ? { latency: g.latency } : {})
+            },
+            ...(g.verified !== undefined ? { quality: { extract: verified(g.verified) } } : {}),
+            status: g.status
+          })
+        )
+        const w = decodeWorkflow({
+          name: "gen",
+          prompt: { id: "p" },
+          route: [targets[0]!.ref, ...targets.slice(1).map((t) => t.ref)],
+          timeout: 10_000,
+          regions: ["eu"],
+          dataClass: "internal",
+          selection: "scored",
+          allowFallback: c.allowFallback,
+          ...(c.workflowRisk ? { risk: c.workflowRisk } : {}),
+          ...(c.workflowMin ? { minQualityTier: c.workflowMin } : {}),
+          ...(c.segment ? { segment: c.segment } : {})
+        })
+        const compiled = {
+          workflow: w,
+          schema: undefined,
+          decode: undefined,
+          jsonSchema: undefined,
+          features: new Set<string>(),
+          targets,
+          degrade: undefined,
+          providerOptionAllowlists: new Map()
+        }
+        const cmd = command("gen", {
+          timeout: c.timeout,
+          ...(c.commandRisk ? { risk: c.commandRisk } : {}),
+          ...(c.commandMin ? { minQualityTier: c.commandMin } : {})
+        })
+        const breakers = { isOpen: () => Effect.succeed(false) }
+        const decideOnce = () =>
+          Effect.runSync(
+            Effect.either(Router.decide(new Map([["gen", compiled]]), breakers, cmd, "generate", false)).pipe(
+              Logger.withMinimumLogLevel(LogLevel.None)
+            )
+          )
+        const first = decideOnce()
+        const second = decideOnce()
+        const high = c.workflowRisk === "HIGH" || c.commandRisk === "HIGH"
+        const mins = [c.workflowMin, c.commandMin].flatMap((t) => (t === undefined ? [] : [qualityRank(t)]))
+        const min = mins.length === 0 ? undefined : Math.max(...mins)
+        const allowed = (t: ModelTarget) =>
+          t.status !== "disabled" &&
+          (min === undefined || (t.qualityTier !== undefined && qualityRank(t.qualityTier) >= min)) &&
+          (!high || (c.segment !== undefined && (t.quality?.extract?.score ?? -1) >= Router.defaultQualityThreshold))
+        const expected = targets.filter(allowed)
+        if (Either.isLeft(first)) {
+          assert.strictEqual(expected.length, 0)
+          assert.deepStrictEqual(second, first)
+          return
+        }
+        const route = first.right
+        assert.isTrue(Either.isRight(second))
+        if (Either.isRight(second)) {
+          assert.deepStrictEqual(second.right.eligible, route.eligible)
+          assert.deepStrictEqual(second.right.scores, route.scores)
+          assert.strictEqual(second.right.selectionReason, route.selectionReason)
+        }
+        // every eligible target passes every hard constraint, and every passing one is scored
+        for (const t of route.targets) assert.isTrue(allowed(t))
+        assert.deepStrictEqual([...(route.scores ?? [])].map((s) => s.target).sort(), expected.map((t) => t.ref).sort())
+        assert.strictEqual(route.eligible.length, c.allowFallback ? expected.length : 1)
+        // score order, ties in route order; a short deadline puts fast targets first
+        const scores = route.scores ?? []
+        const short = c.timeout < 2000
+        const fast = (ref: string) => targets.find((t) => t.ref === ref)?.classes?.latency === "fast"
+        const anyFast = scores.some((s) => fast(s.target))
+        const key = (s: (typeof scores)[number]) => [short && anyFast && fast(s.target) ? 1 : 0, s.total] as const
+        for (let i = 1; i < scores.length; i++) {
+          const [ga, ta] = key(scores[i - 1]!)
+          const [gb, tb] = key(scores[i]!)
+          const before = targets.findIndex((t) => t.ref === scores[i - 1]!.target)
+          const after = targets.findIndex((t) => t.ref === scores[i]!.target)
+          assert.isTrue(ga > gb || (ga === gb && (ta > tb || (ta === tb && before < after))))
+        }
+      }),
+      { numRuns: 300 }
+    )
+  })
+})
