@@ -14,7 +14,7 @@
  * | `InvalidOutput` | repair once if the workflow allows, else next target | no | no |
  * | `InvalidRequest` | stop; `context_length` → next larger-context target | no | no |
  * | `ProviderRejected` | next target | no | yes |
- * | `PolicyViolation`, `AmbiguousOutcome`, `BudgetExceeded`, `DeadlineExceeded`, `NoEligibleRoute`, `StoreError` | stop | no | no |
+ * | `PolicyViolation`, `AmbiguousOutcome`, `BudgetExceeded`, `DeadlineExceeded`, `NoEligibleRoute`, `StoreError`, `RunExhausted` | stop | no | no |
  *
  * Before the row applies: after a stream's commit point every failure stops the call (the caller
  * already has text), and a retryable failure of an attempt that may have been processed, when the
@@ -171,6 +171,10 @@ const table = Match.type<Failure>().pipe(
       (_: AttemptFacts): Row =>
         final(f),
     StoreError:
+      (f) =>
+      (_: AttemptFacts): Row =>
+        final(f),
+    RunExhausted:
       (f) =>
       (_: AttemptFacts): Row =>
         final(f)

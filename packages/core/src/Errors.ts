@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import { Duration, Schema } from "effect"
+import { CompletedStep } from "./AgentRun.js"
 import { TenantId } from "./ModelCommand.js"
 import { TargetRef } from "./ModelTarget.js"
 import { AttemptRecord, CallId, Usage } from "./ModelResult.js"
@@ -267,6 +268,25 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
 }
 
 /**
+ * The agent run the call belongs to has no time (`deadline`) or money (`budget`) left: the call did
+ * not start (no provider was called, nothing was reserved). `steps` are the run's completed steps,
+ * so the caller can return a partial result or hand off.
+ *
+ * @since 0.5.0
+ * @category Errors
+ */
+export class RunExhausted extends Schema.TaggedError<RunExhausted>()("RunExhausted", {
+  ...common,
+  runId: Schema.String,
+  reason: Schema.Literal("deadline", "budget"),
+  steps: Schema.Array(CompletedStep)
+}) {
+  override get message(): string {
+    return `agent run ${this.runId} exhausted (${this.reason}) after ${this.steps.length} step(s)`
+  }
+}
+
+/**
  * Every error `ModelGateway.generate` can fail with.
  *
  * @since 0.1.0
@@ -285,6 +305,7 @@ export type GatewayError =
   | DeadlineExceeded
   | NoEligibleRoute
   | StoreError
+  | RunExhausted
 
 /**
  * Schema of {@link GatewayError}, for encoding errors into records.
@@ -304,7 +325,8 @@ export const GatewayError = Schema.Union(
   BudgetExceeded,
   DeadlineExceeded,
   NoEligibleRoute,
-  StoreError
+  StoreError,
+  RunExhausted
 )
 
 /**
@@ -415,6 +437,7 @@ export type Failure =
   | ({ readonly _tag: "DeadlineExceeded" } & FieldsOf<typeof DeadlineExceeded>)
   | ({ readonly _tag: "NoEligibleRoute" } & FieldsOf<typeof NoEligibleRoute>)
   | ({ readonly _tag: "StoreError" } & FieldsOf<typeof StoreError>)
+  | ({ readonly _tag: "RunExhausted" } & FieldsOf<typeof RunExhausted>)
 
 /**
  * What an error knows about the call it ended.
@@ -462,5 +485,7 @@ export const fromFailure = (failure: Failure, call: CallContext): GatewayError =
       return new NoEligibleRoute({ ...failure, ...props }, unchecked)
     case "StoreError":
       return new StoreError({ ...failure, ...props }, unchecked)
+    case "RunExhausted":
+      return new RunExhausted({ ...failure, ...props }, unchecked)
   }
 }

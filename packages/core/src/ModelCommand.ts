@@ -25,6 +25,7 @@
  * | `options` | each within its range (`ModelOptions.RequestOptions`); `stop` 1–4 sequences of at most 100 characters |
  * | `providerOptions` | at most 8 providers × 32 fields, each allowed by the provider's adapter |
  * | `segment` | 1–100 characters, `[A-Za-z0-9][A-Za-z0-9._:-]*` |
+ * | `sessionKey` | 1–200 characters |
  * | the raw input | plain objects and arrays only, nested at most 64 levels, at most 1 000 000 values, no `__proto__` key |
  *
  * @since 0.1.0
@@ -189,7 +190,14 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
   /** Quality class scored selection should prefer for this call; defaults to the workflow's. */
   preferredTier: Schema.optional(QualityTier),
   /** Lowest quality class for this call; only raises the workflow's. */
-  minQualityTier: Schema.optional(QualityTier)
+  minQualityTier: Schema.optional(QualityTier),
+  /**
+   * Escalation signal (e.g. a follow-up after a weak answer): prefer an eligible target of a
+   * stronger quality class than the one the router would pick, under the same hard filters.
+   */
+  escalate: Schema.optional(Schema.Boolean),
+  /** Session of this call: scored selection keeps the session's last target (affinity, `STICKY`). */
+  sessionKey: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
 }) {
   /** True when a tool offered to the model changes the world. */
   get allowsStateChangingTools(): boolean {

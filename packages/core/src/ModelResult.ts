@@ -185,7 +185,11 @@ export const Evidence = Schema.Struct({
    * resolved to): values, never content; the end-user id only as `"set"`, provider options by
    * field name. Absent when none were set.
    */
-  options: Schema.optional(OptionsEvidence)
+  options: Schema.optional(OptionsEvidence),
+  /** The agent run the call belongs to (the command's `runId`, else the run it ran in). */
+  runId: Schema.optional(Schema.String),
+  /** The call's step in its agent run (the command's `step`, else the run's). */
+  step: Schema.optional(Schema.Int)
 }).annotations({ identifier: "@modelgate/core/Evidence" })
 /** @since 0.1.0 */
 export interface Evidence extends Schema.Schema.Type<typeof Evidence> {}

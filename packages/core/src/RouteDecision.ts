@@ -85,14 +85,34 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
 
 /**
  * Why the first eligible target was selected: `PINNED_ORDER` (an `ordered` workflow), `BEST_SCORE`
- * (the highest score), `FAST_TIER` (a short deadline put fast-latency targets first), `ONLY_ELIGIBLE`.
+ * (the highest score), `FAST_TIER` (a short deadline put fast-latency targets first), `ONLY_ELIGIBLE`,
+ * `STICKY` (session affinity decided), `ESCALATED` (the command's `escalate` put a stronger quality
+ * class first), `ESCALATION_UNAVAILABLE` (`escalate` asked, no eligible target of a stronger class).
  *
  * @since 0.4.0
  * @category Models
  */
-export const SelectionReason = Schema.Literal("PINNED_ORDER", "BEST_SCORE", "FAST_TIER", "ONLY_ELIGIBLE")
+export const SelectionReason = Schema.Literal(
+  "PINNED_ORDER",
+  "BEST_SCORE",
+  "FAST_TIER",
+  "ONLY_ELIGIBLE",
+  "STICKY",
+  "ESCALATED",
+  "ESCALATION_UNAVAILABLE"
+)
 /** @since 0.4.0 */
 export type SelectionReason = typeof SelectionReason.Type
+
+/**
+ * Health of a scored target from its route health (`Router.degradedBelow`): `HEALTHY` or `DEGRADED`.
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export const HealthStatus = Schema.Literal("HEALTHY", "DEGRADED")
+/** @since 0.4.0 */
+export type HealthStatus = typeof HealthStatus.Type
 
 /**
  * The score of one eligible target under scored selection, term by term (each 0..1, rounded to
@@ -107,6 +127,8 @@ export const TargetScore = Schema.Struct({
   latency: Schema.Number,
   cost: Schema.Number,
   health: Schema.Number,
+  /** From the route's health record; absent when the health service keeps none for the target. */
+  status: Schema.optional(HealthStatus),
   affinity: Schema.Number,
   /** Subtracted for a deprecated target (0 otherwise). */
   penalty: Schema.Number,

@@ -5,16 +5,16 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Either, Exit } from "effect"
+import { Duration, Effect, Either, Exit, Option } from "effect"
 import { minimumUsefulOutputTokens } from "./Pricing.js"
 import { type Failure, fromFailure, type GatewayError, type StoreError } from "./Errors.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
-import { Health } from "./Health.js"
+import { Health, RouteHealth } from "./Health.js"
 import type { ModelCommand } from "./ModelCommand.js"
 import * as ModelOptions from "./ModelOptions.js"
 import { type ModelTarget, type QualityTier, qualityRank, type TargetRef } from "./ModelTarget.js"
 import { boundDetail, ExcludedTarget, RouteDecision } from "./RouteDecision.js"
-import type { ExclusionReason, SelectionReason, TargetScore } from "./RouteDecision.js"
+import type { ExclusionReason, HealthStatus, SelectionReason, TargetScore } from "./RouteDecision.js"
 import type { Risk, ScoreWeights } from "./Workflow.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
@@ -299,13 +299,67 @@ const sizeReason = (
 }
 
 /**
- * What the router needs from route health: whether a target's breaker keeps it out now.
+ * What the router needs from route health: whether a target's breaker keeps it out now, and (for
+ * scored selection) the route's health record.
  *
  * @since 0.2.0
  * @category Models
  */
 export interface BreakerView {
   readonly isOpen: (target: ModelTarget) => Effect.Effect<boolean, StoreError>
+  /** The route's health record (`Health.Service.snapshot`); omitted: every route counts as healthy. */
+  readonly snapshot?: (route: string) => Effect.Effect<Option.Option<RouteHealth>, StoreError>
+}
+
+/** A health snapshot that is already settled (e.g. `Health.layerNoop`'s none): `null` for none, `undefined` when it must run. */
+const settledHealth = (
+  check: Effect.Effect<Option.Option<RouteHealth>, StoreError>
+): RouteHealth | null | undefined => {
+  if (!Exit.isExit(check) || !Exit.isSuccess(check) || !Option.isOption(check.value)) return undefined
+  const found = check.value
+  if (Option.isNone(found)) return null
+  return found.value instanceof RouteHealth ? found.value : undefined
+}
+
+/**
+ * Most session keys whose last target the router remembers per gateway (least recently used
+ * forgotten first).
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const maxSessionKeys = 10_000
+
+/** Per gateway (its workflows map): workflow and session key → the target selected last time, in LRU order. */
+const sessions = new WeakMap<ReadonlyMap<string, CompiledWorkflow>, Map<string, TargetRef>>()
+
+const sessionId = (workflow: string, sessionKey: string) => `${workflow}\u0000${sessionKey}`
+
+const stickyTarget = (
+  workflows: ReadonlyMap<string, CompiledWorkflow>,
+  workflow: string,
+  sessionKey: string | undefined
+): TargetRef | undefined =>
+  sessionKey === undefined ? undefined : sessions.get(workflows)?.get(sessionId(workflow, sessionKey))
+
+const rememberTarget = (
+  workflows: ReadonlyMap<string, CompiledWorkflow>,
+  workflow: string,
+  sessionKey: string,
+  target: TargetRef
+): void => {
+  let lru = sessions.get(workflows)
+  if (lru === undefined) {
+    lru = new Map()
+    sessions.set(workflows, lru)
+  }
+  const id = sessionId(workflow, sessionKey)
+  lru.delete(id)
+  lru.set(id, target)
+  if (lru.size > maxSessionKeys) {
+    const oldest = lru.keys().next()
+    if (oldest.done !== true) lru.delete(oldest.value)
+  }
 }
 
 const storeFailure = (e: StoreError): Failure => ({
@@ -379,13 +433,13 @@ export const decide = (
       detail: `input of ${characters} characters exceeds the limit of ${maxCharacters} characters`
     })
   }
-  if (!needsCount) return withTokens(compiled, breakers, command, mode, undefined, limit, options)
+  if (!needsCount) return withTokens(workflows, compiled, breakers, command, mode, undefined, limit, options)
   // Small inputs are counted at once; large ones in slices that give the event loop turns.
   if (characters <= TokenEstimator.sliceCharacters) {
-    return withTokens(compiled, breakers, command, mode, TokenEstimator.estimateInput(input), limit, options)
+    return withTokens(workflows, compiled, breakers, command, mode, TokenEstimator.estimateInput(input), limit, options)
   }
   return Effect.flatMap(TokenEstimator.estimateInputYielding(input), (tokens) =>
-    withTokens(compiled, breakers, command, mode, tokens, limit, options)
+    withTokens(workflows, compiled, breakers, command, mode, tokens, limit, options)
   )
 }
 
@@ -464,14 +518,20 @@ const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
  * - `cost`: the cheapest candidate's price over this one's (1 for the cheapest). The price is the
  *   estimated worst-case cost of the call at the target when the input was counted (input tokens ×
  *   safety factor and the output-token cap), else input plus output price per million.
- * - `health`: 1 (an open breaker already excluded the target).
- * - `affinity`: 0 (no session affinity yet).
+ * - `health`: 1 without a health record (an open breaker already excluded the target), else
+ *   {@link healthOf} of the record; the score then carries `status` (`DEGRADED` below
+ *   {@link degradedBelow}, else `HEALTHY`).
+ * - `affinity`: 1 for `context.sticky` (the session's last target), else 0.
  * - `penalty`: the workflow's deprecated penalty (default 0.2) for a deprecated target, else 0.
  *
  * `total = wq·quality + wl·latency + wc·cost + wh·health + wa·affinity − penalty` with the
  * workflow's weights over {@link defaultWeights}. Order: total descending, ties in route order;
  * when the call's timeout is shorter than the workflow's short deadline (default 2 s), fast-latency
- * targets come first (in score order), the reason then `FAST_TIER` if that changed the leader.
+ * targets come first (in score order), the reason then `FAST_TIER` if that changed the leader; the
+ * reason is `STICKY` when the sticky target leads only thanks to its affinity. With the command's
+ * `escalate`, the targets of a stronger quality class than the leader's (an undeclared class is the
+ * weakest) move first, in that order (`ESCALATED`); without any, the order stays
+ * (`ESCALATION_UNAVAILABLE`).
  *
  * @since 0.4.0
  * @category Routing
@@ -480,7 +540,8 @@ export const score = (
   compiled: CompiledWorkflow,
   command: ModelCommand,
   targets: ReadonlyArray<ModelTarget>,
-  inputTokens: number | undefined
+  inputTokens: number | undefined,
+  context?: ScoreContext
 ): {
   readonly targets: ReadonlyArray<ModelTarget>
   readonly scores: ReadonlyArray<TargetScore>
@@ -505,7 +566,9 @@ export const score = (
   let cheapest = Infinity
   for (let i = 0; i < n; i++) cheapest = Math.min(cheapest, priceOf(targets[i]!))
   const deprecatedPenalty = round4(penalty)
-  const base = weights.health * 1 + weights.affinity * 0
+  const healths = context?.health
+  const sticky = context?.sticky
+  let stickyAt = -1
   const scores: Array<TargetScore> = []
   let sorted = true
   let previous = Infinity
@@ -525,10 +588,25 @@ export const score = (
     const price = priceOf(t)
     const cost = price <= 0 ? 1 : round4(cheapest / price)
     const minus = t.status === "deprecated" ? deprecatedPenalty : 0
-    const total = round4(weights.quality * quality + weights.latency * latency + weights.cost * cost + base - minus)
+    const record = healths?.[i]
+    const health = record === undefined ? 1 : healthOf(record)
+    const affinity = sticky !== undefined && t.ref === sticky ? 1 : 0
+    if (affinity === 1) stickyAt = i
+    const total = round4(
+      weights.quality * quality +
+        weights.latency * latency +
+        weights.cost * cost +
+        weights.health * health +
+        weights.affinity * affinity -
+        minus
+    )
     if (total > previous) sorted = false
     previous = total
-    scores.push({ target: t.ref, quality, latency, cost, health: 1, affinity: 0, penalty: minus, total })
+    scores.push(
+      record === undefined
+        ? { target: t.ref, quality, latency, cost, health, affinity, penalty: minus, total }
+        : { target: t.ref, quality, latency, cost, health, status: statusOf(health), affinity, penalty: minus, total }
+    )
   }
   let order: Array<number> | undefined
   // Total descending, ties in route order (the index makes the tie-break explicit).
@@ -537,19 +615,116 @@ export const score = (
     order.sort((a, b) => scores[b]!.total - scores[a]!.total || a - b)
   }
   let reason: SelectionReason = n === 1 ? "ONLY_ELIGIBLE" : "BEST_SCORE"
+  const isFast = (i: number) => (targets[i]!.classes?.latency === "fast" ? 1 : 0)
+  let fastFirst = false
   if (n > 1 && anyFast) {
     const shortDeadline = Duration.toMillis(w.scoring?.shortDeadline ?? defaultShortDeadline)
     if (Duration.toMillis(command.timeout ?? w.timeout) < shortDeadline) {
+      fastFirst = true
       const best = order === undefined ? 0 : order[0]
-      const isFast = (i: number) => (targets[i]!.classes?.latency === "fast" ? 1 : 0)
       order ??= scores.map((_, i) => i)
       order.sort((a, b) => isFast(b) - isFast(a) || scores[b]!.total - scores[a]!.total || a - b)
       if (order[0] !== best) reason = "FAST_TIER"
     }
   }
+  if (n > 1 && stickyAt >= 0 && (order === undefined ? 0 : order[0]) === stickyAt && weights.affinity > 0) {
+    // Would the sticky target lead without its affinity (same order rules)? If not, affinity decided.
+    const without = (i: number) => scores[i]!.total - (i === stickyAt ? weights.affinity : 0)
+    let lead = 0
+    for (let i = 1; i < n; i++) {
+      const byFast = fastFirst ? isFast(i) - isFast(lead) : 0
+      if (byFast > 0 || (byFast === 0 && round4(without(i)) > round4(without(lead)))) lead = i
+    }
+    if (lead !== stickyAt) reason = "STICKY"
+  }
+  if (command.escalate === true) {
+    const current = order ?? scores.map((_, i) => i)
+    const stronger = escalation(current, (i) => targets[i]!.qualityTier)
+    if (stronger === undefined) {
+      reason = "ESCALATION_UNAVAILABLE"
+    } else {
+      order = stronger
+      reason = "ESCALATED"
+    }
+  }
   if (order === undefined) return { targets, scores, reason }
   const ranked = order
   return { targets: ranked.map((i) => targets[i]!), scores: ranked.map((i) => scores[i]!), reason }
+}
+
+/**
+ * What scored selection reads besides the command: route health and session affinity.
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export interface ScoreContext {
+  /** Health record per target (aligned with the scored targets); `undefined` where none is kept. */
+  readonly health?: ReadonlyArray<RouteHealth | undefined> | undefined
+  /** The target the call's session was routed to last time; it gets the affinity term. */
+  readonly sticky?: TargetRef | undefined
+}
+
+/**
+ * Scores below this `health` term are `DEGRADED` (at or above, `HEALTHY`).
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const degradedBelow = 0.8
+
+/**
+ * Rate-limit headroom (the smaller of remaining / limit for requests and tokens) below which the
+ * `health` term is scored down.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const lowHeadroom = 0.1
+
+const statusOf = (health: number): HealthStatus => (health < degradedBelow ? "DEGRADED" : "HEALTHY")
+
+/**
+ * The `health` term of a route (0..1, 4 decimals): `successRate` in the window (1 without samples)
+ * × 0.5 for a half-open breaker × `min(1, 0.5 + 0.5·headroom / lowHeadroom)` while a reported
+ * rate-limit headroom is below {@link lowHeadroom} and not yet reset (a 429 without headers: 0.5).
+ *
+ * @since 0.4.0
+ * @category Routing
+ */
+export const healthOf = (record: RouteHealth): number => {
+  let health = record.samples > 0 ? (record.successRate ?? 1) : 1
+  if (record.breaker === "half_open") health *= 0.5
+  const limits = record.rateLimit
+  if (limits !== undefined && (limits.resetAt === undefined || limits.resetAt > record.at)) {
+    let headroom = 1
+    const share = (remaining: number | undefined, limit: number | undefined) => {
+      if (remaining === undefined) return
+      const s = limit === undefined || limit <= 0 ? (remaining <= 0 ? 0 : 1) : Math.max(0, remaining / limit)
+      headroom = Math.min(headroom, s)
+    }
+    share(limits.remainingRequests, limits.limitRequests)
+    share(limits.remainingTokens, limits.limitTokens)
+    if (headroom < lowHeadroom) health *= Math.min(1, 0.5 + (0.5 * headroom) / lowHeadroom)
+  }
+  return round4(Math.max(0, Math.min(1, health)))
+}
+
+/**
+ * Escalation: `order` with the items of a stronger quality class than the first's moved first (each
+ * group keeps its order), or `undefined` when none is stronger. An undeclared class is the weakest.
+ */
+const escalation = <A>(order: ReadonlyArray<A>, tierOf: (a: A) => QualityTier | undefined): Array<A> | undefined => {
+  const rank = (a: A) => {
+    const tier = tierOf(a)
+    return tier === undefined ? -1 : qualityRank(tier)
+  }
+  const first = order[0]
+  if (first === undefined) return undefined
+  const floor = rank(first)
+  const stronger = order.filter((a) => rank(a) > floor)
+  if (stronger.length === 0) return undefined
+  return [...stronger, ...order.filter((a) => rank(a) <= floor)]
 }
 
 /** The weights a workflow sets (omitted ones left out, so the defaults stay). */
@@ -604,6 +779,7 @@ class Decided implements Route {
 
 /** The rest of a decision, once the input tokens are known (or known not to be needed). */
 const withTokens = (
+  workflows: ReadonlyMap<string, CompiledWorkflow>,
   compiled: CompiledWorkflow,
   breakers: BreakerView,
   command: ModelCommand,
@@ -624,8 +800,11 @@ const withTokens = (
   // (breakers off, or a synchronous store) is read without a fiber step; from the first one that has
   // to wait for its store, the rest of the targets are decided one by one.
   const targets = compiled.targets
-  // Scored: every target passing the hard filters is scored; the fallback rule applies after ranking.
+  // Scored: every target passing the hard filters is scored; the fallback rule applies after ranking
+  // (also after an escalation reorders an ordered route).
   const scored = w.selection === "scored"
+  const escalate = command.escalate === true
+  const collectAll = scored || escalate
   const eligible: Array<ModelTarget> = []
   const excluded: Array<ExcludedTarget> = []
   // Targets past every hard filter and their breaker (with or without fallback allowed).
@@ -639,7 +818,7 @@ const withTokens = (
           { disableValidation: true }
         )
       )
-    } else if (!w.allowFallback && !scored && eligible.length > 0) {
+    } else if (!w.allowFallback && !collectAll && eligible.length > 0) {
       excluded.push(
         new ExcludedTarget(
           { target: target.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" },
@@ -665,28 +844,74 @@ const withTokens = (
     excluded.push(new ExcludedTarget({ target: target.ref, ...reason }, { disableValidation: true }))
     return undefined
   }
+  /** Past `allowFallback: false`: only the first of `ranked` stays, the rest are excluded. */
+  const keepFirst = (ranked: ReadonlyArray<ModelTarget>): ReadonlyArray<ModelTarget> => {
+    if (w.allowFallback || ranked.length <= 1) return ranked
+    for (const t of ranked.slice(1)) {
+      excluded.push(
+        new ExcludedTarget(
+          { target: t.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" },
+          { disableValidation: true }
+        )
+      )
+    }
+    return ranked.slice(0, 1)
+  }
   const done = (): Effect.Effect<Route, Failure> => {
     if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded })
-    let route: Decided
-    if (scored) {
-      const ranked = score(compiled, command, eligible, inputTokens)
-      let kept = ranked.targets
-      if (!w.allowFallback && kept.length > 1) {
-        for (const t of kept.slice(1)) {
-          excluded.push(
-            new ExcludedTarget(
-              { target: t.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" },
-              { disableValidation: true }
-            )
-          )
+    if (!scored) {
+      let reason: SelectionReason = passed === 1 ? "ONLY_ELIGIBLE" : "PINNED_ORDER"
+      let ordered: ReadonlyArray<ModelTarget> = eligible
+      if (escalate) {
+        const stronger = escalation(eligible, (t) => t.qualityTier)
+        if (stronger === undefined) {
+          reason = "ESCALATION_UNAVAILABLE"
+        } else {
+          ordered = stronger
+          reason = "ESCALATED"
         }
-        kept = kept.slice(0, 1)
+        ordered = keepFirst(ordered)
       }
-      route = new Decided(compiled, kept, excluded, inputTokens, options, ranked.reason, ranked.scores)
-    } else {
-      const reason = passed === 1 ? "ONLY_ELIGIBLE" : "PINNED_ORDER"
-      route = new Decided(compiled, eligible, excluded, inputTokens, options, reason, undefined)
+      return finish(new Decided(compiled, ordered, excluded, inputTokens, options, reason, undefined))
     }
+    // Route health for the health term: read without a fiber step when settled (`Health.layerNoop`).
+    const snapshot = breakers.snapshot
+    if (snapshot === undefined) return ranked(undefined)
+    let healths: Array<RouteHealth | undefined> | undefined
+    for (let i = 0; i < eligible.length; i++) {
+      const check = snapshot(eligible[i]!.ref)
+      const known = settledHealth(check)
+      if (known === null) continue
+      if (known !== undefined) {
+        healths ??= new Array<RouteHealth | undefined>(eligible.length)
+        healths[i] = known
+        continue
+      }
+      // A store to ask: the rest one by one (a failed read counts as no record; breakers fail closed).
+      const before = healths
+      return Effect.flatMap(
+        Effect.forEach(eligible, (t, k) =>
+          k < i
+            ? Effect.succeed(before?.[k])
+            : Effect.map(
+                Effect.orElseSucceed(k === i ? check : snapshot(t.ref), () => Option.none<RouteHealth>()),
+                Option.getOrUndefined
+              )
+        ),
+        ranked
+      )
+    }
+    return ranked(healths)
+  }
+  const ranked = (health: ReadonlyArray<RouteHealth | undefined> | undefined): Effect.Effect<Route, Failure> => {
+    const sessionKey = command.sessionKey
+    const sticky = stickyTarget(workflows, w.name, sessionKey)
+    const result = score(compiled, command, eligible, inputTokens, { health, sticky })
+    const kept = keepFirst(result.targets)
+    if (sessionKey !== undefined && kept[0] !== undefined) rememberTarget(workflows, w.name, sessionKey, kept[0].ref)
+    return finish(new Decided(compiled, kept, excluded, inputTokens, options, result.reason, result.scores))
+  }
+  const finish = (route: Decided): Effect.Effect<Route, Failure> => {
     let deprecated: Array<ModelTarget> | undefined
     for (const t of route.targets) {
       if (t.status !== "deprecated" || warnedDeprecated.has(t)) continue

@@ -4,6 +4,8 @@
  * @since 0.1.0
  */
 
+/** @since 0.5.0 */
+export * as AgentRun from "./AgentRun.js"
 /** @since 0.2.0 */
 export * as BreakerStore from "./BreakerStore.js"
 /** @since 0.1.0 */

@@ -53,7 +53,11 @@ const samples: Samples = {
   ],
   DeadlineExceeded: [{ _tag: "DeadlineExceeded", stage: "attempt", timeoutMs: 1000, elapsedMs: 1000 }],
   NoEligibleRoute: [{ _tag: "NoEligibleRoute", workflow: "w", excluded: [] }],
-  StoreError: [{ _tag: "StoreError", store: "budget", operation: "reserve", detail: "" }]
+  StoreError: [{ _tag: "StoreError", store: "budget", operation: "reserve", detail: "" }],
+  RunExhausted: [
+    { _tag: "RunExhausted", runId: "run-1", reason: "deadline", steps: [] },
+    { _tag: "RunExhausted", runId: "run-1", reason: "budget", steps: [] }
+  ]
 }
 
 const bools = [false, true] as const

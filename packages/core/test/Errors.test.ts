@@ -17,7 +17,8 @@ export const describeError = Match.type<Errors.GatewayError>().pipe(
     BudgetExceeded: () => "budget",
     DeadlineExceeded: () => "deadline",
     NoEligibleRoute: () => "no route",
-    StoreError: () => "store"
+    StoreError: () => "store",
+    RunExhausted: () => "run exhausted"
   })
 )
 
@@ -34,7 +35,8 @@ export const missingTag = Match.type<Errors.GatewayError>().pipe(
     AmbiguousOutcome: () => "ambiguous",
     BudgetExceeded: () => "budget",
     DeadlineExceeded: () => "deadline",
-    StoreError: () => "store"
+    StoreError: () => "store",
+    RunExhausted: () => "run exhausted"
   })
 )
 
@@ -57,7 +59,8 @@ describe("errors", () => {
           BudgetExceeded: () => Effect.succeed("be"),
           DeadlineExceeded: () => Effect.succeed("de"),
           NoEligibleRoute: () => Effect.succeed("ne"),
-          StoreError: () => Effect.succeed("se")
+          StoreError: () => Effect.succeed("se"),
+          RunExhausted: () => Effect.succeed("re")
         })
       )
       // @ts-expect-error DeadlineExceeded is not handled, so the error channel is not never
@@ -76,7 +79,8 @@ describe("errors", () => {
           AmbiguousOutcome: () => Effect.succeed("ao"),
           BudgetExceeded: () => Effect.succeed("be"),
           NoEligibleRoute: () => Effect.succeed("ne"),
-          StoreError: () => Effect.succeed("se")
+          StoreError: () => Effect.succeed("se"),
+          RunExhausted: () => Effect.succeed("re")
         })
       )
       assert.strictEqual(yield* all, "ok")
@@ -84,6 +88,10 @@ describe("errors", () => {
       assert.strictEqual(
         describeError(new Errors.DeadlineExceeded({ stage: "call", timeoutMs: 1, elapsedMs: 1 })),
         "deadline"
+      )
+      assert.strictEqual(
+        describeError(new Errors.RunExhausted({ runId: "run-1", reason: "budget", steps: [] })),
+        "run exhausted"
       )
     }).pipe(Effect.provide(gatewayLayer({})))
   )

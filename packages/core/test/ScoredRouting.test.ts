@@ -4,7 +4,7 @@
  * determinism (spec T8). The default `ordered` selection keeps route order.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { GatewayConfig, ModelGateway, Router } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
 import { ModelTarget, qualityRank, TargetRef } from "@modelgate/core/ModelTarget"
 import { RouteDecision } from "@modelgate/core/RouteDecision"
 import { Workflow } from "@modelgate/core/Workflow"
@@ -13,16 +13,18 @@ import {
   Clock,
   Effect,
   Either,
+  Exit,
   FastCheck as fc,
   Fiber,
   HashMap,
+  Layer,
   Logger,
   LogLevel,
   Option,
   Schema,
   TestClock
 } from "effect"
-import { command, gatewayLayer } from "./fixtures.js"
+import { command, gatewayLayer, providers } from "./fixtures.js"
 
 const refs = {
   strong: TargetRef.make("model://openai/strong@eu"),
@@ -362,6 +364,211 @@ describe("scored selection", () => {
         )
       )
     )
+  )
+})
+
+/** The gateway with in-memory route health (`Health.layerMemory`) instead of the noop. */
+const memoryLayer = () =>
+  ModelGateway.layer(makeDefinition()).pipe(
+    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: {} })),
+    Layer.provideMerge(
+      Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerMemory(), CallRecorder.layerMemory)
+    )
+  )
+
+/** Records attempts on a target of the `scored` workflow (the breaker stays closed under 5 in a row). */
+const recordOn = (ref: TargetRef, outcomes: ReadonlyArray<"success" | "unavailable">) =>
+  Effect.gen(function* () {
+    const gateway = yield* ModelGateway.ModelGateway
+    const health = yield* Health.Health
+    const target = gateway.router.workflows.get("scored")!.targets.find((t) => t.ref === ref)!
+    for (const outcome of outcomes) {
+      yield* health.record(target, {
+        outcome,
+        availabilityFailure: outcome !== "success",
+        latencyMs: 100,
+        ttftMs: undefined,
+        errorTag: outcome === "success" ? undefined : "ProviderUnavailable"
+      })
+    }
+  })
+
+describe("scored selection: health, escalation, affinity", () => {
+  it.effect("health: a failing route scores down (DEGRADED) and loses the lead; ordered selection ignores it", () =>
+    Effect.gen(function* () {
+      yield* recordOn(refs.fast, ["unavailable", "unavailable", "unavailable", "unavailable"])
+      yield* recordOn(refs.standard, ["success"])
+      const r = yield* resolve("scored")
+      assert.strictEqual(r.decision.selectionReason, "BEST_SCORE")
+      assert.deepStrictEqual(
+        r.decision.scores?.map((s) => [s.target, s.health, s.status, s.total]),
+        [
+          [refs.standard, 1, "HEALTHY", 0.5898],
+          [refs.strong, 1, undefined, 0.5835],
+          // 0.45·0.5 + 0.2·1 + 0.15·1 + 0.1·0 (success rate 0 of 4)
+          [refs.fast, 0, "DEGRADED", 0.575],
+          [refs.old, 1, undefined, 0.44]
+        ]
+      )
+      const ordered = yield* resolve("ordered")
+      assert.deepStrictEqual(ordered.decision.eligible, route)
+      assert.strictEqual(ordered.decision.selectionReason, "PINNED_ORDER")
+      assert.isUndefined(ordered.decision.scores)
+    }).pipe(Effect.provide(memoryLayer()))
+  )
+
+  it("Router.healthOf: success rate, half-open breaker, low rate-limit headroom until its reset", () => {
+    const record = (fields: Partial<Health.RouteHealth>) =>
+      new Health.RouteHealth({
+        route: refs.fast,
+        at: 1000,
+        breaker: "closed",
+        consecutiveFailures: 0,
+        samples: 10,
+        ...fields
+      })
+    assert.strictEqual(Router.healthOf(record({ samples: 0 })), 1)
+    assert.strictEqual(Router.healthOf(record({ successRate: 0.9 })), 0.9)
+    assert.strictEqual(Router.healthOf(record({ successRate: 0.9, breaker: "half_open" })), 0.45)
+    // headroom 2/100 = 0.02 < 0.1: × (0.5 + 0.5·0.02/0.1) = × 0.6
+    const low = { remainingRequests: 2, limitRequests: 100, reportedAt: 900, resetAt: 2000 }
+    assert.strictEqual(Router.healthOf(record({ successRate: 0.9, rateLimit: low })), 0.54)
+    // a 429 without headers: nothing left, × 0.5
+    assert.strictEqual(
+      Router.healthOf(record({ successRate: 1, rateLimit: { remainingRequests: 0, reportedAt: 900 } })),
+      0.5
+    )
+    // reset already passed: no penalty
+    assert.strictEqual(Router.healthOf(record({ successRate: 0.9, rateLimit: { ...low, resetAt: 1000 } })), 0.9)
+    // plenty of headroom: no penalty
+    const plenty = { remainingTokens: 50_000, limitTokens: 100_000, reportedAt: 900 }
+    assert.strictEqual(Router.healthOf(record({ successRate: 0.9, rateLimit: plenty })), 0.9)
+  })
+
+  it.effect("spec T6: stronger-tier selection follows the escalation signal and the hard filters", () =>
+    Effect.gen(function* () {
+      // Without the signal the low-class fast target leads; with it, the stronger classes come first.
+      const plain = yield* resolve("scored")
+      assert.strictEqual(plain.decision.selected, refs.fast)
+      const escalated = yield* resolve("scored", { escalate: true })
+      assert.strictEqual(escalated.decision.selectionReason, "ESCALATED")
+      assert.deepStrictEqual(escalated.decision.eligible, [refs.standard, refs.strong, refs.old, refs.fast])
+      assert.deepStrictEqual(totals(escalated.decision), [
+        [refs.standard, 0.5898],
+        [refs.strong, 0.5835],
+        [refs.old, 0.44],
+        [refs.fast, 0.675]
+      ])
+      // Same hard filters: a raised minimum class still excludes fast; stronger than standard is high.
+      const raised = yield* resolve("scored", { escalate: true, minQualityTier: "standard" })
+      assert.strictEqual(raised.decision.selectionReason, "ESCALATED")
+      assert.deepStrictEqual(raised.decision.eligible, [refs.strong, refs.old, refs.standard])
+      assert.deepStrictEqual(reasons(raised.decision), [[refs.fast, "BELOW_MIN_TIER", "quality low below standard"]])
+      // risk HIGH: only the verified strong target passes; nothing stronger, nothing excluded is used.
+      const high = yield* resolve("scored.high", { escalate: true })
+      assert.strictEqual(high.decision.selectionReason, "ESCALATION_UNAVAILABLE")
+      assert.deepStrictEqual(high.decision.eligible, [refs.strong])
+      assert.deepStrictEqual(
+        high.decision.excluded.map((e) => [e.target, e.reason]),
+        [
+          [refs.standard, "QUALITY_UNVERIFIED"],
+          [refs.fast, "QUALITY_UNVERIFIED"],
+          [refs.old, "QUALITY_UNVERIFIED"]
+        ]
+      )
+      // ordered: the primary is already of the strongest class
+      const ordered = yield* resolve("ordered", { escalate: true })
+      assert.strictEqual(ordered.decision.selectionReason, "ESCALATION_UNAVAILABLE")
+      assert.deepStrictEqual(ordered.decision.eligible, route)
+      // allowFallback false: the escalated target is the only one kept
+      const single = yield* resolve("scored.single", { escalate: true })
+      assert.deepStrictEqual(single.decision.eligible, [refs.standard])
+      assert.deepStrictEqual(
+        single.decision.excluded.map((e) => [e.target, e.reason]),
+        [
+          [refs.strong, "FALLBACK_NOT_ALLOWED"],
+          [refs.old, "FALLBACK_NOT_ALLOWED"],
+          [refs.fast, "FALLBACK_NOT_ALLOWED"]
+        ]
+      )
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("affinity: a session sticks to its last target (STICKY) and yields to a clearly better one", () =>
+    Effect.gen(function* () {
+      // The escalated follow-up lands on standard; the session remembers it.
+      const first = yield* resolve("scored", { sessionKey: "s1", escalate: true })
+      assert.strictEqual(first.decision.selected, refs.standard)
+      // standard 0.5898 + 0.1 affinity beats fast 0.675 by less than the affinity weight: sticks.
+      const sticky = yield* resolve("scored", { sessionKey: "s1" })
+      assert.strictEqual(sticky.decision.selectionReason, "STICKY")
+      assert.deepStrictEqual(
+        sticky.decision.scores?.slice(0, 2).map((s) => [s.target, s.affinity, s.total]),
+        [
+          [refs.standard, 1, 0.6898],
+          [refs.fast, 0, 0.675]
+        ]
+      )
+      // another session is not affected
+      const other = yield* resolve("scored", { sessionKey: "s2" })
+      assert.strictEqual(other.decision.selected, refs.fast)
+      assert.strictEqual(other.decision.selectionReason, "BEST_SCORE")
+      // standard fails: it loses its health term and fast is now clearly better
+      yield* recordOn(refs.standard, ["unavailable", "unavailable", "unavailable", "unavailable"])
+      const yielded = yield* resolve("scored", { sessionKey: "s1" })
+      assert.strictEqual(yielded.decision.selected, refs.fast)
+      assert.strictEqual(yielded.decision.selectionReason, "BEST_SCORE")
+      // the session now follows fast, which leads on its own (not STICKY)
+      const after = yield* resolve("scored", { sessionKey: "s1" })
+      assert.strictEqual(after.decision.selectionReason, "BEST_SCORE")
+      assert.deepStrictEqual(
+        after.decision.scores?.map((s) => [s.target, s.affinity]),
+        [
+          [refs.fast, 1],
+          [refs.strong, 0],
+          [refs.standard, 0],
+          [refs.old, 0]
+        ]
+      )
+    }).pipe(Effect.provide(memoryLayer()))
+  )
+
+  it.effect("affinity in Router.score: a sticky target far behind does not lead; the map is bounded", () =>
+    Effect.gen(function* () {
+      const gateway = yield* ModelGateway.ModelGateway
+      const compiled = gateway.router.workflows.get("scored")!
+      const ranked = Router.score(compiled, command("scored"), compiled.targets, undefined, { sticky: refs.old })
+      assert.strictEqual(ranked.reason, "BEST_SCORE")
+      assert.deepStrictEqual(ranked.scores.at(-1), {
+        target: refs.old,
+        quality: 0.9,
+        latency: 0.6,
+        cost: 0.1,
+        health: 1,
+        affinity: 1,
+        penalty: 0.2,
+        total: 0.54
+      })
+      // A router of its own (its own workflows map): LRU of Router.maxSessionKeys keys.
+      const workflows = new Map([["scored", compiled]])
+      const breakers = { isOpen: () => Effect.succeed(false) }
+      const decide = (extra: Parameters<typeof command>[1]) =>
+        Router.decide(workflows, breakers, command("scored", extra), "generate", false)
+      yield* decide({ sessionKey: "s0", escalate: true })
+      for (let i = 1; i < Router.maxSessionKeys; i++) yield* decide({ sessionKey: `k${i}` })
+      assert.strictEqual((yield* decide({ sessionKey: "s0" })).selectionReason, "STICKY")
+      for (let i = 0; i < Router.maxSessionKeys; i++) yield* decide({ sessionKey: `m${i}` })
+      const forgotten = yield* decide({ sessionKey: "s0" })
+      assert.strictEqual(forgotten.selectionReason, "BEST_SCORE")
+      assert.strictEqual(forgotten.eligible[0], refs.fast)
+      // A settled health answer (the noop's) keeps the decision synchronous: no fiber step.
+      const settledView = { ...breakers, snapshot: () => Effect.succeed(Option.none<Health.RouteHealth>()) }
+      const pendingView = { ...breakers, snapshot: () => Effect.sync(() => Option.none<Health.RouteHealth>()) }
+      assert.isTrue(Exit.isExit(Router.decide(workflows, settledView, command("scored"), "generate", false)))
+      const pending = Router.decide(workflows, pendingView, command("scored"), "generate", false)
+      assert.isFalse(Exit.isExit(pending))
+      assert.deepStrictEqual((yield* pending).eligible, forgotten.eligible)
+    }).pipe(Effect.provide(layer()))
   )
 })
 

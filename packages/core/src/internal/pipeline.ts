@@ -21,6 +21,7 @@ import {
   type Settlement,
   settleNowOf
 } from "../Budgets.js"
+import * as AgentRun from "../AgentRun.js"
 import type * as CallRecorder from "../CallRecorder.js"
 import type * as Concurrency from "../Concurrency.js"
 import { tryAcquireOf } from "../Concurrency.js"
@@ -122,10 +123,23 @@ interface Call {
   answered: ModelTarget | undefined
   result: ModelResult | undefined
   span: Tracer.Span | undefined
+  /** The agent run the call is in, if any; `runId`/`step`: the command's, else the run's. */
+  readonly run: AgentRun.Run | undefined
+  readonly runId: string | undefined
+  readonly step: number | undefined
+  /** What the call holds of its run's budget until it settles. */
+  runReserved: number
 }
 
-const newCall = (command: ModelCommand, mode: "generate" | "stream", clock: Clock.Clock): Call => {
+const newCall = (
+  command: ModelCommand,
+  mode: "generate" | "stream",
+  clock: Clock.Clock,
+  scope: AgentRun.Scope | undefined
+): Call => {
   const now = clock.unsafeCurrentTimeMillis()
+  const run = scope?.run
+  if (run !== undefined) run.calls++
   return {
     id: nextCallId(now),
     startedAt: now,
@@ -158,7 +172,11 @@ const newCall = (command: ModelCommand, mode: "generate" | "stream", clock: Cloc
     lastMaxOutputTokens: undefined,
     answered: undefined,
     result: undefined,
-    span: undefined
+    span: undefined,
+    run,
+    runId: command.runId ?? run?.runId,
+    step: command.step ?? (run === undefined ? undefined : (scope?.step ?? run.calls)),
+    runReserved: 0
   }
 }
 
@@ -212,7 +230,7 @@ export const execute = (
   // One step reads the clock and the tracer the caller runs with.
   Effect.withFiberRuntime((fiber) => {
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-    const call = newCall(command, mode, clock)
+    const call = newCall(command, mode, clock, fiber.getFiberRef(AgentRun.currentScope))
     const run = pipeline(ctx, call, invoke).pipe(
       Effect.onExit((exit) => settle(ctx, call, exit)),
       Effect.mapError((failure) => fromFailure(failure, { callId: call.id, attempts: call.attempts.slice() }))
@@ -257,7 +275,23 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
     )
     call.deadline = call.startedAt + timeoutMs
   }
-  const routing = routeCommand(ctx.router.workflows, ctx.health, cmd, call.mode, ctx.budgets.isLimited(cmd.tenant))
+  const run = call.run
+  if (run !== undefined) {
+    // No call of a run starts once its time or money is gone; the others end by its deadline.
+    const exhausted = AgentRun.exhaustedAt(run, call.startedAt)
+    if (exhausted !== undefined) {
+      return Effect.fail({
+        _tag: "RunExhausted",
+        runId: run.runId,
+        reason: exhausted,
+        steps: AgentRun.completedSteps(run)
+      })
+    }
+    if (compiled !== undefined) call.deadline = Math.min(call.deadline, run.deadlineAt)
+  }
+  // Input is counted only when a limit needs it: the tenant's budget or the run's.
+  const limited = ctx.budgets.isLimited(cmd.tenant) || (run !== undefined && run.budget !== undefined)
+  const routing = routeCommand(ctx.router.workflows, ctx.health, cmd, call.mode, limited)
   return Effect.flatMap(
     // A decision that has to wait (a large input counted in slices, a breaker store round trip)
     // waits within the deadline; a settled one is read as it is.
@@ -273,6 +307,12 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
         for (const t of route.targets) worst = Math.max(worst, worstCaseAt(route.inputTokens, route, cmd, t))
         call.estimatedCost = worstCaseAt(route.inputTokens, route, cmd, route.targets[0]!)
         amount = Math.min(worst, cmd.maxCost ?? Infinity, w.maxCost ?? Infinity)
+        // Carved from what is left of the run's budget; given back to the run when the call settles.
+        if (call.run !== undefined && call.run.budget !== undefined) {
+          amount = Math.min(amount, AgentRun.remainingBudget(call.run))
+          call.runReserved = amount
+          call.run.reserved += amount
+        }
       }
       const work = attempts(ctx, call, route, invoke).pipe(
         // Settled before the envelope is built, so that its evidence says what the settlement found.
@@ -1043,7 +1083,9 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
       overspent: call.settlement !== undefined && call.settlement.overspent > 0 ? call.settlement.overspent : undefined
     } satisfies Cost,
     schemaValid: answer !== undefined ? answer.schemaValid : call.schemaValid,
-    options: ModelOptions.evidenceOf(route?.options, t)
+    options: ModelOptions.evidenceOf(route?.options, t),
+    runId: call.runId,
+    step: call.step
   } satisfies Evidence
 }
 
@@ -1159,6 +1201,15 @@ const record = (
     finishReason: success ? exit.value.finishReason : undefined,
     evidence
   } satisfies CallRecord
+  const run = call.run
+  if (run !== undefined) {
+    // The run's money: what the call held goes back, what it spent is spent. A call refused by
+    // the run is not one of its steps.
+    run.reserved -= call.runReserved
+    call.runReserved = 0
+    run.spent += call.spent
+    if (failure?._tag !== "RunExhausted") run.records.push(callRecord)
+  }
   Report.unsafeEndCall(call.span, callRecord, {
     target: call.answered ?? call.lastTarget ?? call.route?.targets[0],
     workflow: call.route?.compiled.workflow.name,

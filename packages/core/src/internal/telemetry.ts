@@ -143,6 +143,9 @@ export const annotateCall = (span: Tracer.Span, record: CallRecord, end: CallEnd
     span.attribute(Attr.requestModel, t.model)
   }
   set(span, Attr.target, e.target)
+  // Agent runs (absent outside a run).
+  set(span, "modelgate.run_id", e.runId)
+  set(span, "modelgate.run.step", e.step)
   set(span, Attr.modelVersion, e.modelVersion)
   set(span, Attr.responseModel, e.modelVersion)
   set(span, Attr.requestMaxTokens, end.maxOutputTokens)
