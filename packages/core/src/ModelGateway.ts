@@ -42,8 +42,56 @@ export interface Service {
    * `Final` with the envelope. Interrupting the consumer cancels the call.
    */
   readonly stream: (command: ModelCommand) => Stream.Stream<StreamEvent.StreamEvent, GatewayError>
-  /** The router, for inspecting decisions without calling a provider. */
+  /** The router of the running configuration, for inspecting decisions without calling a provider. */
   readonly router: Router.Service
+  /**
+   * Validates a whole new configuration exactly like startup (one `GatewayConfigError` listing every
+   * problem) and swaps it in atomically: calls already started finish on the configuration they
+   * started with, later calls run on the new one. A rejected reload changes nothing. Reloads run
+   * one at a time. Returns the version the evidence of later calls records.
+   */
+  readonly reload: (source: ReloadSource) => Effect.Effect<ConfigVersion, GatewayConfigError>
+  /** The version of the running configuration. */
+  readonly configVersion: Effect.Effect<ConfigVersion>
+}
+
+/**
+ * The version of a configuration, recorded in each call's evidence (`configVersion`): the one
+ * supplied with it, else `cfg_` and a short hash of its encoded form.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export type ConfigVersion = string
+
+/**
+ * A configuration to reload: a definition, or JSON in the shape `GatewayConfig.Encoded` (decoded
+ * first, all problems listed) with the schemas and degrade handlers of the running configuration
+ * unless `code` is given. `version` names it in evidence (default: a hash of the encoded config).
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export type ReloadSource =
+  | (GatewayConfig.Definition & { readonly version?: string | undefined })
+  | {
+      readonly json: unknown
+      readonly code?: Omit<GatewayConfig.Definition, "config"> | undefined
+      readonly version?: string | undefined
+    }
+
+const encodeConfig = Schema.encodeEither(GatewayConfig.GatewayConfig)
+
+/** `cfg_` and the FNV-1a hash (32 bits, hex) of the configuration's encoded JSON. */
+const hashVersion = (config: GatewayConfig.GatewayConfig): ConfigVersion => {
+  const encoded = encodeConfig(config)
+  const text = JSON.stringify(Either.isRight(encoded) ? encoded.right : null)
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return `cfg_${(h >>> 0).toString(16).padStart(8, "0")}`
 }
 
 /**
@@ -54,44 +102,86 @@ export class ModelGateway extends Context.Tag("@modelgate/core/ModelGateway")<Mo
 
 /**
  * Validates the definition against itself and the adapters present in the context, then builds the
- * gateway. Fails with one `GatewayConfigError` listing every problem.
+ * gateway. Fails with one `GatewayConfigError` listing every problem. `options.version` names the
+ * configuration in evidence (default: a hash of it, see {@link ConfigVersion}); later ones come
+ * with `reload`.
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (definition: GatewayConfig.Definition) =>
+export const make = (definition: GatewayConfig.Definition, options?: { readonly version?: string | undefined }) =>
   Effect.gen(function* () {
-    const providers = new Set(definition.config.targets.map((t) => t.provider as string))
-    const adapters = new Map<string, ProviderAdapter.ProviderAdapter>()
-    for (const p of providers) {
-      const found = yield* ProviderAdapter.find(p)
-      if (found._tag === "Some") adapters.set(p, found.value)
-    }
+    // Adapters are those of the context the gateway is built in, for this configuration and reloads.
+    const built = yield* Effect.context<never>()
     const budgets = yield* Budgets
-    // Every workflow timeout must be shorter than the budgets' reservation TTL (checked with the rest).
-    // The adapters' provider-option allowlists check workflows here and commands when they are routed.
-    const providerOptions = new Map<string, ModelOptions.ProviderOptionsAllowlist>()
-    for (const [p, adapter] of adapters) if (adapter.providerOptions) providerOptions.set(p, adapter.providerOptions)
-    const checks: GatewayConfig.ValidateOptions = { reservationTtl: budgets.reservationTtl, providerOptions }
-    const problems = GatewayConfig.validate(definition, new Set(adapters.keys()), checks)
-    if (problems.length > 0) return yield* new GatewayConfigError({ problems })
-    // Once per build: a workflow without policy or prompt version is recorded as "unversioned".
-    yield* GatewayConfig.warnUnversioned(definition.config)
-    const workflows = GatewayConfig.compile(definition, checks)
-    const router = yield* Router.make(workflows)
+    const health = yield* Health
+    /** Validates and compiles one configuration; returns it with the adapters it uses. */
+    const prepare = (def: GatewayConfig.Definition, version: string | undefined) =>
+      Effect.gen(function* () {
+        const adapters = new Map<string, ProviderAdapter.ProviderAdapter>()
+        for (const t of def.config.targets) {
+          const found = Context.getOption(built, ProviderAdapter.tag(t.provider))
+          if (found._tag === "Some") adapters.set(t.provider, found.value)
+        }
+        // Every workflow timeout must be shorter than the budgets' reservation TTL (checked with the rest).
+        // The adapters' provider-option allowlists check workflows here and commands when they are routed.
+        const providerOptions = new Map<string, ModelOptions.ProviderOptionsAllowlist>()
+        for (const [p, adapter] of adapters)
+          if (adapter.providerOptions) providerOptions.set(p, adapter.providerOptions)
+        const checks: GatewayConfig.ValidateOptions = { reservationTtl: budgets.reservationTtl, providerOptions }
+        const problems = GatewayConfig.validate(def, new Set(adapters.keys()), checks)
+        if (problems.length > 0) return yield* new GatewayConfigError({ problems })
+        // Once per build: a workflow without policy or prompt version is recorded as "unversioned".
+        yield* GatewayConfig.warnUnversioned(def.config)
+        const workflows = GatewayConfig.compile(def, checks)
+        const router = yield* Effect.provideService(Router.make(workflows), Health, health)
+        const live: engine.LiveConfig = { router, version: version ?? hashVersion(def.config) }
+        return { live, adapters, definition: def }
+      })
+    const first = yield* prepare(definition, options?.version)
+    // Only ever added to: a call in flight keeps the adapters of the configuration it started on.
+    const adapters = new Map(first.adapters)
     const ctx: engine.EngineContext = {
-      router,
+      live: { current: first.live },
       adapters,
       budgets,
       concurrency: yield* Concurrency,
       recorder: yield* CallRecorder,
-      health: yield* Health,
+      health,
       telemetry: yield* Telemetry.TelemetrySettings
     }
+    let running = first.definition
+    const oneAtATime = yield* Effect.makeSemaphore(1)
+    const reload = (source: ReloadSource): Effect.Effect<ConfigVersion, GatewayConfigError> =>
+      oneAtATime.withPermits(1)(
+        Effect.gen(function* () {
+          const def: GatewayConfig.Definition =
+            "json" in source
+              ? {
+                  schemas: (source.code ?? running).schemas,
+                  degradeHandlers: (source.code ?? running).degradeHandlers,
+                  config: yield* GatewayConfig.decode(source.json)
+                }
+              : source
+          const next = yield* prepare(def, source.version)
+          // All or nothing: one assignment, after everything was validated and compiled.
+          for (const [p, adapter] of next.adapters) adapters.set(p, adapter)
+          ctx.live.current = next.live
+          running = next.definition
+          yield* Effect.annotateLogs(Effect.logInfo("modelgate: configuration reloaded"), {
+            configVersion: next.live.version
+          })
+          return next.live.version
+        })
+      )
     return ModelGateway.of({
       generate: (command) => engine.generate(ctx, command),
       stream: (command) => streaming.stream(ctx, command),
-      router
+      get router() {
+        return ctx.live.current.router
+      },
+      reload,
+      configVersion: Effect.sync(() => ctx.live.current.version)
     })
   })
 
@@ -190,6 +280,61 @@ export const layerJson = (
     ModelGateway,
     Effect.flatMap(GatewayConfig.decode(json), (config) => make({ ...code, config }))
   )
+
+/**
+ * Runs `reload` with the gateway from the context.
+ *
+ * @since 0.5.0
+ * @category Accessors
+ */
+export const reload = (source: ReloadSource): Effect.Effect<ConfigVersion, GatewayConfigError, ModelGateway> =>
+  Effect.flatMap(ModelGateway, (g) => g.reload(source))
+
+/**
+ * Applies each configuration of `source`, in order, with `reload`, until the stream ends. A rejected
+ * one is skipped and logged with its problem count (never its values); the running configuration
+ * stays. A failure of the stream itself ends the watch with a warning.
+ *
+ * @since 0.5.0
+ * @category Accessors
+ */
+export const reloadFrom = <E, R>(
+  source: Stream.Stream<ReloadSource, E, R>
+): Effect.Effect<void, never, ModelGateway | R> =>
+  Effect.flatMap(ModelGateway, (g) =>
+    Stream.runForEach(source, (next) =>
+      Effect.catchAll(Effect.asVoid(g.reload(next)), (error) =>
+        Effect.annotateLogs(Effect.logWarning("modelgate: configuration reload rejected"), {
+          problems: error.problems.length
+        })
+      )
+    ).pipe(Effect.catchAll(() => Effect.logWarning("modelgate: configuration source failed; reloads stopped")))
+  )
+
+/**
+ * A gateway layer (`layer`, `layerJson`) that also watches `source` for new configurations: runs
+ * {@link reloadFrom} in the layer's scope, so the watch stops when the layer is released.
+ *
+ * ```ts
+ * const GatewayLive = ModelGateway.layerJson(initial).pipe(
+ *   ModelGateway.reloadingFrom(Stream.map(configFileChanges, (json) => ({ json }))),
+ *   ModelGateway.withDefaults()
+ * )
+ * ```
+ *
+ * @since 0.5.0
+ * @category Layers
+ */
+export const reloadingFrom =
+  <E2, R2>(source: Stream.Stream<ReloadSource, E2, R2>) =>
+  <E, R>(self: Layer.Layer<ModelGateway, E, R>): Layer.Layer<ModelGateway, E, R | Exclude<R2, ModelGateway>> =>
+    Layer.provide(
+      Layer.scoped(
+        ModelGateway,
+        Effect.flatMap(ModelGateway, (g) => Effect.as(Effect.forkScoped(reloadFrom(source)), g))
+      ),
+      self
+    )
 
 /**
  * Runs `generate` with the gateway from the context.

@@ -158,6 +158,8 @@ export const Evidence = Schema.Struct({
   pricingVersion: Schema.optional(Schema.String),
   /** The `Catalogue` version the target was resolved from, when it names a catalogue entry. */
   catalogueVersion: Schema.optional(Schema.String),
+  /** The version of the gateway configuration the call ran on (set by `reload`, or a hash of it). */
+  configVersion: Schema.optional(Schema.String),
   /** The target whose answer was used. */
   target: Schema.optional(TargetRef),
   model: Schema.optional(Schema.String),

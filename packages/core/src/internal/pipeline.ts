@@ -56,9 +56,19 @@ import { bounded } from "./deadline.js"
 import { issuesOf } from "./issues.js"
 import { retrySchedule, type Stepper, stepper } from "./retry.js"
 
+/** One running configuration: its router (compiled workflows) and its version. */
+export interface LiveConfig {
+  readonly router: RouterService
+  readonly version: string
+}
+
 /** Services and data the pipeline runs with, resolved once when the gateway is built. */
 export interface EngineContext {
-  readonly router: RouterService
+  /**
+   * The running configuration, swapped whole by a reload (one assignment). Each call reads it once,
+   * at its start, and runs on that configuration to the end.
+   */
+  readonly live: { current: LiveConfig }
   readonly adapters: ReadonlyMap<string, ProviderAdapter>
   readonly budgets: Budgets["Type"]
   readonly concurrency: Concurrency.Service
@@ -88,6 +98,8 @@ interface Call {
   readonly startedAt: number
   readonly command: ModelCommand
   readonly mode: "generate" | "stream"
+  /** The configuration the call started on (read once, at its start). */
+  readonly config: LiveConfig
   /** The clock the caller runs with (a `TestClock` in tests). */
   readonly clock: Clock.Clock
   route: Route | undefined
@@ -134,6 +146,7 @@ interface Call {
 const newCall = (
   command: ModelCommand,
   mode: "generate" | "stream",
+  config: LiveConfig,
   clock: Clock.Clock,
   scope: AgentRun.Scope | undefined
 ): Call => {
@@ -145,6 +158,7 @@ const newCall = (
     startedAt: now,
     command,
     mode,
+    config,
     clock,
     route: undefined,
     deadline: now,
@@ -219,18 +233,21 @@ const defaultTracer = Effect.runSync(Effect.tracer)
 const now = Clock.currentTimeMillis
 
 /**
- * Runs one call in `mode`, with `invoke` calling the adapters. Builds exactly one CallRecord.
+ * Runs one call in `mode`, with `invoke` calling the adapters, on `config` (by default the running
+ * configuration, read when the call starts). Builds exactly one CallRecord.
  */
 export const execute = (
   ctx: EngineContext,
   command: ModelCommand,
   mode: "generate" | "stream",
-  invoke: Invoke
+  invoke: Invoke,
+  config?: LiveConfig
 ): Effect.Effect<ModelResult, GatewayError> =>
   // One step reads the clock and the tracer the caller runs with.
   Effect.withFiberRuntime((fiber) => {
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-    const call = newCall(command, mode, clock, fiber.getFiberRef(AgentRun.currentScope))
+    const live = config ?? ctx.live.current
+    const call = newCall(command, mode, live, clock, fiber.getFiberRef(AgentRun.currentScope))
     const run = pipeline(ctx, call, invoke).pipe(
       Effect.onExit((exit) => settle(ctx, call, exit)),
       Effect.mapError((failure) => fromFailure(failure, { callId: call.id, attempts: call.attempts.slice() }))
@@ -266,7 +283,8 @@ const storeFailure = (e: {
 /** resolve → deadline → reserve → permit → attempts → result. */
 const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect<ModelResult, Failure> => {
   const cmd = call.command
-  const compiled = ctx.router.workflows.get(cmd.workflow)
+  const workflows = call.config.router.workflows
+  const compiled = workflows.get(cmd.workflow)
   if (compiled !== undefined) {
     const w = compiled.workflow
     const timeoutMs = Math.min(
@@ -291,7 +309,7 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
   }
   // Input is counted only when a limit needs it: the tenant's budget or the run's.
   const limited = ctx.budgets.isLimited(cmd.tenant) || (run !== undefined && run.budget !== undefined)
-  const routing = routeCommand(ctx.router.workflows, ctx.health, cmd, call.mode, limited)
+  const routing = routeCommand(workflows, ctx.health, cmd, call.mode, limited)
   return Effect.flatMap(
     // A decision that has to wait (a large input counted in slices, a breaker store round trip)
     // waits within the deadline; a settled one is read as it is.
@@ -1052,6 +1070,7 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
     schemaVersion: w?.output?.schemaVersion,
     pricingVersion: t?.pricing.pricingVersion ?? route?.targets[0]?.pricing.pricingVersion,
     catalogueVersion: t !== undefined ? t.catalogueVersion : route?.targets[0]?.catalogueVersion,
+    configVersion: call.config.version,
     target: t?.ref,
     model: t?.model,
     modelVersion: call.modelVersion,

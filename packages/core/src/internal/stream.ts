@@ -208,15 +208,18 @@ export const stream = (
   command: ModelCommand
 ): Stream.Stream<StreamEvent.StreamEvent, GatewayError> =>
   Stream.asyncPush<StreamEvent.StreamEvent, GatewayError>(
-    (emit) =>
-      execute(
+    (emit) => {
+      // The running configuration, read once: the call and its output format both use it.
+      const config = ctx.live.current
+      return execute(
         ctx,
         command,
         "stream",
         invokeStream(
           (event) => void emit.single(event),
-          ctx.router.workflows.get(command.workflow)?.schema !== undefined
-        )
+          config.router.workflows.get(command.workflow)?.schema !== undefined
+        ),
+        config
       ).pipe(
         Effect.matchCause({
           onSuccess: (result) => {
@@ -227,6 +230,7 @@ export const stream = (
           onFailure: (cause) => emit.halt(cause)
         }),
         Effect.forkScoped
-      ),
+      )
+    },
     { bufferSize: "unbounded" }
   )
