@@ -293,6 +293,8 @@ export interface CompiledWorkflow {
   readonly degrade: DegradeHandler | undefined
   /** Per provider id, the provider-option fields its adapter allows (for commands' `providerOptions`). */
   readonly providerOptionAllowlists: ReadonlyMap<string, ModelOptions.ProviderOptionsAllowlist>
+  /** The canary's candidate target (`workflow.canary`), resolved; absent without a canary. */
+  readonly canaryTarget?: ModelTarget | undefined
 }
 
 /**
@@ -541,6 +543,26 @@ export const validate = (
         tgt("OPTION_UNSUPPORTED", `does not accept options the workflow pins: ${unsupported.join(", ")}`)
       }
     })
+    const canary = w.canary
+    if (canary !== undefined) {
+      if (!targets.has(canary.target)) {
+        add({
+          path: `${path}.canary.target`,
+          workflow: wf,
+          target: canary.target,
+          reason: "UNKNOWN_TARGET",
+          detail: "no target with this ref"
+        })
+      }
+      if (!(canary.share > 0 && canary.share <= 1)) {
+        add({
+          path: `${path}.canary.share`,
+          workflow: wf,
+          reason: "INVALID_CANARY_SHARE",
+          detail: "must be within (0, 1]"
+        })
+      }
+    }
   })
   return problems
 }
@@ -582,7 +604,8 @@ export const compile = (
         return t ? [t] : []
       }),
       degrade,
-      providerOptionAllowlists
+      providerOptionAllowlists,
+      canaryTarget: w.canary === undefined ? undefined : targets.get(w.canary.target)
     })
   }
   return out

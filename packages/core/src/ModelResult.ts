@@ -13,7 +13,7 @@ import { Schema } from "effect"
 import { ToolCall } from "./ModelCommand.js"
 import { OptionsEvidence } from "./ModelOptions.js"
 import { TargetRef } from "./ModelTarget.js"
-import { ExcludedTarget, SelectionReason, TargetScore } from "./RouteDecision.js"
+import { CanaryAssignment, ExcludedTarget, SelectionReason, TargetScore } from "./RouteDecision.js"
 
 /**
  * @since 0.1.0
@@ -171,6 +171,8 @@ export const Evidence = Schema.Struct({
   selectionReason: Schema.optional(SelectionReason),
   /** Scored selection: the scores of the targets that passed the hard filters, best first. */
   scores: Schema.optional(Schema.Array(TargetScore)),
+  /** The workflow's canary and the side the call was assigned (absent without a canary). */
+  canary: Schema.optional(CanaryAssignment),
   fallbackUsed: Schema.Boolean,
   degraded: Schema.Boolean,
   attempts: Schema.Array(AttemptRecord),

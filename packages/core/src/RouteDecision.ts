@@ -87,7 +87,8 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
  * Why the first eligible target was selected: `PINNED_ORDER` (an `ordered` workflow), `BEST_SCORE`
  * (the highest score), `FAST_TIER` (a short deadline put fast-latency targets first), `ONLY_ELIGIBLE`,
  * `STICKY` (session affinity decided), `ESCALATED` (the command's `escalate` put a stronger quality
- * class first), `ESCALATION_UNAVAILABLE` (`escalate` asked, no eligible target of a stronger class).
+ * class first), `ESCALATION_UNAVAILABLE` (`escalate` asked, no eligible target of a stronger class),
+ * `CANARY` (the workflow's canary candidate leads).
  *
  * @since 0.4.0
  * @category Models
@@ -99,7 +100,9 @@ export const SelectionReason = Schema.Literal(
   "ONLY_ELIGIBLE",
   "STICKY",
   "ESCALATED",
-  "ESCALATION_UNAVAILABLE"
+  "ESCALATION_UNAVAILABLE",
+  /** The workflow's canary assigned the call to the candidate side and the candidate leads. */
+  "CANARY"
 )
 /** @since 0.4.0 */
 export type SelectionReason = typeof SelectionReason.Type
@@ -138,6 +141,23 @@ export const TargetScore = Schema.Struct({
 export interface TargetScore extends Schema.Schema.Type<typeof TargetScore> {}
 
 /**
+ * The side of a workflow's canary a call was assigned: `candidate` (the candidate leads) or
+ * `baseline` (the route as configured; also when the candidate side's candidate was not eligible,
+ * which `skipped` then says).
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export const CanaryAssignment = Schema.Struct({
+  id: Schema.String,
+  side: Schema.Literal("candidate", "baseline"),
+  /** Assigned to the candidate side but the candidate was not eligible (its reason is in `excluded`). */
+  skipped: Schema.optional(Schema.Boolean)
+}).annotations({ identifier: "@modelgate/core/CanaryAssignment" })
+/** @since 0.5.0 */
+export interface CanaryAssignment extends Schema.Schema.Type<typeof CanaryAssignment> {}
+
+/**
  * @since 0.1.0
  * @category Models
  */
@@ -162,7 +182,9 @@ export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/
    * eligible order; with `allowFallback: false` all but the first are excluded as
    * `FALLBACK_NOT_ALLOWED`).
    */
-  scores: Schema.optional(Schema.Array(TargetScore))
+  scores: Schema.optional(Schema.Array(TargetScore)),
+  /** The workflow's canary and the side this call was assigned (absent without a canary). */
+  canary: Schema.optional(CanaryAssignment)
 }) {
   /** The selected target, if any. */
   get selected(): TargetRef | undefined {

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Either, Exit, Option } from "effect"
+import { Duration, Effect, Either, Exit, Metric, Option } from "effect"
 import { minimumUsefulOutputTokens } from "./Pricing.js"
 import { type Failure, fromFailure, type GatewayError, type StoreError } from "./Errors.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
@@ -14,8 +14,9 @@ import type { ModelCommand } from "./ModelCommand.js"
 import * as ModelOptions from "./ModelOptions.js"
 import { type ModelTarget, type QualityTier, qualityRank, type TargetRef } from "./ModelTarget.js"
 import { boundDetail, ExcludedTarget, RouteDecision } from "./RouteDecision.js"
-import type { ExclusionReason, HealthStatus, SelectionReason, TargetScore } from "./RouteDecision.js"
-import type { Risk, ScoreWeights } from "./Workflow.js"
+import type { CanaryAssignment, ExclusionReason, HealthStatus, SelectionReason, TargetScore } from "./RouteDecision.js"
+import { metrics } from "./Telemetry.js"
+import type { CanaryPolicy, Risk, ScoreWeights } from "./Workflow.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
 /**
@@ -45,6 +46,8 @@ export interface Route {
   readonly selectionReason?: SelectionReason
   /** Scored selection: the scores of the targets that passed the hard filters, best first. */
   readonly scores?: ReadonlyArray<TargetScore> | undefined
+  /** The workflow's canary and the side the call was assigned (the decision's `canary`). */
+  readonly canary?: CanaryAssignment | undefined
 }
 
 /**
@@ -383,7 +386,9 @@ export const decide = (
   breakers: BreakerView,
   command: ModelCommand,
   mode: "generate" | "stream",
-  budgetLimited: boolean
+  budgetLimited: boolean,
+  /** The call's id: the stickiness key of a `call` (or keyless `session`) canary. */
+  callId?: string
 ): Effect.Effect<Route, Failure> => {
   const compiled = workflows.get(command.workflow)
   if (compiled === undefined) {
@@ -433,13 +438,23 @@ export const decide = (
       detail: `input of ${characters} characters exceeds the limit of ${maxCharacters} characters`
     })
   }
-  if (!needsCount) return withTokens(workflows, compiled, breakers, command, mode, undefined, limit, options)
+  if (!needsCount) return withTokens(workflows, compiled, breakers, command, mode, undefined, limit, options, callId)
   // Small inputs are counted at once; large ones in slices that give the event loop turns.
   if (characters <= TokenEstimator.sliceCharacters) {
-    return withTokens(workflows, compiled, breakers, command, mode, TokenEstimator.estimateInput(input), limit, options)
+    return withTokens(
+      workflows,
+      compiled,
+      breakers,
+      command,
+      mode,
+      TokenEstimator.estimateInput(input),
+      limit,
+      options,
+      callId
+    )
   }
   return Effect.flatMap(TokenEstimator.estimateInputYielding(input), (tokens) =>
-    withTokens(workflows, compiled, breakers, command, mode, tokens, limit, options)
+    withTokens(workflows, compiled, breakers, command, mode, tokens, limit, options, callId)
   )
 }
 
@@ -753,7 +768,8 @@ class Decided implements Route {
     readonly inputTokens: number | undefined,
     readonly options: ModelOptions.ResolvedOptions,
     readonly selectionReason: SelectionReason,
-    readonly scores: ReadonlyArray<TargetScore> | undefined
+    readonly scores: ReadonlyArray<TargetScore> | undefined,
+    readonly canary?: CanaryAssignment | undefined
   ) {
     this.eligible = targets.map((t) => t.ref)
   }
@@ -768,7 +784,8 @@ class Decided implements Route {
           excluded: this.excluded,
           estimatedInputTokens: this.inputTokens,
           selectionReason: this.selectionReason,
-          scores: this.scores
+          scores: this.scores,
+          canary: this.canary
         },
         { disableValidation: true }
       )
@@ -786,7 +803,8 @@ const withTokens = (
   mode: "generate" | "stream",
   inputTokens: number | undefined,
   limit: number,
-  options: ModelOptions.ResolvedOptions
+  options: ModelOptions.ResolvedOptions,
+  callId: string | undefined
 ): Effect.Effect<Route, Failure> => {
   const w = compiled.workflow
   if (inputTokens !== undefined && inputTokens > limit) {
@@ -911,7 +929,96 @@ const withTokens = (
     if (sessionKey !== undefined && kept[0] !== undefined) rememberTarget(workflows, w.name, sessionKey, kept[0].ref)
     return finish(new Decided(compiled, kept, excluded, inputTokens, options, result.reason, result.scores))
   }
+  /** The workflow's canary applied to the decided route: its side, and the candidate first on its side. */
   const finish = (route: Decided): Effect.Effect<Route, Failure> => {
+    const canary = w.canary
+    const candidate = compiled.canaryTarget
+    if (canary === undefined || candidate === undefined) return warnDeprecated(route)
+    const key = canaryKey(canary, command, callId)
+    if (key === undefined || canarySide(canary, key) === "baseline") {
+      return assigned(route, canary, { id: canary.id, side: "baseline" })
+    }
+    view ??= requestView(compiled, command, mode)
+    const reason =
+      requestReason(compiled, view, candidate, options.required) ??
+      sizeReason(compiled, command, candidate, inputTokens)
+    if (reason !== undefined) return skipped(route, canary, candidate, reason)
+    const breaker = breakers.isOpen(candidate)
+    const open = settled(breaker)
+    const onOpen = (isOpen: boolean) =>
+      isOpen
+        ? skipped(route, canary, candidate, { reason: "BREAKER_OPEN", detail: "circuit breaker open" })
+        : assigned(candidateFirst(route, candidate), canary, { id: canary.id, side: "candidate" })
+    if (open !== undefined) return onOpen(open)
+    return Effect.flatMap(Effect.mapError(breaker, storeFailure), onOpen)
+  }
+  /** The route past the candidate side: the candidate first, then the route (or only it without fallback). */
+  const candidateFirst = (route: Decided, candidate: ModelTarget): Decided => {
+    const rest = route.targets.filter((t) => t.ref !== candidate.ref)
+    const kept = [candidate]
+    const out = route.excluded.filter((e) => e.target !== candidate.ref)
+    if (w.allowFallback) kept.push(...rest)
+    else {
+      for (const t of rest) {
+        out.push(
+          new ExcludedTarget(
+            { target: t.ref, reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" },
+            { disableValidation: true }
+          )
+        )
+      }
+    }
+    return new Decided(compiled, kept, out, inputTokens, options, "CANARY", route.scores)
+  }
+  /** On the candidate side, but the candidate is not eligible: the baseline route, saying so. */
+  const skipped = (
+    route: Decided,
+    canary: CanaryPolicy,
+    candidate: ModelTarget,
+    reason: { readonly reason: ExclusionReason; readonly detail: string }
+  ): Effect.Effect<Route, Failure> => {
+    const out = route.excluded.some((e) => e.target === candidate.ref)
+      ? route.excluded
+      : [...route.excluded, new ExcludedTarget({ target: candidate.ref, ...reason }, { disableValidation: true })]
+    const baseline = new Decided(
+      compiled,
+      route.targets,
+      out,
+      inputTokens,
+      options,
+      route.selectionReason,
+      route.scores
+    )
+    return assigned(baseline, canary, { id: canary.id, side: "baseline", skipped: true })
+  }
+  /** The route with its canary assignment, counted in `modelgate.canary.assignments`. */
+  const assigned = (
+    route: Decided,
+    canary: CanaryPolicy,
+    assignment: CanaryAssignment
+  ): Effect.Effect<Route, Failure> =>
+    Effect.zipRight(
+      Metric.increment(
+        Metric.tagged(
+          Metric.tagged(Metric.tagged(metrics.canaryAssignments, "workflow", w.name), "canary", canary.id),
+          "side",
+          assignment.side
+        )
+      ),
+      warnDeprecated(
+        new Decided(
+          compiled,
+          route.targets,
+          route.excluded,
+          inputTokens,
+          options,
+          route.selectionReason,
+          route.scores,
+          assignment
+        )
+      )
+    )
+  const warnDeprecated = (route: Decided): Effect.Effect<Route, Failure> => {
     let deprecated: Array<ModelTarget> | undefined
     for (const t of route.targets) {
       if (t.status !== "deprecated" || warnedDeprecated.has(t)) continue
@@ -962,6 +1069,55 @@ const withTokens = (
   }
   return done()
 }
+
+/**
+ * FNV-1a (32-bit) of `text`, with a final avalanche step so that nearby keys spread over the whole
+ * range; an unsigned 32-bit integer.
+ *
+ * @since 0.5.0
+ * @category Canary
+ */
+export const canaryHash = (text: string): number => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return h >>> 0
+}
+
+/**
+ * The side of `canary` a stickiness key lands on: `candidate` when the hash of the canary id and
+ * the key, as a bucket in [0, 1), is below the share. The same key always lands on the same side.
+ *
+ * @since 0.5.0
+ * @category Canary
+ */
+export const canarySide = (canary: Pick<CanaryPolicy, "id" | "share">, key: string): "candidate" | "baseline" =>
+  canaryHash(`${canary.id}\u0000${key}`) / 4_294_967_296 < canary.share ? "candidate" : "baseline"
+
+/**
+ * The stickiness key of a command under `canary`: its `sessionKey` (else the call id), its tenant,
+ * or the call id; `undefined` (the baseline) when there is none (a call id is unknown outside a call).
+ *
+ * @since 0.5.0
+ * @category Canary
+ */
+export const canaryKey = (
+  canary: Pick<CanaryPolicy, "stickiness">,
+  command: ModelCommand,
+  callId: string | undefined
+): string | undefined =>
+  canary.stickiness === "tenant"
+    ? command.tenant
+    : canary.stickiness === "session"
+      ? (command.sessionKey ?? callId)
+      : callId
 
 /** Whether an upper bound of the input's tokens fits the context window of every target. */
 const fitsEveryWindow = (compiled: CompiledWorkflow, input: Parameters<typeof TokenEstimator.upperBound>[0]) => {

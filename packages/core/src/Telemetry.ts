@@ -41,6 +41,7 @@
  * | `modelgate.degraded` | counter | workflow | {@link metrics}`.degraded` |
  * | `modelgate.budget.rejections` | counter | workflow | {@link metrics}`.budgetRejections` |
  * | `modelgate.permit.wait_ms` | histogram | workflow | {@link metrics}`.permitWait` |
+ * | `modelgate.canary.assignments` | counter | workflow, canary, side | {@link metrics}`.canaryAssignments` |
  * | `modelgate.budget.settle_failures` | counter | operation | `Budgets.metrics.settleFailures` |
  * | `modelgate.budget.overspend_usd` | counter | — | `Budgets.metrics.overspend` |
  * | `modelgate.breaker.state` | gauge (0 closed, 1 half-open, 2 open) | route | `Health.metrics.breakerState` |
@@ -261,5 +262,10 @@ export const metrics = {
     "modelgate.permit.wait_ms",
     MetricBoundaries.exponential({ start: 1, factor: 2, count: 16 }),
     "Time waiting for a concurrency permit (ms)"
-  )
+  ),
+  /** Canary assignments, by workflow, canary id and side (`candidate` / `baseline`). */
+  canaryAssignments: Metric.counter("modelgate.canary.assignments", {
+    description: "Calls assigned a side of a workflow's canary",
+    incremental: true
+  })
 } as const

@@ -133,6 +133,37 @@ export class ScoringPolicy extends Schema.Class<ScoringPolicy>("@modelgate/core/
 }) {}
 
 /**
+ * What a canary's assignment is sticky to: the command's `sessionKey` (a command without one is
+ * assigned by its call id), its tenant, or the call id.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export const CanaryStickiness = Schema.Literal("session", "tenant", "call")
+/** @since 0.5.0 */
+export type CanaryStickiness = typeof CanaryStickiness.Type
+
+/**
+ * A canary: a candidate target that gets `share` (0..1, e.g. 0.05) of the workflow's calls, by a
+ * hash of the stickiness key and the canary id. On the candidate side it is tried first when it
+ * passes every hard constraint the baseline route passes; the route follows as fallback. The
+ * candidate may be a target outside `route`. `GatewayConfig.validate` checks the target and that
+ * the share is within (0, 1].
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export class CanaryPolicy extends Schema.Class<CanaryPolicy>("@modelgate/core/CanaryPolicy")({
+  /** Names the canary in evidence and metrics. */
+  id: Name,
+  /** The candidate target. */
+  target: TargetRef,
+  /** Share of calls on the candidate side, within (0, 1]. */
+  share: Schema.Number,
+  stickiness: CanaryStickiness
+}) {}
+
+/**
  * What a policy or prompt version left out of a workflow defaults to. Evidence then cannot tell
  * revisions apart, so building a gateway logs a warning once per such workflow.
  *
@@ -204,5 +235,7 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
   /** Quality class scored selection prefers; a command may name its own. */
   preferredTier: Schema.optional(QualityTier),
   /** Lowest quality class a target may have (`BELOW_MIN_TIER`); a command may raise it. */
-  minQualityTier: Schema.optional(QualityTier)
+  minQualityTier: Schema.optional(QualityTier),
+  /** A candidate target tried first on a sticky share of calls. */
+  canary: Schema.optional(CanaryPolicy)
 }) {}

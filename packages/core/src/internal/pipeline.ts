@@ -309,7 +309,7 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
   }
   // Input is counted only when a limit needs it: the tenant's budget or the run's.
   const limited = ctx.budgets.isLimited(cmd.tenant) || (run !== undefined && run.budget !== undefined)
-  const routing = routeCommand(workflows, ctx.health, cmd, call.mode, limited)
+  const routing = routeCommand(workflows, ctx.health, cmd, call.mode, limited, call.id)
   return Effect.flatMap(
     // A decision that has to wait (a large input counted in slices, a breaker store round trip)
     // waits within the deadline; a settled one is read as it is.
@@ -1078,6 +1078,7 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
     excluded: call.skipped.length === 0 ? (route?.excluded ?? []) : [...(route?.excluded ?? []), ...call.skipped],
     selectionReason: route?.selectionReason,
     scores: route?.scores,
+    canary: route?.canary,
     fallbackUsed: call.fallbackUsed,
     degraded: answer?.degraded ?? false,
     attempts: call.attempts.slice(),
