@@ -68,7 +68,7 @@ describe("config edges: durations are finite and bounded", () => {
     assert.strictEqual(Duration.toMillis(Budgets.maxReservationTtl), week)
   })
 
-  it.effect("1e309 or more than 24 h as any gateway duration: a listed problem at that path", () =>
+  it.effect("1e309 or more than 24 h as a gateway duration (every kind): a listed problem at that path", () =>
     Effect.gen(function* () {
       const cases: ReadonlyArray<readonly [string, (value: unknown) => unknown]> = [
         ["$.workflows.0.timeout", (v) => ({ targets: [validTarget], workflows: [{ ...validWorkflow, timeout: v }] })],

@@ -146,7 +146,7 @@ export const isReservedKey = (key: string): boolean => reservedKeys.has(key)
 export const reservedKeyDetail = "is a reserved name (__proto__, constructor and prototype cannot be keys)"
 
 /**
- * A key of a configuration map: any string but `__proto__`, `constructor` and `prototype`. With
+ * A key of a configuration map: every string but `__proto__`, `constructor` and `prototype`. With
  * {@link safeRecord} such a key is reported, never dropped.
  */
 export const ConfigKey = Schema.String.pipe(

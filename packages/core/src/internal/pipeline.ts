@@ -930,58 +930,12 @@ const recordAttempt = (
       r.rateLimit
     ]
   }
-  if (Exit.isSuccess(exit)) {
-    // Sent and never answered in time: the provider has likely billed the input, so settle it.
-    const failure: Failure = { _tag: "ProviderUnavailable", target: target.ref, reason: "timeout" }
-    const { usage, cost } = billSent(call, attempt)
-    return [
-      attemptRecord(
-        call,
-        attempt,
-        end,
-        cap,
-        "timeout",
-        failure._tag,
-        undefined,
-        undefined,
-        undefined,
-        true,
-        usage,
-        cost,
-        undefined
-      ),
-      { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline },
-      !cutByDeadline,
-      undefined
-    ]
-  }
+  // Sent and never answered in time: the provider has likely billed the input, so settle it.
+  if (Exit.isSuccess(exit)) return sentWithoutAnswer(call, attempt, end, cap, "timeout", cutByDeadline)
   const classified = Cause.failureOption(exit.cause)
-  if (Option.isNone(classified)) {
-    // A defect in the adapter (a bug, not a provider answer): the attempt is recorded with the input
-    // it may have been billed, and the call goes on as after a transport failure.
-    const failure: Failure = { _tag: "ProviderUnavailable", target: target.ref, reason: "adapter_defect" }
-    const { usage, cost } = billSent(call, attempt)
-    return [
-      attemptRecord(
-        call,
-        attempt,
-        end,
-        cap,
-        "unavailable",
-        failure._tag,
-        undefined,
-        undefined,
-        undefined,
-        true,
-        usage,
-        cost,
-        undefined
-      ),
-      { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline: false },
-      true,
-      undefined
-    ]
-  }
+  // A defect in the adapter (a bug, not a provider answer): the attempt is recorded with the input
+  // it may have been billed, and the call goes on as after a transport failure.
+  if (Option.isNone(classified)) return sentWithoutAnswer(call, attempt, end, cap, "adapter_defect", false)
   const pe = classified.value
   const failure = Disposition.failureOf(target.ref, pe)
   const possiblyProcessed = pe.processed === "maybe"
@@ -1012,6 +966,41 @@ const recordAttempt = (
     ),
     { _tag: "Failed", failure, possiblyProcessed, cutByDeadline },
     row.breaker,
+    undefined
+  ]
+}
+
+/** An attempt that was sent and ended without an answer (its timeout, or an adapter defect), billed what was sent. */
+const sentWithoutAnswer = (
+  call: Call,
+  attempt: AttemptContext,
+  end: number,
+  cap: number,
+  reason: "timeout" | "adapter_defect",
+  cutByDeadline: boolean
+): readonly [AttemptRecord, AttemptEnd, boolean, ProviderResponse["rateLimit"]] => {
+  const failure: Failure = { _tag: "ProviderUnavailable", target: attempt.target.ref, reason }
+  const { usage, cost } = billSent(call, attempt)
+  const outcome = reason === "timeout" ? "timeout" : "unavailable"
+  return [
+    attemptRecord(
+      call,
+      attempt,
+      end,
+      cap,
+      outcome,
+      failure._tag,
+      undefined,
+      undefined,
+      undefined,
+      true,
+      usage,
+      cost,
+      undefined
+    ),
+    { _tag: "Failed", failure, possiblyProcessed: true, cutByDeadline },
+    // A timeout the call's deadline imposed is not the target's fault; a defect counts against it.
+    !cutByDeadline,
     undefined
   ]
 }
