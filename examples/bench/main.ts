@@ -1,7 +1,7 @@
 /**
  * `pnpm bench`: runs the suite, prints the markdown table and writes `bench/results.json` and
  * `bench/results.md`. `--smoke` runs the few-iteration profile (what CI runs) and writes nothing
- * unless `--write` is given too. `--no-http` skips the HTTP section.
+ * unless `--write` is given too. `--no-http` skips the HTTP section, `--no-redis` the Redis one.
  *
  * Run with `node --expose-gc --conditions=source --import tsx bench/main.ts` (the `bench` script runs
  * an esbuild bundle of it with `--expose-gc`) so that the memory figures are taken after a full GC.
@@ -16,7 +16,7 @@ const args = new Set(process.argv.slice(2))
 const profile = args.has("--smoke") ? profiles.smoke : profiles.full
 if (!collectGarbage()) process.stderr.write("bench: run with --expose-gc for meaningful memory figures\n")
 
-const results = await runSuite({ profile, skipHttp: args.has("--no-http") })
+const results = await runSuite({ profile, skipHttp: args.has("--no-http"), skipRedis: args.has("--no-redis") })
 const v = verdicts(results)
 const md = markdown(results, v)
 process.stdout.write(`${md}\n`)

@@ -4,6 +4,7 @@
 import type { Client, HttpLevel, HttpResults } from "./http.js"
 import type { InProcessResults } from "./inProcess.js"
 import type { MemoryResults } from "./memory.js"
+import type { RedisResults } from "./redis.js"
 import type { RoutingResults } from "./routing.js"
 import type { TokenResults } from "./tokens.js"
 import { fmt } from "./harness.js"
@@ -24,6 +25,8 @@ export interface Results {
   readonly routing: RoutingResults
   readonly memory: MemoryResults
   readonly tokens: TokenResults
+  /** Shared state on Redis (issue 15); skipped without `redis-server`. */
+  readonly redis?: RedisResults | { readonly skipped: string } | undefined
 }
 
 export interface Verdict {
@@ -70,6 +73,7 @@ const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
   const instant = r.inProcess.cases.find((c) => c.name === "instant adapter")
   const c64 = httpLevel(r, 64)
   const resolve1000 = r.routing.points.find((p) => p.targets === 1_000)
+  const scored1000 = r.routing.scored.find((p) => p.targets === 1_000)
   const notMeasured = "not measured"
   return [
     check(
@@ -133,12 +137,52 @@ const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
       "<=",
       50,
       "empty Effect.runSync"
+    ),
+    // Issue 14: the same budget with scoring on (every eligible target scored, the route sorted).
+    check(
+      "routing.resolve.scored.1000.us",
+      "resolve at 1,000 targets (all eligible), scored selection, per decision",
+      scored1000?.decisionUs ?? Number.NaN,
+      "µs",
+      "<=",
+      50,
+      "empty Effect.runSync"
+    )
+  ]
+}
+
+/** The Redis targets (issue 15): `NaN` (a MISS) when the section did not run. */
+const redisVerdicts = (r: Results): ReadonlyArray<Verdict> => {
+  const x = r.redis !== undefined && "throughput" in r.redis ? r.redis : undefined
+  const notMeasured = r.redis !== undefined && "skipped" in r.redis ? r.redis.skipped : "not measured"
+  return [
+    check(
+      "redis.throughput.vsMemory",
+      `calls/s with the Redis stores / with the memory stores, ${x?.concurrency ?? 256} concurrent calls, provider answering after ${x?.throughput.providerLatencyMs ?? 5} ms, local redis-server`,
+      x?.throughput.ratio ?? Number.NaN,
+      "×",
+      ">=",
+      0.5,
+      x === undefined
+        ? notMeasured
+        : `memory ${fmt(x.throughput.memory)} calls/s, Redis ${fmt(x.throughput.redis)} calls/s; provider answering at once: ${fmt(x.instant.ratio)}× (${fmt(x.instant.redis)} / ${fmt(x.instant.memory)})`
+    ),
+    check(
+      "redis.roundTripsPerCall",
+      "Redis round trips per call on the happy path (client connection writes per call, sequential calls)",
+      x?.roundTripsPerCall ?? Number.NaN,
+      "",
+      "<=",
+      2,
+      x === undefined
+        ? notMeasured
+        : `${fmt(x.commandsPerCall)} scripts per call; server read events per call ${fmt(x.serverReadsPerCall)}`
     )
   ]
 }
 
 export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
-  const out: Array<Verdict> = [...engineV2(r)]
+  const out: Array<Verdict> = [...engineV2(r), ...redisVerdicts(r)]
   for (const c of r.inProcess.cases) {
     if (c.name.includes("schema")) continue
     out.push(
@@ -212,6 +256,20 @@ export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
         "resolve.1000",
         `resolve at ${last.targets} targets, per decision`,
         last.decisionUs,
+        "µs",
+        "<=",
+        50,
+        "empty Effect.runSync"
+      )
+    )
+  }
+  const lastScored = r.routing.scored[r.routing.scored.length - 1]
+  if (lastScored !== undefined) {
+    out.push(
+      check(
+        "resolve.scored.1000",
+        `resolve at ${lastScored.targets} targets, scored selection, per decision`,
+        lastScored.decisionUs,
         "µs",
         "<=",
         50,
@@ -406,6 +464,11 @@ export const markdown = (r: Results, v: ReadonlyArray<Verdict>): string => {
     const g = i === 0 ? undefined : r.routing.growth[i - 1]
     lines.push(row([p.targets.toLocaleString("en-US"), fmt(p.decisionUs), fmt(p.p99Us), g ? `${fmt(g.ratio)}×` : "–"]))
   })
+  lines.push("", 'Scored selection (`selection: "scored"`, every eligible target scored):', "")
+  lines.push(row(["targets", "µs per decision (p50)", "p99 µs"]), row(["---:", "---:", "---:"]))
+  for (const p of r.routing.scored) {
+    lines.push(row([p.targets.toLocaleString("en-US"), fmt(p.decisionUs), fmt(p.p99Us)]))
+  }
   lines.push("", `### 4. Memory (after GC${r.memory.gcAvailable ? "" : " — gc NOT available, figures unreliable"})`, "")
   lines.push(row(["figure", "gateway", "baseline", "added"]), row(["---", "---:", "---:", "---:"]))
   lines.push(
@@ -445,6 +508,24 @@ export const markdown = (r: Results, v: ReadonlyArray<Verdict>): string => {
         fmt(p.tokensPerKb, 0)
       ])
     )
+  }
+  if (r.redis !== undefined) {
+    lines.push("", "### 6. Shared state on Redis (local redis-server)", "")
+    if ("skipped" in r.redis) lines.push(`Skipped: ${r.redis.skipped}.`)
+    else {
+      const x = r.redis
+      lines.push(
+        row(["provider latency", "memory stores calls/s", "Redis stores calls/s", "Redis / memory"]),
+        row(["---:", "---:", "---:", "---:"])
+      )
+      for (const t of [x.throughput, x.instant]) {
+        lines.push(row([`${t.providerLatencyMs} ms`, fmt(t.memory), fmt(t.redis), fmt(t.ratio)]))
+      }
+      lines.push(
+        "",
+        `${x.concurrency} concurrent calls; round trips per call ${fmt(x.roundTripsPerCall)} (server read events ${fmt(x.serverReadsPerCall)}), scripts per call ${fmt(x.commandsPerCall)}.`
+      )
+    }
   }
   lines.push("", "Reproduce: `pnpm bench` (writes `examples/bench/results.json` and `examples/bench/results.md`).", "")
   return lines.join("\n")

@@ -6,6 +6,7 @@ import { collectGarbage, type Profile } from "./harness.js"
 import * as Http from "./http.js"
 import * as InProcess from "./inProcess.js"
 import * as Memory from "./memory.js"
+import * as Redis from "./redis.js"
 import type { Results } from "./report.js"
 import * as Routing from "./routing.js"
 import * as Tokens from "./tokens.js"
@@ -14,6 +15,8 @@ export interface SuiteOptions {
   readonly profile: Profile
   /** Skip the HTTP section (no child process). */
   readonly skipHttp?: boolean
+  /** Skip the Redis section (no redis-server). */
+  readonly skipRedis?: boolean
   /** Progress lines (stderr by default). */
   readonly log?: (line: string) => void
 }
@@ -38,6 +41,9 @@ export const runSuite = async (options: SuiteOptions): Promise<Results> => {
   const routing = await section("routing scale", () => Routing.run(profile))
   const memory = await section("memory", () => Memory.run(profile))
   const tokens = await section("token estimation", () => Tokens.run(profile))
+  const redis = options.skipRedis
+    ? { skipped: "disabled by option" }
+    : await section("shared state on Redis", () => Redis.run(profile))
   const cpus = os.cpus()
   return {
     profile: profile.name,
@@ -54,6 +60,7 @@ export const runSuite = async (options: SuiteOptions): Promise<Results> => {
     http,
     routing,
     memory,
-    tokens
+    tokens,
+    redis
   }
 }

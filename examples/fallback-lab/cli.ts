@@ -2,8 +2,10 @@
  * The lab's command line.
  */
 import { defaults, type LabOptions, parseOutcomes } from "./lab.js"
+import { parseScenario, type Scenario } from "./scenario.js"
 
 export const usage = `usage: pnpm fallback-lab [flags]
+       pnpm fallback-lab scenario [flags]    the web lab's experiment as text (--help for its flags)
 
   --primary <outcomes>       what the primary answers, per attempt (default hang)
   --secondary <outcomes>     what the secondary answers, per attempt (default ok:200)
@@ -17,9 +19,46 @@ export const usage = `usage: pnpm fallback-lab [flags]
   --min-attempt <ms>         no attempt starts with less time left (default 100)
   --base-delay <ms>          first backoff before jitter, doubling per retry (default 200)
   --jitter <0..1>            the full-jitter draw (default 0.5)
-  --secondary-compatible yes|region|schema
+  --secondary-compatible yes|region|schema|tool
                              region: the secondary runs in the US and the request is EU-only;
-                             schema: its strict mode lacks a feature the request needs (default yes)`
+                             schema: its strict mode lacks a feature the request needs;
+                             tool: it cannot call the tool the request offers (default yes)`
+
+export const scenarioUsage = `usage: pnpm fallback-lab scenario [flags]
+
+  The web lab's experiment (pnpm lab) as text: one request, at most two attempts, the same model.
+  --primary success|unavailable|invalid|slow      (default slow)
+  --route-timeout 250|500|1000                    per-route timeout, ms (default 500)
+  --deadline 400|800|1600                         global deadline, ms (default 800)
+  --secondary-contract compatible|missing-tool    (default compatible)
+  --secondary success|unavailable|slow            (default success)`
+
+const scenarioFlags: Record<string, keyof Scenario> = {
+  "--primary": "primary",
+  "--route-timeout": "routeTimeout",
+  "--deadline": "deadline",
+  "--secondary-contract": "secondaryContract",
+  "--secondary": "secondary"
+}
+
+/** The `scenario` mode's flags: a scenario, or the text to print (usage or an error). */
+export const parseScenarioArgs = (argv: ReadonlyArray<string>): Scenario | string => {
+  const args = argv.filter((a) => a !== "--")
+  const values: Record<string, string> = {}
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? ""
+    if (arg === "--help" || arg === "-h") return scenarioUsage
+    const eq = arg.indexOf("=")
+    const flag = eq > 0 ? arg.slice(0, eq) : arg
+    const value = eq > 0 ? arg.slice(eq + 1) : args[++i]
+    const key = Object.hasOwn(scenarioFlags, flag) ? scenarioFlags[flag] : undefined
+    if (key === undefined) return `unknown argument "${arg}"\n\n${scenarioUsage}`
+    if (value === undefined) return `${flag} needs a value\n\n${scenarioUsage}`
+    values[key] = value
+  }
+  const scenario = parseScenario(values)
+  return typeof scenario === "string" ? `${scenario}\n\n${scenarioUsage}` : scenario
+}
 
 /** The options, or the text to print (usage or an error). */
 export const parse = (argv: ReadonlyArray<string>): LabOptions | string => {
@@ -70,7 +109,7 @@ export const parse = (argv: ReadonlyArray<string>): LabOptions | string => {
         break
       }
       case "--secondary-compatible":
-        if (value !== "yes" && value !== "region" && value !== "schema") return bad
+        if (value !== "yes" && value !== "region" && value !== "schema" && value !== "tool") return bad
         o = { ...o, secondaryCompatible: value }
         break
       default:

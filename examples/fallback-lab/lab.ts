@@ -131,9 +131,12 @@ export interface LabOptions {
   readonly jitter: number
   /**
    * Whether the secondary may serve this request: `yes`, `region` (it runs in the US and the
-   * request is EU-only) or `schema` (its strict mode lacks a JSON-Schema feature the request needs).
+   * request is EU-only), `schema` (its strict mode lacks a JSON-Schema feature the request needs) or
+   * `tool` (it cannot call tools and the request offers one).
    */
-  readonly secondaryCompatible: "yes" | "region" | "schema"
+  readonly secondaryCompatible: "yes" | "region" | "schema" | "tool"
+  /** The request offers a read-only tool (`lookup_order`); implied by `secondaryCompatible: "tool"`. */
+  readonly offersTool?: boolean
 }
 
 export const defaults: LabOptions = {
@@ -175,7 +178,12 @@ const definition = (o: LabOptions) => ({
       model: "model-a",
       regions: ["eu"],
       dataClasses: ["internal"],
-      capabilities: { structuredOutput: { mode: "json_schema" }, contextWindow: 128_000, maxOutputTokens: 4096 },
+      capabilities: {
+        tools: true,
+        structuredOutput: { mode: "json_schema" },
+        contextWindow: 128_000,
+        maxOutputTokens: 4096
+      },
       pricing: { inputPerMillion: 1, outputPerMillion: 2, pricingVersion: "lab" },
       limits: { maxAttempts: o.attempts, perAttemptTimeout: o.primaryTimeout, minimumAttemptTime: o.minimumAttemptTime }
     },
@@ -186,6 +194,7 @@ const definition = (o: LabOptions) => ({
       regions: [o.secondaryCompatible === "region" ? "us" : "eu"],
       dataClasses: ["internal"],
       capabilities: {
+        tools: o.secondaryCompatible !== "tool",
         structuredOutput:
           o.secondaryCompatible === "schema"
             ? { mode: "json_schema_strict", supportedFeatures: ["enum"] }
@@ -222,8 +231,16 @@ const command = (o: LabOptions) =>
     tenant: "lab",
     messages: [{ _tag: "user", content: "What is the answer?" }],
     ...(o.secondaryCompatible === "region" ? { regions: ["eu"] } : {}),
-    ...(o.secondaryCompatible === "schema" ? { requires: { schemaFeatures: ["pattern"] } } : {})
+    ...(o.secondaryCompatible === "schema" ? { requires: { schemaFeatures: ["pattern"] } } : {}),
+    ...(o.secondaryCompatible === "tool" || o.offersTool === true ? { tools: [lookupOrder] } : {})
   })
+
+/** The read-only tool the request offers when it needs one. */
+const lookupOrder = {
+  name: "lookup_order",
+  description: "Looks an order up by its id (read-only).",
+  parameters: { type: "object", properties: { orderId: { type: "string" } }, required: ["orderId"] }
+}
 
 const scriptOf = (specs: ReadonlyArray<OutcomeSpec>, i: number): OutcomeSpec | undefined =>
   specs[Math.min(i, specs.length - 1)]
@@ -279,9 +296,10 @@ const buildEvents = (
           ? " (it answered at the instant of its timeout: a tie counts as a completion)"
           : ""
     add(end, `${route} #${a.attempt} ends: ${attemptOutcome(a, record.mode)}${note}`)
-    if (abandoned && spec !== undefined && spec._tag !== "hang" && start + spec.after > end) {
+    // Observed by the scripted provider (`lateWork`): the abandoned attempt's server finished anyway.
+    if (abandoned && spec !== undefined && log?.late !== undefined && log.late.at > end) {
       add(
-        start + spec.after,
+        log.late.at,
         `${route} #${a.attempt}'s response (${describeOutcome(spec)}) arrives: ignored, the attempt was abandoned at ${end} ms`
       )
     }
@@ -305,7 +323,11 @@ const buildEvents = (
  * Runs one call under `TestClock`: forks it, advances virtual time past the deadline and every
  * scripted delay, and reads what happened.
  */
-export const runLab = (o: LabOptions): Effect.Effect<LabReport> =>
+export const runLab = (
+  o: LabOptions,
+  /** `lateWork: false` runs without observing abandoned attempts' completions (the engine's result is the same). */
+  run: { readonly lateWork?: boolean } = {}
+): Effect.Effect<LabReport> =>
   Effect.gen(function* () {
     const gateway = yield* ModelGateway.ModelGateway
     const provider = yield* ScriptedProvider.ScriptedProvider
@@ -343,6 +365,8 @@ export const runLab = (o: LabOptions): Effect.Effect<LabReport> =>
         Layer.provideMerge(
           ScriptedProvider.layer({
             providers: ["lab-primary", "lab-secondary"],
+            // Abandoned attempts' servers keep working: their completions are logged as late responses.
+            lateWork: run.lateWork ?? true,
             scripts: {
               [primaryRef]: o.primary.map((s) => toScript(s, "primary")),
               [secondaryRef]: o.secondary.map((s) => toScript(s, "secondary"))
@@ -369,7 +393,9 @@ export const render = (o: LabOptions, report: LabReport, style: Style): string =
   )
   lines.push(
     `  ${style.dim("secondary")} ${short(secondaryRef)}: ${spec(o.secondary)} · timeout ${o.secondaryTimeout} ms per attempt · ${
-      o.secondaryCompatible === "yes" ? "compatible" : `incompatible (${o.secondaryCompatible})`
+      o.secondaryCompatible === "yes"
+        ? "compatible"
+        : `incompatible (${o.secondaryCompatible === "tool" ? "cannot call the request's tool" : o.secondaryCompatible})`
     }`
   )
   lines.push(

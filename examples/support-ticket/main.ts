@@ -44,5 +44,6 @@ if (typeof flags === "string") {
     Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withLeveledConsole(Logger.logfmtLogger))),
     Logger.withMinimumLogLevel(LogLevel.Warning)
   )
-  NodeRuntime.runMain(program)
+  // Without runMain's pretty logger, which would print log lines on stdout next to the report.
+  NodeRuntime.runMain(program, { disablePrettyLogger: true })
 }

@@ -23,8 +23,10 @@ import * as ToolLedger from "@modelgate/core/ToolLedger"
 import * as Mock from "@modelgate/testing/MockProviderServer"
 import type { HttpClient } from "@effect/platform"
 import { Cause, Config, Duration, Effect, Exit, Layer, Option, Schema, Stream } from "effect"
-import { makeTaskSystem, runFollowUp, type StepEvent, type Task } from "./followUp.js"
+import { type FollowUpEvent, makeTaskSystem, noteOf, runFollowUp, type Task } from "./followUp.js"
 import { Classification, code, configJson, prompts, providerIds, systemPrompt, TicketFields } from "./gateway.js"
+import { runCanary } from "./canary.js"
+import { runScored } from "./scored.js"
 import * as Render from "./render.js"
 import { makeHandler, type ScenarioName, scenarios } from "./scenarios.js"
 import { type Ticket, ticketText, tickets } from "./tickets.js"
@@ -370,43 +372,22 @@ export const runDemo = (options: DemoOptions) =>
           }
 
           if (ticket.followUp) {
-            const onEvent = (event: StepEvent) =>
+            // The agent step is a run of its own: a deadline and a budget every model step inherits.
+            const run = { deadlineMs: 6000 * scale, budget: 0.004 }
+            const tone = { ok: style.green, warn: style.yellow, error: style.red, info: style.dim }
+            const onEvent = (event: FollowUpEvent) =>
               Effect.sync(() => {
-                switch (event._tag) {
-                  case "Tool":
-                    return line(
-                      `${block(
-                        "tool",
-                        [
-                          event.executed
-                            ? `${style.bold("create_follow_up_task")} executed → ${style.green(event.task.id)} created`
-                            : `${style.bold("create_follow_up_task")} ${style.yellow("replayed")} → ${style.green(event.task.id)} from the ledger, not executed again`,
-                          style.dim(`idempotency key ${event.key}`)
-                        ],
-                        style
-                      )}\n`
-                    )
-                  case "ToolError":
-                    return line(`${block("tool", [style.red(event.message)], style)}\n`)
-                  case "Retry":
-                    return line(
-                      `${block(
-                        "agent",
-                        [
-                          style.yellow(
-                            `the step failed with ${event.reason}; the agent retries step 1 (attempt ${event.attempt})`
-                          )
-                        ],
-                        style
-                      )}\n`
-                    )
-                }
+                const note = noteOf(event, run)
+                if (note === undefined) return
+                const [first = "", ...rest] = note.lines
+                line(`${block(note.label, [tone[note.tone](first), ...rest.map(style.dim)], style)}\n`)
               })
             yield* Effect.either(
               runFollowUp({
                 ticket,
                 runId: `run-${ticket.id}`,
                 tasks,
+                ...run,
                 onEvent,
                 generate: (command, label) =>
                   Effect.flatMap(
@@ -450,6 +431,12 @@ export const runDemo = (options: DemoOptions) =>
     })
   )
 
-/** Runs every scenario in turn. */
+/** Runs every scenario in turn (`canary` and `scored` are programs of their own on virtual time). */
 export const runAll = (options: Omit<DemoOptions, "scenario">, names: ReadonlyArray<ScenarioName>) =>
-  Effect.forEach(names, (scenario) => runDemo({ ...options, scenario }))
+  Effect.forEach(names, (scenario) =>
+    scenario === "canary"
+      ? runCanary(options)
+      : scenario === "scored"
+        ? runScored(options)
+        : runDemo({ ...options, scenario })
+  )

@@ -47,7 +47,7 @@ const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.
 const padStart = (s: string, n: number) => (s.length >= n ? s : " ".repeat(n - s.length) + s)
 
 /** What one attempt's outcome means, in words. */
-export const attemptOutcome = (a: AttemptRecord, mode: "generate" | "stream"): string => {
+export const attemptOutcome = (a: AttemptRecord, mode: "generate" | "stream" | "embed"): string => {
   const status = a.httpStatus !== undefined && a.httpStatus !== 200 ? `${a.httpStatus} ` : ""
   switch (a.outcome) {
     case "success":

@@ -7,7 +7,16 @@ import type * as Mock from "@modelgate/testing/MockProviderServer"
 import { prompts } from "./gateway.js"
 import { type Ticket, ticketIn } from "./tickets.js"
 
-export const scenarioNames = ["normal", "outage", "rate-limit", "slow", "budget", "residency"] as const
+export const scenarioNames = [
+  "normal",
+  "outage",
+  "rate-limit",
+  "slow",
+  "budget",
+  "residency",
+  "canary",
+  "scored"
+] as const
 export type ScenarioName = (typeof scenarioNames)[number]
 
 export const isScenarioName = (s: string): s is ScenarioName => scenarioNames.some((name) => name === s)
@@ -77,10 +86,10 @@ export const scenarios: Record<ScenarioName, Scenario> = {
   },
   budget: {
     name: "budget",
-    setup: "tenant acme has a daily budget of $0.008",
+    setup: "tenant acme has a daily budget of $0.004",
     shows:
-      "every call reserves its worst case before any traffic; once acme's remaining budget cannot cover a call, that call fails with BudgetExceeded and sends nothing (smaller calls may still fit); globex is unaffected",
-    budgets: { acme: 0.008, globex: 1 },
+      "every call reserves its worst case before any traffic; a call whose expensive targets do not fit what acme has left excludes them (BUDGET_DOES_NOT_FIT) and runs on a cheaper one; once no target fits, the call fails with BudgetExceeded and sends nothing (smaller calls may still fit); globex is unaffected",
+    budgets: { acme: 0.004, globex: 1 },
     fault: () => undefined
   },
   residency: {
@@ -93,6 +102,22 @@ export const scenarios: Record<ScenarioName, Scenario> = {
       request.provider === "openai" || request.provider === "anthropic" || request.provider === "openai-compatible"
         ? unavailable
         : undefined
+  },
+  // Its own program on virtual time (`canary.ts`, run by `runAll`): no mock server, no faults here.
+  canary: {
+    name: "canary",
+    setup: "ticket.classify moves to gpt-5-mini as a canary; at 0:40 a provider update breaks one answer in three",
+    shows: "the share ramps after clean windows and rolls back automatically at the next window boundary",
+    budgets: generous,
+    fault: () => undefined
+  },
+  // Its own program on virtual time (`scored.ts`, run by `runAll`).
+  scored: {
+    name: "scored",
+    setup: "ticket.triage is scored over three models and escalates an answer with confidence under 0.6",
+    shows: "each target's score and the selection reason; an escalation to a stronger model in the timeline",
+    budgets: generous,
+    fault: () => undefined
   }
 }
 

@@ -189,7 +189,7 @@ describe("demo --json", () => {
   )
 
   it.live(
-    "budget: once acme's budget cannot cover a call, that call fails with BudgetExceeded before any traffic",
+    "budget: a cheaper target when the expensive ones do not fit; once none fits, BudgetExceeded before any traffic",
     () =>
       Effect.gen(function* () {
         const { records, report } = yield* run("budget")
@@ -205,7 +205,13 @@ describe("demo --json", () => {
         assert.strictEqual(acme[firstRefused - 1]?.outcome, "success")
         // Spend stays within the limit; the other tenant is not affected.
         const balance = report.balances.find((b) => b.tenant === "acme")
-        assert.isAtMost((balance?.committed ?? Infinity) + (balance?.reserved ?? 0), 0.008)
+        assert.isAtMost((balance?.committed ?? Infinity) + (balance?.reserved ?? 0), 0.004)
+        // Budget-aware choice (issue 14): before running out, a call whose expensive targets did not
+        // fit what was left excluded them and was served by a cheaper one.
+        const cheaper = acme
+          .slice(0, firstRefused)
+          .find((r) => r.evidence.excluded.some((x) => x.reason === "BUDGET_DOES_NOT_FIT"))
+        assert.strictEqual(cheaper?.outcome, "success")
         assert.isFalse(records.some((r) => r.tenant === "globex" && r.errorTag === "BudgetExceeded"))
         // Every refused call sent nothing to any provider.
         const sent = report.requests.length
@@ -341,7 +347,9 @@ describe("demo report", () => {
       "rate-limit",
       "slow",
       "budget",
-      "residency"
+      "residency",
+      "canary",
+      "scored"
     ])
     assert.include(String(parse(["--scenario", "nope"])), "unknown scenario")
     assert.include(String(parse(["--frobnicate"])), "unknown argument")

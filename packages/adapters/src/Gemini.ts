@@ -1,6 +1,7 @@
 /**
  * Gemini Developer API adapter (`models/{model}:generateContent` and
- * `:streamGenerateContent?alt=sse`, `x-goog-api-key`) over `@effect/platform`'s `HttpClient`,
+ * `:streamGenerateContent?alt=sse`, and `:batchEmbedContents` for `ModelGateway.embed`;
+ * `x-goog-api-key`) over `@effect/platform`'s `HttpClient`,
  * without the vendor SDK and without retries.
  *
  * Structured output uses `responseMimeType: "application/json"` with `responseJsonSchema`
@@ -14,7 +15,9 @@ import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
+import { makeEmbed } from "./internal/embed.js"
 import { codec } from "./internal/geminiGenerate.js"
+import { codec as embeddingsCodec } from "./internal/geminiEmbeddings.js"
 import { client } from "./internal/http.js"
 
 /**
@@ -28,7 +31,7 @@ export interface Options {
   readonly baseUrl: string
   /** Sent as `x-goog-api-key` (never in the URL); stays redacted until the header is set. */
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** Largest response body accepted (streams included). Default 8 MiB. */
+  /** Largest response body accepted (streams included). Default 8 MiB; embeddings 64 MiB. */
   readonly maxResponseBytes?: number | undefined
   /**
    * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
@@ -39,7 +42,7 @@ export interface Options {
 }
 
 /**
- * The adapter's `generate` and `stream`.
+ * The adapter's `generate`, `stream` and `embed`.
  *
  * @since 0.1.0
  * @category Constructors
@@ -47,20 +50,21 @@ export interface Options {
 export const make = (
   options: Options
 ): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(client, (http) =>
-    makeAdapter(
-      http,
-      codec({
-        provider: options.id ?? "gemini",
-        baseUrl: options.baseUrl,
-        authorize: (request) =>
-          options.apiKey === undefined
-            ? request
-            : HttpClientRequest.setHeader(request, "x-goog-api-key", Redacted.value(options.apiKey))
-      }),
-      options
-    )
-  )
+  Effect.map(client, (http) => {
+    const settings = {
+      provider: options.id ?? "gemini",
+      baseUrl: options.baseUrl,
+      authorize: (request: HttpClientRequest.HttpClientRequest) =>
+        options.apiKey === undefined
+          ? request
+          : HttpClientRequest.setHeader(request, "x-goog-api-key", Redacted.value(options.apiKey))
+    }
+    return {
+      ...makeAdapter(http, codec(settings), options),
+      // `POST {baseUrl}/models/{model}:batchEmbedContents`
+      embed: makeEmbed(http, embeddingsCodec(settings), options)
+    }
+  })
 
 /**
  * Provides the adapter under `ProviderAdapter.tag(options.id ?? "gemini")`.

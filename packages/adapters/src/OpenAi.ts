@@ -1,5 +1,6 @@
 /**
- * OpenAI Chat Completions adapter (`POST {baseUrl}/chat/completions`) over `@effect/platform`'s
+ * OpenAI Chat Completions adapter (`POST {baseUrl}/chat/completions`, and `POST {baseUrl}/embeddings`
+ * for `ModelGateway.embed`) over `@effect/platform`'s
  * `HttpClient`, without the vendor SDK and without retries (the engine owns them).
  *
  * @example
@@ -23,6 +24,8 @@ import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
 import { codec } from "./internal/chatCompletions.js"
+import { makeEmbed } from "./internal/embed.js"
+import { codec as embeddingsCodec } from "./internal/openAiEmbeddings.js"
 import { client } from "./internal/http.js"
 
 /**
@@ -36,7 +39,7 @@ export interface Options {
   readonly baseUrl: string
   /** Sent as `Authorization: Bearer …`; stays redacted until the header is set. */
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** Largest response body accepted (streams included). Default 8 MiB. */
+  /** Largest response body accepted (streams included). Default 8 MiB; embeddings 64 MiB. */
   readonly maxResponseBytes?: number | undefined
   /**
    * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
@@ -53,7 +56,7 @@ export interface Options {
 }
 
 /**
- * The adapter's `generate` and `stream`.
+ * The adapter's `generate`, `stream` and `embed`.
  *
  * @since 0.1.0
  * @category Constructors
@@ -61,27 +64,34 @@ export interface Options {
 export const make = (
   options: Options
 ): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(client, (http) =>
-    makeAdapter(
-      http,
-      codec({
-        provider: options.id ?? "openai",
-        url: `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`,
-        maxTokensField: "max_completion_tokens",
-        systemRole: options.systemRole ?? "system",
-        streamUsage: true,
-        authorize: (request) => {
-          let out = request
-          if (options.apiKey !== undefined) out = HttpClientRequest.bearerToken(out, Redacted.value(options.apiKey))
-          if (options.organization !== undefined)
-            out = HttpClientRequest.setHeader(out, "openai-organization", options.organization)
-          if (options.project !== undefined) out = HttpClientRequest.setHeader(out, "openai-project", options.project)
-          return out
-        }
-      }),
-      options
-    )
-  )
+  Effect.map(client, (http) => {
+    const authorize = (request: HttpClientRequest.HttpClientRequest) => {
+      let out = request
+      if (options.apiKey !== undefined) out = HttpClientRequest.bearerToken(out, Redacted.value(options.apiKey))
+      if (options.organization !== undefined)
+        out = HttpClientRequest.setHeader(out, "openai-organization", options.organization)
+      if (options.project !== undefined) out = HttpClientRequest.setHeader(out, "openai-project", options.project)
+      return out
+    }
+    const root = options.baseUrl.replace(/\/+$/, "")
+    const provider = options.id ?? "openai"
+    return {
+      ...makeAdapter(
+        http,
+        codec({
+          provider,
+          url: `${root}/chat/completions`,
+          maxTokensField: "max_completion_tokens",
+          systemRole: options.systemRole ?? "system",
+          streamUsage: true,
+          authorize
+        }),
+        options
+      ),
+      // `POST {baseUrl}/embeddings`
+      embed: makeEmbed(http, embeddingsCodec({ provider, url: `${root}/embeddings`, authorize }), options)
+    }
+  })
 
 /**
  * Provides the adapter under `ProviderAdapter.tag(options.id ?? "openai")`.

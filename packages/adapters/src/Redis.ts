@@ -1,24 +1,33 @@
 /**
  * Redis implementations of modelgate's store seams, so that several gateway processes share one
- * state: budgets (`BudgetStore`), circuit breakers (`BreakerStore`) and the tool ledger
- * (`ToolLedgerStore`). Over `ioredis` 5, one client per layer, against a single Redis node (not
- * Redis Cluster).
+ * state: budgets (`BudgetStore`), concurrency permits (`PermitStore`), circuit breakers
+ * (`BreakerStore`), the tool ledger (`ToolLedgerStore`) and provider rate limits
+ * (`RateLimitStore`). Over `ioredis` 5, one client per layer (auto-pipelined: commands issued
+ * together share a round trip), against a single Redis node (not Redis Cluster).
  *
  * Details
  *
  * - Budgets: `reserve`, `commit`, `release` and `balance` are one Lua script each (atomic, one round
  *   trip), on integer store units, with the memory store's semantics: reservations expire at the
  *   caller's `expiresAt`, a late commit is clamped to the limit and the rest recorded as
- *   overspent, and an account's keys expire once its window is over.
- * - Breakers: `get` is one `GET`; `modify` reads the state and writes `f(state)` with a Lua
- *   compare-and-set on the stored (versioned) value, retrying on a concurrent change (`f` may run
- *   more than once).
+ *   overspent, and an account's keys expire once its window is over. A `retry` commit counts
+ *   nothing when its reservation is gone.
+ * - Permits: per-tenant reserved permits, a shared pool, a per-tenant maximum and per-target caps,
+ *   each permit a lease (a crashed holder's permit comes back at its end); waiting bounded by the
+ *   caller's `until`, FIFO per key within a process, woken by pub/sub (see `permitWakeup`).
+ * - Breakers: every change is a compare-and-set script that also publishes it; each process keeps
+ *   a mirror, so `get` answers without a round trip while the mirror is in sync. While Redis cannot
+ *   be reached the breakers fall back to the mirror (changed locally); once Redis is back the shared
+ *   state replaces it.
  * - Tool ledger: `claim` sets the record only if its key is free (one script); records are kept
  *   for `ledgerRetention`. A `started` claim is never freed by time: its key stays in doubt, as
  *   with the memory store.
+ * - Rate limits: one hash per provider key and UTC minute; `take` is one script.
  * - Failures: a Redis error, a lost connection or an operation that outlives `commandTimeout`
- *   fails with `StoreError` naming the store and the operation (never a key, value or URL); no
- *   operation waits longer than `commandTimeout`.
+ *   fails with `StoreError` naming the store and the operation (never a key, value or URL). While
+ *   the connection is down an operation fails at once; no operation waits longer than
+ *   `commandTimeout`. Store health: `StoreHealth.metrics` (`modelgate.store.errors`,
+ *   `modelgate.store.healthy`).
  *
  * @example
  * ```ts
@@ -28,17 +37,24 @@
  *
  * // MODELGATE_REDIS_URL=redis://redis:6379 MODELGATE_REDIS_PASSWORD=…
  * const BudgetsLive = Budgets.layer(options).pipe(Layer.provide(Redis.layerConfigBudgetStore()))
+ * // every store over one client: Budgets.layer, Concurrency.layer, Health.layer, ToolLedger.layer
+ * const Stores = Redis.layerConfig()
  * ```
  *
  * @since 0.2.0
  */
 import * as BreakerStore from "@modelgate/core/BreakerStore"
 import * as BudgetStore from "@modelgate/core/BudgetStore"
-import { StoreError } from "@modelgate/core/Errors"
+import type { StoreError } from "@modelgate/core/Errors"
 import * as ToolLedgerStore from "@modelgate/core/ToolLedgerStore"
+import * as PermitStore from "@modelgate/core/PermitStore"
+import * as RateLimits from "@modelgate/core/RateLimits"
 import type { ConfigError, Scope } from "effect"
-import { Clock, Config, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { Redis as IORedis } from "ioredis"
+import type { Redis as IORedis } from "ioredis"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { bad, type Client, makeClient, storeError } from "./internal/redis/client.js"
+import { makePermitStore } from "./internal/redis/permits.js"
+import { makeRateLimitStore } from "./internal/redis/rateLimits.js"
 import * as Scripts from "./internal/redisScripts.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -61,7 +77,25 @@ export interface Options {
   readonly keyPrefix?: string | undefined
   /** How long tool ledger records are kept; default {@link defaultLedgerRetention}. */
   readonly ledgerRetention?: Duration.DurationInput | undefined
+  /**
+   * How long a permit's lease outlives its holder's deadline (and the whole lease of a permit taken
+   * without a deadline): a crashed holder's permit comes back this long after its deadline. Default
+   * {@link defaultPermitLease}.
+   */
+  readonly permitLease?: Duration.DurationInput | undefined
+  /**
+   * How a permit waiter learns that a permit was freed in another process: `pubsub` (default: a
+   * message on the pool's channel, with polling from 5 ms doubling to 100 ms as a fallback) or
+   * `polling` alone (2 ms doubling to 50 ms).
+   */
+  readonly permitWakeup?: "pubsub" | "polling" | undefined
 }
+
+/**
+ * @since 0.5.0
+ * @category Constants
+ */
+export const defaultPermitLease: Duration.Duration = Duration.seconds(10)
 
 /**
  * @since 0.2.0
@@ -84,7 +118,8 @@ export const defaultLedgerRetention: Duration.Duration = Duration.days(7)
 /**
  * Options read from `MODELGATE_REDIS_URL`, `MODELGATE_REDIS_PASSWORD` (optional, redacted),
  * `MODELGATE_REDIS_CONNECT_TIMEOUT`, `MODELGATE_REDIS_COMMAND_TIMEOUT` (durations, e.g. `500 millis`)
- * and `MODELGATE_REDIS_KEY_PREFIX`. The URL is read redacted too.
+ * `MODELGATE_REDIS_KEY_PREFIX` and `MODELGATE_REDIS_PERMIT_LEASE` (a duration). The URL is read
+ * redacted too.
  *
  * @since 0.2.0
  * @category Config
@@ -95,7 +130,8 @@ export const config: Config.Config<Options> = Config.map(
     password: Config.option(Config.redacted("MODELGATE_REDIS_PASSWORD")),
     connectTimeout: Config.withDefault(Config.duration("MODELGATE_REDIS_CONNECT_TIMEOUT"), defaultConnectTimeout),
     commandTimeout: Config.withDefault(Config.duration("MODELGATE_REDIS_COMMAND_TIMEOUT"), defaultCommandTimeout),
-    keyPrefix: Config.withDefault(Config.string("MODELGATE_REDIS_KEY_PREFIX"), "modelgate:")
+    keyPrefix: Config.withDefault(Config.string("MODELGATE_REDIS_KEY_PREFIX"), "modelgate:"),
+    permitLease: Config.withDefault(Config.duration("MODELGATE_REDIS_PERMIT_LEASE"), defaultPermitLease)
   }),
   ({ password, url, ...rest }): Options => ({
     ...rest,
@@ -107,102 +143,6 @@ export const config: Config.Config<Options> = Config.map(
 // ---------------------------------------------------------------------------------------------
 // Client
 // ---------------------------------------------------------------------------------------------
-
-type StoreName = StoreError["store"]
-
-/** Marks a reply that is not what the script returns (never expected from a sound server). */
-const bad: unique symbol = Symbol("bad")
-
-const storeError = (store: StoreName, operation: string, detail: string) => new StoreError({ store, operation, detail })
-
-/** Timeouts are real time, also under a `TestClock`: a network round trip does not wait for it. */
-const realClock = Clock.make()
-
-interface Client {
-  /** One operation: `effect` bounded by the command timeout, failures mapped to `StoreError`. */
-  readonly bounded: <A>(
-    store: StoreName,
-    operation: string,
-    effect: Effect.Effect<A, StoreError>
-  ) => Effect.Effect<A, StoreError>
-  /** One command, its reply decoded (`bad` fails). */
-  readonly command: <A>(
-    store: StoreName,
-    operation: string,
-    run: (redis: IORedis) => Promise<unknown>,
-    decode: (reply: unknown) => A | typeof bad
-  ) => Effect.Effect<A, StoreError>
-  /** One script (`EVALSHA`, then `EVAL` if the server does not know it yet). */
-  readonly script: <A>(
-    store: StoreName,
-    operation: string,
-    script: Scripts.Script,
-    keys: ReadonlyArray<string>,
-    args: ReadonlyArray<string>,
-    decode: (reply: unknown) => A | typeof bad
-  ) => Effect.Effect<A, StoreError>
-}
-
-const isNoScript = (e: unknown) => e instanceof Error && e.message.startsWith("NOSCRIPT")
-const isTimeout = (e: unknown) => e instanceof Error && e.message === "Command timed out"
-
-const makeClient = (options: Options): Effect.Effect<Client, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    const commandTimeout = Duration.decode(options.commandTimeout ?? defaultCommandTimeout)
-    const commandMillis = Math.max(1, Math.ceil(Duration.toMillis(commandTimeout)))
-    const redis = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const client = new IORedis(options.url, {
-          ...(options.password === undefined ? {} : { password: Redacted.value(options.password) }),
-          connectTimeout: Math.max(1, Math.ceil(Duration.toMillis(options.connectTimeout ?? defaultConnectTimeout))),
-          commandTimeout: commandMillis,
-          // Fail fast while disconnected, and never send a command twice (reserve and commit are
-          // not idempotent across a resend).
-          maxRetriesPerRequest: 0,
-          autoResendUnfulfilledCommands: false,
-          retryStrategy: (times) => Math.min(times * 50, 1000)
-        })
-        // Connection errors reach the callers as StoreError; the event itself carries the address.
-        client.on("error", () => {})
-        return client
-      }),
-      (client) => Effect.sync(() => client.disconnect())
-    )
-    const bounded = <A>(store: StoreName, operation: string, effect: Effect.Effect<A, StoreError>) =>
-      effect.pipe(
-        Effect.timeoutFail({ duration: commandTimeout, onTimeout: () => storeError(store, operation, "timed out") }),
-        Effect.withClock(realClock)
-      )
-    const raw = <A>(
-      store: StoreName,
-      operation: string,
-      run: (redis: IORedis) => Promise<unknown>,
-      decode: (reply: unknown) => A | typeof bad
-    ): Effect.Effect<A, StoreError> =>
-      Effect.flatMap(
-        Effect.tryPromise({
-          try: () => run(redis),
-          catch: (e) => storeError(store, operation, isTimeout(e) ? "timed out" : "unavailable")
-        }),
-        (reply) => {
-          const a = decode(reply)
-          return a === bad ? Effect.fail(storeError(store, operation, "unexpected reply")) : Effect.succeed(a)
-        }
-      )
-    const command: Client["command"] = (store, operation, run, decode) =>
-      bounded(store, operation, raw(store, operation, run, decode))
-    const script: Client["script"] = (store, operation, s, keys, args, decode) =>
-      command(
-        store,
-        operation,
-        (r) =>
-          r
-            .evalsha(s.sha, keys.length, ...keys, ...args)
-            .catch((e: unknown) => (isNoScript(e) ? r.eval(s.lua, keys.length, ...keys, ...args) : Promise.reject(e))),
-        decode
-      )
-    return { bounded, command, script }
-  })
 
 const ints = <N extends number>(reply: unknown, n: N): ReadonlyArray<number> | typeof bad =>
   Array.isArray(reply) && reply.length === n && reply.every((x): x is number => typeof x === "number") ? reply : bad
@@ -219,13 +159,13 @@ const makeBudgetStore = (client: Client, prefix: string): BudgetStore.Service =>
     const h = `${prefix}budget:{${account}}`
     return [h, `${h}:r`]
   }
-  const settle = (operation: string, account: string, id: string, spend: number, limit: number) =>
+  const settle = (operation: string, account: string, id: string, spend: number, limit: number, retry: boolean) =>
     client.script(
       "budget",
       operation,
       Scripts.settle,
       keys(account),
-      [id, int(spend), int(limit)],
+      [id, int(spend), int(limit), retry ? "1" : "0"],
       (reply): BudgetStore.CommitOutcome | typeof bad => {
         const v = ints(reply, 2)
         return v === bad ? bad : { committed: v[0] ?? 0, overspent: v[1] ?? 0 }
@@ -254,8 +194,9 @@ const makeBudgetStore = (client: Client, prefix: string): BudgetStore.Service =>
           return v[0] === 1 ? { _tag: "Reserved", committed, reserved } : { _tag: "Rejected", committed, reserved }
         }
       ),
-    commit: (r) => settle("commit", r.account, r.id, Math.max(0, Math.min(r.spend, r.amount)), r.limit),
-    release: (r) => Effect.asVoid(settle("release", r.account, r.id, 0, 0)),
+    commit: (r) =>
+      settle("commit", r.account, r.id, Math.max(0, Math.min(r.spend, r.amount)), r.limit, r.retry === true),
+    release: (r) => Effect.asVoid(settle("release", r.account, r.id, 0, 0, false)),
     balance: (account, now) =>
       client.script(
         "budget",
@@ -282,64 +223,159 @@ const decodeStoredBreaker = Schema.decodeUnknownOption(StoredBreaker)
 /** Compare-and-set attempts before `modify` gives up (each one lost to a concurrent writer). */
 const maxCasAttempts = 64
 
+/** What this process knows of one breaker: the stored value, its state, the change that wrote it. */
+interface Mirrored {
+  readonly seq: number
+  readonly raw: string
+  readonly state: BreakerStore.BreakerState | undefined
+}
+
+/**
+ * Breakers shared through Redis, mirrored in this process: every change is a compare-and-set
+ * script that also publishes the change, and each process applies the changes it hears to its
+ * mirror. While the mirror is in sync (subscribed, and loaded once after each (re)subscription),
+ * `get` answers from it (no round trip) and `modify` starts its compare-and-set from it (one round
+ * trip when nobody changed the breaker meanwhile). While Redis cannot be reached, the breakers fall
+ * back to this process's mirror: `get` answers the last state seen, `modify` changes it locally;
+ * once Redis is back, the shared state replaces the local one.
+ */
 const makeBreakerStore = (client: Client, prefix: string): BreakerStore.Service => {
   const key = (route: string) => `${prefix}breaker:${route}`
-  /** The raw value (`""` for none) and its decoded state. */
-  const read = (operation: string, k: string) =>
+  const keyPrefix = `${prefix}breaker:`
+  const routesKey = `${prefix}breakers`
+  const seqKey = `${prefix}breaker-seq`
+  const channel = `${prefix}breaker-changes`
+  const mirror = new Map<string, Mirrored>()
+  let synced = false
+  const parse = (raw: string): Option.Option<BreakerStore.BreakerState | undefined> => {
+    if (raw === "") return Option.some(undefined)
+    const stored = decodeStoredBreaker(raw)
+    return Option.isSome(stored) ? Option.some(stored.value.s) : Option.none()
+  }
+  /** A change heard or made: applied unless the mirror already has a later one. */
+  const apply = (route: string, seq: number, raw: string) => {
+    const current = mirror.get(route)
+    if (current !== undefined && current.seq >= seq) return
+    const state = parse(raw)
+    if (Option.isSome(state)) mirror.set(route, { seq, raw, state: state.value })
+  }
+  const resync = client.script("breaker", "sync", Scripts.breakerAll, [routesKey, seqKey], [keyPrefix], (reply) =>
+    Array.isArray(reply) && reply.length % 2 === 1 && typeof reply[0] === "number" ? reply : bad
+  )
+  client.subscribe(
+    channel,
+    (message) => {
+      const a = message.indexOf("\n")
+      const b = message.indexOf("\n", a + 1)
+      if (a < 0 || b < 0) return
+      apply(message.slice(a + 1, b), Number(message.slice(0, a)), message.slice(b + 1))
+    },
+    {
+      subscribed: () => {
+        Effect.runFork(
+          Effect.match(resync, {
+            onFailure: () => {},
+            onSuccess: (reply) => {
+              const seq = Number(reply[0])
+              const seen = new Set<string>()
+              for (let i = 1; i + 1 < reply.length; i += 2) {
+                const route = String(reply[i])
+                seen.add(route)
+                const current = mirror.get(route)
+                if (current !== undefined && current.seq > seq) continue
+                const raw = String(reply[i + 1])
+                const state = parse(raw)
+                if (Option.isSome(state)) mirror.set(route, { seq, raw, state: state.value })
+              }
+              for (const [route, m] of mirror) if (!seen.has(route) && m.seq <= seq) mirror.delete(route)
+              synced = true
+            }
+          })
+        )
+      },
+      lost: () => {
+        synced = false
+      }
+    }
+  )
+  /** Redis could not answer: the operation falls back to this process's mirror. */
+  const unreachable = (e: StoreError) => e.detail === "unavailable" || e.detail === "timed out"
+  const local = (route: string) => mirror.get(route)
+  /** The stored value of `route` read from Redis (and kept in the mirror). */
+  const read = (operation: string, route: string): Effect.Effect<Mirrored, StoreError> =>
     client.command(
       "breaker",
       operation,
-      (r) => r.get(k),
-      (reply): unknown => reply
+      (r) => r.get(key(route)),
+      (reply): Mirrored | typeof bad => {
+        const raw = reply === null ? "" : typeof reply === "string" ? reply : undefined
+        if (raw === undefined) return bad
+        const state = parse(raw)
+        if (Option.isNone(state)) return bad
+        const seq = mirror.get(route)?.seq ?? 0
+        const m = { seq, raw, state: state.value }
+        if (!synced) mirror.set(route, m)
+        return m
+      }
     )
-  interface Read {
-    readonly raw: string
-    readonly version: number
-    readonly state: BreakerStore.BreakerState | undefined
-  }
-  const decode = (operation: string, raw: unknown): Effect.Effect<Read, StoreError> => {
-    if (raw === null) return Effect.succeed({ raw: "", version: 0, state: undefined })
-    const stored = decodeStoredBreaker(raw)
-    return typeof raw === "string" && Option.isSome(stored)
-      ? Effect.succeed({ raw, version: stored.value.v, state: stored.value.s })
-      : Effect.fail(storeError("breaker", operation, "unexpected reply"))
-  }
-  const get = (route: string) =>
-    client.bounded(
-      "breaker",
-      "get",
-      Effect.map(
-        Effect.flatMap(read("get", key(route)), (raw) => decode("get", raw)),
-        (s) => s.state
-      )
+  const get = (route: string): Effect.Effect<BreakerStore.BreakerState | undefined, StoreError> =>
+    Effect.suspend(() =>
+      synced
+        ? Effect.succeed(mirror.get(route)?.state)
+        : Effect.catchAll(
+            Effect.map(read("get", route), (m) => m.state),
+            (e) => (unreachable(e) ? Effect.succeed(local(route)?.state) : Effect.fail(e))
+          )
     )
   const modify = <A>(
     route: string,
     f: (current: BreakerStore.BreakerState | undefined) => readonly [A, BreakerStore.BreakerState | undefined]
   ): Effect.Effect<A, StoreError> => {
     const k = key(route)
-    const attempt = (n: number): Effect.Effect<A, StoreError> =>
-      Effect.flatMap(
-        Effect.flatMap(read("modify", k), (raw) => decode("modify", raw)),
-        ({ raw, version, state }) => {
-          const [a, next] = f(state)
-          // Unchanged: nothing to write (the read is the linearization point).
-          if (next === state) return Effect.succeed(a)
-          const value = next === undefined ? "" : JSON.stringify({ v: version + 1, s: next })
-          return Effect.flatMap(
-            client.script("breaker", "modify", Scripts.breakerCas, [k], [raw, value], (reply) =>
-              reply === 1 ? true : reply === 0 ? false : bad
-            ),
-            (set) =>
-              set
-                ? Effect.succeed(a)
-                : n + 1 >= maxCasAttempts
-                  ? Effect.fail(storeError("breaker", "modify", "contention"))
-                  : attempt(n + 1)
-          )
-        }
-      )
-    return client.bounded("breaker", "modify", attempt(0))
+    const attempt = (n: number, from: Mirrored | undefined): Effect.Effect<A, StoreError> =>
+      Effect.flatMap(from !== undefined ? Effect.succeed(from) : read("modify", route), ({ raw, state }) => {
+        const [a, next] = f(state)
+        // Unchanged: nothing to write (the read is the linearization point).
+        if (next === state) return Effect.succeed(a)
+        const version = raw === "" ? 0 : Option.match(decodeStoredBreaker(raw), { onNone: () => 0, onSome: (x) => x.v })
+        const value = next === undefined ? "" : JSON.stringify({ v: version + 1, s: next })
+        return Effect.flatMap(
+          client.script(
+            "breaker",
+            "modify",
+            Scripts.breakerCas,
+            [k, routesKey, seqKey],
+            [raw, value, channel, route],
+            (reply) => (typeof reply === "number" ? reply : bad)
+          ),
+          (seq) => {
+            if (seq > 0) {
+              apply(route, seq, value)
+              return Effect.succeed(a)
+            }
+            return n + 1 >= maxCasAttempts
+              ? Effect.fail(storeError("breaker", "modify", "contention"))
+              : attempt(n + 1, undefined)
+          }
+        )
+      })
+    const fromMirror = Effect.suspend(() =>
+      attempt(0, synced ? (mirror.get(route) ?? { seq: 0, raw: "", state: undefined }) : undefined)
+    )
+    return Effect.catchAll(client.bounded("breaker", "modify", fromMirror), (e) => {
+      if (!unreachable(e)) return Effect.fail(e)
+      // Redis is unreachable: the breaker changes in this process only.
+      return Effect.sync(() => {
+        const current = local(route)
+        const [a, next] = f(current?.state)
+        mirror.set(route, {
+          seq: current?.seq ?? 0,
+          raw: next === undefined ? "" : JSON.stringify({ v: 0, s: next }),
+          state: next
+        })
+        return a
+      })
+    })
   }
   return BreakerStore.BreakerStore.of({ get, modify })
 }
@@ -485,7 +521,7 @@ const makeToolLedgerStore = (client: Client, prefix: string, retentionMillis: nu
 // ---------------------------------------------------------------------------------------------
 
 /**
- * The three stores over one client.
+ * The stores over one client.
  *
  * @since 0.2.0
  * @category Models
@@ -494,28 +530,63 @@ export interface Stores {
   readonly budget: BudgetStore.Service
   readonly breaker: BreakerStore.Service
   readonly ledger: ToolLedgerStore.Service
+  /** @since 0.5.0 */
+  readonly permit: PermitStore.Service
+  /** @since 0.5.0 */
+  readonly rateLimit: RateLimits.Service
+  /** The client's connection, for measurements and tests (command counts); the stores own it. @since 0.5.0 */
+  readonly connection: IORedis
 }
 
 /**
- * One Redis client (closed with the scope) and the three stores over it. Connects in the
- * background: while Redis cannot be reached, operations fail with `StoreError`.
+ * The services of {@link layer}: every store seam.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export type Services =
+  | BudgetStore.BudgetStore
+  | BreakerStore.BreakerStore
+  | ToolLedgerStore.ToolLedgerStore
+  | PermitStore.PermitStore
+  | RateLimits.RateLimitStore
+
+const millisOf = (d: Duration.DurationInput) => Math.max(1, Math.ceil(Duration.toMillis(Duration.decode(d))))
+
+/**
+ * One Redis client (closed with the scope) and the stores over it. Connects in the background:
+ * while Redis cannot be reached, operations fail with `StoreError`.
  *
  * @since 0.2.0
  * @category Constructors
  */
 export const make = (options: Options): Effect.Effect<Stores, never, Scope.Scope> =>
-  Effect.map(makeClient(options), (client) => {
-    const prefix = options.keyPrefix ?? "modelgate:"
-    return {
-      budget: makeBudgetStore(client, prefix),
-      breaker: makeBreakerStore(client, prefix),
-      ledger: makeToolLedgerStore(
-        client,
-        prefix,
-        Math.max(1, Math.ceil(Duration.toMillis(options.ledgerRetention ?? defaultLedgerRetention)))
-      )
+  Effect.map(
+    makeClient({
+      url: options.url,
+      password: options.password,
+      connectTimeoutMs: millisOf(options.connectTimeout ?? defaultConnectTimeout),
+      commandTimeoutMs: millisOf(options.commandTimeout ?? defaultCommandTimeout)
+    }),
+    (client) => {
+      const prefix = options.keyPrefix ?? "modelgate:"
+      const wakeup = options.permitWakeup ?? "pubsub"
+      return {
+        budget: makeBudgetStore(client, prefix),
+        breaker: makeBreakerStore(client, prefix),
+        ledger: makeToolLedgerStore(client, prefix, millisOf(options.ledgerRetention ?? defaultLedgerRetention)),
+        permit: makePermitStore(client, {
+          prefix,
+          leaseMs: millisOf(options.permitLease ?? defaultPermitLease),
+          wakeup,
+          pollMinMs: wakeup === "pubsub" ? 5 : 2,
+          pollMaxMs: wakeup === "pubsub" ? 100 : 50
+        }),
+        rateLimit: makeRateLimitStore(client, prefix),
+        connection: client.redis
+      }
     }
-  })
+  )
 
 /**
  * `BudgetStore` on Redis (a client of its own).
@@ -554,19 +625,43 @@ export const layerToolLedgerStore = (options: Options): Layer.Layer<ToolLedgerSt
   )
 
 /**
- * The three stores on Redis over one client.
+ * `PermitStore` on Redis (a client of its own): give it to `Concurrency.layer`.
+ *
+ * @since 0.5.0
+ * @category Layers
+ */
+export const layerPermitStore = (options: Options): Layer.Layer<PermitStore.PermitStore> =>
+  Layer.scoped(
+    PermitStore.PermitStore,
+    Effect.map(make(options), (s) => s.permit)
+  )
+
+/**
+ * `RateLimitStore` on Redis (a client of its own): provider rate limits shared by every process.
+ *
+ * @since 0.5.0
+ * @category Layers
+ */
+export const layerRateLimitStore = (options: Options): Layer.Layer<RateLimits.RateLimitStore> =>
+  Layer.scoped(
+    RateLimits.RateLimitStore,
+    Effect.map(make(options), (s) => s.rateLimit)
+  )
+
+/**
+ * Every store on Redis over one client (budgets, permits, breakers, tool ledger, rate limits).
  *
  * @since 0.2.0
  * @category Layers
  */
-export const layer = (
-  options: Options
-): Layer.Layer<BudgetStore.BudgetStore | BreakerStore.BreakerStore | ToolLedgerStore.ToolLedgerStore> =>
+export const layer = (options: Options): Layer.Layer<Services> =>
   Layer.scopedContext(
     Effect.map(make(options), (s) =>
       Context.make(BudgetStore.BudgetStore, s.budget).pipe(
         Context.add(BreakerStore.BreakerStore, s.breaker),
-        Context.add(ToolLedgerStore.ToolLedgerStore, s.ledger)
+        Context.add(ToolLedgerStore.ToolLedgerStore, s.ledger),
+        Context.add(PermitStore.PermitStore, s.permit),
+        Context.add(RateLimits.RateLimitStore, s.rateLimit)
       )
     )
   )
@@ -577,12 +672,8 @@ export const layer = (
  * @since 0.2.0
  * @category Layers
  */
-export const layerConfig = (
-  options: Config.Config<Options> = config
-): Layer.Layer<
-  BudgetStore.BudgetStore | BreakerStore.BreakerStore | ToolLedgerStore.ToolLedgerStore,
-  ConfigError.ConfigError
-> => Layer.unwrapEffect(Effect.map(options, layer))
+export const layerConfig = (options: Config.Config<Options> = config): Layer.Layer<Services, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(options, layer))
 
 /**
  * {@link layerBudgetStore} with its options read from `Config` (default {@link config}).

@@ -12,7 +12,7 @@ import { ModelCommand } from "@modelgate/core/ModelCommand"
 import type { CallRecord } from "@modelgate/core/ModelResult"
 import type { ProviderAdapter, ProviderResponse } from "@modelgate/core/ProviderAdapter"
 import type { StreamEvent } from "@modelgate/core/StreamEvent"
-import type { Behavior, Provider, RecordedRequest } from "@modelgate/testing/MockProviderServer"
+import type { Behavior, Provider as MockProvider, RecordedRequest } from "@modelgate/testing/MockProviderServer"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import type { Context } from "effect"
 import { Cause, Chunk, Effect, Either, Exit, Layer, Logger, LogLevel, Option, Schema, Stream, Tracer } from "effect"
@@ -26,6 +26,9 @@ import * as OpenAiCompatible from "../src/OpenAiCompatible.js"
 import { apiKey, collectFailure, simpleRequest, TestLayer, textOf } from "./adapters-fixtures.js"
 
 type Adapter = Omit<ProviderAdapter, "provider">
+
+/** The wire formats of modelgate's own adapters (the mock also speaks the OpenAI Responses API). */
+type Provider = Exclude<MockProvider, "openai-responses">
 
 const providers: ReadonlyArray<Provider> = ["openai", "anthropic", "gemini", "openai-compatible"]
 
@@ -213,7 +216,7 @@ const promptOf = (request: RecordedRequest): string => {
 type Echo = "http400" | "http503" | "errorAfter200" | "success" | "streamError"
 
 /** The provider's error object fields, every one the echoed text. */
-const echoedError = (provider: Provider, text: string) => ({
+const echoedError = (provider: MockProvider, text: string) => ({
   type: text,
   code: text,
   message: text,

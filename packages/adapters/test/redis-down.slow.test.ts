@@ -1,12 +1,15 @@
 /**
- * The Redis stores when Redis dies (SIGKILL): every operation fails with `StoreError` naming the
- * store and the operation, within the command timeout (no hang), and never echoes the URL.
+ * The Redis stores when Redis dies (SIGKILL): every budget and ledger operation fails with
+ * `StoreError` naming the store and the operation, within the command timeout (no hang), and never
+ * echoes the URL; the store health metrics show it; breakers fall back to this process's state.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Redis from "@modelgate/adapters/redis"
+import type { BreakerState } from "@modelgate/core/BreakerStore"
 import { StoreError } from "@modelgate/core/Errors"
+import * as StoreHealth from "@modelgate/core/StoreHealth"
 import { IdempotencyKey, ToolRecord } from "@modelgate/core/ToolLedgerStore"
-import { Duration, Effect, Exit } from "effect"
+import { Duration, Effect, Exit, Metric } from "effect"
 import { type RedisServer, startRedis } from "./redisServer.js"
 
 let server: RedisServer
@@ -19,6 +22,8 @@ afterAll(async () => {
 
 const commandTimeout = 300
 
+const open: BreakerState = { status: "open", since: 0, probes: 0, probeSuccesses: 0, lastProbeAt: 0 }
+
 /** The operation's error and how long it took (real time). */
 const timed = <A>(effect: Effect.Effect<A, StoreError>) =>
   Effect.gen(function* () {
@@ -29,7 +34,7 @@ const timed = <A>(effect: Effect.Effect<A, StoreError>) =>
   })
 
 describe("Redis stores with Redis killed", () => {
-  it.live("every operation fails with StoreError within the command timeout", () =>
+  it.live("budget and ledger operations fail with StoreError within the command timeout; breakers go local", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const stores = yield* Redis.make({
@@ -47,8 +52,9 @@ describe("Redis stores with Redis killed", () => {
           expiresAt: 60_000,
           accountExpiresAt: Number.POSITIVE_INFINITY
         }
-        // alive: the operations answer
+        // alive: the operations answer; a breaker is opened through Redis
         assert.strictEqual((yield* stores.budget.reserve(reserve))._tag, "Reserved")
+        yield* stores.breaker.modify("route", () => [undefined, open])
         server.kill()
         const operations: ReadonlyArray<readonly [string, string, Effect.Effect<unknown, StoreError>]> = [
           ["budget", "reserve", stores.budget.reserve({ ...reserve, id: "r2" })],
@@ -59,8 +65,6 @@ describe("Redis stores with Redis killed", () => {
           ],
           ["budget", "release", stores.budget.release({ account: "acme/total", id: "r1" })],
           ["budget", "balance", stores.budget.balance("acme/total", 0)],
-          ["breaker", "get", stores.breaker.get("route")],
-          ["breaker", "modify", stores.breaker.modify("route", () => [1, undefined])],
           [
             "ledger",
             "claim",
@@ -91,6 +95,28 @@ describe("Redis stores with Redis killed", () => {
             assert.isBelow(elapsed, commandTimeout + 200, `${store} ${operation} took ${elapsed} ms`)
           }
         }
+        // the store's health is visible: errors counted by store and operation, the gauge at 0
+        const errors = yield* Metric.value(
+          Metric.tagged(Metric.tagged(StoreHealth.metrics.errors, "store", "budget"), "operation", "reserve")
+        )
+        assert.isAtLeast(errors.count, 2)
+        const healthy = yield* Metric.value(Metric.tagged(StoreHealth.metrics.healthy, "store", "ledger"))
+        assert.strictEqual(healthy.value, 0)
+        // breakers fall back to this process's state, each operation within the command timeout:
+        // the last state seen, changed locally from then on
+        const local = <A>(effect: Effect.Effect<A, StoreError>) =>
+          Effect.gen(function* () {
+            const started = Date.now()
+            const a = yield* effect
+            assert.isBelow(Date.now() - started, commandTimeout + 200)
+            return a
+          })
+        assert.deepStrictEqual(yield* local(stores.breaker.get("route")), open)
+        const before = yield* local(stores.breaker.modify("route", (current) => [current, undefined]))
+        assert.deepStrictEqual(before, open)
+        assert.isUndefined(yield* local(stores.breaker.get("route")))
+        yield* local(stores.breaker.modify("other", () => [undefined, open]))
+        assert.deepStrictEqual(yield* local(stores.breaker.get("other")), open)
       })
     )
   )

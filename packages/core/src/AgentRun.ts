@@ -3,7 +3,10 @@
  * it inherits. Each call's deadline is the earlier of its own and the run's; what it reserves is
  * capped by what is left of the run's budget; its `runId` and step go into its evidence. Once the
  * run's time or money is gone, the next call does not start: it fails with `RunExhausted`, which
- * carries the steps that completed, so the caller can return a partial result or hand off.
+ * carries the steps that completed and their CallRecords, so the caller can return a partial
+ * result or hand off. A run belongs to one tenant: a call for another tenant inside it fails with
+ * `InvalidRequest` (`run_tenant`) before anything else. With `events` the run publishes hook events
+ * (module `RunEvents`); the tool loop over a run is module `ToolLoop`.
  *
  * ```ts
  * AgentRun.run({ runId: "r-1", deadline: "30 seconds", budget: 0.5, tenant }, Effect.gen(function* () {
@@ -18,6 +21,7 @@ import { Clock, Duration, Effect, FiberRef, Option, Schema } from "effect"
 import { dual } from "effect/Function"
 import type { TenantId } from "./ModelCommand.js"
 import { CallId, CallOutcome, type CallRecord } from "./ModelResult.js"
+import type * as RunEvents from "./RunEvents.js"
 
 /**
  * What a run is made from.
@@ -31,7 +35,12 @@ export interface Options {
   readonly deadline: Duration.DurationInput
   /** Money the whole run may spend (the gateway's currency); unlimited when absent. */
   readonly budget?: number | undefined
+  /** Every call of the run must be for this tenant (else `InvalidRequest`, reason `run_tenant`). */
   readonly tenant: TenantId
+  /** Where the run publishes its hook events (see module `RunEvents`); none when absent. */
+  readonly events?: RunEvents.Hub | undefined
+  /** Let `PreTool`/`PostTool` events carry tool arguments and results (default: no content). */
+  readonly eventContent?: boolean | undefined
 }
 
 /**
@@ -76,6 +85,9 @@ export interface Run {
   calls: number
   /** The CallRecords of the run's calls that started, in the order they settled. */
   readonly records: Array<CallRecord>
+  /** Where hook events go (`undefined`: nowhere, and nothing is built for them). */
+  readonly events: RunEvents.Hub | undefined
+  readonly eventContent: boolean
 }
 
 /**
@@ -113,7 +125,9 @@ export const make = (options: Options): Effect.Effect<Run> =>
     spent: 0,
     reserved: 0,
     calls: 0,
-    records: []
+    records: [],
+    events: options.events,
+    eventContent: options.eventContent ?? false
   }))
 
 /**

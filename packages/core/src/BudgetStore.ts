@@ -79,6 +79,14 @@ export interface CommitRequest {
    * already expired may not push `committed + reserved` beyond.
    */
   readonly limit: number
+  /**
+   * A retry of a commit whose answer was lost (sent before the reservation expires): when the
+   * reservation is gone, the first commit landed and this one counts nothing (instead of counting
+   * as a late commit). This makes a retried commit idempotent without keeping settled ids.
+   *
+   * @since 0.5.0
+   */
+  readonly retry?: boolean | undefined
 }
 
 /**
@@ -125,6 +133,9 @@ export interface AccountBalance {
  *   spend only up to `limit - committed - reserved`; the rest is added to the account's
  *   `overspent`, so the invariant holds even then. Reports both parts.
  * - `release`: remove the reservation (no spend). Unknown ids are ignored by `commit` and `release`.
+ * - A `commit` with `retry` (its first attempt's answer was lost) counts nothing when the
+ *   reservation is gone: `Budgets` retries a commit only before the reservation expires, so a
+ *   missing reservation then means the first attempt landed.
  * - `balance`: the account at `now` (expired reservations not counted).
  *
  * The synchronous twins `reserveSync`, `commitSync` and `releaseSync` are for stores that answer
@@ -262,7 +273,9 @@ const unsafeMakeMemory = (): MemoryStore => {
     return { committed, overspent: spend - committed }
   }
   const commit = (r: CommitRequest): CommitOutcome =>
-    settle(r.account, r.id, Math.max(0, Math.min(r.spend, r.amount)), r.limit)
+    r.retry === true && accounts.get(r.account)?.reservations.has(r.id) !== true
+      ? { committed: 0, overspent: 0 }
+      : settle(r.account, r.id, Math.max(0, Math.min(r.spend, r.amount)), r.limit)
   const release = (r: ReleaseRequest): void => {
     settle(r.account, r.id, 0, 0)
   }

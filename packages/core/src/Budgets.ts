@@ -31,9 +31,12 @@
  *   best-effort release of its reservation id (the store may have applied it and lost only the
  *   answer), so nothing stays reserved whenever the store can be reached; otherwise the TTL frees
  *   it. The store bounds its own round trip, so this is never an unbounded wait.
- * - `settle` never fails: the call's outcome is already decided when it settles. A failed commit or
- *   release is logged (tenant and operation only) and counted in {@link metrics}`.settleFailures`,
- *   and the store's reservation TTL frees the held amount (its spend is then not counted).
+ * - `settle` never fails: the call's outcome is already decided when it settles. A failed release
+ *   is logged (tenant and operation only) and counted in {@link metrics}`.settleFailures`; the
+ *   store's reservation TTL frees the held amount. A failed commit answers a `pending` settlement
+ *   at once and is retried in the background until shortly before the reservation expires (as a
+ *   `retry` commit, which counts nothing once the reservation is gone: a first attempt that landed
+ *   is not counted twice); one still lost then is logged and counted.
  *
  * A holder that outlives its reservation
  *
@@ -49,7 +52,20 @@
  *
  * @since 0.1.0
  */
-import { Cause, Config, Context, Duration, Effect, FiberRef, Layer, Metric, Random, RuntimeFlags, Schema } from "effect"
+import {
+  Cause,
+  Clock,
+  Config,
+  Context,
+  Duration,
+  Effect,
+  FiberRef,
+  Layer,
+  Metric,
+  Random,
+  RuntimeFlags,
+  Schema
+} from "effect"
 import type { ConfigError, Scope } from "effect"
 import * as Store from "./BudgetStore.js"
 import { BudgetExceeded, ConfigProblem, GatewayConfigError, type StoreError } from "./Errors.js"
@@ -77,6 +93,14 @@ export interface Settlement {
    * at the provider, not counted as committed (0 normally).
    */
   readonly overspent: number
+  /**
+   * The commit could not be recorded yet (the store did not answer): it is retried in the
+   * background until shortly before the reservation expires; `committed` is 0 meanwhile.
+   * `undefined` otherwise.
+   *
+   * @since 0.5.0
+   */
+  readonly pending?: boolean | undefined
 }
 
 /**
@@ -588,6 +612,8 @@ export const settleNowOf = (reservation: Reservation): Reservation["settleNow"] 
 
 /** The settlement of a release, a repeated settle, an untracked tenant or a failed store operation. */
 const nothingSettled: Settlement = { committed: 0, overspent: 0 }
+/** The settlement of a commit the store did not answer yet (retried in the background). */
+const pendingSettlement: Settlement = { committed: 0, overspent: 0, pending: true }
 const succeedNothingSettled: Effect.Effect<Settlement> = Effect.succeed(nothingSettled)
 
 const settleNothing = () => succeedNothingSettled
@@ -691,12 +717,53 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
       return window
     }
 
+    /**
+     * A commit the store did not answer: retried in the background (a daemon fiber, backing off
+     * from 100 ms to 5 s) until a second before the reservation expires, as `retry` commits: one
+     * whose first attempt did land finds its reservation gone and counts nothing twice.
+     * The call's settlement says `pending` meanwhile; a commit still lost at the end is logged and
+     * counted in `settleFailures` (the store frees the reservation at its expiry).
+     */
+    const commitPending = (tenant: TenantId, request: Store.CommitRequest, expiresAt: number) => {
+      const last = expiresAt - 1_000
+      const retry = { ...request, retry: true }
+      /** The next retry after `delayMs`, unless it would come after `last`. */
+      const retried = (delayMs: number): Effect.Effect<Store.CommitOutcome | undefined> =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          now + delayMs > last
+            ? Effect.succeed(undefined)
+            : Effect.zipRight(
+                Effect.sleep(Duration.millis(delayMs)),
+                Effect.catchAll(store.commit(retry), () => retried(Math.min(delayMs * 2, 5_000)))
+              )
+        )
+      const settled = Effect.flatMap(retried(100), (outcome) =>
+        outcome === undefined
+          ? settleFailed(tenant, "commit")
+          : reportOverspend(tenant, {
+              committed: fromUnits(outcome.committed),
+              overspent: fromUnits(outcome.overspent)
+            })
+      )
+      return Effect.as(
+        Effect.zipRight(
+          Effect.annotateLogs(
+            Effect.logWarning("budget commit pending: the store did not answer; retried until the reservation expires"),
+            { tenant }
+          ),
+          Effect.forkDaemon(settled)
+        ),
+        pendingSettlement
+      )
+    }
+
     const makeReservation = (
       tenant: TenantId,
       account: string,
       id: string,
       units: number,
-      limit: number
+      limit: number,
+      expiresAt: number
     ): Reservation => {
       let settled = false
       const settle = (actual: number): Effect.Effect<Settlement> =>
@@ -710,7 +777,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
                   settleFailed(tenant, "release")
                 )
               : Effect.matchEffect(store.commit({ account, id, amount: units, spend, limit }), {
-                  onFailure: () => settleFailed(tenant, "commit"),
+                  onFailure: () => commitPending(tenant, { account, id, amount: units, spend, limit }, expiresAt),
                   onSuccess: (outcome) => {
                     const settlement: Settlement = {
                       committed: fromUnits(outcome.committed),
@@ -780,7 +847,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
               Effect.zipRight(Effect.ignore(store.release({ account, id })), Effect.failCause(cause)),
             onSuccess: (outcome): Effect.Effect<Reservation, BudgetExceeded> => {
               if (outcome._tag === "Rejected") return Effect.fail(exceeded(tenant, amount, budget, outcome))
-              const reservation = makeReservation(tenant, account, id, request.amount, request.limit)
+              const reservation = makeReservation(tenant, account, id, request.amount, request.limit, request.expiresAt)
               // An interruptible caller was interrupted while the store answered: the interruption
               // is delivered when this region ends and the reservation would be lost, so give the
               // amount back first.
@@ -813,7 +880,14 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
             const request = requestAt(tenant, amount, budget, now)
             const outcome = sync.reserve(request)
             if (outcome._tag === "Rejected") return exceeded(tenant, amount, budget, outcome)
-            return makeReservation(tenant, request.account, request.id, request.amount, request.limit)
+            return makeReservation(
+              tenant,
+              request.account,
+              request.id,
+              request.amount,
+              request.limit,
+              request.expiresAt
+            )
           }
 
     const balance = (tenant: TenantId): Effect.Effect<Balance, StoreError> => {

@@ -33,11 +33,12 @@
  *   rejects them before a permit is asked for).
  * - `targets` caps in-flight attempts per target ref, to protect a provider (a self-hosted model).
  *
- * **Store.** Permits live in process memory; no `PermitStore` exists yet (so there is no `layer`
- * needing one: `layerMemory`, `layerConfig` and `layerUnbounded` are the layers). The service is
- * shaped for one: a call does one `acquire` and one `release` per permit, and `acquire` carries
- * `StoreError` (`store: "permit"`) in its type, so a shared store (Redis) can fail closed through
- * it. In memory nothing fails.
+ * **Store.** Permits live in a `PermitStore`: `layerMemory`, `layerConfig` and `make` use this
+ * process's memory (with the synchronous fast path); {@link layer} uses the store in the context
+ * (Redis: `@modelgate/adapters/redis`, several processes sharing one set of limits, with leases
+ * and waiting bounded by the deadline). A call does one `acquire` and one `release` per permit;
+ * `acquire` fails with `StoreError` (`store: "permit"`) when a shared store cannot answer, and the
+ * engine then refuses the call (fails closed). In memory nothing fails.
  *
  * @since 0.1.0
  */
@@ -53,8 +54,8 @@ import {
   safeRecord,
   segment
 } from "./internal/issues.js"
-import { Permits } from "./internal/permits.js"
 import { TenantId } from "./ModelCommand.js"
+import * as PermitStore from "./PermitStore.js"
 import type { TargetRef } from "./ModelTarget.js"
 
 /**
@@ -64,9 +65,7 @@ import type { TargetRef } from "./ModelTarget.js"
  * @since 0.2.0
  * @category Models
  */
-export interface Permit {
-  readonly release: () => void
-}
+export type Permit = PermitStore.Permit
 
 /**
  * The permit of an uncapped target (and of {@link layerUnbounded}): holds nothing, releases
@@ -155,6 +154,12 @@ export interface Service {
   readonly tryAcquireTarget?: ((target: TargetRef) => Permit | undefined) | undefined
   /** Whether `target` has a concurrency cap (uncapped targets need no permit: the hot path skips it). */
   readonly isCapped: (target: TargetRef) => boolean
+  /**
+   * Free share (0..1) of a capped target's permits, counting those this process holds; `undefined`
+   * for an uncapped target. Scored routing reads it as the route's concurrency headroom. Optional:
+   * a service without it reports no headroom.
+   */
+  readonly targetHeadroom?: ((target: TargetRef) => number | undefined) | undefined
   readonly snapshot: Effect.Effect<Snapshot>
 }
 
@@ -339,23 +344,19 @@ export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigErro
   })
 
 // ---------------------------------------------------------------------------------------------
-// In-memory implementation
+// Implementation over a PermitStore
 // ---------------------------------------------------------------------------------------------
 
-/** The fast path is one synchronous step; only a call that must wait goes to `Permits.wait`. */
-const acquireFrom = (permits: Permits, key: string, until: number): Effect.Effect<Permit | undefined> =>
-  Effect.suspend(() => {
-    const permit = permits.tryTake(key)
-    return permit !== undefined ? Effect.succeed(permit) : permits.wait(key, until)
-  })
-
 /**
- * In-memory permits. Fails with one `GatewayConfigError` listing every problem of `options`.
+ * Permits over `store`'s pools (one for tenants, one per capped target). Over the memory store
+ * ({@link PermitStore.memory}) the service has `tryAcquire` / `tryAcquireTarget` (the synchronous
+ * fast path); over a shared store it has not, and every permit is one store operation. Fails with
+ * one `GatewayConfigError` listing every problem of `options`.
  *
- * @since 0.1.0
+ * @since 0.3.0
  * @category Constructors
  */
-export const make = (options: Options): Effect.Effect<Service, GatewayConfigError> =>
+export const makeWith = (options: Options, store: PermitStore.Service): Effect.Effect<Service, GatewayConfigError> =>
   Effect.suspend(() => {
     const problems = validate(options)
     if (problems.length > 0) return Effect.fail(new GatewayConfigError({ problems }))
@@ -363,7 +364,8 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
     let reservedTotal = 0
     for (const t of declared.values()) reservedTotal += t.reserved ?? 0
     const shared = options.permits - reservedTotal
-    const tenants = new Permits({
+    const tenants = store.pool({
+      name: "tenants",
       shared,
       reservedOf: (key) => declared.get(key)?.reserved ?? 0,
       maxOf: (key) => {
@@ -371,43 +373,102 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
         return t === undefined ? (options.undeclaredMax ?? shared) : (t.max ?? (t.reserved ?? 0) + shared)
       }
     })
-    const targets = new Map<string, Permits>()
+    const targets = new Map<string, PermitStore.Pool>()
     for (const [ref, cap] of Object.entries(options.targets ?? {})) {
-      targets.set(ref, new Permits({ shared: cap, reservedOf: () => 0, maxOf: () => cap }))
+      targets.set(ref, store.pool({ name: `target:${ref}`, shared: cap, reservedOf: () => 0, maxOf: () => cap }))
     }
-    const acquire: Service["acquire"] = (tenant, _capability, until) => acquireFrom(tenants, tenant, until)
+    const acquire: Service["acquire"] = (tenant, _capability, until) => tenants.acquire(tenant, until)
+    // Permits this process holds per capped target: the router's concurrency headroom.
+    const held = new Map<string, number>()
+    const caps = new Map(Object.entries(options.targets ?? {}))
+    const counted = (target: TargetRef, permit: Permit | undefined): Permit | undefined => {
+      if (permit === undefined) return undefined
+      held.set(target, (held.get(target) ?? 0) + 1)
+      let released = false
+      return {
+        release: () => {
+          if (released) return
+          released = true
+          held.set(target, (held.get(target) ?? 1) - 1)
+          permit.release()
+        }
+      }
+    }
     const acquireTarget: Service["acquireTarget"] = (target, until) => {
       const permits = targets.get(target)
-      return permits === undefined ? succeedNoop : acquireFrom(permits, target, until)
+      return permits === undefined
+        ? succeedNoop
+        : Effect.map(permits.acquire(target, until), (permit) => counted(target, permit))
     }
+    // The synchronous fast path exists only when every pool answers without I/O.
+    let local = PermitStore.isLocal(tenants)
+    for (const p of targets.values()) local = local && PermitStore.isLocal(p)
+    const fast = local
+      ? {
+          tryAcquire: paired(acquire, (tenant: TenantId) => tenants.tryTake!(tenant)),
+          tryAcquireTarget: paired(acquireTarget, (target: TargetRef) => {
+            const permits = targets.get(target)
+            return permits === undefined ? noopPermit : counted(target, permits.tryTake!(target))
+          })
+        }
+      : {}
     const service = Concurrency.of({
       acquire,
       acquireTarget,
-      tryAcquire: paired(acquire, (tenant: TenantId) => tenants.tryTake(tenant)),
-      tryAcquireTarget: paired(acquireTarget, (target: TargetRef) => {
-        const permits = targets.get(target)
-        return permits === undefined ? noopPermit : permits.tryTake(target)
-      }),
+      ...fast,
       isCapped: (target) => targets.has(target),
-      snapshot: Effect.sync(() => {
-        const t = tenants.snapshot()
-        const byTarget = new Map<string, { inUse: number; waiting: number }>()
-        for (const [ref, p] of targets) {
-          const s = p.snapshot()
-          byTarget.set(ref, { inUse: s.inUse, waiting: s.waiting })
+      // Without any cap there is no headroom to read (the router then skips it per target).
+      targetHeadroom:
+        caps.size === 0
+          ? undefined
+          : (target) => {
+              const cap = caps.get(target)
+              return cap === undefined ? undefined : Math.max(0, (cap - (held.get(target) ?? 0)) / cap)
+            },
+      snapshot: Effect.map(
+        Effect.all([
+          tenants.snapshot,
+          Effect.forEach(targets, ([ref, p]) => Effect.map(p.snapshot, (s) => [ref, s] as const))
+        ]),
+        ([t, byRef]) => {
+          const byTarget = new Map<string, { inUse: number; waiting: number }>()
+          for (const [ref, s] of byRef) byTarget.set(ref, { inUse: s.inUse, waiting: s.waiting })
+          return {
+            inUse: t.inUse,
+            sharedInUse: t.sharedInUse,
+            waiting: t.waiting,
+            tenants: t.keys,
+            byTenant: t.byKey,
+            targets: byTarget
+          }
         }
-        return {
-          inUse: t.inUse,
-          sharedInUse: t.sharedInUse,
-          waiting: t.waiting,
-          tenants: t.keys,
-          byTenant: t.byKey,
-          targets: byTarget
-        }
-      })
+      )
     })
     return Effect.succeed(service)
   })
+
+/**
+ * In-memory permits (this process only). Fails with one `GatewayConfigError` listing every problem
+ * of `options`.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (options: Options): Effect.Effect<Service, GatewayConfigError> =>
+  makeWith(options, PermitStore.memory)
+
+/**
+ * Permits over the `PermitStore` in the context (a shared store: several processes, one set of
+ * limits).
+ *
+ * @since 0.3.0
+ * @category Layers
+ */
+export const layer = (options: Options): Layer.Layer<Concurrency, GatewayConfigError, PermitStore.PermitStore> =>
+  Layer.effect(
+    Concurrency,
+    Effect.flatMap(PermitStore.PermitStore, (store) => makeWith(options, store))
+  )
 
 /**
  * In-memory permits as a Layer.

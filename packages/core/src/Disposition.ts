@@ -11,7 +11,7 @@
  * | `Refusal` | stop | no | no |
  * | `RateLimited` | retry this target, then next target | yes | yes |
  * | `ProviderUnavailable` | retry this target, then next target | yes (not a timeout the call's deadline cut) | yes |
- * | `InvalidOutput` | repair once if the workflow allows, else next target | no | no |
+ * | `InvalidOutput` | repair once if the workflow allows, else escalate if its escalation policy says so, else next target | no | no |
  * | `InvalidRequest` | stop; `context_length` → next larger-context target | no | no |
  * | `ProviderRejected` | next target | no | yes |
  * | `PolicyViolation`, `AmbiguousOutcome`, `BudgetExceeded`, `DeadlineExceeded`, `NoEligibleRoute`, `StoreError`, `RunExhausted` | stop | no | no |
@@ -36,6 +36,8 @@ import type { TargetRef } from "./ModelTarget.js"
  * - `Repair`: one more attempt on the same target with the validation issues (invalid output).
  * - `NextTarget`: the next eligible target.
  * - `NextLargerTarget`: the next eligible target with a larger context window.
+ * - `Escalate`: the best eligible stronger target after this one (`Router.escalateFrom`), else as
+ *   `NextTarget`.
  *
  * @since 0.2.0
  * @category Models
@@ -46,6 +48,7 @@ export type Disposition =
   | { readonly _tag: "Repair" }
   | { readonly _tag: "NextTarget" }
   | { readonly _tag: "NextLargerTarget" }
+  | { readonly _tag: "Escalate" }
 
 /**
  * What is known about the attempt that failed.
@@ -64,6 +67,8 @@ export interface AttemptFacts {
   readonly repairAvailable: boolean
   /** The attempt timed out because the call's deadline, not the target's own limit, cut it. */
   readonly cutByDeadline: boolean
+  /** The workflow escalates on invalid output (`escalation.onInvalidOutput`). Omitted: false. */
+  readonly escalateOnInvalidOutput?: boolean | undefined
 }
 
 /**
@@ -88,6 +93,7 @@ const retry: Disposition = { _tag: "Retry" }
 const repair: Disposition = { _tag: "Repair" }
 const nextTarget: Disposition = { _tag: "NextTarget" }
 const nextLarger: Disposition = { _tag: "NextLargerTarget" }
+const escalate: Disposition = { _tag: "Escalate" }
 
 /** A temporary failure: retried unless it may have had effects the command cannot repeat. */
 const temporary = (failure: Failure & { readonly target: TargetRef }, facts: AttemptFacts): Disposition =>
@@ -133,7 +139,7 @@ const table = Match.type<Failure>().pipe(
         outcome: "invalid_output",
         availability: false,
         breaker: false,
-        next: facts.repairAvailable ? repair : nextTarget
+        next: facts.repairAvailable ? repair : facts.escalateOnInvalidOutput === true ? escalate : nextTarget
       }),
     InvalidRequest:
       (f) =>

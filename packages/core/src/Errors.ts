@@ -8,7 +8,7 @@ import { Duration, Schema } from "effect"
 import { CompletedStep } from "./AgentRun.js"
 import { TenantId } from "./ModelCommand.js"
 import { TargetRef } from "./ModelTarget.js"
-import { AttemptRecord, CallId, Usage } from "./ModelResult.js"
+import { AttemptRecord, CallId, CallRecord, Usage } from "./ModelResult.js"
 import { ExcludedTarget, ExclusionReason } from "./RouteDecision.js"
 
 const common = {
@@ -126,7 +126,9 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
     "input_too_large",
     "context_length",
     "bad_request",
-    "unsupported_content"
+    "unsupported_content",
+    /** The call's tenant is not the tenant of the agent run it was made in. */
+    "run_tenant"
   ),
   target: Schema.optional(TargetRef),
   httpStatus: Schema.optional(Schema.Int),
@@ -258,7 +260,8 @@ export class NoEligibleRoute extends Schema.TaggedError<NoEligibleRoute>()("NoEl
  */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   ...common,
-  store: Schema.Literal("budget", "permit", "breaker", "ledger"),
+  /** `ratelimit` since 0.5.0 (provider rate limits, `RateLimits`). */
+  store: Schema.Literal("budget", "permit", "breaker", "ledger", "ratelimit"),
   operation: Schema.String,
   detail: Schema.optionalWith(Schema.String, { default: () => "" })
 }) {
@@ -279,7 +282,9 @@ export class RunExhausted extends Schema.TaggedError<RunExhausted>()("RunExhaust
   ...common,
   runId: Schema.String,
   reason: Schema.Literal("deadline", "budget"),
-  steps: Schema.Array(CompletedStep)
+  steps: Schema.Array(CompletedStep),
+  /** The CallRecords of those steps, in the order they settled (evidence only, never content). */
+  records: Schema.optionalWith(Schema.Array(CallRecord), { default: () => [] })
 }) {
   override get message(): string {
     return `agent run ${this.runId} exhausted (${this.reason}) after ${this.steps.length} step(s)`

@@ -22,6 +22,9 @@
  *   fields under its own when decoded; an unknown id is `UNKNOWN_CATALOGUE_ENTRY`, a
  *   `catalogueVersion` other than this release's `Catalogue.version` is
  *   `CATALOGUE_VERSION_MISMATCH`.
+ * - Embeddings (`Embeddings.configProblems`): an embedding workflow needs a route target in its
+ *   vector space, no chat model in its route (nor an embedding model in a chat route), no output
+ *   schema or degraded answer; embedding targets bill no output and need an adapter that embeds.
  * - A workflow without `policyVersion` or `prompt.version` gets `"unversioned"`, and building the
  *   gateway logs one warning per such workflow ({@link warnUnversioned}).
  *
@@ -32,8 +35,10 @@
  */
 import { Duration, Effect, Either, type ParseResult, Schema } from "effect"
 import * as Catalogue from "./Catalogue.js"
+import * as Embeddings from "./Embeddings.js"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
 import { configProblemsOf, jsonPath, segment } from "./internal/issues.js"
+import * as Lifecycle from "./internal/lifecycle.js"
 import * as JsonSchemaFeatures from "./JsonSchemaFeatures.js"
 import type { ModelCommand } from "./ModelCommand.js"
 import * as ModelOptions from "./ModelOptions.js"
@@ -71,7 +76,20 @@ export interface Definition {
   /** Output schemas by the name workflows give in `output.schema`. */
   readonly schemas?: Readonly<Record<string, Schema.Schema.AnyNoContext>> | undefined
   readonly degradeHandlers?: Readonly<Record<string, DegradeHandler>> | undefined
+  /**
+   * Escalation checks by the name a workflow's `escalation.check` gives: true for a validated
+   * value that should be answered again by a stronger target (e.g. `(v) => v.confidence < 0.6`).
+   */
+  readonly escalationChecks?: Readonly<Record<string, EscalationCheck>> | undefined
 }
+
+/**
+ * A check on a workflow's validated value: true when a stronger target should answer again.
+ *
+ * @since 0.6.0
+ * @category Models
+ */
+export type EscalationCheck = (value: unknown) => boolean
 
 // ---------------------------------------------------------------------------------------------
 // The encoded (JSON) form
@@ -257,6 +275,12 @@ const handlerNamed = (definition: Definition, name: string): DegradeHandler | un
   return typeof handler === "function" ? handler : undefined
 }
 
+/** The escalation check named `name`, if `definition` gives one (own properties only) and it is a function. */
+const checkNamed = (definition: Definition, name: string): EscalationCheck | undefined => {
+  const check = own(definition.escalationChecks, name)
+  return typeof check === "function" ? check : undefined
+}
+
 /**
  * What startup validation knows beyond the definition.
  *
@@ -274,6 +298,11 @@ export interface ValidateOptions {
    * (`ProviderAdapter.providerOptions`); a provider without an entry accepts none.
    */
   readonly providerOptions?: ReadonlyMap<string, ModelOptions.ProviderOptionsAllowlist> | undefined
+  /**
+   * The providers whose adapters implement `embed`; an active embedding target of another provider
+   * is `NO_EMBED_ADAPTER`. Omitted: not checked.
+   */
+  readonly embedders?: ReadonlySet<string> | undefined
 }
 
 /**
@@ -293,8 +322,14 @@ export interface CompiledWorkflow {
   readonly degrade: DegradeHandler | undefined
   /** Per provider id, the provider-option fields its adapter allows (for commands' `providerOptions`). */
   readonly providerOptionAllowlists: ReadonlyMap<string, ModelOptions.ProviderOptionsAllowlist>
+  /** The workflow's escalation check (`workflow.escalation.check`), resolved; absent without one. */
+  readonly escalationCheck?: EscalationCheck | undefined
   /** The canary's candidate target (`workflow.canary`), resolved; absent without a canary. */
   readonly canaryTarget?: ModelTarget | undefined
+  /** A policy or prompt canary: the workflow as its candidate side runs it (absent otherwise). */
+  readonly canaryVariant?: CompiledWorkflow | undefined
+  /** The lifecycle features the workflow uses (absent: none, nothing runs per call for them). */
+  readonly lifecycle?: Lifecycle.Features | undefined
 }
 
 /**
@@ -447,6 +482,25 @@ export const validate = (
         }
       }
     }
+    for (const [i, ref] of (w.escalation?.targets ?? []).entries()) {
+      if (!w.route.includes(ref)) {
+        add({
+          path: `${path}.escalation.targets[${i}]`,
+          workflow: wf,
+          reason: "ESCALATION_TARGET_NOT_IN_ROUTE",
+          detail: "an escalation target must be one of the workflow's route targets"
+        })
+      }
+    }
+    const check = w.escalation?.check
+    if (check !== undefined && checkNamed(definition, check) === undefined) {
+      add({
+        path: `${path}.escalation.check`,
+        workflow: wf,
+        reason: "UNKNOWN_ESCALATION_CHECK",
+        detail: "no escalation check (function) of this name"
+      })
+    }
     if (w.degrade?._tag === "handler" && handlerNamed(definition, w.degrade.name) === undefined) {
       const given = own<unknown>(definition.degradeHandlers, w.degrade.name) !== undefined
       add({
@@ -545,13 +599,29 @@ export const validate = (
     })
     const canary = w.canary
     if (canary !== undefined) {
-      if (!targets.has(canary.target)) {
+      const unknownTarget = (at: string, ref: string) => {
+        if (!targets.has(ref)) {
+          add({ path: at, workflow: wf, target: ref, reason: "UNKNOWN_TARGET", detail: "no target with this ref" })
+        }
+      }
+      if (canary.target !== undefined) unknownTarget(`${path}.canary.target`, canary.target)
+      canary.route?.forEach((ref, j) => {
+        unknownTarget(`${path}.canary.route[${j}]`, ref)
+      })
+      if (canary.target === undefined && canary.policyVersion === undefined && canary.promptVersion === undefined) {
         add({
-          path: `${path}.canary.target`,
+          path: `${path}.canary`,
           workflow: wf,
-          target: canary.target,
-          reason: "UNKNOWN_TARGET",
-          detail: "no target with this ref"
+          reason: "CANARY_WITHOUT_CANDIDATE",
+          detail: "names no candidate target, policy version or prompt version"
+        })
+      }
+      if (canary.rollout?.steps.some((x, j, all) => j > 0 && x <= all[j - 1]!)) {
+        add({
+          path: `${path}.canary.rollout.steps`,
+          workflow: wf,
+          reason: "INVALID_CANARY_STEPS",
+          detail: "each step must be above the previous"
         })
       }
       if (!(canary.share > 0 && canary.share <= 1)) {
@@ -563,7 +633,18 @@ export const validate = (
         })
       }
     }
+    if (w.shadow !== undefined && !targets.has(w.shadow.target)) {
+      add({
+        path: `${path}.shadow.target`,
+        workflow: wf,
+        target: w.shadow.target,
+        reason: "UNKNOWN_TARGET",
+        detail: "no target with this ref"
+      })
+    }
   })
+  // Embedding targets and workflows (`Embeddings.configProblems`).
+  for (const p of Embeddings.configProblems(config, options.embedders)) add(p)
   return problems
 }
 
@@ -605,10 +686,11 @@ export const compile = (
       }),
       degrade,
       providerOptionAllowlists,
-      canaryTarget: w.canary === undefined ? undefined : targets.get(w.canary.target)
+      canaryTarget: w.canary?.target === undefined ? undefined : targets.get(w.canary.target),
+      escalationCheck: w.escalation?.check === undefined ? undefined : checkNamed(definition, w.escalation.check)
     })
   }
-  return out
+  return Lifecycle.compileLifecycle(out, targets)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -119,6 +119,16 @@ export const RateLimitHeadroom: typeof ProviderAdapter.RateLimitHeadroom = Provi
 export type RateLimitHeadroom = ProviderAdapter.RateLimitHeadroom
 
 /**
+ * Status of a route ({@link statusOf}): `HEALTHY`, `DEGRADED` or `UNAVAILABLE`.
+ *
+ * @since 0.6.0
+ * @category Models
+ */
+export const RouteStatus = Schema.Literal("HEALTHY", "DEGRADED", "UNAVAILABLE")
+/** @since 0.6.0 */
+export type RouteStatus = typeof RouteStatus.Type
+
+/**
  * Health of one route at one instant. Rates are over every attempt recorded in the window
  * (`samples`); latency percentiles are over successful attempts, TTFT over attempts that reported
  * one. Rates and percentiles are absent when the window is empty.
@@ -157,8 +167,115 @@ export class RouteHealth extends Schema.Class<RouteHealth>("@modelgate/core/Heal
   lastErrorAt: Schema.optional(Schema.Number),
   lastAttemptAt: Schema.optional(Schema.Number),
   /** The last rate-limit headroom reported for the route (a 429 without headers: none left). */
-  rateLimit: Schema.optional(ProviderAdapter.RateLimitHeadroom)
+  rateLimit: Schema.optional(ProviderAdapter.RateLimitHeadroom),
+  /**
+   * Smoothed p95 latency of successes, ms: an exponentially weighted mean plus two mean deviations
+   * over every success recorded (not only the window), so that noisy samples move it slowly.
+   */
+  latencyP95SmoothedMs: Schema.optional(Schema.Number),
+  /** Smoothed p95 time to first token, ms (the same estimate). */
+  ttftP95SmoothedMs: Schema.optional(Schema.Number),
+  /**
+   * Free share (0..1) of the target's concurrency cap (`Concurrency` `targets`); absent for an
+   * uncapped target. The health service does not know it: the router adds it to the record it
+   * scores.
+   */
+  concurrencyHeadroom: Schema.optional(Schema.Number),
+  /** {@link statusOf} the record (absent in records made before 0.6.0). */
+  status: Schema.optional(RouteStatus)
 }) {}
+
+/**
+ * Scores below this {@link healthScore} are `DEGRADED` (at or above, `HEALTHY`).
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const degradedBelow = 0.8
+
+/**
+ * Rate-limit headroom (the smaller of remaining / limit for requests and tokens) or concurrency
+ * headroom below which the health score is scored down.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const lowHeadroom = 0.1
+
+const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
+
+/** The scaling of a headroom share: 1 at or above {@link lowHeadroom}, down to 0.5 at none. */
+const headroomFactor = (share: number): number =>
+  share < lowHeadroom ? Math.min(1, 0.5 + (0.5 * Math.max(0, share)) / lowHeadroom) : 1
+
+/**
+ * What {@link healthScore} and {@link statusOf} read of a health record.
+ *
+ * @since 0.6.0
+ * @category Models
+ */
+export type HealthFacts = Pick<
+  RouteHealth,
+  "at" | "breaker" | "samples" | "successRate" | "rateLimit" | "concurrencyHeadroom"
+>
+
+/** Whether the record's rate-limit headroom is exhausted until a reset still to come. */
+const rateLimitExhausted = (record: HealthFacts): boolean => {
+  const limits = record.rateLimit
+  return (
+    limits !== undefined &&
+    limits.resetAt !== undefined &&
+    limits.resetAt > record.at &&
+    (limits.remainingRequests === 0 || limits.remainingTokens === 0)
+  )
+}
+
+/**
+ * The health score of a route (0..1, 4 decimals): `successRate` in the window (1 without samples)
+ * × 0.5 for a half-open breaker × `min(1, 0.5 + 0.5·headroom / lowHeadroom)` while a reported
+ * rate-limit headroom is below {@link lowHeadroom} and not yet reset (a 429 without headers: 0.5)
+ * × the same factor for a concurrency headroom below {@link lowHeadroom}.
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const healthScore = (record: HealthFacts): number => {
+  let health = record.samples > 0 ? (record.successRate ?? 1) : 1
+  if (record.breaker === "half_open") health *= 0.5
+  const limits = record.rateLimit
+  if (limits !== undefined && (limits.resetAt === undefined || limits.resetAt > record.at)) {
+    let headroom = 1
+    const share = (remaining: number | undefined, limit: number | undefined) => {
+      if (remaining === undefined) return
+      const s = limit === undefined || limit <= 0 ? (remaining <= 0 ? 0 : 1) : Math.max(0, remaining / limit)
+      headroom = Math.min(headroom, s)
+    }
+    share(limits.remainingRequests, limits.limitRequests)
+    share(limits.remainingTokens, limits.limitTokens)
+    health *= headroomFactor(headroom)
+  }
+  if (record.concurrencyHeadroom !== undefined) health *= headroomFactor(record.concurrencyHeadroom)
+  return round4(Math.max(0, Math.min(1, health)))
+}
+
+/**
+ * The status of a route:
+ *
+ * - `UNAVAILABLE`: the breaker is open, or the provider said its rate limit (requests or tokens)
+ *   is used up until a reset still to come. Scored selection excludes it (`UNHEALTHY`).
+ * - `DEGRADED`: {@link healthScore} below {@link degradedBelow} (0.8): a success rate under 80 %, a
+ *   half-open breaker, rate-limit or concurrency headroom under 10 %. Scored down by its score.
+ * - `HEALTHY`: otherwise.
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const statusOf = (record: HealthFacts): RouteStatus =>
+  record.breaker === "open" || rateLimitExhausted(record)
+    ? "UNAVAILABLE"
+    : healthScore(record) < degradedBelow
+      ? "DEGRADED"
+      : "HEALTHY"
 
 /**
  * State of the process-wide retry budget.
@@ -805,16 +922,20 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
       const st = w?.stats(now, windowMs)
       const n = st?.samples ?? 0
       const rate = (k: number) => (n === 0 ? undefined : k / n)
+      const breaker = Breaker.statusOf(v)
+      const successRate = rate(st?.successes ?? 0)
+      const rateLimit = w?.headroom
+      const status = statusOf({ at: now, breaker, samples: n, successRate, rateLimit })
       return new RouteHealth(
         {
           route,
           at: now,
-          breaker: Breaker.statusOf(v),
+          breaker,
           breakerSince: v?.since,
           probeAt: v?.status === "open" ? v.since + rules.coolDownMs : undefined,
           consecutiveFailures: w?.consecutiveFailures ?? 0,
           samples: n,
-          successRate: rate(st?.successes ?? 0),
+          successRate,
           failureRate: rate((st?.failures ?? 0) + (st?.timeouts ?? 0)),
           timeoutRate: rate(st?.timeouts ?? 0),
           latencyP50Ms: st?.latencyP50,
@@ -825,7 +946,10 @@ export const make = (config: HealthConfig = HealthConfig.make({})) =>
           lastErrorTag: w?.lastErrorTag,
           lastErrorAt: w?.lastErrorAt,
           lastAttemptAt: w?.lastAt,
-          rateLimit: w?.headroom
+          rateLimit,
+          latencyP95SmoothedMs: w?.latencyP95Smoothed,
+          ttftP95SmoothedMs: w?.ttftP95Smoothed,
+          status
         },
         { disableValidation: true }
       )
@@ -918,6 +1042,32 @@ export const layerJson = (json: unknown): Layer.Layer<Health, GatewayConfigError
   Layer.provide(Layer.effect(Health, Effect.flatMap(decode(json), make)), Store.layerMemory)
 
 /**
+ * The settled "closed" answer of {@link layerNoop}'s `isOpen` (one shared value: the router reads
+ * it by identity).
+ *
+ * @since 0.6.0
+ * @category Constants
+ */
+export const noBreaker: Effect.Effect<boolean> = Effect.succeed(false)
+
+/**
+ * The settled "no health record" answer of {@link layerNoop}'s `snapshot` (one shared value: the
+ * router skips it by identity).
+ *
+ * @since 0.6.0
+ * @category Constants
+ */
+export const noRecord: Effect.Effect<Option.Option<RouteHealth>> = Effect.succeed(Option.none())
+
+/**
+ * {@link layerNoop}'s `snapshot`: no record for any route (the router skips asking per target).
+ *
+ * @since 0.6.0
+ * @category Constants
+ */
+export const noSnapshot = (_route: string): Effect.Effect<Option.Option<RouteHealth>> => noRecord
+
+/**
  * Breakers always closed, retry budget unlimited, nothing recorded.
  *
  * @since 0.1.0
@@ -926,13 +1076,14 @@ export const layerJson = (json: unknown): Layer.Layer<Health, GatewayConfigError
 export const layerNoop: Layer.Layer<Health> = Layer.succeed(
   Health,
   Health.of({
-    isOpen: () => Effect.succeed(false),
+    // Shared settled answers: the router reads them per target without allocating.
+    isOpen: () => noBreaker,
     tryAcquire: () => Effect.succeed(true),
     release: () => Effect.void,
     record: () => Effect.void,
     onFirstAttempt: Effect.void,
     tryRetry: Effect.succeed(true),
-    snapshot: () => Effect.succeed(Option.none()),
+    snapshot: noSnapshot,
     snapshotAll: Effect.succeed([]),
     retryBudget: Effect.succeed(
       new RetryBudgetSnapshot({

@@ -1,10 +1,11 @@
 /**
- * The gateway: `generate` (and `stream`) for commands, built from a validated configuration and the
- * services it runs with (adapters, budgets, concurrency, health, call recorder).
+ * The gateway: `generate` (and `stream`, and `embed` for embedding workflows) for commands, built
+ * from a validated configuration and the services it runs with (adapters, budgets, concurrency,
+ * health, call recorder).
  *
  * @since 0.1.0
  */
-import { Context, Effect, Either, Layer, type ParseResult, Schema } from "effect"
+import { Context, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { Stream } from "effect"
 import { Budgets } from "./Budgets.js"
 import * as CallRecorderModule from "./CallRecorder.js"
@@ -16,6 +17,14 @@ import * as GatewayConfig from "./GatewayConfig.js"
 import * as HealthModule from "./Health.js"
 import { Health } from "./Health.js"
 import * as engine from "./internal/pipeline.js"
+import * as Lifecycle from "./internal/lifecycle.js"
+import { makeHooks } from "./internal/lifecycleHooks.js"
+import * as CanaryController from "./CanaryController.js"
+import * as QualitySignals from "./QualitySignals.js"
+import * as RateLimits from "./RateLimits.js"
+import * as Shadow from "./Shadow.js"
+import * as embedding from "./internal/embed.js"
+import type * as Embeddings from "./Embeddings.js"
 import { issuesOf } from "./internal/issues.js"
 import * as streaming from "./internal/stream.js"
 import type { ModelCommand } from "./ModelCommand.js"
@@ -42,6 +51,12 @@ export interface Service {
    * `Final` with the envelope. Interrupting the consumer cancels the call.
    */
   readonly stream: (command: ModelCommand) => Stream.Stream<StreamEvent.StreamEvent, GatewayError>
+  /**
+   * Embeds the command's inputs with an embedding workflow (`Workflow.embedding`): one vector per
+   * input, in order, from one target of the workflow's vector space, with the routing, deadline,
+   * budget, breakers, retries, fallback (within the space only), evidence and CallRecord of `generate`.
+   */
+  readonly embed: (command: Embeddings.EmbedCommand) => Effect.Effect<Embeddings.EmbeddingResult, GatewayError>
   /** The router of the running configuration, for inspecting decisions without calling a provider. */
   readonly router: Router.Service
   /**
@@ -53,6 +68,15 @@ export interface Service {
   readonly reload: (source: ReloadSource) => Effect.Effect<ConfigVersion, GatewayConfigError>
   /** The version of the running configuration. */
   readonly configVersion: Effect.Effect<ConfigVersion>
+  /**
+   * A caller's verdict on the answer of call `callId` (a workflow with a `quality` policy):
+   * `{ accepted: false }` counts against its target's quality. `false` when the call is unknown.
+   */
+  readonly feedback: (callId: string, feedback: QualitySignals.Feedback) => Effect.Effect<boolean>
+  /** The canary controller the gateway's canaries with a `rollout` run under. */
+  readonly canaries: CanaryController.Service
+  /** The quality signals the gateway's workflows with a `quality` policy read. */
+  readonly quality: QualitySignals.Service
 }
 
 /**
@@ -115,8 +139,33 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
     const built = yield* Effect.context<never>()
     const budgets = yield* Budgets
     const health = yield* Health
+    // Lifecycle: the controller, signals and shadow recorder of the context, else the gateway's own.
+    const canaries =
+      Option.getOrUndefined(yield* Effect.serviceOption(CanaryController.CanaryController)) ??
+      (yield* CanaryController.make)
+    const quality =
+      Option.getOrUndefined(yield* Effect.serviceOption(QualitySignals.QualitySignals)) ?? (yield* QualitySignals.make)
+    const shadowRecorder = Option.getOrElse(
+      yield* Effect.serviceOption(Shadow.ShadowRecorder),
+      () => Shadow.recorderLog
+    )
+    const hooks = makeHooks({
+      controller: canaries,
+      quality,
+      shadow: Shadow.makeRunner({
+        adapter: (provider) => ctx.adapters.get(provider),
+        budgets,
+        recorder: shadowRecorder
+      })
+    })
+    /** New model versions running as canaries (`onNewVersion: "canary"`), across reloads. */
+    const versionPins = new Map<string, Lifecycle.VersionPin>()
     /** Validates and compiles one configuration; returns it with the adapters it uses. */
-    const prepare = (def: GatewayConfig.Definition, version: string | undefined) =>
+    const prepare = (
+      def: GatewayConfig.Definition,
+      version: string | undefined,
+      previous: ReadonlyMap<string, GatewayConfig.CompiledWorkflow> | undefined
+    ) =>
       Effect.gen(function* () {
         const adapters = new Map<string, ProviderAdapter.ProviderAdapter>()
         for (const t of def.config.targets) {
@@ -128,17 +177,27 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
         const providerOptions = new Map<string, ModelOptions.ProviderOptionsAllowlist>()
         for (const [p, adapter] of adapters)
           if (adapter.providerOptions) providerOptions.set(p, adapter.providerOptions)
-        const checks: GatewayConfig.ValidateOptions = { reservationTtl: budgets.reservationTtl, providerOptions }
+        const embedders = new Set<string>()
+        for (const [p, adapter] of adapters) if (adapter.embed !== undefined) embedders.add(p)
+        const checks: GatewayConfig.ValidateOptions = {
+          reservationTtl: budgets.reservationTtl,
+          providerOptions,
+          embedders
+        }
         const problems = GatewayConfig.validate(def, new Set(adapters.keys()), checks)
         if (problems.length > 0) return yield* new GatewayConfigError({ problems })
         // Once per build: a workflow without policy or prompt version is recorded as "unversioned".
         yield* GatewayConfig.warnUnversioned(def.config)
-        const workflows = GatewayConfig.compile(def, checks)
+        const workflows = Lifecycle.versionCanaries(previous, GatewayConfig.compile(def, checks), versionPins)
+        Router.attachLifecycle(workflows, hooks)
+        for (const c of workflows.values()) {
+          if (c.workflow.canary?.rollout !== undefined) yield* canaries.register(c.workflow.name, c.workflow.canary)
+        }
         const router = yield* Effect.provideService(Router.make(workflows), Health, health)
         const live: engine.LiveConfig = { router, version: version ?? hashVersion(def.config) }
         return { live, adapters, definition: def }
       })
-    const first = yield* prepare(definition, options?.version)
+    const first = yield* prepare(definition, options?.version, undefined)
     // Only ever added to: a call in flight keeps the adapters of the configuration it started on.
     const adapters = new Map(first.adapters)
     const ctx: engine.EngineContext = {
@@ -148,7 +207,13 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
       concurrency: yield* Concurrency,
       recorder: yield* CallRecorder,
       health,
-      telemetry: yield* Telemetry.TelemetrySettings
+      telemetry: yield* Telemetry.TelemetrySettings,
+      lifecycle: hooks,
+      // Provider rate limits: the store in the context (Redis: shared), else this process's memory.
+      rateLimits: yield* Effect.flatMap(
+        Effect.serviceOption(RateLimits.RateLimitStore),
+        Option.match({ onNone: () => RateLimits.makeMemory, onSome: Effect.succeed })
+      )
     }
     let running = first.definition
     const oneAtATime = yield* Effect.makeSemaphore(1)
@@ -163,7 +228,7 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
                   config: yield* GatewayConfig.decode(source.json)
                 }
               : source
-          const next = yield* prepare(def, source.version)
+          const next = yield* prepare(def, source.version, ctx.live.current.router.workflows)
           // All or nothing: one assignment, after everything was validated and compiled.
           for (const [p, adapter] of next.adapters) adapters.set(p, adapter)
           ctx.live.current = next.live
@@ -177,11 +242,15 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
     return ModelGateway.of({
       generate: (command) => engine.generate(ctx, command),
       stream: (command) => streaming.stream(ctx, command),
+      embed: (command) => embedding.embed(ctx, command),
       get router() {
         return ctx.live.current.router
       },
       reload,
-      configVersion: Effect.sync(() => ctx.live.current.version)
+      configVersion: Effect.sync(() => ctx.live.current.version),
+      feedback: quality.feedback,
+      canaries,
+      quality
     })
   })
 
@@ -291,6 +360,17 @@ export const reload = (source: ReloadSource): Effect.Effect<ConfigVersion, Gatew
   Effect.flatMap(ModelGateway, (g) => g.reload(source))
 
 /**
+ * Runs `feedback` with the gateway from the context: a caller's verdict on the answer of `callId`.
+ *
+ * @since 0.5.0
+ * @category Accessors
+ */
+export const feedback = (
+  callId: string,
+  verdict: QualitySignals.Feedback
+): Effect.Effect<boolean, never, ModelGateway> => Effect.flatMap(ModelGateway, (g) => g.feedback(callId, verdict))
+
+/**
  * Applies each configuration of `source`, in order, with `reload`, until the stream ends. A rejected
  * one is skipped and logged with its problem count (never its values); the running configuration
  * stays. A failure of the stream itself ends the watch with a warning.
@@ -344,6 +424,17 @@ export const reloadingFrom =
  */
 export const generate = (command: ModelCommand): Effect.Effect<ModelResult, GatewayError, ModelGateway> =>
   Effect.flatMap(ModelGateway, (g) => g.generate(command))
+
+/**
+ * Runs `embed` with the gateway from the context.
+ *
+ * @since 0.5.0
+ * @category Accessors
+ */
+export const embed = (
+  command: Embeddings.EmbedCommand
+): Effect.Effect<Embeddings.EmbeddingResult, GatewayError, ModelGateway> =>
+  Effect.flatMap(ModelGateway, (g) => g.embed(command))
 
 /**
  * Runs `stream` with the gateway from the context.

@@ -13,7 +13,7 @@ import { Schema } from "effect"
 import { ToolCall } from "./ModelCommand.js"
 import { OptionsEvidence } from "./ModelOptions.js"
 import { TargetRef } from "./ModelTarget.js"
-import { CanaryAssignment, ExcludedTarget, SelectionReason, TargetScore } from "./RouteDecision.js"
+import { CanaryAssignment, Escalation, ExcludedTarget, SelectionReason, TargetScore } from "./RouteDecision.js"
 
 /**
  * @since 0.1.0
@@ -143,6 +143,22 @@ export const FinishReason = Schema.Literal("stop", "length", "tool_calls", "cont
 export type FinishReason = typeof FinishReason.Type
 
 /**
+ * What an embedding call asked for (`ModelGateway.embed`): the vector space and how many inputs,
+ * one vector each. Never the inputs or the vectors.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export const EmbeddingEvidence = Schema.Struct({
+  family: Schema.String,
+  dimensions: Schema.Int,
+  /** Inputs sent, one vector each. */
+  inputs: Schema.Int
+}).annotations({ identifier: "@modelgate/core/EmbeddingEvidence" })
+/** @since 0.5.0 */
+export interface EmbeddingEvidence extends Schema.Schema.Type<typeof EmbeddingEvidence> {}
+
+/**
  * The evidence of one call: versions, route, attempts, timing, usage and cost. Never content.
  *
  * @since 0.1.0
@@ -167,8 +183,15 @@ export const Evidence = Schema.Struct({
   modelVersion: Schema.optional(Schema.String),
   eligible: Schema.Array(TargetRef),
   excluded: Schema.Array(ExcludedTarget),
+  /** The route decision's id (`RouteDecision.routeId`; absent without a route or before 0.6.0). */
+  routeId: Schema.optional(Schema.String),
   /** Why the first eligible target led (absent in evidence recorded before 0.4.0 or without a route). */
   selectionReason: Schema.optional(SelectionReason),
+  /**
+   * Each escalation with its signal, in order: the command's `escalate` (at routing), then those
+   * inside the call (invalid output, the workflow's check). Absent without any.
+   */
+  escalations: Schema.optional(Schema.Array(Escalation)),
   /** Scored selection: the scores of the targets that passed the hard filters, best first. */
   scores: Schema.optional(Schema.Array(TargetScore)),
   /** The workflow's canary and the side the call was assigned (absent without a canary). */
@@ -193,7 +216,9 @@ export const Evidence = Schema.Struct({
   /** The agent run the call belongs to (the command's `runId`, else the run it ran in). */
   runId: Schema.optional(Schema.String),
   /** The call's step in its agent run (the command's `step`, else the run's). */
-  step: Schema.optional(Schema.Int)
+  step: Schema.optional(Schema.Int),
+  /** An embedding call: its vector space and input count (absent for other calls). */
+  embedding: Schema.optional(EmbeddingEvidence)
 }).annotations({ identifier: "@modelgate/core/Evidence" })
 /** @since 0.1.0 */
 export interface Evidence extends Schema.Schema.Type<typeof Evidence> {}
@@ -233,12 +258,18 @@ export class ModelResult extends Schema.Class<ModelResult>("@modelgate/core/Mode
  */
 export const CallRecord = Schema.Struct({
   tenant: Schema.optional(Schema.String),
-  mode: Schema.Literal("generate", "stream"),
+  mode: Schema.Literal("generate", "stream", "embed"),
   outcome: CallOutcome,
   errorTag: Schema.optional(Schema.String),
   errorReason: Schema.optional(Schema.String),
   finishReason: Schema.optional(FinishReason),
-  evidence: Evidence
+  evidence: Evidence,
+  /**
+   * `pending`: the budget store did not record the call's commit in time; it is retried in the
+   * background until the reservation expires (`evidence.cost.actual` is what it commits). Absent
+   * when the money was settled (or nothing was reserved). Since 0.5.0.
+   */
+  settlement: Schema.optional(Schema.Literal("pending"))
 }).annotations({ identifier: "@modelgate/core/CallRecord" })
 /** @since 0.1.0 */
 export interface CallRecord extends Schema.Schema.Type<typeof CallRecord> {}

@@ -5,6 +5,7 @@
  */
 import { Duration, Schema } from "effect"
 import { OptionName } from "./ModelOptions.js"
+import { RateLimit } from "./RateLimits.js"
 
 /**
  * Stable id of a target, e.g. `model://openai/gpt-4.1-mini@eu`.
@@ -198,6 +199,33 @@ const PositiveInt = Schema.Int.pipe(Schema.positive())
 const NonNegative = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
 
 /**
+ * Most dimensions an embedding vector may declare.
+ *
+ * @since 0.5.0
+ * @category Constants
+ */
+export const maxEmbeddingDimensions = 65_536
+
+/**
+ * The vectors an embedding target produces: their length and the model family whose vector space
+ * they belong to. Vectors of two targets are comparable only when both agree (`Embeddings`).
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export class EmbeddingCapability extends Schema.Class<EmbeddingCapability>("@modelgate/core/EmbeddingCapability")({
+  /** Length of every vector. */
+  dimensions: PositiveInt.pipe(Schema.lessThanOrEqualTo(maxEmbeddingDimensions)),
+  /** The vector space (e.g. `text-embedding-3-small`); omitted: the target's `model`. */
+  family: Schema.optional(Name),
+  /**
+   * Ask the provider for `dimensions` on the wire (OpenAI `dimensions`, Gemini
+   * `outputDimensionality`), for models that shorten their vectors. Default `false`.
+   */
+  sendDimensions: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}) {}
+
+/**
  * What a target can do.
  *
  * @since 0.1.0
@@ -219,7 +247,13 @@ export class Capabilities extends Schema.Class<Capabilities>("@modelgate/core/Ca
    * target does not list, or a workflow that pins one, keeps the target out of its route
    * (`OPTION_UNSUPPORTED`); a workflow default it does not list is not sent to it.
    */
-  options: Schema.optional(Schema.Array(OptionName).pipe(Schema.maxItems(16)))
+  options: Schema.optional(Schema.Array(OptionName).pipe(Schema.maxItems(16))),
+  /**
+   * Present on an embedding model (`ModelGateway.embed`): the vectors it produces. Such a target
+   * serves embedding workflows only; its `pricing.outputPerMillion` must be 0 and `contextWindow`
+   * bounds the input tokens of one request (all inputs together).
+   */
+  embeddings: Schema.optional(EmbeddingCapability)
 }) {}
 
 /**
@@ -390,7 +424,9 @@ export class ModelTarget extends Schema.Class<ModelTarget>("@modelgate/core/Mode
    */
   catalogue: Schema.optional(Name),
   /** The catalogue version it was resolved from (recorded in evidence); must be this release's. */
-  catalogueVersion: Schema.optional(Name)
+  catalogueVersion: Schema.optional(Name),
+  /** Provider rate limit (requests and tokens per minute), enforced before dispatch (`RateLimits`). */
+  rateLimit: Schema.optional(RateLimit)
 }) {
   /** The quality class: `classes.quality`, else the legacy `tier` mapped, else `undefined`. */
   get qualityTier(): QualityTier | undefined {

@@ -10,6 +10,7 @@
  */
 import type { Duration, Scope, Stream } from "effect"
 import { Context, Effect, Layer, Schema } from "effect"
+import type { EmbeddingTask } from "./Embeddings.js"
 import type { ProviderError } from "./Errors.js"
 import type { Message, ToolCall, ToolChoice, ToolDefinition } from "./ModelCommand.js"
 import type { ProviderOptionsAllowlist, RequestOptions } from "./ModelOptions.js"
@@ -143,6 +144,47 @@ export type ProviderStreamEvent =
     }
 
 /**
+ * What the engine asks an adapter to embed: every input in one provider request, one vector each,
+ * in order.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface EmbedRequest {
+  readonly target: ModelTarget
+  readonly inputs: ReadonlyArray<string>
+  /**
+   * Vector length to ask for on the wire (OpenAI `dimensions`, Gemini `outputDimensionality`);
+   * `undefined` when the target does not `sendDimensions`.
+   */
+  readonly dimensions: number | undefined
+  /**
+   * What the vectors are for (`Embeddings.EmbeddingTask`), for providers that tune them to it
+   * (Gemini `taskType`); others ignore it. `undefined`: not said.
+   */
+  readonly task?: EmbeddingTask | undefined
+  /** The bound of this attempt (the engine enforces it). */
+  readonly timeout: Duration.Duration
+}
+
+/**
+ * An embedding answer: one vector per input, in input order. The engine checks the count and
+ * each vector's length against the target's `capabilities.embeddings`.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface EmbedResponse {
+  readonly vectors: ReadonlyArray<ReadonlyArray<number>>
+  /** Input tokens billed; `undefined` when the provider reports none (the engine bills its estimate). */
+  readonly usage: Usage | undefined
+  readonly modelVersion: string | undefined
+  readonly requestId: string | undefined
+  readonly httpStatus: number | undefined
+  readonly rateLimit?: RateLimitHeadroom | undefined
+}
+
+/**
  * One provider's implementation.
  *
  * @since 0.1.0
@@ -159,6 +201,11 @@ export interface ProviderAdapter {
   readonly generate: (request: ProviderRequest) => Effect.Effect<ProviderResponse, ProviderError>
   /** Must end with exactly one `Finish` event, or fail with a `ProviderError`. */
   readonly stream: (request: ProviderRequest) => Stream.Stream<ProviderStreamEvent, ProviderError>
+  /**
+   * Embeddings (`ModelGateway.embed`), with failures classified as for `generate`. Omitted: the
+   * provider's targets cannot serve embedding workflows (a startup problem).
+   */
+  readonly embed?: ((request: EmbedRequest) => Effect.Effect<EmbedResponse, ProviderError>) | undefined
 }
 
 /**

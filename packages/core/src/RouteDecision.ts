@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import { TargetRef } from "./ModelTarget.js"
+import { QualityTier, TargetRef } from "./ModelTarget.js"
 
 /**
  * Why a target was not eligible.
@@ -28,7 +28,15 @@ export const ExclusionReason = Schema.Literal(
   /** A `HIGH`-risk call and no verified score at or above the workflow's threshold on its segment. */
   "QUALITY_UNVERIFIED",
   /** The target's quality class is below the call's `minQualityTier` (or it declares none). */
-  "BELOW_MIN_TIER"
+  "BELOW_MIN_TIER",
+  /** An embedding workflow's target whose vectors are of another family or length (`Workflow.embedding`). */
+  "EMBEDDING_INCOMPATIBLE",
+  /** Scored selection: the route's health record says `UNAVAILABLE` (see `Health.statusOf`). */
+  "UNHEALTHY",
+  /** The target's quality regressed on this workflow past its `quality.excludeAbove` (`QualitySignals`). */
+  "QUALITY_REGRESSION",
+  /** The target's provider rate limit (`ModelTarget.rateLimit`) has no headroom in this minute (`RateLimits`). */
+  "RATE_LIMITED_LOCAL"
 )
 /** @since 0.1.0 */
 export type ExclusionReason = typeof ExclusionReason.Type
@@ -84,11 +92,16 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
 }
 
 /**
- * Why the first eligible target was selected: `PINNED_ORDER` (an `ordered` workflow), `BEST_SCORE`
- * (the highest score), `FAST_TIER` (a short deadline put fast-latency targets first), `ONLY_ELIGIBLE`,
- * `STICKY` (session affinity decided), `ESCALATED` (the command's `escalate` put a stronger quality
- * class first), `ESCALATION_UNAVAILABLE` (`escalate` asked, no eligible target of a stronger class),
- * `CANARY` (the workflow's canary candidate leads).
+ * Why the first eligible target was selected (the routing spec's names): `PINNED_ORDER` (an
+ * `ordered` workflow's route order), `BEST_SCORE` (the highest score; under a short deadline the
+ * fast latency class first, which the decision's `required.latencyTier` then says), `STICKY`
+ * (session affinity decided), `ESCALATION` (an escalation signal put a stronger quality class
+ * first), `ONLY_ELIGIBLE` (one target passed the hard filters), `CANARY` (the workflow's canary
+ * candidate leads).
+ *
+ * Renamed in 0.6.0: `ESCALATED` → `ESCALATION`; `FAST_TIER` → `BEST_SCORE` with
+ * `required.latencyTier: "fast"`; `ESCALATION_UNAVAILABLE` → the reason the order had, with an
+ * `escalation` without `to`.
  *
  * @since 0.4.0
  * @category Models
@@ -96,11 +109,9 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
 export const SelectionReason = Schema.Literal(
   "PINNED_ORDER",
   "BEST_SCORE",
-  "FAST_TIER",
   "ONLY_ELIGIBLE",
   "STICKY",
-  "ESCALATED",
-  "ESCALATION_UNAVAILABLE",
+  "ESCALATION",
   /** The workflow's canary assigned the call to the candidate side and the candidate leads. */
   "CANARY"
 )
@@ -108,14 +119,70 @@ export const SelectionReason = Schema.Literal(
 export type SelectionReason = typeof SelectionReason.Type
 
 /**
- * Health of a scored target from its route health (`Router.degradedBelow`): `HEALTHY` or `DEGRADED`.
+ * Status of a route from its health record (`Health.statusOf`): `HEALTHY`, `DEGRADED` (scored
+ * down) or `UNAVAILABLE` (excluded from scored selection as `UNHEALTHY`).
  *
  * @since 0.4.0
  * @category Models
  */
-export const HealthStatus = Schema.Literal("HEALTHY", "DEGRADED")
+export const HealthStatus = Schema.Literal("HEALTHY", "DEGRADED", "UNAVAILABLE")
 /** @since 0.4.0 */
 export type HealthStatus = typeof HealthStatus.Type
+
+/**
+ * What raised an escalation: the command's `escalate` (`command`), an answer that failed the
+ * output schema (`invalid_output`), or the workflow's escalation check on the validated value
+ * (`check`).
+ *
+ * @since 0.6.0
+ * @category Models
+ */
+export const EscalationSignal = Schema.Literal("command", "invalid_output", "check")
+/** @since 0.6.0 */
+export type EscalationSignal = typeof EscalationSignal.Type
+
+/**
+ * One escalation: from the target (and its quality class) the call was on or would have started
+ * on, to the stronger target chosen; `to` absent when no eligible stronger target was left.
+ *
+ * @since 0.6.0
+ * @category Models
+ */
+export const Escalation = Schema.Struct({
+  signal: EscalationSignal,
+  from: TargetRef,
+  fromTier: Schema.optional(QualityTier),
+  to: Schema.optional(TargetRef),
+  toTier: Schema.optional(QualityTier)
+}).annotations({ identifier: "@modelgate/core/Escalation" })
+/** @since 0.6.0 */
+export interface Escalation extends Schema.Schema.Type<typeof Escalation> {}
+
+/**
+ * The requirements a decision applied (values, never content): capabilities the request needs,
+ * its estimated context tokens, the regions and data class, risk and segment, the quality classes
+ * asked for, and `latencyTier: "fast"` when a short deadline put the fast latency class first.
+ *
+ * @since 0.6.0
+ * @category Models
+ */
+export const RouteRequirements = Schema.Struct({
+  minQualityTier: Schema.optional(QualityTier),
+  preferredTier: Schema.optional(QualityTier),
+  latencyTier: Schema.optional(Schema.Literal("fast")),
+  tools: Schema.Boolean,
+  vision: Schema.Boolean,
+  streaming: Schema.Boolean,
+  structuredOutput: Schema.Boolean,
+  /** Estimated input tokens (absent when nothing needed a count). */
+  contextTokens: Schema.optional(Schema.Int),
+  regions: Schema.Array(Schema.String),
+  dataClass: Schema.String,
+  risk: Schema.Literal("LOW", "MEDIUM", "HIGH"),
+  segment: Schema.optional(Schema.String)
+}).annotations({ identifier: "@modelgate/core/RouteRequirements" })
+/** @since 0.6.0 */
+export interface RouteRequirements extends Schema.Schema.Type<typeof RouteRequirements> {}
 
 /**
  * The score of one eligible target under scored selection, term by term (each 0..1, rounded to
@@ -132,6 +199,11 @@ export const TargetScore = Schema.Struct({
   health: Schema.Number,
   /** From the route's health record; absent when the health service keeps none for the target. */
   status: Schema.optional(HealthStatus),
+  /**
+   * The smoothed p95 latency (TTFT for streams) the `latency` term was computed from, ms; absent
+   * when the route has no observation (the latency class applied).
+   */
+  observedP95Ms: Schema.optional(Schema.Number),
   affinity: Schema.Number,
   /** Subtracted for a deprecated target (0 otherwise). */
   penalty: Schema.Number,
@@ -162,8 +234,16 @@ export interface CanaryAssignment extends Schema.Schema.Type<typeof CanaryAssign
  * @category Models
  */
 export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/RouteDecision")({
+  /**
+   * Id of the decision: a hash of everything it says (workflow, policy version, requirements,
+   * order, exclusions, reason, escalation, canary), so identical decisions share it and any
+   * difference shows (absent in decisions recorded before 0.6.0).
+   */
+  routeId: Schema.optional(Schema.String),
   workflow: Schema.String,
   policyVersion: Schema.String,
+  /** The requirements that were applied (absent in decisions recorded before 0.6.0). */
+  required: Schema.optional(RouteRequirements),
   /**
    * Eligible targets in order (route order, or score order when scored); the first is selected,
    * the rest are the fallback order.
@@ -184,10 +264,28 @@ export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/
    */
   scores: Schema.optional(Schema.Array(TargetScore)),
   /** The workflow's canary and the side this call was assigned (absent without a canary). */
-  canary: Schema.optional(CanaryAssignment)
-}) {
-  /** The selected target, if any. */
-  get selected(): TargetRef | undefined {
-    return this.eligible[0]
+  canary: Schema.optional(CanaryAssignment),
+  /** The selected target: the first eligible one (absent when none is). */
+  selected: Schema.optional(TargetRef),
+  /** The command's `escalate` signal and where it led (absent without one). */
+  escalation: Schema.optional(Escalation)
+}) {}
+
+/**
+ * FNV-1a (32-bit) over `parts` joined, as 8 hex digits: the decision's `routeId` (`route-…`).
+ *
+ * @since 0.6.0
+ * @category Utils
+ */
+export const routeIdOf = (parts: ReadonlyArray<string>): string => {
+  let h = 0x811c9dc5
+  for (const part of parts) {
+    for (let i = 0; i < part.length; i++) {
+      h ^= part.charCodeAt(i)
+      h = Math.imul(h, 0x01000193)
+    }
+    h ^= 0x1f
+    h = Math.imul(h, 0x01000193)
   }
+  return `route-${(h >>> 0).toString(16).padStart(8, "0")}`
 }

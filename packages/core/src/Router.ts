@@ -8,16 +8,28 @@
 import { Duration, Effect, Either, Exit, Metric, Option } from "effect"
 import { minimumUsefulOutputTokens } from "./Pricing.js"
 import { type Failure, fromFailure, type GatewayError, type StoreError } from "./Errors.js"
+import * as Embeddings from "./Embeddings.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
-import { Health, RouteHealth } from "./Health.js"
+import * as HealthThresholds from "./Health.js"
+import { Health, healthScore, noBreaker, noRecord, noSnapshot, RouteHealth, statusOf } from "./Health.js"
 import type { ModelCommand } from "./ModelCommand.js"
 import * as ModelOptions from "./ModelOptions.js"
 import { type ModelTarget, type QualityTier, qualityRank, type TargetRef } from "./ModelTarget.js"
-import { boundDetail, ExcludedTarget, RouteDecision } from "./RouteDecision.js"
-import type { CanaryAssignment, ExclusionReason, HealthStatus, SelectionReason, TargetScore } from "./RouteDecision.js"
-import { metrics } from "./Telemetry.js"
-import type { CanaryPolicy, Risk, ScoreWeights } from "./Workflow.js"
+import { boundDetail, ExcludedTarget, RouteDecision, routeIdOf } from "./RouteDecision.js"
+import type {
+  CanaryAssignment,
+  Escalation,
+  EscalationSignal,
+  ExclusionReason,
+  HealthStatus,
+  RouteRequirements,
+  SelectionReason,
+  TargetScore
+} from "./RouteDecision.js"
+import { metrics as telemetryMetrics } from "./Telemetry.js"
+import type { CanaryPolicy, EscalationPolicy, Risk, ScoreWeights } from "./Workflow.js"
 import * as TokenEstimator from "./TokenEstimator.js"
+import type * as Lifecycle from "./internal/lifecycle.js"
 
 /**
  * A decision with the resolved targets, as the engine uses it.
@@ -48,6 +60,10 @@ export interface Route {
   readonly scores?: ReadonlyArray<TargetScore> | undefined
   /** The workflow's canary and the side the call was assigned (the decision's `canary`). */
   readonly canary?: CanaryAssignment | undefined
+  /** The decision's id (`RouteDecision.routeId`), computed when first read. */
+  readonly routeId: string
+  /** The command's `escalate` signal and where it led (the decision's `escalation`). */
+  readonly escalation?: Escalation | undefined
 }
 
 /**
@@ -77,7 +93,11 @@ const hasImages = (command: ModelCommand): boolean => {
  * without a generator step per target; `undefined` when it must run.
  */
 const settled = (check: Effect.Effect<boolean, StoreError>): boolean | undefined =>
-  Exit.isExit(check) && Exit.isSuccess(check) && typeof check.value === "boolean" ? check.value : undefined
+  check === noBreaker
+    ? false
+    : Exit.isExit(check) && Exit.isSuccess(check) && typeof check.value === "boolean"
+      ? check.value
+      : undefined
 
 /**
  * Why `target` cannot serve `command` under `compiled`, or `undefined` when it can (health aside).
@@ -199,6 +219,11 @@ const requestReason = (
     return { reason: "DATA_CLASS_NOT_ALLOWED", detail: `data class "${dataClass}" not allowed` }
   }
   const caps = target.capabilities
+  // Embedding models serve embedding workflows only, and only in the workflow's vector space.
+  if (w.embedding !== undefined || caps.embeddings !== undefined) {
+    const why = Embeddings.incompatibility(w.embedding, target)
+    if (why !== undefined) return why
+  }
   const lacksVision = !caps.vision && (w.requires.vision || view.images)
   const lacksTools = !caps.tools && (w.requires.tools || view.tools)
   const lacksStreaming = !caps.streaming && (w.requires.streaming || view.streaming)
@@ -290,6 +315,7 @@ const sizeReason = (
     return { reason: "CONTEXT_TOO_SMALL", detail: `~${tokens} input tokens, window ${caps.contextWindow}` }
   }
   const maxCost = Math.min(command.maxCost ?? Infinity, compiled.workflow.maxCost ?? Infinity)
+  if (maxCost === Infinity) return undefined
   const minimumCost =
     (tokens * target.pricing.inputPerMillion + minimumUsefulOutputTokens * target.pricing.outputPerMillion) / 1_000_000
   if (minimumCost > maxCost) {
@@ -312,6 +338,16 @@ export interface BreakerView {
   readonly isOpen: (target: ModelTarget) => Effect.Effect<boolean, StoreError>
   /** The route's health record (`Health.Service.snapshot`); omitted: every route counts as healthy. */
   readonly snapshot?: (route: string) => Effect.Effect<Option.Option<RouteHealth>, StoreError>
+  /**
+   * Free share (0..1) of a target's concurrency cap, `undefined` for an uncapped target (the
+   * engine reads `Concurrency`); omitted: no target is capped.
+   */
+  readonly concurrencyHeadroom?: ((target: TargetRef) => number | undefined) | undefined
+  /**
+   * The seam for quality measured in production (e.g. a demotion after a regression): a value
+   * added to a target's quality term on a segment ({@link qualityFit}); omitted: none.
+   */
+  readonly qualityAdjustment?: ((target: ModelTarget, segment: string | undefined) => number | undefined) | undefined
 }
 
 /** A health snapshot that is already settled (e.g. `Health.layerNoop`'s none): `null` for none, `undefined` when it must run. */
@@ -345,7 +381,16 @@ const stickyTarget = (
 ): TargetRef | undefined =>
   sessionKey === undefined ? undefined : sessions.get(workflows)?.get(sessionId(workflow, sessionKey))
 
-const rememberTarget = (
+/**
+ * Session affinity: remembers that `target` served the last call of `sessionKey` on `workflow`
+ * (the engine calls it with the target whose answer was used, after any fallback or escalation),
+ * so the session's next scored decision gives it the affinity term while it is healthy. At most
+ * {@link maxSessionKeys} keys per gateway, least recently used forgotten first.
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const rememberServed = (
   workflows: ReadonlyMap<string, CompiledWorkflow>,
   workflow: string,
   sessionKey: string,
@@ -363,6 +408,34 @@ const rememberTarget = (
     const oldest = lru.keys().next()
     if (oldest.done !== true) lru.delete(oldest.value)
   }
+}
+
+/** Per gateway (its workflows map): each scored workflow's last best-scoring target. */
+const leaderMaps = new WeakMap<ReadonlyMap<string, CompiledWorkflow>, Map<string, TargetRef>>()
+
+const leadersOf = (workflows: ReadonlyMap<string, CompiledWorkflow>): Map<string, TargetRef> => {
+  let leaders = leaderMaps.get(workflows)
+  if (leaders === undefined) {
+    leaders = new Map()
+    leaderMaps.set(workflows, leaders)
+  }
+  return leaders
+}
+
+/** A record for a target the health service knows nothing about (to carry its concurrency headroom). */
+const emptyHealth = (route: TargetRef) => ({
+  route,
+  at: 0,
+  breaker: "closed" as const,
+  consecutiveFailures: 0,
+  samples: 0
+})
+
+/** Why a route's record says `UNAVAILABLE`. */
+const unhealthyDetail = (record: RouteHealth): string => {
+  if (record.breaker === "open") return "breaker open"
+  const reset = record.rateLimit?.resetAt
+  return reset === undefined ? "rate limit exhausted" : `rate limit exhausted for ${Math.max(0, reset - record.at)} ms`
 }
 
 const storeFailure = (e: StoreError): Failure => ({
@@ -390,7 +463,7 @@ export const decide = (
   /** The call's id: the stickiness key of a `call` (or keyless `session`) canary. */
   callId?: string
 ): Effect.Effect<Route, Failure> => {
-  const compiled = workflows.get(command.workflow)
+  const compiled = variantOf(workflows, workflows.get(command.workflow), command, callId)
   if (compiled === undefined) {
     return Effect.fail({
       _tag: "InvalidRequest",
@@ -522,31 +595,87 @@ const preferenceStep = 0.1
 const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
 
 /**
+ * A scored workflow keeps its last best-scoring target first while a challenger's total is less
+ * than this much higher (hysteresis against noisy health and latency), when the workflow sets no
+ * `scoring.switchMargin`.
+ *
+ * @since 0.6.0
+ * @category Constants
+ */
+export const defaultSwitchMargin = 0.03
+
+/**
+ * The quality term of `target` before the preferred-class step: its verified score on `segment`,
+ * else its class, else 0.5, plus `adjustment` (the seam for quality signals measured in production,
+ * e.g. a demotion: {@link BreakerView.qualityAdjustment}), clamped to 0..1.
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const qualityFit = (
+  target: ModelTarget,
+  segment: string | undefined,
+  adjustment: number | undefined
+): number => {
+  const verified = segment === undefined ? undefined : verifiedScore(target, segment)
+  const tier = target.qualityTier
+  const base = verified ?? (tier === undefined ? unknownFit : classQuality[tier])
+  return adjustment === undefined || adjustment === 0 ? base : Math.max(0, Math.min(1, base + adjustment))
+}
+
+/** The observed p95 the latency term reads: smoothed TTFT for streams, smoothed latency otherwise. */
+const observedP95 = (record: RouteHealth | undefined, stream: boolean): number | undefined => {
+  if (record === undefined) return undefined
+  return stream
+    ? (record.ttftP95SmoothedMs ?? record.ttftP95Ms ?? record.latencyP95SmoothedMs ?? record.latencyP95Ms)
+    : (record.latencyP95SmoothedMs ?? record.latencyP95Ms)
+}
+
+/**
+ * What {@link score} returns: the order, each target's score, why the first leads, whether a short
+ * deadline put the fast latency class first, and the command's escalation if it asked for one.
+ *
+ * @since 0.6.0
+ * @category Models
+ */
+export interface Ranking {
+  readonly targets: ReadonlyArray<ModelTarget>
+  readonly scores: ReadonlyArray<TargetScore>
+  readonly reason: SelectionReason
+  readonly fastTier: boolean
+  readonly escalation: Escalation | undefined
+}
+
+/**
  * Scored selection: the order of `targets` (all eligible under the hard filters, in route order)
  * with each one's score and the reason the first leads. Pure and deterministic.
  *
  * Per target, each term in 0..1 (rounded to 4 decimals):
- * - `quality`: the verified score on the call's segment, else the class (`low` 0.5, `standard`
- *   0.75, `high` 0.9), else 0.5; minus 0.1 per class of distance from the preferred class (if both
- *   are known), floored at 0.
- * - `latency`: `fast` 1, `medium` 0.6, `slow` 0.3, undeclared 0.5.
+ * - `quality`: {@link qualityFit} (the verified score on the call's segment, else the class: `low`
+ *   0.5, `standard` 0.75, `high` 0.9, else 0.5, plus any quality adjustment); minus 0.1 per class of
+ *   distance from the preferred class (if both are known), floored at 0.
+ * - `latency`: with an observed p95 on the route (smoothed; TTFT for streams), `1 − p95 / time
+ *   left` (the call's timeout), 0 when the p95 does not fit; else the latency class: `fast` 1,
+ *   `medium` 0.6, `slow` 0.3, undeclared 0.5.
  * - `cost`: the cheapest candidate's price over this one's (1 for the cheapest). The price is the
  *   estimated worst-case cost of the call at the target when the input was counted (input tokens ×
  *   safety factor and the output-token cap), else input plus output price per million.
  * - `health`: 1 without a health record (an open breaker already excluded the target), else
- *   {@link healthOf} of the record; the score then carries `status` (`DEGRADED` below
- *   {@link degradedBelow}, else `HEALTHY`).
- * - `affinity`: 1 for `context.sticky` (the session's last target), else 0.
+ *   `Health.healthScore` of the record; the score then carries `status` (`Health.statusOf`).
+ * - `affinity`: 1 for `context.sticky` (the session's last serving target) while it is `HEALTHY`
+ *   (or has no record), else 0.
  * - `penalty`: the workflow's deprecated penalty (default 0.2) for a deprecated target, else 0.
  *
  * `total = wq·quality + wl·latency + wc·cost + wh·health + wa·affinity − penalty` with the
- * workflow's weights over {@link defaultWeights}. Order: total descending, ties in route order;
- * when the call's timeout is shorter than the workflow's short deadline (default 2 s), fast-latency
- * targets come first (in score order), the reason then `FAST_TIER` if that changed the leader; the
+ * workflow's weights over {@link defaultWeights}. Order: targets whose observed p95 does not fit
+ * the time left come last; then total descending, ties in route order. When the call's timeout is
+ * shorter than the workflow's short deadline (default 2 s), fast-latency targets that fit come
+ * first (`fastTier`). Without a session, the workflow's last best-scoring target (`incumbent`)
+ * stays first while the leader's total is at most the switch margin (default 0.03) higher. The
  * reason is `STICKY` when the sticky target leads only thanks to its affinity. With the command's
- * `escalate`, the targets of a stronger quality class than the leader's (an undeclared class is the
- * weakest) move first, in that order (`ESCALATED`); without any, the order stays
- * (`ESCALATION_UNAVAILABLE`).
+ * `escalate`, the targets stronger than the leader (`Router.isStronger` under the workflow's
+ * `escalation` policy) move first, in that order (`ESCALATION`); without any the order stays and
+ * `escalation` has no `to`.
  *
  * @since 0.4.0
  * @category Routing
@@ -557,118 +686,412 @@ export const score = (
   targets: ReadonlyArray<ModelTarget>,
   inputTokens: number | undefined,
   context?: ScoreContext
+): Ranking => {
+  const r = rank(compiled, command, targets, inputTokens, context)
+  return {
+    targets: r.targets,
+    scores: r.scores.value,
+    reason: r.reason,
+    fastTier: r.fastTier,
+    escalation: r.escalation
+  }
+}
+
+/** Terms per target in one typed array: quality, latency, cost (the others are rarely not their default). */
+const termCount = 3
+
+/**
+ * Scores of a ranking, kept as numbers and made into {@link TargetScore} objects only when read
+ * (evidence, the decision value): a decision over many targets pays for the objects once, if ever.
+ */
+class LazyScores {
+  private built: ReadonlyArray<TargetScore> | undefined
+  constructor(
+    private readonly targets: ReadonlyArray<ModelTarget>,
+    /** quality, latency, cost per target */
+    private readonly terms: Float64Array,
+    /** totals × 10⁴ */
+    private readonly totals: Int32Array,
+    /** health terms where a record exists (else 1) */
+    private readonly healths: ReadonlyArray<number | undefined> | undefined,
+    private readonly statuses: ReadonlyArray<HealthStatus | undefined> | undefined,
+    private readonly observed: ReadonlyArray<number | undefined> | undefined,
+    private readonly stickyAt: number,
+    private readonly deprecatedPenalty: number,
+    private readonly order: ReadonlyArray<number> | undefined
+  ) {}
+  get value(): ReadonlyArray<TargetScore> {
+    if (this.built === undefined) {
+      const n = this.targets.length
+      const out = new Array<TargetScore>(n)
+      const x = this.terms
+      for (let k = 0; k < n; k++) {
+        const i = this.order === undefined ? k : this.order[k]!
+        const o = i * termCount
+        const t = this.targets[i]!
+        const base = {
+          target: t.ref,
+          quality: x[o]!,
+          latency: x[o + 1]!,
+          cost: x[o + 2]!,
+          health: this.healths?.[i] ?? 1
+        }
+        const status = this.statuses?.[i]
+        const observedP95Ms = this.observed?.[i]
+        const tail = {
+          affinity: i === this.stickyAt ? 1 : 0,
+          penalty: t.status === "deprecated" ? this.deprecatedPenalty : 0,
+          total: this.totals[i]! / 10_000
+        }
+        out[k] =
+          status === undefined
+            ? { ...base, ...tail }
+            : observedP95Ms === undefined
+              ? { ...base, status, ...tail }
+              : { ...base, status, observedP95Ms, ...tail }
+      }
+      this.built = out
+    }
+    return this.built
+  }
+}
+
+/**
+ * The quality term of `target`: {@link qualityFit} (verified score on `segment`, else the class,
+ * plus `adjustment`), minus {@link preferenceStep} per class of distance from the preferred class
+ * (rank `preferredRank`, −1 for none); 4 decimals where anything but a class value went in.
+ */
+const qualityTerm = (
+  target: ModelTarget,
+  segment: string | undefined,
+  preferredRank: number,
+  adjustment: number | undefined
+): number => {
+  const tier = target.qualityTier
+  const verified = segment === undefined ? undefined : verifiedScore(target, segment)
+  let q =
+    verified ??
+    (tier === "high"
+      ? classQuality.high
+      : tier === "standard"
+        ? classQuality.standard
+        : tier === "low"
+          ? classQuality.low
+          : unknownFit)
+  if (adjustment !== undefined && adjustment !== 0) q = Math.max(0, Math.min(1, q + adjustment))
+  if (preferredRank >= 0 && tier !== undefined) {
+    q = Math.max(0, q - preferenceStep * Math.abs(qualityRank(tier) - preferredRank))
+  }
+  return verified === undefined && preferredRank < 0 && adjustment === undefined ? q : round4(q)
+}
+
+/** The latency term of a target's latency class (no observation). */
+const latencyClassFit = (target: ModelTarget): number => {
+  const tier = target.classes?.latency
+  return tier === "fast"
+    ? latencyFit.fast
+    : tier === "medium"
+      ? latencyFit.medium
+      : tier === "slow"
+        ? latencyFit.slow
+        : unknownFit
+}
+
+/** Per workflow: the class terms of its route targets under its own segment and preferred class. */
+const classTerms = new WeakMap<
+  CompiledWorkflow,
+  { readonly quality: Float64Array; readonly latency: Float64Array; readonly fast: Uint8Array }
+>()
+const classTermsOf = (compiled: CompiledWorkflow) => {
+  let terms = classTerms.get(compiled)
+  if (terms === undefined) {
+    const w = compiled.workflow
+    const route = compiled.targets
+    const preferredRank = w.preferredTier === undefined ? -1 : qualityRank(w.preferredTier)
+    const quality = new Float64Array(route.length)
+    const latency = new Float64Array(route.length)
+    const fast = new Uint8Array(route.length)
+    for (let i = 0; i < route.length; i++) {
+      const t = route[i]!
+      quality[i] = qualityTerm(t, w.segment, preferredRank, undefined)
+      latency[i] = latencyClassFit(t)
+      fast[i] = t.classes?.latency === "fast" ? 1 : 0
+    }
+    terms = { quality, latency, fast }
+    classTerms.set(compiled, terms)
+  }
+  return terms
+}
+
+/** {@link score} for the router: the scores stay numbers until read. */
+const rank = (
+  compiled: CompiledWorkflow,
+  command: ModelCommand,
+  targets: ReadonlyArray<ModelTarget>,
+  inputTokens: number | undefined,
+  context: ScoreContext | undefined
 ): {
   readonly targets: ReadonlyArray<ModelTarget>
-  readonly scores: ReadonlyArray<TargetScore>
+  readonly scores: LazyScores
   readonly reason: SelectionReason
+  readonly fastTier: boolean
+  readonly escalation: Escalation | undefined
 } => {
   const w = compiled.workflow
-  const weights = { ...defaultWeights, ...definedWeights(w.scoring?.weights) }
+  const weights =
+    w.scoring?.weights === undefined ? defaultWeights : { ...defaultWeights, ...definedWeights(w.scoring.weights) }
+  const wq = weights.quality
+  const wl = weights.latency
+  const wc = weights.cost
+  const wh = weights.health
+  const wa = weights.affinity
   const penalty = w.scoring?.deprecatedPenalty ?? defaultDeprecatedPenalty
   const segment = command.segment ?? w.segment
   const preferred = command.preferredTier ?? w.preferredTier
+  const preferredRank = preferred === undefined ? -1 : qualityRank(preferred)
   const outputCap = Math.min(command.maxOutputTokens ?? Infinity, w.maxOutputTokens ?? Infinity)
-  // Hot path (once per eligible target per call): one plain object per target, no sort when the
-  // totals are already in order.
+  const timeLeft = context?.timeLeftMs ?? Duration.toMillis(command.timeout ?? w.timeout)
+  const stream = context?.mode === "stream"
+  const adjust = context?.qualityAdjustment
+  // Hot path (once per eligible target per call): numbers in one typed array, no object per
+  // target, no sort when the totals are already in order.
   const n = targets.length
-  const priceOf = (t: ModelTarget): number => {
-    const p = t.pricing
-    if (inputTokens === undefined) return p.inputPerMillion + p.outputPerMillion
-    const input = Math.ceil(inputTokens * t.tokenizerSafetyFactor)
-    const output = Math.min(outputCap, t.capabilities.maxOutputTokens)
-    return (input * p.inputPerMillion + output * p.outputPerMillion) / 1_000_000
-  }
+  const x = new Float64Array(n * termCount)
+  /** Totals × 10⁴ (exact integers): the sort keys. */
+  const totals = new Int32Array(n)
   let cheapest = Infinity
-  for (let i = 0; i < n; i++) cheapest = Math.min(cheapest, priceOf(targets[i]!))
+  for (let i = 0; i < n; i++) {
+    const p = targets[i]!.pricing
+    let price: number
+    if (inputTokens === undefined) price = p.inputPerMillion + p.outputPerMillion
+    else {
+      const t = targets[i]!
+      const input = Math.ceil(inputTokens * t.tokenizerSafetyFactor)
+      const output = Math.min(outputCap, t.capabilities.maxOutputTokens)
+      price = (input * p.inputPerMillion + output * p.outputPerMillion) / 1_000_000
+    }
+    // the cost slot holds the price until the cheapest is known
+    x[i * termCount + 2] = price
+    if (price < cheapest) cheapest = price
+  }
   const deprecatedPenalty = round4(penalty)
   const healths = context?.health
   const sticky = context?.sticky
   let stickyAt = -1
-  const scores: Array<TargetScore> = []
+  let statuses: Array<HealthStatus | undefined> | undefined
+  let healthAt: Array<number | undefined> | undefined
+  let observedAt: Array<number | undefined> | undefined
   let sorted = true
   let previous = Infinity
   let anyFast = false
+  /** Targets whose observed p95 does not fit the time left (allocated only when one does not). */
+  let slow: Array<boolean> | undefined
+  // The workflow's own segment and preferred class, no quality adjustment: the class terms of its
+  // route targets are computed once per workflow (`classTermsOf`).
+  const cached =
+    adjust === undefined && segment === w.segment && preferred === w.preferredTier ? classTermsOf(compiled) : undefined
+  const routeTargets = compiled.targets
   for (let i = 0; i < n; i++) {
     const t = targets[i]!
-    const verified = segment === undefined ? undefined : verifiedScore(t, segment)
-    const tier = t.qualityTier
-    let q = verified ?? (tier === undefined ? unknownFit : classQuality[tier])
-    if (preferred !== undefined && tier !== undefined) {
-      q = Math.max(0, q - preferenceStep * Math.abs(qualityRank(tier) - qualityRank(preferred)))
+    const o = i * termCount
+    let quality: number
+    let classLatency: number
+    let fastClass: boolean
+    if (cached !== undefined && routeTargets[i] === t) {
+      quality = cached.quality[i]!
+      classLatency = cached.latency[i]!
+      fastClass = cached.fast[i] === 1
+    } else {
+      quality = qualityTerm(t, segment, preferredRank, adjust === undefined ? undefined : adjust(t, segment))
+      classLatency = latencyClassFit(t)
+      fastClass = t.classes?.latency === "fast"
     }
-    const quality = verified === undefined && preferred === undefined ? q : round4(q)
-    const latencyTier = t.classes?.latency
-    if (latencyTier === "fast") anyFast = true
-    const latency = latencyTier === undefined ? unknownFit : latencyFit[latencyTier]
-    const price = priceOf(t)
+    const record = healths?.[i]
+    const observed = record === undefined ? undefined : observedP95(record, stream)
+    let latency: number
+    if (observed === undefined) {
+      latency = classLatency
+    } else if (observed >= timeLeft) {
+      latency = 0
+      slow ??= new Array<boolean>(n).fill(false)
+      slow[i] = true
+    } else {
+      latency = round4(1 - observed / timeLeft)
+    }
+    if (fastClass && slow?.[i] !== true) anyFast = true
+    const price = x[o + 2]!
     const cost = price <= 0 ? 1 : round4(cheapest / price)
     const minus = t.status === "deprecated" ? deprecatedPenalty : 0
-    const record = healths?.[i]
-    const health = record === undefined ? 1 : healthOf(record)
-    const affinity = sticky !== undefined && t.ref === sticky ? 1 : 0
+    let health = 1
+    let status: HealthStatus | undefined
+    if (record !== undefined) {
+      health = healthScore(record)
+      status = statusOf(record)
+      healthAt ??= new Array<number | undefined>(n)
+      healthAt[i] = health
+      statuses ??= new Array<HealthStatus | undefined>(n)
+      statuses[i] = status
+      if (observed !== undefined) {
+        observedAt ??= new Array<number | undefined>(n)
+        observedAt[i] = observed
+      }
+    }
+    const affinity = sticky !== undefined && t.ref === sticky && (status === undefined || status === "HEALTHY") ? 1 : 0
     if (affinity === 1) stickyAt = i
-    const total = round4(
-      weights.quality * quality +
-        weights.latency * latency +
-        weights.cost * cost +
-        weights.health * health +
-        weights.affinity * affinity -
-        minus
+    const totalInt = Math.round(
+      (wq * quality + wl * latency + wc * cost + wh * health + wa * affinity - minus) * 10_000
     )
+    const total = totalInt / 10_000
+    totals[i] = totalInt
+    x[o] = quality
+    x[o + 1] = latency
+    x[o + 2] = cost
     if (total > previous) sorted = false
     previous = total
-    scores.push(
-      record === undefined
-        ? { target: t.ref, quality, latency, cost, health, affinity, penalty: minus, total }
-        : { target: t.ref, quality, latency, cost, health, status: statusOf(health), affinity, penalty: minus, total }
-    )
   }
-  let order: Array<number> | undefined
-  // Total descending, ties in route order (the index makes the tie-break explicit).
-  if (!sorted) {
-    order = scores.map((_, i) => i)
-    order.sort((a, b) => scores[b]!.total - scores[a]!.total || a - b)
-  }
-  let reason: SelectionReason = n === 1 ? "ONLY_ELIGIBLE" : "BEST_SCORE"
-  const isFast = (i: number) => (targets[i]!.classes?.latency === "fast" ? 1 : 0)
+  const totalOf = (i: number) => totals[i]! / 10_000
+  const fits = (i: number) => (slow?.[i] === true ? 0 : 1)
+  const isFast = (i: number) => (targets[i]!.classes?.latency === "fast" && slow?.[i] !== true ? 1 : 0)
   let fastFirst = false
   if (n > 1 && anyFast) {
     const shortDeadline = Duration.toMillis(w.scoring?.shortDeadline ?? defaultShortDeadline)
-    if (Duration.toMillis(command.timeout ?? w.timeout) < shortDeadline) {
-      fastFirst = true
-      const best = order === undefined ? 0 : order[0]
-      order ??= scores.map((_, i) => i)
-      order.sort((a, b) => isFast(b) - isFast(a) || scores[b]!.total - scores[a]!.total || a - b)
-      if (order[0] !== best) reason = "FAST_TIER"
+    fastFirst = Duration.toMillis(command.timeout ?? w.timeout) < shortDeadline
+  }
+  /** The order's group of a target: those that fit the time left first, then (short deadline) fast ones. */
+  const group = (i: number) => 2 * fits(i) + (fastFirst ? isFast(i) : 0)
+  let order: Array<number> | undefined
+  // Group, then total descending, ties in route order (the index makes the tie-break explicit).
+  if (!sorted || slow !== undefined || fastFirst) {
+    order = rankOrder(n, totals, slow === undefined && !fastFirst ? undefined : group)
+  }
+  // Hysteresis: the last best-scoring target stays first unless clearly beaten.
+  const incumbent = context?.incumbent
+  if (n > 1 && incumbent !== undefined && sticky === undefined) {
+    const lead = order === undefined ? 0 : order[0]!
+    if (targets[lead]!.ref !== incumbent) {
+      let kept = -1
+      for (let i = 0; i < n; i++) {
+        if (targets[i]!.ref === incumbent) {
+          kept = i
+          break
+        }
+      }
+      const margin = w.scoring?.switchMargin ?? defaultSwitchMargin
+      if (kept >= 0 && group(kept) === group(lead) && totalOf(kept) + margin >= totalOf(lead)) {
+        const current = order ?? Array.from({ length: n }, (_, i) => i)
+        current.splice(current.indexOf(kept), 1)
+        current.unshift(kept)
+        order = current
+      }
     }
   }
-  if (n > 1 && stickyAt >= 0 && (order === undefined ? 0 : order[0]) === stickyAt && weights.affinity > 0) {
+  let reason: SelectionReason = n === 1 ? "ONLY_ELIGIBLE" : "BEST_SCORE"
+  if (n > 1 && stickyAt >= 0 && (order === undefined ? 0 : order[0]) === stickyAt && wa > 0) {
     // Would the sticky target lead without its affinity (same order rules)? If not, affinity decided.
-    const without = (i: number) => scores[i]!.total - (i === stickyAt ? weights.affinity : 0)
+    const without = (i: number) => totalOf(i) - (i === stickyAt ? wa : 0)
     let lead = 0
     for (let i = 1; i < n; i++) {
-      const byFast = fastFirst ? isFast(i) - isFast(lead) : 0
-      if (byFast > 0 || (byFast === 0 && round4(without(i)) > round4(without(lead)))) lead = i
+      const byGroup = group(i) - group(lead)
+      if (byGroup > 0 || (byGroup === 0 && round4(without(i)) > round4(without(lead)))) lead = i
     }
     if (lead !== stickyAt) reason = "STICKY"
   }
+  let escalation: Escalation | undefined
   if (command.escalate === true) {
-    const current = order ?? scores.map((_, i) => i)
-    const stronger = escalation(current, (i) => targets[i]!.qualityTier)
-    if (stronger === undefined) {
-      reason = "ESCALATION_UNAVAILABLE"
-    } else {
+    const current = order ?? Array.from({ length: n }, (_, i) => i)
+    const from = targets[current[0]!]!
+    const stronger = escalationOrder(current, (i) => targets[i]!, w.escalation)
+    if (stronger !== undefined) {
       order = stronger
-      reason = "ESCALATED"
+      reason = "ESCALATION"
     }
+    escalation = escalationOf("command", from, stronger === undefined ? undefined : targets[stronger[0]!])
   }
-  if (order === undefined) return { targets, scores, reason }
-  const ranked = order
-  return { targets: ranked.map((i) => targets[i]!), scores: ranked.map((i) => scores[i]!), reason }
+  // Affinity counts only where it was given (a sticky target that is not healthy gets none).
+  const scores = new LazyScores(targets, x, totals, healthAt, statuses, observedAt, stickyAt, deprecatedPenalty, order)
+  if (order === undefined) return { targets, scores, reason, fastTier: fastFirst, escalation }
+  const ranked = new Array<ModelTarget>(n)
+  for (let k = 0; k < n; k++) ranked[k] = targets[order[k]!]!
+  return { targets: ranked, scores, reason, fastTier: fastFirst, escalation }
+}
+
+/** Bits of a sort digit (two digits cover a 22-bit key). */
+const digitBits = 11
+const digitMask = (1 << digitBits) - 1
+/** Keys spanning fewer values than this are sorted in one counting pass. */
+const countingRange = 8192
+
+/**
+ * Indices `0..n-1` by group, then total, both descending, ties by index. Totals have 4 decimals
+ * and lie within ±50 (five terms of weight ≤ 1, a penalty ≤ 1), so `group · 2^20 + total · 10⁴ +
+ * 2^19` is a 22-bit integer key: a stable two-pass radix sort of the keys (O(n), no comparator
+ * call per pair) gives the order.
+ */
+const rankOrder = (n: number, totals: Int32Array, group: ((i: number) => number) | undefined): Array<number> => {
+  const top = (4 << 20) - 1
+  const keys = new Int32Array(n)
+  let low = top
+  let high = 0
+  for (let i = 0; i < n; i++) {
+    // descending: the largest key sorts first
+    const key = top - ((group === undefined ? 2 : group(i)) * 1_048_576 + totals[i]! + 524_288)
+    keys[i] = key
+    if (key < low) low = key
+    if (key > high) high = key
+  }
+  const span = high - low
+  if (n > 32 && span < countingRange) {
+    // Keys close together (the usual case): one counting pass over their range.
+    const counts = new Int32Array(span + 2)
+    for (let i = 0; i < n; i++) counts[keys[i]! - low + 1]!++
+    for (let d = 0; d <= span; d++) counts[d + 1]! += counts[d]!
+    const out = new Array<number>(n)
+    for (let i = 0; i < n; i++) out[counts[keys[i]! - low]!++] = i
+    return out
+  }
+  let from = new Int32Array(n)
+  let to = new Int32Array(n)
+  for (let i = 0; i < n; i++) from[i] = i
+  if (n <= 32) {
+    // Few targets: a stable insertion sort beats the radix passes.
+    for (let k = 1; k < n; k++) {
+      const i = from[k]!
+      let j = k - 1
+      while (j >= 0 && keys[from[j]!]! > keys[i]!) {
+        from[j + 1] = from[j]!
+        j--
+      }
+      from[j + 1] = i
+    }
+    return copyOut(from, n)
+  }
+  const counts = new Int32Array(digitMask + 2)
+  for (let pass = 0; pass < 2; pass++) {
+    const shift = pass * digitBits
+    counts.fill(0)
+    for (let i = 0; i < n; i++) counts[((keys[i]! >> shift) & digitMask) + 1]!++
+    for (let d = 0; d <= digitMask; d++) counts[d + 1]! += counts[d]!
+    for (let k = 0; k < n; k++) {
+      const i = from[k]!
+      to[counts[(keys[i]! >> shift) & digitMask]!++] = i
+    }
+    const swap = from
+    from = to
+    to = swap
+  }
+  return copyOut(from, n)
+}
+
+/** The first `n` values of `from` as a plain array (`Array.from` walks an iterator). */
+const copyOut = (from: Int32Array, n: number): Array<number> => {
+  const out = new Array<number>(n)
+  for (let k = 0; k < n; k++) out[k] = from[k]!
+  return out
 }
 
 /**
- * What scored selection reads besides the command: route health and session affinity.
+ * What scored selection reads besides the command: route health, session affinity, the
+ * workflow's last best-scoring target, the time left and quality adjustments.
  *
  * @since 0.4.0
  * @category Models
@@ -676,71 +1099,156 @@ export const score = (
 export interface ScoreContext {
   /** Health record per target (aligned with the scored targets); `undefined` where none is kept. */
   readonly health?: ReadonlyArray<RouteHealth | undefined> | undefined
-  /** The target the call's session was routed to last time; it gets the affinity term. */
+  /** The target that served the call's session last time; it gets the affinity term while healthy. */
   readonly sticky?: TargetRef | undefined
+  /** The workflow's last best-scoring target (hysteresis: {@link defaultSwitchMargin}). */
+  readonly incumbent?: TargetRef | undefined
+  /** Time the call has left, ms; omitted: the command's timeout, else the workflow's. */
+  readonly timeLeftMs?: number | undefined
+  /** `stream`: the latency term reads the route's TTFT. */
+  readonly mode?: "generate" | "stream" | undefined
+  /** Added to a target's quality term (see {@link qualityFit}). */
+  readonly qualityAdjustment?: ((target: ModelTarget, segment: string | undefined) => number | undefined) | undefined
 }
 
 /**
- * Scores below this `health` term are `DEGRADED` (at or above, `HEALTHY`).
+ * Scores below this `health` term are `DEGRADED` (at or above, `HEALTHY`): `Health.degradedBelow`.
  *
  * @since 0.4.0
  * @category Constants
  */
-export const degradedBelow = 0.8
+export const degradedBelow = HealthThresholds.degradedBelow
 
 /**
- * Rate-limit headroom (the smaller of remaining / limit for requests and tokens) below which the
- * `health` term is scored down.
+ * Headroom below which the `health` term is scored down: `Health.lowHeadroom`.
  *
  * @since 0.4.0
  * @category Constants
  */
-export const lowHeadroom = 0.1
-
-const statusOf = (health: number): HealthStatus => (health < degradedBelow ? "DEGRADED" : "HEALTHY")
+export const lowHeadroom = HealthThresholds.lowHeadroom
 
 /**
- * The `health` term of a route (0..1, 4 decimals): `successRate` in the window (1 without samples)
- * × 0.5 for a half-open breaker × `min(1, 0.5 + 0.5·headroom / lowHeadroom)` while a reported
- * rate-limit headroom is below {@link lowHeadroom} and not yet reset (a 429 without headers: 0.5).
+ * The `health` term of a route: `Health.healthScore` (success rate, half-open breaker, rate-limit
+ * and concurrency headroom).
  *
  * @since 0.4.0
  * @category Routing
  */
-export const healthOf = (record: RouteHealth): number => {
-  let health = record.samples > 0 ? (record.successRate ?? 1) : 1
-  if (record.breaker === "half_open") health *= 0.5
-  const limits = record.rateLimit
-  if (limits !== undefined && (limits.resetAt === undefined || limits.resetAt > record.at)) {
-    let headroom = 1
-    const share = (remaining: number | undefined, limit: number | undefined) => {
-      if (remaining === undefined) return
-      const s = limit === undefined || limit <= 0 ? (remaining <= 0 ? 0 : 1) : Math.max(0, remaining / limit)
-      headroom = Math.min(headroom, s)
-    }
-    share(limits.remainingRequests, limits.limitRequests)
-    share(limits.remainingTokens, limits.limitTokens)
-    if (headroom < lowHeadroom) health *= Math.min(1, 0.5 + (0.5 * headroom) / lowHeadroom)
-  }
-  return round4(Math.max(0, Math.min(1, health)))
+export const healthOf = (record: RouteHealth): number => healthScore(record)
+
+/**
+ * Whether `candidate` is an escalation target from `from` under `policy`: one of the policy's
+ * explicit `targets` (other than `from`) when it names some; else of a stronger quality class than
+ * `from` (an undeclared class is the weakest), and at least the policy's `tier` when it sets one.
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const isStronger = (
+  from: ModelTarget,
+  candidate: ModelTarget,
+  policy: EscalationPolicy | undefined
+): boolean => {
+  if (policy?.targets !== undefined) return candidate.ref !== from.ref && policy.targets.includes(candidate.ref)
+  const rank = (t: ModelTarget) => (t.qualityTier === undefined ? -1 : qualityRank(t.qualityTier))
+  if (rank(candidate) <= rank(from)) return false
+  return policy?.tier === undefined || rank(candidate) >= qualityRank(policy.tier)
 }
 
 /**
- * Escalation: `order` with the items of a stronger quality class than the first's moved first (each
- * group keeps its order), or `undefined` when none is stronger. An undeclared class is the weakest.
+ * Escalation: `order` with the items stronger than the first ({@link isStronger}) moved first
+ * (each group keeps its order), or `undefined` when none is stronger.
  */
-const escalation = <A>(order: ReadonlyArray<A>, tierOf: (a: A) => QualityTier | undefined): Array<A> | undefined => {
-  const rank = (a: A) => {
-    const tier = tierOf(a)
-    return tier === undefined ? -1 : qualityRank(tier)
-  }
+const escalationOrder = <A>(
+  order: ReadonlyArray<A>,
+  targetOf: (a: A) => ModelTarget,
+  policy: EscalationPolicy | undefined
+): Array<A> | undefined => {
   const first = order[0]
   if (first === undefined) return undefined
-  const floor = rank(first)
-  const stronger = order.filter((a) => rank(a) > floor)
+  const from = targetOf(first)
+  const stronger = order.filter((a) => isStronger(from, targetOf(a), policy))
   if (stronger.length === 0) return undefined
-  return [...stronger, ...order.filter((a) => rank(a) <= floor)]
+  return [...stronger, ...order.filter((a) => !isStronger(from, targetOf(a), policy))]
 }
+
+/** The evidence of one escalation. */
+const escalationOf = (signal: EscalationSignal, from: ModelTarget, to: ModelTarget | undefined): Escalation => {
+  const out: { -readonly [K in keyof Escalation]: Escalation[K] } = { signal, from: from.ref }
+  if (from.qualityTier !== undefined) out.fromTier = from.qualityTier
+  if (to !== undefined) {
+    out.to = to.ref
+    if (to.qualityTier !== undefined) out.toTier = to.qualityTier
+  }
+  return out
+}
+
+/**
+ * Escalation inside a call (an answer failed validation, or the workflow's check fired on it): the
+ * index of the best eligible target after `from` in the route's order that is stronger under the
+ * workflow's escalation policy, and the escalation's evidence (`to` absent, index −1 when there
+ * is none). The route's targets passed every hard filter and the reservation covers each of them,
+ * so the escalation stays within the call's constraints, deadline and reservation.
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const escalateFrom = (
+  route: Route,
+  from: number,
+  signal: EscalationSignal
+): { readonly index: number; readonly escalation: Escalation } => {
+  const current = route.targets[from]!
+  const policy = route.compiled.workflow.escalation
+  for (let j = from + 1; j < route.targets.length; j++) {
+    const candidate = route.targets[j]!
+    if (isStronger(current, candidate, policy))
+      return { index: j, escalation: escalationOf(signal, current, candidate) }
+  }
+  return { index: -1, escalation: escalationOf(signal, current, undefined) }
+}
+
+/**
+ * Routing metrics. `targetSwitches` (`modelgate.routing.target_switches`, tagged `workflow`)
+ * counts the times a scored workflow's best-scoring target changed from one decision to the next
+ * (oscillation shows here). `escalations` (`modelgate.escalations`, tagged `workflow`,
+ * `from_tier`, `to_tier`; a class that is not declared is `none`) counts escalations that found a
+ * stronger target; the name is the routing spec's, outside the `modelgate.<area>.<name>` scheme.
+ *
+ * @since 0.6.0
+ * @category Metrics
+ */
+export const metrics = {
+  targetSwitches: Metric.counter("modelgate.routing.target_switches", {
+    description: "Changes of a scored workflow's best-scoring target between decisions",
+    incremental: true
+  }),
+  escalations: Metric.counter("modelgate.escalations", {
+    description: "Escalations to a stronger target, by workflow and quality classes",
+    incremental: true
+  })
+} as const
+
+/**
+ * Counts `escalation` in {@link metrics}`.escalations` when it found a stronger target.
+ *
+ * @since 0.6.0
+ * @category Metrics
+ */
+export const countEscalation = (workflow: string, escalation: Escalation): Effect.Effect<void> =>
+  escalation.to === undefined
+    ? Effect.void
+    : Metric.increment(
+        Metric.tagged(
+          Metric.tagged(
+            Metric.tagged(metrics.escalations, "workflow", workflow),
+            "from_tier",
+            escalation.fromTier ?? "none"
+          ),
+          "to_tier",
+          escalation.toTier ?? "none"
+        )
+      )
 
 /** The weights a workflow sets (omitted ones left out, so the defaults stay). */
 const definedWeights = (weights: ScoreWeights | undefined) => {
@@ -754,13 +1262,62 @@ const definedWeights = (weights: ScoreWeights | undefined) => {
   return out
 }
 
+/** Per workflow: whether a route target or its canary candidate is deprecated (computed once). */
+const deprecatedIn = new WeakMap<CompiledWorkflow, boolean>()
+const hasDeprecated = (compiled: CompiledWorkflow): boolean => {
+  let found = deprecatedIn.get(compiled)
+  if (found === undefined) {
+    found = compiled.targets.some((t) => t.status === "deprecated") || compiled.canaryTarget?.status === "deprecated"
+    deprecatedIn.set(compiled, found)
+  }
+  return found
+}
+
 /** Deprecated targets a log warning was written for (once per target value). */
 const warnedDeprecated = new WeakSet<ModelTarget>()
 
-/** A route whose `RouteDecision` value is built only when someone reads it (a stream event, `resolve`). */
+/** What of the request a decision's `required` and `routeId` read. */
+interface Facts {
+  /** Absent for a route rebuilt from another `Route` implementation: its decision has no `required`. */
+  readonly command: ModelCommand | undefined
+  readonly mode: "generate" | "stream"
+  /** A short deadline put the fast latency class first. */
+  readonly fastTier: boolean
+}
+
+/** The requirements a decision applied (the decision's `required`). */
+const requiredOf = (
+  compiled: CompiledWorkflow,
+  facts: Facts,
+  inputTokens: number | undefined
+): RouteRequirements | undefined => {
+  const w = compiled.workflow
+  const command = facts.command
+  if (command === undefined) return undefined
+  const view = requestView(compiled, command, facts.mode)
+  const out: { -readonly [K in keyof RouteRequirements]: RouteRequirements[K] } = {
+    tools: w.requires.tools || view.tools,
+    vision: w.requires.vision || view.images,
+    streaming: w.requires.streaming || view.streaming,
+    structuredOutput: compiled.schema !== undefined,
+    regions: view.regions,
+    dataClass: view.dataClass,
+    risk: view.risk ?? "LOW"
+  }
+  if (view.minQualityTier !== undefined) out.minQualityTier = view.minQualityTier
+  const preferred = command.preferredTier ?? w.preferredTier
+  if (preferred !== undefined) out.preferredTier = preferred
+  if (facts.fastTier) out.latencyTier = "fast"
+  if (inputTokens !== undefined) out.contextTokens = Math.ceil(inputTokens)
+  if (view.segment !== undefined) out.segment = view.segment
+  return out
+}
+
+/** A route whose `RouteDecision` value and id are built only when someone reads them. */
 class Decided implements Route {
-  readonly eligible: ReadonlyArray<TargetRef>
+  private refs: ReadonlyArray<TargetRef> | undefined
   private built: RouteDecision | undefined
+  private id: string | undefined
   constructor(
     readonly compiled: CompiledWorkflow,
     readonly targets: ReadonlyArray<ModelTarget>,
@@ -768,30 +1325,128 @@ class Decided implements Route {
     readonly inputTokens: number | undefined,
     readonly options: ModelOptions.ResolvedOptions,
     readonly selectionReason: SelectionReason,
-    readonly scores: ReadonlyArray<TargetScore> | undefined,
+    private readonly scoreSource: ReadonlyArray<TargetScore> | LazyScores | undefined,
+    readonly facts: Facts,
+    readonly canary?: CanaryAssignment | undefined,
+    readonly escalation?: Escalation | undefined
+  ) {}
+  /** Eligible target refs, in order (made when first read). */
+  get eligible(): ReadonlyArray<TargetRef> {
+    if (this.refs === undefined) this.refs = this.targets.map((t) => t.ref)
+    return this.refs
+  }
+  /** Scored selection: the scores of the targets that passed the hard filters, best first (made when read). */
+  get scores(): ReadonlyArray<TargetScore> | undefined {
+    const s = this.scoreSource
+    return s instanceof LazyScores ? s.value : s
+  }
+  /** The same decision with some of its parts replaced. */
+  with(changes: {
+    readonly targets?: ReadonlyArray<ModelTarget>
+    readonly excluded?: ReadonlyArray<ExcludedTarget>
+    readonly selectionReason?: SelectionReason
+    readonly scores?: ReadonlyArray<TargetScore> | undefined
     readonly canary?: CanaryAssignment | undefined
-  ) {
-    this.eligible = targets.map((t) => t.ref)
+  }): Decided {
+    return new Decided(
+      this.compiled,
+      changes.targets ?? this.targets,
+      changes.excluded ?? this.excluded,
+      this.inputTokens,
+      this.options,
+      changes.selectionReason ?? this.selectionReason,
+      "scores" in changes ? changes.scores : this.scoreSource,
+      this.facts,
+      "canary" in changes ? changes.canary : this.canary,
+      this.escalation
+    )
+  }
+  get routeId(): string {
+    if (this.id === undefined) {
+      const w = this.compiled.workflow
+      const parts: Array<string> = [w.name, w.policyVersion, this.selectionReason, this.facts.fastTier ? "fast" : ""]
+      for (const ref of this.eligible) parts.push(ref)
+      for (const e of this.excluded) parts.push(`${e.target}!${e.reason}`)
+      const x = this.escalation
+      if (x !== undefined) parts.push(`^${x.signal}>${x.to ?? ""}`)
+      const c = this.canary
+      if (c !== undefined) parts.push(`~${c.id}:${c.side}${c.skipped === true ? ":skipped" : ""}`)
+      this.id = routeIdOf(parts)
+    }
+    return this.id
   }
   get decision(): RouteDecision {
     if (this.built === undefined) {
       const w = this.compiled.workflow
       this.built = new RouteDecision(
         {
+          routeId: this.routeId,
           workflow: w.name,
           policyVersion: w.policyVersion,
+          required: requiredOf(this.compiled, this.facts, this.inputTokens),
           eligible: this.eligible,
           excluded: this.excluded,
           estimatedInputTokens: this.inputTokens,
           selectionReason: this.selectionReason,
           scores: this.scores,
-          canary: this.canary
+          canary: this.canary,
+          selected: this.eligible[0],
+          escalation: this.escalation
         },
         { disableValidation: true }
       )
     }
     return this.built
   }
+}
+
+/**
+ * `route` without the targets of `drop`, which join its exclusions with their reasons (the engine
+ * uses it for `BUDGET_DOES_NOT_FIT` once the tenant's remaining budget is known). Scores of dropped
+ * targets are left out; when the leader is dropped the reason becomes `ONLY_ELIGIBLE` (one left),
+ * else `BEST_SCORE` (scored) or `PINNED_ORDER` (ordered).
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const withoutTargets = (
+  route: Route,
+  drop: ReadonlyArray<{ readonly target: ModelTarget; readonly reason: ExclusionReason; readonly detail: string }>
+): Route => {
+  if (drop.length === 0) return route
+  const gone = new Set(drop.map((d) => d.target.ref))
+  const targets = route.targets.filter((t) => !gone.has(t.ref))
+  const excluded = [
+    ...route.excluded,
+    ...drop.map(
+      (d) =>
+        new ExcludedTarget({ target: d.target.ref, reason: d.reason, detail: d.detail }, { disableValidation: true })
+    )
+  ]
+  const scores = route.scores?.filter((s) => !gone.has(s.target))
+  const leaderKept = targets[0] !== undefined && targets[0].ref === route.targets[0]?.ref
+  const reason: SelectionReason | undefined = leaderKept
+    ? route.selectionReason
+    : targets.length === 1
+      ? "ONLY_ELIGIBLE"
+      : route.scores !== undefined
+        ? "BEST_SCORE"
+        : "PINNED_ORDER"
+  if (route instanceof Decided) {
+    return route.with({ targets, excluded, scores, ...(reason !== undefined ? { selectionReason: reason } : {}) })
+  }
+  return new Decided(
+    route.compiled,
+    targets,
+    excluded,
+    route.inputTokens,
+    route.options,
+    reason ?? "PINNED_ORDER",
+    scores,
+    { command: undefined, mode: "generate", fastTier: false },
+    route.canary,
+    route.escalation
+  )
 }
 
 /** The rest of a decision, once the input tokens are known (or known not to be needed). */
@@ -856,8 +1511,13 @@ const withTokens = (
     view ??= requestView(compiled, command, mode)
     return requestReason(compiled, view, target, options.required)
   }
+  // Quality signals (`workflow.quality`): read only by workflows that use them.
+  const quality = compiled.lifecycle?.quality === true ? lifecycles.get(workflows) : undefined
   const check = (target: ModelTarget, index: number): Effect.Effect<boolean, StoreError> | undefined => {
-    const reason = reasonAt(target, index) ?? sizeReason(compiled, command, target, inputTokens)
+    const reason =
+      reasonAt(target, index) ??
+      sizeReason(compiled, command, target, inputTokens) ??
+      (quality === undefined ? undefined : qualityReason(quality, w, command, target))
     if (reason === undefined) return breakers.isOpen(target)
     excluded.push(new ExcludedTarget({ target: target.ref, ...reason }, { disableValidation: true }))
     return undefined
@@ -880,24 +1540,29 @@ const withTokens = (
     if (!scored) {
       let reason: SelectionReason = passed === 1 ? "ONLY_ELIGIBLE" : "PINNED_ORDER"
       let ordered: ReadonlyArray<ModelTarget> = eligible
+      let escalated: Escalation | undefined
       if (escalate) {
-        const stronger = escalation(eligible, (t) => t.qualityTier)
-        if (stronger === undefined) {
-          reason = "ESCALATION_UNAVAILABLE"
-        } else {
+        const stronger = escalationOrder(eligible, (t) => t, w.escalation)
+        if (stronger !== undefined) {
           ordered = stronger
-          reason = "ESCALATED"
+          reason = "ESCALATION"
         }
+        escalated = escalationOf("command", eligible[0]!, stronger?.[0])
         ordered = keepFirst(ordered)
       }
-      return finish(new Decided(compiled, ordered, excluded, inputTokens, options, reason, undefined))
+      const facts: Facts = { command, mode, fastTier: false }
+      return finish(
+        new Decided(compiled, ordered, excluded, inputTokens, options, reason, undefined, facts, undefined, escalated)
+      )
     }
     // Route health for the health term: read without a fiber step when settled (`Health.layerNoop`).
     const snapshot = breakers.snapshot
-    if (snapshot === undefined) return ranked(undefined)
+    // No health service (or the noop's, which keeps no record): nothing to read per target.
+    if (snapshot === undefined || snapshot === noSnapshot) return ranked(undefined)
     let healths: Array<RouteHealth | undefined> | undefined
     for (let i = 0; i < eligible.length; i++) {
       const check = snapshot(eligible[i]!.ref)
+      if (check === noRecord) continue
       const known = settledHealth(check)
       if (known === null) continue
       if (known !== undefined) {
@@ -922,22 +1587,87 @@ const withTokens = (
     return ranked(healths)
   }
   const ranked = (health: ReadonlyArray<RouteHealth | undefined> | undefined): Effect.Effect<Route, Failure> => {
+    // Concurrency headroom joins the health records of capped targets; an UNAVAILABLE route is
+    // excluded (only then are new arrays made).
+    let pool: ReadonlyArray<ModelTarget> = eligible
+    let records = health
+    const headroomOf = breakers.concurrencyHeadroom
+    if (health !== undefined || headroomOf !== undefined) {
+      let keptTargets: Array<ModelTarget> | undefined
+      let keptRecords: Array<RouteHealth | undefined> | undefined
+      for (let i = 0; i < eligible.length; i++) {
+        const t = eligible[i]!
+        let record = health?.[i]
+        const headroom = headroomOf?.(t.ref)
+        if (headroom !== undefined) {
+          record = new RouteHealth(
+            { ...(record ?? emptyHealth(t.ref)), concurrencyHeadroom: headroom },
+            { disableValidation: true }
+          )
+          keptRecords ??= health === undefined ? new Array<RouteHealth | undefined>(i) : health.slice(0, i)
+        }
+        const unavailable = record !== undefined && statusOf(record) === "UNAVAILABLE"
+        if (unavailable) {
+          excluded.push(
+            new ExcludedTarget(
+              { target: t.ref, reason: "UNHEALTHY", detail: unhealthyDetail(record!) },
+              { disableValidation: true }
+            )
+          )
+          keptTargets ??= eligible.slice(0, i)
+          keptRecords ??= health === undefined ? new Array<RouteHealth | undefined>(i) : health.slice(0, i)
+          continue
+        }
+        keptTargets?.push(t)
+        keptRecords?.push(record)
+      }
+      if (keptTargets !== undefined) pool = keptTargets
+      if (keptRecords !== undefined) records = keptRecords
+      if (pool.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded })
+    }
     const sessionKey = command.sessionKey
     const sticky = stickyTarget(workflows, w.name, sessionKey)
-    const result = score(compiled, command, eligible, inputTokens, { health, sticky })
+    const leaders = leadersOf(workflows)
+    const incumbent = leaders.get(w.name)
+    const result = rank(compiled, command, pool, inputTokens, {
+      health: records,
+      sticky,
+      incumbent,
+      mode,
+      qualityAdjustment:
+        quality === undefined ? breakers.qualityAdjustment : demotionOf(quality, w, breakers.qualityAdjustment)
+    })
     const kept = keepFirst(result.targets)
-    if (sessionKey !== undefined && kept[0] !== undefined) rememberTarget(workflows, w.name, sessionKey, kept[0].ref)
-    return finish(new Decided(compiled, kept, excluded, inputTokens, options, result.reason, result.scores))
+    const route = new Decided(
+      compiled,
+      kept,
+      excluded,
+      inputTokens,
+      options,
+      result.reason,
+      result.scores,
+      { command, mode, fastTier: result.fastTier },
+      undefined,
+      result.escalation
+    )
+    // The workflow's best-scoring target, for hysteresis and the switch count (sessions and
+    // escalations choose for one call and leave it alone).
+    const leader = kept[0]!.ref
+    if (result.reason !== "BEST_SCORE" || leader === incumbent) return finish(route)
+    leaders.set(w.name, leader)
+    if (incumbent === undefined) return finish(route)
+    return Effect.zipRight(Metric.increment(Metric.tagged(metrics.targetSwitches, "workflow", w.name)), finish(route))
   }
   /** The workflow's canary applied to the decided route: its side, and the candidate first on its side. */
   const finish = (route: Decided): Effect.Effect<Route, Failure> => {
     const canary = w.canary
-    const candidate = compiled.canaryTarget
-    if (canary === undefined || candidate === undefined) return warnDeprecated(route)
-    const key = canaryKey(canary, command, callId)
-    if (key === undefined || canarySide(canary, key) === "baseline") {
+    if (canary === undefined) return warnDeprecated(route)
+    if (sideOf(workflows, w.name, canary, command, callId) === "baseline") {
       return assigned(route, canary, { id: canary.id, side: "baseline" })
     }
+    const candidate = compiled.canaryTarget
+    // A candidate policy or prompt alone: its variant of the workflow decided the route.
+    if (candidate === undefined) return assigned(route, canary, { id: canary.id, side: "candidate" })
     view ??= requestView(compiled, command, mode)
     const reason =
       requestReason(compiled, view, candidate, options.required) ??
@@ -954,7 +1684,8 @@ const withTokens = (
   }
   /** The route past the candidate side: the candidate first, then the route (or only it without fallback). */
   const candidateFirst = (route: Decided, candidate: ModelTarget): Decided => {
-    const rest = route.targets.filter((t) => t.ref !== candidate.ref)
+    // By identity: a new model version's candidate shares its ref with the baseline version.
+    const rest = route.targets.filter((t) => t !== candidate)
     const kept = [candidate]
     const out = route.excluded.filter((e) => e.target !== candidate.ref)
     if (w.allowFallback) kept.push(...rest)
@@ -968,7 +1699,7 @@ const withTokens = (
         )
       }
     }
-    return new Decided(compiled, kept, out, inputTokens, options, "CANARY", route.scores)
+    return route.with({ targets: kept, excluded: out, selectionReason: "CANARY" })
   }
   /** On the candidate side, but the candidate is not eligible: the baseline route, saying so. */
   const skipped = (
@@ -980,16 +1711,7 @@ const withTokens = (
     const out = route.excluded.some((e) => e.target === candidate.ref)
       ? route.excluded
       : [...route.excluded, new ExcludedTarget({ target: candidate.ref, ...reason }, { disableValidation: true })]
-    const baseline = new Decided(
-      compiled,
-      route.targets,
-      out,
-      inputTokens,
-      options,
-      route.selectionReason,
-      route.scores
-    )
-    return assigned(baseline, canary, { id: canary.id, side: "baseline", skipped: true })
+    return assigned(route.with({ excluded: out }), canary, { id: canary.id, side: "baseline", skipped: true })
   }
   /** The route with its canary assignment, counted in `modelgate.canary.assignments`. */
   const assigned = (
@@ -1000,25 +1722,16 @@ const withTokens = (
     Effect.zipRight(
       Metric.increment(
         Metric.tagged(
-          Metric.tagged(Metric.tagged(metrics.canaryAssignments, "workflow", w.name), "canary", canary.id),
+          Metric.tagged(Metric.tagged(telemetryMetrics.canaryAssignments, "workflow", w.name), "canary", canary.id),
           "side",
           assignment.side
         )
       ),
-      warnDeprecated(
-        new Decided(
-          compiled,
-          route.targets,
-          route.excluded,
-          inputTokens,
-          options,
-          route.selectionReason,
-          route.scores,
-          assignment
-        )
-      )
+      warnDeprecated(route.with({ canary: assignment }))
     )
   const warnDeprecated = (route: Decided): Effect.Effect<Route, Failure> => {
+    // Most workflows have no deprecated target: no walk over the route then.
+    if (!hasDeprecated(compiled)) return Effect.succeed(route)
     let deprecated: Array<ModelTarget> | undefined
     for (const t of route.targets) {
       if (t.status !== "deprecated" || warnedDeprecated.has(t)) continue
@@ -1118,6 +1831,73 @@ export const canaryKey = (
     : canary.stickiness === "session"
       ? (command.sessionKey ?? callId)
       : callId
+
+/** Per configuration (its workflows map): what routing reads of the model lifecycle. */
+const lifecycles = new WeakMap<ReadonlyMap<string, CompiledWorkflow>, Lifecycle.View>()
+
+/**
+ * Attaches the lifecycle view (canary controller, quality signals) the router reads for
+ * `workflows`; the gateway calls it once per configuration.
+ *
+ * @internal
+ */
+export const attachLifecycle = (workflows: ReadonlyMap<string, CompiledWorkflow>, view: Lifecycle.View): void => {
+  lifecycles.set(workflows, view)
+}
+
+/** The side of the workflow's canary a command lands on, with the controller's share when it has one. */
+const sideOf = (
+  workflows: ReadonlyMap<string, CompiledWorkflow>,
+  workflow: string,
+  canary: CanaryPolicy,
+  command: ModelCommand,
+  callId: string | undefined
+): "candidate" | "baseline" => {
+  const key = canaryKey(canary, command, callId)
+  if (key === undefined) return "baseline"
+  const share = canary.rollout === undefined ? undefined : lifecycles.get(workflows)?.canaryShare(workflow, canary)
+  return canarySide(share === undefined ? canary : { id: canary.id, share }, key)
+}
+
+/** A policy or prompt canary's workflow variant on the candidate side; otherwise `compiled`. */
+const variantOf = (
+  workflows: ReadonlyMap<string, CompiledWorkflow>,
+  compiled: CompiledWorkflow | undefined,
+  command: ModelCommand,
+  callId: string | undefined
+): CompiledWorkflow | undefined => {
+  const variant = compiled?.canaryVariant
+  if (compiled === undefined || variant === undefined) return compiled
+  const canary = compiled.workflow.canary
+  if (canary === undefined) return compiled
+  return sideOf(workflows, compiled.workflow.name, canary, command, callId) === "candidate" ? variant : compiled
+}
+
+/** `QUALITY_REGRESSION` when the target's quality on the workflow is past its exclusion threshold. */
+const qualityReason = (
+  view: Lifecycle.View,
+  w: CompiledWorkflow["workflow"],
+  command: ModelCommand,
+  target: ModelTarget
+): { readonly reason: ExclusionReason; readonly detail: string } | undefined => {
+  const standing = view.quality(w, command.segment ?? w.segment, target)
+  return standing?.level === "excluded"
+    ? { reason: "QUALITY_REGRESSION", detail: boundDetail(standing.detail) }
+    : undefined
+}
+
+/** The quality adjustment of a workflow with quality signals: a demoted target's fit scored down. */
+const demotionOf =
+  (
+    view: Lifecycle.View,
+    w: CompiledWorkflow["workflow"],
+    other: ((target: ModelTarget, segment: string | undefined) => number | undefined) | undefined
+  ) =>
+  (target: ModelTarget, segment: string | undefined): number | undefined => {
+    const standing = view.quality(w, segment, target)
+    const base = other?.(target, segment)
+    return standing === undefined ? base : (base ?? 0) - standing.demotion
+  }
 
 /** Whether an upper bound of the input's tokens fits the context window of every target. */
 const fitsEveryWindow = (compiled: CompiledWorkflow, input: Parameters<typeof TokenEstimator.upperBound>[0]) => {

@@ -7,7 +7,7 @@
  *
  * Spans go through Effect's tracer (export them with `@modelgate/adapters/opentelemetry`):
  *
- * - `modelgate.generate` / `modelgate.stream`: one per logical call.
+ * - `modelgate.generate` / `modelgate.stream` / `modelgate.embed`: one per logical call.
  * - `modelgate.attempt`: one per provider attempt, a child of the call span (the adapter's HTTP
  *   spans nest under it).
  *
@@ -146,6 +146,8 @@ export const tenantHashed = (hash: (tenant: string) => string): TenantAttribute 
 export const SpanName = {
   generate: "modelgate.generate",
   stream: "modelgate.stream",
+  /** An embedding call (`ModelGateway.embed`). @since 0.5.0 */
+  embed: "modelgate.embed",
   attempt: "modelgate.attempt"
 } as const
 

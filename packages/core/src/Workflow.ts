@@ -5,7 +5,7 @@
  */
 import { Duration, Schema } from "effect"
 import { ProviderOptions, WorkflowOptions } from "./ModelOptions.js"
-import { Label, Labels, Millis, Name, QualityTier, Segment, TargetRef } from "./ModelTarget.js"
+import { Label, Labels, maxEmbeddingDimensions, Millis, Name, QualityTier, Segment, TargetRef } from "./ModelTarget.js"
 
 /**
  * @since 0.1.0
@@ -33,6 +33,21 @@ export class RequiredCapabilities extends Schema.Class<RequiredCapabilities>("@m
   minContextWindow: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** Smallest max-output limit (tokens) a route must have. */
   minOutputTokens: Schema.optional(Schema.Int.pipe(Schema.positive()))
+}) {}
+
+/**
+ * The vector space of an embedding workflow: a model family and a vector length. Only targets whose
+ * `capabilities.embeddings` match both serve it (others in its route are excluded with
+ * `EMBEDDING_INCOMPATIBLE`), so a fallback never mixes vectors of two spaces.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export class EmbeddingSpace extends Schema.Class<EmbeddingSpace>("@modelgate/core/EmbeddingSpace")({
+  /** The model family whose vectors the workflow's index holds (`text-embedding-3-small`). */
+  family: Name,
+  /** Length of every vector. */
+  dimensions: Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(maxEmbeddingDimensions))
 }) {}
 
 /**
@@ -129,7 +144,37 @@ export class ScoringPolicy extends Schema.Class<ScoringPolicy>("@modelgate/core/
   /** A call with less time than this (its timeout) puts fast-latency targets first. Default 2 s. */
   shortDeadline: Schema.optional(Millis),
   /** Subtracted from a deprecated target's score. Default 0.2. */
-  deprecatedPenalty: Schema.optional(Weight)
+  deprecatedPenalty: Schema.optional(Weight),
+  /**
+   * Hysteresis: the workflow's last best-scoring target stays first until another one's score is
+   * higher by more than this. Default 0.03 (`Router.defaultSwitchMargin`).
+   */
+  switchMargin: Schema.optional(Weight)
+}) {}
+
+/**
+ * Where a workflow escalates to, and on which signals. Escalation goes to the best eligible
+ * target after the current one in the route's order (score order when scored) that is stronger:
+ * one of `targets` when set, else of a higher quality class than the current target's and at least
+ * `tier`. It stays under the call's hard constraints, deadline and reservation. Signals: the
+ * command's `escalate`, an answer failing the output schema (`onInvalidOutput`, after a repair
+ * when the workflow repairs), and `check` on the validated value.
+ *
+ * @since 0.6.0
+ * @category Models
+ */
+export class EscalationPolicy extends Schema.Class<EscalationPolicy>("@modelgate/core/EscalationPolicy")({
+  /** Lowest quality class an escalation goes to (omitted: any class above the current target's). */
+  tier: Schema.optional(QualityTier),
+  /** Only these route targets are escalation targets (in the route's order). */
+  targets: Schema.optional(Schema.NonEmptyArray(TargetRef)),
+  /** Escalate when an answer fails the output schema. Default true. */
+  onInvalidOutput: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /**
+   * Name of a check among the definition's `escalationChecks` (`(value) => boolean`, e.g.
+   * `confidence < 0.6`): escalate when it returns true for the validated value.
+   */
+  check: Schema.optional(Name)
 }) {}
 
 /**
@@ -144,11 +189,40 @@ export const CanaryStickiness = Schema.Literal("session", "tenant", "call")
 export type CanaryStickiness = typeof CanaryStickiness.Type
 
 /**
- * A canary: a candidate target that gets `share` (0..1, e.g. 0.05) of the workflow's calls, by a
- * hash of the stickiness key and the canary id. On the candidate side it is tried first when it
- * passes every hard constraint the baseline route passes; the route follows as fallback. The
- * candidate may be a target outside `route`. `GatewayConfig.validate` checks the target and that
- * the share is within (0, 1].
+ * How a canary's controller (`CanaryController`) moves its share: after each `window` in which the
+ * candidate saw at least `minSamples` calls, it rolls the canary back (share 0) when the candidate is
+ * worse than the baseline by more than a threshold, else ramps the share to the next of `steps`
+ * (the last step completes the canary). A window with fewer candidate calls changes nothing.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export class CanaryRollout extends Schema.Class<CanaryRollout>("@modelgate/core/CanaryRollout")({
+  /** Shares to ramp through, each above the previous and within (0, 1]; e.g. `[0.05, 0.25, 0.5, 1]`. */
+  steps: Schema.NonEmptyArray(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1))),
+  /** Length of one evaluation window. */
+  window: Millis,
+  /** Candidate calls a window needs before it can roll back or ramp. Default 20. */
+  minSamples: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 20 }),
+  /** Largest tolerated increase of the error rate over the baseline's (absolute). Default 0.05. */
+  maxErrorRateIncrease: Schema.optionalWith(Weight, { default: () => 0.05 }),
+  /** Largest tolerated increase of the invalid-output rate over the baseline's (absolute). Default 0.05. */
+  maxInvalidOutputRateIncrease: Schema.optionalWith(Weight, { default: () => 0.05 }),
+  /** Largest tolerated ratio of the candidate's p95 latency to the baseline's. Default 1.5. */
+  maxP95LatencyRatio: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1.5 }),
+  /** Largest tolerated ratio of the candidate's cost per call to the baseline's. Default 1.5. */
+  maxCostPerCallRatio: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(1)), { default: () => 1.5 })
+}) {}
+
+/**
+ * A canary: a candidate that gets `share` (0..1, e.g. 0.05) of the workflow's calls, by a hash of
+ * the stickiness key and the canary id. The candidate is a target, a policy version (with its own
+ * `route` and `selection`), a prompt version, or a combination. On the candidate side a candidate
+ * target is tried first when it passes every hard constraint the baseline route passes; the route
+ * follows as fallback. A candidate policy or prompt version is what the evidence records as served
+ * (`policyVersion`, `promptVersion`). With `rollout`, a `CanaryController` moves the share.
+ * `GatewayConfig.validate` checks the targets, that there is a candidate and that the share is
+ * within (0, 1].
  *
  * @since 0.5.0
  * @category Models
@@ -156,11 +230,88 @@ export type CanaryStickiness = typeof CanaryStickiness.Type
 export class CanaryPolicy extends Schema.Class<CanaryPolicy>("@modelgate/core/CanaryPolicy")({
   /** Names the canary in evidence and metrics. */
   id: Name,
-  /** The candidate target. */
-  target: TargetRef,
-  /** Share of calls on the candidate side, within (0, 1]. */
+  /** The candidate target (may be outside `route`). */
+  target: Schema.optional(TargetRef),
+  /** The candidate policy version: recorded as the policy that served the candidate side. */
+  policyVersion: Schema.optional(Name),
+  /** The candidate prompt version: recorded as the prompt that served the candidate side. */
+  promptVersion: Schema.optional(Name),
+  /** The candidate policy's route (default: the workflow's). */
+  route: Schema.optional(Schema.NonEmptyArray(TargetRef)),
+  /** The candidate policy's selection (default: the workflow's). */
+  selection: Schema.optional(Selection),
+  /** Share of calls on the candidate side, within (0, 1]: the starting share under `rollout`. */
   share: Schema.Number,
-  stickiness: CanaryStickiness
+  stickiness: CanaryStickiness,
+  /** Automatic rollback and ramping by a `CanaryController`; without it the share is fixed. */
+  rollout: Schema.optional(CanaryRollout)
+}) {}
+
+/**
+ * What a reload that gives a route target a new model (same ref, another `model`) does to a
+ * workflow: `switch` (every call moves to the new version) or `canary` (the new version starts as a
+ * canary of the old one with `newVersionCanary`'s share, stickiness and rollout).
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export const OnNewVersion = Schema.Literal("switch", "canary")
+/** @since 0.5.0 */
+export type OnNewVersion = typeof OnNewVersion.Type
+
+/**
+ * The canary a new model version starts as under `onNewVersion: "canary"`.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export class NewVersionCanary extends Schema.Class<NewVersionCanary>("@modelgate/core/NewVersionCanary")({
+  share: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1)), {
+    default: () => 0.05
+  }),
+  stickiness: Schema.optionalWith(CanaryStickiness, { default: () => "session" as const }),
+  rollout: Schema.optional(CanaryRollout)
+}) {}
+
+/**
+ * Shadow traffic: a sampled `share` of the workflow's successful calls is also sent, off the
+ * caller's path, to `target` (at most `maxConcurrent` at a time, the rest dropped), charged to the
+ * budget of tenant `budgetTenant`, and written as a `Shadow.ShadowRecord`. Never for a command that
+ * offers side-effecting tools, never to a target outside the call's regions or data class.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export class ShadowPolicy extends Schema.Class<ShadowPolicy>("@modelgate/core/ShadowPolicy")({
+  target: TargetRef,
+  /** Share of successful calls shadowed, within (0, 1]. */
+  share: Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1)),
+  /** Shadow calls in flight at most; more are dropped. Default 4. */
+  maxConcurrent: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 4 }),
+  /** The budget tenant shadow calls are charged to. Default `shadow`. */
+  budgetTenant: Schema.optionalWith(Name, { default: () => "shadow" })
+}) {}
+
+/**
+ * Quality demotion (`QualitySignals`): per target, over the last `window`, the invalid-output rate
+ * and the rate of calls callers rejected (`feedback`). Past `demoteAbove` (with at least
+ * `minSamples` calls) the target's quality fit is scored down by `demotion` until the rate is back
+ * at or below `recoverBelow`; past `excludeAbove` it is excluded (`QUALITY_REGRESSION`). An offline
+ * eval score on the workflow's segment below `minEvalScore` also demotes it.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export class QualityPolicy extends Schema.Class<QualityPolicy>("@modelgate/core/QualityPolicy")({
+  window: Schema.optionalWith(Millis, { default: () => Duration.minutes(5) }),
+  minSamples: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 20 }),
+  demoteAbove: Schema.optionalWith(Weight, { default: () => 0.1 }),
+  /** Default: half of `demoteAbove` (hysteresis: no flapping around one threshold). */
+  recoverBelow: Schema.optional(Weight),
+  excludeAbove: Schema.optional(Weight),
+  /** Subtracted from the quality fit of a demoted target. Default 0.3. */
+  demotion: Schema.optionalWith(Weight, { default: () => 0.3 }),
+  minEvalScore: Schema.optional(Weight)
 }) {}
 
 /**
@@ -237,5 +388,20 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
   /** Lowest quality class a target may have (`BELOW_MIN_TIER`); a command may raise it. */
   minQualityTier: Schema.optional(QualityTier),
   /** A candidate target tried first on a sticky share of calls. */
-  canary: Schema.optional(CanaryPolicy)
+  canary: Schema.optional(CanaryPolicy),
+  /** Escalation to a stronger target (see {@link EscalationPolicy}); omitted: only the command's `escalate`. */
+  escalation: Schema.optional(EscalationPolicy),
+  /**
+   * Makes this an embedding workflow (`ModelGateway.embed` only, never `generate`/`stream`): the
+   * vector space every answer must be in.
+   */
+  embedding: Schema.optional(EmbeddingSpace),
+  /** What a reload giving a route target a new model version does. Omitted: `switch`. */
+  onNewVersion: Schema.optional(OnNewVersion),
+  /** The canary a new version starts as under `onNewVersion: "canary"`. */
+  newVersionCanary: Schema.optional(NewVersionCanary),
+  /** A candidate target sent a sampled share of calls off the caller's path. */
+  shadow: Schema.optional(ShadowPolicy),
+  /** Demotion of targets whose quality regresses on this workflow. */
+  quality: Schema.optional(QualityPolicy)
 }) {}

@@ -151,6 +151,8 @@ describe("AgentRun", () => {
       }
       const recorded = yield* records
       assert.strictEqual(recorded.length, 3)
+      // RunExhausted carries the CallRecords of the completed steps, as the recorder got them.
+      if (three?._tag === "RunExhausted") assert.deepStrictEqual(three.records, recorded.slice(0, 2))
       const refused = recorded[2]!
       assert.strictEqual(refused.outcome, "failed")
       assert.strictEqual(refused.errorTag, "RunExhausted")
@@ -207,6 +209,43 @@ describe("AgentRun", () => {
           ["explicit", 42]
         ]
       )
+    }).pipe(Effect.provide(gatewayLayer({ [refs.primary]: [ScriptedProvider.success({ after: 10 })] })))
+  )
+
+  it.effect("a call for another tenant inside the run is refused (typed), no provider call, not a step", () =>
+    Effect.gen(function* () {
+      const outcome = yield* driven(
+        AgentRun.run(
+          { runId: "run-4", deadline: "1 minute", budget: 1, tenant },
+          Effect.gen(function* () {
+            const own = yield* ModelGateway.generate(command("ticket.reply"))
+            const other = yield* Effect.exit(ModelGateway.generate(command("ticket.reply", { tenant: "globex" })))
+            const run = Option.getOrThrow(yield* AgentRun.current)
+            return { own, other, run }
+          })
+        )
+      )
+      const error = errorOf(outcome.other)
+      assert.strictEqual(error?._tag, "InvalidRequest")
+      if (error?._tag === "InvalidRequest") {
+        assert.strictEqual(error.reason, "run_tenant")
+        assert.notInclude(error.message, "globex")
+      }
+      assert.strictEqual((yield* attempts).length, 1)
+      // Recorded (every call has its record), but not one of the run's steps.
+      const recorded = yield* records
+      assert.deepStrictEqual(
+        recorded.map((r) => [r.tenant, r.outcome, r.errorTag ?? null, r.evidence.attempts.length]),
+        [
+          ["acme", "success", null, 1],
+          ["globex", "failed", "InvalidRequest", 0]
+        ]
+      )
+      assert.deepStrictEqual(
+        outcome.run.records.map((r) => r.evidence.callId),
+        [outcome.own.evidence.callId]
+      )
+      assert.strictEqual(outcome.run.reserved, 0)
     }).pipe(Effect.provide(gatewayLayer({ [refs.primary]: [ScriptedProvider.success({ after: 10 })] })))
   )
 

@@ -399,7 +399,7 @@ describe("Budgets with a failing or slow store", () => {
   )
 
   it.effect(
-    "settle is idempotent and never fails: a failed commit is logged (tenant and operation only) and counted; the TTL frees the amount",
+    "settle is idempotent and never fails: a failed commit is pending, retried until the reservation expires, then logged (tenant and operation only) and counted; the TTL frees the amount",
     () =>
       Effect.gen(function* () {
         const { logs, logger } = captureLogs()
@@ -408,27 +408,92 @@ describe("Budgets with a failing or slow store", () => {
         const { b, calls, inner } = yield* makeStore(() => ({ commit: () => Effect.fail(storeError("commit")) }))
         const r = yield* b.reserve(acme, 2)
         const settled = yield* Effect.exit(
-          Effect.zipRight(r.settle(1), r.settle(1)).pipe(Effect.provide(Logger.add(logger)))
+          Effect.zip(r.settle(1), r.settle(1)).pipe(Effect.provide(Logger.add(logger)))
         )
         assert.isTrue(Exit.isSuccess(settled))
-        // only the first settle reached the store
+        if (Exit.isSuccess(settled)) {
+          assert.deepStrictEqual(settled.value, [
+            { committed: 0, overspent: 0, pending: true },
+            { committed: 0, overspent: 0 }
+          ])
+        }
+        // only the first settle reached the store; its commit is pending
         assert.deepStrictEqual(yield* calls, ["reserve", "commit"])
+        assert.strictEqual((yield* Metric.value(failures)).count - before, 0)
+        assert.deepStrictEqual(
+          logs.map((e) => [e.level, e.annotations]),
+          [["WARN", { tenant: "acme" }]]
+        )
+        assert.include(logs[0]?.message, "budget commit pending")
+        // retried in the background, backing off from 100 ms to 5 s (at 0.1, 0.3, 0.7, 1.5, 3.1, 6.3,
+        // 11.3, …, 56.3 s), never later than a second before the reservation expires (TTL 1 minute)
+        yield* TestClock.adjust("56299 millis")
+        assert.strictEqual((yield* calls).filter((c) => c === "commit").length, 16)
+        assert.strictEqual((yield* Metric.value(failures)).count - before, 0)
+        yield* TestClock.adjust("1 millis")
+        const commits = (yield* calls).filter((c) => c === "commit").length
+        assert.strictEqual(commits, 17)
         assert.strictEqual((yield* Metric.value(failures)).count - before, 1)
         assert.deepStrictEqual(
           logs.map((e) => [e.level, e.annotations]),
-          [["WARN", { tenant: "acme", operation: "commit" }]]
+          [
+            ["WARN", { tenant: "acme" }],
+            ["WARN", { tenant: "acme", operation: "commit" }]
+          ]
         )
-        assert.include(logs[0]?.message, "budget settle failed")
-        assert.notInclude(logs[0]?.message, "acme/total")
+        assert.include(logs[1]?.message, "budget settle failed")
+        for (const e of logs) assert.notInclude(e.message, "acme/total")
         // the reservation is still held in the store until its TTL frees it
-        assert.deepStrictEqual(yield* inner.balance("acme/total", 0), {
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 59_999), {
           committed: 0,
           reserved: units(2),
           overspent: 0
         })
-        yield* TestClock.adjust("1 minute")
+        yield* TestClock.adjust("3700 millis")
         assert.deepStrictEqual(yield* inner.balance("acme/total", 60_000), { committed: 0, reserved: 0, overspent: 0 })
+        // no retry after the window
+        yield* TestClock.adjust("1 minute")
+        assert.strictEqual((yield* calls).filter((c) => c === "commit").length, commits)
       })
+  )
+
+  it.effect("a commit that landed but lost its answer is retried and counted once", () =>
+    Effect.gen(function* () {
+      let lost = 1
+      const { b, inner } = yield* makeStore((store) => ({
+        commit: (request) =>
+          lost-- > 0 ? Effect.zipRight(store.commit(request), Effect.fail(storeError("commit"))) : store.commit(request)
+      }))
+      const r = yield* b.reserve(acme, 2)
+      assert.isTrue((yield* r.settle(1.5)).pending)
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(yield* inner.balance("acme/total", 1_000), {
+        committed: units(1.5),
+        reserved: 0,
+        overspent: 0
+      })
+    })
+  )
+
+  it.effect("a commit that did not reach the store is committed by its retry", () =>
+    Effect.gen(function* () {
+      let down = 3
+      const { b, calls, inner } = yield* makeStore((store) => ({
+        commit: (request) => (down-- > 0 ? Effect.fail(storeError("commit")) : store.commit(request))
+      }))
+      const r = yield* b.reserve(acme, 2)
+      assert.isTrue((yield* r.settle(1.5)).pending)
+      // retries at 100, 300 and 700 ms (backing off)
+      yield* TestClock.adjust("699 millis")
+      assert.strictEqual((yield* inner.balance("acme/total", 699)).committed, 0)
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual((yield* calls).filter((c) => c === "commit").length, 4)
+      assert.deepStrictEqual(yield* inner.balance("acme/total", 700), {
+        committed: units(1.5),
+        reserved: 0,
+        overspent: 0
+      })
+    })
   )
 
   it.effect("a failed release is also swallowed and counted", () =>

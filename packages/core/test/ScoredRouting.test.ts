@@ -234,14 +234,16 @@ describe("scored selection", () => {
     }).pipe(Effect.provide(layer()))
   )
 
-  it.effect("a short deadline puts the fast latency class first (FAST_TIER)", () =>
+  it.effect("a short deadline puts the fast latency class first (required.latencyTier fast)", () =>
     Effect.gen(function* () {
       const slow = yield* resolve("scored.quality")
       assert.strictEqual(slow.decision.selected, refs.strong)
       assert.strictEqual(slow.decision.selectionReason, "BEST_SCORE")
+      assert.isUndefined(slow.decision.required?.latencyTier)
       const short = yield* resolve("scored.quality", { timeout: 1500 })
       assert.strictEqual(short.decision.selected, refs.fast)
-      assert.strictEqual(short.decision.selectionReason, "FAST_TIER")
+      assert.strictEqual(short.decision.selectionReason, "BEST_SCORE")
+      assert.strictEqual(short.decision.required?.latencyTier, "fast")
       // the rest keep their score order
       assert.deepStrictEqual(
         short.decision.eligible.slice(1),
@@ -281,6 +283,21 @@ describe("scored selection", () => {
       const fresh = yield* resolve("scored", { timeout: 5000 }).pipe(Effect.provide(layer()))
       assert.deepStrictEqual(encode(again.decision), encode(first.decision))
       assert.deepStrictEqual(encode(fresh.decision), encode(first.decision))
+      // the decision's id is the same for the same decision, another for another one
+      assert.match(first.decision.routeId ?? "", /^route-[0-9a-f]{8}$/)
+      const other = yield* resolve("scored", { timeout: 1500 })
+      assert.notStrictEqual(other.decision.routeId, first.decision.routeId)
+      assert.deepStrictEqual(first.decision.required, {
+        tools: false,
+        vision: false,
+        streaming: false,
+        structuredOutput: false,
+        regions: ["eu"],
+        dataClass: "internal",
+        risk: "LOW",
+        segment: "extract",
+        contextTokens: first.decision.estimatedInputTokens
+      })
       // ties keep route order: two identical targets score the same
       const gateway = yield* ModelGateway.ModelGateway
       const compiled = gateway.router.workflows.get("scored")!
@@ -403,7 +420,9 @@ describe("scored selection: health, escalation, affinity", () => {
       assert.deepStrictEqual(
         r.decision.scores?.map((s) => [s.target, s.health, s.status, s.total]),
         [
-          [refs.standard, 1, "HEALTHY", 0.5898],
+          // its one success took 100 ms: latency 1 − 100/10000 = 0.99 (observed, not the class)
+          // 0.45·0.78 + 0.2·0.99 + 0.15·0.125 + 0.1·1
+          [refs.standard, 1, "HEALTHY", 0.6678],
           [refs.strong, 1, undefined, 0.5835],
           // 0.45·0.5 + 0.2·1 + 0.15·1 + 0.1·0 (success rate 0 of 4)
           [refs.fast, 0, "DEGRADED", 0.575],
@@ -451,7 +470,14 @@ describe("scored selection: health, escalation, affinity", () => {
       const plain = yield* resolve("scored")
       assert.strictEqual(plain.decision.selected, refs.fast)
       const escalated = yield* resolve("scored", { escalate: true })
-      assert.strictEqual(escalated.decision.selectionReason, "ESCALATED")
+      assert.strictEqual(escalated.decision.selectionReason, "ESCALATION")
+      assert.deepStrictEqual(escalated.decision.escalation, {
+        signal: "command",
+        from: refs.fast,
+        fromTier: "low",
+        to: refs.standard,
+        toTier: "standard"
+      })
       assert.deepStrictEqual(escalated.decision.eligible, [refs.standard, refs.strong, refs.old, refs.fast])
       assert.deepStrictEqual(totals(escalated.decision), [
         [refs.standard, 0.5898],
@@ -461,12 +487,14 @@ describe("scored selection: health, escalation, affinity", () => {
       ])
       // Same hard filters: a raised minimum class still excludes fast; stronger than standard is high.
       const raised = yield* resolve("scored", { escalate: true, minQualityTier: "standard" })
-      assert.strictEqual(raised.decision.selectionReason, "ESCALATED")
+      assert.strictEqual(raised.decision.selectionReason, "ESCALATION")
       assert.deepStrictEqual(raised.decision.eligible, [refs.strong, refs.old, refs.standard])
       assert.deepStrictEqual(reasons(raised.decision), [[refs.fast, "BELOW_MIN_TIER", "quality low below standard"]])
       // risk HIGH: only the verified strong target passes; nothing stronger, nothing excluded is used.
       const high = yield* resolve("scored.high", { escalate: true })
-      assert.strictEqual(high.decision.selectionReason, "ESCALATION_UNAVAILABLE")
+      // nothing stronger: the order stays and the escalation has no target
+      assert.strictEqual(high.decision.selectionReason, "ONLY_ELIGIBLE")
+      assert.deepStrictEqual(high.decision.escalation, { signal: "command", from: refs.strong, fromTier: "high" })
       assert.deepStrictEqual(high.decision.eligible, [refs.strong])
       assert.deepStrictEqual(
         high.decision.excluded.map((e) => [e.target, e.reason]),
@@ -478,7 +506,8 @@ describe("scored selection: health, escalation, affinity", () => {
       )
       // ordered: the primary is already of the strongest class
       const ordered = yield* resolve("ordered", { escalate: true })
-      assert.strictEqual(ordered.decision.selectionReason, "ESCALATION_UNAVAILABLE")
+      assert.strictEqual(ordered.decision.selectionReason, "PINNED_ORDER")
+      assert.isUndefined(ordered.decision.escalation?.to)
       assert.deepStrictEqual(ordered.decision.eligible, route)
       // allowFallback false: the escalated target is the only one kept
       const single = yield* resolve("scored.single", { escalate: true })
@@ -494,18 +523,23 @@ describe("scored selection: health, escalation, affinity", () => {
     }).pipe(Effect.provide(layer()))
   )
 
-  it.effect("affinity: a session sticks to its last target (STICKY) and yields to a clearly better one", () =>
+  it.effect("affinity: a session sticks to the target that served it (STICKY) while it is healthy", () =>
     Effect.gen(function* () {
-      // The escalated follow-up lands on standard; the session remembers it.
-      const first = yield* resolve("scored", { sessionKey: "s1", escalate: true })
-      assert.strictEqual(first.decision.selected, refs.standard)
-      // standard 0.5898 + 0.1 affinity beats fast 0.675 by less than the affinity weight: sticks.
+      const gateway = yield* ModelGateway.ModelGateway
+      const serve = (extra: Parameters<typeof command>[1]) => gateway.generate(command("scored", extra))
+      // The escalated follow-up is served by standard (0 ms: latency 1); the session remembers it.
+      const first = yield* serve({ sessionKey: "s1", escalate: true })
+      assert.strictEqual(first.evidence.target, refs.standard)
+      // A decision alone (resolve) remembers nothing: only a call's serving target does.
+      yield* resolve("scored", { sessionKey: "s9", escalate: true })
+      assert.strictEqual((yield* resolve("scored", { sessionKey: "s9" })).decision.selectionReason, "BEST_SCORE")
+      // standard 0.6698 + 0.1 affinity beats fast 0.675; without it fast would lead: STICKY.
       const sticky = yield* resolve("scored", { sessionKey: "s1" })
       assert.strictEqual(sticky.decision.selectionReason, "STICKY")
       assert.deepStrictEqual(
         sticky.decision.scores?.slice(0, 2).map((s) => [s.target, s.affinity, s.total]),
         [
-          [refs.standard, 1, 0.6898],
+          [refs.standard, 1, 0.7698],
           [refs.fast, 0, 0.675]
         ]
       )
@@ -513,24 +547,53 @@ describe("scored selection: health, escalation, affinity", () => {
       const other = yield* resolve("scored", { sessionKey: "s2" })
       assert.strictEqual(other.decision.selected, refs.fast)
       assert.strictEqual(other.decision.selectionReason, "BEST_SCORE")
-      // standard fails: it loses its health term and fast is now clearly better
+      // standard fails: DEGRADED, it loses its affinity (sticky only while healthy) and the lead
       yield* recordOn(refs.standard, ["unavailable", "unavailable", "unavailable", "unavailable"])
       const yielded = yield* resolve("scored", { sessionKey: "s1" })
       assert.strictEqual(yielded.decision.selected, refs.fast)
       assert.strictEqual(yielded.decision.selectionReason, "BEST_SCORE")
-      // the session now follows fast, which leads on its own (not STICKY)
+      assert.deepStrictEqual(yielded.decision.scores?.find((s) => s.target === refs.standard)?.affinity, 0)
+      // the call is served by fast: the session now follows fast, which leads on its own
+      const served = yield* serve({ sessionKey: "s1" })
+      assert.strictEqual(served.evidence.target, refs.fast)
       const after = yield* resolve("scored", { sessionKey: "s1" })
       assert.strictEqual(after.decision.selectionReason, "BEST_SCORE")
       assert.deepStrictEqual(
         after.decision.scores?.map((s) => [s.target, s.affinity]),
         [
           [refs.fast, 1],
-          [refs.strong, 0],
+          // one success of five: health 0.2 (0.45·0.78 + 0.2·1 + 0.15·0.125 + 0.1·0.2 = 0.5898)
           [refs.standard, 0],
+          [refs.strong, 0],
           [refs.old, 0]
         ]
       )
     }).pipe(Effect.provide(memoryLayer()))
+  )
+
+  it.effect("affinity follows the target that finally served the call, after a fallback", () =>
+    Effect.gen(function* () {
+      const gateway = yield* ModelGateway.ModelGateway
+      const fiber = yield* Effect.fork(gateway.generate(command("scored", { sessionKey: "s1" })))
+      yield* TestClock.adjust(100)
+      const result = yield* Fiber.join(fiber)
+      // fast was the decision's first pick; it failed and standard served
+      assert.strictEqual(result.evidence.eligible[0], refs.fast)
+      assert.strictEqual(result.evidence.target, refs.standard)
+      const next = yield* resolve("scored", { sessionKey: "s1" })
+      assert.strictEqual(next.decision.selected, refs.standard)
+      assert.strictEqual(next.decision.selectionReason, "STICKY")
+    }).pipe(
+      Effect.provide(
+        gatewayLayer(
+          {
+            [refs.fast]: [ScriptedProvider.unavailable({ after: 10 })],
+            [refs.standard]: [ScriptedProvider.success({ after: 20 })]
+          },
+          makeDefinition()
+        )
+      )
+    )
   )
 
   it.effect("affinity in Router.score: a sticky target far behind does not lead; the map is bounded", () =>
@@ -554,10 +617,10 @@ describe("scored selection: health, escalation, affinity", () => {
       const breakers = { isOpen: () => Effect.succeed(false) }
       const decide = (extra: Parameters<typeof command>[1]) =>
         Router.decide(workflows, breakers, command("scored", extra), "generate", false)
-      yield* decide({ sessionKey: "s0", escalate: true })
-      for (let i = 1; i < Router.maxSessionKeys; i++) yield* decide({ sessionKey: `k${i}` })
+      Router.rememberServed(workflows, "scored", "s0", refs.standard)
+      for (let i = 1; i < Router.maxSessionKeys; i++) Router.rememberServed(workflows, "scored", `k${i}`, refs.fast)
       assert.strictEqual((yield* decide({ sessionKey: "s0" })).selectionReason, "STICKY")
-      for (let i = 0; i < Router.maxSessionKeys; i++) yield* decide({ sessionKey: `m${i}` })
+      for (let i = 0; i < Router.maxSessionKeys; i++) Router.rememberServed(workflows, "scored", `m${i}`, refs.fast)
       const forgotten = yield* decide({ sessionKey: "s0" })
       assert.strictEqual(forgotten.selectionReason, "BEST_SCORE")
       assert.strictEqual(forgotten.eligible[0], refs.fast)
@@ -573,6 +636,68 @@ describe("scored selection: health, escalation, affinity", () => {
 })
 
 describe("scored selection over generated registries", () => {
+  it("large routes: the order is the total descending, ties in route order (counting and radix sorts)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 60 }), fc.nat(3)), {
+          minLength: 33,
+          maxLength: 400
+        }),
+        fc.constantFrom(0.15, 1),
+        (specs, weight) => {
+          const tiers = [undefined, "low", "standard", "high"] as const
+          const targets = specs.map(([input, output, tier], i) =>
+            decodeTarget({
+              ref: `model://p${i}/m@eu`,
+              provider: `p${i}`,
+              model: "m",
+              capabilities: { contextWindow: 128_000, maxOutputTokens: 1000 },
+              regions: ["eu"],
+              dataClasses: ["internal"],
+              pricing: { inputPerMillion: input / 10, outputPerMillion: output / 10, pricingVersion: "p-1" },
+              classes: tiers[tier] === undefined ? {} : { quality: tiers[tier], latency: tier === 1 ? "fast" : "slow" }
+            })
+          )
+          const w = decodeWorkflow({
+            name: "big",
+            prompt: { id: "p" },
+            route: [targets[0]!.ref, ...targets.slice(1).map((t) => t.ref)],
+            timeout: 10_000,
+            regions: ["eu"],
+            dataClass: "internal",
+            selection: "scored",
+            // weight 1 on every term spreads the totals over 0..5: the radix path
+            scoring: { weights: { quality: weight, latency: weight, cost: weight, health: weight, affinity: weight } }
+          })
+          const compiled = {
+            workflow: w,
+            schema: undefined,
+            decode: undefined,
+            jsonSchema: undefined,
+            features: new Set<string>(),
+            targets,
+            degrade: undefined,
+            providerOptionAllowlists: new Map()
+          }
+          const ranked = Router.score(compiled, command("big"), targets, undefined)
+          const expected = ranked.scores
+            .map((s) => ({ s, at: targets.findIndex((t) => t.ref === s.target) }))
+            .sort((a, b) => b.s.total - a.s.total || a.at - b.at)
+            .map((x) => x.s.target)
+          assert.deepStrictEqual(
+            ranked.scores.map((s) => s.target),
+            expected
+          )
+          assert.deepStrictEqual(
+            ranked.targets.map((t) => t.ref),
+            expected
+          )
+        }
+      ),
+      { numRuns: 60 }
+    )
+  })
+
   const tier = fc.constantFrom(undefined, "low" as const, "standard" as const, "high" as const)
   const genTarget = fc.record({
     quality: tier,

@@ -11,6 +11,10 @@
  * - Anthropic: `POST /v1/messages`
  * - Gemini: `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent?alt=sse`
  * - OpenAI-compatible: `POST /compat/v1/chat/completions`
+ * - Embeddings: OpenAI `POST /v1/embeddings`; Gemini `POST /v1beta/models/{model}:embedContent` and
+ *   `:batchEmbedContents` (a success answers one deterministic vector per input, of the requested
+ *   `dimensions` / `outputDimensionality`, default 8)
+ * - OpenAI Responses (provider `openai-responses`): `POST /v1/responses` (JSON, or `event:` SSE frames with `stream: true`)
  *
  * Delays are real time (it is a real server), whatever clock the caller runs under.
  *
@@ -48,6 +52,8 @@ import {
   requestedSchema,
   streamErrorFrames
 } from "./internal/mockWire.js"
+import { responsesBody, responsesSse } from "./internal/responsesWire.js"
+import { embeddingBody } from "./internal/mockEmbeddings.js"
 
 export type {
   Provider,
@@ -180,7 +186,8 @@ const requestIdHeader: Record<Provider, string> = {
   openai: "x-request-id",
   "openai-compatible": "x-request-id",
   anthropic: "request-id",
-  gemini: "x-request-id"
+  gemini: "x-request-id",
+  "openai-responses": "x-request-id"
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -224,7 +231,9 @@ const streamSteps = (provider: Provider, success: Success, answer: SseAnswer): A
         text:
           provider === "anthropic"
             ? 'event: content_block_delta\ndata: {"type": "content_\n\n'
-            : 'data: {"choices": [{"delta": \n\n'
+            : provider === "openai-responses"
+              ? 'event: response.output_text.delta\ndata: {"type": "response.\n\n'
+              : 'data: {"choices": [{"delta": \n\n'
       })
       break
     case "Error":
@@ -327,13 +336,20 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
               { status: behavior.status, headers, contentType: behavior.contentType ?? "application/json" }
             )
           case "Success": {
+            // Embeddings endpoints (OpenAI `/v1/embeddings`, Gemini `:embedContent` / `:batchEmbedContents`).
+            const embedded = behavior.invalidJson ? undefined : embeddingBody(provider, recordedRequest, behavior)
+            if (embedded !== undefined) {
+              return HttpServerResponse.text(embedded, { headers, contentType: "application/json" })
+            }
             const requested = recordedRequest.model
             const id =
               provider === "anthropic"
                 ? `msg_mock_${n}`
                 : provider === "gemini"
                   ? (behavior.requestId ?? `resp-mock-${n}`)
-                  : `chatcmpl-mock-${n}`
+                  : provider === "openai-responses"
+                    ? `resp_mock_${n}`
+                    : `chatcmpl-mock-${n}`
             if (!recordedRequest.stream) {
               const text = behavior.invalidJson
                 ? '{"id": "broken", "choices": ['
@@ -341,7 +357,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
                   ? anthropicBody(behavior, requested, id)
                   : provider === "gemini"
                     ? geminiBody(behavior, requested, id)
-                    : openAiBody(provider, behavior, requested, id)
+                    : provider === "openai-responses"
+                      ? responsesBody(behavior, requested, id)
+                      : openAiBody(provider, behavior, requested, id)
               return HttpServerResponse.text(text, { headers, contentType: "application/json" })
             }
             const includeUsage = field(field(body, "stream_options"), "include_usage") === true
@@ -350,7 +368,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
                 ? anthropicSse(behavior, requested, id)
                 : provider === "gemini"
                   ? geminiSse(behavior, requested, id)
-                  : openAiSse(provider, behavior, requested, id, includeUsage)
+                  : provider === "openai-responses"
+                    ? responsesSse(behavior, requested, id)
+                    : openAiSse(provider, behavior, requested, id, includeUsage)
             const steps = streamSteps(provider, behavior, answer)
             const sseHeaders = { ...headers, "cache-control": "no-cache" }
             // Fast path: nothing to pace, nothing to break: one write.
@@ -386,7 +406,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
     const gemini = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const path = request.url.split("?")[0] ?? ""
-      const match = /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(path)
+      const match = /\/models\/([^/:]+):(generateContent|streamGenerateContent|embedContent|batchEmbedContents)$/.exec(
+        path
+      )
       if (match === null)
         return HttpServerResponse.text(errorBody("gemini", 404, { message: "unknown method" }, ""), {
           status: 404,
@@ -397,9 +419,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, HttpServerEr
 
     const router = HttpRouter.empty.pipe(
       HttpRouter.post("/v1/chat/completions", respond("openai", undefined, false)),
+      HttpRouter.post("/v1/embeddings", respond("openai", undefined, false)),
       HttpRouter.post("/v1/messages", respond("anthropic", undefined, false)),
       HttpRouter.post("/v1beta/models/*", gemini),
-      HttpRouter.post("/compat/v1/chat/completions", respond("openai-compatible", undefined, false))
+      HttpRouter.post("/compat/v1/chat/completions", respond("openai-compatible", undefined, false)),
+      HttpRouter.post("/v1/responses", respond("openai-responses", undefined, false))
     )
 
     const server = yield* NodeHttpServer.make(() => Http.createServer(), { port: options.port ?? 0, host: "127.0.0.1" })

@@ -2,7 +2,8 @@
  * A provider driven by a script and by Effect's Clock: per target, a list of outcomes with virtual
  * durations. Under `TestClock` every timeline is exact. It records, for each attempt, the virtual
  * instant it started and ended, the timeout the engine gave it, its output cap, and whether it was
- * interrupted.
+ * interrupted. With `lateWork`, an abandoned attempt's server keeps working: its scripted completion
+ * is still observed at its virtual instant and logged as a late response, never seen by the engine.
  *
  * @since 0.1.0
  */
@@ -202,6 +203,21 @@ export const invalidRequest = (options: { readonly after: Duration.DurationInput
 export const hang: Outcome = { _tag: "Hang" }
 
 /**
+ * A scripted completion that arrived after the engine had abandoned its attempt (see `lateWork`).
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface LateResponse {
+  /** Virtual instant (Clock millis) the completion arrived. */
+  readonly at: number
+  /** What the server finished with. */
+  readonly outcome: "Success" | "Fail"
+  /** The status it would have sent: 200, or the scripted error's. */
+  readonly httpStatus: number | undefined
+}
+
+/**
  * What the provider saw of one attempt.
  *
  * @since 0.1.0
@@ -220,6 +236,10 @@ export interface AttemptLog {
   readonly messages: number
   interrupted: boolean
   readonly outcome: Outcome["_tag"]
+  /** Virtual instant the script completes the attempt (`startedAt + after`); `undefined` for a hang. */
+  readonly scriptedCompletionAt: number | undefined
+  /** With `lateWork`: the completion that arrived after the attempt was abandoned (generate only). */
+  late: LateResponse | undefined
 }
 
 /**
@@ -271,13 +291,29 @@ const splitText = (text: string, parts = 4): ReadonlyArray<string> => {
 }
 
 /**
+ * Options of {@link make} and {@link layer}.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface MakeOptions {
+  /**
+   * Model the server work that outlives a client timeout: when the engine abandons a `generate`
+   * attempt, its scripted completion still happens at its virtual instant and is logged as the
+   * attempt's `late` response. The engine's result is unchanged. Default `false`.
+   */
+  readonly lateWork?: boolean
+}
+
+/**
  * Builds the adapters (one per provider id) and the log.
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (scripts: Scripts) =>
+export const make = (scripts: Scripts, options?: MakeOptions) =>
   Effect.gen(function* () {
+    const lateWork = options?.lateWork === true
     // Appended in place, O(1) per attempt (a long run must not copy the log on every attempt);
     // readers get copies, so what they hold never changes under them.
     const logs: Array<AttemptLog> = []
@@ -293,17 +329,20 @@ export const make = (scripts: Scripts) =>
     const begin = (request: ProviderAdapter.ProviderRequest, provider: string, mode: "generate" | "stream") =>
       Effect.gen(function* () {
         const outcome = nextOutcome(request.target.ref)
+        const startedAt = yield* Clock.currentTimeMillis
         const log: AttemptLog = {
           target: request.target.ref,
           provider,
           mode,
-          startedAt: yield* Clock.currentTimeMillis,
+          startedAt,
           endedAt: undefined,
           timeoutMs: Duration.toMillis(request.timeout),
           maxOutputTokens: request.maxOutputTokens,
           messages: request.messages.length,
           interrupted: false,
-          outcome: outcome._tag
+          outcome: outcome._tag,
+          scriptedCompletionAt: outcome._tag === "Hang" ? undefined : startedAt + Duration.toMillis(outcome.after),
+          late: undefined
         }
         logs.push(log)
         const own = byTarget.get(log.target)
@@ -320,6 +359,20 @@ export const make = (scripts: Scripts) =>
         log.interrupted = true
         log.endedAt = now
       })
+    // The server behind an abandoned attempt keeps working until its scripted completion, on its own
+    // fiber (the engine's attempt is gone): the completion is logged, never delivered.
+    const serverKeepsWorking = (log: AttemptLog, outcome: Outcome): Effect.Effect<void> => {
+      const completesAt = log.scriptedCompletionAt
+      if (!lateWork || outcome._tag === "Hang" || completesAt === undefined) return Effect.void
+      const httpStatus = outcome._tag === "Success" ? 200 : outcome.error.httpStatus
+      return Effect.forkDaemon(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          if (completesAt > now) yield* Effect.sleep(Duration.millis(completesAt - now))
+          log.late = { at: yield* Clock.currentTimeMillis, outcome: outcome._tag, httpStatus }
+        })
+      ).pipe(Effect.asVoid)
+    }
     const adapterFor = (provider: string): Omit<ProviderAdapter.ProviderAdapter, "provider"> => ({
       generate: (request) =>
         Effect.flatMap(begin(request, provider, "generate"), ({ outcome, log }) => {
@@ -340,7 +393,7 @@ export const make = (scripts: Scripts) =>
                   })
           return body.pipe(
             Effect.onExit(() => finish(log)),
-            Effect.onInterrupt(() => interrupted(log))
+            Effect.onInterrupt(() => Effect.zipRight(interrupted(log), serverKeepsWorking(log, outcome)))
           )
         }),
       stream: (request) =>
@@ -435,12 +488,14 @@ const scriptedStream = (
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (options: {
-  readonly providers: ReadonlyArray<string>
-  readonly scripts: Scripts
-}): Layer.Layer<ScriptedProvider | ProviderAdapter.ProviderAdapter> =>
+export const layer = (
+  options: {
+    readonly providers: ReadonlyArray<string>
+    readonly scripts: Scripts
+  } & MakeOptions
+): Layer.Layer<ScriptedProvider | ProviderAdapter.ProviderAdapter> =>
   Layer.unwrapEffect(
-    Effect.map(make(options.scripts), ({ service, adapterFor }) =>
+    Effect.map(make(options.scripts, options), ({ service, adapterFor }) =>
       Layer.mergeAll(
         Layer.succeed(ScriptedProvider, service),
         ...options.providers.map((p) => Layer.succeed(ProviderAdapter.tag(p), { ...adapterFor(p), provider: p }))

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Duration, Effect, Schema, Stream } from "effect"
+import { Duration, Effect, Fiber, Schema, Stream, TestClock } from "effect"
 import * as ScriptedProvider from "../src/ScriptedProvider.js"
 
 const decodeTarget = Schema.decodeSync(ModelTarget)
@@ -101,5 +101,75 @@ describe("ScriptedProvider", () => {
       assert.strictEqual((yield* scripted.attemptsOn(b.ref)).length, LONG_RUN / 2)
       assert.isBelow(elapsed, LONG_RUN_BOUND_MS, `${LONG_RUN} attempts took ${Math.round(elapsed)} ms`)
     }).pipe(Effect.provide(Scripted))
+  )
+
+  it.effect(
+    "lateWork: an abandoned attempt's scripted completion is logged at its virtual instant, never delivered",
+    () =>
+      Effect.gen(function* () {
+        const openai = yield* ProviderAdapter.tag("openai")
+        const scripted = yield* ScriptedProvider.ScriptedProvider
+        // The client gives up at 250 ms; the server answers at 900 ms.
+        const abandoned = yield* openai.generate(requestFor(a)).pipe(Effect.timeout(Duration.millis(250)), Effect.fork)
+        yield* TestClock.adjust(Duration.millis(250))
+        const exit = yield* Fiber.await(abandoned)
+        assert.strictEqual(exit._tag, "Failure")
+        const [log] = yield* scripted.attempts
+        assert.deepStrictEqual(
+          [log?.endedAt, log?.interrupted, log?.scriptedCompletionAt, log?.late],
+          [250, true, 900, undefined]
+        )
+        yield* TestClock.adjust(Duration.millis(649))
+        assert.strictEqual(log?.late, undefined)
+        yield* TestClock.adjust(Duration.millis(1))
+        assert.deepStrictEqual(log?.late, { at: 900, outcome: "Success", httpStatus: 200 })
+        // A failure that completes late carries its status; a hang never completes.
+        const failing = yield* openai.generate(requestFor(b)).pipe(Effect.timeout(Duration.millis(50)), Effect.fork)
+        const hanging = yield* openai.generate(requestFor(b)).pipe(Effect.timeout(Duration.millis(50)), Effect.fork)
+        yield* TestClock.adjust(Duration.millis(10_000))
+        yield* Fiber.await(failing)
+        yield* Fiber.await(hanging)
+        const logs = yield* scripted.attemptsOn(b.ref)
+        assert.deepStrictEqual(
+          logs.map((l) => [l.startedAt, l.endedAt, l.scriptedCompletionAt, l.late]),
+          [
+            [900, 950, 1000, { at: 1000, outcome: "Fail", httpStatus: 503 }],
+            [900, 950, undefined, undefined]
+          ]
+        )
+      }).pipe(
+        Effect.provide(
+          ScriptedProvider.layer({
+            providers: ["openai"],
+            lateWork: true,
+            scripts: {
+              [a.ref]: [ScriptedProvider.success({ after: 900 })],
+              [b.ref]: [ScriptedProvider.unavailable({ after: 100 }), ScriptedProvider.hang]
+            }
+          })
+        )
+      )
+  )
+
+  it.effect("without lateWork an abandoned attempt's completion is not logged", () =>
+    Effect.gen(function* () {
+      const openai = yield* ProviderAdapter.tag("openai")
+      const scripted = yield* ScriptedProvider.ScriptedProvider
+      const abandoned = yield* openai.generate(requestFor(a)).pipe(Effect.timeout(Duration.millis(250)), Effect.fork)
+      yield* TestClock.adjust(Duration.millis(2_000))
+      yield* Fiber.await(abandoned)
+      const [log] = yield* scripted.attempts
+      assert.deepStrictEqual(
+        [log?.endedAt, log?.interrupted, log?.scriptedCompletionAt, log?.late],
+        [250, true, 900, undefined]
+      )
+    }).pipe(
+      Effect.provide(
+        ScriptedProvider.layer({
+          providers: ["openai"],
+          scripts: { [a.ref]: [ScriptedProvider.success({ after: 900 })] }
+        })
+      )
+    )
   )
 })

@@ -16,7 +16,8 @@ export interface Script {
   readonly sha: string
 }
 
-const script = (lua: string): Script => ({ lua, sha: createHash("sha1").update(lua).digest("hex") })
+/** @internal */
+export const script = (lua: string): Script => ({ lua, sha: createHash("sha1").update(lua).digest("hex") })
 
 /**
  * Budget account layout: hash `KEYS[1]` with `c` (committed), `r` (reserved), `o` (overspent),
@@ -83,8 +84,9 @@ return {1, c, r}
 `)
 
 /**
- * KEYS: account hash, reservation set. ARGV: id, spend (already capped by the amount), limit.
- * Returns `{committed, overspent}`. `spend` 0 releases.
+ * KEYS: account hash, reservation set. ARGV: id, spend (already capped by the amount), limit,
+ * retry (`1`: a retried commit, which counts nothing when the reservation is gone). Returns
+ * `{committed, overspent}`. `spend` 0 releases.
  *
  * @internal
  */
@@ -103,6 +105,8 @@ if held then
   if committed > 0 then redis.call('HINCRBY', h, 'c', string.format('%d', committed)) end
   return {committed, 0}
 end
+-- A retried commit whose reservation is gone: its first attempt landed.
+if ARGV[4] == '1' then return {0, 0} end
 -- The reservation expired before its holder settled: count what still fits the limit, keep the
 -- rest apart (expired reservations not purged yet still count as reserved: the safe side).
 local c = tonumber(redis.call('HGET', h, 'c'))
@@ -127,16 +131,44 @@ return {tonumber(v[1]), tonumber(v[2]), tonumber(v[3])}
 `)
 
 /**
- * Compare-and-set of a breaker's stored value. KEYS: breaker key. ARGV: expected value (`''` for
- * none), new value (`''` removes). Returns 1 when set, 0 when the value changed meanwhile.
+ * Compare-and-set of a breaker's stored value. KEYS: breaker key, set of routes with a state,
+ * change sequence. ARGV: expected value (`''` for none), new value (`''` removes), channel, route.
+ * Returns the change's sequence number when set (and publishes `<seq>\n<route>\n<value>` on the
+ * channel), 0 when the value changed meanwhile.
  *
  * @internal
  */
 export const breakerCas = script(`
 local current = redis.call('GET', KEYS[1]) or ''
 if current ~= ARGV[1] then return 0 end
-if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
-return 1
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[2], ARGV[4])
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+  redis.call('SADD', KEYS[2], ARGV[4])
+end
+local seq = redis.call('INCR', KEYS[3])
+redis.call('PUBLISH', ARGV[3], seq .. '\\n' .. ARGV[4] .. '\\n' .. ARGV[2])
+return seq
+`)
+
+/**
+ * Every breaker with a state, at one instant. KEYS: set of routes, change sequence. ARGV: prefix
+ * of breaker keys. Returns `{seq, route, value, route, value, …}`.
+ *
+ * @internal
+ */
+export const breakerAll = script(`
+local out = { tonumber(redis.call('GET', KEYS[2]) or '0') }
+for _, route in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local v = redis.call('GET', ARGV[1] .. route)
+  if v then
+    table.insert(out, route)
+    table.insert(out, v)
+  end
+end
+return out
 `)
 
 /**

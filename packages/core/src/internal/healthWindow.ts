@@ -46,6 +46,21 @@ export interface WindowStats {
   readonly ttftP95: number | undefined
 }
 
+/** Gain of the smoothed mean (1/8, as TCP's smoothed round-trip time). */
+export const meanGain = 0.125
+/** Gain of the smoothed mean deviation (1/4, as TCP's round-trip time variation). */
+export const devGain = 0.25
+/** The p95 estimate is the smoothed mean plus this many smoothed mean deviations (≈ 1.645 σ for a normal law). */
+export const deviations = 2
+
+/**
+ * A cheap, smoothed p95 estimate: mean + 2 × mean absolute deviation, both exponentially weighted
+ * (Jacobson/Karels, as TCP's retransmission timer), rounded to 0.1 ms. O(1) per sample, no sort;
+ * each sample moves the mean by 1/8 and the deviation by 1/4 of its distance from them.
+ */
+export const smoothedP95 = (mean: number, dev: number): number | undefined =>
+  Number.isNaN(mean) ? undefined : Math.round((mean + deviations * dev) * 10) / 10
+
 /** Nearest-rank percentile of sorted values. */
 const percentile = (sorted: Float64Array, p: number): number | undefined =>
   sorted.length === 0 ? undefined : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]
@@ -67,6 +82,12 @@ export class RouteWindow {
   lastErrorAt: number | undefined = undefined
   lastAt = 0
   headroom: Headroom | undefined = undefined
+  /** Smoothed latency of successes (EWMA, gain {@link meanGain}) and its mean deviation; NaN before the first. */
+  latencyMean = Number.NaN
+  latencyDev = 0
+  /** The same for time to first token. */
+  ttftMean = Number.NaN
+  ttftDev = 0
 
   constructor(readonly maxSamples: number) {
     const capacity = Math.min(initialCapacity, maxSamples)
@@ -118,8 +139,40 @@ export class RouteWindow {
     this.head = (i + 1) % this.capacity
     if (this.size < this.capacity) this.size++
     this.lastAt = now
+    if (kind === Kind.success) {
+      this.smoothLatency(latencyMs)
+      if (ttftMs !== undefined) this.smoothTtft(ttftMs)
+    }
     if (kind === Kind.success) this.consecutiveFailures = 0
     else if (kind === Kind.failure || kind === Kind.timeout) this.consecutiveFailures++
+  }
+
+  private smoothLatency(x: number): void {
+    if (Number.isNaN(this.latencyMean)) {
+      this.latencyMean = x
+      return
+    }
+    this.latencyDev += devGain * (Math.abs(x - this.latencyMean) - this.latencyDev)
+    this.latencyMean += meanGain * (x - this.latencyMean)
+  }
+
+  private smoothTtft(x: number): void {
+    if (Number.isNaN(this.ttftMean)) {
+      this.ttftMean = x
+      return
+    }
+    this.ttftDev += devGain * (Math.abs(x - this.ttftMean) - this.ttftDev)
+    this.ttftMean += meanGain * (x - this.ttftMean)
+  }
+
+  /** Smoothed p95 latency of successes ({@link smoothedP95}); `undefined` before the first. */
+  get latencyP95Smoothed(): number | undefined {
+    return smoothedP95(this.latencyMean, this.latencyDev)
+  }
+
+  /** Smoothed p95 time to first token; `undefined` before the first. */
+  get ttftP95Smoothed(): number | undefined {
+    return smoothedP95(this.ttftMean, this.ttftDev)
   }
 
   /** Index of the `n`-th oldest sample held. */

@@ -264,7 +264,21 @@ export class Permits {
     this.dropIfIdle(key, s)
   }
 
-  snapshot(): PermitsSnapshot {
+  /**
+   * A permit of `key` now if one is free (one synchronous step, no fiber, no timer), else waits
+   * FIFO until `until` (see {@link Permits.wait}).
+   */
+  acquire(key: string, until: number): Effect.Effect<HeldPermit | undefined> {
+    return Effect.suspend(() => {
+      const permit = this.tryTake(key)
+      return permit !== undefined ? Effect.succeed(permit) : this.wait(key, until)
+    })
+  }
+
+  /** The state now, as an Effect (the `PermitStore.Pool` view). */
+  readonly snapshot: Effect.Effect<PermitsSnapshot> = Effect.sync(() => this.snapshotNow())
+
+  snapshotNow(): PermitsSnapshot {
     const byKey = new Map<string, { held: number; waiting: number }>()
     for (const [key, s] of this.states) byKey.set(key, { held: s.held, waiting: s.waiters.size })
     return {

@@ -12,7 +12,7 @@
  * Per-call state is the `Call` value below, owned by this module; adapters and the stream driver
  * see an `AttemptContext`, never the call.
  */
-import { Cause, Clock, Context, Duration, Effect, Either, Exit, Option, type Tracer } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Either, Exit, Fiber, Option, type Tracer } from "effect"
 import {
   type Budgets,
   type Reservation,
@@ -22,11 +22,19 @@ import {
   settleNowOf
 } from "../Budgets.js"
 import * as AgentRun from "../AgentRun.js"
+import * as RunEvents from "../RunEvents.js"
 import type * as CallRecorder from "../CallRecorder.js"
 import type * as Concurrency from "../Concurrency.js"
 import { tryAcquireOf } from "../Concurrency.js"
 import * as Disposition from "../Disposition.js"
-import { BudgetExceeded, type Failure, fromFailure, type GatewayError, type ProviderError } from "../Errors.js"
+import {
+  BudgetExceeded,
+  type Failure,
+  fromFailure,
+  type GatewayError,
+  type ProviderError,
+  type StoreError
+} from "../Errors.js"
 import type { CompiledWorkflow } from "../GatewayConfig.js"
 import type * as Health from "../Health.js"
 import type { Message, ModelCommand } from "../ModelCommand.js"
@@ -45,16 +53,20 @@ import * as ModelOptions from "../ModelOptions.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { affordableOutput, costAt, costOf, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../Pricing.js"
 import type { OutputFormat, ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
-import { ExcludedTarget } from "../RouteDecision.js"
+import { type Escalation, ExcludedTarget } from "../RouteDecision.js"
 import * as TokenEstimator from "../TokenEstimator.js"
 import type { Route, Service as RouterService } from "../Router.js"
 import { decide as routeCommand } from "../Router.js"
+import * as Router from "../Router.js"
+import type * as RateLimits from "../RateLimits.js"
 import type * as Telemetry from "../Telemetry.js"
 import * as Report from "./telemetry.js"
 import type { AttemptContext, Invoke } from "./attemptContext.js"
+import * as RateLimit from "./rateLimit.js"
 import { bounded } from "./deadline.js"
 import { issuesOf } from "./issues.js"
 import { retrySchedule, type Stepper, stepper } from "./retry.js"
+import type * as Lifecycle from "./lifecycle.js"
 
 /** One running configuration: its router (compiled workflows) and its version. */
 export interface LiveConfig {
@@ -76,6 +88,10 @@ export interface EngineContext {
   readonly health: Health.Service
   /** Read once when the gateway is built. */
   readonly telemetry: Telemetry.Settings
+  /** Where provider rate limits are counted (`ModelTarget.rateLimit`); none: they are not enforced. */
+  readonly rateLimits?: RateLimits.Service | undefined
+  /** Canary controller, quality signals and shadow traffic: run only for workflows that use them. */
+  readonly lifecycle?: Lifecycle.Hooks | undefined
 }
 
 let callSeq = 0
@@ -97,7 +113,8 @@ interface Call {
   readonly id: CallId
   readonly startedAt: number
   readonly command: ModelCommand
-  readonly mode: "generate" | "stream"
+  /** `embed`: the command's messages are the inputs, each attempt calls the adapter's `embed`. */
+  readonly mode: "generate" | "stream" | "embed"
   /** The configuration the call started on (read once, at its start). */
   readonly config: LiveConfig
   /** The clock the caller runs with (a `TestClock` in tests). */
@@ -114,6 +131,8 @@ interface Call {
   readonly attempts: Array<AttemptRecord>
   /** Targets skipped at attempt time (a half-open breaker with no probe slot left). */
   readonly skipped: Array<ExcludedTarget>
+  /** Escalations inside the call (invalid output, the workflow's check), in order; made on the first. */
+  escalations: Array<Escalation> | undefined
   /** Admitted by its breaker and not yet recorded: released if the call is cancelled. */
   admitted: ModelTarget | undefined
   /** The attempt in flight, billed if the call is cancelled. */
@@ -145,7 +164,7 @@ interface Call {
 
 const newCall = (
   command: ModelCommand,
-  mode: "generate" | "stream",
+  mode: "generate" | "stream" | "embed",
   config: LiveConfig,
   clock: Clock.Clock,
   scope: AgentRun.Scope | undefined
@@ -169,6 +188,7 @@ const newCall = (
     permitWaitMs: undefined,
     attempts: [],
     skipped: [],
+    escalations: undefined,
     admitted: undefined,
     inFlight: undefined,
     spent: 0,
@@ -239,7 +259,7 @@ const now = Clock.currentTimeMillis
 export const execute = (
   ctx: EngineContext,
   command: ModelCommand,
-  mode: "generate" | "stream",
+  mode: "generate" | "stream" | "embed",
   invoke: Invoke,
   config?: LiveConfig
 ): Effect.Effect<ModelResult, GatewayError> =>
@@ -275,7 +295,7 @@ const invokeGenerate: Invoke = (adapter, request, attempt) => bounded(adapter.ge
 // ---------------------------------------------------------------------------------------------
 
 const storeFailure = (e: {
-  readonly store: "budget" | "permit" | "breaker" | "ledger"
+  readonly store: StoreError["store"]
   readonly operation: string
   readonly detail: string
 }): Failure => ({ _tag: "StoreError", store: e.store, operation: e.operation, detail: e.detail })
@@ -287,6 +307,14 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
   const compiled = workflows.get(cmd.workflow)
   if (compiled !== undefined) {
     const w = compiled.workflow
+    // An embedding workflow is served by `embed` only, and `embed` serves nothing else.
+    if ((call.mode === "embed") !== (w.embedding !== undefined)) {
+      return Effect.fail({
+        _tag: "InvalidRequest",
+        reason: "invalid_command",
+        detail: w.embedding !== undefined ? "an embedding workflow: use embed" : "not an embedding workflow"
+      })
+    }
     const timeoutMs = Math.min(
       cmd.timeout !== undefined ? Duration.toMillis(cmd.timeout) : Infinity,
       Duration.toMillis(w.timeout)
@@ -295,6 +323,14 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
   }
   const run = call.run
   if (run !== undefined) {
+    // A run is one tenant's: another tenant's call inside it is refused before anything else.
+    if (cmd.tenant !== run.tenant) {
+      return Effect.fail({
+        _tag: "InvalidRequest",
+        reason: "run_tenant",
+        detail: "the call's tenant is not the tenant of its agent run"
+      })
+    }
     // No call of a run starts once its time or money is gone; the others end by its deadline.
     const exhausted = AgentRun.exhaustedAt(run, call.startedAt)
     if (exhausted !== undefined) {
@@ -302,46 +338,66 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
         _tag: "RunExhausted",
         runId: run.runId,
         reason: exhausted,
-        steps: AgentRun.completedSteps(run)
+        steps: AgentRun.completedSteps(run),
+        records: run.records.slice()
       })
     }
     if (compiled !== undefined) call.deadline = Math.min(call.deadline, run.deadlineAt)
+    if (run.events !== undefined) {
+      const pre = RunEvents.preModel(
+        call.runId ?? run.runId,
+        call.step,
+        call.id,
+        cmd.workflow,
+        call.config.version,
+        call.startedAt
+      )
+      run.events.unsafeOffer(pre)
+    }
   }
   // Input is counted only when a limit needs it: the tenant's budget or the run's.
   const limited = ctx.budgets.isLimited(cmd.tenant) || (run !== undefined && run.budget !== undefined)
-  const routing = routeCommand(workflows, ctx.health, cmd, call.mode, limited, call.id)
+  const routing = routeCommand(
+    workflows,
+    routeViewOf(ctx),
+    cmd,
+    call.mode === "stream" ? "stream" : "generate",
+    limited,
+    call.id
+  )
   return Effect.flatMap(
     // A decision that has to wait (a large input counted in slices, a breaker store round trip)
     // waits within the deadline; a settled one is read as it is.
     Exit.isExit(routing) || compiled === undefined ? routing : withinDeadline(call, routing, "before_attempt"),
     (route) => {
       call.route = route
-      const w = route.compiled.workflow
       // Worst case over every target the call may still use, capped by the call's maxCost. Without
       // a count nothing is limited: the (unlimited) reservation is 0 and output caps do not shrink.
-      let amount = 0
-      if (route.inputTokens !== undefined) {
-        let worst = 0
-        for (const t of route.targets) worst = Math.max(worst, worstCaseAt(route.inputTokens, route, cmd, t))
-        call.estimatedCost = worstCaseAt(route.inputTokens, route, cmd, route.targets[0]!)
-        amount = Math.min(worst, cmd.maxCost ?? Infinity, w.maxCost ?? Infinity)
-        // Carved from what is left of the run's budget; given back to the run when the call settles.
-        if (call.run !== undefined && call.run.budget !== undefined) {
-          amount = Math.min(amount, AgentRun.remainingBudget(call.run))
-          call.runReserved = amount
-          call.run.reserved += amount
-        }
-      }
-      const work = attempts(ctx, call, route, invoke).pipe(
-        // Settled before the envelope is built, so that its evidence says what the settlement found.
-        Effect.tap(() => settleMoney(call)),
-        Effect.flatMap((answer) => result(call, answer))
-      )
+      const amount = reservationOf(call, route)
+      const workOn = (r: Route) =>
+        attempts(ctx, call, r, invoke).pipe(
+          // Settled before the envelope is built, so that its evidence says what the settlement found.
+          // The permit goes back with the settle (no provider work is left): on a shared store both
+          // leave in one round trip.
+          Effect.tap(() => {
+            releasePermit(call)
+            return settleMoney(call)
+          }),
+          Effect.flatMap((answer) => result(call, answer))
+        )
+      let work = workOn(route)
       // In-memory stores answer at once: reservation and permit taken here, without running an Effect.
       const reserveNow = reserveNowOf(ctx.budgets)
       if (reserveNow !== undefined) {
-        const reserved = reserveNow(cmd.tenant, amount, call.clock.unsafeCurrentTimeMillis())
-        if (reserved instanceof BudgetExceeded) return Effect.fail(budgetFailure(reserved))
+        let reserved = reserveNow(cmd.tenant, amount, call.clock.unsafeCurrentTimeMillis())
+        if (reserved instanceof BudgetExceeded) {
+          // Budget-aware: the targets whose worst case fits what is left, or why none does.
+          const affordable = replanWithin(call, route, reserved)
+          if (!("route" in affordable)) return Effect.fail(affordable)
+          reserved = reserveNow(cmd.tenant, affordable.amount, call.clock.unsafeCurrentTimeMillis())
+          if (reserved instanceof BudgetExceeded) return Effect.fail(budgetFailure(reserved))
+          work = workOn(affordable.route)
+        }
         call.reservation = reserved
         const permit = tryAcquireOf(ctx.concurrency)?.(cmd.tenant, cmd.workflow)
         if (permit !== undefined) {
@@ -351,9 +407,124 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
         }
         return Effect.zipRight(acquirePermit(ctx, call), work)
       }
-      return reserve(ctx, call, amount).pipe(Effect.zipRight(acquirePermit(ctx, call)), Effect.zipRight(work))
+      const reserved = reserve(ctx, call, amount).pipe(
+        Effect.catchIf(
+          (f): f is Extract<Failure, { readonly _tag: "BudgetExceeded" }> => f._tag === "BudgetExceeded",
+          (f) => {
+            const affordable = replanWithin(call, route, f)
+            return "route" in affordable
+              ? Effect.as(reserve(ctx, call, affordable.amount), affordable.route)
+              : Effect.fail(affordable)
+          }
+        )
+      )
+      // A shared store: the reservation and the permit are asked for at once (one round trip on an
+      // auto-pipelined connection); nothing is sent before both are held. The permit's fiber is
+      // awaited, not joined (`Effect.all` joins and merges fiber refs: measured at twice the CPU
+      // per call of this).
+      return Effect.flatMap(Effect.fork(acquirePermit(ctx, call)), (permit) =>
+        Effect.matchCauseEffect(reserved, {
+          onFailure: (cause) => Effect.zipRight(Fiber.interrupt(permit), Effect.failCause(cause)),
+          onSuccess: () => Effect.flatten(Fiber.await(permit))
+        })
+      ).pipe(Effect.zipRight(Effect.suspend(() => (call.route === route ? work : workOn(call.route!)))))
     }
   )
+}
+
+/**
+ * The call's reservation for `route`: the worst case over its targets, capped by the call's and
+ * the workflow's maxCost and by what is left of its run's budget (carved from the run until the
+ * call settles); 0 when nothing needed a count. Sets the call's estimated cost.
+ */
+const reservationOf = (call: Call, route: Route): number => {
+  if (route.inputTokens === undefined) return 0
+  const cmd = call.command
+  let worst = 0
+  for (const t of route.targets) worst = Math.max(worst, worstCaseAt(route.inputTokens, route, cmd, t))
+  call.estimatedCost = worstCaseAt(route.inputTokens, route, cmd, route.targets[0]!)
+  let amount = cappedCost(call, route, worst)
+  const run = call.run
+  if (run !== undefined && run.budget !== undefined) {
+    run.reserved -= call.runReserved
+    amount = Math.min(amount, AgentRun.remainingBudget(run))
+    call.runReserved = amount
+    run.reserved += amount
+  }
+  return amount
+}
+
+/** `cost` capped by the call's and the workflow's maxCost. */
+const cappedCost = (call: Call, route: Route, cost: number): number =>
+  Math.min(cost, call.command.maxCost ?? Infinity, route.compiled.workflow.maxCost ?? Infinity)
+
+/**
+ * Budget-aware choice, after the tenant's budget refused the reservation: what is left (read from
+ * the refusal: limit − committed − reserved) keeps only the targets whose capped worst case fits;
+ * the others are excluded as `BUDGET_DOES_NOT_FIT`. The call's route becomes that route and the
+ * amount to reserve its worst case; when no target fits, `BudgetExceeded` names what the cheapest
+ * would need. Runs only when a reservation was refused: the happy path pays nothing for it.
+ */
+const replanWithin = (
+  call: Call,
+  route: Route,
+  refused: {
+    readonly limit: number
+    readonly committed: number
+    readonly reserved: number
+    readonly requested: number
+  }
+): { readonly route: Route; readonly amount: number } | Failure => {
+  const left = Math.max(0, refused.limit - refused.committed - refused.reserved)
+  const input = route.inputTokens
+  const needs = route.targets.map((t) =>
+    input === undefined ? 0 : cappedCost(call, route, worstCaseAt(input, route, call.command, t))
+  )
+  const drop: Array<{ target: ModelTarget; reason: "BUDGET_DOES_NOT_FIT"; detail: string }> = []
+  let cheapest = Infinity
+  route.targets.forEach((t, i) => {
+    const need = needs[i]!
+    cheapest = Math.min(cheapest, need)
+    if (need > left) {
+      drop.push({
+        target: t,
+        reason: "BUDGET_DOES_NOT_FIT",
+        detail: `worst case ${money(need)} exceeds the ${money(left)} left of the tenant's budget`
+      })
+    }
+  })
+  if (drop.length === route.targets.length || drop.length === 0) {
+    return {
+      _tag: "BudgetExceeded",
+      tenant: call.command.tenant,
+      limit: refused.limit,
+      committed: refused.committed,
+      reserved: refused.reserved,
+      // Nothing fits: what the cheapest would need (everything fits: the amount that was refused).
+      requested: drop.length === 0 ? refused.requested : cheapest
+    }
+  }
+  const affordable = Router.withoutTargets(route, drop)
+  call.route = affordable
+  return { route: affordable, amount: reservationOf(call, affordable) }
+}
+
+/** A cost in evidence details: at most 6 significant digits. */
+const money = (x: number): string => `${Number(x.toPrecision(6))}`
+
+/** The router's view of route health per engine: the health service, plus capped targets' concurrency headroom. */
+const routeViews = new WeakMap<EngineContext, Router.BreakerView>()
+const routeViewOf = (ctx: EngineContext): Router.BreakerView => {
+  let view = routeViews.get(ctx)
+  if (view === undefined) {
+    const headroom = ctx.concurrency.targetHeadroom
+    view =
+      headroom === undefined
+        ? ctx.health
+        : { isOpen: ctx.health.isOpen, snapshot: ctx.health.snapshot, concurrencyHeadroom: headroom }
+    routeViews.set(ctx, view)
+  }
+  return view
 }
 
 /** Runs `self` within the call's deadline; `DeadlineExceeded` at `stage` when the deadline comes first. */
@@ -435,6 +606,15 @@ const result = (call: Call, answer: Answer): Effect.Effect<ModelResult> =>
     )
     call.answered = answer.target
     call.result = r
+    // Session affinity follows the target that served the call (after any fallback or escalation).
+    const sessionKey = call.command.sessionKey
+    if (
+      sessionKey !== undefined &&
+      answer.target !== undefined &&
+      call.route?.compiled.workflow.selection === "scored"
+    ) {
+      Router.rememberServed(call.config.router.workflows, call.command.workflow, sessionKey, answer.target.ref)
+    }
     return Effect.succeed(r)
   })
 
@@ -514,6 +694,17 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
     let stoppedForTime = false
     let contextLimitedAt: number | undefined
     let first = true
+    // The command's escalation signal, counted once the call runs.
+    if (route.escalation?.to !== undefined) yield* Router.countEscalation(w.name, route.escalation)
+    /** A valid answer the workflow's check escalated from: the call's answer if no stronger one comes. */
+    let held: Answer | undefined
+    /** Escalates from target `i` on `signal`: the index to go on from (`i` itself when none is stronger). */
+    const escalateFrom = (i: number, signal: "invalid_output" | "check") => {
+      const up = Router.escalateFrom(route, i, signal)
+      call.escalations ??= []
+      call.escalations.push(up.escalation)
+      return up.index < 0 ? undefined : up
+    }
     targets: for (let i = 0; i < route.targets.length; i++) {
       const target = route.targets[i]!
       // After a context-length rejection only a larger-context target may be tried.
@@ -538,7 +729,8 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
           inputTokens === undefined
             ? outputCap
             : Math.min(outputCap, affordableOutput(reservation.amount - call.spent, inputTokens, target))
-        if (inputTokens !== undefined && cap < minimumUsefulOutputTokens) {
+        // An embedding produces no output: only its input must fit.
+        if (inputTokens !== undefined && cap < (call.mode === "embed" ? 1 : minimumUsefulOutputTokens)) {
           return yield* Effect.fail<Failure>({
             _tag: "BudgetExceeded",
             tenant: cmd.tenant,
@@ -548,7 +740,27 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
             requested: costAt(target, inputTokens, minimumUsefulOutputTokens)
           })
         }
+        // A provider rate limit without headroom: the target is skipped (see `RateLimits`).
+        let rated: RateLimit.Held | undefined
+        if (target.rateLimit !== undefined && ctx.rateLimits !== undefined) {
+          const tokens =
+            (inputTokens ??
+              inputTokensAt(
+                TokenEstimator.estimateInput({ messages, tools: cmd.tools, outputJsonSchema: compiled.jsonSchema }),
+                target
+              )) + cap
+          const taken = yield* Effect.mapError(
+            RateLimit.take(ctx.rateLimits, target, target.rateLimit, tokens, start),
+            storeFailure
+          )
+          if (taken instanceof ExcludedTarget) {
+            call.skipped.push(taken)
+            break
+          }
+          rated = taken
+        }
         if (!(yield* admit(ctx, target))) {
+          if (rated !== undefined) RateLimit.settle(rated, undefined, false)
           call.skipped.push(
             new ExcludedTarget(
               { target: target.ref, reason: "BREAKER_OPEN", detail: "circuit breaker open" },
@@ -575,6 +787,13 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
           providerOptions: ModelOptions.forProvider(route.options, target.provider)
         }
         const end = yield* dispatch(ctx, call, route, i, attemptNo, request, inputTokens, minimumMs, invoke)
+        if (rated !== undefined) {
+          RateLimit.settle(
+            rated,
+            end === undefined ? undefined : call.attempts[call.attempts.length - 1]?.usage,
+            end !== undefined
+          )
+        }
         if (end === undefined) {
           // The target's concurrency cap stayed full until too little time was left for it.
           call.admitted = undefined
@@ -590,7 +809,7 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
           const validated = validateOutput(compiled, target, end.response)
           if (Either.isRight(validated)) {
             call.schemaValid = validated.right.valid
-            return {
+            const answer: Answer = {
               target,
               text: end.response.text,
               value: validated.right.value,
@@ -599,6 +818,18 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
               schemaValid: validated.right.valid,
               degraded: false
             }
+            // The workflow's check on the validated value: a stronger target answers again.
+            const check = compiled.escalationCheck
+            if (check !== undefined && validated.right.valid === true && check(validated.right.value)) {
+              const up = escalateFrom(i, "check")
+              if (up !== undefined) {
+                held = answer
+                yield* Router.countEscalation(w.name, up.escalation)
+                i = up.index - 1
+                continue targets
+              }
+            }
+            return answer
           }
           failure = validated.left
           call.schemaValid = false
@@ -621,11 +852,21 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
           sideEffectingTools: cmd.allowsStateChangingTools,
           committed: call.committed,
           repairAvailable: w.repair && !repaired && repairText !== undefined,
-          cutByDeadline
+          cutByDeadline,
+          escalateOnInvalidOutput: w.escalation?.onInvalidOutput
         })
         switch (next._tag) {
           case "Stop":
+            // An answer the check escalated from stands when the stronger target cannot answer.
+            if (held !== undefined) return held
             return yield* Effect.fail(next.failure)
+          case "Escalate": {
+            const up = escalateFrom(i, "invalid_output")
+            if (up === undefined) continue targets
+            yield* Router.countEscalation(w.name, up.escalation)
+            i = up.index - 1
+            continue targets
+          }
           case "NextTarget":
             continue targets
           case "NextLargerTarget":
@@ -658,6 +899,7 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
         }
       }
     }
+    if (held !== undefined) return held
     return yield* exhausted(call, route, last, stoppedForTime)
   })
 
@@ -1065,7 +1307,9 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
     modelVersion: call.modelVersion,
     eligible: route?.eligible ?? [],
     excluded: call.skipped.length === 0 ? (route?.excluded ?? []) : [...(route?.excluded ?? []), ...call.skipped],
+    routeId: route?.routeId,
     selectionReason: route?.selectionReason,
+    escalations: escalationsOf(call),
     scores: route?.scores,
     canary: route?.canary,
     fallbackUsed: call.fallbackUsed,
@@ -1094,8 +1338,25 @@ const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidenc
     schemaValid: answer !== undefined ? answer.schemaValid : call.schemaValid,
     options: ModelOptions.evidenceOf(route?.options, t),
     runId: call.runId,
-    step: call.step
+    step: call.step,
+    embedding: call.mode === "embed" ? embeddingEvidenceOf(call) : undefined
   } satisfies Evidence
+}
+
+/** An embedding call's space and input count (its command's messages are its inputs). */
+const embeddingEvidenceOf = (call: Call): Evidence["embedding"] => {
+  const space = call.config.router.workflows.get(call.command.workflow)?.workflow.embedding
+  return space === undefined
+    ? undefined
+    : { family: space.family, dimensions: space.dimensions, inputs: call.command.messages.length }
+}
+
+/** The call's escalations for its evidence: the command's (in the decision), then those inside the call. */
+const escalationsOf = (call: Call): ReadonlyArray<Escalation> | undefined => {
+  const decided = call.route?.escalation
+  const inside = call.escalations
+  if (decided === undefined) return inside === undefined ? undefined : inside.slice()
+  return inside === undefined ? [decided] : [decided, ...inside]
 }
 
 /** The record of an attempt cut by the caller's cancellation at `at`. */
@@ -1153,10 +1414,7 @@ const settle = (ctx: EngineContext, call: Call, exit: Exit.Exit<ModelResult, Fai
     // Admitted by its breaker but never recorded: give the probe slot back.
     const admitted = call.admitted
     call.admitted = undefined
-    if (call.permit !== undefined) {
-      call.permit.release()
-      call.permit = undefined
-    }
+    releasePermit(call)
     // Money first, so that the record says what the settlement found (an overspend).
     const money = settleMoney(call)
     const bookkeeping = admitted === undefined ? money : Effect.zipRight(ctx.health.release(admitted), money)
@@ -1165,6 +1423,14 @@ const settle = (ctx: EngineContext, call: Call, exit: Exit.Exit<ModelResult, Fai
       Effect.suspend(() => record(ctx, call, exit, interrupted, at))
     )
   })
+
+/** Gives the call's permit back, once. */
+const releasePermit = (call: Call): void => {
+  if (call.permit !== undefined) {
+    call.permit.release()
+    call.permit = undefined
+  }
+}
 
 /** Settles the reservation once (commit of the actual spend, or release), keeping what it found. */
 const settleMoney = (call: Call): Effect.Effect<void> => {
@@ -1208,7 +1474,8 @@ const record = (
     errorTag: failure?._tag,
     errorReason: failure !== undefined ? reasonOf(failure) : undefined,
     finishReason: success ? exit.value.finishReason : undefined,
-    evidence
+    evidence,
+    settlement: call.settlement?.pending === true ? "pending" : undefined
   } satisfies CallRecord
   const run = call.run
   if (run !== undefined) {
@@ -1217,7 +1484,14 @@ const record = (
     run.reserved -= call.runReserved
     call.runReserved = 0
     run.spent += call.spent
-    if (failure?._tag !== "RunExhausted") run.records.push(callRecord)
+    // Refused by the run (exhausted, another tenant's): not one of its steps, no PostModel.
+    const refused =
+      failure?._tag === "RunExhausted" || (failure?._tag === "InvalidRequest" && failure.reason === "run_tenant")
+    if (!refused) {
+      run.records.push(callRecord)
+      if (run.events !== undefined)
+        run.events.unsafeOffer(RunEvents.postModel(callRecord, success ? exit.value : undefined, at))
+    }
   }
   Report.unsafeEndCall(call.span, callRecord, {
     target: call.answered ?? call.lastTarget ?? call.route?.targets[0],
@@ -1226,10 +1500,21 @@ const record = (
     permitWaitMs: call.permitWaitMs
   })
   // The recorder is the application's: whatever it does, it never changes the call's outcome.
-  return Report.outsideCallSpanEvents(
-    call.span,
-    Effect.catchAllCause(ctx.recorder.record(callRecord), (cause) =>
-      Effect.logError(`modelgate: the call recorder failed for ${call.id} (${defectKind(Cause.squash(cause))})`)
-    )
+  const recorded = Effect.catchAllCause(ctx.recorder.record(callRecord), (cause) =>
+    Effect.logError(`modelgate: the call recorder failed for ${call.id} (${defectKind(Cause.squash(cause))})`)
   )
+  // Lifecycle features (canary controller, quality signals, shadow): one hook per settled call,
+  // only for a workflow that uses one; it never changes the call's outcome either.
+  const compiled = call.route?.compiled
+  const lifecycle = ctx.lifecycle
+  const observed =
+    compiled?.lifecycle === undefined || lifecycle === undefined
+      ? recorded
+      : Effect.zipRight(
+          recorded,
+          Effect.catchAllCause(lifecycle.settled(compiled, callRecord, call.command, call.result), (cause) =>
+            Effect.logError(`modelgate: a lifecycle hook failed for ${call.id} (${defectKind(Cause.squash(cause))})`)
+          )
+        )
+  return Report.outsideCallSpanEvents(call.span, observed)
 }

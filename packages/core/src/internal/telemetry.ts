@@ -8,8 +8,15 @@ import type { AttemptRecord, CallRecord } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { Attr, metrics, type Settings, SpanName } from "../Telemetry.js"
 
-/** `gen_ai.operation.name` of every call: a chat-style completion. */
+/** `gen_ai.operation.name` of every call but embeddings (`embeddings`): a chat-style completion. */
 const operationName = "chat"
+
+/** Call-span attributes of the route decision (issue 14): its id, selection reason and escalations. */
+export const routeAttr = {
+  id: "modelgate.route.id",
+  selectionReason: "modelgate.route.selection_reason",
+  escalations: "modelgate.route.escalations"
+} as const
 
 // ---------------------------------------------------------------------------------------------
 // Spans
@@ -22,7 +29,7 @@ const operationName = "chat"
 export const withCallSpan = <A, E, R>(
   settings: Settings,
   start: {
-    readonly mode: "generate" | "stream"
+    readonly mode: "generate" | "stream" | "embed"
     readonly callId: string
     readonly workflow: string
     readonly tenant: string
@@ -30,7 +37,7 @@ export const withCallSpan = <A, E, R>(
   f: (span: Tracer.Span) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> => {
   const attributes: Record<string, unknown> = {
-    [Attr.operationName]: operationName,
+    [Attr.operationName]: start.mode === "embed" ? "embeddings" : operationName,
     [Attr.mode]: start.mode,
     [Attr.callId]: start.callId,
     [Attr.workflow]: start.workflow
@@ -39,7 +46,7 @@ export const withCallSpan = <A, E, R>(
   if (t._tag === "Plain") attributes[Attr.tenant] = start.tenant
   else if (t._tag === "Hashed") attributes[Attr.tenantHash] = t.hash(start.tenant)
   return Effect.useSpan(
-    start.mode === "stream" ? SpanName.stream : SpanName.generate,
+    start.mode === "stream" ? SpanName.stream : start.mode === "embed" ? SpanName.embed : SpanName.generate,
     { attributes, captureStackTrace: false },
     (span) => Effect.withParentSpan(f(span), span)
   )
@@ -146,11 +153,23 @@ export const annotateCall = (span: Tracer.Span, record: CallRecord, end: CallEnd
   // Agent runs (absent outside a run).
   set(span, "modelgate.run_id", e.runId)
   set(span, "modelgate.run.step", e.step)
+  // Embeddings (absent for other calls): the vector length and how many inputs.
+  set(span, "gen_ai.embeddings.dimension.count", e.embedding?.dimensions)
+  set(span, "modelgate.embedding.inputs", e.embedding?.inputs)
   set(span, Attr.modelVersion, e.modelVersion)
   set(span, Attr.responseModel, e.modelVersion)
   set(span, Attr.requestMaxTokens, end.maxOutputTokens)
   if (record.finishReason !== undefined) span.attribute(Attr.responseFinishReasons, [record.finishReason])
   span.attribute(Attr.eligible, e.eligible)
+  // The route decision: ids and reasons only.
+  set(span, routeAttr.id, e.routeId)
+  set(span, routeAttr.selectionReason, e.selectionReason)
+  if (e.escalations !== undefined && e.escalations.length > 0) {
+    span.attribute(
+      routeAttr.escalations,
+      e.escalations.map((x) => `${x.signal}:${x.from}>${x.to ?? "none"}`)
+    )
+  }
   if (e.excluded.length > 0)
     span.attribute(
       Attr.excluded,

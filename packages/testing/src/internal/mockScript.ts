@@ -5,12 +5,12 @@
  * @since 0.2.0
  */
 /**
- * The wire formats the server speaks.
+ * The wire formats the server speaks (`openai-responses`: the OpenAI Responses API, `POST /v1/responses`).
  *
  * @since 0.1.0
  * @category Models
  */
-export type Provider = "openai" | "anthropic" | "gemini" | "openai-compatible"
+export type Provider = "openai" | "anthropic" | "gemini" | "openai-compatible" | "openai-responses"
 
 /**
  * Usage to report. `input` counts every input token (cached included), `output` every output

@@ -5,6 +5,7 @@
  * @internal
  */
 import type { ErrorSpec, Provider, Success, ToolCallSpec, UsageSpec } from "./mockScript.js"
+import { responsesErrorFrames, responsesRequestedSchema } from "./responsesWire.js"
 
 /** A rendered SSE answer, split so that faults can cut it anywhere. @internal */
 export interface SseAnswer {
@@ -23,7 +24,8 @@ const defaultModels: Record<Provider, string> = {
   openai: "gpt-mock-2026-01-01",
   anthropic: "claude-mock-1",
   gemini: "gemini-mock-flash-001",
-  "openai-compatible": "local-mock"
+  "openai-compatible": "local-mock",
+  "openai-responses": "gpt-mock-2026-01-01"
 }
 
 /** The model version reported: the script's, else the requested model, else a default. @internal */
@@ -88,7 +90,7 @@ export const requestedSchema = (body: unknown): unknown => {
   if (isObject(outputConfig) && isObject(outputConfig.format)) return outputConfig.format.schema
   const generationConfig = body.generationConfig
   if (isObject(generationConfig)) return generationConfig.responseJsonSchema ?? generationConfig.responseSchema
-  return undefined
+  return responsesRequestedSchema(body)
 }
 
 /** The text of a success: `json` serialized, else `text`, else the default. @internal */
@@ -166,7 +168,8 @@ export const errorObject = (provider: Provider, status: number, spec: ErrorSpec)
   const message = spec.message ?? "mock error"
   switch (provider) {
     case "openai":
-    case "openai-compatible": {
+    case "openai-compatible":
+    case "openai-responses": {
       const defaults = openAiDefaults(status)
       return {
         message,
@@ -211,6 +214,8 @@ export const streamErrorFrames = (provider: Provider, spec: ErrorSpec, code: num
   switch (provider) {
     case "openai":
       return [sse({ error })]
+    case "openai-responses":
+      return responsesErrorFrames(spec, code)
     case "openai-compatible":
       return [sse({ error }), sse("[DONE]")]
     case "anthropic":

@@ -1,0 +1,267 @@
+/**
+ * The Redis client of the stores: one `ioredis` connection (auto-pipelined: commands issued in the
+ * same tick share one network round trip), bounded operations mapped to `StoreError`, store health
+ * metrics, and a subscriber connection (made on first use) for pub/sub wake-ups.
+ *
+ * @internal
+ */
+import type { StoreError } from "@modelgate/core/Errors"
+import { StoreError as StoreErrorClass } from "@modelgate/core/Errors"
+import * as StoreHealth from "@modelgate/core/StoreHealth"
+import type { Scope } from "effect"
+import { Clock, Duration, Effect, Redacted } from "effect"
+import { Redis as IORedis } from "ioredis"
+import type { Script } from "../redisScripts.js"
+
+/** @internal */
+export type StoreName = StoreError["store"]
+
+/** Marks a reply that is not what the script returns (never expected from a sound server). @internal */
+export const bad: unique symbol = Symbol("bad")
+
+/** @internal */
+export const storeError = (store: StoreName, operation: string, detail: string) =>
+  new StoreErrorClass({ store, operation, detail })
+
+/** Timeouts are real time, also under a `TestClock`: a network round trip does not wait for it. @internal */
+export const realClock = Clock.make()
+
+/** @internal */
+export interface ClientSettings {
+  readonly url: string
+  readonly password: Redacted.Redacted | undefined
+  readonly connectTimeoutMs: number
+  readonly commandTimeoutMs: number
+}
+
+/** @internal */
+export interface Client {
+  readonly commandTimeout: Duration.Duration
+  readonly commandTimeoutMs: number
+  /** One operation: `effect` bounded by the command timeout, failures mapped to `StoreError`. */
+  readonly bounded: <A>(
+    store: StoreName,
+    operation: string,
+    effect: Effect.Effect<A, StoreError>
+  ) => Effect.Effect<A, StoreError>
+  /** One command, its reply decoded (`bad` fails). */
+  readonly command: <A>(
+    store: StoreName,
+    operation: string,
+    run: (redis: IORedis) => Promise<unknown>,
+    decode: (reply: unknown) => A | typeof bad
+  ) => Effect.Effect<A, StoreError>
+  /** One script (`EVALSHA`, then `EVAL` if the server does not know it yet). */
+  readonly script: <A>(
+    store: StoreName,
+    operation: string,
+    script: Script,
+    keys: ReadonlyArray<string>,
+    args: ReadonlyArray<string>,
+    decode: (reply: unknown) => A | typeof bad
+  ) => Effect.Effect<A, StoreError>
+  /** Sends a script without waiting for its reply (a lost reply is covered by a lease or a TTL). */
+  readonly send: (script: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) => void
+  /**
+   * Calls `onMessage` for every message on `channel` (a subscriber connection of its own);
+   * `subscribed` each time the subscription is (re)established, `lost` when the connection drops
+   * (messages may have been missed until the next `subscribed`).
+   */
+  readonly subscribe: (
+    channel: string,
+    onMessage: (message: string) => void,
+    events?: { readonly subscribed?: () => void; readonly lost?: () => void }
+  ) => void
+  /** The store's health, as its operations report it. */
+  readonly health: (store: StoreName) => StoreHealth.Tracker
+  /** The connection, for tests and measurements (command counts). */
+  readonly redis: IORedis
+}
+
+const isNoScript = (e: unknown) => e instanceof Error && e.message.startsWith("NOSCRIPT")
+const isTimeout = (e: unknown) => e instanceof Error && e.message === "Command timed out"
+
+const evalScript = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) =>
+  r
+    .evalsha(s.sha, keys.length, ...keys, ...args)
+    .catch((e: unknown) => (isNoScript(e) ? r.eval(s.lua, keys.length, ...keys, ...args) : Promise.reject(e)))
+
+/** @internal */
+export const makeClient = (settings: ClientSettings): Effect.Effect<Client, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const commandTimeout = Duration.millis(settings.commandTimeoutMs)
+    const connectionOptions = {
+      ...(settings.password === undefined ? {} : { password: Redacted.value(settings.password) }),
+      connectTimeout: settings.connectTimeoutMs,
+      commandTimeout: settings.commandTimeoutMs,
+      // Fail fast while disconnected, and never send a command twice (reserve and commit are
+      // not idempotent across a resend).
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      // Commands issued in the same tick (a reserve and a permit, a commit and a release) go out in
+      // one write and come back in one read: one round trip.
+      enableAutoPipelining: true,
+      retryStrategy: (times: number) => Math.min(times * 50, 1000)
+    }
+    let subscriber: IORedis | undefined
+    const handlers = new Map<string, Array<(message: string) => void>>()
+    const subscribedHandlers = new Map<string, Array<() => void>>()
+    const lostHandlers: Array<() => void> = []
+    const subscribeAll = (sub: IORedis, channels: ReadonlyArray<string>) => {
+      if (channels.length === 0) return
+      sub.subscribe(...channels).then(
+        () => {
+          for (const ch of channels) for (const f of subscribedHandlers.get(ch) ?? []) f()
+        },
+        () => {}
+      )
+    }
+    const redis = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const client = new IORedis(settings.url, connectionOptions)
+        // Connection errors reach the callers as StoreError; the event itself carries the address.
+        client.on("error", () => {})
+        return client
+      }),
+      (client) =>
+        Effect.sync(() => {
+          client.disconnect()
+          subscriber?.disconnect()
+        })
+    )
+    // The first connection is waited for (at most the connect timeout), so that the first calls do
+    // not fail while it is being made; afterwards an operation fails at once while disconnected.
+    yield* Effect.async<void>((resume) => {
+      if (redis.status === "ready") return resume(Effect.void)
+      const done = () => {
+        clearTimeout(timer)
+        redis.off("ready", done)
+        resume(Effect.void)
+      }
+      const timer = setTimeout(done, settings.connectTimeoutMs)
+      redis.once("ready", done)
+    })
+    const trackers = new Map<StoreName, StoreHealth.Tracker>()
+    const health = (store: StoreName) => {
+      let t = trackers.get(store)
+      if (t === undefined) {
+        t = StoreHealth.tracker(store)
+        trackers.set(store, t)
+      }
+      return t
+    }
+    const bounded = <A>(store: StoreName, operation: string, effect: Effect.Effect<A, StoreError>) =>
+      effect.pipe(
+        Effect.timeoutFail({ duration: commandTimeout, onTimeout: () => storeError(store, operation, "timed out") }),
+        Effect.withClock(realClock)
+      )
+    const timedOut = new Error("Command timed out")
+    const notConnected = new Error("Not connected")
+    const timed = (send: () => Promise<unknown>): Promise<unknown> =>
+      new Promise((resolve, reject) => {
+        // While the connection is down (being re-established), fail at once: a command would only
+        // wait in the offline queue for its timeout.
+        if (redis.status !== "ready") return reject(notConnected)
+        const reply = send()
+        const timer = setTimeout(() => reject(timedOut), settings.commandTimeoutMs)
+        reply.then(
+          (value) => {
+            clearTimeout(timer)
+            resolve(value)
+          },
+          (e: unknown) => {
+            clearTimeout(timer)
+            reject(e)
+          }
+        )
+      })
+    const raw = <A>(
+      store: StoreName,
+      operation: string,
+      run: (redis: IORedis) => Promise<unknown>,
+      decode: (reply: unknown) => A | typeof bad
+    ): Effect.Effect<A, StoreError> => {
+      const tracker = health(store)
+      return Effect.matchEffect(
+        Effect.tryPromise({
+          try: () => timed(() => run(redis)),
+          catch: (e) => storeError(store, operation, isTimeout(e) ? "timed out" : "unavailable")
+        }),
+        {
+          onFailure: (e) => Effect.zipRight(tracker.failed(operation), Effect.fail(e)),
+          onSuccess: (reply) => {
+            const a = decode(reply)
+            if (a === bad) {
+              return Effect.zipRight(
+                tracker.failed(operation),
+                Effect.fail(storeError(store, operation, "unexpected reply"))
+              )
+            }
+            return tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a)
+          }
+        }
+      )
+    }
+    // One command is bounded by a plain timer (no fiber): the connection's own `commandTimeout`
+    // does not cover a command that waits, auto-pipelined, for a connection being re-established.
+    // `bounded` is for operations of several commands.
+    const command: Client["command"] = raw
+    const script: Client["script"] = (store, operation, s, keys, args, decode) =>
+      command(store, operation, (r) => evalScript(r, s, keys, args), decode)
+    // Scripts the server is known to hold since the connection was (re)established: a script sent
+    // without waiting goes as `EVAL` until then, so that a `NOSCRIPT` retry can never reorder it
+    // behind a later command of this connection.
+    const known = new Set<string>()
+    redis.on("ready", () => known.clear())
+    const send: Client["send"] = (s, keys, args) => {
+      // Down: nothing to send to (what it would have freed comes back by its lease or TTL).
+      if (redis.status !== "ready") return
+      if (known.has(s.sha)) evalScript(redis, s, keys, args).catch(() => {})
+      else
+        redis.eval(s.lua, keys.length, ...keys, ...args).then(
+          () => known.add(s.sha),
+          () => {}
+        )
+    }
+    const subscribe: Client["subscribe"] = (channel, onMessage, events) => {
+      if (subscriber === undefined) {
+        const { commandTimeout: _, ...subscriberOptions } = connectionOptions
+        const sub = new IORedis(settings.url, { ...subscriberOptions, enableAutoPipelining: false })
+        sub.on("error", () => {})
+        // (Re)subscribes every channel once connected: a subscribe sent while down is lost.
+        sub.on("ready", () => subscribeAll(sub, [...handlers.keys()]))
+        sub.on("close", () => {
+          for (const f of lostHandlers) f()
+        })
+        sub.on("message", (ch: string, message: string) => {
+          for (const f of handlers.get(ch) ?? []) f(message)
+        })
+        subscriber = sub
+      }
+      if (events?.lost !== undefined) lostHandlers.push(events.lost)
+      if (events?.subscribed !== undefined) {
+        const list = subscribedHandlers.get(channel)
+        if (list !== undefined) list.push(events.subscribed)
+        else subscribedHandlers.set(channel, [events.subscribed])
+      }
+      const list = handlers.get(channel)
+      if (list !== undefined) {
+        list.push(onMessage)
+        if (events?.subscribed !== undefined && subscriber.status === "ready") subscribeAll(subscriber, [channel])
+      } else {
+        handlers.set(channel, [onMessage])
+        if (subscriber.status === "ready") subscribeAll(subscriber, [channel])
+      }
+    }
+    return {
+      commandTimeout,
+      commandTimeoutMs: settings.commandTimeoutMs,
+      bounded,
+      command,
+      script,
+      send,
+      subscribe,
+      health,
+      redis
+    }
+  })

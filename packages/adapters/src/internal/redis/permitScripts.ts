@@ -1,0 +1,103 @@
+/**
+ * The Lua scripts of the Redis permit pools. One pool is three keys: hash `KEYS[1]` with `k:<key>`
+ * (permits `key` holds) and `s` (shared permits in use); sorted set `KEYS[2]` of leases scored by
+ * their end (ms of the server's clock, `TIME`, so processes with skewed clocks agree); hash
+ * `KEYS[3]` of lease → `<reserved of its key>\n<key>`. Every script first frees the leases that
+ * ended (their holders crashed or lost their release). A release, and an ask that freed ended
+ * leases, publishes on the pool's channel while a waiter is counted (`w`), so that waiters in every
+ * process wake up.
+ *
+ * @internal
+ */
+import { script } from "../redisScripts.js"
+
+const common = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function free(h, info, lease)
+  local v = redis.call('HGET', info, lease)
+  if not v then return false end
+  redis.call('HDEL', info, lease)
+  local nl = string.find(v, '\\n', 1, true)
+  local reserved = tonumber(string.sub(v, 1, nl - 1))
+  local key = string.sub(v, nl + 1)
+  local held = redis.call('HINCRBY', h, 'k:' .. key, -1)
+  if held + 1 > reserved then redis.call('HINCRBY', h, 's', -1) end
+  if held <= 0 then redis.call('HDEL', h, 'k:' .. key) end
+  return true
+end
+local function purge(h, z, info, now)
+  local ended = redis.call('ZRANGEBYSCORE', z, '-inf', now)
+  for _, lease in ipairs(ended) do free(h, info, lease) end
+  if #ended > 0 then redis.call('ZREMRANGEBYSCORE', z, '-inf', now) end
+  return #ended
+end
+`
+
+/**
+ * KEYS: pool hash, lease set, lease hash. ARGV: key, lease id, lease ms, reserved, max, shared,
+ * channel. Returns 1 when the permit was taken (leased), 0 when none is free for `key`.
+ *
+ * @internal
+ */
+export const acquire = script(`${common}
+local h, z, info = KEYS[1], KEYS[2], KEYS[3]
+local key, lease = ARGV[1], ARGV[2]
+local leaseMs, reserved, max, shared = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local now = now_ms()
+if purge(h, z, info, now) > 0 and tonumber(redis.call('HGET', h, 'w') or '0') > 0 then
+  redis.call('PUBLISH', ARGV[7], '')
+end
+if redis.call('HEXISTS', info, lease) == 1 then return 1 end
+local held = tonumber(redis.call('HGET', h, 'k:' .. key) or '0')
+if held >= max then return 0 end
+if held >= reserved then
+  local s = tonumber(redis.call('HGET', h, 's') or '0')
+  if s >= shared then return 0 end
+  redis.call('HINCRBY', h, 's', 1)
+end
+redis.call('HINCRBY', h, 'k:' .. key, 1)
+redis.call('ZADD', z, string.format('%d', now + leaseMs), lease)
+redis.call('HSET', info, lease, ARGV[4] .. '\\n' .. key)
+return 1
+`)
+
+/**
+ * KEYS: pool hash, lease set, lease hash. ARGV: lease id, channel. Gives the permit back (an
+ * unknown or ended lease is ignored) and publishes on the channel.
+ *
+ * @internal
+ */
+export const release = script(`${common}
+local h, z, info = KEYS[1], KEYS[2], KEYS[3]
+local freed = free(h, info, ARGV[1])
+redis.call('ZREM', z, ARGV[1])
+if freed and tonumber(redis.call('HGET', h, 'w') or '0') > 0 then redis.call('PUBLISH', ARGV[2], '') end
+return freed and 1 or 0
+`)
+
+/**
+ * KEYS: pool hash, lease set, lease hash. ARGV: `1` (a waiter starts waiting) or `-1` (it stopped).
+ * Counts the waiting heads of every process in field `w`: releases publish only while it is above 0
+ * (a count left behind by a crashed process only costs messages).
+ *
+ * @internal
+ */
+export const waiting = script(`
+if redis.call('HINCRBY', KEYS[1], 'w', ARGV[1]) < 0 then redis.call('HSET', KEYS[1], 'w', '0') end
+return 1
+`)
+
+/**
+ * KEYS: pool hash, lease set, lease hash. Frees ended leases, then returns the pool hash as a flat
+ * field/value list.
+ *
+ * @internal
+ */
+export const snapshot = script(`${common}
+local h, z, info = KEYS[1], KEYS[2], KEYS[3]
+purge(h, z, info, now_ms())
+return redis.call('HGETALL', h)
+`)

@@ -1,0 +1,135 @@
+/**
+ * The persistence seam of `Concurrency`: pools of permits, each with a shared part, a reserved
+ * share per key and a maximum per key. `Concurrency` asks its store for two kinds of pool: one for
+ * tenants (`tenants`) and one per capped target (`target:<ref>`). The memory store (this process
+ * only) lives here; a shared store (Redis, `@modelgate/adapters/redis`) lets several gateway
+ * processes share one set of limits.
+ *
+ * Details
+ *
+ * - A key (a tenant, a target ref) uses its reserved permits first, then the shared part, never
+ *   more than its maximum: `held(k) ≤ max(k)` and `Σ max(0, held(k) − reserved(k)) ≤ shared`.
+ * - `acquire(key, until)` takes a permit at once when one is free, otherwise waits until the
+ *   epoch-ms instant `until` (by Effect's `Clock`) and answers `undefined` when none came before it.
+ *   A waiter still queued at `until` gets `undefined` (the tie rule of `Concurrency`).
+ * - `tryTake` is the synchronous step of `acquire` for a pool that answers without I/O (the memory
+ *   pool); a remote pool leaves it out, and `Concurrency` then has no `tryAcquire`.
+ * - A remote pool grants every permit with a lease: a holder that crashed (never released) gives
+ *   its permit back when the lease ends. `Permit.release` stays synchronous: a remote pool sends the
+ *   release without waiting for it, and a lost release is covered by the lease.
+ * - `acquire` fails with `StoreError` (`store: "permit"`) when the store cannot answer: the engine
+ *   refuses the call (fails closed), like a budget it cannot reserve.
+ *
+ * @since 0.3.0
+ */
+import type { Effect } from "effect"
+import { Context, Layer } from "effect"
+import type { StoreError } from "./Errors.js"
+import { Permits } from "./internal/permits.js"
+
+/**
+ * A held permit. `release` is synchronous and idempotent: the first call gives the permit back (to
+ * the next waiter, if any), later calls do nothing.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export interface Permit {
+  readonly release: () => void
+}
+
+/**
+ * The limits of one pool. `reservedOf` and `maxOf` are pure functions of the key.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface PoolOptions {
+  /** The pool's name in the store: `tenants`, or `target:<ref>` for a capped target. */
+  readonly name: string
+  /** Permits that any key may use (after the reserved shares). */
+  readonly shared: number
+  /** Permits only `key` may use. */
+  readonly reservedOf: (key: string) => number
+  /** Most permits `key` holds at once. */
+  readonly maxOf: (key: string) => number
+}
+
+/**
+ * Permits in use and waiters of one pool. A shared pool counts every process's holders and this
+ * process's waiters.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface PoolSnapshot {
+  readonly inUse: number
+  readonly sharedInUse: number
+  readonly waiting: number
+  /** Keys with state (holding or waiting). Idle keys have none. */
+  readonly keys: number
+  readonly byKey: ReadonlyMap<string, { readonly held: number; readonly waiting: number }>
+}
+
+/**
+ * One pool of permits.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface Pool {
+  /**
+   * A permit of `key`: at once when one is free, else FIFO among this process's waiters of `key`
+   * until the epoch-ms instant `until` (`Infinity`: no bound); `undefined` when none came before.
+   * Interrupting the wait leaves nothing behind.
+   */
+  readonly acquire: (key: string, until: number) => Effect.Effect<Permit | undefined, StoreError>
+  /**
+   * `acquire`'s synchronous step: a permit of `key` if one is free now and no waiter of `key` is
+   * queued before, else `undefined`. Only for pools that answer without I/O; never throws.
+   */
+  readonly tryTake?: ((key: string) => Permit | undefined) | undefined
+  readonly snapshot: Effect.Effect<PoolSnapshot>
+}
+
+/**
+ * A permit store: makes the pools `Concurrency` needs (called once per pool, when `Concurrency` is
+ * built).
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface Service {
+  readonly pool: (options: PoolOptions) => Pool
+}
+
+/**
+ * @since 0.3.0
+ * @category Context
+ */
+export class PermitStore extends Context.Tag("@modelgate/core/PermitStore")<PermitStore, Service>() {}
+
+/**
+ * Permits in this process's memory: every operation is synchronous (hence atomic) and never fails;
+ * waiting is strictly FIFO per key, and across keys for the shared part; a freed permit is handed
+ * straight to its waiter. Each pool has `tryTake`, so `Concurrency` keeps its synchronous fast path.
+ *
+ * @since 0.3.0
+ * @category Constructors
+ */
+export const memory: Service = PermitStore.of({ pool: (options) => new Permits(options) })
+
+/**
+ * @since 0.3.0
+ * @category Layers
+ */
+export const layerMemory: Layer.Layer<PermitStore> = Layer.succeed(PermitStore, memory)
+
+/**
+ * Whether `pool` answers without I/O (it has `tryTake`).
+ *
+ * @since 0.3.0
+ * @category Utils
+ */
+export const isLocal = (pool: Pool): pool is Pool & { readonly tryTake: (key: string) => Permit | undefined } =>
+  pool.tryTake !== undefined

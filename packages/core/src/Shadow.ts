@@ -1,0 +1,322 @@
+/**
+ * Shadow traffic: a sampled share of a workflow's successful calls is also sent to a candidate
+ * target, in a fiber of its own forked when the call settles, so the caller's answer, latency and
+ * errors never depend on it. A shadow call never runs for a command that offers side-effecting
+ * tools, never goes to a target outside the call's regions or data class (or lacking what the call
+ * needs), runs at most `maxConcurrent` at a time per workflow (more are dropped), is charged to the
+ * budget of its own tenant (`budgetTenant`; a call that does not fit is dropped), and ends in a
+ * {@link ShadowRecord} — outcome, schema validity, agreement with the primary's structured fields,
+ * latency and cost, never content — handed to the {@link ShadowRecorder}.
+ *
+ * @since 0.5.0
+ */
+import { Context, Duration, Effect, Either, Layer, Metric, Option, Ref, Schema } from "effect"
+import type { Budgets } from "./Budgets.js"
+import type { CompiledWorkflow } from "./GatewayConfig.js"
+import { bounded } from "./internal/deadline.js"
+import { type ModelCommand, TenantId } from "./ModelCommand.js"
+import type { ModelResult } from "./ModelResult.js"
+import type { ModelTarget } from "./ModelTarget.js"
+import { TargetRef } from "./ModelTarget.js"
+import { costAt, costOf, inputTokensAt, outputCapAt } from "./Pricing.js"
+import type { ProviderAdapter, ProviderResponse } from "./ProviderAdapter.js"
+import { canaryHash, checkTarget } from "./Router.js"
+import * as TokenEstimator from "./TokenEstimator.js"
+
+/**
+ * How one shadow call went (no content).
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export class ShadowRecord extends Schema.Class<ShadowRecord>("@modelgate/core/ShadowRecord")({
+  /** The primary call it shadowed. */
+  callId: Schema.String,
+  workflow: Schema.String,
+  candidate: TargetRef,
+  /** The target that answered the primary call. */
+  primary: Schema.optional(TargetRef),
+  outcome: Schema.Literal("success", "invalid_output", "refusal", "failed", "timeout"),
+  /** The error tag of a failed shadow call. */
+  errorTag: Schema.optional(Schema.String),
+  /** The candidate's answer against the workflow's schema (absent for free text). */
+  schemaValid: Schema.optional(Schema.Boolean),
+  /** Top-level fields of the primary's structured value the candidate's value equals, over those compared. */
+  agreement: Schema.optional(Schema.Number),
+  fieldsCompared: Schema.optional(Schema.Int),
+  latencyMs: Schema.Number,
+  cost: Schema.Number,
+  /** Epoch millis the shadow call started. */
+  startedAt: Schema.Number
+}) {}
+
+/**
+ * Where shadow records go.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface Recorder {
+  readonly record: (record: ShadowRecord) => Effect.Effect<void>
+}
+
+/**
+ * @since 0.5.0
+ * @category Context
+ */
+export class ShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder")<ShadowRecorder, Recorder>() {}
+
+/**
+ * One log line per shadow call (the gateway's default).
+ *
+ * @since 0.5.0
+ * @category Layers
+ */
+export const recorderLog: Recorder = {
+  record: (r) =>
+    Effect.annotateLogs(Effect.logInfo("modelgate shadow call"), {
+      callId: r.callId,
+      workflow: r.workflow,
+      candidate: r.candidate,
+      outcome: r.outcome,
+      ...(r.agreement === undefined ? {} : { agreement: r.agreement }),
+      latencyMs: r.latencyMs,
+      cost: r.cost
+    })
+}
+
+/**
+ * @since 0.5.0
+ * @category Layers
+ */
+export const layerLog: Layer.Layer<ShadowRecorder> = Layer.succeed(ShadowRecorder, recorderLog)
+
+/**
+ * A recorder that keeps every record in memory.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface Memory extends Recorder {
+  readonly records: Effect.Effect<ReadonlyArray<ShadowRecord>>
+}
+
+/**
+ * @since 0.5.0
+ * @category Context
+ */
+export class MemoryShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder/Memory")<
+  MemoryShadowRecorder,
+  Memory
+>() {}
+
+/**
+ * Keeps records in memory (tests, demos); provides both tags.
+ *
+ * @since 0.5.0
+ * @category Layers
+ */
+export const layerMemory: Layer.Layer<ShadowRecorder | MemoryShadowRecorder> = Layer.effectContext(
+  Effect.map(Ref.make<ReadonlyArray<ShadowRecord>>([]), (ref) => {
+    const memory: Memory = { record: (r) => Ref.update(ref, (all) => [...all, r]), records: Ref.get(ref) }
+    return Context.make(MemoryShadowRecorder, memory).pipe(Context.add(ShadowRecorder, memory))
+  })
+)
+
+/**
+ * Metrics of shadow traffic.
+ *
+ * @since 0.5.0
+ * @category Metrics
+ */
+export const metrics = {
+  /** Shadow calls made, by workflow, candidate and outcome. */
+  calls: Metric.counter("modelgate.shadow.calls", { description: "Shadow calls made", incremental: true }),
+  /** Sampled calls not shadowed, by workflow, candidate and reason (tools, policy, load, budget). */
+  dropped: Metric.counter("modelgate.shadow.dropped", {
+    description: "Sampled calls not shadowed (side-effecting tools, policy, load, budget)",
+    incremental: true
+  })
+} as const
+
+/**
+ * Whether the call `callId` is in the sampled `share` (a hash of the id: the same id, the same answer).
+ *
+ * @since 0.5.0
+ * @category Utils
+ */
+export const sampled = (callId: string, share: number): boolean =>
+  canaryHash(`shadow\u0000${callId}`) / 4_294_967_296 < share
+
+/**
+ * Share of the top-level fields of `primary` (a plain object) whose value `candidate` has too;
+ * `undefined` when either is not a plain object or `primary` has no fields.
+ *
+ * @since 0.5.0
+ * @category Utils
+ */
+export const agreementOf = (
+  primary: unknown,
+  candidate: unknown
+): { readonly agreement: number; readonly fields: number } | undefined => {
+  const isObject = (u: unknown): u is Record<string, unknown> =>
+    typeof u === "object" && u !== null && !Array.isArray(u)
+  if (!isObject(primary) || !isObject(candidate)) return undefined
+  const keys = Object.keys(primary)
+  if (keys.length === 0) return undefined
+  let same = 0
+  for (const k of keys) {
+    if (Object.hasOwn(candidate, k) && JSON.stringify(primary[k]) === JSON.stringify(candidate[k])) same++
+  }
+  return { agreement: Math.round((same / keys.length) * 10_000) / 10_000, fields: keys.length }
+}
+
+/**
+ * Starts shadow calls for a gateway.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface Runner {
+  /**
+   * When `primary` is sampled and allowed, forks its shadow call and returns at once; otherwise
+   * counts why not. Never fails.
+   */
+  readonly start: (
+    compiled: CompiledWorkflow,
+    target: ModelTarget,
+    command: ModelCommand,
+    primary: ModelResult
+  ) => Effect.Effect<void>
+}
+
+/**
+ * A runner over the gateway's adapters, budgets and recorder.
+ *
+ * @since 0.5.0
+ * @category Constructors
+ */
+export const makeRunner = (deps: {
+  readonly adapter: (provider: string) => ProviderAdapter | undefined
+  readonly budgets: Budgets["Type"]
+  readonly recorder: Recorder
+}): Runner => {
+  const inFlight = new Map<string, number>()
+  const tagged = <A extends Metric.Metric.Counter<number>>(m: A, workflow: string, candidate: string) =>
+    Metric.tagged(Metric.tagged(m, "workflow", workflow), "candidate", candidate)
+  const drop = (workflow: string, candidate: string, reason: string) =>
+    Metric.increment(Metric.tagged(tagged(metrics.dropped, workflow, candidate), "reason", reason))
+  const run = (
+    compiled: CompiledWorkflow,
+    target: ModelTarget,
+    command: ModelCommand,
+    primary: ModelResult,
+    adapter: ProviderAdapter
+  ): Effect.Effect<void> =>
+    Effect.gen(function* () {
+      const w = compiled.workflow
+      const shadow = w.shadow!
+      const estimated = TokenEstimator.estimateInput({
+        messages: command.messages,
+        tools: command.tools,
+        outputJsonSchema: compiled.jsonSchema
+      })
+      const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target)
+      const worst = costAt(target, inputTokensAt(estimated, target), cap)
+      const reservation = yield* Effect.either(deps.budgets.reserve(TenantId.make(shadow.budgetTenant), worst))
+      if (Either.isLeft(reservation)) return yield* drop(w.name, target.ref, "budget")
+      const startedAt = yield* Effect.clockWith((c) => c.currentTimeMillis)
+      const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)
+      const response = yield* Effect.either(
+        bounded(
+          adapter.generate({
+            target,
+            messages: command.messages,
+            tools: command.tools ?? [],
+            toolChoice: command.toolChoice,
+            output:
+              compiled.jsonSchema === undefined
+                ? undefined
+                : {
+                    name: w.name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64),
+                    jsonSchema: compiled.jsonSchema,
+                    strict: target.capabilities.structuredOutput.mode === "json_schema_strict"
+                  },
+            maxOutputTokens: cap,
+            timeout: Duration.millis(perAttemptMs)
+          }),
+          startedAt + perAttemptMs
+        )
+      )
+      const endedAt = yield* Effect.clockWith((c) => c.currentTimeMillis)
+      const answered: ProviderResponse | undefined =
+        Either.isRight(response) && Option.isSome(response.right) ? response.right.value : undefined
+      const usage = answered?.usage ?? (Either.isLeft(response) ? response.left.usage : undefined)
+      // Sent without a reported usage (cut by its timeout, a failure): its input was likely billed.
+      const cost = usage === undefined ? costAt(target, inputTokensAt(estimated, target), 0) : costOf(target, usage)
+      yield* reservation.right.settle(cost)
+      let outcome: ShadowRecord["outcome"] =
+        answered !== undefined ? "success" : Either.isRight(response) ? "timeout" : "failed"
+      let schemaValid: boolean | undefined
+      let agreement: { readonly agreement: number; readonly fields: number } | undefined
+      if (answered?.refusal === true) outcome = "refusal"
+      else if (answered !== undefined && compiled.decode !== undefined && answered.toolCalls.length === 0) {
+        let json: unknown
+        let parsed = true
+        try {
+          json = JSON.parse(answered.text ?? "")
+        } catch {
+          parsed = false
+        }
+        const decoded = parsed ? compiled.decode(json) : undefined
+        schemaValid = decoded !== undefined && Either.isRight(decoded)
+        if (decoded !== undefined && Either.isRight(decoded)) {
+          agreement = agreementOf(primary.content.value, decoded.right)
+        } else outcome = "invalid_output"
+      }
+      const record = new ShadowRecord(
+        {
+          callId: primary.evidence.callId,
+          workflow: w.name,
+          candidate: target.ref,
+          primary: primary.evidence.target,
+          outcome,
+          errorTag: Either.isLeft(response) ? response.left._tag : undefined,
+          schemaValid,
+          agreement: agreement?.agreement,
+          fieldsCompared: agreement?.fields,
+          latencyMs: endedAt - startedAt,
+          cost,
+          startedAt
+        },
+        { disableValidation: true }
+      )
+      yield* Metric.increment(Metric.tagged(tagged(metrics.calls, w.name, target.ref), "outcome", outcome))
+      yield* deps.recorder.record(record)
+    })
+  return {
+    start: (compiled, target, command, primary) =>
+      Effect.suspend(() => {
+        const w = compiled.workflow
+        const shadow = w.shadow
+        if (shadow === undefined || !sampled(primary.evidence.callId, shadow.share)) return Effect.void
+        if (command.allowsStateChangingTools) return drop(w.name, target.ref, "side_effecting_tools")
+        if (checkTarget(compiled, command, target, undefined, "generate") !== undefined) {
+          return drop(w.name, target.ref, "policy")
+        }
+        const adapter = deps.adapter(target.provider)
+        if (adapter === undefined) return drop(w.name, target.ref, "policy")
+        const running = inFlight.get(w.name) ?? 0
+        if (running >= shadow.maxConcurrent) return drop(w.name, target.ref, "load")
+        inFlight.set(w.name, running + 1)
+        const done = Effect.sync(() => inFlight.set(w.name, (inFlight.get(w.name) ?? 1) - 1))
+        // Its own fiber: nothing of it is on the caller's path; whatever happens, it only logs.
+        const body = run(compiled, target, command, primary, adapter).pipe(
+          // A defect's message may quote content: only that it happened is logged.
+          Effect.catchAllCause(() => Effect.logWarning(`modelgate: shadow call for ${primary.evidence.callId} failed`)),
+          Effect.ensuring(done)
+        )
+        return Effect.asVoid(Effect.forkDaemon(body))
+      })
+  }
+}

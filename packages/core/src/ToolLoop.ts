@@ -1,0 +1,743 @@
+/**
+ * A typed tool loop over the gateway: the model is asked through `ModelGateway.generate` (routing,
+ * deadline, budget, evidence, and inside an `AgentRun` the run's deadline and budget), the tools it
+ * calls are decoded with their Schemas and run, and their results go back to it, until it answers
+ * without tool calls or `maxSteps` model calls were made.
+ *
+ * Tools are declared once, by Schema ({@link make}): name, description, a `parameters` Schema (its
+ * JSON Schema, from `JSONSchema.make`, is what the model sees), a `result` Schema (the tool message
+ * is its encoded form as JSON), `sideEffecting`, and a handler. The core does not depend on
+ * `@effect/ai`; a `Tool` of a Toolkit converts into this shape (`name`, `description`,
+ * `parametersSchema` → `parameters`, `successSchema` → `result`, its handler).
+ *
+ * Rules of the loop
+ *
+ * - Step `n` (from `firstStep`, default 1) is one model call plus the tool calls it asks for, run in
+ *   order. Every model call carries the run id and its step (evidence, CallRecords, spans).
+ * - Arguments are parsed and decoded with the tool's `parameters` Schema (unknown fields are an
+ *   error). A bad argument, or an unknown tool, goes back to the model as a tool message
+ *   `{"error": …, "issues": [paths and kinds, never values]}` and costs a step, so `maxSteps`
+ *   bounds the corrections.
+ * - Side-effecting tools run through `ToolLedger.runOnce` with the key (run id, step, tool name,
+ *   index of the tool in the step): at most once per key, the result stored before the next model
+ *   call. Read-only tools run every time.
+ * - `maxSteps`: when the `maxSteps`-th answer still asks for tools, the loop fails with
+ *   {@link MaxStepsExceeded} and runs none of them (nothing could read their results).
+ * - `AmbiguousOutcome` rules hold: the gateway never retries a model call that may have been
+ *   processed while side-effecting tools are offered, and neither does the loop by default. With
+ *   `ambiguousRetries: n` the loop starts again from its first step (same run id, so the same
+ *   keys) after checking that every side-effecting call it ran has a completed-effect record
+ *   (`ToolLedger.checkReplay`, else `ToolReplayRefused`): the model is asked again, side-effecting
+ *   calls are replayed from the ledger instead of run again. It is the path a run takes when it is
+ *   picked up after a crash (only the ledger survives), so the two never differ.
+ * - A tool handler's typed failure goes back to the model as a tool message
+ *   `{"error": "tool failed", "tag": …}` (with `failure: Schema`, its encoded form as `failure`);
+ *   a side-effecting call that failed is "not done" in the ledger, so a later step may try again.
+ *   Defects and ledger errors (`ToolReplayRefused`, `ToolResultUndecodable`, `StoreError`) fail
+ *   the loop.
+ * - Handlers need no services of their own in the loop's type: build tools where their services
+ *   are at hand ({@link makeWithServices} captures them from the context).
+ *
+ * Degraded agent step (when it returns a {@link Suggestion})
+ *
+ * A step is degraded when its model call was answered by the workflow's degraded mode: every route
+ * failed for availability reasons (`Disposition.isAvailability`: 5xx, overload, transport errors,
+ * timeouts, 429s) and the workflow's `degrade` handler answered (`evidence.degraded`). A
+ * degrade handler made with {@link proposing} answers with the tool calls the step would make (e.g.
+ * keyword rules). If any of them is side-effecting, the loop returns a `Suggestion` — those calls,
+ * arguments decoded with the tools' Schemas — for a person to approve, and runs no tool;
+ * {@link approve} later runs the approved calls once, through the ledger. A degraded answer that
+ * proposes no side-effecting call ends the loop as `Completed` with `degraded: true` (read-only
+ * proposals are not run: no model could read their results). Without a degrade handler there is
+ * no one to propose a call: the step fails with the availability error and no tool runs. (Open
+ * breakers that leave no target to try end in `NoEligibleRoute`, which is not degraded.)
+ *
+ * @since 0.5.0
+ */
+import { Cause, Clock, Effect, Either, JSONSchema, Option, ParseResult, Schema } from "effect"
+import * as AgentRun from "./AgentRun.js"
+import { AmbiguousOutcome, type GatewayError, InvalidOutput, InvalidRequest, StoreError } from "./Errors.js"
+import type { DegradeHandler } from "./GatewayConfig.js"
+import { describeIssue, jsonPath, valueFreeIssues } from "./internal/issues.js"
+import { type Message, ModelCommand, type ToolCall, type ToolDefinition } from "./ModelCommand.js"
+import * as ModelGateway from "./ModelGateway.js"
+import { CallId, type ModelResult, Usage } from "./ModelResult.js"
+import type * as RunEvents from "./RunEvents.js"
+import * as ToolLedger from "./ToolLedger.js"
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * What a tool's handler knows about the call it serves.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface ToolContext {
+  readonly runId: string
+  readonly step: number
+  /** The id the model gave the call. */
+  readonly toolCallId: string
+  /** The ledger key of a side-effecting call (pass it on so the outside system rejects duplicates). */
+  readonly idempotencyKey: string | undefined
+}
+
+/**
+ * What the loop sees of a tool (any argument and result types): its name, kind, wire definition,
+ * and how to decode and run one call. Made by {@link make}.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface Any {
+  readonly name: string
+  readonly description: string
+  readonly sideEffecting: boolean
+  /** The tool as offered to the model (JSON Schema of the parameters). */
+  readonly definition: ToolDefinition
+  /** The tool as the ledger knows it. */
+  readonly info: ToolLedger.ToolInfo
+  /** Decodes arguments (parsed JSON) with the `parameters` Schema: the call, or value-free issues. */
+  readonly decode: (input: unknown) => Either.Either<Prepared, ReadonlyArray<string>>
+  /** Checks already decoded arguments (a {@link Suggestion}'s) against the `parameters` type. */
+  readonly validate: (value: unknown) => Either.Either<Prepared, ReadonlyArray<string>>
+}
+
+/**
+ * One call whose arguments decoded: the decoded arguments and how to run it.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface Prepared {
+  readonly arguments: unknown
+  /** Runs the handler (through the ledger when side-effecting): the tool message and how it ended. */
+  readonly execute: (ref: CallRef) => Effect.Effect<Executed, LedgerError, ToolLedger.ToolLedger>
+}
+
+/**
+ * Where a tool call sits: run, step, index of the tool in the step, the model's call id.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface CallRef {
+  readonly runId: string
+  readonly step: number
+  readonly index: number
+  readonly toolCallId: string
+}
+
+/**
+ * A tool call that ran: the tool message content (the encoded result as JSON) and whether the
+ * ledger replayed a stored result instead of running the handler.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface Executed {
+  readonly content: string
+  readonly replayed: boolean
+  /** The tag of the handler's typed failure (sent to the model as a tool error), if it failed. */
+  readonly failed: string | undefined
+}
+
+/**
+ * Errors of the ledger a side-effecting call can fail with.
+ *
+ * @since 0.5.0
+ * @category Errors
+ */
+export type LedgerError = ToolLedger.ToolReplayRefused | ToolLedger.ToolResultUndecodable | StoreError
+
+/**
+ * A tool declared by Schema.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface Tool<Name extends string, A, I, Res, ResI, E = never> extends Any {
+  readonly name: Name
+  readonly parameters: Schema.Schema<A, I>
+  readonly result: Schema.Schema<Res, ResI>
+  readonly handler: (args: A, context: ToolContext) => Effect.Effect<Res, E>
+}
+
+/**
+ * What {@link make} takes.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface ToolOptions<Name extends string, A, I, Res, ResI, E, EI, R> {
+  readonly name: Name
+  readonly description: string
+  /** Decodes the model's arguments; its JSON Schema is offered to the model. */
+  readonly parameters: Schema.Schema<A, I>
+  /** Encodes the result into the tool message (and the ledger). */
+  readonly result: Schema.Schema<Res, ResI>
+  /** Encodes a typed failure into the tool message; without it only the failure's `_tag` is sent. */
+  readonly failure?: Schema.Schema<E, EI> | undefined
+  readonly sideEffecting: boolean
+  readonly handler: (args: A, context: ToolContext) => Effect.Effect<Res, E, R>
+}
+
+const toolName = /^[A-Za-z0-9_-]{1,64}$/
+
+/** Value-free issues of a failed decode: `$.path kind (expected …)`. */
+const issuesText = (error: ParseResult.ParseError): ReadonlyArray<string> =>
+  valueFreeIssues(error, 20).map((i) => `${jsonPath(i.path)} ${describeIssue(i)}`)
+
+/**
+ * The JSON Schema of `parameters` as offered to the model (without `$schema`).
+ *
+ * @since 0.5.0
+ * @category Utils
+ */
+export const parametersJsonSchema = <A, I>(parameters: Schema.Schema<A, I>): Record<string, unknown> => {
+  const { $schema: _, ...rest } = JSONSchema.make(parameters)
+  return { ...rest }
+}
+
+/**
+ * Declares a tool. Throws at definition when the name is not `[A-Za-z0-9_-]{1,64}` or the
+ * parameters have no JSON Schema.
+ *
+ * ```ts
+ * const createTask = ToolLoop.make({
+ *   name: "create_follow_up_task",
+ *   description: "Creates a follow-up task",
+ *   parameters: Schema.Struct({ ticketId: Schema.String, title: Schema.String }),
+ *   result: Task,
+ *   sideEffecting: true,
+ *   handler: (args, { idempotencyKey }) => tasks.create(args, idempotencyKey)
+ * })
+ * ```
+ *
+ * @since 0.5.0
+ * @category Constructors
+ */
+export const make = <const Name extends string, A, I, Res, ResI, E = never, EI = never>(
+  options: ToolOptions<Name, A, I, Res, ResI, E, EI, never>
+): Tool<Name, A, I, Res, ResI, E> => {
+  if (!toolName.test(options.name)) throw new Error(`invalid tool name "${options.name}"`)
+  const jsonSchema = parametersJsonSchema(options.parameters)
+  const ledgerTool = (options.sideEffecting ? ToolLedger.sideEffecting : ToolLedger.readOnly)({
+    name: options.name,
+    result: options.result,
+    description: options.description,
+    parameters: jsonSchema
+  })
+  const decodeArgs = Schema.decodeUnknownEither(options.parameters, { errors: "all", onExcessProperty: "error" })
+  const validateArgs = Schema.validateEither(options.parameters, { errors: "all", onExcessProperty: "error" })
+  const encodeResult = Schema.encode(options.result)
+  const encodeFailure = options.failure === undefined ? undefined : Schema.encodeOption(options.failure)
+  /** The tool message of a typed failure: its tag, and its encoded form when a failure Schema is given. */
+  const failedContent = (e: E): Executed => {
+    const tag = errorTagOf(e) ?? "ToolFailure"
+    const encoded = encodeFailure === undefined ? Option.none() : encodeFailure(e)
+    return {
+      content: JSON.stringify({
+        error: "tool failed",
+        tag,
+        ...(Option.isSome(encoded) ? { failure: encoded.value } : {})
+      }),
+      replayed: false,
+      failed: tag
+    }
+  }
+  const prepare = (args: A): Prepared => ({
+    arguments: args,
+    execute: (ref) =>
+      Effect.suspend(() => {
+        const key = ToolLedger.key(ledgerTool, ref)
+        const context: ToolContext = {
+          runId: ref.runId,
+          step: ref.step,
+          toolCallId: ref.toolCallId,
+          idempotencyKey: options.sideEffecting ? key.id : undefined
+        }
+        let ran = false
+        const work = Effect.suspend(() => {
+          ran = true
+          return options.handler(args, context)
+        })
+        const value = options.sideEffecting ? ToolLedger.runOnce(key, work) : work
+        // A value the tool's own result Schema cannot encode is a bug of the tool: a defect.
+        const done = Effect.flatMap(value, (v) =>
+          Effect.map(
+            Effect.orDie(encodeResult(v)),
+            (encoded): Executed => ({ content: JSON.stringify(encoded) ?? "null", replayed: !ran, failed: undefined })
+          )
+        )
+        // The handler's own failure becomes a tool message; the ledger's fail the loop.
+        return Effect.catchIf(
+          done,
+          (e): e is E => ran && !isLedgerError(e),
+          (e) => Effect.succeed(failedContent(e))
+        )
+      })
+  })
+  return {
+    name: options.name,
+    description: options.description,
+    sideEffecting: options.sideEffecting,
+    parameters: options.parameters,
+    result: options.result,
+    handler: options.handler,
+    definition: ToolLedger.toolDefinition(ledgerTool),
+    info: ledgerTool,
+    decode: (input) => Either.mapLeft(Either.map(decodeArgs(input), prepare), issuesText),
+    validate: (value) => Either.mapLeft(Either.map(validateArgs(value), prepare), issuesText)
+  }
+}
+
+/**
+ * {@link make} for a handler that needs services: captures them from the context it runs in, so
+ * the tool needs nothing more in the loop.
+ *
+ * @since 0.5.0
+ * @category Constructors
+ */
+export const makeWithServices = <const Name extends string, A, I, Res, ResI, E = never, EI = never, R = never>(
+  options: ToolOptions<Name, A, I, Res, ResI, E, EI, R>
+): Effect.Effect<Tool<Name, A, I, Res, ResI, E>, never, R> =>
+  Effect.map(Effect.context<R>(), (services) =>
+    make<Name, A, I, Res, ResI, E, EI>({
+      ...options,
+      handler: (args, context) => Effect.provide(options.handler(args, context), services)
+    })
+  )
+
+const isLedgerError = (e: unknown): boolean =>
+  e instanceof ToolLedger.ToolReplayRefused || e instanceof ToolLedger.ToolResultUndecodable || e instanceof StoreError
+
+// ---------------------------------------------------------------------------------------------
+// Outcomes and errors
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The model answered without tool calls (or, `degraded: true`, the workflow's degraded mode
+ * answered without proposing a side-effecting call).
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface Completed {
+  readonly _tag: "Completed"
+  /** The last answer. */
+  readonly result: ModelResult
+  /** The conversation that led to it (the command's messages, then assistant and tool messages). */
+  readonly messages: ReadonlyArray<Message>
+  /** Model calls the loop made (of its last pass, after an ambiguous retry). */
+  readonly steps: number
+  readonly degraded: boolean
+}
+
+/**
+ * A tool call proposed for approval: the tool and its arguments, decoded with its Schema.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export const ProposedCall = Schema.Struct({
+  name: Schema.String,
+  arguments: Schema.Unknown
+}).annotations({ identifier: "@modelgate/core/ToolLoop/ProposedCall" })
+/** @since 0.5.0 */
+export interface ProposedCall extends Schema.Schema.Type<typeof ProposedCall> {}
+
+/**
+ * A degraded step's side-effecting calls, for a person to approve instead of the loop acting.
+ * `callId` is the degraded call's.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export class Suggestion extends Schema.TaggedClass<Suggestion>("@modelgate/core/ToolLoop/Suggestion")("Suggestion", {
+  runId: Schema.String,
+  step: Schema.Int,
+  callId: CallId,
+  reason: Schema.Literal("degraded_answer"),
+  calls: Schema.Array(ProposedCall)
+}) {}
+
+/**
+ * How a loop ends without an error.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export type Outcome = Completed | Suggestion
+
+/**
+ * The `maxSteps`-th answer still asked for tools; none of them ran. `callId` is that answer's.
+ *
+ * @since 0.5.0
+ * @category Errors
+ */
+export class MaxStepsExceeded extends Schema.TaggedError<MaxStepsExceeded>()("MaxStepsExceeded", {
+  runId: Schema.String,
+  maxSteps: Schema.Int,
+  callId: CallId
+}) {
+  override get message(): string {
+    return `tool loop of run ${this.runId} still asked for tools after ${this.maxSteps} step(s)`
+  }
+}
+
+/**
+ * Runs the calls of a {@link Suggestion} a person approved, in order, through the ledger with the
+ * keys the loop would have used at its step (run id, step, tool, index): approving twice, or a run
+ * that later reaches the same call at that step, replays the stored result instead of acting again.
+ * A call whose tool is not among `tools`, or whose arguments no longer satisfy its Schema, fails
+ * with `InvalidRequest` before anything runs.
+ *
+ * @since 0.5.0
+ * @category Combinators
+ */
+export const approve = (
+  suggestion: Suggestion,
+  tools: ReadonlyArray<Any>
+): Effect.Effect<ReadonlyArray<Executed>, InvalidRequest | LedgerError, ToolLedger.ToolLedger> =>
+  Effect.suspend((): Effect.Effect<ReadonlyArray<Executed>, InvalidRequest | LedgerError, ToolLedger.ToolLedger> => {
+    const byName = new Map(tools.map((t) => [t.name, t]))
+    const prepared: Array<{ readonly name: string; readonly call: Prepared }> = []
+    for (const [i, call] of suggestion.calls.entries()) {
+      const tool = byName.get(call.name)
+      const checked =
+        tool === undefined ? Either.left([`$.calls.${i}.name is not one of the tools`]) : tool.validate(call.arguments)
+      if (Either.isLeft(checked)) {
+        return Effect.fail(
+          new InvalidRequest({ reason: "invalid_command", detail: `unusable suggestion: ${checked.left.join("; ")}` })
+        )
+      }
+      prepared.push({ name: call.name, call: checked.right })
+    }
+    const seen = new Map<string, number>()
+    return Effect.forEach(prepared, ({ name, call }, i) => {
+      const index = seen.get(name) ?? 0
+      seen.set(name, index + 1)
+      return call.execute({
+        runId: suggestion.runId,
+        step: suggestion.step,
+        index,
+        toolCallId: `suggestion/${suggestion.callId}/${i}`
+      })
+    })
+  })
+
+/**
+ * What a degraded answer proposes (see {@link proposing}): tool calls with their arguments.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export const Proposal = Schema.Struct({ toolCalls: Schema.Array(ProposedCall) }).annotations({
+  identifier: "@modelgate/core/ToolLoop/Proposal"
+})
+/** @since 0.5.0 */
+export interface Proposal extends Schema.Schema.Type<typeof Proposal> {}
+
+/**
+ * A degrade handler for an agent workflow (no output schema): the tool calls the step would make,
+ * computed without a model (e.g. keyword rules). The loop turns side-effecting ones into a
+ * {@link Suggestion}.
+ *
+ * @since 0.5.0
+ * @category Constructors
+ */
+export const proposing =
+  (propose: (command: ModelCommand) => Effect.Effect<ReadonlyArray<ProposedCall>>): DegradeHandler =>
+  (command) =>
+    Effect.map(propose(command), (toolCalls): Proposal => ({ toolCalls }))
+
+/**
+ * The arguments of a proposed call typed by `tool`, when the call is one of `tool`'s (checked
+ * against the decoded type of its `parameters`).
+ *
+ * @since 0.5.0
+ * @category Accessors
+ */
+export const argumentsOf = <A, I>(
+  call: ProposedCall,
+  tool: { readonly name: string; readonly parameters: Schema.Schema<A, I> }
+): Option.Option<A> =>
+  call.name === tool.name ? Schema.validateOption(tool.parameters)(call.arguments) : Option.none()
+
+// ---------------------------------------------------------------------------------------------
+// The loop
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Options of {@link run}.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export interface Options {
+  /** Most model calls of one pass (≥ 1). */
+  readonly maxSteps: number
+  /** Step number of the first model call (default 1); loops sharing a run use distinct ranges. */
+  readonly firstStep?: number | undefined
+  /** Times the loop starts again from its first step after `AmbiguousOutcome` (default 0). */
+  readonly ambiguousRetries?: number | undefined
+}
+
+/**
+ * Every error of the loop (a tool's own typed failure goes back to the model instead).
+ *
+ * @since 0.5.0
+ * @category Errors
+ */
+export type LoopError = GatewayError | MaxStepsExceeded | LedgerError
+
+const decodeProposal = Schema.decodeUnknownOption(Proposal)
+
+const parseArguments = (text: string): Either.Either<unknown, ReadonlyArray<string>> => {
+  try {
+    return Either.right(JSON.parse(text))
+  } catch {
+    return Either.left(["$ is not valid JSON"])
+  }
+}
+
+const errorTagOf = (e: unknown): string | undefined =>
+  typeof e === "object" && e !== null && "_tag" in e && typeof e._tag === "string" ? e._tag : undefined
+
+const conversationLimits = (error: unknown): InvalidRequest =>
+  new InvalidRequest({
+    reason: "invalid_command",
+    detail: `the tool loop's conversation broke a command limit: ${
+      ParseResult.isParseError(error) ? issuesText(error).join("; ") : "invalid command"
+    }`
+  })
+
+/**
+ * Runs the tool loop for `command` with `tools` (see the module's rules). The run id is the
+ * current `AgentRun`'s, else the command's `runId`; without either it fails with
+ * `InvalidRequest` (`invalid_command`). The command's own `tools` are replaced by `tools`.
+ *
+ * @since 0.5.0
+ * @category Combinators
+ */
+export const run = (
+  command: ModelCommand,
+  tools: ReadonlyArray<Any>,
+  options: Options
+): Effect.Effect<Outcome, LoopError, ModelGateway.ModelGateway | ToolLedger.ToolLedger> =>
+  Effect.gen(function* () {
+    const gateway = yield* ModelGateway.ModelGateway
+    const ledger = yield* ToolLedger.ToolLedger
+    const agentRun = Option.getOrUndefined(yield* AgentRun.current)
+    const runId = agentRun?.runId ?? command.runId
+    if (runId === undefined) {
+      return yield* new InvalidRequest({
+        reason: "invalid_command",
+        detail: "the tool loop needs a run id: run it inside AgentRun.run or set the command's runId"
+      })
+    }
+    if (!Number.isInteger(options.maxSteps) || options.maxSteps < 1) {
+      return yield* Effect.dieMessage(`maxSteps must be an integer ≥ 1, got ${options.maxSteps}`)
+    }
+    const hub: RunEvents.Hub | undefined = agentRun?.events
+    const withContent = agentRun?.eventContent ?? false
+    const firstStep = options.firstStep ?? 1
+    const byName = new Map<string, Any>()
+    for (const tool of tools) {
+      if (byName.has(tool.name)) return yield* Effect.dieMessage(`two tools are named "${tool.name}"`)
+      byName.set(tool.name, tool)
+    }
+    const definitions = tools.map((t) => t.definition)
+    /** Side-effecting calls the loop ran or replayed (checked before an ambiguous retry). */
+    const keysRun: Array<ToolLedger.KeyInfo> = []
+    const state = { steps: 0, usage: Usage.zero, startedAt: yield* Clock.currentTimeMillis }
+    const spentAtStart = agentRun?.spent ?? 0
+
+    const commandFor = (messages: ReadonlyArray<Message>, step: number) =>
+      Effect.try({
+        try: () =>
+          new ModelCommand({
+            ...command,
+            messages: [command.messages[0], ...messages.slice(1)],
+            tools: definitions,
+            runId,
+            step
+          }),
+        catch: conversationLimits
+      })
+
+    /** One tool call: its tool message content, with `PreTool`/`PostTool`. */
+    const runCall = (call: ToolCall, step: number, index: number) =>
+      Effect.gen(function* () {
+        const tool = byName.get(call.name)
+        const sideEffecting = tool?.sideEffecting ?? false
+        const key =
+          tool !== undefined && sideEffecting ? ToolLedger.idempotencyKey(runId, step, tool.name, index) : undefined
+        const startedAt = yield* Clock.currentTimeMillis
+        hub?.unsafeOffer({
+          _tag: "PreTool",
+          runId,
+          step,
+          toolCallId: call.id,
+          tool: call.name,
+          sideEffecting,
+          key,
+          arguments: withContent ? call.arguments : undefined,
+          at: startedAt
+        })
+        const post = (outcome: RunEvents.ToolOutcome, content: string | undefined, errorTag?: string) =>
+          Effect.map(Clock.currentTimeMillis, (at) => {
+            hub?.unsafeOffer({
+              _tag: "PostTool",
+              runId,
+              step,
+              toolCallId: call.id,
+              tool: call.name,
+              sideEffecting,
+              key,
+              outcome,
+              errorTag,
+              latencyMs: at - startedAt,
+              result: withContent ? content : undefined,
+              at
+            })
+          })
+        if (tool === undefined) {
+          const content = JSON.stringify({ error: "unknown tool", tools: [...byName.keys()] })
+          yield* post("unknown_tool", content)
+          return content
+        }
+        const decoded = Either.flatMap(parseArguments(call.arguments), tool.decode)
+        if (Either.isLeft(decoded)) {
+          const content = JSON.stringify({ error: "invalid arguments", issues: decoded.left })
+          yield* post("invalid_arguments", content)
+          return content
+        }
+        const executed = yield* decoded.right
+          .execute({ runId, step, index, toolCallId: call.id })
+          .pipe(Effect.tapError((e) => post("failed", undefined, errorTagOf(e))))
+        if (executed.failed !== undefined) {
+          yield* post("failed", executed.content, executed.failed)
+          return executed.content
+        }
+        if (key !== undefined) keysRun.push({ id: key, runId, step, tool: tool.info })
+        yield* post(executed.replayed ? "replayed" : "success", executed.content)
+        return executed.content
+      })
+
+    /** A degraded answer: a Suggestion of its side-effecting proposals, else Completed (degraded). */
+    const degradedOutcome = (result: ModelResult, step: number, messages: ReadonlyArray<Message>) =>
+      Effect.gen(function* () {
+        const completed: Completed = { _tag: "Completed", result, messages, steps: state.steps, degraded: true }
+        const proposal = decodeProposal(result.content.value)
+        if (Option.isNone(proposal)) return completed
+        const calls: Array<ProposedCall> = []
+        const invalid = (issues: ReadonlyArray<string>) =>
+          new InvalidOutput({ callId: result.evidence.callId, attempts: result.evidence.attempts, issues })
+        for (const [i, proposed] of proposal.value.toolCalls.entries()) {
+          const tool = byName.get(proposed.name)
+          if (tool === undefined) return yield* invalid([`$.toolCalls.${i}.name is not a tool of the loop`])
+          if (!tool.sideEffecting) continue
+          const decoded = tool.decode(proposed.arguments)
+          if (Either.isLeft(decoded)) {
+            return yield* invalid(decoded.left.map((issue) => issue.replace(/^\$/, `$.toolCalls.${i}.arguments`)))
+          }
+          calls.push({ name: tool.name, arguments: decoded.right.arguments })
+        }
+        if (calls.length === 0) return completed
+        return new Suggestion({ runId, step, callId: result.evidence.callId, reason: "degraded_answer", calls })
+      })
+
+    const pass: Effect.Effect<Outcome, LoopError, ToolLedger.ToolLedger> = Effect.gen(function* () {
+      state.steps = 0
+      const messages: Array<Message> = [...command.messages]
+      for (let k = 0; ; k++) {
+        const step = firstStep + k
+        const cmd = yield* commandFor(messages, step)
+        state.steps++
+        const result = yield* AgentRun.step(step, gateway.generate(cmd))
+        state.usage = state.usage.add(result.evidence.usage)
+        if (result.evidence.degraded) return yield* degradedOutcome(result, step, messages)
+        const calls = result.content.toolCalls
+        if (calls.length === 0) {
+          return { _tag: "Completed", result, messages, steps: state.steps, degraded: false } satisfies Completed
+        }
+        if (k + 1 >= options.maxSteps) {
+          return yield* new MaxStepsExceeded({ runId, maxSteps: options.maxSteps, callId: result.evidence.callId })
+        }
+        const text = result.content.text
+        messages.push({ _tag: "assistant", toolCalls: calls, ...(text !== undefined ? { content: text } : {}) })
+        // The step's results are all recorded (side-effecting ones in the ledger) before the next model call.
+        const seen = new Map<string, number>()
+        let effects = 0
+        for (const call of calls) {
+          const index = seen.get(call.name) ?? 0
+          seen.set(call.name, index + 1)
+          const keysBefore = keysRun.length
+          const content = yield* runCall(call, step, index)
+          effects += keysRun.length - keysBefore
+          messages.push({ _tag: "tool", toolCallId: call.id, name: call.name.slice(0, 64), content })
+        }
+        if (hub !== undefined && agentRun !== undefined) {
+          const at = yield* Clock.currentTimeMillis
+          hub.unsafeOffer({
+            _tag: "Checkpoint",
+            runId,
+            step,
+            tools: calls.length,
+            effects,
+            spent: agentRun.spent,
+            remainingBudget: agentRun.budget === undefined ? undefined : AgentRun.remainingBudget(agentRun),
+            remainingMs: Math.max(0, agentRun.deadlineAt - at),
+            at
+          })
+        }
+      }
+    })
+
+    const withRetries = (left: number): typeof pass =>
+      left <= 0
+        ? pass
+        : Effect.catchIf(
+            pass,
+            (e): e is AmbiguousOutcome => e instanceof AmbiguousOutcome,
+            // Replay only when every side-effecting call so far has a completed-effect record.
+            () => Effect.zipRight(ledger.checkReplay(keysRun), withRetries(left - 1))
+          )
+
+    return yield* withRetries(options.ambiguousRetries ?? 0).pipe(
+      Effect.onExit((exit) =>
+        hub === undefined || agentRun === undefined
+          ? Effect.void
+          : Effect.map(Clock.currentTimeMillis, (at) => {
+              const failure =
+                exit._tag === "Failure" ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+              const interrupted = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)
+              hub.unsafeOffer({
+                _tag: "TaskCompleted",
+                runId,
+                outcome:
+                  exit._tag === "Failure"
+                    ? "failed"
+                    : exit.value._tag === "Suggestion"
+                      ? "suggested"
+                      : exit.value.degraded
+                        ? "degraded"
+                        : "completed",
+                errorTag:
+                  exit._tag === "Failure"
+                    ? (errorTagOf(failure) ?? (interrupted ? "Interrupted" : "Defect"))
+                    : undefined,
+                steps: state.steps,
+                usage: state.usage,
+                cost: agentRun.spent - spentAtStart,
+                latencyMs: at - state.startedAt,
+                at
+              })
+            })
+      )
+    )
+  })

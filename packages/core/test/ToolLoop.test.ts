@@ -1,0 +1,563 @@
+/**
+ * The typed tool loop: every model step through the gateway, arguments decoded with the tool's
+ * Schema (a bad one goes back to the model), side-effecting tools through the ledger (replayed,
+ * never run twice, after AmbiguousOutcome), maxSteps, and the degraded step's Suggestion.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { AgentRun, CallRecorder, ToolLedger, ToolLoop } from "@modelgate/core"
+import { TenantId } from "@modelgate/core/ModelCommand"
+import { ScriptedProvider } from "@modelgate/testing"
+import { Cause, type Context, Effect, Exit, Fiber, Option, Schema, TestClock, Tracer } from "effect"
+import { command, refs } from "./fixtures.js"
+import { agentLayer, makeTools } from "./toolLoopFixtures.js"
+
+const tenant = TenantId.make("acme")
+const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
+const attempts = Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.attempts)
+
+const driven = <A, E, R>(body: Effect.Effect<A, E, R>, ms = 10_000) =>
+  Effect.gen(function* () {
+    const fiber = yield* Effect.fork(body)
+    yield* TestClock.adjust(ms)
+    return yield* Fiber.join(fiber)
+  })
+
+const inRun = <A, E, R>(runId: string, body: Effect.Effect<A, E, R>) =>
+  driven(AgentRun.run({ runId, deadline: "1 minute", tenant }, body))
+
+const call = (id: string, name: string, args: unknown) => ({ id, name, arguments: JSON.stringify(args) })
+
+const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+
+const ToolMessage = Schema.parseJson(
+  Schema.Struct({ error: Schema.String, issues: Schema.optional(Schema.Array(Schema.String)) })
+)
+
+/** A span that keeps its attributes (what an exporter would receive of them). */
+class AttributeSpan implements Tracer.Span {
+  readonly _tag = "Span"
+  readonly sampled = true
+  readonly traceId = "trace"
+  status: Tracer.SpanStatus
+  readonly attributes = new Map<string, unknown>()
+  readonly links: Array<Tracer.SpanLink> = []
+  constructor(
+    readonly name: string,
+    readonly spanId: string,
+    readonly parent: Option.Option<Tracer.AnySpan>,
+    readonly context: Context.Context<never>,
+    startTime: bigint,
+    readonly kind: Tracer.SpanKind
+  ) {
+    this.status = { _tag: "Started", startTime }
+  }
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+  }
+  attribute(key: string, value: unknown): void {
+    this.attributes.set(key, value)
+  }
+  event(): void {}
+  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
+    this.links.push(...links)
+  }
+}
+
+describe("ToolLoop.make", () => {
+  it("offers the parameters' JSON Schema and the side-effect flag; refuses a bad name", () => {
+    const t = makeTools()
+    assert.deepStrictEqual(t.createTask.definition.parameters, {
+      type: "object",
+      required: ["ticketId", "title"],
+      properties: {
+        ticketId: { type: "string" },
+        title: {
+          type: "string",
+          minLength: 3,
+          title: "minLength(3)",
+          description: "a string at least 3 character(s) long"
+        }
+      },
+      additionalProperties: false
+    })
+    assert.isTrue(t.createTask.definition.sideEffecting)
+    assert.isFalse(t.lookupOrder.definition.sideEffecting)
+    assert.deepStrictEqual([t.createTask.info.kind, t.lookupOrder.info.kind], ["sideEffecting", "readOnly"])
+    assert.throws(() =>
+      ToolLoop.make({
+        name: "no spaces",
+        description: "",
+        parameters: Schema.Struct({}),
+        result: Schema.String,
+        sideEffecting: false,
+        handler: () => Effect.succeed("")
+      })
+    )
+  })
+})
+
+describe("ToolLoop", () => {
+  it.effect("a bad argument goes back to the model as a tool error; it corrects; the read-only tool runs", () => {
+    const t = makeTools()
+    return Effect.gen(function* () {
+      const outcome = yield* inRun("run-bad-arg", ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 4 }))
+      assert.strictEqual(outcome._tag, "Completed")
+      if (outcome._tag !== "Completed") return
+      assert.strictEqual(outcome.steps, 3)
+      assert.isFalse(outcome.degraded)
+      assert.strictEqual(outcome.result.content.text, "Your order has shipped.")
+      // The model saw: its call with the bad argument, the tool error, its corrected call, the result.
+      const tail = outcome.messages.slice(2)
+      assert.deepStrictEqual(
+        tail.map((m) => m._tag),
+        ["assistant", "tool", "assistant", "tool"]
+      )
+      const error = Schema.decodeUnknownSync(ToolMessage)(tail[1]?._tag === "tool" ? tail[1].content : "")
+      assert.strictEqual(error.error, "invalid arguments")
+      assert.strictEqual(error.issues?.length, 1)
+      assert.match(error.issues?.[0] ?? "", /^\$\.orderId is invalid/)
+      // Value-free: the bad value is not echoed back.
+      assert.notInclude(tail[1]?._tag === "tool" ? tail[1].content : "", "ORD-12")
+      assert.deepStrictEqual(tail[3], {
+        _tag: "tool",
+        toolCallId: "c2",
+        name: "lookup_order",
+        content: JSON.stringify({ status: "shipped" })
+      })
+      // The read-only tool ran once (for the good argument), outside the ledger.
+      assert.deepStrictEqual(t.lookedUp, ["ORD-123456"])
+      const ledger = yield* ToolLedger.ToolLedger
+      assert.deepStrictEqual(yield* ledger.records("run-bad-arg"), [])
+      // Every model step went through the gateway with the run id and its step, and offered the tools.
+      const recorded = yield* records
+      assert.deepStrictEqual(
+        recorded.map((r) => [r.evidence.runId, r.evidence.step, r.evidence.workflow, r.outcome]),
+        [
+          ["run-bad-arg", 1, "ticket.agent", "success"],
+          ["run-bad-arg", 2, "ticket.agent", "success"],
+          ["run-bad-arg", 3, "ticket.agent", "success"]
+        ]
+      )
+      const log = yield* attempts
+      assert.deepStrictEqual(
+        log.map((a) => [a.startedAt, a.messages]),
+        [
+          [0, 2],
+          [10, 4],
+          [20, 6]
+        ]
+      )
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "lookup_order", { orderId: "ORD-12" })] }),
+            ScriptedProvider.success({ after: 10, toolCalls: [call("c2", "lookup_order", { orderId: "ORD-123456" })] }),
+            ScriptedProvider.success({ after: 10, text: "Your order has shipped." })
+          ]
+        })
+      )
+    )
+  })
+
+  it.effect("arguments that are not JSON, an unknown tool and unknown fields are tool errors too", () => {
+    const t = makeTools()
+    return Effect.gen(function* () {
+      const outcome = yield* inRun("run-errors", ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 2 }))
+      assert.strictEqual(outcome._tag, "Completed")
+      if (outcome._tag !== "Completed") return
+      const contents = outcome.messages.flatMap((m) => (m._tag === "tool" ? [JSON.parse(m.content)] : []))
+      assert.deepStrictEqual(contents, [
+        { error: "invalid arguments", issues: ["$ is not valid JSON"] },
+        { error: "unknown tool", tools: ["create_task", "lookup_order"] },
+        { error: "invalid arguments", issues: ["$.extra is unexpected"] }
+      ])
+      assert.deepStrictEqual([t.created, t.lookedUp], [[], []])
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({
+              after: 10,
+              toolCalls: [
+                { id: "c1", name: "lookup_order", arguments: "{not json" },
+                call("c2", "delete_everything", {}),
+                call("c3", "lookup_order", { orderId: "ORD-123456", extra: 1 })
+              ]
+            }),
+            ScriptedProvider.success({ after: 10, text: "Sorry." })
+          ]
+        })
+      )
+    )
+  })
+
+  it.effect("a side-effecting tool retried after AmbiguousOutcome is replayed once from the ledger", () => {
+    const t = makeTools()
+    return Effect.gen(function* () {
+      const outcome = yield* inRun(
+        "run-ambiguous",
+        ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 3, ambiguousRetries: 1 })
+      )
+      assert.strictEqual(outcome._tag, "Completed")
+      // The tool ran once, with the key of (run, step 1, create_task); the retry replayed it.
+      assert.deepStrictEqual(t.created, ["tool/v1/run-ambiguous/1/create_task"])
+      const ledger = yield* ToolLedger.ToolLedger
+      const stored = yield* ledger.records("run-ambiguous")
+      assert.deepStrictEqual(
+        stored.map((r) => [r.key, r.status, r.result]),
+        [["tool/v1/run-ambiguous/1/create_task", "completed", { id: "TASK-1", title: "Call back" }]]
+      )
+      if (outcome._tag === "Completed") {
+        const results = outcome.messages.flatMap((m) => (m._tag === "tool" ? [m.content] : []))
+        assert.deepStrictEqual(results, [JSON.stringify({ id: "TASK-1", title: "Call back" })])
+      }
+      // The gateway did not retry the ambiguous model call itself: one attempt, AmbiguousOutcome.
+      const recorded = yield* records
+      assert.deepStrictEqual(
+        recorded.map((r) => [r.evidence.step, r.outcome, r.errorTag ?? null, r.evidence.attempts.length]),
+        [
+          [1, "success", null, 1],
+          [2, "failed", "AmbiguousOutcome", 1],
+          [1, "success", null, 1],
+          [2, "success", null, 1]
+        ]
+      )
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({
+              after: 10,
+              toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
+            }),
+            ScriptedProvider.fail(50, { kind: "server_error", processed: "maybe", httpStatus: 500 }),
+            ScriptedProvider.success({
+              after: 10,
+              toolCalls: [call("c9", "create_task", { ticketId: "T-1", title: "Call back" })]
+            }),
+            ScriptedProvider.success({ after: 10, text: "Scheduled." })
+          ]
+        })
+      )
+    )
+  })
+
+  it.effect("without ambiguousRetries the loop fails with AmbiguousOutcome; running it again replays", () => {
+    const t = makeTools()
+    return Effect.gen(function* () {
+      const loop = ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 3 })
+      const first = yield* inRun("run-again", Effect.exit(loop))
+      assert.strictEqual(failureOf(first)?._tag, "AmbiguousOutcome")
+      assert.strictEqual(t.created.length, 1)
+      // The caller's retry (or another process picking the run up) with the same run id.
+      const second = yield* inRun("run-again", loop)
+      assert.strictEqual(second._tag, "Completed")
+      assert.strictEqual(t.created.length, 1)
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({
+              after: 10,
+              toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
+            }),
+            ScriptedProvider.fail(50, { kind: "server_error", processed: "maybe", httpStatus: 500 }),
+            ScriptedProvider.success({
+              after: 10,
+              toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
+            }),
+            ScriptedProvider.success({ after: 10, text: "Scheduled." })
+          ]
+        })
+      )
+    )
+  })
+
+  it.effect("the run's budget runs out mid-loop: step 3 never starts, RunExhausted carries steps 1–2", () => {
+    const t = makeTools()
+    return Effect.gen(function* () {
+      const exit = yield* driven(
+        AgentRun.run(
+          { runId: "run-budget", deadline: "1 minute", budget: 0.0005, tenant },
+          Effect.exit(ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 5 }))
+        )
+      )
+      const error = failureOf(exit)
+      assert.strictEqual(error?._tag, "RunExhausted")
+      const recorded = yield* records
+      if (error?._tag === "RunExhausted") {
+        assert.strictEqual(error.reason, "budget")
+        assert.deepStrictEqual(
+          error.steps.map((s) => [s.step, s.outcome]),
+          [
+            [1, "success"],
+            [2, "success"]
+          ]
+        )
+        assert.deepStrictEqual(error.records, recorded.slice(0, 2))
+      }
+      // Step 3 was refused before any provider call; step 2's tool had run.
+      assert.strictEqual((yield* attempts).length, 2)
+      assert.deepStrictEqual(
+        recorded.map((r) => [r.evidence.step, r.outcome, r.errorTag ?? null]),
+        [
+          [1, "success", null],
+          [2, "success", null],
+          [3, "failed", "RunExhausted"]
+        ]
+      )
+      assert.deepStrictEqual(t.lookedUp, ["ORD-000001", "ORD-000002"])
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            // 100 × 0.4/M + 20 × 1.6/M = 0.000072; then 100 × 0.4/M + 400 × 1.6/M = 0.00068: over the run's 0.0005.
+            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "lookup_order", { orderId: "ORD-000001" })] }),
+            ScriptedProvider.success({
+              after: 10,
+              usage: { inputTokens: 100, outputTokens: 400 },
+              toolCalls: [call("c2", "lookup_order", { orderId: "ORD-000002" })]
+            }),
+            ScriptedProvider.success({ after: 10, text: "never asked" })
+          ]
+        })
+      )
+    )
+  })
+
+  it.effect("maxSteps: the last answer still asks for tools → MaxStepsExceeded, its tools do not run", () => {
+    const t = makeTools()
+    return Effect.gen(function* () {
+      const exit = yield* inRun("run-max", Effect.exit(ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 2 })))
+      const error = failureOf(exit)
+      assert.strictEqual(error?._tag, "MaxStepsExceeded")
+      const recorded = yield* records
+      assert.strictEqual(recorded.length, 2)
+      if (error?._tag === "MaxStepsExceeded") {
+        assert.deepStrictEqual(
+          [error.runId, error.maxSteps, error.callId],
+          ["run-max", 2, recorded[1]!.evidence.callId]
+        )
+      }
+      // Step 1's call ran; step 2's did not.
+      assert.deepStrictEqual(t.lookedUp, ["ORD-000001"])
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "lookup_order", { orderId: "ORD-000001" })] }),
+            ScriptedProvider.success({ after: 10, toolCalls: [call("c2", "lookup_order", { orderId: "ORD-000002" })] })
+          ]
+        })
+      )
+    )
+  })
+
+  it.effect("a handler's typed failure goes back to the model; the side-effecting call is not done", () => {
+    class TicketLocked extends Schema.TaggedError<TicketLocked>()("TicketLocked", { ticketId: Schema.String }) {}
+    let attemptsToCreate = 0
+    const flaky = ToolLoop.make({
+      name: "create_task",
+      description: "Creates a task",
+      parameters: Schema.Struct({ ticketId: Schema.String }),
+      result: Schema.String,
+      failure: TicketLocked,
+      sideEffecting: true,
+      handler: (args) =>
+        ++attemptsToCreate === 1 ? Effect.fail(new TicketLocked({ ticketId: args.ticketId })) : Effect.succeed("TASK-9")
+    })
+    return Effect.gen(function* () {
+      const outcome = yield* inRun("run-locked", ToolLoop.run(command("ticket.agent"), [flaky], { maxSteps: 3 }))
+      assert.strictEqual(outcome._tag, "Completed")
+      if (outcome._tag !== "Completed") return
+      const contents = outcome.messages.flatMap((m) => (m._tag === "tool" ? [JSON.parse(m.content)] : []))
+      assert.deepStrictEqual(contents, [
+        { error: "tool failed", tag: "TicketLocked", failure: { _tag: "TicketLocked", ticketId: "T-1" } },
+        "TASK-9"
+      ])
+      const ledger = yield* ToolLedger.ToolLedger
+      // Step 1's claim was dropped (not done); step 2's call completed.
+      assert.deepStrictEqual(
+        (yield* ledger.records("run-locked")).map((r) => [r.key, r.status]),
+        [["tool/v1/run-locked/2/create_task", "completed"]]
+      )
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "create_task", { ticketId: "T-1" })] }),
+            ScriptedProvider.success({ after: 10, toolCalls: [call("c2", "create_task", { ticketId: "T-1" })] }),
+            ScriptedProvider.success({ after: 10, text: "Done." })
+          ]
+        })
+      )
+    )
+  })
+
+  it.effect(
+    "degraded step: routes down, the degraded mode proposes a side-effecting call → Suggestion, no tool runs",
+    () => {
+      const t = makeTools()
+      return Effect.gen(function* () {
+        const outcome = yield* inRun(
+          "run-degraded",
+          ToolLoop.run(command("ticket.agentDegraded"), t.tools, { maxSteps: 3 })
+        )
+        assert.strictEqual(outcome._tag, "Suggestion")
+        if (outcome._tag !== "Suggestion") return
+        const recorded = yield* records
+        assert.strictEqual(recorded.length, 1)
+        assert.deepStrictEqual([recorded[0]!.outcome, recorded[0]!.evidence.degraded], ["degraded", true])
+        assert.deepStrictEqual(
+          { runId: outcome.runId, step: outcome.step, callId: outcome.callId, reason: outcome.reason },
+          { runId: "run-degraded", step: 1, callId: recorded[0]!.evidence.callId, reason: "degraded_answer" }
+        )
+        // Only the side-effecting proposal, its arguments decoded with the tool's Schema.
+        assert.deepStrictEqual(outcome.calls, [
+          { name: "create_task", arguments: { ticketId: "T-1", title: "Call the customer back" } }
+        ])
+        assert.deepStrictEqual(
+          ToolLoop.argumentsOf(outcome.calls[0]!, t.createTask),
+          Option.some({ ticketId: "T-1", title: "Call the customer back" })
+        )
+        assert.isTrue(Option.isNone(ToolLoop.argumentsOf(outcome.calls[0]!, t.lookupOrder)))
+        // Nothing ran: neither tool, nor the ledger.
+        assert.deepStrictEqual([t.created, t.lookedUp], [[], []])
+        const ledger = yield* ToolLedger.ToolLedger
+        assert.deepStrictEqual(yield* ledger.records("run-degraded"), [])
+        // Both routes were tried (availability) before the degraded mode answered.
+        const log = yield* attempts
+        assert.deepStrictEqual([...new Set(log.map((a) => a.target))], [refs.primary, refs.fallback])
+        // A Suggestion is data a person can review: it encodes.
+        assert.deepStrictEqual(Schema.encodeSync(ToolLoop.Suggestion)(outcome).calls, outcome.calls)
+        // Approved (twice, say by a double click): the task is created once, with the step's key.
+        const first = yield* ToolLoop.approve(outcome, t.tools)
+        const again = yield* ToolLoop.approve(outcome, t.tools)
+        assert.deepStrictEqual(t.created, ["tool/v1/run-degraded/1/create_task"])
+        assert.deepStrictEqual([first.map((e) => e.replayed), again.map((e) => e.replayed)], [[false], [true]])
+        assert.deepStrictEqual(
+          first.map((e) => e.content),
+          [JSON.stringify({ id: "TASK-1", title: "Call the customer back" })]
+        )
+        // A suggestion whose arguments no longer fit the tool is refused before anything runs.
+        const tampered = new ToolLoop.Suggestion({
+          ...outcome,
+          calls: [{ name: "create_task", arguments: { ticketId: "T-1", title: "" } }]
+        })
+        const refused = yield* Effect.exit(ToolLoop.approve(tampered, t.tools))
+        assert.strictEqual(failureOf(refused)?._tag, "InvalidRequest")
+        assert.strictEqual(t.created.length, 1)
+      }).pipe(
+        Effect.provide(
+          agentLayer({
+            [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
+            [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
+          })
+        )
+      )
+    }
+  )
+
+  it.effect(
+    "the same routes down without a degraded mode: the step fails with the availability error, no tool runs",
+    () => {
+      const t = makeTools()
+      return Effect.gen(function* () {
+        const exit = yield* inRun(
+          "run-down",
+          Effect.exit(ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 3 }))
+        )
+        assert.strictEqual(failureOf(exit)?._tag, "ProviderUnavailable")
+        assert.deepStrictEqual([t.created, t.lookedUp], [[], []])
+      }).pipe(
+        Effect.provide(
+          agentLayer({
+            [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
+            [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
+          })
+        )
+      )
+    }
+  )
+
+  it.effect("runId and step are in every record and every call span of a run", () => {
+    const t = makeTools()
+    const spans: Array<AttributeSpan> = []
+    const tracer = Tracer.make({
+      span: (name, parent, context, _links, startTime, kind) => {
+        const span = new AttributeSpan(name, `span-${spans.length + 1}`, parent, context, startTime, kind)
+        spans.push(span)
+        return span
+      },
+      context: (f) => f()
+    })
+    return Effect.gen(function* () {
+      yield* inRun(
+        "run-spans",
+        ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 3 }).pipe(Effect.withTracer(tracer))
+      )
+      const recorded = yield* records
+      assert.deepStrictEqual(
+        recorded.map((r) => [r.evidence.runId, r.evidence.step]),
+        [
+          ["run-spans", 1],
+          ["run-spans", 2]
+        ]
+      )
+      const callSpans = spans.filter((s) => s.attributes.has("modelgate.call_id"))
+      assert.deepStrictEqual(
+        callSpans.map((s) => [
+          s.attributes.get("modelgate.call_id"),
+          s.attributes.get("modelgate.run_id"),
+          s.attributes.get("modelgate.run.step")
+        ]),
+        recorded.map((r) => [r.evidence.callId, "run-spans", r.evidence.step])
+      )
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "lookup_order", { orderId: "ORD-123456" })] }),
+            ScriptedProvider.success({ after: 10, text: "Shipped." })
+          ]
+        })
+      )
+    )
+  })
+
+  it.effect("outside a run the loop uses the command's runId, and needs one", () => {
+    const t = makeTools()
+    return Effect.gen(function* () {
+      const missing = yield* Effect.exit(ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 2 }))
+      const error = failureOf(missing)
+      assert.strictEqual(error?._tag, "InvalidRequest")
+      const outcome = yield* driven(
+        ToolLoop.run(command("ticket.agent", { runId: "given" }), t.tools, { maxSteps: 2, firstStep: 5 })
+      )
+      assert.strictEqual(outcome._tag, "Completed")
+      assert.deepStrictEqual(t.created, ["tool/v1/given/5/create_task"])
+      const recorded = yield* records
+      assert.deepStrictEqual(
+        recorded.map((r) => [r.evidence.runId, r.evidence.step]),
+        [
+          ["given", 5],
+          ["given", 6]
+        ]
+      )
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({
+              after: 10,
+              toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
+            }),
+            ScriptedProvider.success({ after: 10, text: "Scheduled." })
+          ]
+        })
+      )
+    )
+  })
+})

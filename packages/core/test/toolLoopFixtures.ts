@@ -1,0 +1,75 @@
+/**
+ * Shared by the tool-loop and run-event tests: an agent workflow (with and without a degraded mode
+ * that proposes a follow-up task), two tools (side-effecting `create_task`, read-only
+ * `lookup_order`) whose handlers count what they really did, and the gateway with a memory ledger.
+ */
+import { GatewayConfig, ToolLedger, ToolLoop } from "@modelgate/core"
+import type { ScriptedProvider } from "@modelgate/testing"
+import { Effect, Layer, Schema } from "effect"
+import { Classification, gatewayLayer, targets, workflow, workflows } from "./fixtures.js"
+
+export const Task = Schema.Struct({ id: Schema.String, title: Schema.String })
+
+export const OrderId = Schema.String.pipe(Schema.pattern(/^ORD-\d{6}$/))
+
+/** The tools with what their handlers did: keys of created tasks, orders looked up. */
+export const makeTools = (delays: { readonly create?: number; readonly lookup?: number } = {}) => {
+  const created: Array<string | undefined> = []
+  const lookedUp: Array<string> = []
+  const createTask = ToolLoop.make({
+    name: "create_task",
+    description: "Creates a follow-up task in the ticket system",
+    parameters: Schema.Struct({ ticketId: Schema.String, title: Schema.String.pipe(Schema.minLength(3)) }),
+    result: Task,
+    sideEffecting: true,
+    handler: (args, context) =>
+      Effect.zipRight(
+        Effect.sleep(delays.create ?? 0),
+        Effect.sync(() => {
+          created.push(context.idempotencyKey)
+          return { id: `TASK-${created.length}`, title: args.title }
+        })
+      )
+  })
+  const lookupOrder = ToolLoop.make({
+    name: "lookup_order",
+    description: "Reads an order's status",
+    parameters: Schema.Struct({ orderId: OrderId }),
+    result: Schema.Struct({ status: Schema.String }),
+    sideEffecting: false,
+    handler: (args) =>
+      Effect.zipRight(
+        Effect.sleep(delays.lookup ?? 0),
+        Effect.sync(() => {
+          lookedUp.push(args.orderId)
+          return { status: "shipped" }
+        })
+      )
+  })
+  return { createTask, lookupOrder, tools: [createTask, lookupOrder], created, lookedUp }
+}
+
+/** What the degraded mode of `ticket.agentDegraded` proposes: one follow-up task. */
+export const proposeTask = ToolLoop.proposing(() =>
+  Effect.succeed([
+    { name: "lookup_order", arguments: { orderId: "ORD-123456" } },
+    { name: "create_task", arguments: { ticketId: "T-1", title: "Call the customer back" } }
+  ])
+)
+
+export const agentDefinition: GatewayConfig.Definition = {
+  config: GatewayConfig.GatewayConfig.make({
+    targets,
+    workflows: [
+      ...workflows,
+      workflow({ name: "ticket.agent" }),
+      workflow({ name: "ticket.agentDegraded", degrade: { _tag: "handler", name: "proposeTask" } })
+    ]
+  }),
+  schemas: { Classification },
+  degradeHandlers: { proposeTask }
+}
+
+/** The gateway over scripted providers with the agent workflows, and a ledger in memory. */
+export const agentLayer = (scripts: ScriptedProvider.Scripts) =>
+  Layer.merge(gatewayLayer(scripts, agentDefinition), ToolLedger.layerMemory)
