@@ -284,6 +284,8 @@ const tool = Effect.gen(function* () {
 const chaos = Effect.gen(function* () {
   const g = yield* ModelGateway.ModelGateway
   const before = { ...counters }
+  const recorder = yield* CallRecorder.MemoryRecorder
+  const earlier = (yield* recorder.records).length
   const results = yield* Effect.forEach(
     Array.from({ length: Plan.chaosCalls }, (_, i) => i),
     (i) =>
@@ -296,6 +298,8 @@ const chaos = Effect.gen(function* () {
     { concurrency: "unbounded" }
   )
   const late = results.filter((r) => r.ms > Plan.chaosDeadlineMs + Plan.lateMarginMs).length
+  // Calls that answered while Redis died after their reservation: the commit is retried later.
+  const pending = (yield* recorder.records).slice(earlier).filter((r) => r.settlement === "pending").length
   const untyped = results.filter((r) => r.tag === "defect" || r.tag === "Interrupt").length
   return {
     calls: results.length,
@@ -303,6 +307,7 @@ const chaos = Effect.gen(function* () {
     late,
     untyped,
     maxMs: Math.max(...results.map((r) => r.ms)),
+    pending,
     providerCalls: counters.providerCalls - before.providerCalls
   }
 })

@@ -97,6 +97,7 @@ const ChaosResult = Schema.Struct({
   late: Schema.Number,
   untyped: Schema.Number,
   maxMs: Schema.Number,
+  pending: Schema.Number,
   providerCalls: Schema.Number
 })
 const Opened = Schema.Struct({ opened: Schema.Boolean, calls: Schema.Number })
@@ -223,6 +224,11 @@ export const run = async (log: (line: string) => void = () => {}): Promise<Summa
         `${restartedAt - killedAt} ms; slowest call ${maxMs} ms (deadline ${Plan.chaosDeadlineMs} ms)`
       ],
       ["chaos", "calls past their deadline / untyped failures", `${late} / ${untyped}`],
+      [
+        "chaos",
+        "answered calls whose commit is pending (retried)",
+        String(chaos.reduce((sum, c) => sum + c.result.pending, 0))
+      ],
       ["chaos", "provider calls / without a reservation (whole run)", `${providerCalls} / ${withoutReservation}`],
       [
         "recovery",

@@ -155,59 +155,79 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
         Effect.timeoutFail({ duration: commandTimeout, onTimeout: () => storeError(store, operation, "timed out") }),
         Effect.withClock(realClock)
       )
-    const timedOut = new Error("Command timed out")
-    const notConnected = new Error("Not connected")
-    const timed = (send: () => Promise<unknown>): Promise<unknown> =>
-      new Promise((resolve, reject) => {
-        // While the connection is down (being re-established), fail at once: a command would only
-        // wait in the offline queue for its timeout.
-        if (redis.status !== "ready") return reject(notConnected)
-        const reply = send()
-        const timer = setTimeout(() => reject(timedOut), settings.commandTimeoutMs)
-        reply.then(
-          (value) => {
-            clearTimeout(timer)
-            resolve(value)
-          },
-          (e: unknown) => {
-            clearTimeout(timer)
-            reject(e)
-          }
-        )
-      })
+    type Done = (error: unknown, reply: unknown) => void
+    /**
+     * One operation: sent only while the connection is up (down, it fails at once: a command would
+     * only wait in the offline queue), bounded by a plain timer (no fiber: the connection's own
+     * `commandTimeout` does not cover a command queued while it is re-established), its reply
+     * decoded (`bad` fails) and the store's health reported.
+     */
     const raw = <A>(
       store: StoreName,
       operation: string,
-      run: (redis: IORedis) => Promise<unknown>,
+      run: (redis: IORedis, done: Done) => void,
       decode: (reply: unknown) => A | typeof bad
     ): Effect.Effect<A, StoreError> => {
       const tracker = health(store)
-      return Effect.matchEffect(
-        Effect.tryPromise({
-          try: () => timed(() => run(redis)),
-          catch: (e) => storeError(store, operation, isTimeout(e) ? "timed out" : "unavailable")
-        }),
-        {
-          onFailure: (e) => Effect.zipRight(tracker.failed(operation), Effect.fail(e)),
-          onSuccess: (reply) => {
-            const a = decode(reply)
-            if (a === bad) {
-              return Effect.zipRight(
-                tracker.failed(operation),
-                Effect.fail(storeError(store, operation, "unexpected reply"))
-              )
-            }
-            return tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a)
-          }
+      const failed = (detail: string) =>
+        Effect.zipRight(tracker.failed(operation), Effect.fail(storeError(store, operation, detail)))
+      return Effect.async<A, StoreError>((resume) => {
+        if (redis.status !== "ready") {
+          resume(failed("unavailable"))
+          return
         }
-      )
+        let settled = false
+        const timer = setTimeout(() => {
+          if (settled) return
+          settled = true
+          resume(failed("timed out"))
+        }, settings.commandTimeoutMs)
+        run(redis, (error, reply) => {
+          if (settled) return
+          settled = true
+          clearTimeout(timer)
+          if (error !== undefined && error !== null) {
+            resume(failed(isTimeout(error) ? "timed out" : "unavailable"))
+            return
+          }
+          const a = decode(reply)
+          if (a === bad) resume(failed("unexpected reply"))
+          else resume(tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a))
+        })
+        return Effect.sync(() => {
+          settled = true
+          clearTimeout(timer)
+        })
+      })
     }
-    // One command is bounded by a plain timer (no fiber): the connection's own `commandTimeout`
-    // does not cover a command that waits, auto-pipelined, for a connection being re-established.
-    // `bounded` is for operations of several commands.
-    const command: Client["command"] = raw
+    const command: Client["command"] = (store, operation, run, decode) =>
+      raw(
+        store,
+        operation,
+        (r, done) =>
+          run(r).then(
+            (reply) => done(undefined, reply),
+            (e: unknown) => done(e, undefined)
+          ),
+        decode
+      )
     const script: Client["script"] = (store, operation, s, keys, args, decode) =>
-      command(store, operation, (r) => evalScript(r, s, keys, args), decode)
+      raw(
+        store,
+        operation,
+        (r, done) =>
+          r.evalsha(s.sha, keys.length, ...keys, ...args).then(
+            (reply) => done(undefined, reply),
+            (e: unknown) =>
+              isNoScript(e)
+                ? r.eval(s.lua, keys.length, ...keys, ...args).then(
+                    (reply) => done(undefined, reply),
+                    (e2: unknown) => done(e2, undefined)
+                  )
+                : done(e, undefined)
+          ),
+        decode
+      )
     // Scripts the server is known to hold since the connection was (re)established: a script sent
     // without waiting goes as `EVAL` until then, so that a `NOSCRIPT` retry can never reorder it
     // behind a later command of this connection.

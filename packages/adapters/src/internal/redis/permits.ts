@@ -120,21 +120,22 @@ const makePool = (client: Client, settings: PermitSettings, options: PermitStore
     const left = until - now
     if (!(left < client.commandTimeoutMs)) return giveBackOnFailure(ask, lease)
     return giveBackOnFailure(
-      Effect.map(Effect.timeoutOption(ask, Math.max(1, left)).pipe(Effect.withClock(realClock)), (o) =>
-        o._tag === "Some" ? o.value : undefined
-      ),
+      Effect.map(Effect.timeoutOption(ask, Math.max(1, left)).pipe(Effect.withClock(realClock)), (o) => {
+        if (o._tag === "Some") return o.value
+        // Cut by `until`: its answer may still grant the lease.
+        client.send(Scripts.release, keys, [lease, channel])
+        return undefined
+      }),
       lease
     )
   }
-  /** An ask that failed or timed out may still have been granted: give that lease back. */
+  /** An ask that failed (a lost answer, a timeout) may still have been granted: give that lease back. */
   const giveBackOnFailure = (
     ask: Effect.Effect<string | undefined, StoreError>,
     lease: string
   ): Effect.Effect<string | undefined, StoreError> =>
     Effect.onExit(ask, (exit) =>
-      Exit.isSuccess(exit) && exit.value !== undefined
-        ? Effect.void
-        : Effect.sync(() => client.send(Scripts.release, keys, [lease, channel]))
+      Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => client.send(Scripts.release, keys, [lease, channel]))
     )
 
   const now = Effect.clockWith((c) => Effect.succeed(c.unsafeCurrentTimeMillis()))
