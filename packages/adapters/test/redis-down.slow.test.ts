@@ -2,6 +2,7 @@
  * The Redis stores when Redis dies (SIGKILL): every budget and ledger operation fails with
  * `StoreError` naming the store and the operation, within the command timeout (no hang), and never
  * echoes the URL; the store health metrics show it; breakers fall back to this process's state.
+ * A Redis that stops answering (SIGSTOP, connection kept) times out by the client's own timer.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Redis from "@modelgate/adapters/redis"
@@ -117,6 +118,37 @@ describe("Redis stores with Redis killed", () => {
         assert.isUndefined(yield* local(stores.breaker.get("route")))
         yield* local(stores.breaker.modify("other", () => [undefined, open]))
         assert.deepStrictEqual(yield* local(stores.breaker.get("other")), open)
+      })
+    )
+  )
+
+  it.live("a Redis that stops answering (SIGSTOP): operations time out within the command timeout, then recover", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        // a server of its own (the other tests kill theirs)
+        const paused = yield* Effect.acquireRelease(
+          Effect.promise(() => startRedis()),
+          (s) => Effect.promise(() => s.stop())
+        )
+        const stores = yield* Redis.make({
+          url: paused.url,
+          keyPrefix: "paused:",
+          commandTimeout: Duration.millis(commandTimeout),
+          connectTimeout: Duration.millis(commandTimeout)
+        })
+        assert.deepStrictEqual((yield* stores.budget.balance("acme/total", 0)).committed, 0)
+        paused.pause()
+        try {
+          // the connection stays open; only our own timer can end the wait
+          const { error, elapsed } = yield* timed(stores.budget.balance("acme/total", 0))
+          assert.deepStrictEqual([error?.store, error?.operation, error?.detail], ["budget", "balance", "timed out"])
+          assert.isAtLeast(elapsed, commandTimeout - 5)
+          assert.isBelow(elapsed, commandTimeout + 200)
+        } finally {
+          paused.resume()
+        }
+        // answering again: the same client works without a restart
+        assert.deepStrictEqual((yield* stores.budget.balance("acme/total", 0)).committed, 0)
       })
     )
   )

@@ -42,6 +42,9 @@ export interface RedisServer {
   readonly url: string
   /** SIGKILL: the server vanishes without closing anything. */
   readonly kill: () => void
+  /** SIGSTOP / SIGCONT: the server keeps its connections but stops answering, then answers again. */
+  readonly pause: () => void
+  readonly resume: () => void
   /** SIGTERM, waiting for the process to exit. */
   readonly stop: () => Promise<void>
 }
@@ -60,6 +63,12 @@ export const startRedis = async (): Promise<RedisServer> => {
     url: `redis://127.0.0.1:${port}`,
     kill: () => {
       child.kill("SIGKILL")
+    },
+    pause: () => {
+      child.kill("SIGSTOP")
+    },
+    resume: () => {
+      child.kill("SIGCONT")
     },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")

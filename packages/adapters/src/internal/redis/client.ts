@@ -93,7 +93,7 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
     const connectionOptions = {
       ...(settings.password === undefined ? {} : { password: Redacted.value(settings.password) }),
       connectTimeout: settings.connectTimeoutMs,
-      commandTimeout: settings.commandTimeoutMs,
+      // Commands are bounded by our own timer (`raw`), which also covers a connection still being made.
       // Fail fast while disconnected, and never send a command twice (reserve and commit are
       // not idempotent across a resend).
       maxRetriesPerRequest: 0,
