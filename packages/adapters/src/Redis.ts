@@ -159,7 +159,15 @@ const makeBudgetStore = (client: Client, prefix: string): BudgetStore.Service =>
     const h = `${prefix}budget:{${account}}`
     return [h, `${h}:r`]
   }
-  const settle = (operation: string, account: string, id: string, spend: number, limit: number, retry: boolean) =>
+  const settle = (
+    operation: string,
+    account: string,
+    id: string,
+    spend: number,
+    limit: number,
+    retry: boolean,
+    maxWaitMs: number | undefined
+  ) =>
     client.script(
       "budget",
       operation,
@@ -169,7 +177,8 @@ const makeBudgetStore = (client: Client, prefix: string): BudgetStore.Service =>
       (reply): BudgetStore.CommitOutcome | typeof bad => {
         const v = ints(reply, 2)
         return v === bad ? bad : { committed: v[0] ?? 0, overspent: v[1] ?? 0 }
-      }
+      },
+      maxWaitMs
     )
   return BudgetStore.BudgetStore.of({
     reserve: (r) =>
@@ -192,11 +201,21 @@ const makeBudgetStore = (client: Client, prefix: string): BudgetStore.Service =>
           const committed = v[1] ?? 0
           const reserved = v[2] ?? 0
           return v[0] === 1 ? { _tag: "Reserved", committed, reserved } : { _tag: "Rejected", committed, reserved }
-        }
+        },
+        // never waits past the caller's deadline (the caller releases the id if the answer is lost)
+        r.deadline === undefined ? undefined : r.deadline - r.now
       ),
     commit: (r) =>
-      settle("commit", r.account, r.id, Math.max(0, Math.min(r.spend, r.amount)), r.limit, r.retry === true),
-    release: (r) => Effect.asVoid(settle("release", r.account, r.id, 0, 0, false)),
+      settle(
+        "commit",
+        r.account,
+        r.id,
+        Math.max(0, Math.min(r.spend, r.amount)),
+        r.limit,
+        r.retry === true,
+        r.maxWaitMs
+      ),
+    release: (r) => Effect.asVoid(settle("release", r.account, r.id, 0, 0, false, r.maxWaitMs)),
     balance: (account, now) =>
       client.script(
         "budget",

@@ -6,11 +6,14 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Redis from "@modelgate/adapters/redis"
+import * as Budgets from "@modelgate/core/Budgets"
 import type { BreakerState } from "@modelgate/core/BreakerStore"
+import * as BudgetStore from "@modelgate/core/BudgetStore"
+import { TenantId } from "@modelgate/core/ModelCommand"
 import { StoreError } from "@modelgate/core/Errors"
 import * as StoreHealth from "@modelgate/core/StoreHealth"
 import { IdempotencyKey, ToolRecord } from "@modelgate/core/ToolLedgerStore"
-import { Duration, Effect, Exit, Metric } from "effect"
+import { Duration, Effect, Exit, Metric, Schedule } from "effect"
 import { type RedisServer, startRedis } from "./redisServer.js"
 
 let server: RedisServer
@@ -137,18 +140,77 @@ describe("Redis stores with Redis killed", () => {
           connectTimeout: Duration.millis(commandTimeout)
         })
         assert.deepStrictEqual((yield* stores.budget.balance("acme/total", 0)).committed, 0)
+        const budgets = yield* Budgets.make({ tenants: { acme: { limit: 1, period: "total" } } }).pipe(
+          Effect.provideService(BudgetStore.BudgetStore, stores.budget)
+        )
+        // a reservation held by a call with 150 ms left, settled once Redis stopped answering
+        const held = yield* budgets
+          .reserve(TenantId.make("acme"), 0.25, Date.now() + 150)
+          .pipe(Effect.catchTag("BudgetExceeded", Effect.die))
         paused.pause()
         try {
+          // the commit waits at most the call's remaining time: pending, retried in the background
+          const settleStarted = Date.now()
+          const settlement = yield* held.settle(0.2)
+          assert.isBelow(Date.now() - settleStarted, commandTimeout - 50)
+          assert.deepStrictEqual(settlement, { committed: 0, overspent: 0, pending: true })
           // the connection stays open; only our own timer can end the wait
           const { error, elapsed } = yield* timed(stores.budget.balance("acme/total", 0))
           assert.deepStrictEqual([error?.store, error?.operation, error?.detail], ["budget", "balance", "timed out"])
           assert.isAtLeast(elapsed, commandTimeout - 5)
           assert.isBelow(elapsed, commandTimeout + 200)
+          // a reserve whose caller has 100 ms left fails by then (not after the command timeout)
+          const now = Date.now()
+          const reserve = {
+            account: "raw/total",
+            id: "late",
+            amount: 5,
+            limit: 10,
+            now,
+            expiresAt: now + 60_000,
+            accountExpiresAt: Number.POSITIVE_INFINITY,
+            deadline: now + 100
+          }
+          const bounded = yield* timed(stores.budget.reserve(reserve))
+          assert.deepStrictEqual(
+            [bounded.error?.store, bounded.error?.operation, bounded.error?.detail],
+            ["budget", "reserve", "timed out"]
+          )
+          assert.isAtLeast(bounded.elapsed, 95)
+          assert.isBelow(bounded.elapsed, commandTimeout - 50)
+          // and one whose caller's time is already gone is not sent at all
+          const gone = yield* timed(stores.budget.reserve({ ...reserve, id: "gone", deadline: now }))
+          assert.deepStrictEqual([gone.error?.operation, gone.error?.detail], ["reserve", "timed out"])
+          assert.isBelow(gone.elapsed, 50)
+          // through Budgets: a reserve cut by its deadline is released without waiting for the store
+          const cut = yield* timed(
+            budgets
+              .reserve(TenantId.make("acme"), 0.5, Date.now() + 100)
+              .pipe(Effect.catchTag("BudgetExceeded", Effect.die))
+          )
+          assert.deepStrictEqual([cut.error?._tag, cut.error?.detail], ["StoreError", "timed out"])
+          assert.isBelow(cut.elapsed, commandTimeout - 50)
         } finally {
           paused.resume()
         }
-        // answering again: the same client works without a restart
-        assert.deepStrictEqual((yield* stores.budget.balance("acme/total", 0)).committed, 0)
+        // answering again: the same client works without a restart. The store-level reserve whose
+        // answer was lost was applied once the server woke ("gone" never left the process): the
+        // store leaves its release to the caller, which Budgets does —
+        const after = yield* Effect.retry(
+          Effect.flatMap(stores.budget.balance("raw/total", Date.now()), (b) =>
+            b.reserved === 5 ? Effect.succeed(b) : Effect.fail("not applied yet")
+          ),
+          { times: 20, schedule: Schedule.spaced("10 millis") }
+        )
+        assert.deepStrictEqual([after.committed, after.reserved], [0, 5])
+        // the reservation Budgets gave up on was released once the store answered again
+        const balance = yield* Effect.retry(
+          Effect.flatMap(budgets.balance(TenantId.make("acme")), (b) =>
+            b.reserved === 0 ? Effect.succeed(b) : Effect.fail("still reserved")
+          ),
+          { times: 20, schedule: Schedule.spaced("10 millis") }
+        )
+        assert.deepStrictEqual([balance.committed, balance.reserved], [0.2, 0])
       })
     )
   )

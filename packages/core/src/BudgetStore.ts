@@ -50,6 +50,11 @@ export interface ReserveRequest {
   readonly expiresAt: number
   /** Epoch millis when the account's window is over and it may be forgotten; `Infinity` for never. */
   readonly accountExpiresAt: number
+  /**
+   * Epoch millis (the caller's `Clock`) after which the caller no longer waits: a store with I/O
+   * fails with `StoreError` ("timed out") by then at the latest, even within its command timeout.
+   */
+  readonly deadline?: number | undefined
 }
 
 /**
@@ -87,6 +92,13 @@ export interface CommitRequest {
    * @since 0.5.0
    */
   readonly retry?: boolean | undefined
+  /**
+   * The most the caller waits for the answer (ms): a store with I/O fails with `StoreError`
+   * ("timed out") by then, even within its command timeout. Absent: the store's own timeout.
+   *
+   * @since 0.5.0
+   */
+  readonly maxWaitMs?: number | undefined
 }
 
 /**
@@ -108,6 +120,8 @@ export interface CommitOutcome {
 export interface ReleaseRequest {
   readonly account: string
   readonly id: string
+  /** As `CommitRequest.maxWaitMs`. */
+  readonly maxWaitMs?: number | undefined
 }
 
 /**

@@ -167,7 +167,12 @@ export interface Service {
    * uninterruptible region (`Effect.uninterruptibleMask`, `Effect.acquireUseRelease`) and settle in
    * the exit handler.
    */
-  readonly reserve: (tenant: TenantId, amount: number) => Effect.Effect<Reservation, BudgetExceeded | StoreError>
+  readonly reserve: (
+    tenant: TenantId,
+    amount: number,
+    /** Epoch ms (the `Clock`'s) by which a store with I/O must have answered (`StoreError` if not). */
+    deadline?: number
+  ) => Effect.Effect<Reservation, BudgetExceeded | StoreError>
   /**
    * `reserve` at the epoch-ms instant `now` (the caller reads its `Clock`), done at once without an
    * Effect: the `Reservation` (with `settleNow`), or the `BudgetExceeded` that `reserve` would fail
@@ -612,6 +617,13 @@ export const settleNowOf = (reservation: Reservation): Reservation["settleNow"] 
 
 /** The settlement of a release, a repeated settle, an untracked tenant or a failed store operation. */
 const nothingSettled: Settlement = { committed: 0, overspent: 0 }
+
+/**
+ * The least time a settlement waits for a store with I/O even when the call's deadline is (nearly)
+ * reached (ms): a healthy store answers well within it, so a call answered at its deadline is not
+ * marked pending for want of a few milliseconds.
+ */
+const settleGraceMs = 25
 /** The settlement of a commit the store did not answer yet (retried in the background). */
 const pendingSettlement: Settlement = { committed: 0, overspent: 0, pending: true }
 const succeedNothingSettled: Effect.Effect<Settlement> = Effect.succeed(nothingSettled)
@@ -763,20 +775,27 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
       id: string,
       units: number,
       limit: number,
-      expiresAt: number
+      expiresAt: number,
+      deadline?: number
     ): Reservation => {
       let settled = false
-      const settle = (actual: number): Effect.Effect<Settlement> =>
-        Effect.suspend(() => {
-          if (settled) return succeedNothingSettled
-          settled = true
-          const spend = spendUnits(actual, units)
-          return Effect.uninterruptible(
-            spend === 0
-              ? Effect.catchAll(Effect.as(store.release({ account, id }), nothingSettled), () =>
-                  settleFailed(tenant, "release")
-                )
-              : Effect.matchEffect(store.commit({ account, id, amount: units, spend, limit }), {
+      const settleWithin = (spend: number, maxWaitMs: number | undefined): Effect.Effect<Settlement> =>
+        Effect.uninterruptible(
+          spend === 0
+            ? Effect.catchAll(
+                Effect.as(
+                  store.release(maxWaitMs === undefined ? { account, id } : { account, id, maxWaitMs }),
+                  nothingSettled
+                ),
+                () => settleFailed(tenant, "release")
+              )
+            : Effect.matchEffect(
+                store.commit(
+                  maxWaitMs === undefined
+                    ? { account, id, amount: units, spend, limit }
+                    : { account, id, amount: units, spend, limit, maxWaitMs }
+                ),
+                {
                   onFailure: () => commitPending(tenant, { account, id, amount: units, spend, limit }, expiresAt),
                   onSuccess: (outcome) => {
                     const settlement: Settlement = {
@@ -785,7 +804,19 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
                     }
                     return outcome.overspent > 0 ? overspent(tenant, settlement) : Effect.succeed(settlement)
                   }
-                })
+                }
+              )
+        )
+      const settle = (actual: number): Effect.Effect<Settlement> =>
+        Effect.suspend(() => {
+          if (settled) return succeedNothingSettled
+          settled = true
+          const spend = spendUnits(actual, units)
+          // The caller waits for the store at most until its deadline (and `settleGraceMs` at
+          // least): a commit not answered by then is pending and retried in the background.
+          if (deadline === undefined) return settleWithin(spend, undefined)
+          return Effect.clockWith((clock) =>
+            settleWithin(spend, Math.max(settleGraceMs, deadline - clock.unsafeCurrentTimeMillis()))
           )
         })
       const settleNow =
@@ -811,7 +842,13 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
     }
 
     /** The store request of a reservation of `amount` at `now` (a fresh id). */
-    const requestAt = (tenant: TenantId, amount: number, budget: TenantBudget, now: number): Store.ReserveRequest => {
+    const requestAt = (
+      tenant: TenantId,
+      amount: number,
+      budget: TenantBudget,
+      now: number,
+      deadline?: number
+    ): Store.ReserveRequest => {
       const window = windowAt(budget.period ?? "monthly", now)
       return {
         account: `${tenant}/${window.key}`,
@@ -820,7 +857,8 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
         limit: limitUnits(budget.limit),
         now,
         expiresAt: now + ttl,
-        accountExpiresAt: window.end + ttl
+        accountExpiresAt: window.end + ttl,
+        ...(deadline === undefined ? {} : { deadline })
       }
     }
 
@@ -833,8 +871,8 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
         requested: amount
       })
 
-    const reserveAt = (tenant: TenantId, amount: number, budget: TenantBudget, now: number) => {
-      const request = requestAt(tenant, amount, budget, now)
+    const reserveAt = (tenant: TenantId, amount: number, budget: TenantBudget, now: number, deadline?: number) => {
+      const request = requestAt(tenant, amount, budget, now, deadline)
       const { account, id } = request
       // One store round trip, uninterruptible so that its outcome is never lost halfway.
       return Effect.withFiberRuntime<Reservation, BudgetExceeded | StoreError>((fiber, status) => {
@@ -842,12 +880,25 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
         return Effect.uninterruptible(
           Effect.matchCauseEffect(store.reserve(request), {
             // A store that failed may still have applied the reservation (its answer was lost):
-            // release the id, best effort, so that nothing stays reserved whenever the store can.
+            // release the id, best effort and without waiting (a store that is not answering would
+            // hold the caller for another command timeout), so that nothing stays reserved whenever
+            // the store can; on one connection the release follows the reserve.
             onFailure: (cause) =>
-              Effect.zipRight(Effect.ignore(store.release({ account, id })), Effect.failCause(cause)),
+              Effect.zipRight(
+                Effect.forkDaemon(Effect.ignore(store.release({ account, id }))),
+                Effect.failCause(cause)
+              ),
             onSuccess: (outcome): Effect.Effect<Reservation, BudgetExceeded> => {
               if (outcome._tag === "Rejected") return Effect.fail(exceeded(tenant, amount, budget, outcome))
-              const reservation = makeReservation(tenant, account, id, request.amount, request.limit, request.expiresAt)
+              const reservation = makeReservation(
+                tenant,
+                account,
+                id,
+                request.amount,
+                request.limit,
+                request.expiresAt,
+                deadline
+              )
               // An interruptible caller was interrupted while the store answered: the interruption
               // is delivered when this region ends and the reservation would be lost, so give the
               // amount back first.
@@ -861,12 +912,16 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
       })
     }
 
-    const reserve = (tenant: TenantId, amount: number): Effect.Effect<Reservation, BudgetExceeded | StoreError> => {
+    const reserve = (
+      tenant: TenantId,
+      amount: number,
+      deadline?: number
+    ): Effect.Effect<Reservation, BudgetExceeded | StoreError> => {
       if (!(amount >= 0)) return Effect.die(negativeAmount(amount))
       const budget = budgetOf(tenant)
       if (budget === "unlimited") return Effect.succeed(settledReservation(tenant, amount))
       if (budget === "reject") return Effect.fail(rejected(tenant, amount))
-      return Effect.clockWith((clock) => reserveAt(tenant, amount, budget, clock.unsafeCurrentTimeMillis()))
+      return Effect.clockWith((clock) => reserveAt(tenant, amount, budget, clock.unsafeCurrentTimeMillis(), deadline))
     }
 
     const reserveNow =

@@ -374,9 +374,11 @@ describe("Budgets with a failing or slow store", () => {
           "budget",
           "reserve"
         ])
-        assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: 0, overspent: 0 })
-        // the failed reserve sent a best-effort release of its id
+        // the failed reserve sent a best-effort release of its id, without waiting for it
+        assert.deepStrictEqual(yield* calls, ["reserve"])
+        yield* Effect.yieldNow()
         assert.deepStrictEqual(yield* calls, ["reserve", "release"])
+        assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: 0, overspent: 0 })
       })
   )
 
@@ -386,8 +388,40 @@ describe("Budgets with a failing or slow store", () => {
         reserve: (r) => Effect.zipRight(inner.reserve(r), Effect.fail(storeError("reserve")))
       }))
       assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(acme, 4)))?._tag, "StoreError")
+      yield* Effect.yieldNow()
       assert.deepStrictEqual(yield* inner.balance("acme/total", 0), { committed: 0, reserved: 0, overspent: 0 })
     })
+  )
+
+  it.effect(
+    "a call's deadline bounds its waits on the store: the reserve carries it, the settlement waits at most what is left (25 ms at least)",
+    () =>
+      Effect.gen(function* () {
+        const seen: Array<number | undefined> = []
+        const { b } = yield* makeStore((inner) => ({
+          reserve: (r) => {
+            seen.push(r.deadline)
+            return inner.reserve(r)
+          },
+          commit: (r) => {
+            seen.push(r.maxWaitMs)
+            return inner.commit(r)
+          },
+          release: (r) => {
+            seen.push(r.maxWaitMs)
+            return inner.release(r)
+          }
+        }))
+        const early = yield* b.reserve(acme, 1, 1_000)
+        const late = yield* b.reserve(acme, 1, 1_000)
+        const free = yield* b.reserve(acme, 1)
+        yield* TestClock.adjust(600)
+        yield* early.settle(0.5) // 400 ms left
+        yield* TestClock.adjust(390)
+        yield* late.settle(0) // 10 ms left: a release, waiting the 25 ms floor
+        yield* free.settle(0.5) // no deadline: the store's own timeout
+        assert.deepStrictEqual(seen, [1_000, 1_000, undefined, 400, 25, undefined])
+      })
   )
 
   it.effect("a store that cannot answer a balance: balance fails with StoreError", () =>

@@ -549,7 +549,7 @@ const worstCaseAt = (estimatedInput: number, route: Route, command: ModelCommand
 /** Reserves the call's worst case; the reservation is settled by `settle`, whatever the exit. */
 const reserve = (ctx: EngineContext, call: Call, amount: number): Effect.Effect<void, Failure> =>
   Effect.uninterruptible(
-    Effect.matchEffect(ctx.budgets.reserve(call.command.tenant, amount), {
+    Effect.matchEffect(ctx.budgets.reserve(call.command.tenant, amount, call.deadline), {
       onFailure: (e): Effect.Effect<never, Failure> =>
         Effect.fail(e._tag === "StoreError" ? storeFailure(e) : budgetFailure(e)),
       onSuccess: (reservation) => {

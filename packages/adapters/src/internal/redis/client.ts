@@ -58,7 +58,9 @@ export interface Client {
     script: Script,
     keys: ReadonlyArray<string>,
     args: ReadonlyArray<string>,
-    decode: (reply: unknown) => A | typeof bad
+    decode: (reply: unknown) => A | typeof bad,
+    /** Milliseconds the caller can still wait, when less than the command timeout. */
+    timeoutMs?: number
   ) => Effect.Effect<A, StoreError>
   /** Sends a script without waiting for its reply (a lost reply is covered by a lease or a TTL). */
   readonly send: (script: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) => void
@@ -166,7 +168,8 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
       store: StoreName,
       operation: string,
       run: (redis: IORedis, done: Done) => void,
-      decode: (reply: unknown) => A | typeof bad
+      decode: (reply: unknown) => A | typeof bad,
+      timeoutMs?: number
     ): Effect.Effect<A, StoreError> => {
       const tracker = health(store)
       const failed = (detail: string) =>
@@ -176,12 +179,19 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
           resume(failed("unavailable"))
           return
         }
+        const waitMs =
+          timeoutMs === undefined ? settings.commandTimeoutMs : Math.min(settings.commandTimeoutMs, timeoutMs)
+        if (!(waitMs > 0)) {
+          // the caller's time is already gone: nothing is sent
+          resume(failed("timed out"))
+          return
+        }
         let settled = false
         const timer = setTimeout(() => {
           if (settled) return
           settled = true
           resume(failed("timed out"))
-        }, settings.commandTimeoutMs)
+        }, waitMs)
         run(redis, (error, reply) => {
           if (settled) return
           settled = true
@@ -211,7 +221,7 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
           ),
         decode
       )
-    const script: Client["script"] = (store, operation, s, keys, args, decode) =>
+    const script: Client["script"] = (store, operation, s, keys, args, decode, timeoutMs) =>
       raw(
         store,
         operation,
@@ -226,7 +236,8 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
                   )
                 : done(e, undefined)
           ),
-        decode
+        decode,
+        timeoutMs
       )
     // Scripts the server is known to hold since the connection was (re)established: a script sent
     // without waiting goes as `EVAL` until then, so that a `NOSCRIPT` retry can never reorder it
@@ -245,8 +256,7 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
     }
     const subscribe: Client["subscribe"] = (channel, onMessage, events) => {
       if (subscriber === undefined) {
-        const { commandTimeout: _, ...subscriberOptions } = connectionOptions
-        const sub = new IORedis(settings.url, { ...subscriberOptions, enableAutoPipelining: false })
+        const sub = new IORedis(settings.url, { ...connectionOptions, enableAutoPipelining: false })
         sub.on("error", () => {})
         // (Re)subscribes every channel once connected: a subscribe sent while down is lost.
         sub.on("ready", () => subscribeAll(sub, [...handlers.keys()]))
