@@ -18,7 +18,7 @@ import * as PermitStore from "@modelgate/core/PermitStore"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Context, Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis as IORedis } from "ioredis"
-import { startRedis } from "../multi-replica/redisServer.js"
+import { startRedis } from "@modelgate/testing/RedisServer"
 import { command, instantAdapter, instantResponse, recorderNoop, target, workflow } from "./fixtures.js"
 import type { Profile } from "./harness.js"
 

@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url"
 import { Schema } from "effect"
 import { Redis as IORedis } from "ioredis"
 import * as Plan from "./plan.js"
-import { type RedisServer, startRedis } from "./redisServer.js"
+import { type RedisServer, startRedis } from "@modelgate/testing/RedisServer"
 
 export interface Summary {
   readonly processes: number

@@ -14,7 +14,7 @@ import { StoreError } from "@modelgate/core/Errors"
 import * as StoreHealth from "@modelgate/core/StoreHealth"
 import { IdempotencyKey, ToolRecord } from "@modelgate/core/ToolLedgerStore"
 import { Duration, Effect, Exit, Metric, Schedule } from "effect"
-import { type RedisServer, startRedis } from "./redisServer.js"
+import { type RedisServer, startRedis } from "@modelgate/testing/RedisServer"
 
 let server: RedisServer
 beforeAll(async () => {

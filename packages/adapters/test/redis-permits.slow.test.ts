@@ -10,7 +10,7 @@ import * as Concurrency from "@modelgate/core/Concurrency"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import { Context, Duration, Effect, Exit, Fiber, Layer } from "effect"
-import { type RedisServer, startRedis } from "./redisServer.js"
+import { type RedisServer, startRedis } from "@modelgate/testing/RedisServer"
 
 let server: RedisServer
 beforeAll(async () => {

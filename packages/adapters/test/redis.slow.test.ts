@@ -12,7 +12,7 @@ import { TenantId } from "@modelgate/core/ModelCommand"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import * as ToolLedger from "@modelgate/core/ToolLedger"
 import { ConfigProvider, Context, Duration, Effect, Exit, Layer, Ref, Schema, TestClock } from "effect"
-import { type RedisServer, startRedis } from "./redisServer.js"
+import { type RedisServer, startRedis } from "@modelgate/testing/RedisServer"
 
 let server: RedisServer
 beforeAll(async () => {

@@ -23,21 +23,8 @@ import { ModelCommand, TenantId } from "@modelgate/core/ModelCommand"
 import { Evidence, Usage } from "@modelgate/core/ModelResult"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
-import {
-  Cause,
-  Clock,
-  type Context,
-  Duration,
-  Effect,
-  Exit,
-  Fiber,
-  Layer,
-  Option,
-  Schema,
-  Stream,
-  TestClock,
-  Tracer
-} from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Layer, Option, Schema, Stream, TestClock } from "effect"
+import { keepingTracer } from "./keptSpans.js"
 
 const refs = {
   small: TargetRef.make("model://oa/te3s@eu"),
@@ -230,36 +217,6 @@ const incompatible = [
   }
 ]
 
-/** A span that keeps its name and attributes. */
-class KeptSpan implements Tracer.Span {
-  readonly _tag = "Span"
-  readonly sampled = true
-  readonly traceId = "trace"
-  status: Tracer.SpanStatus
-  readonly attributes = new Map<string, unknown>()
-  readonly links: Array<Tracer.SpanLink> = []
-  constructor(
-    readonly name: string,
-    readonly spanId: string,
-    readonly parent: Option.Option<Tracer.AnySpan>,
-    readonly context: Context.Context<never>,
-    startTime: bigint,
-    readonly kind: Tracer.SpanKind
-  ) {
-    this.status = { _tag: "Started", startTime }
-  }
-  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
-  }
-  attribute(key: string, value: unknown): void {
-    this.attributes.set(key, value)
-  }
-  event(): void {}
-  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
-    this.links.push(...links)
-  }
-}
-
 describe("ModelGateway.embed", () => {
   it.effect("answers one vector per input with exact evidence and one embed CallRecord, without content", () => {
     const { layer, log } = gateway({ [refs.small]: [vectors(50, 12)] })
@@ -311,15 +268,7 @@ describe("ModelGateway.embed", () => {
 
   it.effect("one modelgate.embed span (operation embeddings, vector length, input count), never the texts", () => {
     const { layer } = gateway({ [refs.small]: [vectors(50, 12)] })
-    const spans: Array<KeptSpan> = []
-    const tracer = Tracer.make({
-      span: (name, parent, context, _links, startTime, kind) => {
-        const span = new KeptSpan(name, `span-${spans.length + 1}`, parent, context, startTime, kind)
-        spans.push(span)
-        return span
-      },
-      context: (f) => f()
-    })
+    const { spans, tracer } = keepingTracer()
     return Effect.gen(function* () {
       yield* driven(ModelGateway.embed(embedCommand()).pipe(Effect.withTracer(tracer)))
       const calls = spans.filter((s) => s.name === "modelgate.embed")

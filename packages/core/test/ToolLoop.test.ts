@@ -7,9 +7,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { AgentRun, CallRecorder, ToolLedger, ToolLoop } from "@modelgate/core"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Cause, type Context, Effect, Exit, Fiber, Option, Schema, TestClock, Tracer } from "effect"
+import { Cause, Effect, Exit, Fiber, Option, Schema, TestClock } from "effect"
 import { command, refs } from "./fixtures.js"
 import { agentLayer, makeTools } from "./toolLoopFixtures.js"
+import { keepingTracer } from "./keptSpans.js"
 
 const tenant = TenantId.make("acme")
 const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
@@ -33,36 +34,6 @@ const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
 const ToolMessage = Schema.parseJson(
   Schema.Struct({ error: Schema.String, issues: Schema.optional(Schema.Array(Schema.String)) })
 )
-
-/** A span that keeps its attributes (what an exporter would receive of them). */
-class AttributeSpan implements Tracer.Span {
-  readonly _tag = "Span"
-  readonly sampled = true
-  readonly traceId = "trace"
-  status: Tracer.SpanStatus
-  readonly attributes = new Map<string, unknown>()
-  readonly links: Array<Tracer.SpanLink> = []
-  constructor(
-    readonly name: string,
-    readonly spanId: string,
-    readonly parent: Option.Option<Tracer.AnySpan>,
-    readonly context: Context.Context<never>,
-    startTime: bigint,
-    readonly kind: Tracer.SpanKind
-  ) {
-    this.status = { _tag: "Started", startTime }
-  }
-  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
-  }
-  attribute(key: string, value: unknown): void {
-    this.attributes.set(key, value)
-  }
-  event(): void {}
-  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
-    this.links.push(...links)
-  }
-}
 
 describe("ToolLoop.make", () => {
   it("offers the parameters' JSON Schema and the side-effect flag; refuses a bad name", () => {
@@ -484,15 +455,7 @@ describe("ToolLoop", () => {
 
   it.effect("runId and step are in every record and every call span of a run", () => {
     const t = makeTools()
-    const spans: Array<AttributeSpan> = []
-    const tracer = Tracer.make({
-      span: (name, parent, context, _links, startTime, kind) => {
-        const span = new AttributeSpan(name, `span-${spans.length + 1}`, parent, context, startTime, kind)
-        spans.push(span)
-        return span
-      },
-      context: (f) => f()
-    })
+    const { spans, tracer } = keepingTracer()
     return Effect.gen(function* () {
       yield* inRun(
         "run-spans",

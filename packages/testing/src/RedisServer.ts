@@ -1,7 +1,11 @@
 /**
- * A `redis-server` of this program's own: a free loopback port (or a given one, to restart it where
- * it was), no persistence, stopped afterwards. Needs `redis-server` on the PATH (Debian/Ubuntu:
- * `apt-get install -y redis-server`; `.ci/system-packages` installs it).
+ * A real `redis-server` for tests and examples: a child process on a free loopback port (or a given
+ * one, to restart it where it was), no persistence, stopped afterwards; it can be killed (SIGKILL)
+ * or paused (SIGSTOP: connections stay open, nothing is answered) to test failure handling. Needs
+ * `redis-server` on the PATH (Debian/Ubuntu: `apt-get install -y redis-server`; the repository's
+ * `.ci/system-packages` installs it).
+ *
+ * @since 0.5.0
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as net from "node:net"
@@ -39,15 +43,30 @@ const ready = (port: number, timeoutMs: number) =>
     attempt()
   })
 
+/**
+ * A running server: its port and URL, and ways to end it.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
 export interface RedisServer {
   readonly port: number
   readonly url: string
   /** SIGKILL: the server vanishes without closing anything. */
   readonly kill: () => void
+  /** SIGSTOP / SIGCONT: the server keeps its connections but stops answering, then answers again. */
+  readonly pause: () => void
+  readonly resume: () => void
   /** SIGTERM, waiting for the process to exit. */
   readonly stop: () => Promise<void>
 }
 
+/**
+ * Starts a `redis-server` (on `onPort`, or a free port) and resolves once it answers `PING`.
+ *
+ * @since 0.5.0
+ * @category Constructors
+ */
 export const startRedis = async (onPort?: number): Promise<RedisServer> => {
   const port = onPort ?? (await freePort())
   const child: ChildProcess = spawn(
@@ -62,6 +81,12 @@ export const startRedis = async (onPort?: number): Promise<RedisServer> => {
     url: `redis://127.0.0.1:${port}`,
     kill: () => {
       child.kill("SIGKILL")
+    },
+    pause: () => {
+      child.kill("SIGSTOP")
+    },
+    resume: () => {
+      child.kill("SIGCONT")
     },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
