@@ -164,7 +164,7 @@ export class ScoringPolicy extends Schema.Class<ScoringPolicy>("@modelgate/core/
  * @category Models
  */
 export class EscalationPolicy extends Schema.Class<EscalationPolicy>("@modelgate/core/EscalationPolicy")({
-  /** Lowest quality class an escalation goes to (omitted: any class above the current target's). */
+  /** Lowest quality class an escalation goes to (omitted: every class above the current target's). */
   tier: Schema.optional(QualityTier),
   /** Only these route targets are escalation targets (in the route's order). */
   targets: Schema.optional(Schema.NonEmptyArray(TargetRef)),
