@@ -16,6 +16,7 @@
  * @since 0.5.0
  */
 import { Clock, Context, Duration, Effect, Layer, Metric, PubSub, Stream } from "effect"
+import { percentile } from "./internal/healthWindow.js"
 import type { CallRecord } from "./ModelResult.js"
 import type { CanaryPolicy, CanaryRollout } from "./Workflow.js"
 
@@ -150,13 +151,6 @@ interface Entry {
 
 const keyOf = (workflow: string, canary: string) => `${workflow}\u0000${canary}`
 
-/** The nearest-rank p95 of `values`; 0 for none. */
-const p95 = (values: ReadonlyArray<number>): number => {
-  if (values.length === 0) return 0
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.max(0, Math.ceil(0.95 * sorted.length) - 1)]!
-}
-
 const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
 
 /**
@@ -180,7 +174,8 @@ export const statsOf = (samples: ReadonlyArray<Sample>): WindowStats => {
     calls: n,
     errorRate: round4(errors / n),
     invalidOutputRate: round4(invalid / n),
-    p95LatencyMs: p95(samples.map((s) => s.latencyMs)),
+    // Nearest-rank, as route health's window.
+    p95LatencyMs: percentile(Float64Array.from(samples, (s) => s.latencyMs).sort(), 0.95) ?? 0,
     costPerCall: cost / n
   }
 }
@@ -357,9 +352,7 @@ export const make: Effect.Effect<Service> = Effect.gen(function* () {
       const entry = entries.get(keyOf(workflow, canary))
       if (entry === undefined) return undefined
       // A window that has ended is judged before its share is read: the boundary is exact.
-      if (entry.status === "running" && entry.windowEndsAt <= clock.unsafeCurrentTimeMillis()) {
-        close(entry, clock.unsafeCurrentTimeMillis())
-      }
+      close(entry, clock.unsafeCurrentTimeMillis())
       return entry.share
     },
     state: (workflow, canary) => {

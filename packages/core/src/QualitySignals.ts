@@ -317,17 +317,19 @@ export const make: Effect.Effect<Service> = Effect.gen(function* () {
       if (s === undefined && (policy.minEvalScore === undefined || evals.size === 0)) return undefined
       const snapshot = compute(workflow, target, policy, segment)
       if (snapshot.level === "ok") return undefined
+      const { evalScore } = snapshot
+      // Exclusion is only ever from the answers' rate; a demotion may be from the eval score.
+      const lowEval =
+        snapshot.level === "demoted" &&
+        evalScore !== undefined &&
+        policy.minEvalScore !== undefined &&
+        evalScore < policy.minEvalScore
       return {
         level: snapshot.level,
         demotion: policy.demotion,
-        detail:
-          snapshot.calls > 0 && snapshot.level === "excluded"
-            ? `invalid or rejected ${round4(Math.max(snapshot.invalidOutputRate, snapshot.rejectionRate))} over ${snapshot.calls} calls`
-            : snapshot.evalScore !== undefined &&
-                policy.minEvalScore !== undefined &&
-                snapshot.evalScore < policy.minEvalScore
-              ? `eval score ${snapshot.evalScore} below ${policy.minEvalScore}`
-              : `invalid or rejected ${round4(Math.max(snapshot.invalidOutputRate, snapshot.rejectionRate))} over ${snapshot.calls} calls`
+        detail: lowEval
+          ? `eval score ${evalScore} below ${policy.minEvalScore}`
+          : `invalid or rejected ${Math.max(snapshot.invalidOutputRate, snapshot.rejectionRate)} over ${snapshot.calls} calls`
       }
     },
     snapshot: compute

@@ -235,9 +235,10 @@ export interface CanaryAssignment extends Schema.Schema.Type<typeof CanaryAssign
  */
 export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/RouteDecision")({
   /**
-   * Id of the decision: a hash of everything it says (workflow, policy version, requirements,
-   * order, exclusions, reason, escalation, canary), so identical decisions share it and any
-   * difference shows (absent in decisions recorded before 0.6.0).
+   * Id of the decision: a hash of its outcome (workflow, policy version, reason, whether a short
+   * deadline put the fast class first, order, exclusions with their reasons, escalation, canary),
+   * so identical outcomes share it and any difference in them shows; requirements that changed no
+   * outcome do not change it (absent in decisions recorded before 0.6.0).
    */
   routeId: Schema.optional(Schema.String),
   workflow: Schema.String,

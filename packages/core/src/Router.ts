@@ -759,7 +759,7 @@ class LazyScores {
 /**
  * The quality term of `target`: {@link qualityFit} (verified score on `segment`, else the class,
  * plus `adjustment`), minus {@link preferenceStep} per class of distance from the preferred class
- * (rank `preferredRank`, −1 for none); 4 decimals where anything but a class value went in.
+ * (rank `preferredRank`, −1 for none); 4 decimals.
  */
 const qualityTerm = (
   target: ModelTarget,
@@ -767,22 +767,11 @@ const qualityTerm = (
   preferredRank: number,
   adjustment: number | undefined
 ): number => {
+  const q = qualityFit(target, segment, adjustment)
   const tier = target.qualityTier
-  const verified = segment === undefined ? undefined : verifiedScore(target, segment)
-  let q =
-    verified ??
-    (tier === "high"
-      ? classQuality.high
-      : tier === "standard"
-        ? classQuality.standard
-        : tier === "low"
-          ? classQuality.low
-          : unknownFit)
-  if (adjustment !== undefined && adjustment !== 0) q = Math.max(0, Math.min(1, q + adjustment))
-  if (preferredRank >= 0 && tier !== undefined) {
-    q = Math.max(0, q - preferenceStep * Math.abs(qualityRank(tier) - preferredRank))
-  }
-  return verified === undefined && preferredRank < 0 && adjustment === undefined ? q : round4(q)
+  return preferredRank >= 0 && tier !== undefined
+    ? round4(Math.max(0, q - preferenceStep * Math.abs(qualityRank(tier) - preferredRank)))
+    : round4(q)
 }
 
 /** The latency term of a target's latency class (no observation). */

@@ -14,13 +14,14 @@ import { Context, Duration, Effect, Either, Layer, Metric, Option, Ref, Schema }
 import type { Budgets } from "./Budgets.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import { bounded } from "./internal/deadline.js"
+import { outputFormatOf, validateOutput } from "./internal/output.js"
 import { type ModelCommand, TenantId } from "./ModelCommand.js"
 import type { ModelResult } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
 import { TargetRef } from "./ModelTarget.js"
 import { costAt, costOf, inputTokensAt, outputCapAt } from "./Pricing.js"
 import type { ProviderAdapter, ProviderResponse } from "./ProviderAdapter.js"
-import { canaryHash, checkTarget } from "./Router.js"
+import { canarySide, checkTarget } from "./Router.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
 /**
@@ -146,7 +147,7 @@ export const metrics = {
  * @category Utils
  */
 export const sampled = (callId: string, share: number): boolean =>
-  canaryHash(`shadow\u0000${callId}`) / 4_294_967_296 < share
+  canarySide({ id: "shadow", share }, callId) === "candidate"
 
 /**
  * Share of the top-level fields of `primary` (a plain object) whose value `candidate` has too;
@@ -234,16 +235,9 @@ export const makeRunner = (deps: {
             messages: command.messages,
             tools: command.tools ?? [],
             toolChoice: command.toolChoice,
-            output:
-              compiled.jsonSchema === undefined
-                ? undefined
-                : {
-                    name: w.name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64),
-                    jsonSchema: compiled.jsonSchema,
-                    strict: target.capabilities.structuredOutput.mode === "json_schema_strict"
-                  },
+            output: outputFormatOf(compiled, target),
             maxOutputTokens: cap,
-            timeout: Duration.millis(perAttemptMs)
+            timeout: target.limits.perAttemptTimeout
           }),
           startedAt + perAttemptMs
         )
@@ -261,18 +255,11 @@ export const makeRunner = (deps: {
       let agreement: { readonly agreement: number; readonly fields: number } | undefined
       if (answered?.refusal === true) outcome = "refusal"
       else if (answered !== undefined && compiled.decode !== undefined && answered.toolCalls.length === 0) {
-        let json: unknown
-        let parsed = true
-        try {
-          json = JSON.parse(answered.text ?? "")
-        } catch {
-          parsed = false
-        }
-        const decoded = parsed ? compiled.decode(json) : undefined
-        schemaValid = decoded !== undefined && Either.isRight(decoded)
-        if (decoded !== undefined && Either.isRight(decoded)) {
-          agreement = agreementOf(primary.content.value, decoded.right)
-        } else outcome = "invalid_output"
+        // Judged as the pipeline judges a production answer (a truncated answer is invalid too).
+        const validated = validateOutput(compiled, target, answered)
+        schemaValid = Either.isRight(validated)
+        if (Either.isRight(validated)) agreement = agreementOf(primary.content.value, validated.right.value)
+        else outcome = "invalid_output"
       }
       const record = new ShadowRecord(
         {

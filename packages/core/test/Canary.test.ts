@@ -10,8 +10,8 @@ import * as Telemetry from "@modelgate/core/Telemetry"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Exit, Fiber, Metric, TestClock } from "effect"
 import { command, gatewayLayer, providers, refs, target, targets, workflow } from "./fixtures.js"
+import { candidateRef, keyOn as keyOnCanary } from "./lifecycleFixtures.js"
 
-const candidateRef = "model://vllm/candidate@eu" as const
 const ref = {
   primary: TargetRef.make(refs.primary),
   fallback: TargetRef.make(refs.fallback),
@@ -33,13 +33,8 @@ const definitionWith = (fields: { readonly target?: string; readonly share?: num
   schemas: {}
 })
 
-/** The first of `prefix0`, `prefix1`, … that lands on `side` of the canary. */
-const keyOn = (side: "candidate" | "baseline", prefix = "session-") => {
-  for (let i = 0; ; i++) {
-    const key = `${prefix}${i}`
-    if (Router.canarySide(canary(), key) === side) return key
-  }
-}
+/** The first of `session-0`, `session-1`, … that lands on `side` of the canary. */
+const keyOn = (side: "candidate" | "baseline") => keyOnCanary(canary(), side, "session-")
 
 /** Runs `generate` in a fiber and moves virtual time until it is done. */
 const run = (cmd: ReturnType<typeof command>, ms = 5_000) =>

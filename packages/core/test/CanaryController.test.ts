@@ -7,10 +7,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { CanaryController, GatewayConfig, ModelGateway, Router } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Chunk, Effect, Fiber, Layer, Metric, Stream, TestClock } from "effect"
+import { Chunk, Effect, Fiber, Layer, Metric, Stream } from "effect"
 import { command, gatewayLayer, target, targets, workflow } from "./fixtures.js"
+import { at, candidateRef, concurrently } from "./lifecycleFixtures.js"
 
-const candidateRef = "model://vllm/candidate@eu" as const
 const primaryRef = "model://openai/small@eu" as const
 const canaryId = "reply-v2"
 const rollout = { steps: [0.1, 0.5, 1] as const, window: 60_000, minSamples: 10, maxErrorRateIncrease: 0.05 }
@@ -52,14 +52,12 @@ const baselineKeys = (() => {
 
 /** Runs one call per key concurrently (all scripted at 10 ms) and moves time by 100 ms. */
 const calls = (keys: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
-    const fibers = yield* Effect.forEach(keys, (sessionKey) =>
-      Effect.fork(Effect.either(gateway.generate(command("ticket.reply", { sessionKey }))))
+  Effect.flatMap(ModelGateway.ModelGateway, (gateway) =>
+    concurrently(
+      keys.map((sessionKey) => Effect.either(gateway.generate(command("ticket.reply", { sessionKey })))),
+      100
     )
-    yield* TestClock.adjust(100)
-    return yield* Effect.forEach(fibers, Fiber.join)
-  })
+  )
 
 const layerWith = (candidate: ReadonlyArray<ScriptedProvider.Outcome>) =>
   gatewayLayer({ [candidateRef]: candidate, [primaryRef]: [ScriptedProvider.success({ after: 10 })] }, definition).pipe(
@@ -67,7 +65,6 @@ const layerWith = (candidate: ReadonlyArray<ScriptedProvider.Outcome>) =>
   )
 
 const share = Effect.map(CanaryController.CanaryController, (c) => c.share("ticket.reply", canaryId))
-const at = (ms: number) => Effect.flatMap(TestClock.currentTimeMillis, (now) => TestClock.adjust(ms - now))
 
 describe("CanaryController", () => {
   it.effect("rolls back at the exact window boundary when the candidate's error rate is past the threshold", () =>

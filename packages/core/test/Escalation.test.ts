@@ -5,12 +5,13 @@
  * `modelgate.escalations{workflow,from_tier,to_tier}` counts them.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
+import { GatewayConfig, ModelGateway, Router } from "@modelgate/core"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, Either, Fiber, Layer, Metric, Schema, TestClock } from "effect"
+import { Effect, Either, Fiber, Metric, Schema, TestClock } from "effect"
 import { Classification, command, providers } from "./fixtures.js"
+import { routingGateway } from "./routingFixtures.js"
 
 const refs = {
   fast: TargetRef.make("model://gemini/fast@eu"),
@@ -74,14 +75,7 @@ const definition: GatewayConfig.Definition = {
   }
 }
 
-const layer = (scripts: ScriptedProvider.Scripts) =>
-  ModelGateway.layer(definition).pipe(
-    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
-    Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
-    ),
-    Layer.orDie
-  )
+const layer = (scripts: ScriptedProvider.Scripts) => routingGateway(definition, scripts)
 
 const answer = (confidence: number, after = 10) =>
   ScriptedProvider.success({ after, value: { category: "billing", confidence } })

@@ -5,12 +5,12 @@
  * `modelgate.routing.target_switches`), and the health record's status and headroom.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
+import { Concurrency, GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
-import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, Layer, Metric, Schema, TestClock } from "effect"
-import { command, providers } from "./fixtures.js"
+import { Effect, type Layer, Metric, Schema, TestClock } from "effect"
+import { command } from "./fixtures.js"
+import { routingGateway } from "./routingFixtures.js"
 
 const refs = {
   a: TargetRef.make("model://openai/a@eu"),
@@ -68,13 +68,7 @@ const definition = (): GatewayConfig.Definition => ({
 })
 
 const layer = (concurrency: Layer.Layer<Concurrency.Concurrency, unknown> = Concurrency.layerUnbounded) =>
-  ModelGateway.layer(definition()).pipe(
-    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: {} })),
-    Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerUnlimited, concurrency, Health.layerMemory(), CallRecorder.layerMemory)
-    ),
-    Layer.orDie
-  )
+  routingGateway(definition(), {}, { concurrency, health: Health.layerMemory() })
 
 /** Records one successful attempt of `latencyMs` (and `ttftMs`) on `ref`. */
 const success = (ref: TargetRef, latencyMs: number, ttftMs?: number) =>

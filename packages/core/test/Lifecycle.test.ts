@@ -4,18 +4,11 @@
  * startup checks of canaries and shadows.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { GatewayConfig, ModelGateway, Router } from "@modelgate/core"
+import { GatewayConfig, ModelGateway } from "@modelgate/core"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { Effect, Fiber, TestClock } from "effect"
 import { command, gatewayLayer, providers, refs, targets, workflow } from "./fixtures.js"
-
-/** The first of `prefix0`, `prefix1`, … that lands on `side` of canary `id` at `share`. */
-const keyOn = (id: string, share: number, side: "candidate" | "baseline", prefix = "s-") => {
-  for (let i = 0; ; i++) {
-    const key = `${prefix}${i}`
-    if (Router.canarySide({ id, share }, key) === side) return key
-  }
-}
+import { keyOn } from "./lifecycleFixtures.js"
 
 /** Runs one call and moves time until it is done. */
 const run = (cmd: ReturnType<typeof command>) =>
@@ -46,8 +39,8 @@ describe("model versions", () => {
     Effect.gen(function* () {
       const gateway = yield* ModelGateway.ModelGateway
       const id = "new-version:small-2026-12"
-      const candidateKey = keyOn(id, 0.5, "candidate")
-      const baselineKey = keyOn(id, 0.5, "baseline")
+      const candidateKey = keyOn({ id, share: 0.5 }, "candidate")
+      const baselineKey = keyOn({ id, share: 0.5 }, "baseline")
       // Before: one version, no canary.
       const before = yield* run(command("ticket.reply", { sessionKey: candidateKey }))
       assert.deepStrictEqual([before.target, before.model, before.canary], [refs.primary, "small", undefined])
@@ -102,12 +95,16 @@ const policyCanary = {
 describe("policy and prompt canaries", () => {
   it.effect("the candidate side runs the candidate policy; evidence says which policy version served", () =>
     Effect.gen(function* () {
-      const candidate = yield* run(command("ticket.reply", { sessionKey: keyOn("policy-8", 0.5, "candidate") }))
+      const candidate = yield* run(
+        command("ticket.reply", { sessionKey: keyOn({ id: "policy-8", share: 0.5 }, "candidate") })
+      )
       assert.deepStrictEqual(
         [candidate.policyVersion, candidate.target, candidate.canary],
         ["policy-8", refs.fallback, { id: "policy-8", side: "candidate" }]
       )
-      const baseline = yield* run(command("ticket.reply", { sessionKey: keyOn("policy-8", 0.5, "baseline") }))
+      const baseline = yield* run(
+        command("ticket.reply", { sessionKey: keyOn({ id: "policy-8", share: 0.5 }, "baseline") })
+      )
       assert.deepStrictEqual(
         [baseline.policyVersion, baseline.target, baseline.canary],
         ["policy-7", refs.primary, { id: "policy-8", side: "baseline" }]

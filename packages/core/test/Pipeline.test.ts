@@ -138,6 +138,31 @@ describe("pipeline: stores fail closed", () => {
     })
   )
 
+  it.effect("a shared budget store that cannot reserve gives back the in-memory permit taken at once", () =>
+    Effect.gen(function* () {
+      const { store } = yield* countingStore(true)
+      const layer = gatewayWith(
+        {},
+        {
+          budgets: Budgets.layer(limitedBudgets).pipe(Layer.provide(Layer.succeed(BudgetStore.BudgetStore, store))),
+          concurrency: Concurrency.layerMemory({ permits: 1 })
+        }
+      )
+      const { first, second, inUse } = yield* Effect.gen(function* () {
+        const first = yield* run(command("ticket.reply"))
+        // With the only permit still held, this call would wait in the queue until its deadline.
+        const second = yield* run(command("ticket.reply"))
+        const inUse = (yield* Effect.flatMap(Concurrency.Concurrency, (c) => c.snapshot)).inUse
+        return { first, second, inUse }
+      }).pipe(Effect.provide(layer))
+      assert.strictEqual(errorOf(first)?._tag, "StoreError")
+      const error = errorOf(second)
+      assert.strictEqual(error?._tag, "StoreError")
+      if (error?._tag === "StoreError") assert.strictEqual(error.store, "budget")
+      assert.strictEqual(inUse, 0)
+    })
+  )
+
   it.effect("a breaker store that cannot answer: StoreError naming the store, no provider call", () =>
     Effect.gen(function* () {
       const failing: BreakerStore.Service = {

@@ -8,8 +8,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { GatewayConfig, ModelGateway, QualitySignals } from "@modelgate/core"
 import { ModelTarget, TargetClasses, TargetRef } from "@modelgate/core/ModelTarget"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect } from "effect"
 import { Classification, command, gatewayLayer, refs, targets, workflow } from "./fixtures.js"
+import { at, concurrently } from "./lifecycleFixtures.js"
 
 const ref = { primary: TargetRef.make(refs.primary), fallback: TargetRef.make(refs.fallback) }
 const withQuality = (t: ModelTarget, quality: "high" | "standard") =>
@@ -37,16 +38,12 @@ const invalid = ScriptedProvider.invalidJson({ after: 10 })
 
 /** Runs `count` calls concurrently and moves time by 100 ms; their results. */
 const calls = (count: number) =>
-  Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
-    const fibers = yield* Effect.forEach(Array.from({ length: count }), () =>
-      Effect.fork(gateway.generate(command("ticket.classify")))
+  Effect.flatMap(ModelGateway.ModelGateway, (gateway) =>
+    concurrently(
+      Array.from({ length: count }, () => gateway.generate(command("ticket.classify"))),
+      100
     )
-    yield* TestClock.adjust(100)
-    return yield* Effect.forEach(fibers, Fiber.join)
-  })
-
-const at = (ms: number) => Effect.flatMap(TestClock.currentTimeMillis, (now) => TestClock.adjust(ms - now))
+  )
 
 const snapshot = (target: string) =>
   Effect.map(ModelGateway.ModelGateway, (g) => {
@@ -105,6 +102,7 @@ describe("QualitySignals", () => {
         excluded?.evidence.excluded.map((x) => [x.target, x.reason]),
         [[ref.primary, "QUALITY_REGRESSION"]]
       )
+      assert.strictEqual(excluded?.evidence.excluded[0]?.detail, "invalid or rejected 0.8 over 5 calls")
       yield* at(60_020)
       const [back] = yield* calls(1)
       assert.strictEqual(back?.evidence.target, ref.primary)
@@ -149,10 +147,14 @@ describe("QualitySignals", () => {
       const [other] = yield* calls(1)
       // Another segment's call: the eval does not apply.
       assert.strictEqual(other?.evidence.target, ref.primary)
-      const gatewayCall = yield* Effect.fork(gateway.generate(command("ticket.classify", { segment: "billing" })))
-      yield* TestClock.adjust(100)
-      const billing = yield* Fiber.join(gatewayCall)
-      assert.strictEqual(billing.evidence.target, ref.fallback)
+      const [billing] = yield* concurrently([gateway.generate(command("ticket.classify", { segment: "billing" }))], 100)
+      assert.strictEqual(billing?.evidence.target, ref.fallback)
+      const policy = gateway.router.workflows.get("ticket.classify")!.workflow.quality!
+      assert.deepStrictEqual(gateway.quality.standing("ticket.classify", refs.primary, policy, "billing"), {
+        level: "demoted",
+        demotion: policy.demotion,
+        detail: "eval score 0.55 below 0.7"
+      })
     }).pipe(
       Effect.provide(
         gatewayLayer({ [refs.primary]: [valid], [refs.fallback]: [valid] }, definition({ minEvalScore: 0.7 }))

@@ -4,10 +4,10 @@
  * determinism (spec T8). The default `ordered` selection keeps route order.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
+import { GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
 import { ModelTarget, qualityRank, TargetRef } from "@modelgate/core/ModelTarget"
 import { RouteDecision } from "@modelgate/core/RouteDecision"
-import { Workflow } from "@modelgate/core/Workflow"
+import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import {
   Clock,
@@ -17,86 +17,54 @@ import {
   FastCheck as fc,
   Fiber,
   HashMap,
-  Layer,
   Logger,
   LogLevel,
   Option,
   Schema,
   TestClock
 } from "effect"
-import { command, gatewayLayer, providers } from "./fixtures.js"
+import { command, gatewayLayer } from "./fixtures.js"
+import {
+  classedTarget,
+  closedBreakers,
+  compiledScored,
+  generatedTargets,
+  routingGateway,
+  routingWorkflow,
+  tierRefs,
+  verified
+} from "./routingFixtures.js"
 
 const refs = {
-  strong: TargetRef.make("model://openai/strong@eu"),
-  standard: TargetRef.make("model://anthropic/standard@eu"),
-  fast: TargetRef.make("model://gemini/fast@eu"),
+  ...tierRefs,
   old: TargetRef.make("model://vllm/old@eu"),
   twin: TargetRef.make("model://openai/twin@eu")
 }
 
-const decodeTarget = Schema.decodeSync(ModelTarget)
-const decodeWorkflow = Schema.decodeSync(Workflow)
-
-const verified = (score: number) => ({ score, evalVersion: "eval-3", evaluatedAt: "2026-11-20" })
-
 /** Fresh target values each time (the deprecated warning is once per target value). */
-const makeTargets = () => {
-  const target = (
-    ref: string,
-    provider: string,
-    fields: {
-      readonly classes: typeof ModelTarget.Encoded.classes
-      readonly price: readonly [number, number]
-      readonly quality?: typeof ModelTarget.Encoded.quality
-      readonly status?: "active" | "deprecated" | "disabled"
-    }
-  ) =>
-    decodeTarget({
-      ref,
-      provider,
-      model: ref.split("/")[3]!.split("@")[0]!,
-      capabilities: { tools: true, contextWindow: 128_000, maxOutputTokens: 1000 },
-      regions: ["eu"],
-      dataClasses: ["internal"],
-      pricing: { inputPerMillion: fields.price[0], outputPerMillion: fields.price[1], pricingVersion: "p-1" },
-      limits: { maxAttempts: 1, perAttemptTimeout: 1000 },
-      classes: fields.classes,
-      ...(fields.quality ? { quality: fields.quality } : {}),
-      ...(fields.status ? { status: fields.status } : {})
-    })
-  return [
-    target(refs.strong, "openai", {
-      classes: { quality: "high", latency: "slow", cost: "high" },
-      price: [3, 12],
-      quality: { extract: verified(0.93) }
-    }),
-    target(refs.standard, "anthropic", {
-      classes: { quality: "standard", latency: "medium", cost: "medium" },
-      price: [0.8, 3.2],
-      quality: { extract: verified(0.78) }
-    }),
-    target(refs.fast, "gemini", { classes: { quality: "low", latency: "fast", cost: "low" }, price: [0.1, 0.4] }),
-    target(refs.old, "vllm", {
-      classes: { quality: "high", latency: "medium" },
-      price: [1, 4],
-      status: "deprecated"
-    })
-  ]
-}
+const makeTargets = () => [
+  classedTarget(refs.strong, "openai", {
+    classes: { quality: "high", latency: "slow", cost: "high" },
+    price: [3, 12],
+    quality: { extract: verified(0.93) }
+  }),
+  classedTarget(refs.standard, "anthropic", {
+    classes: { quality: "standard", latency: "medium", cost: "medium" },
+    price: [0.8, 3.2],
+    quality: { extract: verified(0.78) }
+  }),
+  classedTarget(refs.fast, "gemini", { classes: { quality: "low", latency: "fast", cost: "low" }, price: [0.1, 0.4] }),
+  classedTarget(refs.old, "vllm", {
+    classes: { quality: "high", latency: "medium" },
+    price: [1, 4],
+    status: "deprecated"
+  })
+]
 
 const route: readonly [TargetRef, ...Array<TargetRef>] = [refs.strong, refs.standard, refs.fast, refs.old]
 
 const workflow = (fields: Partial<typeof Workflow.Encoded> & { readonly name: string }) =>
-  decodeWorkflow({
-    policyVersion: "route-v8",
-    prompt: { id: "p", version: "1" },
-    route,
-    timeout: 10_000,
-    regions: ["eu"],
-    dataClass: "internal",
-    segment: "extract",
-    ...fields
-  })
+  routingWorkflow({ route, ...fields })
 
 const makeDefinition = (): GatewayConfig.Definition => ({
   config: GatewayConfig.GatewayConfig.make({
@@ -117,6 +85,16 @@ const makeDefinition = (): GatewayConfig.Definition => ({
 })
 
 const layer = () => gatewayLayer({}, makeDefinition())
+
+/** The scored workflow's first pick (fast) fails at 10 ms; standard answers 20 ms later. */
+const fallbackLayer = () =>
+  gatewayLayer(
+    {
+      [refs.fast]: [ScriptedProvider.unavailable({ after: 10 })],
+      [refs.standard]: [ScriptedProvider.success({ after: 20 })]
+    },
+    makeDefinition()
+  )
 
 const resolve = (name: string, extra: Parameters<typeof command>[1] = {}) =>
   Effect.flatMap(ModelGateway.ModelGateway, (g) => g.router.resolve(command(name, extra)))
@@ -370,28 +348,12 @@ describe("scored selection", () => {
         e.scores?.map((s) => s.target),
         [refs.fast, refs.standard, refs.strong, refs.old]
       )
-    }).pipe(
-      Effect.provide(
-        gatewayLayer(
-          {
-            [refs.fast]: [ScriptedProvider.unavailable({ after: 10 })],
-            [refs.standard]: [ScriptedProvider.success({ after: 20 })]
-          },
-          makeDefinition()
-        )
-      )
-    )
+    }).pipe(Effect.provide(fallbackLayer()))
   )
 })
 
 /** The gateway with in-memory route health (`Health.layerMemory`) instead of the noop. */
-const memoryLayer = () =>
-  ModelGateway.layer(makeDefinition()).pipe(
-    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: {} })),
-    Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerMemory(), CallRecorder.layerMemory)
-    )
-  )
+const memoryLayer = () => routingGateway(makeDefinition(), {}, { health: Health.layerMemory() })
 
 /** Records attempts on a target of the `scored` workflow (the breaker stays closed under 5 in a row). */
 const recordOn = (ref: TargetRef, outcomes: ReadonlyArray<"success" | "unavailable">) =>
@@ -583,17 +545,7 @@ describe("scored selection: health, escalation, affinity", () => {
       const next = yield* resolve("scored", { sessionKey: "s1" })
       assert.strictEqual(next.decision.selected, refs.standard)
       assert.strictEqual(next.decision.selectionReason, "STICKY")
-    }).pipe(
-      Effect.provide(
-        gatewayLayer(
-          {
-            [refs.fast]: [ScriptedProvider.unavailable({ after: 10 })],
-            [refs.standard]: [ScriptedProvider.success({ after: 20 })]
-          },
-          makeDefinition()
-        )
-      )
-    )
+    }).pipe(Effect.provide(fallbackLayer()))
   )
 
   it.effect("affinity in Router.score: a sticky target far behind does not lead; the map is bounded", () =>
@@ -614,7 +566,7 @@ describe("scored selection: health, escalation, affinity", () => {
       })
       // A router of its own (its own workflows map): LRU of Router.maxSessionKeys keys.
       const workflows = new Map([["scored", compiled]])
-      const breakers = { isOpen: () => Effect.succeed(false) }
+      const breakers = closedBreakers
       const decide = (extra: Parameters<typeof command>[1]) =>
         Router.decide(workflows, breakers, command("scored", extra), "generate", false)
       Router.rememberServed(workflows, "scored", "s0", refs.standard)
@@ -646,39 +598,14 @@ describe("scored selection over generated registries", () => {
         fc.constantFrom(0.15, 1),
         (specs, weight) => {
           const tiers = [undefined, "low", "standard", "high"] as const
-          const targets = specs.map(([input, output, tier], i) =>
-            decodeTarget({
-              ref: `model://p${i}/m@eu`,
-              provider: `p${i}`,
-              model: "m",
-              capabilities: { contextWindow: 128_000, maxOutputTokens: 1000 },
-              regions: ["eu"],
-              dataClasses: ["internal"],
-              pricing: { inputPerMillion: input / 10, outputPerMillion: output / 10, pricingVersion: "p-1" },
-              classes: tiers[tier] === undefined ? {} : { quality: tiers[tier], latency: tier === 1 ? "fast" : "slow" }
-            })
-          )
-          const w = decodeWorkflow({
-            name: "big",
-            prompt: { id: "p" },
-            route: [targets[0]!.ref, ...targets.slice(1).map((t) => t.ref)],
-            timeout: 10_000,
-            regions: ["eu"],
-            dataClass: "internal",
-            selection: "scored",
-            // weight 1 on every term spreads the totals over 0..5: the radix path
+          const targets = generatedTargets(specs, ([input, output, tier]) => ({
+            pricing: { inputPerMillion: input / 10, outputPerMillion: output / 10, pricingVersion: "p-1" },
+            classes: tiers[tier] === undefined ? {} : { quality: tiers[tier], latency: tier === 1 ? "fast" : "slow" }
+          }))
+          // weight 1 on every term spreads the totals over 0..5: the radix path
+          const compiled = compiledScored("big", targets, {
             scoring: { weights: { quality: weight, latency: weight, cost: weight, health: weight, affinity: weight } }
           })
-          const compiled = {
-            workflow: w,
-            schema: undefined,
-            decode: undefined,
-            jsonSchema: undefined,
-            features: new Set<string>(),
-            targets,
-            degrade: undefined,
-            providerOptionAllowlists: new Map()
-          }
           const ranked = Router.score(compiled, command("big"), targets, undefined)
           const expected = ranked.scores
             .map((s) => ({ s, at: targets.findIndex((t) => t.ref === s.target) }))
@@ -723,55 +650,29 @@ describe("scored selection over generated registries", () => {
   it("the order never breaks a hard constraint, follows the score and is the same on a second decision", () => {
     fc.assert(
       fc.property(genCase, (c) => {
-        const targets = c.targets.map((g, i) =>
-          decodeTarget({
-            ref: `model://p${i}/m@eu`,
-            provider: `p${i}`,
-            model: "m",
-            capabilities: { contextWindow: 128_000, maxOutputTokens: 1000 },
-            regions: ["eu"],
-            dataClasses: ["internal"],
-            pricing: { inputPerMillion: g.price[0], outputPerMillion: g.price[1], pricingVersion: "p-1" },
-            classes: {
-              ...(g.quality ? { quality: g.quality } : {}),
-              ...(g.latency ? { latency: g.latency } : {})
-            },
-            ...(g.verified !== undefined ? { quality: { extract: verified(g.verified) } } : {}),
-            status: g.status
-          })
-        )
-        const w = decodeWorkflow({
-          name: "gen",
-          prompt: { id: "p" },
-          route: [targets[0]!.ref, ...targets.slice(1).map((t) => t.ref)],
-          timeout: 10_000,
-          regions: ["eu"],
-          dataClass: "internal",
-          selection: "scored",
+        const targets = generatedTargets(c.targets, (g) => ({
+          pricing: { inputPerMillion: g.price[0], outputPerMillion: g.price[1], pricingVersion: "p-1" },
+          classes: {
+            ...(g.quality ? { quality: g.quality } : {}),
+            ...(g.latency ? { latency: g.latency } : {})
+          },
+          ...(g.verified !== undefined ? { quality: { extract: verified(g.verified) } } : {}),
+          status: g.status
+        }))
+        const compiled = compiledScored("gen", targets, {
           allowFallback: c.allowFallback,
           ...(c.workflowRisk ? { risk: c.workflowRisk } : {}),
           ...(c.workflowMin ? { minQualityTier: c.workflowMin } : {}),
           ...(c.segment ? { segment: c.segment } : {})
         })
-        const compiled = {
-          workflow: w,
-          schema: undefined,
-          decode: undefined,
-          jsonSchema: undefined,
-          features: new Set<string>(),
-          targets,
-          degrade: undefined,
-          providerOptionAllowlists: new Map()
-        }
         const cmd = command("gen", {
           timeout: c.timeout,
           ...(c.commandRisk ? { risk: c.commandRisk } : {}),
           ...(c.commandMin ? { minQualityTier: c.commandMin } : {})
         })
-        const breakers = { isOpen: () => Effect.succeed(false) }
         const decideOnce = () =>
           Effect.runSync(
-            Effect.either(Router.decide(new Map([["gen", compiled]]), breakers, cmd, "generate", false)).pipe(
+            Effect.either(Router.decide(new Map([["gen", compiled]]), closedBreakers, cmd, "generate", false)).pipe(
               Logger.withMinimumLogLevel(LogLevel.None)
             )
           )

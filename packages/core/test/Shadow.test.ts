@@ -17,10 +17,9 @@ import {
 } from "@modelgate/core"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Clock, Effect, Fiber, Layer, Metric, TestClock, TestContext } from "effect"
+import { Clock, Effect, Layer, Metric, TestContext } from "effect"
 import { Classification, command, providers, refs, target, targets, workflow } from "./fixtures.js"
-
-const candidateRef = "model://vllm/candidate@eu" as const
+import { candidateRef, concurrently } from "./lifecycleFixtures.js"
 
 const definition = (shadow: { readonly target?: string; readonly maxConcurrent?: number } | undefined) => ({
   config: GatewayConfig.GatewayConfig.make({
@@ -47,10 +46,11 @@ const scripts: ScriptedProvider.Scripts = {
 
 const layer = (
   def: GatewayConfig.Definition,
-  budgets: Layer.Layer<Budgets.Budgets, unknown> = Budgets.layerUnlimited
+  budgets: Layer.Layer<Budgets.Budgets, unknown> = Budgets.layerUnlimited,
+  scripted: ScriptedProvider.Scripts = scripts
 ) =>
   ModelGateway.layer(def).pipe(
-    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
+    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: scripted })),
     Layer.provideMerge(
       Layer.mergeAll(
         budgets,
@@ -64,16 +64,14 @@ const layer = (
 
 /** Forks one call per command; each yields its result and the instant the caller got it. */
 const answers = (commands: ReadonlyArray<ReturnType<typeof command>>, ms = 2_000) =>
-  Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
-    const fibers = yield* Effect.forEach(commands, (cmd) =>
-      Effect.fork(
+  Effect.flatMap(ModelGateway.ModelGateway, (gateway) =>
+    concurrently(
+      commands.map((cmd) =>
         Effect.flatMap(gateway.generate(cmd), (result) => Effect.map(Clock.currentTimeMillis, (at) => ({ result, at })))
-      )
+      ),
+      ms
     )
-    yield* TestClock.adjust(ms)
-    return yield* Effect.forEach(fibers, Fiber.join)
-  })
+  )
 
 const shadowRecords = Effect.flatMap(Shadow.MemoryShadowRecorder, (m) => m.records)
 
@@ -132,6 +130,44 @@ describe("Shadow traffic", () => {
       // No content in the record.
       assert.notInclude(JSON.stringify(r), "billing")
     })
+  )
+
+  it("samples a call by a hash of its id: the same id, the same answer; about the share of ids", () => {
+    const ids = Array.from({ length: 10_000 }, (_, i) => `mg_${i}`)
+    for (const share of [0.05, 0.2]) {
+      const picked = ids.filter((id) => Shadow.sampled(id, share))
+      assert.isTrue(Math.abs(picked.length / ids.length - share) <= 0.01, `${picked.length} for ${share}`)
+      assert.isTrue(picked.every((id) => Shadow.sampled(id, share)))
+      // A larger share keeps every id a smaller one sampled.
+      assert.isTrue(picked.every((id) => Shadow.sampled(id, 0.5)))
+    }
+    assert.isFalse(ids.some((id) => Shadow.sampled(id, 0)))
+    assert.isTrue(ids.every((id) => Shadow.sampled(id, 1)))
+  })
+
+  it.effect("a candidate's answer is judged as production judges it: truncated at the token limit is invalid", () =>
+    Effect.gen(function* () {
+      yield* answers([command("ticket.classify")])
+      const records = yield* shadowRecords
+      assert.deepStrictEqual(
+        records.map((r) => [r.outcome, r.schemaValid, r.agreement]),
+        [["invalid_output", false, undefined]]
+      )
+    }).pipe(
+      Effect.provide(
+        layer(definition({}), Budgets.layerUnlimited, {
+          ...scripts,
+          // well-formed JSON, but cut at the output-token limit
+          [candidateRef]: [
+            ScriptedProvider.success({
+              after: 300,
+              value: { category: "billing", confidence: 0.9 },
+              finishReason: "length"
+            })
+          ]
+        })
+      )
+    )
   )
 
   it.effect("never runs for a command that offers side-effecting tools", () =>

@@ -3,90 +3,49 @@
  * TestClock, exact values.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
-import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
-import { Workflow } from "@modelgate/core/Workflow"
+import { Budgets, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { TargetRef } from "@modelgate/core/ModelTarget"
+import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Duration, Effect, Either, Fiber, Layer, Option, Schema, TestClock } from "effect"
-import { command, providers } from "./fixtures.js"
+import { Duration, Effect, Either, Fiber, type Layer, Option, TestClock } from "effect"
+import { command } from "./fixtures.js"
+import { classedTarget, routingGateway, routingWorkflow, tierRefs, verified } from "./routingFixtures.js"
 
 const refs = {
-  strong: TargetRef.make("model://openai/strong@eu"),
-  standard: TargetRef.make("model://anthropic/standard@eu"),
-  fast: TargetRef.make("model://gemini/fast@eu"),
+  ...tierRefs,
   local: TargetRef.make("model://vllm/local@eu"),
   us: TargetRef.make("model://gemini/cheap@us")
 }
 
-const decodeTarget = Schema.decodeSync(ModelTarget)
-const decodeWorkflow = Schema.decodeSync(Workflow)
-
-const verified = (score: number) => ({ score, evalVersion: "eval-3", evaluatedAt: "2026-11-20" })
-
-const makeTargets = () => {
-  const target = (
-    ref: string,
-    provider: string,
-    fields: {
-      readonly classes: typeof ModelTarget.Encoded.classes
-      readonly price: readonly [number, number]
-      readonly quality?: typeof ModelTarget.Encoded.quality
-      readonly capabilities?: Partial<typeof ModelTarget.Encoded.capabilities>
-      readonly regions?: readonly [string, ...Array<string>]
-      readonly dataClasses?: readonly [string, ...Array<string>]
-    }
-  ) =>
-    decodeTarget({
-      ref,
-      provider,
-      model: ref.split("/")[3]!.split("@")[0]!,
-      capabilities: { tools: true, contextWindow: 128_000, maxOutputTokens: 1000, ...fields.capabilities },
-      regions: fields.regions ?? ["eu"],
-      dataClasses: fields.dataClasses ?? ["internal"],
-      pricing: { inputPerMillion: fields.price[0], outputPerMillion: fields.price[1], pricingVersion: "p-1" },
-      limits: { maxAttempts: 1, perAttemptTimeout: 1000 },
-      classes: fields.classes,
-      ...(fields.quality ? { quality: fields.quality } : {})
-    })
-  return [
-    target(refs.strong, "openai", {
-      classes: { quality: "high", latency: "slow", cost: "high" },
-      price: [3, 12],
-      quality: { extract: verified(0.93) },
-      capabilities: { vision: true }
-    }),
-    target(refs.standard, "anthropic", {
-      classes: { quality: "standard", latency: "medium", cost: "medium" },
-      price: [0.8, 3.2],
-      quality: { extract: verified(0.78) },
-      dataClasses: ["internal", "confidential"]
-    }),
-    target(refs.fast, "gemini", {
-      classes: { quality: "low", latency: "fast", cost: "low" },
-      price: [0.1, 0.4],
-      capabilities: { contextWindow: 8_000 }
-    }),
-    target(refs.local, "vllm", {
-      classes: { quality: "standard", latency: "medium", cost: "low" },
-      price: [0.2, 0.8],
-      capabilities: { tools: false },
-      dataClasses: ["internal", "confidential"]
-    }),
-    target(refs.us, "gemini", { classes: { quality: "low", latency: "fast" }, price: [0.1, 0.4], regions: ["us"] })
-  ]
-}
+const makeTargets = () => [
+  classedTarget(refs.strong, "openai", {
+    classes: { quality: "high", latency: "slow", cost: "high" },
+    price: [3, 12],
+    quality: { extract: verified(0.93) },
+    capabilities: { vision: true }
+  }),
+  classedTarget(refs.standard, "anthropic", {
+    classes: { quality: "standard", latency: "medium", cost: "medium" },
+    price: [0.8, 3.2],
+    quality: { extract: verified(0.78) },
+    dataClasses: ["internal", "confidential"]
+  }),
+  classedTarget(refs.fast, "gemini", {
+    classes: { quality: "low", latency: "fast", cost: "low" },
+    price: [0.1, 0.4],
+    capabilities: { contextWindow: 8_000 }
+  }),
+  classedTarget(refs.local, "vllm", {
+    classes: { quality: "standard", latency: "medium", cost: "low" },
+    price: [0.2, 0.8],
+    capabilities: { tools: false },
+    dataClasses: ["internal", "confidential"]
+  }),
+  classedTarget(refs.us, "gemini", { classes: { quality: "low", latency: "fast" }, price: [0.1, 0.4], regions: ["us"] })
+]
 
 const workflow = (fields: Partial<typeof Workflow.Encoded> & { readonly name: string }) =>
-  decodeWorkflow({
-    policyVersion: "route-v8",
-    prompt: { id: "p", version: "1" },
-    route: [refs.strong, refs.standard, refs.fast],
-    timeout: 10_000,
-    regions: ["eu", "us"],
-    dataClass: "internal",
-    segment: "extract",
-    ...fields
-  })
+  routingWorkflow({ route: [refs.strong, refs.standard, refs.fast], regions: ["eu", "us"], ...fields })
 
 const definition = (): GatewayConfig.Definition => ({
   config: GatewayConfig.GatewayConfig.make({
@@ -116,12 +75,7 @@ const layerWith = (
   scripts: ScriptedProvider.Scripts,
   budgets: Layer.Layer<Budgets.Budgets, unknown> = Budgets.layerUnlimited,
   health: Layer.Layer<Health.Health, unknown> = Health.layerNoop
-) =>
-  ModelGateway.layer(definition()).pipe(
-    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
-    Layer.provideMerge(Layer.mergeAll(budgets, Concurrency.layerUnbounded, health, CallRecorder.layerMemory)),
-    Layer.orDie
-  )
+) => routingGateway(definition(), scripts, { budgets, health })
 
 /** Runs a call to its end under the TestClock and returns how it ended. */
 const runCall = (cmd: ReturnType<typeof command>, advance = 5_000) =>

@@ -61,8 +61,28 @@ export const deviations = 2
 export const smoothedP95 = (mean: number, dev: number): number | undefined =>
   Number.isNaN(mean) ? undefined : Math.round((mean + deviations * dev) * 10) / 10
 
+/** A smoothed mean (gain {@link meanGain}) and mean deviation (gain {@link devGain}); the mean is NaN before the first sample. */
+class Smoothed {
+  mean = Number.NaN
+  dev = 0
+
+  add(x: number): void {
+    if (Number.isNaN(this.mean)) {
+      this.mean = x
+      return
+    }
+    this.dev += devGain * (Math.abs(x - this.mean) - this.dev)
+    this.mean += meanGain * (x - this.mean)
+  }
+
+  /** {@link smoothedP95}; `undefined` before the first sample. */
+  get p95(): number | undefined {
+    return smoothedP95(this.mean, this.dev)
+  }
+}
+
 /** Nearest-rank percentile of sorted values. */
-const percentile = (sorted: Float64Array, p: number): number | undefined =>
+export const percentile = (sorted: Float64Array, p: number): number | undefined =>
   sorted.length === 0 ? undefined : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]
 
 export class RouteWindow {
@@ -82,12 +102,9 @@ export class RouteWindow {
   lastErrorAt: number | undefined = undefined
   lastAt = 0
   headroom: Headroom | undefined = undefined
-  /** Smoothed latency of successes (EWMA, gain {@link meanGain}) and its mean deviation; NaN before the first. */
-  latencyMean = Number.NaN
-  latencyDev = 0
-  /** The same for time to first token. */
-  ttftMean = Number.NaN
-  ttftDev = 0
+  /** Smoothed latency and time to first token of successes. */
+  private readonly smoothedLatency = new Smoothed()
+  private readonly smoothedTtft = new Smoothed()
 
   constructor(readonly maxSamples: number) {
     const capacity = Math.min(initialCapacity, maxSamples)
@@ -140,39 +157,20 @@ export class RouteWindow {
     if (this.size < this.capacity) this.size++
     this.lastAt = now
     if (kind === Kind.success) {
-      this.smoothLatency(latencyMs)
-      if (ttftMs !== undefined) this.smoothTtft(ttftMs)
-    }
-    if (kind === Kind.success) this.consecutiveFailures = 0
-    else if (kind === Kind.failure || kind === Kind.timeout) this.consecutiveFailures++
-  }
-
-  private smoothLatency(x: number): void {
-    if (Number.isNaN(this.latencyMean)) {
-      this.latencyMean = x
-      return
-    }
-    this.latencyDev += devGain * (Math.abs(x - this.latencyMean) - this.latencyDev)
-    this.latencyMean += meanGain * (x - this.latencyMean)
-  }
-
-  private smoothTtft(x: number): void {
-    if (Number.isNaN(this.ttftMean)) {
-      this.ttftMean = x
-      return
-    }
-    this.ttftDev += devGain * (Math.abs(x - this.ttftMean) - this.ttftDev)
-    this.ttftMean += meanGain * (x - this.ttftMean)
+      this.smoothedLatency.add(latencyMs)
+      if (ttftMs !== undefined) this.smoothedTtft.add(ttftMs)
+      this.consecutiveFailures = 0
+    } else if (kind === Kind.failure || kind === Kind.timeout) this.consecutiveFailures++
   }
 
   /** Smoothed p95 latency of successes ({@link smoothedP95}); `undefined` before the first. */
   get latencyP95Smoothed(): number | undefined {
-    return smoothedP95(this.latencyMean, this.latencyDev)
+    return this.smoothedLatency.p95
   }
 
   /** Smoothed p95 time to first token; `undefined` before the first. */
   get ttftP95Smoothed(): number | undefined {
-    return smoothedP95(this.ttftMean, this.ttftDev)
+    return this.smoothedTtft.p95
   }
 
   /** Index of the `n`-th oldest sample held. */

@@ -35,7 +35,6 @@ import {
   type ProviderError,
   type StoreError
 } from "../Errors.js"
-import type { CompiledWorkflow } from "../GatewayConfig.js"
 import type * as Health from "../Health.js"
 import type { Message, ModelCommand } from "../ModelCommand.js"
 import {
@@ -52,7 +51,7 @@ import {
 import * as ModelOptions from "../ModelOptions.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { affordableOutput, costAt, costOf, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../Pricing.js"
-import type { OutputFormat, ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
+import type { ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
 import { type Escalation, ExcludedTarget } from "../RouteDecision.js"
 import * as TokenEstimator from "../TokenEstimator.js"
 import type { Route, Service as RouterService } from "../Router.js"
@@ -64,7 +63,7 @@ import * as Report from "./telemetry.js"
 import type { AttemptContext, Invoke } from "./attemptContext.js"
 import * as RateLimit from "./rateLimit.js"
 import { bounded } from "./deadline.js"
-import { issuesOf } from "./issues.js"
+import { outputFormatOf, validateOutput } from "./output.js"
 import { retrySchedule, type Stepper, stepper } from "./retry.js"
 import type * as Lifecycle from "./lifecycle.js"
 
@@ -411,13 +410,21 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
         Effect.catchIf(
           (f): f is Extract<Failure, { readonly _tag: "BudgetExceeded" }> => f._tag === "BudgetExceeded",
           (f) => {
+            // The call's route becomes the affordable one (`replanWithin`), which `work` then runs.
             const affordable = replanWithin(call, route, f)
-            return "route" in affordable
-              ? Effect.as(reserve(ctx, call, affordable.amount), affordable.route)
-              : Effect.fail(affordable)
+            return "route" in affordable ? reserve(ctx, call, affordable.amount) : Effect.fail(affordable)
           }
         )
       )
+      const afterReserve = Effect.suspend(() => (call.route === route ? work : workOn(call.route!)))
+      // A permit that is free at once (an in-memory or unbounded concurrency store): taken here,
+      // no fiber for it; `settle` gives it back if the reservation fails.
+      const permitNow = tryAcquireOf(ctx.concurrency)?.(cmd.tenant, cmd.workflow)
+      if (permitNow !== undefined) {
+        call.permit = permitNow
+        call.permitWaitMs = 0
+        return Effect.zipRight(reserved, afterReserve)
+      }
       // A shared store: the reservation and the permit are asked for at once (one round trip on an
       // auto-pipelined connection); nothing is sent before both are held. The permit's fiber is
       // awaited, not joined (`Effect.all` joins and merges fiber refs: measured at twice the CPU
@@ -427,7 +434,7 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
           onFailure: (cause) => Effect.zipRight(Fiber.interrupt(permit), Effect.failCause(cause)),
           onSuccess: () => Effect.flatten(Fiber.await(permit))
         })
-      ).pipe(Effect.zipRight(Effect.suspend(() => (call.route === route ? work : workOn(call.route!)))))
+      ).pipe(Effect.zipRight(afterReserve))
     }
   )
 }
@@ -622,40 +629,6 @@ const result = (call: Call, answer: Answer): Effect.Effect<ModelResult> =>
 // Attempts
 // ---------------------------------------------------------------------------------------------
 
-/** The structured-output part of a provider request. */
-const outputFormatOf = (compiled: CompiledWorkflow, target: ModelTarget): OutputFormat | undefined =>
-  compiled.jsonSchema === undefined
-    ? undefined
-    : {
-        name: compiled.workflow.name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64),
-        jsonSchema: compiled.jsonSchema,
-        strict: target.capabilities.structuredOutput.mode === "json_schema_strict"
-      }
-
-/** Validates a provider answer against the workflow's output schema. */
-const validateOutput = (
-  compiled: CompiledWorkflow,
-  target: ModelTarget,
-  response: ProviderResponse
-): Either.Either<{ readonly value: unknown; readonly valid: boolean | undefined }, Failure> => {
-  if (compiled.decode === undefined || response.toolCalls.length > 0) {
-    return Either.right({ value: undefined, valid: undefined })
-  }
-  if (response.finishReason === "length") {
-    return Either.left({ _tag: "InvalidOutput", target: target.ref, issues: ["truncated at the output-token limit"] })
-  }
-  let json: unknown
-  try {
-    json = JSON.parse(response.text ?? "")
-  } catch {
-    return Either.left({ _tag: "InvalidOutput", target: target.ref, issues: ["not valid JSON"] })
-  }
-  return Either.match(compiled.decode(json), {
-    onLeft: (e) => Either.left({ _tag: "InvalidOutput", target: target.ref, issues: issuesOf(e) }),
-    onRight: (value) => Either.right({ value, valid: true })
-  })
-}
-
 /** Messages for a repair attempt: the invalid answer and what was wrong with it (paths only). */
 const repairMessages = (
   messages: ReadonlyArray<Message>,
@@ -681,6 +654,17 @@ type AttemptEnd =
     }
 
 /**
+ * Escalates the call from target `i` of `route` on `signal` (kept for its evidence): the stronger
+ * target's index and the escalation, or `undefined` when none is stronger.
+ */
+const escalateFrom = (call: Call, route: Route, i: number, signal: "invalid_output" | "check") => {
+  const up = Router.escalateFrom(route, i, signal)
+  call.escalations ??= []
+  call.escalations.push(up.escalation)
+  return up.index < 0 ? undefined : up
+}
+
+/**
  * Attempts over the eligible targets in order, each retried as the disposition table and the
  * retry schedule allow, all within the call's deadline.
  */
@@ -698,13 +682,6 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
     if (route.escalation?.to !== undefined) yield* Router.countEscalation(w.name, route.escalation)
     /** A valid answer the workflow's check escalated from: the call's answer if no stronger one comes. */
     let held: Answer | undefined
-    /** Escalates from target `i` on `signal`: the index to go on from (`i` itself when none is stronger). */
-    const escalateFrom = (i: number, signal: "invalid_output" | "check") => {
-      const up = Router.escalateFrom(route, i, signal)
-      call.escalations ??= []
-      call.escalations.push(up.escalation)
-      return up.index < 0 ? undefined : up
-    }
     targets: for (let i = 0; i < route.targets.length; i++) {
       const target = route.targets[i]!
       // After a context-length rejection only a larger-context target may be tried.
@@ -821,7 +798,7 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
             // The workflow's check on the validated value: a stronger target answers again.
             const check = compiled.escalationCheck
             if (check !== undefined && validated.right.valid === true && check(validated.right.value)) {
-              const up = escalateFrom(i, "check")
+              const up = escalateFrom(call, route, i, "check")
               if (up !== undefined) {
                 held = answer
                 yield* Router.countEscalation(w.name, up.escalation)
@@ -861,7 +838,7 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
             if (held !== undefined) return held
             return yield* Effect.fail(next.failure)
           case "Escalate": {
-            const up = escalateFrom(i, "invalid_output")
+            const up = escalateFrom(call, route, i, "invalid_output")
             if (up === undefined) continue targets
             yield* Router.countEscalation(w.name, up.escalation)
             i = up.index - 1
