@@ -173,9 +173,9 @@ const describeRun = (s: Scenario, report: LabReport): ScenarioModel => {
   const outstandingAtReturn = attempts
     .filter((a) => a.endedBy !== "server-completion" && a.serverCompletesAt > answeredAt)
     .map((a) => ({ route: a.route, completesAt: a.serverCompletesAt }))
-  // Ordered by instant; ties keep the order above (the engine's: a completion before the boundary it ties).
-  const ordered = raw.map((e, i) => ({ e, i })).sort((x, y) => x.e.at - y.e.at || x.i - y.i)
-  const events = ordered.map(({ e }, i) => ({ ...e, seq: i, stage: stageOf(i, ordered.length) }))
+  // Ordered by instant; ties keep the order above (the sort is stable; the engine's order: a
+  // completion before the boundary it ties).
+  const events = [...raw].sort((x, y) => x.at - y.at).map((e, i) => ({ ...e, seq: i, stage: stageOf(i, raw.length) }))
   return {
     scenario: s,
     events,

@@ -21,8 +21,7 @@ export const clampTime = (t: number): number => Math.min(teachingSeconds, Math.m
 export const stageAt = (t: number): number => Math.min(stages, Math.floor(clampTime(t) / stageSeconds + 1e-9))
 
 /** The next 7.5 s boundary strictly after `t` (60 at most). */
-export const nextBoundary = (t: number): number =>
-  Math.min(teachingSeconds, (Math.floor(clampTime(t) / stageSeconds + 1e-9) + 1) * stageSeconds)
+export const nextBoundary = (t: number): number => Math.min(teachingSeconds, (stageAt(t) + 1) * stageSeconds)
 
 /** The events revealed at teaching time `t`: the prefix inspected so far. */
 export const revealedAt = (model: ScenarioModel, t: number): ReadonlyArray<LabEvent> => {

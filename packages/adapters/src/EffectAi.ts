@@ -227,20 +227,29 @@ const finishPart = (result: ModelResult): Response.FinishPartEncoded => {
   }
 }
 
-const resultParts = (
+/** The parts that end every answer, streamed or not: its tool calls, then `finish`. */
+const closingParts = (
   result: ModelResult,
   method: string
-): Effect.Effect<Array<Response.PartEncoded>, AiError.AiError> => {
-  const parts: Array<Response.PartEncoded> = [metadataPart(result)]
-  const text = textOf(result)
-  if (text !== undefined && text !== "") parts.push({ type: "text", text })
+): Either.Either<Array<Response.ToolCallPartEncoded | Response.FinishPartEncoded>, AiError.AiError> => {
+  const parts: Array<Response.ToolCallPartEncoded | Response.FinishPartEncoded> = []
   for (const call of result.content.toolCalls) {
     const part = toolCallPart(call, method)
-    if (Either.isLeft(part)) return Effect.fail(part.left)
+    if (Either.isLeft(part)) return Either.left(part.left)
     parts.push(part.right)
   }
   parts.push(finishPart(result))
-  return Effect.succeed(parts)
+  return Either.right(parts)
+}
+
+const resultParts = (
+  result: ModelResult,
+  method: string
+): Either.Either<Array<Response.PartEncoded>, AiError.AiError> => {
+  const parts: Array<Response.PartEncoded> = [metadataPart(result)]
+  const text = textOf(result)
+  if (text !== undefined && text !== "") parts.push({ type: "text", text })
+  return Either.map(closingParts(result, method), (closing) => [...parts, ...closing])
 }
 
 /** Stream parts of the gateway's stream events; text and tool-call ids are stable per stream. */
@@ -291,13 +300,7 @@ const streamParts = (
               )
           }
           for (const id of toolIds.values()) parts.push({ type: "tool-params-end", id })
-          for (const call of result.content.toolCalls) {
-            const part = toolCallPart(call, method)
-            if (Either.isLeft(part)) return Either.left(part.left)
-            parts.push(part.right)
-          }
-          parts.push(finishPart(result))
-          return Either.right(parts)
+          return Either.map(closingParts(result, method), (closing) => [...parts, ...closing])
         }
         default:
           // RouteSelected, PartialObject, UsageReported: the finish part carries the outcome.

@@ -106,20 +106,26 @@ const failures: ReadonlyArray<{
   { name: "404", status: 404, kind: "model_not_found", processed: "no" }
 ]
 
-const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods) => void): void =>
+/** The adapter's `embed`, made against the mock server (with the size limit given). */
+type Embedder = (options?: {
+  readonly maxResponseBytes?: number
+}) => Effect.Effect<NonNullable<Adapter["embed"]>, never, MockProviderServer | HttpClient.HttpClient>
+
+const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods, embedder: Embedder) => void): void =>
   layer(TestLayer, { excludeTestServices: true })(`${descriptor.provider} embeddings against the mock server`, (it) => {
     const { provider } = descriptor
     const adapter = (options: { readonly maxResponseBytes?: number } = {}) =>
       Effect.flatMap(MockProviderServer, (mock) =>
         descriptor.make({ baseUrl: mock.baseUrl(provider), apiKey, ...options })
       )
+    const embedder: Embedder = (options) => Effect.flatMap(adapter(options), embedOf)
     const script = (model: string, ...behaviors: ReadonlyArray<Behavior>) =>
       Effect.flatMap(MockProviderServer, (mock) => mock.enqueue(behaviors, { provider, model }))
 
     describe("conformance", () => {
       it.effect(`sends the inputs in one request, the key only in ${descriptor.auth.header}`, () =>
         Effect.gen(function* () {
-          const embed = yield* Effect.flatMap(adapter(), embedOf)
+          const embed = yield* embedder()
           yield* embed(embedRequest(provider, "body-model"))
           const recorded = yield* lastRequestFor("body-model")
           assert.strictEqual(recorded.method, "POST")
@@ -138,7 +144,7 @@ const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods) => v
 
       it.effect("asks for the dimensions on the wire when the engine passes them", () =>
         Effect.gen(function* () {
-          const embed = yield* Effect.flatMap(adapter(), embedOf)
+          const embed = yield* embedder()
           const response = yield* embed(embedRequest(provider, "dims-model", { inputs: ["only one"], dimensions: 5 }))
           const recorded = yield* lastRequestFor("dims-model")
           assert.deepStrictEqual(recorded.body, descriptor.body("dims-model", ["only one"], 5))
@@ -151,7 +157,7 @@ const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods) => v
 
       it.effect("reads one vector per input in input order, usage, model version, request id and status", () =>
         Effect.gen(function* () {
-          const embed = yield* Effect.flatMap(adapter(), embedOf)
+          const embed = yield* embedder()
           yield* script(
             "ok-model",
             MockProviderServer.success({ usage: { input: 9, output: 0 }, requestId: "req_emb" })
@@ -174,7 +180,7 @@ const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods) => v
 
       it.effect("puts vectors in input order when the answer lists them out of order", () =>
         Effect.gen(function* () {
-          const embed = yield* Effect.flatMap(adapter(), embedOf)
+          const embed = yield* embedder()
           yield* script("order-model", MockProviderServer.raw(200, descriptor.outOfOrder))
           const response = yield* embed(embedRequest(provider, "order-model"))
           assert.deepStrictEqual(response.vectors, [
@@ -221,7 +227,7 @@ const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods) => v
 
       it.effect("an error object after HTTP 200 is classified", () =>
         Effect.gen(function* () {
-          const embed = yield* Effect.flatMap(adapter(), embedOf)
+          const embed = yield* embedder()
           yield* script("late-error-model", MockProviderServer.raw(200, descriptor.errorAfter200.body))
           const error = yield* Effect.flip(embed(embedRequest(provider, "late-error-model")))
           assert.strictEqual(error.kind, descriptor.errorAfter200.kind)
@@ -232,7 +238,7 @@ const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods) => v
 
       it.effect("a body that is not JSON, or vectors that are not numbers, are invalid_output", () =>
         Effect.gen(function* () {
-          const embed = yield* Effect.flatMap(adapter(), embedOf)
+          const embed = yield* embedder()
           yield* script(
             "bad-model",
             MockProviderServer.raw(200, '{"data": ['),
@@ -253,7 +259,7 @@ const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods) => v
 
       it.effect("a body over maxResponseBytes is refused", () =>
         Effect.gen(function* () {
-          const embed = yield* Effect.flatMap(adapter({ maxResponseBytes: 64 }), embedOf)
+          const embed = yield* embedder({ maxResponseBytes: 64 })
           const error = yield* Effect.flip(
             embed(embedRequest(provider, "big-model", { inputs: ["a", "b", "c"], dimensions: 32 }))
           )
@@ -266,7 +272,7 @@ const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods) => v
 
       it.effect("a dropped connection is a transport failure that may have been processed", () =>
         Effect.gen(function* () {
-          const embed = yield* Effect.flatMap(adapter(), embedOf)
+          const embed = yield* embedder()
           yield* script("drop-model", MockProviderServer.drop())
           const error = yield* Effect.flip(embed(embedRequest(provider, "drop-model")))
           assert.strictEqual(error.kind, "transport")
@@ -275,7 +281,7 @@ const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods) => v
       )
     })
 
-    specific(it)
+    specific(it, embedder)
   })
 
 describeEmbeddings(
@@ -309,13 +315,10 @@ describeEmbeddings(
     }),
     errorAfter200: { body: JSON.stringify({ error: { type: "server_error", message: "boom" } }), kind: "server_error" }
   },
-  (it) => {
+  (it, embedder) => {
     it.effect("has no task field: a task leaves the body as it is", () =>
       Effect.gen(function* () {
-        const embed = yield* Effect.flatMap(
-          Effect.flatMap(MockProviderServer, (mock) => OpenAi.make({ baseUrl: mock.baseUrl("openai"), apiKey })),
-          embedOf
-        )
+        const embed = yield* embedder()
         yield* embed(embedRequest("openai", "task-model", { task: "query" }))
         const recorded = yield* lastRequestFor("task-model")
         assert.deepStrictEqual(recorded.body, {
@@ -328,10 +331,7 @@ describeEmbeddings(
 
     it.effect("reports the rate-limit headroom of the answer", () =>
       Effect.gen(function* () {
-        const embed = yield* Effect.flatMap(
-          Effect.flatMap(MockProviderServer, (mock) => OpenAi.make({ baseUrl: mock.baseUrl("openai"), apiKey })),
-          embedOf
-        )
+        const embed = yield* embedder()
         yield* Effect.flatMap(MockProviderServer, (mock) =>
           mock.enqueue(
             MockProviderServer.success({
@@ -371,13 +371,10 @@ describeEmbeddings(
       kind: "overloaded"
     }
   },
-  (it) => {
+  (it, embedder) => {
     it.effect("strips a models/ prefix and escapes the model in the path", () =>
       Effect.gen(function* () {
-        const embed = yield* Effect.flatMap(
-          Effect.flatMap(MockProviderServer, (mock) => Gemini.make({ baseUrl: mock.baseUrl("gemini"), apiKey })),
-          embedOf
-        )
+        const embed = yield* embedder()
         yield* embed(embedRequest("gemini", "models/text-embedding-004"))
         const recorded = yield* lastRequestFor("text-embedding-004")
         assert.strictEqual(recorded.url, "/v1beta/models/text-embedding-004:batchEmbedContents")
@@ -388,10 +385,7 @@ describeEmbeddings(
 
     it.effect("sends the task as taskType on every request of the batch", () =>
       Effect.gen(function* () {
-        const embed = yield* Effect.flatMap(
-          Effect.flatMap(MockProviderServer, (mock) => Gemini.make({ baseUrl: mock.baseUrl("gemini"), apiKey })),
-          embedOf
-        )
+        const embed = yield* embedder()
         yield* embed(embedRequest("gemini", "task-model", { task: "query" }))
         yield* embed(embedRequest("gemini", "task-model", { inputs: ["doc"], task: "document" }))
         const requests = (yield* Effect.flatMap(MockProviderServer, (mock) => mock.requests)).filter(
@@ -410,7 +404,7 @@ describeEmbeddings(
     it.effect("more than 100 inputs go in consecutive batches of at most 100, vectors in input order", () =>
       Effect.gen(function* () {
         const mock = yield* MockProviderServer
-        const embed = yield* Effect.flatMap(Gemini.make({ baseUrl: mock.baseUrl("gemini"), apiKey }), embedOf)
+        const embed = yield* embedder()
         const inputs = Array.from({ length: 150 }, (_, i) => `text number ${i}`)
         const before = (yield* mock.requests).length
         const response = yield* embed(embedRequest("gemini", "batch-model", { inputs, dimensions: 3 }))
@@ -433,7 +427,7 @@ describeEmbeddings(
     it.effect("a failure in a later batch may have been processed (earlier batches were)", () =>
       Effect.gen(function* () {
         const mock = yield* MockProviderServer
-        const embed = yield* Effect.flatMap(Gemini.make({ baseUrl: mock.baseUrl("gemini"), apiKey }), embedOf)
+        const embed = yield* embedder()
         yield* mock.enqueue([MockProviderServer.success(), MockProviderServer.failure(400)], {
           provider: "gemini",
           model: "batch-fail-model"

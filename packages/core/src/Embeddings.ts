@@ -14,7 +14,7 @@
  * @since 0.5.0
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
-import { describeIssue, jsonPath, valueFreeIssues } from "./internal/issues.js"
+import { checkShape, issueLines } from "./internal/issues.js"
 import { TenantId } from "./ModelCommand.js"
 import { Evidence } from "./ModelResult.js"
 import { type EmbeddingCapability, Label, Labels, Millis, type ModelTarget } from "./ModelTarget.js"
@@ -85,21 +85,25 @@ const decodeChecked = Schema.decodeUnknownEither(EmbedCommand, { errors: "all", 
 /**
  * Decodes an embedding command from untrusted input, like `ModelCommand.decodeUnknown`: unknown
  * fields are an error (no `baseUrl`, `apiKey` or `target` can be smuggled in), and the error names
- * paths, kinds of problems and limits — never the values, which are the texts to embed.
+ * paths, kinds of problems and limits — never the values, which are the texts to embed. Hostile
+ * shapes (deep nesting, huge inputs, exotic objects) are refused before decoding.
  *
  * @since 0.5.0
  * @category Constructors
  */
 export const decodeCommand = (input: unknown): Effect.Effect<EmbedCommand, ParseResult.ParseError> =>
   Effect.suspend(() => {
+    const rejected = (problems: string) =>
+      Effect.fail(
+        new ParseResult.ParseError({
+          issue: new ParseResult.Type(EmbedCommand.ast, undefined, `invalid embed command: ${problems}`)
+        })
+      )
+    const shape = checkShape(input)
+    if (shape !== undefined) return rejected(shape)
     const decoded = decodeChecked(input)
     if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
-    const issues = valueFreeIssues(decoded.left, 20).map((i) => `${jsonPath(i.path)} ${describeIssue(i)}`)
-    return Effect.fail(
-      new ParseResult.ParseError({
-        issue: new ParseResult.Type(EmbedCommand.ast, undefined, `invalid embed command: ${issues.join("; ")}`)
-      })
-    )
+    return rejected(issueLines(decoded.left).join("; "))
   })
 
 /**

@@ -31,7 +31,7 @@
  * @since 0.1.0
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
-import { describeIssue, jsonPath, segment, valueFreeIssues } from "./internal/issues.js"
+import * as Issues from "./internal/issues.js"
 import { ProviderOptions, RequestOptions } from "./ModelOptions.js"
 import { Label, Labels, Millis, QualityTier, SchemaFeature, Segment } from "./ModelTarget.js"
 import { Risk, WorkflowName } from "./Workflow.js"
@@ -212,42 +212,10 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
 }
 
 /** Deepest nesting accepted in untrusted input (tool parameter schemas included). */
-export const maxInputDepth = 64
+export const maxInputDepth = Issues.maxInputDepth
 
 /** Most values (objects, arrays and primitives) accepted in one untrusted command. */
-export const maxInputValues = 1_000_000
-
-/**
- * Checks the raw shape of untrusted input before any decoding: only plain objects and arrays,
- * nested at most {@link maxInputDepth} levels, at most {@link maxInputValues} values, no
- * `__proto__` key (decoded into a record it would replace the record's prototype). Iterative, so
- * hostile nesting cannot overflow the stack. Returns the first problem (bounded path segments), or
- * `undefined`.
- */
-const checkShape = (input: unknown): string | undefined => {
-  const stack: Array<{ readonly value: unknown; readonly path: string; readonly depth: number }> = [
-    { value: input, path: "$", depth: 0 }
-  ]
-  let count = 0
-  while (stack.length > 0) {
-    const { value, path, depth } = stack.pop()!
-    if (++count > maxInputValues) return `$: more than ${maxInputValues} values`
-    if (typeof value !== "object" || value === null) continue
-    if (depth >= maxInputDepth) return `${path}: nested deeper than ${maxInputDepth} levels`
-    if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) stack.push({ value: value[i], path: `${path}.${i}`, depth: depth + 1 })
-      continue
-    }
-    const proto = Object.getPrototypeOf(value)
-    if (proto !== Object.prototype && proto !== null) return `${path}: not a plain object`
-    if (proto === null) return `${path}: object without prototype`
-    for (const [key, child] of Object.entries(value)) {
-      if (key === "__proto__") return `${path}.__proto__: reserved key`
-      stack.push({ value: child, path: `${path}.${segment(key)}`, depth: depth + 1 })
-    }
-  }
-  return undefined
-}
+export const maxInputValues = Issues.maxInputValues
 
 const decodeChecked = Schema.decodeUnknownEither(ModelCommand, { errors: "all", onExcessProperty: "error" })
 
@@ -267,10 +235,9 @@ const rejected = (message: string) =>
  */
 export const decodeUnknown = (input: unknown): Effect.Effect<ModelCommand, ParseResult.ParseError> =>
   Effect.suspend(() => {
-    const shape = checkShape(input)
+    const shape = Issues.checkShape(input)
     if (shape !== undefined) return Effect.fail(rejected(`invalid command: ${shape}`))
     const decoded = decodeChecked(input)
     if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
-    const issues = valueFreeIssues(decoded.left, 20).map((i) => `${jsonPath(i.path)} ${describeIssue(i)}`)
-    return Effect.fail(rejected(`invalid command: ${issues.join("; ")}`))
+    return Effect.fail(rejected(`invalid command: ${Issues.issueLines(decoded.left).join("; ")}`))
   })

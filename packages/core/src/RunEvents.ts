@@ -84,6 +84,17 @@ export const PostModel = Schema.TaggedStruct("PostModel", {
 /** @since 0.5.0 */
 export interface PostModel extends Schema.Schema.Type<typeof PostModel> {}
 
+/** What `PreTool` and `PostTool` say of the tool call. */
+const toolCallFields = {
+  runId: Schema.String,
+  step: Schema.Int,
+  toolCallId: Schema.String,
+  tool: Schema.String,
+  sideEffecting: Schema.Boolean,
+  /** The ledger key of a side-effecting call. */
+  key: Schema.optional(Schema.String)
+}
+
 /**
  * The tool loop is about to run a tool call (or replay it from the ledger).
  *
@@ -91,13 +102,7 @@ export interface PostModel extends Schema.Schema.Type<typeof PostModel> {}
  * @category Events
  */
 export const PreTool = Schema.TaggedStruct("PreTool", {
-  runId: Schema.String,
-  step: Schema.Int,
-  toolCallId: Schema.String,
-  tool: Schema.String,
-  sideEffecting: Schema.Boolean,
-  /** The ledger key of a side-effecting call. */
-  key: Schema.optional(Schema.String),
+  ...toolCallFields,
   /** The arguments as the model wrote them; only with `eventContent`. */
   arguments: Schema.optional(Schema.String),
   at: Millis
@@ -125,13 +130,7 @@ export type ToolOutcome = typeof ToolOutcome.Type
  * @category Events
  */
 export const PostTool = Schema.TaggedStruct("PostTool", {
-  runId: Schema.String,
-  step: Schema.Int,
-  toolCallId: Schema.String,
-  tool: Schema.String,
-  sideEffecting: Schema.Boolean,
-  /** The ledger key of a side-effecting call. */
-  key: Schema.optional(Schema.String),
+  ...toolCallFields,
   outcome: ToolOutcome,
   errorTag: Schema.optional(Schema.String),
   latencyMs: Millis,
@@ -243,6 +242,8 @@ export const subscribe = (
 
 /**
  * The `PreModel` of a call (published by the gateway).
+ *
+ * @internal
  */
 export const preModel = (
   runId: string,
@@ -257,6 +258,8 @@ const noToolCalls: ReadonlyArray<ToolCall> = []
 
 /**
  * The `PostModel` of a settled call, from its record (and its result, for the tool names).
+ *
+ * @internal
  */
 export const postModel = (record: CallRecord, result: ModelResult | undefined, at: number): PostModel => {
   const e = record.evidence

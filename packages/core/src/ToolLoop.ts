@@ -58,7 +58,7 @@ import { Cause, Clock, Effect, Either, JSONSchema, Option, ParseResult, Schema }
 import * as AgentRun from "./AgentRun.js"
 import { AmbiguousOutcome, type GatewayError, InvalidOutput, InvalidRequest, StoreError } from "./Errors.js"
 import type { DegradeHandler } from "./GatewayConfig.js"
-import { describeIssue, jsonPath, valueFreeIssues } from "./internal/issues.js"
+import { issueLines } from "./internal/issues.js"
 import { type Message, ModelCommand, type ToolCall, type ToolDefinition } from "./ModelCommand.js"
 import * as ModelGateway from "./ModelGateway.js"
 import { CallId, type ModelResult, Usage } from "./ModelResult.js"
@@ -186,10 +186,6 @@ export interface ToolOptions<Name extends string, A, I, Res, ResI, E, EI, R> {
 
 const toolName = /^[A-Za-z0-9_-]{1,64}$/
 
-/** Value-free issues of a failed decode: `$.path kind (expected …)`. */
-const issuesText = (error: ParseResult.ParseError): ReadonlyArray<string> =>
-  valueFreeIssues(error, 20).map((i) => `${jsonPath(i.path)} ${describeIssue(i)}`)
-
 /**
  * The JSON Schema of `parameters` as offered to the model (without `$schema`).
  *
@@ -289,8 +285,8 @@ export const make = <const Name extends string, A, I, Res, ResI, E = never, EI =
     handler: options.handler,
     definition: ToolLedger.toolDefinition(ledgerTool),
     info: ledgerTool,
-    decode: (input) => Either.mapLeft(Either.map(decodeArgs(input), prepare), issuesText),
-    validate: (value) => Either.mapLeft(Either.map(validateArgs(value), prepare), issuesText)
+    decode: (input) => Either.mapLeft(Either.map(decodeArgs(input), prepare), issueLines),
+    validate: (value) => Either.mapLeft(Either.map(validateArgs(value), prepare), issueLines)
   }
 }
 
@@ -310,6 +306,19 @@ export const makeWithServices = <const Name extends string, A, I, Res, ResI, E =
       handler: (args, context) => Effect.provide(options.handler(args, context), services)
     })
   )
+
+/**
+ * Numbers the calls of one step per tool (the ledger key's index): the n-th call of a tool in the
+ * step gets n - 1. The loop and {@link approve} both use it, so they compute the same keys.
+ */
+const perToolIndex = (): ((name: string) => number) => {
+  const seen = new Map<string, number>()
+  return (name) => {
+    const index = seen.get(name) ?? 0
+    seen.set(name, index + 1)
+    return index
+  }
+}
 
 const isLedgerError = (e: unknown): boolean =>
   e instanceof ToolLedger.ToolReplayRefused || e instanceof ToolLedger.ToolResultUndecodable || e instanceof StoreError
@@ -416,17 +425,15 @@ export const approve = (
       }
       prepared.push({ name: call.name, call: checked.right })
     }
-    const seen = new Map<string, number>()
-    return Effect.forEach(prepared, ({ name, call }, i) => {
-      const index = seen.get(name) ?? 0
-      seen.set(name, index + 1)
-      return call.execute({
+    const indexOf = perToolIndex()
+    return Effect.forEach(prepared, ({ name, call }, i) =>
+      call.execute({
         runId: suggestion.runId,
         step: suggestion.step,
-        index,
+        index: indexOf(name),
         toolCallId: `suggestion/${suggestion.callId}/${i}`
       })
-    })
+    )
   })
 
 /**
@@ -511,7 +518,7 @@ const conversationLimits = (error: unknown): InvalidRequest =>
   new InvalidRequest({
     reason: "invalid_command",
     detail: `the tool loop's conversation broke a command limit: ${
-      ParseResult.isParseError(error) ? issuesText(error).join("; ") : "invalid command"
+      ParseResult.isParseError(error) ? issueLines(error).join("; ") : "invalid command"
     }`
   })
 
@@ -671,13 +678,11 @@ export const run = (
         const text = result.content.text
         messages.push({ _tag: "assistant", toolCalls: calls, ...(text !== undefined ? { content: text } : {}) })
         // The step's results are all recorded (side-effecting ones in the ledger) before the next model call.
-        const seen = new Map<string, number>()
+        const indexOf = perToolIndex()
         let effects = 0
         for (const call of calls) {
-          const index = seen.get(call.name) ?? 0
-          seen.set(call.name, index + 1)
           const keysBefore = keysRun.length
-          const content = yield* runCall(call, step, index)
+          const content = yield* runCall(call, step, indexOf(call.name))
           effects += keysRun.length - keysBefore
           messages.push({ _tag: "tool", toolCallId: call.id, name: call.name.slice(0, 64), content })
         }

@@ -5,26 +5,16 @@
  * Outside a run nothing changes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { AgentRun, CallRecorder, type Errors, ModelGateway } from "@modelgate/core"
+import { AgentRun, CallRecorder, ModelGateway } from "@modelgate/core"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Cause, Clock, Effect, Exit, Fiber, Option, TestClock } from "effect"
+import { Clock, Effect, Exit, Option } from "effect"
 import { command, gatewayLayer, refs } from "./fixtures.js"
+import { driven, failureOf } from "./virtualTime.js"
 
 const tenant = TenantId.make("acme")
 const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
 const attempts = Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.attempts)
-
-const errorOf = <A>(exit: Exit.Exit<A, Errors.GatewayError>) =>
-  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
-
-/** Runs `body` in a fiber and moves virtual time until it is done. */
-const driven = <A, E, R>(body: Effect.Effect<A, E, R>, ms = 5_000) =>
-  Effect.gen(function* () {
-    const fiber = yield* Effect.fork(body)
-    yield* TestClock.adjust(ms)
-    return yield* Fiber.join(fiber)
-  })
 
 /** One gateway call: its exit and the virtual instants it started and ended at. */
 const timedCall = (cmd: ReturnType<typeof command>) =>
@@ -58,7 +48,7 @@ describe("AgentRun", () => {
       assert.deepStrictEqual([steps.three.startedAt, steps.three.endedAt], [700, 900])
       assert.isTrue(Exit.isSuccess(steps.one.exit))
       assert.isTrue(Exit.isSuccess(steps.two.exit))
-      const three = errorOf(steps.three.exit)
+      const three = failureOf(steps.three.exit)
       assert.strictEqual(three?._tag, "DeadlineExceeded")
       if (three?._tag === "DeadlineExceeded") {
         assert.strictEqual(three.timeoutMs, 200)
@@ -75,7 +65,7 @@ describe("AgentRun", () => {
       )
       // Step 4 at 900 ms: the run's time is gone, no provider call.
       assert.deepStrictEqual([steps.four.startedAt, steps.four.endedAt], [900, 900])
-      const four = errorOf(steps.four.exit)
+      const four = failureOf(steps.four.exit)
       assert.strictEqual(four?._tag, "RunExhausted")
       if (four?._tag === "RunExhausted") {
         assert.strictEqual(four.runId, "run-1")
@@ -137,7 +127,7 @@ describe("AgentRun", () => {
       assert.closeTo(outcome.run.spent, 0.00128, 1e-12)
       assert.strictEqual(outcome.run.reserved, 0)
       // Step 3: no money left; no provider call, nothing reserved.
-      const three = errorOf(outcome.three)
+      const three = failureOf(outcome.three)
       assert.strictEqual(three?._tag, "RunExhausted")
       if (three?._tag === "RunExhausted") {
         assert.strictEqual(three.reason, "budget")
@@ -225,7 +215,7 @@ describe("AgentRun", () => {
           })
         )
       )
-      const error = errorOf(outcome.other)
+      const error = failureOf(outcome.other)
       assert.strictEqual(error?._tag, "InvalidRequest")
       if (error?._tag === "InvalidRequest") {
         assert.strictEqual(error.reason, "run_tenant")

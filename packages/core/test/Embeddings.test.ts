@@ -23,8 +23,9 @@ import { ModelCommand, TenantId } from "@modelgate/core/ModelCommand"
 import { Evidence, Usage } from "@modelgate/core/ModelResult"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Layer, Option, Schema, Stream, TestClock } from "effect"
+import { Clock, Duration, Effect, Layer, Schema, Stream } from "effect"
 import { keepingTracer } from "./keptSpans.js"
+import { driven, failureOf } from "./virtualTime.js"
 
 const refs = {
   small: TargetRef.make("model://oa/te3s@eu"),
@@ -187,17 +188,6 @@ const gateway = (
 }
 
 const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
-
-const errorOf = <A>(exit: Exit.Exit<A, Errors.GatewayError>) =>
-  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
-
-/** Runs `body` in a fiber and moves virtual time until it is done. */
-const driven = <A, E, R>(body: Effect.Effect<A, E, R>, ms = 5_000) =>
-  Effect.gen(function* () {
-    const fiber = yield* Effect.fork(body)
-    yield* TestClock.adjust(ms)
-    return yield* Fiber.join(fiber)
-  })
 
 const inputs = ["refund policy for damaged goods", "how to reset a password"] as const
 
@@ -394,7 +384,7 @@ describe("ModelGateway.embed", () => {
       const { layer, log } = gateway({ [refs.small]: [{ _tag: "Hang" }], [refs.azure]: [{ _tag: "Hang" }] })
       return Effect.gen(function* () {
         const exit = yield* driven(Effect.exit(ModelGateway.embed(embedCommand({ timeout: 600 }))))
-        const error = errorOf(exit)
+        const error = failureOf(exit)
         assert.strictEqual(error?._tag, "DeadlineExceeded")
         if (error?._tag !== "DeadlineExceeded") return
         assert.strictEqual(error.timeoutMs, 600)
@@ -450,7 +440,7 @@ describe("ModelGateway.embed", () => {
     return Effect.gen(function* () {
       const long = "word ".repeat(2_000)
       const exit = yield* driven(Effect.exit(ModelGateway.embed(embedCommand({ inputs: [long] }))))
-      const error = errorOf(exit)
+      const error = failureOf(exit)
       assert.strictEqual(error?._tag, "BudgetExceeded")
       if (error?._tag !== "BudgetExceeded") return
       const estimated = TokenEstimator.estimateInput({ messages: [{ _tag: "user", content: long }] })
@@ -469,7 +459,7 @@ describe("ModelGateway.embed", () => {
           AgentRun.step(3, Effect.exit(ModelGateway.embed(embedCommand())))
         )
       )
-      const error = errorOf(exit)
+      const error = failureOf(exit)
       assert.strictEqual(error?._tag, "DeadlineExceeded")
       assert.deepStrictEqual(
         log.map((s) => [s.target, s.startedAt, s.timeoutMs]),
@@ -494,13 +484,25 @@ describe("ModelGateway.embed", () => {
       assert.isTrue(empty.message.includes("$.inputs"))
       const ok = yield* Embeddings.decodeCommand({ workflow: "docs.embed", tenant: "acme", inputs: [secret] })
       assert.deepStrictEqual(ok.inputs, [secret])
+      // hostile shapes are refused before decoding, as for ModelCommand.decodeUnknown
+      let deep: unknown = secret
+      for (let i = 0; i < 100; i++) deep = [deep]
+      const nested = yield* Effect.flip(
+        Embeddings.decodeCommand({ workflow: "docs.embed", tenant: "acme", inputs: deep })
+      )
+      assert.isTrue(nested.message.includes("nested deeper than 64 levels"))
+      assert.isFalse(nested.message.includes(secret))
+      const exotic = yield* Effect.flip(
+        Embeddings.decodeCommand({ workflow: "docs.embed", tenant: "acme", inputs: [secret], extra: new Date(0) })
+      )
+      assert.isTrue(exotic.message.includes("$.extra: not a plain object"))
     })
   )
 
   it.effect("embed serves embedding workflows only, and generate never routes to one", () => {
     const { layer, log } = gateway()
     return Effect.gen(function* () {
-      const notEmbedding = errorOf(
+      const notEmbedding = failureOf(
         yield* driven(Effect.exit(ModelGateway.embed(embedCommand({ workflow: "docs.reply" }))))
       )
       assert.strictEqual(notEmbedding?._tag, "InvalidRequest")
@@ -510,7 +512,7 @@ describe("ModelGateway.embed", () => {
         tenant: "acme",
         messages: [{ _tag: "user", content: "hello" }]
       })
-      const notGenerate = errorOf(yield* driven(Effect.exit(ModelGateway.generate(command))))
+      const notGenerate = failureOf(yield* driven(Effect.exit(ModelGateway.generate(command))))
       assert.strictEqual(notGenerate?._tag, "InvalidRequest")
       if (notGenerate?._tag === "InvalidRequest") {
         assert.strictEqual(notGenerate.detail, "an embedding workflow: use embed")

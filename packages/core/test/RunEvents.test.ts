@@ -6,13 +6,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentRun, CallRecorder, ModelGateway, RunEvents, ToolLoop } from "@modelgate/core"
 import { TenantId } from "@modelgate/core/ModelCommand"
-import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Effect, Fiber, PubSub, Queue, Schema, Stream, TestClock } from "effect"
 import { command, refs } from "./fixtures.js"
-import { agentLayer, makeTools } from "./toolLoopFixtures.js"
+import { agentLayer, answers, asks, createThenAmbiguous, makeTools } from "./toolLoopFixtures.js"
 
 const tenant = TenantId.make("acme")
-const call = (id: string, name: string, args: unknown) => ({ id, name, arguments: JSON.stringify(args) })
 
 /** Runs `body` in a run publishing to a fresh hub; returns its result and every event published. */
 const withEvents = <A, E, R>(options: Omit<AgentRun.Options, "events">, body: Effect.Effect<A, E, R>) =>
@@ -47,18 +45,10 @@ const line = (e: RunEvents.RunEvent): string => {
 
 const script = {
   [refs.primary]: [
-    ScriptedProvider.success({
-      after: 10,
-      toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
-    }),
     // The step after the tool: processed or not, nobody knows; the gateway does not retry it.
-    ScriptedProvider.fail(50, { kind: "server_error", processed: "maybe", httpStatus: 500 }),
-    ScriptedProvider.success({
-      after: 10,
-      toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
-    }),
-    ScriptedProvider.success({ after: 10, toolCalls: [call("c2", "lookup_order", { orderId: "ORD-123456" })] }),
-    ScriptedProvider.success({ after: 10, text: "Scheduled TASK-1; the order has shipped." })
+    ...createThenAmbiguous(),
+    asks("c2", "lookup_order", { orderId: "ORD-123456" }),
+    answers("Scheduled TASK-1; the order has shipped.")
   ]
 }
 
@@ -167,11 +157,7 @@ describe("RunEvents", () => {
         const tags = Chunk.toReadonlyArray(yield* Fiber.join(collected)).map((e) => e._tag)
         assert.deepStrictEqual(tags, ["PreModel", "PostModel", "TaskCompleted"])
       })
-    ).pipe(
-      Effect.provide(
-        agentLayer({ [refs.primary]: [ScriptedProvider.success({ after: 10, text: "No follow-up needed." })] })
-      )
-    )
+    ).pipe(Effect.provide(agentLayer({ [refs.primary]: [answers("No follow-up needed.")] })))
   })
 
   it.effect("with eventContent the tool events carry arguments and results", () => {
@@ -189,10 +175,7 @@ describe("RunEvents", () => {
     }).pipe(
       Effect.provide(
         agentLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({ after: 10, toolCalls: [call("c2", "lookup_order", { orderId: "ORD-123456" })] }),
-            ScriptedProvider.success({ after: 10, text: "Shipped." })
-          ]
+          [refs.primary]: [asks("c2", "lookup_order", { orderId: "ORD-123456" }), answers("Shipped.")]
         })
       )
     )
@@ -222,13 +205,7 @@ describe("RunEvents", () => {
       }).pipe(
         Effect.provide(
           agentLayer({
-            [refs.primary]: [
-              ScriptedProvider.success({ after: 10, text: "plain" }),
-              ScriptedProvider.success({
-                after: 10,
-                toolCalls: [call("c2", "lookup_order", { orderId: "ORD-123456" })]
-              })
-            ]
+            [refs.primary]: [answers("plain"), asks("c2", "lookup_order", { orderId: "ORD-123456" })]
           })
         )
       )

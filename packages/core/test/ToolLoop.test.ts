@@ -5,31 +5,30 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { AgentRun, CallRecorder, ToolLedger, ToolLoop } from "@modelgate/core"
-import { TenantId } from "@modelgate/core/ModelCommand"
+import { type Message, TenantId } from "@modelgate/core/ModelCommand"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Cause, Effect, Exit, Fiber, Option, Schema, TestClock } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { command, refs } from "./fixtures.js"
-import { agentLayer, makeTools } from "./toolLoopFixtures.js"
+import { agentLayer, answers, asks, createThenAmbiguous, makeTools, toolCall } from "./toolLoopFixtures.js"
 import { keepingTracer } from "./keptSpans.js"
+import { driven, failureOf } from "./virtualTime.js"
 
 const tenant = TenantId.make("acme")
 const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
 const attempts = Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.attempts)
 
-const driven = <A, E, R>(body: Effect.Effect<A, E, R>, ms = 10_000) =>
-  Effect.gen(function* () {
-    const fiber = yield* Effect.fork(body)
-    yield* TestClock.adjust(ms)
-    return yield* Fiber.join(fiber)
-  })
-
 const inRun = <A, E, R>(runId: string, body: Effect.Effect<A, E, R>) =>
-  driven(AgentRun.run({ runId, deadline: "1 minute", tenant }, body))
+  driven(AgentRun.run({ runId, deadline: "1 minute", tenant }, body), 10_000)
 
-const call = (id: string, name: string, args: unknown) => ({ id, name, arguments: JSON.stringify(args) })
+/** Both routes of the agent workflows answer 503. */
+const routesDown = {
+  [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
+  [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
+}
 
-const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+/** The contents of the tool messages of a conversation, in order. */
+const toolContents = (messages: ReadonlyArray<Message>): Array<string> =>
+  messages.flatMap((m) => (m._tag === "tool" ? [m.content] : []))
 
 const ToolMessage = Schema.parseJson(
   Schema.Struct({ error: Schema.String, issues: Schema.optional(Schema.Array(Schema.String)) })
@@ -123,9 +122,9 @@ describe("ToolLoop", () => {
       Effect.provide(
         agentLayer({
           [refs.primary]: [
-            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "lookup_order", { orderId: "ORD-12" })] }),
-            ScriptedProvider.success({ after: 10, toolCalls: [call("c2", "lookup_order", { orderId: "ORD-123456" })] }),
-            ScriptedProvider.success({ after: 10, text: "Your order has shipped." })
+            asks("c1", "lookup_order", { orderId: "ORD-12" }),
+            asks("c2", "lookup_order", { orderId: "ORD-123456" }),
+            answers("Your order has shipped.")
           ]
         })
       )
@@ -138,7 +137,7 @@ describe("ToolLoop", () => {
       const outcome = yield* inRun("run-errors", ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 2 }))
       assert.strictEqual(outcome._tag, "Completed")
       if (outcome._tag !== "Completed") return
-      const contents = outcome.messages.flatMap((m) => (m._tag === "tool" ? [JSON.parse(m.content)] : []))
+      const contents = toolContents(outcome.messages).map((c) => JSON.parse(c))
       assert.deepStrictEqual(contents, [
         { error: "invalid arguments", issues: ["$ is not valid JSON"] },
         { error: "unknown tool", tools: ["create_task", "lookup_order"] },
@@ -153,11 +152,37 @@ describe("ToolLoop", () => {
               after: 10,
               toolCalls: [
                 { id: "c1", name: "lookup_order", arguments: "{not json" },
-                call("c2", "delete_everything", {}),
-                call("c3", "lookup_order", { orderId: "ORD-123456", extra: 1 })
+                toolCall("c2", "delete_everything", {}),
+                toolCall("c3", "lookup_order", { orderId: "ORD-123456", extra: 1 })
               ]
             }),
-            ScriptedProvider.success({ after: 10, text: "Sorry." })
+            answers("Sorry.")
+          ]
+        })
+      )
+    )
+  })
+
+  it.effect("two calls of one tool in a step get their own ledger keys, numbered per tool", () => {
+    const t = makeTools()
+    return Effect.gen(function* () {
+      const outcome = yield* inRun("run-twice", ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 2 }))
+      assert.strictEqual(outcome._tag, "Completed")
+      assert.deepStrictEqual(t.created, ["tool/v1/run-twice/1/create_task", "tool/v1/run-twice/1/create_task/1"])
+      assert.deepStrictEqual(t.lookedUp, ["ORD-123456"])
+    }).pipe(
+      Effect.provide(
+        agentLayer({
+          [refs.primary]: [
+            ScriptedProvider.success({
+              after: 10,
+              toolCalls: [
+                toolCall("c1", "create_task", { ticketId: "T-1", title: "Call back" }),
+                toolCall("c2", "lookup_order", { orderId: "ORD-123456" }),
+                toolCall("c3", "create_task", { ticketId: "T-1", title: "Send the refund" })
+              ]
+            }),
+            answers("Both scheduled.")
           ]
         })
       )
@@ -181,7 +206,7 @@ describe("ToolLoop", () => {
         [["tool/v1/run-ambiguous/1/create_task", "completed", { id: "TASK-1", title: "Call back" }]]
       )
       if (outcome._tag === "Completed") {
-        const results = outcome.messages.flatMap((m) => (m._tag === "tool" ? [m.content] : []))
+        const results = toolContents(outcome.messages)
         assert.deepStrictEqual(results, [JSON.stringify({ id: "TASK-1", title: "Call back" })])
       }
       // The gateway did not retry the ambiguous model call itself: one attempt, AmbiguousOutcome.
@@ -199,16 +224,9 @@ describe("ToolLoop", () => {
       Effect.provide(
         agentLayer({
           [refs.primary]: [
-            ScriptedProvider.success({
-              after: 10,
-              toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
-            }),
-            ScriptedProvider.fail(50, { kind: "server_error", processed: "maybe", httpStatus: 500 }),
-            ScriptedProvider.success({
-              after: 10,
-              toolCalls: [call("c9", "create_task", { ticketId: "T-1", title: "Call back" })]
-            }),
-            ScriptedProvider.success({ after: 10, text: "Scheduled." })
+            // The model's retried call has another id; the ledger key is (run, step, tool, index).
+            ...createThenAmbiguous("c9"),
+            answers("Scheduled.")
           ]
         })
       )
@@ -229,18 +247,7 @@ describe("ToolLoop", () => {
     }).pipe(
       Effect.provide(
         agentLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 10,
-              toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
-            }),
-            ScriptedProvider.fail(50, { kind: "server_error", processed: "maybe", httpStatus: 500 }),
-            ScriptedProvider.success({
-              after: 10,
-              toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
-            }),
-            ScriptedProvider.success({ after: 10, text: "Scheduled." })
-          ]
+          [refs.primary]: [...createThenAmbiguous(), answers("Scheduled.")]
         })
       )
     )
@@ -253,7 +260,8 @@ describe("ToolLoop", () => {
         AgentRun.run(
           { runId: "run-budget", deadline: "1 minute", budget: 0.0005, tenant },
           Effect.exit(ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 5 }))
-        )
+        ),
+        10_000
       )
       const error = failureOf(exit)
       assert.strictEqual(error?._tag, "RunExhausted")
@@ -285,13 +293,13 @@ describe("ToolLoop", () => {
         agentLayer({
           [refs.primary]: [
             // 100 × 0.4/M + 20 × 1.6/M = 0.000072; then 100 × 0.4/M + 400 × 1.6/M = 0.00068: over the run's 0.0005.
-            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "lookup_order", { orderId: "ORD-000001" })] }),
+            asks("c1", "lookup_order", { orderId: "ORD-000001" }),
             ScriptedProvider.success({
               after: 10,
               usage: { inputTokens: 100, outputTokens: 400 },
-              toolCalls: [call("c2", "lookup_order", { orderId: "ORD-000002" })]
+              toolCalls: [toolCall("c2", "lookup_order", { orderId: "ORD-000002" })]
             }),
-            ScriptedProvider.success({ after: 10, text: "never asked" })
+            answers("never asked")
           ]
         })
       )
@@ -318,8 +326,8 @@ describe("ToolLoop", () => {
       Effect.provide(
         agentLayer({
           [refs.primary]: [
-            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "lookup_order", { orderId: "ORD-000001" })] }),
-            ScriptedProvider.success({ after: 10, toolCalls: [call("c2", "lookup_order", { orderId: "ORD-000002" })] })
+            asks("c1", "lookup_order", { orderId: "ORD-000001" }),
+            asks("c2", "lookup_order", { orderId: "ORD-000002" })
           ]
         })
       )
@@ -343,7 +351,7 @@ describe("ToolLoop", () => {
       const outcome = yield* inRun("run-locked", ToolLoop.run(command("ticket.agent"), [flaky], { maxSteps: 3 }))
       assert.strictEqual(outcome._tag, "Completed")
       if (outcome._tag !== "Completed") return
-      const contents = outcome.messages.flatMap((m) => (m._tag === "tool" ? [JSON.parse(m.content)] : []))
+      const contents = toolContents(outcome.messages).map((c) => JSON.parse(c))
       assert.deepStrictEqual(contents, [
         { error: "tool failed", tag: "TicketLocked", failure: { _tag: "TicketLocked", ticketId: "T-1" } },
         "TASK-9"
@@ -358,9 +366,9 @@ describe("ToolLoop", () => {
       Effect.provide(
         agentLayer({
           [refs.primary]: [
-            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "create_task", { ticketId: "T-1" })] }),
-            ScriptedProvider.success({ after: 10, toolCalls: [call("c2", "create_task", { ticketId: "T-1" })] }),
-            ScriptedProvider.success({ after: 10, text: "Done." })
+            asks("c1", "create_task", { ticketId: "T-1" }),
+            asks("c2", "create_task", { ticketId: "T-1" }),
+            answers("Done.")
           ]
         })
       )
@@ -420,14 +428,7 @@ describe("ToolLoop", () => {
         const refused = yield* Effect.exit(ToolLoop.approve(tampered, t.tools))
         assert.strictEqual(failureOf(refused)?._tag, "InvalidRequest")
         assert.strictEqual(t.created.length, 1)
-      }).pipe(
-        Effect.provide(
-          agentLayer({
-            [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-            [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
-          })
-        )
-      )
+      }).pipe(Effect.provide(agentLayer(routesDown)))
     }
   )
 
@@ -442,14 +443,7 @@ describe("ToolLoop", () => {
         )
         assert.strictEqual(failureOf(exit)?._tag, "ProviderUnavailable")
         assert.deepStrictEqual([t.created, t.lookedUp], [[], []])
-      }).pipe(
-        Effect.provide(
-          agentLayer({
-            [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-            [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
-          })
-        )
-      )
+      }).pipe(Effect.provide(agentLayer(routesDown)))
     }
   )
 
@@ -481,10 +475,7 @@ describe("ToolLoop", () => {
     }).pipe(
       Effect.provide(
         agentLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({ after: 10, toolCalls: [call("c1", "lookup_order", { orderId: "ORD-123456" })] }),
-            ScriptedProvider.success({ after: 10, text: "Shipped." })
-          ]
+          [refs.primary]: [asks("c1", "lookup_order", { orderId: "ORD-123456" }), answers("Shipped.")]
         })
       )
     )
@@ -497,7 +488,8 @@ describe("ToolLoop", () => {
       const error = failureOf(missing)
       assert.strictEqual(error?._tag, "InvalidRequest")
       const outcome = yield* driven(
-        ToolLoop.run(command("ticket.agent", { runId: "given" }), t.tools, { maxSteps: 2, firstStep: 5 })
+        ToolLoop.run(command("ticket.agent", { runId: "given" }), t.tools, { maxSteps: 2, firstStep: 5 }),
+        10_000
       )
       assert.strictEqual(outcome._tag, "Completed")
       assert.deepStrictEqual(t.created, ["tool/v1/given/5/create_task"])
@@ -512,13 +504,7 @@ describe("ToolLoop", () => {
     }).pipe(
       Effect.provide(
         agentLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 10,
-              toolCalls: [call("c1", "create_task", { ticketId: "T-1", title: "Call back" })]
-            }),
-            ScriptedProvider.success({ after: 10, text: "Scheduled." })
-          ]
+          [refs.primary]: [asks("c1", "create_task", { ticketId: "T-1", title: "Call back" }), answers("Scheduled.")]
         })
       )
     )

@@ -4,7 +4,7 @@
  * `lookup_order`) whose handlers count what they really did, and the gateway with a memory ledger.
  */
 import { GatewayConfig, ToolLedger, ToolLoop } from "@modelgate/core"
-import type { ScriptedProvider } from "@modelgate/testing"
+import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Layer, Schema } from "effect"
 import { Classification, gatewayLayer, targets, workflow, workflows } from "./fixtures.js"
 
@@ -73,3 +73,24 @@ export const agentDefinition: GatewayConfig.Definition = {
 /** The gateway over scripted providers with the agent workflows, and a ledger in memory. */
 export const agentLayer = (scripts: ScriptedProvider.Scripts) =>
   Layer.merge(gatewayLayer(scripts, agentDefinition), ToolLedger.layerMemory)
+
+/** A tool call as the model sends it: its arguments as JSON text. */
+export const toolCall = (id: string, name: string, args: unknown) => ({ id, name, arguments: JSON.stringify(args) })
+
+/** A model step answering after 10 ms with one tool call. */
+export const asks = (id: string, name: string, args: unknown) =>
+  ScriptedProvider.success({ after: 10, toolCalls: [toolCall(id, name, args)] })
+
+/** A model step answering after 10 ms with text and no tool call. */
+export const answers = (text: string) => ScriptedProvider.success({ after: 10, text })
+
+/**
+ * Step 1 asks for `create_task`; step 2 fails after 50 ms with a 500 that may have been processed
+ * (the gateway does not retry it: AmbiguousOutcome); the retried step 1 asks for the same call
+ * (under the model's call id `retryCallId`).
+ */
+export const createThenAmbiguous = (retryCallId = "c1") => [
+  asks("c1", "create_task", { ticketId: "T-1", title: "Call back" }),
+  ScriptedProvider.fail(50, { kind: "server_error", processed: "maybe", httpStatus: 500 }),
+  asks(retryCallId, "create_task", { ticketId: "T-1", title: "Call back" })
+]

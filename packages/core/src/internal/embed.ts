@@ -5,7 +5,7 @@
  * attempt calls the adapter's `embed` instead of `generate`. The vectors of the answering attempt
  * are kept by this call's invoke; the evidence is the pipeline's.
  */
-import { Effect, Either } from "effect"
+import { Array as Arr, Effect, Either } from "effect"
 import type { EmbedCommand } from "../Embeddings.js"
 import { EmbeddingResult } from "../Embeddings.js"
 import { type GatewayError, ProviderError } from "../Errors.js"
@@ -22,10 +22,7 @@ const carrierOf = (command: EmbedCommand): ModelCommand =>
     {
       workflow: command.workflow,
       tenant: command.tenant,
-      messages: [
-        { _tag: "user", content: command.inputs[0] },
-        ...command.inputs.slice(1).map((content) => ({ _tag: "user" as const, content }))
-      ],
+      messages: Arr.map(command.inputs, (content) => ({ _tag: "user" as const, content })),
       timeout: command.timeout,
       maxCost: command.maxCost,
       maxInputTokens: command.maxInputTokens,

@@ -173,3 +173,49 @@ export const reservedKeysOf = (record: object | undefined): Array<string> => {
   if (proto !== Object.prototype && proto !== null && !found.includes("__proto__")) found.unshift("__proto__")
   return found
 }
+
+// ---------------------------------------------------------------------------------------------
+// Untrusted input
+// ---------------------------------------------------------------------------------------------
+
+/** At most `max` value-free issues of `error`, one line each: `$.path is invalid (expected …)`. */
+export const issueLines = (error: ParseResult.ParseError, max = 20): Array<string> =>
+  valueFreeIssues(error, max).map((i) => `${jsonPath(i.path)} ${describeIssue(i)}`)
+
+/** Deepest nesting accepted in untrusted input (tool parameter schemas included). */
+export const maxInputDepth = 64
+
+/** Most values (objects, arrays and primitives) accepted in one untrusted command. */
+export const maxInputValues = 1_000_000
+
+/**
+ * Checks the raw shape of untrusted input before any decoding: only plain objects and arrays,
+ * nested at most {@link maxInputDepth} levels, at most {@link maxInputValues} values, no
+ * `__proto__` key (decoded into a record it would replace the record's prototype). Iterative, so
+ * hostile nesting cannot overflow the stack. Returns the first problem (bounded path segments), or
+ * `undefined`.
+ */
+export const checkShape = (input: unknown): string | undefined => {
+  const stack: Array<{ readonly value: unknown; readonly path: string; readonly depth: number }> = [
+    { value: input, path: "$", depth: 0 }
+  ]
+  let count = 0
+  while (stack.length > 0) {
+    const { value, path, depth } = stack.pop()!
+    if (++count > maxInputValues) return `$: more than ${maxInputValues} values`
+    if (typeof value !== "object" || value === null) continue
+    if (depth >= maxInputDepth) return `${path}: nested deeper than ${maxInputDepth} levels`
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) stack.push({ value: value[i], path: `${path}.${i}`, depth: depth + 1 })
+      continue
+    }
+    const proto = Object.getPrototypeOf(value)
+    if (proto !== Object.prototype && proto !== null) return `${path}: not a plain object`
+    if (proto === null) return `${path}: object without prototype`
+    for (const [key, child] of Object.entries(value)) {
+      if (key === "__proto__") return `${path}.__proto__: reserved key`
+      stack.push({ value: child, path: `${path}.${segment(key)}`, depth: depth + 1 })
+    }
+  }
+  return undefined
+}
