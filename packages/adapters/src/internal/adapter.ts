@@ -11,7 +11,8 @@ import type {
   ProviderAdapter,
   ProviderRequest,
   ProviderResponse,
-  ProviderStreamEvent
+  ProviderStreamEvent,
+  RateLimitHeadroom
 } from "@modelgate/core/ProviderAdapter"
 import { Clock, Effect, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
@@ -88,6 +89,55 @@ export const limitOr = (value: number | undefined, fallback: number): number =>
   value !== undefined && value >= 1 ? Math.floor(value) : fallback
 
 /**
+ * A non-2xx answer as the provider's `ProviderError` (the codec's classification of its status,
+ * headers and error body).
+ *
+ * @internal
+ */
+export const failStatus = (
+  codec: Pick<Codec, "classifyError" | "requestId">,
+  response: { readonly status: number; readonly headers: Headers.Headers },
+  text: string | undefined
+): Effect.Effect<never, ProviderError> =>
+  Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+    Effect.fail(
+      codec.classifyError({
+        status: response.status,
+        headers: response.headers,
+        body: parseJsonOrUndefined(text),
+        nowMs,
+        requestId: codec.requestId(response.headers)
+      })
+    )
+  )
+
+/**
+ * One JSON request and its JSON answer: sent with credentials redacted from errors; a non-2xx
+ * answer classified ({@link failStatus}); the body read within `maxBytes` and parsed (not JSON:
+ * `invalid_output`), decoded by `decode`; the answer's rate-limit headers attached.
+ *
+ * @internal
+ */
+export const exchangeJson = <A extends { readonly rateLimit?: RateLimitHeadroom | undefined }>(
+  http: HttpClient.HttpClient,
+  codec: Pick<Codec, "provider" | "classifyError" | "requestId">,
+  httpRequest: HttpClientRequest.HttpClientRequest,
+  maxBytes: number,
+  decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>
+): Effect.Effect<A, ProviderError> =>
+  Effect.gen(function* () {
+    const response = yield* withRedactedSecrets(send(http, codec.provider, httpRequest))
+    if (!isSuccess(response.status)) return yield* failStatus(codec, response, yield* readErrorBody(response))
+    const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
+    const text = yield* readBody(response, codec.provider, maxBytes, meta)
+    const json = parseJson(text)
+    if (Either.isLeft(json)) return yield* Effect.fail(invalidOutput(codec.provider, "response body is not JSON", meta))
+    const decoded = yield* decodeBody(json.right, meta)
+    const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)
+    return rateLimit === undefined ? decoded : { ...decoded, rateLimit }
+  })
+
+/**
  * Builds `generate` and `stream` for a codec.
  *
  * @internal
@@ -101,22 +151,6 @@ export const makeAdapter = (
   const maxResponseBytes = limitOr(limits.maxResponseBytes, defaultMaxResponseBytes)
   const maxEventBytes = limitOr(limits.maxEventBytes, defaultMaxEventBytes)
 
-  const failStatus = (
-    response: { readonly status: number; readonly headers: Headers.Headers },
-    text: string | undefined
-  ) =>
-    Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
-      Effect.fail(
-        codec.classifyError({
-          status: response.status,
-          headers: response.headers,
-          body: parseJsonOrUndefined(text),
-          nowMs,
-          requestId: codec.requestId(response.headers)
-        })
-      )
-    )
-
   const decodeJson = (text: string, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
     const json = parseJson(text)
     if (Either.isLeft(json)) return Either.left(invalidOutput(provider, "response body is not JSON", meta))
@@ -124,18 +158,9 @@ export const makeAdapter = (
   }
 
   const generate = (request: ProviderRequest): Effect.Effect<ProviderResponse, ProviderError> =>
-    Effect.gen(function* () {
-      const httpRequest = yield* codec.build(request, false)
-      const response = yield* withRedactedSecrets(send(http, provider, httpRequest))
-      if (!isSuccess(response.status)) {
-        return yield* failStatus(response, yield* readErrorBody(response))
-      }
-      const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
-      const text = yield* readBody(response, provider, maxResponseBytes, meta)
-      const decoded = yield* decodeJson(text, meta)
-      const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)
-      return rateLimit === undefined ? decoded : { ...decoded, rateLimit }
-    })
+    Effect.flatMap(codec.build(request, false), (httpRequest) =>
+      exchangeJson(http, codec, httpRequest, maxResponseBytes, codec.decodeResponse)
+    )
 
   const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> =>
     Stream.unwrap(
@@ -143,7 +168,7 @@ export const makeAdapter = (
         const httpRequest = yield* codec.build(request, true)
         const response = yield* withRedactedSecrets(send(http, provider, httpRequest))
         if (!isSuccess(response.status)) {
-          return yield* failStatus(response, yield* readErrorBody(response))
+          return yield* failStatus(codec, response, yield* readErrorBody(response))
         }
         const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
         const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)

@@ -8,13 +8,11 @@ import type { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
 import { ProviderError } from "@modelgate/core/Errors"
 import { Usage } from "@modelgate/core/ModelResult"
 import type { EmbedRequest, EmbedResponse } from "@modelgate/core/ProviderAdapter"
-import { Clock, Effect, Either } from "effect"
+import { Effect, Either } from "effect"
 import type { Codec, Limits } from "./adapter.js"
-import { limitOr } from "./adapter.js"
+import { exchangeJson, limitOr } from "./adapter.js"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
-import { parseJson, parseJsonOrUndefined, readBody, readErrorBody, send, withRedactedSecrets } from "./http.js"
-import { rateLimitFromHeaders } from "./rateLimit.js"
 
 /**
  * Default bound of an embeddings response body: 64 MiB (2 048 vectors of 1 536 floats as JSON is
@@ -84,29 +82,7 @@ export const makeEmbed = (
   const provider = codec.provider
   const maxResponseBytes = limitOr(limits.maxResponseBytes, defaultMaxEmbeddingResponseBytes)
   const one = (request: EmbedRequest): Effect.Effect<EmbedResponse, ProviderError> =>
-    Effect.gen(function* () {
-      const response = yield* withRedactedSecrets(send(http, provider, codec.build(request)))
-      if (response.status < 200 || response.status >= 300) {
-        const text = yield* readErrorBody(response)
-        const nowMs = yield* Clock.currentTimeMillis
-        return yield* Effect.fail(
-          codec.classifyError({
-            status: response.status,
-            headers: response.headers,
-            body: parseJsonOrUndefined(text),
-            nowMs,
-            requestId: codec.requestId(response.headers)
-          })
-        )
-      }
-      const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
-      const text = yield* readBody(response, provider, maxResponseBytes, meta)
-      const json = parseJson(text)
-      if (Either.isLeft(json)) return yield* Effect.fail(invalidOutput(provider, "response body is not JSON", meta))
-      const decoded = yield* codec.decode(json.right, meta)
-      const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)
-      return rateLimit === undefined ? decoded : { ...decoded, rateLimit }
-    })
+    exchangeJson(http, codec, codec.build(request), maxResponseBytes, codec.decode)
   const maxBatch = codec.maxBatch
   if (maxBatch === undefined) return one
   return (request) => {
