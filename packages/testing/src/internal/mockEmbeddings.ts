@@ -8,15 +8,12 @@
  * @internal
  */
 import type { Provider, Success } from "./mockScript.js"
-import { modelOf } from "./mockWire.js"
+import { isObject, modelOf } from "./mockWire.js"
 
 /** Vector length when the request names none. @internal */
 export const defaultDimensions = 8
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-const field = (value: unknown, key: string): unknown => (isRecord(value) ? value[key] : undefined)
+const field = (value: unknown, key: string): unknown => (isObject(value) ? value[key] : undefined)
 
 /**
  * The mock's vector for `text`: `dimensions` numbers in [-0.5, 0.5), 4 decimals, from an FNV-1a

@@ -32,7 +32,8 @@ const defaultModels: Record<Provider, string> = {
 export const modelOf = (provider: Provider, success: Success, requested: string | undefined): string =>
   success.model ?? requested ?? defaultModels[provider]
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
+/** A JSON object (not an array). @internal */
+export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
@@ -97,7 +98,8 @@ export const requestedSchema = (body: unknown): unknown => {
 export const textOf = (success: Success): string | undefined =>
   success.json !== undefined ? JSON.stringify(success.json) : success.text === undefined ? defaultText : success.text
 
-const argumentsOf = (call: ToolCallSpec): string =>
+/** A scripted tool call's arguments as the JSON text on the wire. @internal */
+export const argumentsOf = (call: ToolCallSpec): string =>
   typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {})
 
 const inputOf = (call: ToolCallSpec): unknown => {
@@ -117,7 +119,8 @@ export const pieces = (text: string, size: number): Array<string> => {
   return out
 }
 
-const usageOf = (success: Success): UsageSpec | undefined =>
+/** The usage reported: the script's, none when it says `null`, else a default. @internal */
+export const usageOf = (success: Success): UsageSpec | undefined =>
   success.usage === null ? undefined : (success.usage ?? { input: 12, output: 7 })
 
 const sse = (data: unknown, event?: string) =>

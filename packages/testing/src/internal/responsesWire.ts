@@ -11,15 +11,9 @@
  *
  * @internal
  */
-import type { ErrorSpec, Success, ToolCallSpec, UsageSpec } from "./mockScript.js"
+import type { ErrorSpec, Success, UsageSpec } from "./mockScript.js"
 import type { SseAnswer } from "./mockWire.js"
-import { errorObject, modelOf, pieces, textOf } from "./mockWire.js"
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-const usageOf = (success: Success): UsageSpec | undefined =>
-  success.usage === null ? undefined : (success.usage ?? { input: 12, output: 7 })
+import { argumentsOf, errorObject, isObject, modelOf, pieces, textOf, usageOf } from "./mockWire.js"
 
 /** Responses usage: `input_tokens` counts cached tokens too, `output_tokens` reasoning tokens too. */
 const responsesUsage = (usage: UsageSpec) => ({
@@ -29,9 +23,6 @@ const responsesUsage = (usage: UsageSpec) => ({
   output_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 },
   total_tokens: usage.input + usage.output
 })
-
-const argumentsOf = (call: ToolCallSpec): string =>
-  typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {})
 
 const refusalOf = (success: Success): string | undefined =>
   success.refusal === undefined ? undefined : success.refusal === true ? "I can't help with that." : success.refusal
