@@ -20,7 +20,7 @@ import { Context, Duration, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { startRedis } from "@modelgate/testing/RedisServer"
 import { command, instantAdapter, instantResponse, recorderNoop, target, workflow } from "./fixtures.js"
-import type { Profile } from "./harness.js"
+import { median, type Profile } from "./harness.js"
 
 export interface RedisThroughput {
   readonly providerLatencyMs: number
@@ -105,11 +105,6 @@ const throughputOf = async (gateway: ModelGateway.Service, total: number): Promi
   const started = performance.now()
   await Promise.all(Array.from({ length: concurrency }, worker))
   return (total / (performance.now() - started)) * 1000
-}
-
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.floor(s.length / 2)] ?? Number.NaN
 }
 
 const measure = async (

@@ -101,12 +101,12 @@ const targetOf = (ref: string, provider: string) =>
     limits: { maxAttempts: 1, perAttemptTimeout: 10_000, minimumAttemptTime: 50 }
   })
 
-const workflowOf = (name: string, route: ReadonlyArray<string>, timeoutMs: number) =>
+const workflowOf = (name: string, route: readonly [string, ...Array<string>], timeoutMs: number) =>
   decodeWorkflow({
     name,
     policyVersion: "mr-policy-1",
     prompt: { id: `${name}.prompt`, version: "1" },
-    route: route as [string, ...Array<string>],
+    route,
     timeout: timeoutMs,
     maxOutputTokens: Plan.maxOutputTokens,
     regions: ["eu"],

@@ -166,8 +166,10 @@ export const run = async (log: (line: string) => void = () => {}): Promise<Summa
 
     // 2. Breaker.
     log("breaker: process 1 opens the breaker of a target that is down; processes 2–4 call next")
-    const opened = await children[0]!.ask("openBreaker", Opened)
-    const seen = await Promise.all(children.slice(1).map((c) => c.ask("checkBreaker", Seen)))
+    const [first, ...others] = children
+    if (first === undefined) throw new Error("no gateway process started")
+    const opened = await first.ask("openBreaker", Opened)
+    const seen = await Promise.all(others.map((c) => c.ask("checkBreaker", Seen)))
     const skipped = seen.filter((s) => s.result.skipped).length
 
     // 3. Tool ledger.

@@ -460,24 +460,20 @@ const makeToolLedgerStore = (client: Client, prefix: string, retentionMillis: nu
         }
       ),
     complete: (key, result, completedAt) =>
-      client.bounded(
-        "ledger",
-        "complete",
-        Effect.flatMap(
-          Effect.try({
-            try: () => (result === undefined ? "" : JSON.stringify(result)),
-            catch: () => storeError("ledger", "complete", "result not JSON")
-          }),
-          (json) =>
-            client.script(
-              "ledger",
-              "complete",
-              Scripts.ledgerComplete,
-              [recordPrefix + key],
-              [json, String(completedAt)],
-              (reply) => (typeof reply === "number" ? undefined : bad)
-            )
-        )
+      Effect.flatMap(
+        Effect.try({
+          try: () => (result === undefined ? "" : JSON.stringify(result)),
+          catch: () => storeError("ledger", "complete", "result not JSON")
+        }),
+        (json) =>
+          client.script(
+            "ledger",
+            "complete",
+            Scripts.ledgerComplete,
+            [recordPrefix + key],
+            [json, String(completedAt)],
+            (reply) => (typeof reply === "number" ? undefined : bad)
+          )
       ),
     release: (key) =>
       Effect.flatMap(
@@ -580,31 +576,54 @@ const millisOf = (d: Duration.DurationInput) => Math.max(1, Math.ceil(Duration.t
  * @category Constructors
  */
 export const make = (options: Options): Effect.Effect<Stores, never, Scope.Scope> =>
-  Effect.map(
-    makeClient({
-      url: options.url,
-      password: options.password,
-      connectTimeoutMs: millisOf(options.connectTimeout ?? defaultConnectTimeout),
-      commandTimeoutMs: millisOf(options.commandTimeout ?? defaultCommandTimeout)
-    }),
-    (client) => {
-      const prefix = options.keyPrefix ?? "modelgate:"
-      const wakeup = options.permitWakeup ?? "pubsub"
-      return {
-        budget: makeBudgetStore(client, prefix),
-        breaker: makeBreakerStore(client, prefix),
-        ledger: makeToolLedgerStore(client, prefix, millisOf(options.ledgerRetention ?? defaultLedgerRetention)),
-        permit: makePermitStore(client, {
-          prefix,
-          leaseMs: millisOf(options.permitLease ?? defaultPermitLease),
-          wakeup,
-          pollMinMs: wakeup === "pubsub" ? 5 : 2,
-          pollMaxMs: wakeup === "pubsub" ? 100 : 50
-        }),
-        rateLimit: makeRateLimitStore(client, prefix),
-        connection: client.redis
-      }
+  Effect.map(clientOf(options), (client) => {
+    const prefix = prefixOf(options)
+    return {
+      budget: makeBudgetStore(client, prefix),
+      breaker: makeBreakerStore(client, prefix),
+      ledger: ledgerStoreOf(client, options),
+      permit: permitStoreOf(client, options),
+      rateLimit: makeRateLimitStore(client, prefix),
+      connection: client.redis
     }
+  })
+
+const clientOf = (options: Options): Effect.Effect<Client, never, Scope.Scope> =>
+  makeClient({
+    url: options.url,
+    password: options.password,
+    connectTimeoutMs: millisOf(options.connectTimeout ?? defaultConnectTimeout),
+    commandTimeoutMs: millisOf(options.commandTimeout ?? defaultCommandTimeout)
+  })
+
+const prefixOf = (options: Options) => options.keyPrefix ?? "modelgate:"
+
+const ledgerStoreOf = (client: Client, options: Options) =>
+  makeToolLedgerStore(client, prefixOf(options), millisOf(options.ledgerRetention ?? defaultLedgerRetention))
+
+const permitStoreOf = (client: Client, options: Options) => {
+  const wakeup = options.permitWakeup ?? "pubsub"
+  return makePermitStore(client, {
+    prefix: prefixOf(options),
+    leaseMs: millisOf(options.permitLease ?? defaultPermitLease),
+    wakeup,
+    pollMinMs: wakeup === "pubsub" ? 5 : 2,
+    pollMaxMs: wakeup === "pubsub" ? 100 : 50
+  })
+}
+
+/**
+ * One store over a client of its own: only that store is built (the breakers' mirror, with its
+ * subscriber connection, exists only in a layer that has the breaker store).
+ */
+const layerOf = <I, S>(
+  tag: Context.Tag<I, S>,
+  options: Options,
+  build: (client: Client, options: Options) => S
+): Layer.Layer<I> =>
+  Layer.scoped(
+    tag,
+    Effect.map(clientOf(options), (client) => build(client, options))
   )
 
 /**
@@ -614,10 +633,7 @@ export const make = (options: Options): Effect.Effect<Stores, never, Scope.Scope
  * @category Layers
  */
 export const layerBudgetStore = (options: Options): Layer.Layer<BudgetStore.BudgetStore> =>
-  Layer.scoped(
-    BudgetStore.BudgetStore,
-    Effect.map(make(options), (s) => s.budget)
-  )
+  layerOf(BudgetStore.BudgetStore, options, (client) => makeBudgetStore(client, prefixOf(options)))
 
 /**
  * `BreakerStore` on Redis (a client of its own).
@@ -626,10 +642,7 @@ export const layerBudgetStore = (options: Options): Layer.Layer<BudgetStore.Budg
  * @category Layers
  */
 export const layerBreakerStore = (options: Options): Layer.Layer<BreakerStore.BreakerStore> =>
-  Layer.scoped(
-    BreakerStore.BreakerStore,
-    Effect.map(make(options), (s) => s.breaker)
-  )
+  layerOf(BreakerStore.BreakerStore, options, (client) => makeBreakerStore(client, prefixOf(options)))
 
 /**
  * `ToolLedgerStore` on Redis (a client of its own).
@@ -638,10 +651,7 @@ export const layerBreakerStore = (options: Options): Layer.Layer<BreakerStore.Br
  * @category Layers
  */
 export const layerToolLedgerStore = (options: Options): Layer.Layer<ToolLedgerStore.ToolLedgerStore> =>
-  Layer.scoped(
-    ToolLedgerStore.ToolLedgerStore,
-    Effect.map(make(options), (s) => s.ledger)
-  )
+  layerOf(ToolLedgerStore.ToolLedgerStore, options, ledgerStoreOf)
 
 /**
  * `PermitStore` on Redis (a client of its own): give it to `Concurrency.layer`.
@@ -650,10 +660,7 @@ export const layerToolLedgerStore = (options: Options): Layer.Layer<ToolLedgerSt
  * @category Layers
  */
 export const layerPermitStore = (options: Options): Layer.Layer<PermitStore.PermitStore> =>
-  Layer.scoped(
-    PermitStore.PermitStore,
-    Effect.map(make(options), (s) => s.permit)
-  )
+  layerOf(PermitStore.PermitStore, options, permitStoreOf)
 
 /**
  * `RateLimitStore` on Redis (a client of its own): provider rate limits shared by every process.
@@ -662,10 +669,7 @@ export const layerPermitStore = (options: Options): Layer.Layer<PermitStore.Perm
  * @category Layers
  */
 export const layerRateLimitStore = (options: Options): Layer.Layer<RateLimits.RateLimitStore> =>
-  Layer.scoped(
-    RateLimits.RateLimitStore,
-    Effect.map(make(options), (s) => s.rateLimit)
-  )
+  layerOf(RateLimits.RateLimitStore, options, (client) => makeRateLimitStore(client, prefixOf(options)))
 
 /**
  * Every store on Redis over one client (budgets, permits, breakers, tool ledger, rate limits).

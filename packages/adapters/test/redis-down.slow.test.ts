@@ -4,7 +4,7 @@
  * echoes the URL; the store health metrics show it; breakers fall back to this process's state.
  * A Redis that stops answering (SIGSTOP, connection kept) times out by the client's own timer.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Redis from "@modelgate/adapters/redis"
 import * as Budgets from "@modelgate/core/Budgets"
 import type { BreakerState } from "@modelgate/core/BreakerStore"
@@ -14,15 +14,10 @@ import { StoreError } from "@modelgate/core/Errors"
 import * as StoreHealth from "@modelgate/core/StoreHealth"
 import { IdempotencyKey, ToolRecord } from "@modelgate/core/ToolLedgerStore"
 import { Duration, Effect, Exit, Metric, Schedule } from "effect"
-import { type RedisServer, startRedis } from "@modelgate/testing/RedisServer"
+import { startRedis } from "@modelgate/testing/RedisServer"
+import { redisPerFile } from "./redis-fixtures.js"
 
-let server: RedisServer
-beforeAll(async () => {
-  server = await startRedis()
-}, 20_000)
-afterAll(async () => {
-  await server.stop()
-})
+const { server } = redisPerFile()
 
 const commandTimeout = 300
 
@@ -42,7 +37,7 @@ describe("Redis stores with Redis killed", () => {
     Effect.scoped(
       Effect.gen(function* () {
         const stores = yield* Redis.make({
-          url: server.url,
+          url: server().url,
           keyPrefix: "down:",
           commandTimeout: Duration.millis(commandTimeout),
           connectTimeout: Duration.millis(commandTimeout)
@@ -59,7 +54,7 @@ describe("Redis stores with Redis killed", () => {
         // alive: the operations answer; a breaker is opened through Redis
         assert.strictEqual((yield* stores.budget.reserve(reserve))._tag, "Reserved")
         yield* stores.breaker.modify("route", () => [undefined, open])
-        server.kill()
+        server().kill()
         const operations: ReadonlyArray<readonly [string, string, Effect.Effect<unknown, StoreError>]> = [
           ["budget", "reserve", stores.budget.reserve({ ...reserve, id: "r2" })],
           [
@@ -95,7 +90,7 @@ describe("Redis stores with Redis killed", () => {
             const { error, elapsed } = yield* timed(effect)
             assert.instanceOf(error, StoreError, `${store} ${operation}`)
             assert.deepStrictEqual([error?.store, error?.operation], [store, operation])
-            assert.notInclude(error?.message ?? "", String(server.port))
+            assert.notInclude(error?.message ?? "", String(server().port))
             assert.isBelow(elapsed, commandTimeout + 200, `${store} ${operation} took ${elapsed} ms`)
           }
         }
@@ -218,10 +213,10 @@ describe("Redis stores with Redis killed", () => {
   it.live("a client that never reaches Redis fails within the command timeout", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        server.kill()
+        server().kill()
         const stores = yield* Redis.make({
           // the port of the killed server: nothing listens there any more
-          url: server.url,
+          url: server().url,
           commandTimeout: Duration.millis(commandTimeout),
           connectTimeout: Duration.millis(commandTimeout)
         })

@@ -4,29 +4,15 @@
  * leases that give a crashed holder's permit back, waiting bounded by `until`, FIFO within a
  * process, per-target caps, and pub/sub wake-up measured against polling.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Redis from "@modelgate/adapters/redis"
 import * as Concurrency from "@modelgate/core/Concurrency"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import { Context, Duration, Effect, Exit, Fiber, Layer } from "effect"
-import { type RedisServer, startRedis } from "@modelgate/testing/RedisServer"
+import { redisPerFile } from "./redis-fixtures.js"
 
-let server: RedisServer
-beforeAll(async () => {
-  server = await startRedis()
-}, 20_000)
-afterAll(async () => {
-  await server.stop()
-})
-
-let seq = 0
-const freshOptions = (extra: Partial<Redis.Options> = {}): Redis.Options => ({
-  url: server.url,
-  keyPrefix: `p${++seq}-${Date.now()}:`,
-  commandTimeout: Duration.seconds(2),
-  ...extra
-})
+const { freshOptions } = redisPerFile()
 
 const acme = TenantId.make("acme")
 const beta = TenantId.make("beta")
@@ -162,7 +148,7 @@ describe("Redis PermitStore through Concurrency", () => {
     )
   )
 
-  it.live("a target's cap is shared across processes", () =>
+  it.live("a target's cap is shared across processes; its headroom counts this process's permits", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const options = freshOptions()
@@ -173,9 +159,12 @@ describe("Redis PermitStore through Concurrency", () => {
         assert.isTrue(one.isCapped(ref))
         const held = yield* one.acquireTarget(ref, far())
         assert.isDefined(held)
+        assert.deepStrictEqual([one.targetHeadroom?.(ref), two.targetHeadroom?.(ref)], [0, 1])
         assert.isUndefined(yield* two.acquireTarget(ref, Date.now() + 50))
         held?.release()
+        assert.strictEqual(one.targetHeadroom?.(ref), 1)
         assert.isDefined(yield* two.acquireTarget(ref, far()))
+        assert.strictEqual(two.targetHeadroom?.(ref), 0)
       })
     )
   )

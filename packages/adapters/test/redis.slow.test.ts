@@ -3,7 +3,7 @@
  * through `Budgets`, `Health` and `ToolLedger`, shared by two services over two clients (two
  * gateway processes), and budget safety under 200 concurrent reserves.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Redis from "@modelgate/adapters/redis"
 import * as Budgets from "@modelgate/core/Budgets"
 import type * as BudgetStore from "@modelgate/core/BudgetStore"
@@ -12,23 +12,11 @@ import { TenantId } from "@modelgate/core/ModelCommand"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import * as ToolLedger from "@modelgate/core/ToolLedger"
 import { ConfigProvider, Context, Duration, Effect, Exit, Layer, Ref, Schema, TestClock } from "effect"
-import { type RedisServer, startRedis } from "@modelgate/testing/RedisServer"
+import { redisPerFile } from "./redis-fixtures.js"
 
-let server: RedisServer
-beforeAll(async () => {
-  server = await startRedis()
-}, 20_000)
-afterAll(async () => {
-  await server.stop()
-})
-
+const { freshOptions } = redisPerFile()
+/** Distinct target refs across tests. */
 let seq = 0
-/** Options with a key prefix of the test's own (tests share the server, never keys). */
-const freshOptions = (): Redis.Options => ({
-  url: server.url,
-  keyPrefix: `t${++seq}-${Date.now()}:`,
-  commandTimeout: Duration.seconds(2)
-})
 
 const acme = TenantId.make("acme")
 const units = (x: number) => Math.round(x * Budgets.unitsPerCurrency)
@@ -258,6 +246,24 @@ describe("Redis BreakerStore through Health", () => {
       yield* two.record(t, ok)
       assert.isFalse(yield* heard(one.isOpen(t), false))
       assert.isTrue(yield* one.tryAcquire(t))
+    })
+  )
+
+  it.scoped("only a layer with the breaker store subscribes to breaker changes: a budget store layer does not", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const channel = `${options.keyPrefix}breaker-changes`
+      const admin = (yield* Redis.make(freshOptions())).connection
+      const subscribers = Effect.map(
+        Effect.promise(() => admin.pubsub("NUMSUB", channel)),
+        (reply: ReadonlyArray<unknown>) => Number(reply[1])
+      )
+      const b = yield* budgetsOver(options, { tenants: { acme: { limit: 10, period: "total" } } })
+      yield* b.reserve(acme, 1)
+      yield* healthOver(options)
+      assert.strictEqual(yield* heard(subscribers, 1), 1)
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+      assert.strictEqual(yield* subscribers, 1)
     })
   )
 

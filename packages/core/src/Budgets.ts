@@ -858,7 +858,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
         now,
         expiresAt: now + ttl,
         accountExpiresAt: window.end + ttl,
-        ...(deadline === undefined ? {} : { deadline })
+        deadline
       }
     }
 

@@ -156,8 +156,9 @@ export interface Service {
   readonly isCapped: (target: TargetRef) => boolean
   /**
    * Free share (0..1) of a capped target's permits, counting those this process holds; `undefined`
-   * for an uncapped target. Scored routing reads it as the route's concurrency headroom. Optional:
-   * a service without it reports no headroom.
+   * for an uncapped target (and over a pool without `PermitStore.Pool.heldHere`). Scored routing
+   * reads it as the route's concurrency headroom. Optional: a service without it reports no
+   * headroom.
    */
   readonly targetHeadroom?: ((target: TargetRef) => number | undefined) | undefined
   readonly snapshot: Effect.Effect<Snapshot>
@@ -378,52 +379,38 @@ export const makeWith = (options: Options, store: PermitStore.Service): Effect.E
       targets.set(ref, store.pool({ name: `target:${ref}`, shared: cap, reservedOf: () => 0, maxOf: () => cap }))
     }
     const acquire: Service["acquire"] = (tenant, _capability, until) => tenants.acquire(tenant, until)
-    // Permits this process holds per capped target: the router's concurrency headroom.
-    const held = new Map<string, number>()
     const caps = new Map(Object.entries(options.targets ?? {}))
-    const counted = (target: TargetRef, permit: Permit | undefined): Permit | undefined => {
-      if (permit === undefined) return undefined
-      held.set(target, (held.get(target) ?? 0) + 1)
-      let released = false
-      return {
-        release: () => {
-          if (released) return
-          released = true
-          held.set(target, (held.get(target) ?? 1) - 1)
-          permit.release()
-        }
-      }
-    }
     const acquireTarget: Service["acquireTarget"] = (target, until) => {
       const permits = targets.get(target)
-      return permits === undefined
-        ? succeedNoop
-        : Effect.map(permits.acquire(target, until), (permit) => counted(target, permit))
+      return permits === undefined ? succeedNoop : permits.acquire(target, until)
     }
     // The synchronous fast path exists only when every pool answers without I/O.
-    let local = PermitStore.isLocal(tenants)
-    for (const p of targets.values()) local = local && PermitStore.isLocal(p)
-    const fast = local
-      ? {
-          tryAcquire: paired(acquire, (tenant: TenantId) => tenants.tryTake!(tenant)),
-          tryAcquireTarget: paired(acquireTarget, (target: TargetRef) => {
-            const permits = targets.get(target)
-            return permits === undefined ? noopPermit : counted(target, permits.tryTake!(target))
-          })
-        }
-      : {}
+    const localTargets = new Map<string, PermitStore.Pool & { readonly tryTake: (key: string) => Permit | undefined }>()
+    for (const [ref, p] of targets) if (PermitStore.isLocal(p)) localTargets.set(ref, p)
+    const fast =
+      PermitStore.isLocal(tenants) && localTargets.size === targets.size
+        ? {
+            tryAcquire: paired(acquire, (tenant: TenantId) => tenants.tryTake(tenant)),
+            tryAcquireTarget: paired(acquireTarget, (target: TargetRef) => {
+              const permits = localTargets.get(target)
+              return permits === undefined ? noopPermit : permits.tryTake(target)
+            })
+          }
+        : {}
     const service = Concurrency.of({
       acquire,
       acquireTarget,
       ...fast,
       isCapped: (target) => targets.has(target),
-      // Without any cap there is no headroom to read (the router then skips it per target).
+      // Without any cap there is no headroom to read (the router then skips it per target). The
+      // permits this process holds come from the target's pool (no count of our own per permit).
       targetHeadroom:
         caps.size === 0
           ? undefined
           : (target) => {
               const cap = caps.get(target)
-              return cap === undefined ? undefined : Math.max(0, (cap - (held.get(target) ?? 0)) / cap)
+              const held = targets.get(target)?.heldHere?.(target)
+              return cap === undefined || held === undefined ? undefined : Math.max(0, (cap - held) / cap)
             },
       snapshot: Effect.map(
         Effect.all([

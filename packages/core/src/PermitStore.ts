@@ -89,6 +89,13 @@ export interface Pool {
    * queued before, else `undefined`. Only for pools that answer without I/O; never throws.
    */
   readonly tryTake?: ((key: string) => Permit | undefined) | undefined
+  /**
+   * Permits of `key` this process holds now (synchronous, no I/O): a capped target's concurrency
+   * headroom in scored routing. A pool without it reports no headroom.
+   *
+   * @since 0.5.0
+   */
+  readonly heldHere?: ((key: string) => number) | undefined
   readonly snapshot: Effect.Effect<PoolSnapshot>
 }
 

@@ -275,6 +275,11 @@ export class Permits {
     })
   }
 
+  /** Permits of `key` held now (all in this process). */
+  heldHere(key: string): number {
+    return this.states.get(key)?.held ?? 0
+  }
+
   /** The state now, as an Effect (the `PermitStore.Pool` view). */
   readonly snapshot: Effect.Effect<PermitsSnapshot> = Effect.sync(() => this.snapshotNow())
 

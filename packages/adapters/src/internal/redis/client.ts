@@ -36,7 +36,6 @@ export interface ClientSettings {
 
 /** @internal */
 export interface Client {
-  readonly commandTimeout: Duration.Duration
   readonly commandTimeoutMs: number
   /** One operation: `effect` bounded by the command timeout, failures mapped to `StoreError`. */
   readonly bounded: <A>(
@@ -81,7 +80,6 @@ export interface Client {
 }
 
 const isNoScript = (e: unknown) => e instanceof Error && e.message.startsWith("NOSCRIPT")
-const isTimeout = (e: unknown) => e instanceof Error && e.message === "Command timed out"
 
 const evalScript = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) =>
   r
@@ -157,7 +155,6 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
         Effect.timeoutFail({ duration: commandTimeout, onTimeout: () => storeError(store, operation, "timed out") }),
         Effect.withClock(realClock)
       )
-    type Done = (error: unknown, reply: unknown) => void
     /**
      * One operation: sent only while the connection is up (down, it fails at once: a command would
      * only wait in the offline queue), bounded by a plain timer (no fiber: the connection's own
@@ -167,7 +164,7 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
     const raw = <A>(
       store: StoreName,
       operation: string,
-      run: (redis: IORedis, done: Done) => void,
+      run: (redis: IORedis) => Promise<unknown>,
       decode: (reply: unknown) => A | typeof bad,
       timeoutMs?: number
     ): Effect.Effect<A, StoreError> => {
@@ -192,53 +189,32 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
           settled = true
           resume(failed("timed out"))
         }, waitMs)
-        run(redis, (error, reply) => {
-          if (settled) return
-          settled = true
-          clearTimeout(timer)
-          if (error !== undefined && error !== null) {
-            resume(failed(isTimeout(error) ? "timed out" : "unavailable"))
-            return
+        run(redis).then(
+          (reply) => {
+            if (settled) return
+            settled = true
+            clearTimeout(timer)
+            const a = decode(reply)
+            if (a === bad) resume(failed("unexpected reply"))
+            else resume(tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a))
+          },
+          () => {
+            if (settled) return
+            settled = true
+            clearTimeout(timer)
+            // (our own timer answers "timed out": the connection has no command timeout)
+            resume(failed("unavailable"))
           }
-          const a = decode(reply)
-          if (a === bad) resume(failed("unexpected reply"))
-          else resume(tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a))
-        })
+        )
         return Effect.sync(() => {
           settled = true
           clearTimeout(timer)
         })
       })
     }
-    const command: Client["command"] = (store, operation, run, decode) =>
-      raw(
-        store,
-        operation,
-        (r, done) =>
-          run(r).then(
-            (reply) => done(undefined, reply),
-            (e: unknown) => done(e, undefined)
-          ),
-        decode
-      )
+    const command: Client["command"] = raw
     const script: Client["script"] = (store, operation, s, keys, args, decode, timeoutMs) =>
-      raw(
-        store,
-        operation,
-        (r, done) =>
-          r.evalsha(s.sha, keys.length, ...keys, ...args).then(
-            (reply) => done(undefined, reply),
-            (e: unknown) =>
-              isNoScript(e)
-                ? r.eval(s.lua, keys.length, ...keys, ...args).then(
-                    (reply) => done(undefined, reply),
-                    (e2: unknown) => done(e2, undefined)
-                  )
-                : done(e, undefined)
-          ),
-        decode,
-        timeoutMs
-      )
+      raw(store, operation, (r) => evalScript(r, s, keys, args), decode, timeoutMs)
     // Scripts the server is known to hold since the connection was (re)established: a script sent
     // without waiting goes as `EVAL` until then, so that a `NOSCRIPT` retry can never reorder it
     // behind a later command of this connection.
@@ -284,7 +260,6 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
       }
     }
     return {
-      commandTimeout,
       commandTimeoutMs: settings.commandTimeoutMs,
       bounded,
       command,

@@ -220,6 +220,20 @@ const makePool = (client: Client, settings: PermitSettings, options: PermitStore
       )
     })
 
+  /** A snapshot of holders `byKey` (`waiting` 0) with this process's waiters added. */
+  const withWaiters = (
+    byKey: Map<string, { held: number; waiting: number }>,
+    inUse: number,
+    sharedInUse: number
+  ): PermitStore.PoolSnapshot => {
+    let waiting = 0
+    for (const [key, q] of queues) {
+      waiting += q.waiters.length
+      byKey.set(key, { held: byKey.get(key)?.held ?? 0, waiting: q.waiters.length })
+    }
+    return { inUse, sharedInUse, waiting, keys: byKey.size, byKey }
+  }
+
   const localSnapshot = (): PermitStore.PoolSnapshot => {
     const byKey = new Map<string, { held: number; waiting: number }>()
     let inUse = 0
@@ -227,12 +241,7 @@ const makePool = (client: Client, settings: PermitSettings, options: PermitStore
       byKey.set(key, { held, waiting: 0 })
       inUse += held
     }
-    let waiting = 0
-    for (const [key, q] of queues) {
-      waiting += q.waiters.length
-      byKey.set(key, { held: byKey.get(key)?.held ?? 0, waiting: q.waiters.length })
-    }
-    return { inUse, sharedInUse: 0, waiting, keys: byKey.size, byKey }
+    return withWaiters(byKey, inUse, 0)
   }
 
   const snapshot: Effect.Effect<PermitStore.PoolSnapshot> = Effect.orElseSucceed(
@@ -251,17 +260,12 @@ const makePool = (client: Client, settings: PermitSettings, options: PermitStore
           inUse += value
         }
       }
-      let waiting = 0
-      for (const [key, q] of queues) {
-        waiting += q.waiters.length
-        byKey.set(key, { held: byKey.get(key)?.held ?? 0, waiting: q.waiters.length })
-      }
-      return { inUse, sharedInUse, waiting, keys: byKey.size, byKey }
+      return withWaiters(byKey, inUse, sharedInUse)
     }),
     localSnapshot
   )
 
-  return { acquire, snapshot }
+  return { acquire, snapshot, heldHere: (key) => heldHere.get(key) ?? 0 }
 }
 
 /**
