@@ -14,15 +14,14 @@ import { describe, expect, it } from "vitest"
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const read = (path: string): string => readFileSync(path, "utf8")
 
-/** `README.md` and every Markdown file under `docs/` (the generated API reference excepted). */
+/** `README.md` and every Markdown file under `docs/`. */
 const markdownFiles = (): ReadonlyArray<string> => {
   const found: Array<string> = [join(root, "README.md")]
   const walk = (dir: string): void => {
     for (const name of readdirSync(dir)) {
       const path = join(dir, name)
-      if (statSync(path).isDirectory()) {
-        if (path !== join(root, "docs", "api")) walk(path)
-      } else if (name.endsWith(".md")) found.push(path)
+      if (statSync(path).isDirectory()) walk(path)
+      else if (name.endsWith(".md")) found.push(path)
     }
   }
   walk(join(root, "docs"))
