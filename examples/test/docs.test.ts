@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { GatewayConfig, ModelTarget, Workflow } from "@modelgate/core"
-import { Schema, SchemaAST } from "effect"
+import { Schema, type SchemaAST } from "effect"
 import { describe, expect, it } from "vitest"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
@@ -81,11 +81,13 @@ const fieldPaths = (schema: Schema.Schema.Any): ReadonlySet<string> => {
     switch (ast._tag) {
       case "Transformation":
       case "Refinement":
-        return walk(ast.from, prefix)
+        walk(ast.from, prefix)
+        return
       case "Suspend":
         if (seen.has(ast)) return
         seen.add(ast)
-        return walk(ast.f(), prefix)
+        walk(ast.f(), prefix)
+        return
       case "Union":
         for (const member of ast.types) walk(member, prefix)
         return
@@ -111,33 +113,30 @@ const fieldPaths = (schema: Schema.Schema.Any): ReadonlySet<string> => {
 
 const configuration = read(join(root, "docs", "configuration.md"))
 
-/** The field paths of the table after `<!-- schema:<name> -->`: the code spans of each row's first cell. */
+/** The field paths of the list after `<!-- schema:<name> -->`: the first code span of each item. */
 const documentedFields = (name: string): ReadonlySet<string> => {
   const start = configuration.indexOf(`<!-- schema:${name} -->`)
-  expect(start, `docs/configuration.md marks the ${name} table`).toBeGreaterThanOrEqual(0)
-  const rows = configuration.slice(start).split("\n").slice(1)
-  const table = rows.slice(0, rows.findIndex((line) => !line.startsWith("|")))
-  const fields = new Set<string>()
-  for (const row of table.slice(2)) {
-    const cell = row.split(/(?<!\\)\|/)[1] ?? ""
-    for (const code of cell.matchAll(/`([^`]+)`/g)) fields.add(code[1] ?? "")
-  }
-  return fields
+  expect(start, `docs/configuration.md marks the ${name} list`).toBeGreaterThanOrEqual(0)
+  const lines = configuration.slice(start).split("\n").slice(1)
+  const items = lines.slice(
+    0,
+    lines.findIndex((line) => !line.startsWith("- "))
+  )
+  return new Set(items.map((item) => /^- `([^`]+)`/.exec(item)?.[1] ?? item))
 }
 
 const sorted = (set: Iterable<string>): ReadonlyArray<string> => [...set].sort()
-const missing = (from: ReadonlySet<string>, present: ReadonlySet<string>) => sorted([...from].filter((p) => !present.has(p)))
+const missing = (from: ReadonlySet<string>, present: ReadonlySet<string>) =>
+  sorted([...from].filter((p) => !present.has(p)))
 
 describe("docs", () => {
   it("every relative link in README.md and docs/ resolves, anchors included", () => {
     const files = markdownFiles()
     expect(files.length).toBeGreaterThan(10)
-    const broken = files
-      .flatMap(relativeLinks)
-      .flatMap((link) => {
-        const reason = brokenReason(link)
-        return reason === undefined ? [] : [`${relative(root, link.file)}: (${link.target}) ${reason}`]
-      })
+    const broken = files.flatMap(relativeLinks).flatMap((link) => {
+      const reason = brokenReason(link)
+      return reason === undefined ? [] : [`${relative(root, link.file)}: (${link.target}) ${reason}`]
+    })
     expect(broken).toEqual([])
   })
 
@@ -157,7 +156,7 @@ describe("docs", () => {
     }
   })
 
-  it("the configuration reference covers GatewayConfig: its own fields, then the target and workflow tables", () => {
+  it("the configuration reference covers GatewayConfig: its own fields, then the target and workflow lists", () => {
     const documented = new Set([
       ...documentedFields("GatewayConfig"),
       ...sorted(documentedFields("ModelTarget")).map((path) => `targets.${path}`),
