@@ -1,5 +1,5 @@
 /**
- * The documentation holds together: every relative link of `README.md` and `docs/**\/*.md` resolves
+ * The documentation holds together: every relative link of the READMEs and `docs/**\/*.md` resolves
  * (files and `#anchors`), the README stays a front page (≤ 25 KB), the configuration reference lists
  * exactly the fields of the config Schemas (derived from their ASTs here, not from a list), and the
  * install line is the same everywhere and pins what the packages' peer ranges say.
@@ -14,9 +14,12 @@ import { describe, expect, it } from "vitest"
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const read = (path: string): string => readFileSync(path, "utf8")
 
-/** `README.md` and every Markdown file under `docs/`. */
+/** `README.md`, the packages' READMEs and every Markdown file under `docs/`. */
 const markdownFiles = (): ReadonlyArray<string> => {
-  const found: Array<string> = [join(root, "README.md")]
+  const found: Array<string> = [
+    join(root, "README.md"),
+    ...["core", "adapters", "testing"].map((pkg) => join(root, "packages", pkg, "README.md"))
+  ]
   const walk = (dir: string): void => {
     for (const name of readdirSync(dir)) {
       const path = join(dir, name)
@@ -130,7 +133,7 @@ const missing = (from: ReadonlySet<string>, present: ReadonlySet<string>) =>
   sorted([...from].filter((p) => !present.has(p)))
 
 describe("docs", () => {
-  it("every relative link in README.md and docs/ resolves, anchors included", () => {
+  it("every relative link in the READMEs and docs/ resolves, anchors included", () => {
     const files = markdownFiles()
     expect(files.length).toBeGreaterThan(10)
     const broken = files.flatMap(relativeLinks).flatMap((link) => {
