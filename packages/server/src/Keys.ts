@@ -1,0 +1,81 @@
+/**
+ * Virtual API keys: only SHA-256 digests are held; a presented key is hashed and compared with
+ * every stored digest in constant time (`crypto.timingSafeEqual`), so neither the match nor its
+ * position leaks through timing. A key names its tenant and the workflows it may call.
+ *
+ * @since 0.1.0
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import type { ApiKey } from "./ServerConfig.js"
+
+/**
+ * SHA-256 of a key, lower-case hex: what the configuration stores.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const hashKey = (key: string): string => createHash("sha256").update(key, "utf8").digest("hex")
+
+/**
+ * A fresh random key (`mg-` and 32 bytes in base64url).
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const generateKey = (): string => `mg-${randomBytes(32).toString("base64url")}`
+
+/** Longest key accepted (a longer bearer token is refused before hashing). */
+export const maxKeyLength = 512
+
+/**
+ * The keys of one configuration.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface KeyRing {
+  /** The key entry `presented` matches, if any. */
+  readonly verify: (presented: string) => ApiKey | undefined
+  /** True when `key` may call `workflow` (a resolved workflow name). */
+  readonly allows: (key: ApiKey, workflow: string) => boolean
+}
+
+/**
+ * Builds a key ring; aliases in a key's `workflows` are resolved to workflow names.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const makeKeyRing = (keys: ReadonlyArray<ApiKey>, aliases: Readonly<Record<string, string>>): KeyRing => {
+  const digests = keys.map((key) => Buffer.from(key.sha256, "hex"))
+  const allowed = new Map(keys.map((key) => [key.id, new Set(key.workflows.map((w) => aliases[w] ?? w))]))
+  return {
+    verify: (presented) => {
+      if (presented.length === 0 || presented.length > maxKeyLength) return undefined
+      const digest = createHash("sha256").update(presented, "utf8").digest()
+      let found: ApiKey | undefined
+      // Every digest is compared, so the time does not depend on which one matched.
+      for (let i = 0; i < digests.length; i++) {
+        const stored = digests[i]
+        if (stored !== undefined && timingSafeEqual(stored, digest) && found === undefined) found = keys[i]
+      }
+      return found
+    },
+    allows: (key, workflow) => {
+      const set = allowed.get(key.id)
+      return set !== undefined && (set.has("*") || set.has(workflow))
+    }
+  }
+}
+
+/**
+ * The bearer token of an `Authorization` header (or `undefined`).
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const bearerOf = (header: string | undefined): string | undefined => {
+  if (header === undefined) return undefined
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header)
+  return match?.[1]
+}

@@ -1,0 +1,132 @@
+/**
+ * Builds a running server from a {@link ServerConfig}: the output schemas, the provider adapters,
+ * the stores (memory, or Redis when `redis` is set, so several server processes share budgets,
+ * permits, breakers and rate limits), the gateway (validated by core exactly as in-process), and
+ * the HTTP server.
+ *
+ * @since 0.1.0
+ */
+import type { HttpClient } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
+import * as Anthropic from "@modelgate/adapters/anthropic"
+import * as Gemini from "@modelgate/adapters/gemini"
+import * as OpenAi from "@modelgate/adapters/openai"
+import * as OpenAiCompatible from "@modelgate/adapters/openai-compatible"
+import {
+  Budgets,
+  CallRecorder,
+  Concurrency,
+  type Errors,
+  GatewayConfig,
+  Health,
+  ModelGateway,
+  type ProviderAdapter,
+  RateLimits
+} from "@modelgate/core"
+import { Effect, Either, Layer, Redacted, type Schema, type Scope } from "effect"
+import { fromJsonSchema } from "./JsonSchemaCodec.js"
+import { makeKeyRing } from "./Keys.js"
+import * as Server from "./Server.js"
+import { type ProviderSpec, type ServerConfig, ServerConfigError } from "./ServerConfig.js"
+
+/**
+ * What the embedding program may add: adapters built in code (the dev default's mock), a recorder.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Extras {
+  readonly adapters?: Layer.Layer<ProviderAdapter.ProviderAdapter, never, HttpClient.HttpClient> | undefined
+  /** Where CallRecords go; default from the configuration's `recorder`. */
+  readonly recorder?: Layer.Layer<CallRecorder.CallRecorder> | undefined
+  /** Output schemas built in code, next to those of the file. */
+  readonly schemas?: Readonly<Record<string, Schema.Schema.AnyNoContext>> | undefined
+}
+
+const adapterOf = (spec: ProviderSpec): Layer.Layer<ProviderAdapter.ProviderAdapter, never, HttpClient.HttpClient> => {
+  const key = spec.apiKeyEnv === undefined ? undefined : process.env[spec.apiKeyEnv]
+  const options = { id: spec.id, baseUrl: spec.baseUrl, apiKey: key === undefined ? undefined : Redacted.make(key) }
+  switch (spec.kind) {
+    case "openai":
+      return OpenAi.layer(options)
+    case "openai-compatible":
+      return OpenAiCompatible.layer(options)
+    case "anthropic":
+      return Anthropic.layer(options)
+    case "gemini":
+      return Gemini.layer(options)
+  }
+}
+
+const schemasOf = (config: ServerConfig) => {
+  const schemas: Record<string, Schema.Schema.AnyNoContext> = {}
+  const problems: Array<string> = []
+  for (const [name, json] of Object.entries(config.schemas)) {
+    const decoded = fromJsonSchema(name, json)
+    if (Either.isRight(decoded)) schemas[name] = decoded.right
+    else problems.push(...decoded.left)
+  }
+  return problems.length === 0 ? Effect.succeed(schemas) : Effect.fail(new ServerConfigError({ problems }))
+}
+
+const noRecorder = Layer.succeed(CallRecorder.CallRecorder, { record: () => Effect.void })
+
+/** Budgets, concurrency, health and rate limits, in memory or on Redis. */
+const storesOf = (config: ServerConfig) =>
+  Effect.gen(function* () {
+    const budgets = config.budgets === undefined ? undefined : yield* Budgets.decode(config.budgets)
+    const concurrency = config.concurrency === undefined ? undefined : yield* Concurrency.decode(config.concurrency)
+    if (config.redis === undefined) {
+      return Layer.mergeAll(
+        budgets === undefined ? Budgets.layerUnlimited : Budgets.layerMemory(budgets),
+        concurrency === undefined ? Concurrency.layerUnbounded : Concurrency.layerMemory(concurrency),
+        Health.layerMemory(),
+        RateLimits.layerMemory
+      )
+    }
+    const Redis = yield* Effect.promise(() => import("@modelgate/adapters/redis"))
+    const stores = Redis.layer({ url: config.redis.url })
+    return Layer.mergeAll(
+      budgets === undefined ? Budgets.layerUnlimited : Budgets.layer(budgets),
+      concurrency === undefined ? Concurrency.layerUnbounded : Concurrency.layer(concurrency),
+      Health.layer()
+    ).pipe(Layer.provideMerge(stores))
+  })
+
+/**
+ * Starts the server of `config` in the current scope.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const start = (
+  config: ServerConfig,
+  extras: Extras = {}
+): Effect.Effect<Server.Running, ServerConfigError | Errors.GatewayConfigError | Error, Scope.Scope> =>
+  Effect.gen(function* () {
+    const schemas = { ...(yield* schemasOf(config)), ...extras.schemas }
+    const gatewayConfig = yield* GatewayConfig.decode(config.gateway)
+    const unknownAliases = Object.entries(config.aliases)
+      .filter(([, workflow]) => !gatewayConfig.workflows.some((w) => w.name === workflow))
+      .map(([alias]) => `$.aliases.${alias} names no workflow`)
+    if (unknownAliases.length > 0) return yield* new ServerConfigError({ problems: unknownAliases })
+    const adapters = Layer.mergeAll(
+      extras.adapters ?? Layer.empty,
+      ...config.providers.map(adapterOf)
+    ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    const recorder = extras.recorder ?? (config.recorder === "none" ? noRecorder : CallRecorder.layerLog)
+    const stores = yield* storesOf(config)
+    const gateway = ModelGateway.layer({ config: gatewayConfig, schemas }).pipe(
+      Layer.provide(adapters),
+      Layer.provideMerge(Layer.merge(stores, recorder))
+    )
+    const context = yield* Layer.build(gateway)
+    return yield* Server.make({
+      host: config.listen.host,
+      port: config.listen.port,
+      keys: makeKeyRing(config.keys, config.aliases),
+      aliases: config.aliases,
+      limits: config.limits,
+      gatewayConfig
+    }).pipe(Effect.provide(context))
+  })

@@ -1,0 +1,176 @@
+/**
+ * The OpenAI-compatible HTTP server: `@effect/platform`'s `HttpRouter` on a hardened `node:http`
+ * server (header and body caps, header/request/idle timeouts, a bound on requests in flight with a
+ * fast 503 past it, graceful shutdown that drains in-flight calls within a bound).
+ *
+ * Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/embeddings`,
+ * `GET /v1/models`, `GET /healthz`, `GET /readyz`.
+ *
+ * @since 0.1.0
+ */
+import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import type { HttpServerError } from "@effect/platform"
+import { GatewayConfig, ModelGateway, RateLimits } from "@modelgate/core"
+import { Deferred, Effect, type Scope } from "effect"
+import * as Http from "node:http"
+import type { KeyRing } from "./Keys.js"
+import * as Chat from "./internal/chat.js"
+import * as Embeddings from "./internal/embeddings.js"
+import * as ErrorWire from "./internal/errorWire.js"
+import * as Request from "./internal/request.js"
+import * as Responses from "./internal/responses.js"
+import type { Limits } from "./ServerConfig.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  readonly host: string
+  /** 0 picks a free port. */
+  readonly port: number
+  readonly keys: KeyRing
+  readonly aliases: Readonly<Record<string, string>>
+  readonly limits: Limits
+  /** The gateway's decoded configuration: which workflows exist, which give structured output. */
+  readonly gatewayConfig: GatewayConfig.GatewayConfig
+}
+
+/**
+ * A running server.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Running {
+  /** `http://host:port` */
+  readonly url: string
+  readonly port: number
+  /** Requests in flight now (from arrival to the end of the response). */
+  readonly inflight: () => number
+  /**
+   * Stops accepting connections, lets in-flight calls finish within `limits.shutdownGraceMs`, then
+   * cuts what is left (those calls are cancelled: budget settled, record written).
+   */
+  readonly shutdown: Effect.Effect<void>
+}
+
+const workflowsOf = (config: GatewayConfig.GatewayConfig): ReadonlyMap<string, Request.WorkflowInfo> =>
+  new Map(
+    config.workflows.map((w) => [
+      w.name,
+      { name: w.name, structured: w.output !== undefined, embedding: w.embedding !== undefined }
+    ])
+  )
+
+const models = (env: Request.Env) =>
+  Request.answer(
+    Effect.gen(function* () {
+      yield* Request.admit(env)
+      const key = yield* Request.authenticate(env)
+      const created = env.createdAt()
+      const data = [...env.workflows.values()]
+        .filter((w) => env.keys.allows(key, w.name))
+        .map((w) => ({ id: w.name, object: "model", created, owned_by: "modelgate" }))
+      const aliases = Object.entries(env.aliases)
+        .filter(([, workflow]) => env.workflows.has(workflow) && env.keys.allows(key, workflow))
+        .map(([alias]) => ({ id: alias, object: "model", created, owned_by: "modelgate" }))
+      return HttpServerResponse.unsafeJson({ object: "list", data: [...data, ...aliases] })
+    })
+  )
+
+/**
+ * The routes over an environment.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const router = (env: Request.Env) =>
+  HttpRouter.empty.pipe(
+    HttpRouter.post("/v1/chat/completions", Chat.handler(env)),
+    HttpRouter.post("/v1/responses", Responses.handler(env)),
+    HttpRouter.post("/v1/embeddings", Embeddings.handler(env)),
+    HttpRouter.get("/v1/models", models(env)),
+    HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
+    HttpRouter.get(
+      "/readyz",
+      Effect.sync(() =>
+        env.tracker.draining
+          ? HttpServerResponse.unsafeJson({ status: "draining" }, { status: 503 })
+          : HttpServerResponse.unsafeJson({ status: "ready" })
+      )
+    ),
+    HttpRouter.catchAll(() => Effect.succeed(Request.errorResponse(ErrorWire.notFound)))
+  )
+
+/** A `node:http` server with the limits set, counting requests in flight into `tracker`. */
+const nodeServer = (limits: Limits, tracker: Request.Tracker): Http.Server => {
+  const server = Http.createServer({
+    maxHeaderSize: limits.maxHeaderBytes,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    noDelay: true
+  })
+  server.setTimeout(limits.idleTimeoutMs, (socket) => socket.destroy())
+  server.maxHeadersCount = 100
+  server.prependListener("request", (_req, res) => {
+    tracker.inflight++
+    res.once("close", () => {
+      tracker.inflight--
+    })
+  })
+  return server
+}
+
+/**
+ * Serves the routes on a hardened node server in the current scope (closed with the scope).
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (
+  options: Options
+): Effect.Effect<
+  Running,
+  HttpServerError.ServeError,
+  Scope.Scope | ModelGateway.ModelGateway | RateLimits.RateLimitStore
+> =>
+  Effect.gen(function* () {
+    const gateway = yield* ModelGateway.ModelGateway
+    const rateLimits = yield* RateLimits.RateLimitStore
+    const tracker: Request.Tracker = { inflight: 0, draining: false }
+    const env: Request.Env = {
+      keys: options.keys,
+      aliases: options.aliases,
+      workflows: workflowsOf(options.gatewayConfig),
+      limits: options.limits,
+      rateLimits,
+      gateway,
+      tracker,
+      createdAt: () => Math.floor(Date.now() / 1000)
+    }
+    const server = nodeServer(options.limits, tracker)
+    const platform = yield* NodeHttpServer.make(() => server, { host: options.host, port: options.port })
+    const app = yield* HttpRouter.toHttpApp(router(env))
+    yield* HttpServer.serveEffect(app).pipe(Effect.provideService(HttpServer.HttpServer, platform))
+    const address = platform.address
+    const port = address._tag === "TcpAddress" ? address.port : 0
+    const drained = yield* Deferred.make<void>()
+    const shutdown = Effect.gen(function* () {
+      tracker.draining = true
+      server.close(() => Deferred.unsafeDone(drained, Effect.void))
+      server.closeIdleConnections()
+      const deadline = Date.now() + options.limits.shutdownGraceMs
+      while (tracker.inflight > 0 && Date.now() < deadline) yield* Effect.sleep("20 millis")
+      server.closeAllConnections()
+      yield* Deferred.await(drained).pipe(Effect.timeout("1 second"), Effect.ignore)
+    })
+    return {
+      url: `http://${options.host}:${port}`,
+      port,
+      inflight: () => tracker.inflight,
+      shutdown
+    }
+  })

@@ -1,0 +1,145 @@
+/**
+ * The steps every model request takes before the gateway: the concurrency bound, the key, the
+ * body (size-capped, JSON, decoded by a Schema), the workflow the key may call, the key's rate
+ * limit, and the command. Each step fails with a `WireFailure` carrying the HTTP answer.
+ *
+ * @internal
+ */
+import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { ModelGateway, RateLimits } from "@modelgate/core"
+import { Clock, Data, Effect, Option, type ParseResult, Schema } from "effect"
+import { bearerOf, type KeyRing } from "../Keys.js"
+import { type ApiKey, issuePaths, type Limits } from "../ServerConfig.js"
+import * as ErrorWire from "./errorWire.js"
+
+/** What a workflow is, as far as the wire cares. */
+export interface WorkflowInfo {
+  readonly name: string
+  readonly structured: boolean
+  readonly embedding: boolean
+}
+
+/** In-flight accounting shared with the node server (counted from request to socket close). */
+export interface Tracker {
+  inflight: number
+  draining: boolean
+}
+
+/** Everything the handlers need. */
+export interface Env {
+  readonly keys: KeyRing
+  readonly aliases: Readonly<Record<string, string>>
+  readonly workflows: ReadonlyMap<string, WorkflowInfo>
+  readonly limits: Limits
+  readonly rateLimits: RateLimits.Service
+  readonly gateway: ModelGateway.Service
+  readonly tracker: Tracker
+  readonly createdAt: () => number
+}
+
+/** An HTTP answer short of the gateway (a refused request). */
+export class WireFailure extends Data.TaggedError("WireFailure")<{ readonly error: ErrorWire.WireError }> {}
+
+export const fail = (error: ErrorWire.WireError) => Effect.fail(new WireFailure({ error }))
+
+/** The OpenAI error JSON response of a wire error. */
+export const errorResponse = (error: ErrorWire.WireError) =>
+  HttpServerResponse.unsafeJson(ErrorWire.errorBody(error), {
+    status: error.status,
+    headers: error.headers ?? {}
+  })
+
+/** Runs a handler, turning a refusal (and any defect) into its OpenAI error response. */
+export const answer = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, WireFailure, R>) =>
+  handler.pipe(
+    Effect.catchTag("WireFailure", (f) => Effect.succeed(errorResponse(f.error))),
+    Effect.catchAllDefect(() => Effect.succeed(errorResponse(ErrorWire.internal)))
+  )
+
+/** Past the concurrency bound (or while draining): a fast 503. */
+export const admit = (env: Env) =>
+  env.tracker.draining
+    ? fail(ErrorWire.wire(503, "server_error", "shutting_down", "the server is shutting down", { "retry-after": "1" }))
+    : env.tracker.inflight > env.limits.maxConcurrentRequests
+      ? fail(ErrorWire.overloaded)
+      : Effect.void
+
+/** The key of the request's bearer token, else 401. */
+export const authenticate = (env: Env) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const token = bearerOf(request.headers.authorization)
+    const key = token === undefined ? undefined : env.keys.verify(token)
+    return key === undefined ? fail(ErrorWire.unauthorized) : Effect.succeed(key)
+  })
+
+const tooLarge = (limit: number) =>
+  ErrorWire.wire(413, "invalid_request_error", "body_too_large", `the request body exceeds ${limit} bytes`)
+
+/** The JSON body decoded by `schema`, at most `maxBodyBytes`; problems by path, never values. */
+export const body = <A, I>(env: Env, schema: Schema.Schema<A, I>) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const limit = env.limits.maxBodyBytes
+    const declared = Number(request.headers["content-length"] ?? "0")
+    if (declared > limit) return yield* fail(tooLarge(limit))
+    const text = yield* request.text.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(limit)),
+      Effect.interruptible,
+      Effect.mapError(() => new WireFailure({ error: tooLarge(limit) }))
+    )
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      return yield* fail(ErrorWire.invalidBody(["the body is not JSON"]))
+    }
+    return yield* Schema.decodeUnknown(schema, { errors: "all" })(json).pipe(
+      Effect.mapError((e: ParseResult.ParseError) => new WireFailure({ error: ErrorWire.invalidBody(issuePaths(e)) }))
+    )
+  })
+
+/** The workflow a request's `model` names (or aliases) and the key may call, else 404. */
+export const workflowFor = (env: Env, key: ApiKey, model: string, kind: "chat" | "embedding") => {
+  const name = env.aliases[model] ?? model
+  const info = env.workflows.get(name)
+  if (info === undefined || !env.keys.allows(key, name) || info.embedding !== (kind === "embedding"))
+    return fail(ErrorWire.modelNotFound())
+  return Effect.succeed(info)
+}
+
+/** A slot of the key's rate limit (the token count is corrected after the call), else 429. */
+export const takeRate = (env: Env, key: ApiKey) =>
+  Effect.gen(function* () {
+    const limit = key.rateLimit
+    if (limit === undefined) return () => {}
+    const now = yield* Clock.currentTimeMillis
+    const rateKey = `modelgate-server:key:${key.id}`
+    const admission = yield* env.rateLimits
+      .take({
+        key: rateKey,
+        tokens: 0,
+        requestsPerMinute: limit.requestsPerMinute,
+        tokensPerMinute: limit.tokensPerMinute,
+        now
+      })
+      .pipe(
+        Effect.mapError(
+          () =>
+            new WireFailure({
+              error: ErrorWire.wire(503, "server_error", "store_unavailable", "the rate limit store is unavailable", {
+                "retry-after": "1"
+              })
+            })
+        )
+      )
+    if (admission._tag === "Limited")
+      return yield* fail(ErrorWire.rateLimited(Math.max(1, Math.ceil((admission.resetsAt - now) / 1000))))
+    const window = admission.window
+    return (tokens: number) => {
+      if (tokens > 0) env.rateLimits.adjust(rateKey, window, tokens)
+    }
+  })
+
+/** A ParseError of core's command decoding as a 400 (its message names paths only). */
+export const invalidCommand = (error: ParseResult.ParseError) =>
+  new WireFailure({ error: ErrorWire.invalidBody([error.message.replace(/^invalid (embed )?command: /, "")]) })
