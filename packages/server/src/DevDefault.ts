@@ -10,8 +10,7 @@
  *
  * @since 0.1.0
  */
-import { HttpServerError } from "@effect/platform"
-import type { CallRecorder } from "@modelgate/core"
+import type { Budgets, CallRecorder } from "@modelgate/core"
 import { MockProviderServer } from "@modelgate/testing"
 import { Effect, type Layer, Schema, type Scope } from "effect"
 import * as OpenAi from "@modelgate/adapters/openai"
@@ -44,7 +43,8 @@ export const gatewayConfig = {
         maxOutputTokens: 4096,
         tools: true,
         streaming: true,
-        structuredOutput: { mode: "json_schema_strict" }
+        structuredOutput: { mode: "json_schema_strict" },
+        options: ["temperature", "topP", "seed", "stop", "parallelToolCalls", "presencePenalty", "frequencyPenalty", "userId"]
       },
       limits: { maxAttempts: 2, perAttemptTimeout: 20_000, minimumAttemptTime: 50 }
     },
@@ -113,6 +113,28 @@ export const Ticket = Schema.Struct({
   summary: Schema.String
 })
 
+const usage = { input: 12, output: 11 }
+
+/**
+ * The dev default's text answer (for requests that ask for no structured output).
+ *
+ * @since 0.1.0
+ * @category Constants
+ */
+export const greeting = "Hello from the modelgate mock provider. Ask me anything."
+
+/**
+ * The mock's handler: a text answer unless the request asks for structured output.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const textAnswer: MockProviderServer.Handler = (request) => {
+  const body = request.body
+  const structured = typeof body === "object" && body !== null && ("response_format" in body || "text" in body)
+  return structured ? undefined : MockProviderServer.success({ text: greeting, usage })
+}
+
 /**
  * @since 0.1.0
  * @category Options
@@ -124,6 +146,8 @@ export interface Options {
   readonly rateLimit?: KeyRateLimit | undefined
   readonly limits?: Partial<Limits> | undefined
   readonly recorder?: Layer.Layer<CallRecorder.CallRecorder> | undefined
+  /** The budgets service (in place of `budget`). */
+  readonly budgets?: Layer.Layer<Budgets.Budgets> | undefined
   /** Tenant budget in USD (default: unlimited). */
   readonly budget?: number | undefined
   readonly mock?: MockProviderServer.Options | undefined
@@ -150,12 +174,11 @@ export const start = (options: Options): Effect.Effect<Dev, Error, Scope.Scope> 
   Effect.gen(function* () {
     const mock = yield* MockProviderServer.make({
       record: false,
-      defaultBehavior: MockProviderServer.success({
-        text: "Hello from the modelgate mock provider. Ask me anything.",
-        usage: { input: 12, output: 11 }
-      }),
+      // A plain success answers a structured-output request with a value of the requested schema.
+      defaultBehavior: MockProviderServer.success({ usage }),
       ...options.mock
-    }).pipe(Effect.mapError((e) => (HttpServerError.isServerError(e) ? new Error("mock provider did not start") : e)))
+    }).pipe(Effect.mapError(() => new Error("the mock provider did not start")))
+    yield* mock.setHandler(textAnswer)
     const config = yield* Schema.decodeUnknown(ServerConfig)({
       listen: { host: "127.0.0.1", port: options.port ?? 8787 },
       keys: [
@@ -175,7 +198,8 @@ export const start = (options: Options): Effect.Effect<Dev, Error, Scope.Scope> 
     const server = yield* Launch.start(config, {
       adapters: OpenAi.layer({ id: "openai", baseUrl: mock.baseUrl("openai") }),
       schemas: { Ticket },
-      recorder: options.recorder
+      recorder: options.recorder,
+      budgets: options.budgets
     })
     return { server, mock }
   })

@@ -39,6 +39,8 @@ export interface Extras {
   readonly adapters?: Layer.Layer<ProviderAdapter.ProviderAdapter, never, HttpClient.HttpClient> | undefined
   /** Where CallRecords go; default from the configuration's `recorder`. */
   readonly recorder?: Layer.Layer<CallRecorder.CallRecorder> | undefined
+  /** The budgets service (e.g. one a test holds), in place of the configuration's `budgets`. */
+  readonly budgets?: Layer.Layer<Budgets.Budgets> | undefined
   /** Output schemas built in code, next to those of the file. */
   readonly schemas?: Readonly<Record<string, Schema.Schema.AnyNoContext>> | undefined
 }
@@ -72,13 +74,15 @@ const schemasOf = (config: ServerConfig) => {
 const noRecorder = Layer.succeed(CallRecorder.CallRecorder, { record: () => Effect.void })
 
 /** Budgets, concurrency, health and rate limits, in memory or on Redis. */
-const storesOf = (config: ServerConfig) =>
+const storesOf = (config: ServerConfig, extras: Extras) =>
   Effect.gen(function* () {
     const budgets = config.budgets === undefined ? undefined : yield* Budgets.decode(config.budgets)
+    const budgetsLayer = (store: (options: Budgets.Options) => Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError, never>) =>
+      extras.budgets ?? (budgets === undefined ? Budgets.layerUnlimited : store(budgets))
     const concurrency = config.concurrency === undefined ? undefined : yield* Concurrency.decode(config.concurrency)
     if (config.redis === undefined) {
       return Layer.mergeAll(
-        budgets === undefined ? Budgets.layerUnlimited : Budgets.layerMemory(budgets),
+        budgetsLayer(Budgets.layerMemory),
         concurrency === undefined ? Concurrency.layerUnbounded : Concurrency.layerMemory(concurrency),
         Health.layerMemory(),
         RateLimits.layerMemory
@@ -87,7 +91,7 @@ const storesOf = (config: ServerConfig) =>
     const Redis = yield* Effect.promise(() => import("@modelgate/adapters/redis"))
     const stores = Redis.layer({ url: config.redis.url })
     return Layer.mergeAll(
-      budgets === undefined ? Budgets.layerUnlimited : Budgets.layer(budgets),
+      extras.budgets ?? (budgets === undefined ? Budgets.layerUnlimited : Budgets.layer(budgets)),
       concurrency === undefined ? Concurrency.layerUnbounded : Concurrency.layer(concurrency),
       Health.layer()
     ).pipe(Layer.provideMerge(stores))
@@ -115,7 +119,7 @@ export const start = (
       ...config.providers.map(adapterOf)
     ).pipe(Layer.provide(NodeHttpClient.layerUndici))
     const recorder = extras.recorder ?? (config.recorder === "none" ? noRecorder : CallRecorder.layerLog)
-    const stores = yield* storesOf(config)
+    const stores = yield* storesOf(config, extras)
     const gateway = ModelGateway.layer({ config: gatewayConfig, schemas }).pipe(
       Layer.provide(adapters),
       Layer.provideMerge(Layer.merge(stores, recorder))
