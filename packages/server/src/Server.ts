@@ -111,6 +111,8 @@ const nodeServer = (limits: Limits, tracker: Request.Tracker): Http.Server => {
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // How often the header and request timeouts are checked (Node's default is 30 s).
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
     noDelay: true
   })
   server.setTimeout(limits.idleTimeoutMs, (socket) => socket.destroy())

@@ -2,7 +2,7 @@
  * A dev server on an ephemeral port for tests: the mock provider, a memory CallRecorder and, when
  * asked, a memory budget the test can read.
  */
-import { Budgets, CallRecorder } from "@modelgate/core"
+import { Budgets, CallRecorder, ModelCommand } from "@modelgate/core"
 import type { MockProviderServer } from "@modelgate/testing"
 import { Effect, Exit, Layer, Scope } from "effect"
 import OpenAI from "openai"
@@ -16,6 +16,8 @@ export interface Harness {
   readonly mock: MockProviderServer.Service
   readonly recorder: CallRecorder.Memory
   readonly budgets: Budgets.Service | undefined
+  /** The dev tenant's balance (a harness started with a budget). */
+  readonly balance: () => Promise<Budgets.Balance>
   readonly client: (key?: string) => OpenAI
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
   readonly inflight: () => number
@@ -55,6 +57,10 @@ export const startHarness = async (options: HarnessOptions = {}): Promise<Harnes
     mock: dev.mock,
     recorder,
     budgets,
+    balance: () =>
+      budgets === undefined
+        ? Promise.reject(new Error("started without a budget"))
+        : Effect.runPromise(budgets.balance(ModelCommand.TenantId.make("dev"))),
     client: (key = devKey) => new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0, timeout: 20_000 }),
     run: (effect) => Effect.runPromise(effect),
     inflight: dev.server.inflight,
