@@ -1,0 +1,217 @@
+/**
+ * The server benchmark (`npx -y pnpm@10.34.8 --filter @modelgate/server bench`): requests/s, p50
+ * latency and CPU per request at concurrency 1 and 64, in one run, for
+ *   (a) the modelgate server over the loopback mock provider,
+ *   (b) a bare `node:http` proxy forwarding the same request to the same mock with `fetch`,
+ *   (c) Portkey's open-source gateway (`@portkey-ai/gateway`, `--headless`) forwarding to the same
+ *       mock (`x-portkey-provider: openai`, `x-portkey-custom-host`),
+ * each in its own process; the load generator (autocannon) runs here and the mock in a fourth
+ * process, so a process's CPU (user + system, from `/proc/<pid>/stat`) is its own. Memory per
+ * connection: the RSS growth of the server with 256 idle keep-alive connections, per connection.
+ *
+ * Writes `bench/results.json` and prints the verdicts (`server.cpu.addedUs`, `server.rps.vsPortkey`,
+ * `server.p50.addedMs`, `server.memory.perConnection`). `--duration <s>` (default 4).
+ */
+import autocannon from "autocannon"
+import { type ChildProcess, fork, spawn } from "node:child_process"
+import { readFileSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import * as Net from "node:net"
+import * as Os from "node:os"
+import { fileURLToPath } from "node:url"
+import { benchKey } from "./children.js"
+
+const duration = Number(process.argv[process.argv.indexOf("--duration") + 1] || 4)
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
+const ticksPerSecond = 100
+
+const cpuMicros = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / ticksPerSecond
+}
+
+const rssBytes = (pid: number): number => {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+  return Number(match?.[1] ?? 0) * 1024
+}
+
+const children: Array<ChildProcess> = []
+
+const startChild = (role: string, upstream = "") =>
+  new Promise<{ child: ChildProcess; port: number }>((resolve, reject) => {
+    const child = fork(here("./children.ts"), [role, upstream], {
+      execArgv: ["--conditions=source", "--import", "tsx"],
+      stdio: ["ignore", "ignore", "inherit", "ipc"]
+    })
+    children.push(child)
+    child.once("message", (m) => {
+      const port = typeof m === "object" && m !== null && "port" in m ? Number(m.port) : 0
+      resolve({ child, port })
+    })
+    child.once("exit", (code) => reject(new Error(`${role} exited (${code})`)))
+  })
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = Net.createServer().listen(0, "127.0.0.1", () => {
+      const address = s.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      s.close(() => resolve(port))
+    })
+  })
+
+const startPortkey = async (): Promise<{ child: ChildProcess; port: number } | { skipped: string }> => {
+  let entry: string
+  try {
+    entry = createRequire(import.meta.url).resolve("@portkey-ai/gateway/build/start-server.js")
+  } catch {
+    return { skipped: "@portkey-ai/gateway is not installed" }
+  }
+  const port = await freePort()
+  const child = spawn(process.execPath, [entry, `--port=${port}`, "--headless"], {
+    stdio: "ignore",
+    env: { ...process.env, NODE_ENV: "production" }
+  })
+  children.push(child)
+  const deadline = Date.now() + 20_000
+  while (Date.now() < deadline) {
+    const ok = await fetch(`http://127.0.0.1:${port}/`).then(
+      (r) => r.ok,
+      () => false
+    )
+    if (ok) return { child, port }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return { skipped: "Portkey did not answer within 20 s" }
+}
+
+interface Run {
+  readonly rps: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+  readonly cpuUsPerRequest: number
+  readonly requests: number
+  readonly errors: number
+  readonly non2xx: number
+}
+
+const load = async (pid: number, url: string, headers: Record<string, string>, connections: number): Promise<Run> => {
+  const options = {
+    url: `${url}/v1/chat/completions`,
+    method: "POST" as const,
+    connections,
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hello" }] })
+  }
+  await autocannon({ ...options, duration: 1 })
+  const before = cpuMicros(pid)
+  const result = await autocannon({ ...options, duration })
+  const cpu = cpuMicros(pid) - before
+  return {
+    rps: result.requests.total / duration,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    cpuUsPerRequest: result.requests.total === 0 ? Number.NaN : cpu / result.requests.total,
+    requests: result.requests.total,
+    errors: result.errors,
+    non2xx: result.non2xx
+  }
+}
+
+/** RSS growth per idle keep-alive connection (each made one request first). */
+const memoryPerConnection = async (pid: number, port: number, n = 256): Promise<number> => {
+  await new Promise((r) => setTimeout(r, 500))
+  const before = rssBytes(pid)
+  const sockets = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Net.Socket>((resolve) => {
+          const s = Net.connect(port, "127.0.0.1", () => {
+            s.write("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n")
+            s.once("data", () => resolve(s))
+          })
+        })
+    )
+  )
+  await new Promise((r) => setTimeout(r, 500))
+  const after = rssBytes(pid)
+  for (const s of sockets) s.destroy()
+  return (after - before) / n
+}
+
+const main = async () => {
+  const mock = await startChild("mock")
+  const mockUrl = `http://127.0.0.1:${mock.port}`
+  const server = await startChild("server", mockUrl)
+  const proxy = await startChild("proxy", mockUrl)
+  const portkey = await startPortkey()
+  const systems: Array<{ name: string; pid: number; url: string; headers: Record<string, string> }> = [
+    { name: "server", pid: server.child.pid ?? 0, url: `http://127.0.0.1:${server.port}`, headers: { authorization: `Bearer ${benchKey}` } },
+    { name: "bareProxy", pid: proxy.child.pid ?? 0, url: `http://127.0.0.1:${proxy.port}`, headers: {} }
+  ]
+  if ("port" in portkey)
+    systems.push({
+      name: "portkey",
+      pid: portkey.child.pid ?? 0,
+      url: `http://127.0.0.1:${portkey.port}`,
+      headers: {
+        authorization: "Bearer upstream",
+        "x-portkey-provider": "openai",
+        "x-portkey-custom-host": `${mockUrl}/v1`
+      }
+    })
+  const runs: Record<string, Record<string, Run>> = {}
+  for (const connections of [1, 64]) {
+    for (const s of systems) {
+      runs[s.name] = { ...runs[s.name], [`c${connections}`]: await load(s.pid, s.url, s.headers, connections) }
+      process.stderr.write(`${s.name} c=${connections}: ${JSON.stringify(runs[s.name]?.[`c${connections}`])}\n`)
+    }
+  }
+  const memory = {
+    server: await memoryPerConnection(server.child.pid ?? 0, server.port),
+    bareProxy: await memoryPerConnection(proxy.child.pid ?? 0, proxy.port)
+  }
+  const at = (name: string, c: string) => runs[name]?.[c]
+  const addedUs = (c: string) => (at("server", c)?.cpuUsPerRequest ?? Number.NaN) - (at("bareProxy", c)?.cpuUsPerRequest ?? Number.NaN)
+  const verdicts = [
+    { id: "server.cpu.addedUs", what: "server − bare proxy, CPU µs per request, c=64", measured: addedUs("c64"), target: "<= 300", pass: addedUs("c64") <= 300, c1: addedUs("c1") },
+    {
+      id: "server.rps.vsPortkey",
+      what: "server / Portkey requests/s, c=64",
+      measured: "port" in portkey ? (at("server", "c64")?.rps ?? 0) / (at("portkey", "c64")?.rps ?? Number.NaN) : Number.NaN,
+      target: ">= 5",
+      pass: "port" in portkey && (at("server", "c64")?.rps ?? 0) / (at("portkey", "c64")?.rps ?? Number.NaN) >= 5,
+      c1: "port" in portkey ? (at("server", "c1")?.rps ?? 0) / (at("portkey", "c1")?.rps ?? Number.NaN) : Number.NaN
+    },
+    {
+      id: "server.p50.addedMs",
+      what: "server − bare proxy, p50 latency ms, c=64",
+      measured: (at("server", "c64")?.p50Ms ?? Number.NaN) - (at("bareProxy", "c64")?.p50Ms ?? Number.NaN),
+      target: "<= 0.5",
+      pass: (at("server", "c64")?.p50Ms ?? Number.NaN) - (at("bareProxy", "c64")?.p50Ms ?? Number.NaN) <= 0.5
+    },
+    { id: "server.memory.perConnection", what: "server RSS per idle keep-alive connection, bytes", measured: memory.server, target: "report", pass: true, bareProxy: memory.bareProxy }
+  ]
+  const results = {
+    startedAt: new Date().toISOString(),
+    durationSeconds: duration,
+    machine: { node: process.version, cpus: Os.cpus().length, loadAverage: Os.loadavg() },
+    portkey: "port" in portkey ? "@portkey-ai/gateway 1.15.2, --headless, NODE_ENV=production" : portkey.skipped,
+    runs,
+    memory,
+    verdicts
+  }
+  writeFileSync(here("./results.json"), `${JSON.stringify(results, null, 2)}\n`)
+  for (const v of verdicts) process.stdout.write(`${v.pass ? "PASS" : "MISS"} ${v.id}: ${Number(v.measured).toFixed(2)} (${v.target}) — ${v.what}\n`)
+}
+
+main()
+  .catch((e: unknown) => {
+    process.stderr.write(`bench failed: ${String(e)}\n`)
+    process.exitCode = 1
+  })
+  .finally(() => {
+    for (const c of children) c.kill()
+  })
