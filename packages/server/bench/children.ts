@@ -81,6 +81,8 @@ const proxy = (mockUrl: string) => {
   })
 }
 
+process.on("SIGTERM", () => process.exit(0))
+
 const role = process.argv[2]
 const upstream = process.argv[3] ?? ""
 if (role === "mock") void mock()
