@@ -148,7 +148,12 @@ const main = async () => {
   const proxy = await startChild("proxy", mockUrl)
   const portkey = await startPortkey()
   const systems: Array<{ name: string; pid: number; url: string; headers: Record<string, string> }> = [
-    { name: "server", pid: server.child.pid ?? 0, url: `http://127.0.0.1:${server.port}`, headers: { authorization: `Bearer ${benchKey}` } },
+    {
+      name: "server",
+      pid: server.child.pid ?? 0,
+      url: `http://127.0.0.1:${server.port}`,
+      headers: { authorization: `Bearer ${benchKey}` }
+    },
     { name: "bareProxy", pid: proxy.child.pid ?? 0, url: `http://127.0.0.1:${proxy.port}`, headers: {} }
   ]
   if ("port" in portkey)
@@ -174,13 +179,22 @@ const main = async () => {
     bareProxy: await memoryPerConnection(proxy.child.pid ?? 0, proxy.port)
   }
   const at = (name: string, c: string) => runs[name]?.[c]
-  const addedUs = (c: string) => (at("server", c)?.cpuUsPerRequest ?? Number.NaN) - (at("bareProxy", c)?.cpuUsPerRequest ?? Number.NaN)
+  const addedUs = (c: string) =>
+    (at("server", c)?.cpuUsPerRequest ?? Number.NaN) - (at("bareProxy", c)?.cpuUsPerRequest ?? Number.NaN)
   const verdicts = [
-    { id: "server.cpu.addedUs", what: "server − bare proxy, CPU µs per request, c=64", measured: addedUs("c64"), target: "<= 300", pass: addedUs("c64") <= 300, c1: addedUs("c1") },
+    {
+      id: "server.cpu.addedUs",
+      what: "server − bare proxy, CPU µs per request, c=64",
+      measured: addedUs("c64"),
+      target: "<= 300",
+      pass: addedUs("c64") <= 300,
+      c1: addedUs("c1")
+    },
     {
       id: "server.rps.vsPortkey",
       what: "server / Portkey requests/s, c=64",
-      measured: "port" in portkey ? (at("server", "c64")?.rps ?? 0) / (at("portkey", "c64")?.rps ?? Number.NaN) : Number.NaN,
+      measured:
+        "port" in portkey ? (at("server", "c64")?.rps ?? 0) / (at("portkey", "c64")?.rps ?? Number.NaN) : Number.NaN,
       target: ">= 5",
       pass: "port" in portkey && (at("server", "c64")?.rps ?? 0) / (at("portkey", "c64")?.rps ?? Number.NaN) >= 5,
       c1: "port" in portkey ? (at("server", "c1")?.rps ?? 0) / (at("portkey", "c1")?.rps ?? Number.NaN) : Number.NaN
@@ -192,7 +206,14 @@ const main = async () => {
       target: "<= 0.5",
       pass: (at("server", "c64")?.p50Ms ?? Number.NaN) - (at("bareProxy", "c64")?.p50Ms ?? Number.NaN) <= 0.5
     },
-    { id: "server.memory.perConnection", what: "server RSS per idle keep-alive connection, bytes", measured: memory.server, target: "report", pass: true, bareProxy: memory.bareProxy }
+    {
+      id: "server.memory.perConnection",
+      what: "server RSS per idle keep-alive connection, bytes",
+      measured: memory.server,
+      target: "report",
+      pass: true,
+      bareProxy: memory.bareProxy
+    }
   ]
   const results = {
     startedAt: new Date().toISOString(),
@@ -204,7 +225,10 @@ const main = async () => {
     verdicts
   }
   writeFileSync(here("./results.json"), `${JSON.stringify(results, null, 2)}\n`)
-  for (const v of verdicts) process.stdout.write(`${v.pass ? "PASS" : "MISS"} ${v.id}: ${Number(v.measured).toFixed(2)} (${v.target}) — ${v.what}\n`)
+  for (const v of verdicts)
+    process.stdout.write(
+      `${v.pass ? "PASS" : "MISS"} ${v.id}: ${Number(v.measured).toFixed(2)} (${v.target}) — ${v.what}\n`
+    )
 }
 
 main()

@@ -44,7 +44,16 @@ export const gatewayConfig = {
         tools: true,
         streaming: true,
         structuredOutput: { mode: "json_schema_strict" },
-        options: ["temperature", "topP", "seed", "stop", "parallelToolCalls", "presencePenalty", "frequencyPenalty", "userId"]
+        options: [
+          "temperature",
+          "topP",
+          "seed",
+          "stop",
+          "parallelToolCalls",
+          "presencePenalty",
+          "frequencyPenalty",
+          "userId"
+        ]
       },
       limits: { maxAttempts: 2, perAttemptTimeout: 20_000, minimumAttemptTime: 50 }
     },

@@ -14,7 +14,8 @@ type Json = Record<string, unknown>
 
 const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
-const numberOf = (s: Json, key: string): number | undefined => (typeof s[key] === "number" ? (s[key] as number) : undefined)
+const numberOf = (s: Json, key: string): number | undefined =>
+  typeof s[key] === "number" ? (s[key] as number) : undefined
 
 const described = (schema: Schema.Schema.AnyNoContext, s: Json): Schema.Schema.AnyNoContext =>
   typeof s.description === "string" ? schema.annotations({ description: s.description }) : schema

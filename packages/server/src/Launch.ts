@@ -77,8 +77,9 @@ const noRecorder = Layer.succeed(CallRecorder.CallRecorder, { record: () => Effe
 const storesOf = (config: ServerConfig, extras: Extras) =>
   Effect.gen(function* () {
     const budgets = config.budgets === undefined ? undefined : yield* Budgets.decode(config.budgets)
-    const budgetsLayer = (store: (options: Budgets.Options) => Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError, never>) =>
-      extras.budgets ?? (budgets === undefined ? Budgets.layerUnlimited : store(budgets))
+    const budgetsLayer = (
+      store: (options: Budgets.Options) => Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError, never>
+    ) => extras.budgets ?? (budgets === undefined ? Budgets.layerUnlimited : store(budgets))
     const concurrency = config.concurrency === undefined ? undefined : yield* Concurrency.decode(config.concurrency)
     if (config.redis === undefined) {
       return Layer.mergeAll(
@@ -114,10 +115,9 @@ export const start = (
       .filter(([, workflow]) => !gatewayConfig.workflows.some((w) => w.name === workflow))
       .map(([alias]) => `$.aliases.${alias} names no workflow`)
     if (unknownAliases.length > 0) return yield* new ServerConfigError({ problems: unknownAliases })
-    const adapters = Layer.mergeAll(
-      extras.adapters ?? Layer.empty,
-      ...config.providers.map(adapterOf)
-    ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    const adapters = Layer.mergeAll(extras.adapters ?? Layer.empty, ...config.providers.map(adapterOf)).pipe(
+      Layer.provide(NodeHttpClient.layerUndici)
+    )
     const recorder = extras.recorder ?? (config.recorder === "none" ? noRecorder : CallRecorder.layerLog)
     const stores = yield* storesOf(config, extras)
     const gateway = ModelGateway.layer({ config: gatewayConfig, schemas }).pipe(

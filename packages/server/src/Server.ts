@@ -11,7 +11,7 @@
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { HttpServerError } from "@effect/platform"
-import { GatewayConfig, ModelGateway, RateLimits } from "@modelgate/core"
+import { type GatewayConfig, ModelGateway, RateLimits } from "@modelgate/core"
 import { Deferred, Effect, type Scope } from "effect"
 import * as Http from "node:http"
 import type { KeyRing } from "./Keys.js"

@@ -62,20 +62,30 @@ describe("serve", () => {
     }))
       text += chunk.choices[0]?.delta.content ?? ""
     expect(text).toContain("Hello")
-    await expect(new OpenAI({ apiKey: "wrong", baseURL, maxRetries: 0 }).models.list()).rejects.toMatchObject({ status: 401 })
+    await expect(new OpenAI({ apiKey: "wrong", baseURL, maxRetries: 0 }).models.list()).rejects.toMatchObject({
+      status: 401
+    })
   })
 
   it.runIf(hasCurl)("curl: a call with its evidence headers, and a stream ending in [DONE]", () => {
     const body = JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }] })
-    const plain = execFileSync("curl", ["-s", "-i", "-H", `authorization: Bearer ${key}`, "-d", body, `${baseURL}/chat/completions`], {
-      encoding: "utf8"
-    })
+    const plain = execFileSync(
+      "curl",
+      ["-s", "-i", "-H", `authorization: Bearer ${key}`, "-d", body, `${baseURL}/chat/completions`],
+      {
+        encoding: "utf8"
+      }
+    )
     expect(plain).toMatch(/^HTTP\/1\.1 200/)
     expect(plain).toMatch(/x-modelgate-call-id: mg_/i)
     const streamBody = JSON.stringify({ model: "chat", stream: true, messages: [{ role: "user", content: "hi" }] })
-    const streamed = execFileSync("curl", ["-s", "-N", "-H", `authorization: Bearer ${key}`, "-d", streamBody, `${baseURL}/chat/completions`], {
-      encoding: "utf8"
-    })
+    const streamed = execFileSync(
+      "curl",
+      ["-s", "-N", "-H", `authorization: Bearer ${key}`, "-d", streamBody, `${baseURL}/chat/completions`],
+      {
+        encoding: "utf8"
+      }
+    )
     expect(streamed.trim().endsWith("data: [DONE]")).toBe(true)
     expect(streamed).toContain('"modelgate":{')
   })

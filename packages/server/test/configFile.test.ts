@@ -30,7 +30,10 @@ const fileJson = (mockUrl: string) => ({
   schemas: {
     Ticket: {
       type: "object",
-      properties: { category: { type: "string", enum: ["billing", "technical", "other"] }, summary: { type: "string" } },
+      properties: {
+        category: { type: "string", enum: ["billing", "technical", "other"] },
+        summary: { type: "string" }
+      },
       required: ["category", "summary"]
     }
   },
@@ -91,7 +94,11 @@ describe("a server from a configuration file", () => {
       Effect.flip(
         Effect.scoped(
           Effect.flatMap(
-            ServerConfig.decode({ ...fileJson(mock.url), aliases: { x: "missing" }, schemas: { Ticket: { type: "tuple" } } }),
+            ServerConfig.decode({
+              ...fileJson(mock.url),
+              aliases: { x: "missing" },
+              schemas: { Ticket: { type: "tuple" } }
+            }),
             (config) => Launch.start(config)
           )
         )

@@ -85,11 +85,18 @@ describe("chat completions", () => {
     expect(text).toBe("Hello from the modelgate mock provider. Ask me anything.")
     expect(finish).toBe("stop")
     expect(usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 11 })
-    expect(evidence).toMatchObject({ workflow: "chat", route: "model://openai/mock-chat@local", attempts: 1, fallback: false })
+    expect(evidence).toMatchObject({
+      workflow: "chat",
+      route: "model://openai/mock-chat@local",
+      attempts: 1,
+      fallback: false
+    })
   })
 
   it("tools: proposed tool calls, in create and in the stream helper", async () => {
-    const call = MockProviderServer.success({ toolCalls: [{ id: "call_1", name: "get_weather", arguments: { city: "Paris" } }] })
+    const call = MockProviderServer.success({
+      toolCalls: [{ id: "call_1", name: "get_weather", arguments: { city: "Paris" } }]
+    })
     await h.run(h.mock.enqueue([call, call]))
     const answer = await h.client().chat.completions.create({
       model: "chat",
@@ -104,7 +111,11 @@ describe("chat completions", () => {
     })
     const final = await h
       .client()
-      .chat.completions.stream({ model: "chat", tools: [weather], messages: [{ role: "user", content: "weather in Paris?" }] })
+      .chat.completions.stream({
+        model: "chat",
+        tools: [weather],
+        messages: [{ role: "user", content: "weather in Paris?" }]
+      })
       .finalChatCompletion()
     const streamed = final.choices[0]?.message.tool_calls?.[0]
     expect(streamed?.type === "function" ? streamed.function : undefined).toMatchObject({
@@ -124,7 +135,9 @@ describe("chat completions", () => {
         {
           role: "assistant",
           content: null,
-          tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }]
+          tool_calls: [
+            { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }
+          ]
         },
         { role: "tool", tool_call_id: "call_1", content: "sunny" }
       ]
@@ -183,13 +196,31 @@ describe("responses", () => {
   })
 
   it("tools: function calls in create and in the stream", async () => {
-    const call = MockProviderServer.success({ toolCalls: [{ id: "call_9", name: "get_weather", arguments: { city: "Oslo" } }] })
+    const call = MockProviderServer.success({
+      toolCalls: [{ id: "call_9", name: "get_weather", arguments: { city: "Oslo" } }]
+    })
     await h.run(h.mock.enqueue([call, call]))
-    const tool = { type: "function" as const, name: "get_weather", parameters: weather.function.parameters, strict: false }
+    const tool = {
+      type: "function" as const,
+      name: "get_weather",
+      parameters: weather.function.parameters,
+      strict: false
+    }
     const created = await h.client().responses.create({ model: "chat", input: "weather?", tools: [tool] })
-    expect(created.output.find((o) => o.type === "function_call")).toMatchObject({ type: "function_call", call_id: "call_9", name: "get_weather", arguments: '{"city":"Oslo"}' })
-    const final = await h.client().responses.stream({ model: "chat", input: "weather?", tools: [tool] }).finalResponse()
-    expect(final.output.find((o) => o.type === "function_call")).toMatchObject({ name: "get_weather", arguments: '{"city":"Oslo"}' })
+    expect(created.output.find((o) => o.type === "function_call")).toMatchObject({
+      type: "function_call",
+      call_id: "call_9",
+      name: "get_weather",
+      arguments: '{"city":"Oslo"}'
+    })
+    const final = await h
+      .client()
+      .responses.stream({ model: "chat", input: "weather?", tools: [tool] })
+      .finalResponse()
+    expect(final.output.find((o) => o.type === "function_call")).toMatchObject({
+      name: "get_weather",
+      arguments: '{"city":"Oslo"}'
+    })
   })
 
   it("structured output with text.format", async () => {
@@ -250,13 +281,9 @@ describe("errors", () => {
   })
 
   it("a field the command cannot take (a target, a key) cannot reach the gateway", async () => {
-    await h.client().chat.completions.create({
-      model: "chat",
-      messages: [{ role: "user", content: "x" }],
-      // @ts-expect-error not an OpenAI field: ignored, never a route
-      target: "model://evil/x@us",
-      base_url: "http://evil.example"
-    })
+    // Not OpenAI fields: ignored, never a route.
+    const smuggled = { target: "model://evil/x@us", base_url: "http://evil.example" }
+    await h.client().chat.completions.create({ ...smuggled, model: "chat", messages: [{ role: "user", content: "x" }] })
     const sent = (await h.run(h.mock.requests)).at(-1)
     expect(JSON.stringify(sent?.body)).not.toContain("evil")
   })

@@ -45,7 +45,11 @@ const slowStream = MockProviderServer.success({ text: longText, chunkDelayMs: 40
 /** Opens a stream, reads its first bytes, then drops the connection. */
 const openAndDrop = async (url: string) => {
   const controller = new AbortController()
-  const response = await post(url, { model: "chat", stream: true, messages: [{ role: "user", content: "go" }] }, controller.signal)
+  const response = await post(
+    url,
+    { model: "chat", stream: true, messages: [{ role: "user", content: "go" }] },
+    controller.signal
+  )
   const reader = response.body?.getReader()
   await reader?.read()
   controller.abort()
@@ -117,9 +121,7 @@ describe("hardening", () => {
     const stopping = h.shutdown()
     const answer = await inFlight
     expect(answer.status).toBe(200)
-    expect(((await answer.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content).toBe(
-      "finished"
-    )
+    expect(await answer.text()).toContain('"content":"finished"')
     await stopping
     await expect(fetch(`${h.url}/healthz`)).rejects.toThrow()
   })
@@ -159,7 +161,10 @@ describe("load (bounded, loopback)", () => {
     const n = 40
     await h.run(h.mock.enqueue(Array.from({ length: n }, () => slowStream)))
     await Promise.all(Array.from({ length: n }, () => openAndDrop(h.url)))
-    const all = await until(async () => (await h.run(h.recorder.records)).filter((r) => r.mode === "stream").length === n, 10_000)
+    const all = await until(
+      async () => (await h.run(h.recorder.records)).filter((r) => r.mode === "stream").length === n,
+      10_000
+    )
     expect(all).toBe(true)
     const records = (await h.run(h.recorder.records)).filter((r) => r.mode === "stream")
     expect(records.every((r) => r.outcome === "cancelled")).toBe(true)

@@ -16,7 +16,8 @@ import * as Request from "./request.js"
 
 const encoder = new TextEncoder()
 
-const gatewayFailure = (error: Errors.GatewayError) => new Request.WireFailure({ error: ErrorWire.fromGatewayError(error) })
+const gatewayFailure = (error: Errors.GatewayError) =>
+  new Request.WireFailure({ error: ErrorWire.fromGatewayError(error) })
 
 const totalTokens = (usage: ModelResult.Usage) => usage.inputTokens + usage.outputTokens
 
@@ -24,7 +25,9 @@ const totalTokens = (usage: ModelResult.Usage) => usage.inputTokens + usage.outp
 export const errorFrame = (error: ErrorWire.WireError) => `data: ${JSON.stringify(ErrorWire.errorBody(error))}\n\n`
 
 /** The leading events of a stream up to the first content (or `Final`); errors before it fail. */
-export const pullUntilContent = (pull: Effect.Effect<Chunk.Chunk<StreamEvent.StreamEvent>, Option.Option<Errors.GatewayError>>) =>
+export const pullUntilContent = (
+  pull: Effect.Effect<Chunk.Chunk<StreamEvent.StreamEvent>, Option.Option<Errors.GatewayError>>
+) =>
   Effect.gen(function* () {
     let buffered = Chunk.empty<StreamEvent.StreamEvent>()
     let route: string | undefined
@@ -67,7 +70,9 @@ export const handler = (env: Request.Env) =>
       if (body.stream !== true) {
         const result = yield* env.gateway.generate(command).pipe(
           Effect.interruptible,
-          Effect.tapError((e) => Effect.sync(() => settle(e.attempts.reduce((n, a) => n + (a.usage ? totalTokens(a.usage) : 0), 0)))),
+          Effect.tapError((e) =>
+            Effect.sync(() => settle(e.attempts.reduce((n, a) => n + (a.usage ? totalTokens(a.usage) : 0), 0)))
+          ),
           Effect.mapError(gatewayFailure)
         )
         settle(totalTokens(result.evidence.usage))
@@ -77,9 +82,16 @@ export const handler = (env: Request.Env) =>
       }
       const pull = yield* Stream.toPull(env.gateway.stream(command))
       const head = yield* pullUntilContent(pull)
-      const render = ChatWire.makeChunker(`chatcmpl-${randomUUID()}`, body.model, created, body.stream_options?.include_usage === true)
+      const render = ChatWire.makeChunker(
+        `chatcmpl-${randomUUID()}`,
+        body.model,
+        created,
+        body.stream_options?.include_usage === true
+      )
       const frames = rest(head.buffered, pull).pipe(
-        Stream.tap((event) => (event._tag === "Final" ? Effect.sync(() => settle(totalTokens(event.result.evidence.usage))) : Effect.void)),
+        Stream.tap((event) =>
+          event._tag === "Final" ? Effect.sync(() => settle(totalTokens(event.result.evidence.usage))) : Effect.void
+        ),
         Stream.mapConcat(render),
         Stream.catchAll((error) => Stream.make(errorFrame(ErrorWire.fromGatewayError(error)))),
         Stream.map((text) => encoder.encode(text))

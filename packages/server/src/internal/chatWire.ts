@@ -24,7 +24,10 @@ const FunctionCall = Schema.Struct({
 
 const ChatMessage = Schema.Union(
   Schema.Struct({ role: Schema.Literal("system", "developer"), content: TextContent }),
-  Schema.Struct({ role: Schema.Literal("user"), content: Schema.Union(Schema.String, Schema.Array(Schema.Union(TextPart, ImagePart))) }),
+  Schema.Struct({
+    role: Schema.Literal("user"),
+    content: Schema.Union(Schema.String, Schema.Array(Schema.Union(TextPart, ImagePart)))
+  }),
   Schema.Struct({
     role: Schema.Literal("assistant"),
     content: Schema.optional(Schema.NullOr(TextContent)),
@@ -113,7 +116,9 @@ export const messagesOf = (messages: ReadonlyArray<ChatMessage>): Array<Record<s
           content:
             typeof m.content === "string"
               ? m.content
-              : m.content.map((p) => (p.type === "text" ? { _tag: "text", text: p.text } : { _tag: "image", url: p.image_url.url }))
+              : m.content.map((p) =>
+                  p.type === "text" ? { _tag: "text", text: p.text } : { _tag: "image", url: p.image_url.url }
+                )
         }
       case "assistant": {
         const calls = (m.tool_calls ?? []).map((c) => {
@@ -125,7 +130,7 @@ export const messagesOf = (messages: ReadonlyArray<ChatMessage>): Array<Record<s
         if (calls.length > 0) out.toolCalls = calls
         return out
       }
-      case "tool":
+      default:
         return {
           _tag: "tool",
           toolCallId: m.tool_call_id,
@@ -187,7 +192,8 @@ export const commandOf = (body: ChatRequest): CommandFields => {
   const fields: CommandFields = { messages: messagesOf(body.messages) }
   put(fields, "tools", toolsOf(body.tools))
   if (body.tool_choice !== undefined)
-    fields.toolChoice = typeof body.tool_choice === "string" ? body.tool_choice : { tool: body.tool_choice.function.name }
+    fields.toolChoice =
+      typeof body.tool_choice === "string" ? body.tool_choice : { tool: body.tool_choice.function.name }
   put(fields, "maxOutputTokens", body.max_completion_tokens ?? body.max_tokens)
   put(fields, "options", optionsOf(body))
   if (body.stream === true) fields.requires = { streaming: true }
@@ -268,7 +274,9 @@ export const makeChunker = (id: string, model: string, created: number, includeU
         const text = contentText(result)
         if (!sentText && text !== null && result.content.toolCalls.length === 0) frames.push(delta({ content: text }))
         else if (!sentRole) frames.push(delta({ content: "" }))
-        frames.push(chunk([{ index: 0, delta: {}, finish_reason: finishReasonOf(result.finishReason), logprobs: null }]))
+        frames.push(
+          chunk([{ index: 0, delta: {}, finish_reason: finishReasonOf(result.finishReason), logprobs: null }])
+        )
         if (includeUsage) frames.push(chunk([], { usage: usageOf(result.evidence.usage) }))
         frames.push(chunk([], { modelgate: evidenceSummary(result.evidence) }))
         frames.push("data: [DONE]\n\n")

@@ -19,7 +19,8 @@ const EmbeddingsRequest = Schema.Struct({
   user: Schema.optional(Schema.String)
 })
 
-const base64 = (vector: ReadonlyArray<number>): string => Buffer.from(new Float32Array(vector).buffer).toString("base64")
+const base64 = (vector: ReadonlyArray<number>): string =>
+  Buffer.from(new Float32Array(vector).buffer).toString("base64")
 
 export const handler = (env: Request.Env) =>
   Request.answer(

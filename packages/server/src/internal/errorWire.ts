@@ -80,7 +80,13 @@ export const fromGatewayError = (error: Errors.GatewayError): WireError => {
     case "ProviderRejected":
       return wire(502, "upstream_error", "upstream_rejected", `upstream rejected the call (${error.reason})`, headers)
     case "AmbiguousOutcome":
-      return wire(502, "upstream_error", "ambiguous_outcome", "the outcome of an attempt is unknown; not retried", headers)
+      return wire(
+        502,
+        "upstream_error",
+        "ambiguous_outcome",
+        "the outcome of an attempt is unknown; not retried",
+        headers
+      )
     case "PolicyViolation":
       return wire(503, "policy_violation", "policy_violation", `no route within policy (${error.reason})`, headers)
     case "NoEligibleRoute": {

@@ -29,7 +29,12 @@ const InputItem = Schema.Union(
     role: Schema.Literal("user", "system", "developer", "assistant"),
     content: Schema.Union(Schema.String, Schema.Array(InputPart))
   }),
-  Schema.Struct({ type: Schema.Literal("function_call"), call_id: Schema.String, name: Schema.String, arguments: Schema.String }),
+  Schema.Struct({
+    type: Schema.Literal("function_call"),
+    call_id: Schema.String,
+    name: Schema.String,
+    arguments: Schema.String
+  }),
   Schema.Struct({ type: Schema.Literal("function_call_output"), call_id: Schema.String, output: Schema.String })
 )
 type InputItem = typeof InputItem.Type
@@ -48,9 +53,16 @@ const ResponsesRequest = Schema.Struct({
   instructions: Schema.optional(Schema.NullOr(Schema.String)),
   tools: Schema.optional(Schema.Array(ResponsesTool)),
   tool_choice: Schema.optional(
-    Schema.Union(Schema.Literal("auto", "none", "required"), Schema.Struct({ type: Schema.Literal("function"), name: Schema.String }))
+    Schema.Union(
+      Schema.Literal("auto", "none", "required"),
+      Schema.Struct({ type: Schema.Literal("function"), name: Schema.String })
+    )
   ),
-  text: Schema.optional(Schema.Struct({ format: Schema.optional(Schema.Struct({ type: Schema.Literal("text", "json_object", "json_schema") })) })),
+  text: Schema.optional(
+    Schema.Struct({
+      format: Schema.optional(Schema.Struct({ type: Schema.Literal("text", "json_object", "json_schema") }))
+    })
+  ),
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
   temperature: Schema.optional(Schema.NullOr(Schema.Number)),
   top_p: Schema.optional(Schema.NullOr(Schema.Number)),
@@ -67,15 +79,22 @@ const partsText = (content: string | ReadonlyArray<typeof InputPart.Type>): stri
 
 const messagesOf = (body: ResponsesRequest): Array<Record<string, unknown>> => {
   const out: Array<Record<string, unknown>> = []
-  if (body.instructions !== undefined && body.instructions !== null) out.push({ _tag: "system", content: body.instructions })
-  const items: ReadonlyArray<InputItem> = typeof body.input === "string" ? [{ role: "user", content: body.input }] : body.input
+  if (body.instructions !== undefined && body.instructions !== null)
+    out.push({ _tag: "system", content: body.instructions })
+  const items: ReadonlyArray<InputItem> =
+    typeof body.input === "string" ? [{ role: "user", content: body.input }] : body.input
   const names = new Map<string, string>()
   for (const item of items) {
     if (item.type === "function_call") {
       names.set(item.call_id, item.name)
       out.push({ _tag: "assistant", toolCalls: [{ id: item.call_id, name: item.name, arguments: item.arguments }] })
     } else if (item.type === "function_call_output") {
-      out.push({ _tag: "tool", toolCallId: item.call_id, name: (names.get(item.call_id) ?? "tool").slice(0, 64), content: item.output })
+      out.push({
+        _tag: "tool",
+        toolCallId: item.call_id,
+        name: (names.get(item.call_id) ?? "tool").slice(0, 64),
+        content: item.output
+      })
     } else if (item.role === "system" || item.role === "developer") {
       out.push({ _tag: "system", content: partsText(item.content) })
     } else if (item.role === "assistant") {
@@ -86,7 +105,9 @@ const messagesOf = (body: ResponsesRequest): Array<Record<string, unknown>> => {
         content:
           typeof item.content === "string"
             ? item.content
-            : item.content.map((p) => ("text" in p ? { _tag: "text", text: p.text } : { _tag: "image", url: p.image_url }))
+            : item.content.map((p) =>
+                "text" in p ? { _tag: "text", text: p.text } : { _tag: "image", url: p.image_url }
+              )
       })
     }
   }
@@ -177,7 +198,9 @@ const outputOf = (result: ModelResult.ModelResult): Array<unknown> => {
   const items: Array<unknown> = []
   const text = contentText(result)
   if (text !== null && text !== "") items.push(messageItem(`msg_${randomUUID()}`, text, "completed"))
-  result.content.toolCalls.forEach((c, i) => items.push(callItem(`fc_${i}_${randomUUID()}`, c.id, c.name, c.arguments, "completed")))
+  result.content.toolCalls.forEach((c, i) => {
+    items.push(callItem(`fc_${i}_${randomUUID()}`, c.id, c.name, c.arguments, "completed"))
+  })
   return items
 }
 
@@ -185,7 +208,10 @@ const outputOf = (result: ModelResult.ModelResult): Array<unknown> => {
 const makeFramer = (shell: Shell) => {
   let sequence = 0
   const output: Array<Record<string, unknown>> = []
-  let open: { kind: "message"; id: string; text: string } | { kind: "call"; index: number; id: string; callId: string; name: string; args: string } | undefined
+  let open:
+    | { kind: "message"; id: string; text: string }
+    | { kind: "call"; index: number; id: string; callId: string; name: string; args: string }
+    | undefined
   const frame = (data: Record<string, unknown> & { readonly type: string }) =>
     `event: ${data.type}\ndata: ${JSON.stringify({ ...data, sequence_number: sequence++ })}\n\n`
   const close = (): Array<string> => {
@@ -195,13 +221,31 @@ const makeFramer = (shell: Shell) => {
     if (open.kind === "message") {
       const part = { type: "output_text", text: open.text, annotations: [], logprobs: [] }
       const item = messageItem(open.id, open.text, "completed")
-      frames.push(frame({ type: "response.output_text.done", item_id: open.id, output_index: at, content_index: 0, text: open.text, logprobs: [] }))
-      frames.push(frame({ type: "response.content_part.done", item_id: open.id, output_index: at, content_index: 0, part }))
+      frames.push(
+        frame({
+          type: "response.output_text.done",
+          item_id: open.id,
+          output_index: at,
+          content_index: 0,
+          text: open.text,
+          logprobs: []
+        })
+      )
+      frames.push(
+        frame({ type: "response.content_part.done", item_id: open.id, output_index: at, content_index: 0, part })
+      )
       frames.push(frame({ type: "response.output_item.done", output_index: at, item }))
       output.push(item)
     } else {
       const item = callItem(open.id, open.callId, open.name, open.args, "completed")
-      frames.push(frame({ type: "response.function_call_arguments.done", item_id: open.id, output_index: at, arguments: open.args }))
+      frames.push(
+        frame({
+          type: "response.function_call_arguments.done",
+          item_id: open.id,
+          output_index: at,
+          arguments: open.args
+        })
+      )
       frames.push(frame({ type: "response.output_item.done", output_index: at, item }))
       output.push(item)
     }
@@ -214,13 +258,34 @@ const makeFramer = (shell: Shell) => {
       frames.push(...close())
       const id = `msg_${randomUUID()}`
       open = { kind: "message", id, text: "" }
-      frames.push(frame({ type: "response.output_item.added", output_index: output.length, item: messageItem(id, "", "in_progress") }))
       frames.push(
-        frame({ type: "response.content_part.added", item_id: id, output_index: output.length, content_index: 0, part: { type: "output_text", text: "", annotations: [], logprobs: [] } })
+        frame({
+          type: "response.output_item.added",
+          output_index: output.length,
+          item: messageItem(id, "", "in_progress")
+        })
+      )
+      frames.push(
+        frame({
+          type: "response.content_part.added",
+          item_id: id,
+          output_index: output.length,
+          content_index: 0,
+          part: { type: "output_text", text: "", annotations: [], logprobs: [] }
+        })
       )
     }
     open.text += delta
-    frames.push(frame({ type: "response.output_text.delta", item_id: open.id, output_index: output.length, content_index: 0, delta, logprobs: [] }))
+    frames.push(
+      frame({
+        type: "response.output_text.delta",
+        item_id: open.id,
+        output_index: output.length,
+        content_index: 0,
+        delta,
+        logprobs: []
+      })
+    )
     return frames
   }
   const call = (event: StreamEvent.ToolCallDelta): Array<string> => {
@@ -229,11 +294,24 @@ const makeFramer = (shell: Shell) => {
       frames.push(...close())
       const id = `fc_${randomUUID()}`
       open = { kind: "call", index: event.index, id, callId: event.id ?? id, name: event.name ?? "", args: "" }
-      frames.push(frame({ type: "response.output_item.added", output_index: output.length, item: callItem(id, open.callId, open.name, "", "in_progress") }))
+      frames.push(
+        frame({
+          type: "response.output_item.added",
+          output_index: output.length,
+          item: callItem(id, open.callId, open.name, "", "in_progress")
+        })
+      )
     }
     open.args += event.argumentsDelta
     if (event.argumentsDelta !== "")
-      frames.push(frame({ type: "response.function_call_arguments.delta", item_id: open.id, output_index: output.length, delta: event.argumentsDelta }))
+      frames.push(
+        frame({
+          type: "response.function_call_arguments.delta",
+          item_id: open.id,
+          output_index: output.length,
+          delta: event.argumentsDelta
+        })
+      )
     return frames
   }
   return {
@@ -251,11 +329,15 @@ const makeFramer = (shell: Shell) => {
           const result = event.result
           const frames: Array<string> = []
           const answer = contentText(result)
-          if (output.length === 0 && open === undefined && answer !== null && answer !== "") frames.push(...text(answer))
+          if (output.length === 0 && open === undefined && answer !== null && answer !== "")
+            frames.push(...text(answer))
           frames.push(...close())
           const status = statusOf(result)
           frames.push(
-            frame({ type: status === "incomplete" ? "response.incomplete" : "response.completed", response: responseObject(shell, status, output, result) })
+            frame({
+              type: status === "incomplete" ? "response.incomplete" : "response.completed",
+              response: responseObject(shell, status, output, result)
+            })
           )
           return frames
         }
@@ -278,15 +360,26 @@ export const handler = (env: Request.Env) =>
       const body = yield* Request.body(env, ResponsesRequest)
       const workflow = yield* Request.workflowFor(env, key, body.model, "chat")
       if (body.previous_response_id !== undefined && body.previous_response_id !== null)
-        return yield* Request.fail(ErrorWire.invalidBody(["$.previous_response_id: not supported (the server keeps no state; send the input)"]))
+        return yield* Request.fail(
+          ErrorWire.invalidBody(["$.previous_response_id: not supported (the server keeps no state; send the input)"])
+        )
       const format = body.text?.format?.type
       if (format !== undefined && format !== "text" && !workflow.structured)
-        return yield* Request.fail(ErrorWire.invalidBody(["$.text.format: the workflow does not produce structured output"]))
-      const command = yield* ModelCommand.decodeUnknown({ ...commandOf(body), workflow: workflow.name, tenant: key.tenant }).pipe(
-        Effect.mapError(Request.invalidCommand)
-      )
+        return yield* Request.fail(
+          ErrorWire.invalidBody(["$.text.format: the workflow does not produce structured output"])
+        )
+      const command = yield* ModelCommand.decodeUnknown({
+        ...commandOf(body),
+        workflow: workflow.name,
+        tenant: key.tenant
+      }).pipe(Effect.mapError(Request.invalidCommand))
       const settle = yield* Request.takeRate(env, key)
-      const shell: Shell = { id: `resp_${randomUUID().replaceAll("-", "")}`, model: body.model, created: env.createdAt(), body }
+      const shell: Shell = {
+        id: `resp_${randomUUID().replaceAll("-", "")}`,
+        model: body.model,
+        created: env.createdAt(),
+        body
+      }
       if (body.stream !== true) {
         const result = yield* env.gateway.generate(command).pipe(
           Effect.interruptible,
@@ -305,7 +398,9 @@ export const handler = (env: Request.Env) =>
         rest(head.buffered, pull).pipe(
           Stream.tap((event) =>
             event._tag === "Final"
-              ? Effect.sync(() => settle(event.result.evidence.usage.inputTokens + event.result.evidence.usage.outputTokens))
+              ? Effect.sync(() =>
+                  settle(event.result.evidence.usage.inputTokens + event.result.evidence.usage.outputTokens)
+                )
               : Effect.void
           ),
           Stream.mapConcat(framer.event),
