@@ -80,7 +80,7 @@ const gateway = ModelGateway.layerJson(json).pipe(
     )
   ),
   Layer.provideMerge(
-    Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
+    Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
   )
 )
 

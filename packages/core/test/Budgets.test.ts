@@ -143,7 +143,7 @@ describe("Budgets (memory)", () => {
     }).pipe(withBudgets({ tenants: { acme: { limit: 1 } }, undeclaredTenants: "unlimited" }))
   )
 
-  it.effect("layerUnlimited: every reservation fits and its settle does nothing", () =>
+  it.effect("layerOff: every reservation fits and its settle does nothing", () =>
     Effect.gen(function* () {
       const b = yield* budgets
       const r = yield* b.reserve(acme, 1e15)
@@ -151,7 +151,7 @@ describe("Budgets (memory)", () => {
       yield* r.settle(1e15)
       const balance = yield* b.balance(acme)
       assert.deepStrictEqual([balance.limit, balance.committed, balance.reserved], [Infinity, 0, 0])
-    }).pipe(Effect.provide(Budgets.layerUnlimited))
+    }).pipe(Effect.provide(Budgets.layerOff))
   )
 
   it.effect("daily windows reset at 00:00 UTC; a reservation settles into the window it was made in", () =>
@@ -972,7 +972,7 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
       )
       assert.isUndefined(partial.reserveNow)
       // unlimited budgets: always synchronous, and nothing is tracked
-      const unlimited = yield* Effect.provide(budgets, Budgets.layerUnlimited)
+      const unlimited = yield* Effect.provide(budgets, Budgets.layerOff)
       const r = unlimited.reserveNow?.(acme, 1e15, 0)
       assert.isTrue(r !== undefined && !(r instanceof BudgetExceeded))
       if (r === undefined || r instanceof BudgetExceeded) return

@@ -78,8 +78,8 @@ const layer = (options: {
         Budgets.layer(options.budgets ?? { tenants: { acme: { limit: 100 }, beta: { limit: 100 } } }).pipe(
           Layer.provide(options.store ? Layer.succeed(Budgets.BudgetStore, options.store) : Budgets.layerStoreMemory)
         ),
-        options.concurrency ? Concurrency.layerMemory(options.concurrency) : Concurrency.layerUnbounded,
-        Health.layerNoop,
+        options.concurrency ? Concurrency.layerMemory(options.concurrency) : Concurrency.layerOff,
+        Health.layerOff,
         CallRecorder.layerMemory
       )
     )

@@ -439,12 +439,12 @@ describe("Concurrency: the synchronous step (tryAcquire / tryAcquireTarget)", ()
     })
   )
 
-  it.effect("layerUnbounded: tryAcquire and tryAcquireTarget give the no-op permit", () =>
+  it.effect("layerOff: tryAcquire and tryAcquireTarget give the no-op permit", () =>
     Effect.gen(function* () {
       const c = yield* service
       assert.strictEqual(c.tryAcquire?.(A, "wf"), Concurrency.noopPermit)
       assert.strictEqual(c.tryAcquireTarget?.(TargetRef.make("model://x/y@eu")), Concurrency.noopPermit)
-    }).pipe(Effect.provide(Concurrency.layerUnbounded))
+    }).pipe(Effect.provide(Concurrency.layerOff))
   )
 })
 

@@ -40,7 +40,7 @@ const gateway = (scripts: ScriptedProvider.Scripts, health: Layer.Layer<Health.H
   ModelGateway.layer(definition(maxAttempts)).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
     Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, health, CallRecorder.layerMemory)
+      Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, health, CallRecorder.layerMemory)
     ),
     Layer.orDie
   )
@@ -335,7 +335,7 @@ describe("breakers in routing", () => {
             Layer.effect(
               Health.Health,
               Effect.map(Health.Health, (h) => Health.Health.of({ ...h, tryAcquire: () => Effect.succeed(false) }))
-            ).pipe(Layer.provide(Health.layerNoop))
+            ).pipe(Layer.provide(Health.layerOff))
           )
         )
       )
@@ -370,7 +370,7 @@ describe("breaker skips in evidence", () => {
             Effect.map(Health.Health, (h) =>
               Health.Health.of({ ...h, tryAcquire: (t) => Effect.succeed(String(t.ref) !== primary) })
             )
-          ).pipe(Layer.provide(Health.layerNoop))
+          ).pipe(Layer.provide(Health.layerOff))
         )
       )
     )

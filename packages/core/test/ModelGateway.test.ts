@@ -455,9 +455,9 @@ describe("ModelGateway.generate", () => {
             ),
             Layer.provideMerge(
               Layer.mergeAll(
-                Budgets.layerUnlimited,
-                Concurrency.layerUnbounded,
-                Health.layerNoop,
+                Budgets.layerOff,
+                Concurrency.layerOff,
+                Health.layerOff,
                 CallRecorder.layerLog
               )
             )

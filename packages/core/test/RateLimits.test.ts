@@ -52,9 +52,9 @@ const layer = (targets: readonly [ModelTarget, ...Array<ModelTarget>], store?: R
     ),
     Layer.provideMerge(
       Layer.mergeAll(
-        Budgets.layerUnlimited,
-        Concurrency.layerUnbounded,
-        Health.layerNoop,
+        Budgets.layerOff,
+        Concurrency.layerOff,
+        Health.layerOff,
         CallRecorder.layerMemory,
         store === undefined ? RateLimits.layerMemory : Layer.succeed(RateLimits.RateLimitStore, store)
       )

@@ -46,7 +46,7 @@ const scripts: ScriptedProvider.Scripts = {
 
 const layer = (
   def: GatewayConfig.Definition,
-  budgets: Layer.Layer<Budgets.Budgets, unknown> = Budgets.layerUnlimited,
+  budgets: Layer.Layer<Budgets.Budgets, unknown> = Budgets.layerOff,
   scripted: ScriptedProvider.Scripts = scripts
 ) =>
   ModelGateway.layer(def).pipe(
@@ -54,8 +54,8 @@ const layer = (
     Layer.provideMerge(
       Layer.mergeAll(
         budgets,
-        Concurrency.layerUnbounded,
-        Health.layerNoop,
+        Concurrency.layerOff,
+        Health.layerOff,
         CallRecorder.layerMemory,
         Shadow.layerMemory
       )
@@ -155,7 +155,7 @@ describe("Shadow traffic", () => {
       )
     }).pipe(
       Effect.provide(
-        layer(definition({}), Budgets.layerUnlimited, {
+        layer(definition({}), Budgets.layerOff, {
           ...scripts,
           // well-formed JSON, but cut at the output-token limit
           [candidateRef]: [

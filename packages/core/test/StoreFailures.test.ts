@@ -65,7 +65,7 @@ const layer = (options: {
         Concurrency.layer({ permits: 4 }).pipe(
           Layer.provide(Layer.succeed(PermitStore.PermitStore, options.permits ?? PermitStore.memory))
         ),
-        Health.layerNoop,
+        Health.layerOff,
         CallRecorder.layerMemory
       )
     )
