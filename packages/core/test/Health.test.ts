@@ -587,26 +587,25 @@ describe("Health layers", () => {
       // layerMemory: a store of its own
       const alone = yield* Effect.provide(Health.Health, Health.layerMemory(settings))
       assert.isFalse(yield* alone.isOpen(t))
-      // the deprecated names still point at the same things
-      assert.strictEqual(Health.layerStore, Health.layer)
-      assert.strictEqual(Health.BreakerStore, BreakerStore.BreakerStore)
-      assert.strictEqual(Health.layerBreakerStoreMemory, BreakerStore.layerMemory)
-      assert.strictEqual(Health.makeBreakerStoreMemory, BreakerStore.makeMemory)
-      assert.strictEqual(Health.BreakerState, BreakerStore.BreakerState)
     })
   })
 
-  it.effect("layerConfig reads the configuration from Config; invalid settings still fail the layer", () =>
+  it.effect("layerConfig reads the configuration from Config over the BreakerStore; invalid settings still fail the layer", () =>
     Effect.gen(function* () {
       const t = route("layer-config")
       const h = yield* Effect.provide(
         Health.Health,
-        Health.layerConfig(Config.succeed(config({ breaker: { consecutiveFailures: 1, failureRatio: 0 } })))
+        Health.layerConfig(Config.succeed(config({ breaker: { consecutiveFailures: 1, failureRatio: 0 } }))).pipe(
+          Layer.provide(BreakerStore.layerMemory)
+        )
       )
       yield* h.record(t, unavailable)
       assert.isTrue(yield* h.isOpen(t))
       const error = yield* Effect.flip(
-        Effect.provide(Health.Health, Health.layerConfig(Config.succeed(config({ maxRoutes: 0 }))))
+        Effect.provide(
+          Health.Health,
+          Health.layerConfig(Config.succeed(config({ maxRoutes: 0 }))).pipe(Layer.provide(BreakerStore.layerMemory))
+        )
       )
       assert.deepStrictEqual(error._tag === "GatewayConfigError" ? error.problems.map((p) => p.path) : [], [
         "health.maxRoutes"
