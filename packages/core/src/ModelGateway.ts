@@ -323,8 +323,7 @@ export const withDefaults =
   <A, E, R>(
     self: Layer.Layer<A, E, R>
   ): Layer.Layer<A, E | EB | EC | EH | ER, Exclude<R, Services> | RB | RC | RH | RR> => {
-    const budgets: Layer.Layer<Budgets, EB, RB> =
-      services.budgets ?? fromContextOr(Budgets, BudgetsModule.layerOff)
+    const budgets: Layer.Layer<Budgets, EB, RB> = services.budgets ?? fromContextOr(Budgets, BudgetsModule.layerOff)
     const concurrency: Layer.Layer<Concurrency, EC, RC> =
       services.concurrency ?? fromContextOr(Concurrency, ConcurrencyModule.layerOff)
     const health: Layer.Layer<Health, EH, RH> = services.health ?? fromContextOr(Health, HealthModule.layerOff)

@@ -127,4 +127,3 @@ export const memory: Service = PermitStore.of({ pool: (options) => new Permits(o
  * @category Layers
  */
 export const layerMemory: Layer.Layer<PermitStore> = Layer.succeed(PermitStore, memory)
-

@@ -1024,10 +1024,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
       assert.deepStrictEqual(yield* store.balance("a/total", 0), { committed: 72, reserved: 0, overspent: 0 })
       // id 4 expires at 10: a reserve at 10 no longer sees it, and its late commit is clamped as by `commit`
       assert.deepStrictEqual(reserveSync({ ...req, id: "4", amount: 28 })._tag, "Reserved")
-      assert.deepStrictEqual(
-        reserveSync({ ...req, now: 10, expiresAt: 20, id: "5", amount: 20 })._tag,
-        "Reserved"
-      )
+      assert.deepStrictEqual(reserveSync({ ...req, now: 10, expiresAt: 20, id: "5", amount: 20 })._tag, "Reserved")
       assert.deepStrictEqual(commitSync({ account: "a/total", id: "4", amount: 28, spend: 28, limit: 100 }), {
         committed: 8,
         overspent: 20

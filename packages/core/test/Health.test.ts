@@ -590,27 +590,29 @@ describe("Health layers", () => {
     })
   })
 
-  it.effect("layerConfig reads the configuration from Config over the BreakerStore; invalid settings still fail the layer", () =>
-    Effect.gen(function* () {
-      const t = route("layer-config")
-      const h = yield* Effect.provide(
-        Health.Health,
-        Health.layerConfig(Config.succeed(config({ breaker: { consecutiveFailures: 1, failureRatio: 0 } }))).pipe(
-          Layer.provide(BreakerStore.layerMemory)
-        )
-      )
-      yield* h.record(t, unavailable)
-      assert.isTrue(yield* h.isOpen(t))
-      const error = yield* Effect.flip(
-        Effect.provide(
+  it.effect(
+    "layerConfig reads the configuration from Config over the BreakerStore; invalid settings still fail the layer",
+    () =>
+      Effect.gen(function* () {
+        const t = route("layer-config")
+        const h = yield* Effect.provide(
           Health.Health,
-          Health.layerConfig(Config.succeed(config({ maxRoutes: 0 }))).pipe(Layer.provide(BreakerStore.layerMemory))
+          Health.layerConfig(Config.succeed(config({ breaker: { consecutiveFailures: 1, failureRatio: 0 } }))).pipe(
+            Layer.provide(BreakerStore.layerMemory)
+          )
         )
-      )
-      assert.deepStrictEqual(error._tag === "GatewayConfigError" ? error.problems.map((p) => p.path) : [], [
-        "health.maxRoutes"
-      ])
-    })
+        yield* h.record(t, unavailable)
+        assert.isTrue(yield* h.isOpen(t))
+        const error = yield* Effect.flip(
+          Effect.provide(
+            Health.Health,
+            Health.layerConfig(Config.succeed(config({ maxRoutes: 0 }))).pipe(Layer.provide(BreakerStore.layerMemory))
+          )
+        )
+        assert.deepStrictEqual(error._tag === "GatewayConfigError" ? error.problems.map((p) => p.path) : [], [
+          "health.maxRoutes"
+        ])
+      })
   )
 })
 

@@ -39,9 +39,7 @@ const definition = (maxAttempts: number): GatewayConfig.Definition => ({
 const gateway = (scripts: ScriptedProvider.Scripts, health: Layer.Layer<Health.Health, unknown>, maxAttempts = 1) =>
   ModelGateway.layer(definition(maxAttempts)).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
-    Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, health, CallRecorder.layerMemory)
-    ),
+    Layer.provideMerge(Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, health, CallRecorder.layerMemory)),
     Layer.orDie
   )
 

@@ -378,9 +378,7 @@ describe("pipeline: the recorder never kills a call", () => {
               scripts: { [refs.primary]: [ScriptedProvider.success({ after: 5, text: "hi" })] }
             })
           ),
-          Layer.provideMerge(
-            Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder)
-          )
+          Layer.provideMerge(Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder))
         )
         const exit = yield* run(command("ticket.reply")).pipe(
           Effect.provide(layer),

@@ -52,13 +52,7 @@ const layer = (
   ModelGateway.layer(def).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: scripted })),
     Layer.provideMerge(
-      Layer.mergeAll(
-        budgets,
-        Concurrency.layerOff,
-        Health.layerOff,
-        CallRecorder.layerMemory,
-        Shadow.layerMemory
-      )
+      Layer.mergeAll(budgets, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory, Shadow.layerMemory)
     )
   )
 

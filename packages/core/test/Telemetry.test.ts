@@ -396,9 +396,7 @@ describe("Telemetry: the log recorder and spans", () => {
           Effect.provide(
             ModelGateway.layer(testDefinition).pipe(
               Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: {} })),
-              Layer.provideMerge(
-                Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder)
-              )
+              Layer.provideMerge(Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder))
             )
           ),
           Effect.provide(
@@ -850,12 +848,7 @@ describe("Telemetry: content is never recorded", () => {
         Layer.provide(Telemetry.layerSettings({ tenant: Telemetry.tenantPlain })),
         Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: scenario.scripts })),
         Layer.provideMerge(
-          Layer.mergeAll(
-            scenario.budgets ?? Budgets.layerOff,
-            Concurrency.layerOff,
-            Health.layerOff,
-            recorder
-          )
+          Layer.mergeAll(scenario.budgets ?? Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder)
         )
       )
       const exit = yield* Effect.gen(function* () {

@@ -133,7 +133,8 @@ export const makeService = (options: Options, store: Store.Service, instance: st
 
   const balance: Service["balance"] = (tenant) => {
     const budget = budgetOf(tenant)
-    if (typeof budget === "string") return Effect.succeed(unlimitedBalance(tenant, budget === "unlimited" ? Infinity : 0))
+    if (typeof budget === "string")
+      return Effect.succeed(unlimitedBalance(tenant, budget === "unlimited" ? Infinity : 0))
     const period = budget.period ?? "monthly"
     return Effect.clockWith((clock) => {
       const now = clock.unsafeCurrentTimeMillis()

@@ -81,7 +81,11 @@ const announceOne = (
       log.pipe(Effect.annotateLogs(annotations)),
       Metric.set(Metric.tagged(metrics.breakerState, "route", route), gaugeValue(t.to)),
       Metric.increment(
-        Metric.tagged(Metric.tagged(Metric.tagged(metrics.breakerTransitions, "route", route), "from", t.from), "to", t.to)
+        Metric.tagged(
+          Metric.tagged(Metric.tagged(metrics.breakerTransitions, "route", route), "from", t.from),
+          "to",
+          t.to
+        )
       )
     ],
     { discard: true }

@@ -128,7 +128,9 @@ const retryBudgetOf = (config: HealthConfig) => {
     onFirstAttempt: Effect.map(Clock.currentTimeMillis, (now) => budget.deposit(now)),
     tryRetry: rb.enabled
       ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          budget.withdraw(now) ? Effect.succeed(true) : Effect.as(Metric.increment(metrics.retryBudgetRejections), false)
+          budget.withdraw(now)
+            ? Effect.succeed(true)
+            : Effect.as(Metric.increment(metrics.retryBudgetRejections), false)
         )
       : Effect.succeed(true),
     retryBudget: Effect.map(
@@ -174,7 +176,9 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
     const rules = settingsFor(target.ref)
     if (!rules.enabled) return Effect.succeed(false)
     return Effect.flatMap(store.get(target.ref), (s) =>
-      s === undefined ? Effect.succeed(false) : Effect.map(Clock.currentTimeMillis, (now) => !Breaker.admits(s, now, rules))
+      s === undefined
+        ? Effect.succeed(false)
+        : Effect.map(Clock.currentTimeMillis, (now) => !Breaker.admits(s, now, rules))
     )
   }
 

@@ -53,8 +53,13 @@ export const makeBreakerStore = (client: Client, prefix: string): BreakerStore.S
     const state = parse(raw)
     if (Option.isSome(state)) mirror.set(route, { seq, raw, state: state.value })
   }
-  const resync = client.script("breaker", "sync", BreakerScripts.breakerAll, [routesKey, seqKey], [keyPrefix], (reply) =>
-    Array.isArray(reply) && reply.length % 2 === 1 && typeof reply[0] === "number" ? reply : bad
+  const resync = client.script(
+    "breaker",
+    "sync",
+    BreakerScripts.breakerAll,
+    [routesKey, seqKey],
+    [keyPrefix],
+    (reply) => (Array.isArray(reply) && reply.length % 2 === 1 && typeof reply[0] === "number" ? reply : bad)
   )
   client.subscribe(
     channel,

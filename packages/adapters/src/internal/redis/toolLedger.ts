@@ -38,7 +38,11 @@ const toRecord = (fields: unknown): ToolLedgerStore.ToolRecord | typeof bad => {
 }
 
 /** @internal */
-export const makeToolLedgerStore = (client: Client, prefix: string, retentionMillis: number): ToolLedgerStore.Service => {
+export const makeToolLedgerStore = (
+  client: Client,
+  prefix: string,
+  retentionMillis: number
+): ToolLedgerStore.Service => {
   const recordPrefix = `${prefix}ledger:`
   const runKey = (runId: string) => `${prefix}ledger-run:${runId}`
   return ToolLedgerStore.ToolLedgerStore.of({
