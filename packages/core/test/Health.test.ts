@@ -5,6 +5,7 @@ import * as Health from "@modelgate/core/Health"
 import { Cause, Config, Duration, Effect, Exit, HashMap, Layer, Logger, Metric, Option, TestClock } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
+import * as FastPath from "../src/internal/fastPath.js"
 import { target } from "./fixtures.js"
 
 type Signal = Health.AttemptSignal
@@ -337,6 +338,30 @@ describe("Health breaker", () => {
         )
       )
     )
+  })
+})
+
+describe("Health: the private fast path (internal/fastPath)", () => {
+  it.effect("a route whose breaker is off is admitted at once; the first-attempt deposit needs no Effect", () => {
+    const off = route("fast-off")
+    const on = route("fast-on")
+    return Effect.gen(function* () {
+      const h = yield* Health.Health
+      const fast = FastPath.health(h)
+      assert.deepStrictEqual([fast?.tryAcquire?.(off), fast?.isOpen?.(off)], [true, false])
+      // a route with a breaker: its state is in the store, so the Effect runs
+      assert.deepStrictEqual([fast?.tryAcquire?.(on), fast?.isOpen?.(on)], [undefined, undefined])
+      fast?.onFirstAttempt?.(0)
+      assert.strictEqual((yield* h.retryBudget).firstAttempts, 1)
+      // a wrapper made by spreading the service has no fast path: its own operations run
+      assert.isUndefined(FastPath.health({ ...h, tryAcquire: () => Effect.succeed(false) }))
+      // health off answers everything at once
+      const none = yield* Effect.provide(Health.Health, Health.layerOff)
+      assert.deepStrictEqual(
+        [FastPath.health(none)?.tryAcquire?.(on), FastPath.health(none)?.isOpen?.(on)],
+        [true, false]
+      )
+    }).pipe(Effect.provide(Health.layerMemory(config({ targets: { [off.ref]: { enabled: false } } }))))
   })
 })
 
