@@ -21,7 +21,7 @@ import {
   Health,
   ModelGateway,
   type ProviderAdapter,
-  RateLimits
+  RateLimitStore
 } from "@modelgate/core"
 import { Effect, Either, Layer, Redacted, type Schema, type Scope } from "effect"
 import { fromJsonSchema } from "./JsonSchemaCodec.js"
@@ -79,21 +79,21 @@ const storesOf = (config: ServerConfig, extras: Extras) =>
     const budgets = config.budgets === undefined ? undefined : yield* Budgets.decode(config.budgets)
     const budgetsLayer = (
       store: (options: Budgets.Options) => Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError, never>
-    ) => extras.budgets ?? (budgets === undefined ? Budgets.layerUnlimited : store(budgets))
+    ) => extras.budgets ?? (budgets === undefined ? Budgets.layerOff : store(budgets))
     const concurrency = config.concurrency === undefined ? undefined : yield* Concurrency.decode(config.concurrency)
     if (config.redis === undefined) {
       return Layer.mergeAll(
         budgetsLayer(Budgets.layerMemory),
-        concurrency === undefined ? Concurrency.layerUnbounded : Concurrency.layerMemory(concurrency),
+        concurrency === undefined ? Concurrency.layerOff : Concurrency.layerMemory(concurrency),
         Health.layerMemory(),
-        RateLimits.layerMemory
+        RateLimitStore.layerMemory
       )
     }
     const Redis = yield* Effect.promise(() => import("@modelgate/adapters/redis"))
     const stores = Redis.layer({ url: config.redis.url })
     return Layer.mergeAll(
-      extras.budgets ?? (budgets === undefined ? Budgets.layerUnlimited : Budgets.layer(budgets)),
-      concurrency === undefined ? Concurrency.layerUnbounded : Concurrency.layer(concurrency),
+      extras.budgets ?? (budgets === undefined ? Budgets.layerOff : Budgets.layer(budgets)),
+      concurrency === undefined ? Concurrency.layerOff : Concurrency.layer(concurrency),
       Health.layer()
     ).pipe(Layer.provideMerge(stores))
   })

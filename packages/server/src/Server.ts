@@ -11,7 +11,7 @@
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { HttpServerError } from "@effect/platform"
-import { type GatewayConfig, ModelGateway, RateLimits } from "@modelgate/core"
+import { type GatewayConfig, ModelGateway, RateLimitStore } from "@modelgate/core"
 import { Deferred, Effect, type Scope } from "effect"
 import * as Http from "node:http"
 import type { KeyRing } from "./Keys.js"
@@ -137,11 +137,11 @@ export const make = (
 ): Effect.Effect<
   Running,
   HttpServerError.ServeError,
-  Scope.Scope | ModelGateway.ModelGateway | RateLimits.RateLimitStore
+  Scope.Scope | ModelGateway.ModelGateway | RateLimitStore.RateLimitStore
 > =>
   Effect.gen(function* () {
     const gateway = yield* ModelGateway.ModelGateway
-    const rateLimits = yield* RateLimits.RateLimitStore
+    const rateLimits = yield* RateLimitStore.RateLimitStore
     const tracker: Request.Tracker = { inflight: 0, draining: false }
     const env: Request.Env = {
       keys: options.keys,

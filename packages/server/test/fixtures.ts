@@ -2,7 +2,7 @@
  * A dev server on an ephemeral port for tests: the mock provider, a memory CallRecorder and, when
  * asked, a memory budget the test can read.
  */
-import { Budgets, CallRecorder, ModelCommand } from "@modelgate/core"
+import { Budgets, BudgetStore, CallRecorder, ModelCommand } from "@modelgate/core"
 import type { MockProviderServer } from "@modelgate/testing"
 import { Effect, Exit, Layer, Scope } from "effect"
 import OpenAI from "openai"
@@ -38,7 +38,7 @@ export const startHarness = async (options: HarnessOptions = {}): Promise<Harnes
     options.budget === undefined
       ? undefined
       : await Effect.runPromise(
-          Budgets.make({ tenants: { dev: { limit: options.budget } } }).pipe(Effect.provide(Budgets.layerStoreMemory))
+          Budgets.make({ tenants: { dev: { limit: options.budget } } }).pipe(Effect.provide(BudgetStore.layerMemory))
         )
   const dev = await Effect.runPromise(
     DevDefault.start({

@@ -6,7 +6,7 @@
  * @internal
  */
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import type { ModelGateway, RateLimits } from "@modelgate/core"
+import type { ModelGateway, RateLimitStore } from "@modelgate/core"
 import { Clock, Data, Effect, Option, type ParseResult, Schema } from "effect"
 import { bearerOf, type KeyRing } from "../Keys.js"
 import { type ApiKey, issuePaths, type Limits } from "../ServerConfig.js"
@@ -31,7 +31,7 @@ export interface Env {
   readonly aliases: Readonly<Record<string, string>>
   readonly workflows: ReadonlyMap<string, WorkflowInfo>
   readonly limits: Limits
-  readonly rateLimits: RateLimits.Service
+  readonly rateLimits: RateLimitStore.Service
   readonly gateway: ModelGateway.Service
   readonly tracker: Tracker
   readonly createdAt: () => number
