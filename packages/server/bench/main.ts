@@ -96,14 +96,23 @@ interface Run {
   readonly non2xx: number
 }
 
-const load = async (pid: number, url: string, headers: Record<string, string>, connections: number): Promise<Run> => {
-  const options = {
-    url: `${url}/v1/chat/completions`,
-    method: "POST" as const,
-    connections,
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hello" }] })
-  }
+const load = async (
+  pid: number,
+  url: string,
+  headers: Record<string, string>,
+  connections: number,
+  path = "/v1/chat/completions"
+): Promise<Run> => {
+  const options =
+    path === "/v1/chat/completions"
+      ? {
+          url: `${url}${path}`,
+          method: "POST" as const,
+          connections,
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hello" }] })
+        }
+      : { url: `${url}${path}`, method: "GET" as const, connections }
   await autocannon({ ...options, duration: 1 })
   const before = cpuMicros(pid)
   const result = await autocannon({ ...options, duration })
@@ -174,6 +183,12 @@ const main = async () => {
       process.stderr.write(`${s.name} c=${connections}: ${JSON.stringify(runs[s.name]?.[`c${connections}`])}\n`)
     }
   }
+  // The HTTP layer alone: `GET /healthz` on the platform server vs a bare node:http answer.
+  const httpOnly = {
+    server: await load(server.child.pid ?? 0, `http://127.0.0.1:${server.port}`, {}, 64, "/healthz"),
+    bareNode: await load(proxy.child.pid ?? 0, `http://127.0.0.1:${proxy.port}`, {}, 64, "/healthz")
+  }
+  process.stderr.write(`healthz c=64: ${JSON.stringify(httpOnly)}\n`)
   const memory = {
     server: await memoryPerConnection(server.child.pid ?? 0, server.port),
     bareProxy: await memoryPerConnection(proxy.child.pid ?? 0, proxy.port)
@@ -221,6 +236,7 @@ const main = async () => {
     machine: { node: process.version, cpus: Os.cpus().length, loadAverage: Os.loadavg() },
     portkey: "port" in portkey ? "@portkey-ai/gateway 1.15.2, --headless, NODE_ENV=production" : portkey.skipped,
     runs,
+    httpOnly,
     memory,
     verdicts
   }
