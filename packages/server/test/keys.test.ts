@@ -125,6 +125,19 @@ describe("rate limits and budgets", () => {
     expect(retryAfter).toBeLessThanOrEqual(60)
   })
 
+  it("past the key's tokens per minute: refused once the usage of earlier calls fills the window", async () => {
+    const tokens = await startHarness({ rateLimit: { tokensPerMinute: 30 } })
+    try {
+      const ask = () =>
+        tokens.client().chat.completions.create({ model: "chat", messages: [{ role: "user", content: "x" }] })
+      await ask() // 23 tokens
+      await ask() // admitted at 23 ≤ 30, then 46
+      await expect(ask()).rejects.toMatchObject({ status: 429, code: "rate_limit_exceeded" })
+    } finally {
+      await tokens.close()
+    }
+  })
+
   it("a budget that cannot cover the worst case: 429 budget_exceeded with retry-after, nothing sent", async () => {
     const before = (await broke.run(broke.mock.requests)).length
     const error = await broke
