@@ -322,6 +322,16 @@ describe("errors", () => {
     ).rejects.toMatchObject({ status: 503, code: "upstream_unavailable" })
   })
 
+  it("a malformed per-call limit header is a 400", async () => {
+    const response = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: "Bearer mg-test-key-0123456789", "x-modelgate-max-cost": "lots" },
+      body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "x" }] })
+    })
+    expect(response.status).toBe(400)
+    expect(await response.text()).toContain("x-modelgate-max-cost")
+  })
+
   it("health and readiness need no key", async () => {
     expect((await fetch(`${h.url}/healthz`)).status).toBe(200)
     expect(await (await fetch(`${h.url}/readyz`)).json()).toEqual({ status: "ready" })

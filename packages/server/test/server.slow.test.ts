@@ -73,6 +73,26 @@ describe("cancellation", () => {
   })
 })
 
+describe("per-call limits by header", () => {
+  it("x-modelgate-timeout-ms shortens the deadline: a slow provider ends in 504 deadline_exceeded", async () => {
+    const h = await start()
+    await h.run(h.mock.enqueue(MockProviderServer.success({ text: "late", latencyMs: 3000 })))
+    const started = Date.now()
+    const response = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${devKey}`,
+        "content-type": "application/json",
+        "x-modelgate-timeout-ms": "300"
+      },
+      body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "x" }] })
+    })
+    expect(response.status).toBe(504)
+    expect(await response.json()).toMatchObject({ error: { code: "deadline_exceeded" } })
+    expect(Date.now() - started).toBeLessThan(2500)
+  })
+})
+
 describe("hardening", () => {
   it("a body over the cap is a 413, headers over the cap a 431", async () => {
     const h = await start({ limits: { maxBodyBytes: 1024, maxHeaderBytes: 2048 } })

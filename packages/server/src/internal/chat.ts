@@ -60,8 +60,10 @@ export const handler = (env: Request.Env) =>
       const workflow = yield* Request.workflowFor(env, key, body.model, "chat")
       const problem = ChatWire.unsupported(body, workflow.structured)
       if (problem !== undefined) return yield* Request.fail(ErrorWire.invalidBody([problem]))
+      const limits = yield* Request.headerLimits
       const command = yield* ModelCommand.decodeUnknown({
         ...ChatWire.commandOf(body),
+        ...limits,
         workflow: workflow.name,
         tenant: key.tenant
       }).pipe(Effect.mapError(Request.invalidCommand))

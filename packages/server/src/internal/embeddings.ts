@@ -32,9 +32,13 @@ export const handler = (env: Request.Env) =>
       if (body.dimensions !== undefined)
         return yield* Request.fail(ErrorWire.invalidBody(["$.dimensions: the workflow's vector space decides"]))
       const inputs = typeof body.input === "string" ? [body.input] : body.input
-      const command = yield* Embeddings.decodeCommand({ workflow: workflow.name, tenant: key.tenant, inputs }).pipe(
-        Effect.mapError(Request.invalidCommand)
-      )
+      const limits = yield* Request.headerLimits
+      const command = yield* Embeddings.decodeCommand({
+        ...limits,
+        workflow: workflow.name,
+        tenant: key.tenant,
+        inputs
+      }).pipe(Effect.mapError(Request.invalidCommand))
       const settle = yield* Request.takeRate(env, key)
       const result = yield* env.gateway.embed(command).pipe(
         Effect.interruptible,

@@ -140,6 +140,28 @@ export const takeRate = (env: Env, key: ApiKey) =>
     }
   })
 
+const positive = (text: string | undefined, integer: boolean): number | undefined => {
+  if (text === undefined) return undefined
+  const value = Number(text)
+  return Number.isFinite(value) && value > 0 && (!integer || Number.isInteger(value)) ? value : Number.NaN
+}
+
+/**
+ * The per-call limits a client may add by header, each only ever tighter than the workflow's (core
+ * takes the smaller): `x-modelgate-timeout-ms` (the call's deadline) and `x-modelgate-max-cost`
+ * (USD). A malformed value is a 400.
+ */
+export const headerLimits = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  const timeout = positive(request.headers["x-modelgate-timeout-ms"], true)
+  const maxCost = positive(request.headers["x-modelgate-max-cost"], false)
+  if (Number.isNaN(timeout)) return fail(ErrorWire.invalidBody(["x-modelgate-timeout-ms: a positive integer"]))
+  if (Number.isNaN(maxCost)) return fail(ErrorWire.invalidBody(["x-modelgate-max-cost: a positive number"]))
+  const fields: Record<string, number> = {}
+  if (timeout !== undefined) fields.timeout = timeout
+  if (maxCost !== undefined) fields.maxCost = maxCost
+  return Effect.succeed(fields)
+})
+
 /** A ParseError of core's command decoding as a 400 (its message names paths only). */
 export const invalidCommand = (error: ParseResult.ParseError) =>
   new WireFailure({ error: ErrorWire.invalidBody([error.message.replace(/^invalid (embed )?command: /, "")]) })

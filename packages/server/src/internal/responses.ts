@@ -368,8 +368,10 @@ export const handler = (env: Request.Env) =>
         return yield* Request.fail(
           ErrorWire.invalidBody(["$.text.format: the workflow does not produce structured output"])
         )
+      const limits = yield* Request.headerLimits
       const command = yield* ModelCommand.decodeUnknown({
         ...commandOf(body),
+        ...limits,
         workflow: workflow.name,
         tenant: key.tenant
       }).pipe(Effect.mapError(Request.invalidCommand))
