@@ -4,7 +4,7 @@
  * fast 503 past it, graceful shutdown that drains in-flight calls within a bound).
  *
  * Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/embeddings`,
- * `GET /v1/models`, `GET /healthz`, `GET /readyz`.
+ * `GET /v1/models`, `GET /v1/models/:id`, `GET /healthz`, `GET /readyz`.
  *
  * @since 0.1.0
  */
@@ -80,6 +80,19 @@ const models = (env: Request.Env) =>
     })
   )
 
+const model = (env: Request.Env) =>
+  Request.answer(
+    Effect.gen(function* () {
+      yield* Request.admit(env)
+      const key = yield* Request.authenticate(env)
+      const { id } = yield* HttpRouter.params
+      const name = id === undefined ? undefined : (env.aliases[id] ?? id)
+      if (id === undefined || name === undefined || !env.workflows.has(name) || !env.keys.allows(key, name))
+        return yield* Request.fail(ErrorWire.modelNotFound())
+      return HttpServerResponse.unsafeJson({ id, object: "model", created: env.createdAt(), owned_by: "modelgate" })
+    })
+  )
+
 /**
  * The routes over an environment.
  *
@@ -92,6 +105,7 @@ export const router = (env: Request.Env) =>
     HttpRouter.post("/v1/responses", Responses.handler(env)),
     HttpRouter.post("/v1/embeddings", Embeddings.handler(env)),
     HttpRouter.get("/v1/models", models(env)),
+    HttpRouter.get("/v1/models/:id", model(env)),
     HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
     HttpRouter.get(
       "/readyz",

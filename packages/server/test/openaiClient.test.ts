@@ -261,6 +261,11 @@ describe("errors", () => {
     expect(models.data.map((m) => m.id).sort()).toEqual(["chat", "embed", "extract", "gpt-4o-mini"])
   })
 
+  it("models.retrieve: a workflow or alias of the key, else 404", async () => {
+    expect(await h.client().models.retrieve("gpt-4o-mini")).toMatchObject({ id: "gpt-4o-mini", object: "model" })
+    await expect(h.client().models.retrieve("nope")).rejects.toBeInstanceOf(OpenAI.NotFoundError)
+  })
+
   it("an unknown model is a 404", async () => {
     await expect(
       h.client().chat.completions.create({ model: "nope", messages: [{ role: "user", content: "x" }] })
