@@ -5,7 +5,10 @@
  * the `cpu` / `memory` IPC messages with its own `process.cpuUsage()` / `memoryUsage()`.
  */
 import { MockProviderServer } from "@modelgate/testing"
-import { Effect, Schema } from "effect"
+import { NodeHttpClient } from "@effect/platform-node"
+import * as OpenAi from "@modelgate/adapters/openai"
+import { Health, ModelCommand, ModelGateway } from "@modelgate/core"
+import { Effect, Layer, Logger, Schema } from "effect"
 import * as Http from "node:http"
 import { gatewayConfig, Ticket } from "../src/DevDefault.js"
 import { hashKey } from "../src/Keys.js"
@@ -54,6 +57,46 @@ const server = (mockUrl: string) =>
     }).pipe(Effect.scoped)
   )
 
+/**
+ * The gateway alone, in this process, over the same adapter and mock: `calls` calls at concurrency
+ * 64, then reports the CPU per call (no HTTP server in front).
+ */
+const inProcess = (mockUrl: string, calls: number) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const gateway = yield* ModelGateway.ModelGateway
+      const command = yield* ModelCommand.decodeUnknown({
+        workflow: "chat",
+        tenant: "bench",
+        messages: [{ _tag: "user", content: "hello" }]
+      })
+      const run = Effect.forEach(Array.from({ length: calls }), () => gateway.generate(command), {
+        concurrency: 64,
+        discard: true
+      })
+      yield* run
+      const before = process.cpuUsage()
+      const started = performance.now()
+      yield* run
+      const cpu = process.cpuUsage(before)
+      process.send?.({
+        inProcess: {
+          cpuUsPerCall: (cpu.user + cpu.system) / calls,
+          callsPerSecond: calls / ((performance.now() - started) / 1000)
+        }
+      })
+    }).pipe(
+      Effect.provide(
+        ModelGateway.layerJson(gatewayConfig, { schemas: { Ticket } }).pipe(
+          ModelGateway.withDefaults(process.env.BENCH_HEALTH === "memory" ? { health: Health.layerMemory() } : {}),
+          Layer.provide(OpenAi.layer({ id: "openai", baseUrl: `${mockUrl}/v1` })),
+          Layer.provide(NodeHttpClient.layerUndici)
+        )
+      ),
+      Effect.provide(Logger.remove(Logger.defaultLogger))
+    )
+  )
+
 const proxy = (mockUrl: string) => {
   const http = Http.createServer((req, res) => {
     if (req.method === "GET") {
@@ -93,3 +136,4 @@ const upstream = process.argv[3] ?? ""
 if (role === "mock") void mock()
 else if (role === "server") void server(upstream)
 else if (role === "proxy") proxy(upstream)
+else if (role === "inprocess") void inProcess(upstream, Number(process.argv[4] ?? 500))

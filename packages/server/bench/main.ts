@@ -7,7 +7,8 @@
  *       mock (`x-portkey-provider: openai`, `x-portkey-custom-host`),
  * each in its own process; the load generator (autocannon) runs here and the mock in a fourth
  * process, so a process's CPU (user + system, from `/proc/<pid>/stat`) is its own. Memory per
- * connection: the RSS growth of the server with 256 idle keep-alive connections, per connection.
+ * connection: the heap + external growth (after GC) of the server with 1,000 idle keep-alive
+ * connections, per connection.
  *
  * Writes `bench/results.json` and prints the verdicts (`server.cpu.addedUs`, `server.rps.vsPortkey`,
  * `server.p50.addedMs`, `server.memory.perConnection`). `--duration <s>` (default 4).
@@ -31,17 +32,28 @@ const cpuMicros = (pid: number): number => {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / ticksPerSecond
 }
 
-const rssBytes = (pid: number): number => {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
-  return Number(match?.[1] ?? 0) * 1024
-}
-
 const children: Array<ChildProcess> = []
+
+/** The gateway alone in a child process (see `children.ts`, role `inprocess`). */
+const gatewayInProcess = (mockUrl: string) =>
+  new Promise<unknown>((resolve) => {
+    const child = fork(here("./children.ts"), ["inprocess", mockUrl, "600"], {
+      execArgv: ["--conditions=source", "--import", "tsx"],
+      stdio: ["ignore", "ignore", "inherit", "ipc"]
+    })
+    children.push(child)
+    child.on("message", (m) => {
+      if (typeof m === "object" && m !== null && "inProcess" in m) {
+        resolve(m.inProcess)
+        child.kill()
+      }
+    })
+  })
 
 const startChild = (role: string, upstream = "") =>
   new Promise<{ child: ChildProcess; port: number }>((resolve, reject) => {
     const child = fork(here("./children.ts"), [role, upstream], {
-      execArgv: ["--conditions=source", "--import", "tsx"],
+      execArgv: ["--conditions=source", "--import", "tsx", "--expose-gc"],
       stdio: ["ignore", "ignore", "inherit", "ipc"]
     })
     children.push(child)
@@ -128,10 +140,26 @@ const load = async (
   }
 }
 
-/** RSS growth per idle keep-alive connection (each made one request first). */
-const memoryPerConnection = async (pid: number, port: number, n = 256): Promise<number> => {
+/** The child's heap and external memory after a full GC (it answers the `memory` message). */
+const rssAfterGc = (child: ChildProcess) =>
+  new Promise<number>((resolve) => {
+    const on = (m: unknown) => {
+      if (typeof m === "object" && m !== null && "memory" in m && typeof m.memory === "object" && m.memory !== null) {
+        child.off("message", on)
+        const usage = m.memory
+        const heap = "heapUsed" in usage ? Number(usage.heapUsed) : Number.NaN
+        const external = "external" in usage ? Number(usage.external) : Number.NaN
+        resolve(heap + external)
+      }
+    }
+    child.on("message", on)
+    child.send("memory")
+  })
+
+/** Heap + external growth (after GC) per idle keep-alive connection (each made one request first). */
+const memoryPerConnection = async (child: ChildProcess, port: number, n = 1000): Promise<number> => {
   await new Promise((r) => setTimeout(r, 500))
-  const before = rssBytes(pid)
+  const before = await rssAfterGc(child)
   const sockets = await Promise.all(
     Array.from(
       { length: n },
@@ -145,7 +173,7 @@ const memoryPerConnection = async (pid: number, port: number, n = 256): Promise<
     )
   )
   await new Promise((r) => setTimeout(r, 500))
-  const after = rssBytes(pid)
+  const after = await rssAfterGc(child)
   for (const s of sockets) s.destroy()
   return (after - before) / n
 }
@@ -189,9 +217,11 @@ const main = async () => {
     bareNode: await load(proxy.child.pid ?? 0, `http://127.0.0.1:${proxy.port}`, {}, 64, "/healthz")
   }
   process.stderr.write(`healthz c=64: ${JSON.stringify(httpOnly)}\n`)
+  const inProcess = await gatewayInProcess(mockUrl)
+  process.stderr.write(`gateway in process, c=64: ${JSON.stringify(inProcess)}\n`)
   const memory = {
-    server: await memoryPerConnection(server.child.pid ?? 0, server.port),
-    bareProxy: await memoryPerConnection(proxy.child.pid ?? 0, proxy.port)
+    server: await memoryPerConnection(server.child, server.port),
+    bareProxy: await memoryPerConnection(proxy.child, proxy.port)
   }
   const at = (name: string, c: string) => runs[name]?.[c]
   const addedUs = (c: string) =>
@@ -223,7 +253,7 @@ const main = async () => {
     },
     {
       id: "server.memory.perConnection",
-      what: "server RSS per idle keep-alive connection, bytes",
+      what: "server heap + external memory per idle keep-alive connection, bytes",
       measured: memory.server,
       target: "report",
       pass: true,
@@ -237,6 +267,7 @@ const main = async () => {
     portkey: "port" in portkey ? "@portkey-ai/gateway 1.15.2, --headless, NODE_ENV=production" : portkey.skipped,
     runs,
     httpOnly,
+    gatewayInProcess: inProcess,
     memory,
     verdicts
   }
