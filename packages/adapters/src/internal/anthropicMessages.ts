@@ -529,7 +529,11 @@ export const streamMachine =
     let done = false
     let nextTool = 0
     const tools = new Map<number, { index: number; hadArguments: boolean }>()
+    // Content block indexes opened so far: each once, in increasing order.
+    let started = false
+    let lastBlock = -1
     const usage = () => (sawUsage ? toUsage(counters) : undefined)
+    const broken = (what: string) => invalidOutput(provider, what, meta, usage())
 
     const finish = (): Step => {
       done = true
@@ -559,13 +563,18 @@ export const streamMachine =
             : invalidOutput(provider, "stream event is not JSON", meta, usage())
         }
         if (sse.event === "error" || stringField(json.right, "type") === "error") {
-          return classifyErrorAfter200(provider, field(json.right, "error"), meta, usage())
+          // Nested (`{"type":"error","error":{…}}`) or flat (the error object itself) shape.
+          const nested = field(json.right, "error")
+          return classifyErrorAfter200(provider, isRecord(nested) ? nested : json.right, meta, usage())
         }
         const decoded = decodeEvent(json.right)
         if (Either.isLeft(decoded)) return invalidOutput(provider, "unexpected stream event shape", meta, usage())
         const event = decoded.right
         switch (event.type) {
           case "message_start": {
+            // A second message in one body (a spliced or replayed stream) is not one answer.
+            if (started) return broken("a second message_start mid-stream")
+            started = true
             if (event.message?.model != null) model = event.message.model
             if (event.message?.usage != null) {
               sawUsage = true
@@ -574,6 +583,9 @@ export const streamMachine =
             return []
           }
           case "content_block_start": {
+            const blockIndex = event.index ?? lastBlock + 1
+            if (blockIndex <= lastBlock) return broken("a content block index reused or out of order")
+            lastBlock = blockIndex
             const block = event.content_block
             if (block?.type === "text" && block.text) {
               produced = true

@@ -14,7 +14,7 @@
 import type { HttpClientError } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
 import type { ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
-import { Cause, Channel, Chunk, Stream } from "effect"
+import { Cause, Channel, Chunk, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { field, isRecord, providerError } from "./classify.js"
 import { parseJson, transportError } from "./http.js"
@@ -225,8 +225,23 @@ export const decode = (
 
     /** The end of the body: a complete last line still dispatches its event (llama.cpp may omit the
      * final blank line after `data: [DONE]`); a partial line is a truncated event and is dropped. */
+    // The body ended inside a line: a last line that is whole (`data: [DONE]` or a JSON value without
+    // its line end, as some servers send it) still counts; a cut one is left to `onEnd`.
+    const flushLastLine = (out: Array<ProviderStreamEvent>): boolean => {
+      const raw = join(parts, partSize)
+      parts = []
+      partSize = 0
+      if (!line(raw, out) || data === undefined) return true
+      const last = data.slice(data.lastIndexOf("\n") + 1)
+      if (last === "[DONE]" || Either.isRight(parseJson(last))) return dispatch(out)
+      data = undefined
+      eventName = undefined
+      return true
+    }
+
     const end = (out: Array<ProviderStreamEvent>): void => {
-      if (partSize === 0 && !dispatch(out)) return
+      if (partSize > 0 && !flushLastLine(out)) return
+      if (!dispatch(out)) return
       if (finished) return
       const final = machine.onEnd(tailText())
       if (isFailure(final)) failure = final

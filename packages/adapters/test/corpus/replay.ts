@@ -187,7 +187,10 @@ export class ReplayServer extends Context.Tag("corpus/ReplayServer")<
             })
             s.listen(0, "127.0.0.1", () => resume(Effect.succeed(s)))
           }),
-          (s) => Effect.async<void>((resume) => s.close(() => resume(Effect.void)))
+          (s) =>
+            Effect.async<void>((resume) => {
+              s.close(() => resume(Effect.void))
+            })
         )
         const address = server.address()
         const port = typeof address === "object" && address !== null ? address.port : 0
@@ -449,7 +452,14 @@ export const expectThroughGateway = (
 ): void => {
   const label = `${recording.family}/${recording.name} (gateway)`
   const { ok, error } = recording.expect
-  if (ok !== undefined) {
+  // The gateway ends a refused answer as `Refusal` (README error table): the model's, or the filter's.
+  if (ok !== undefined && (ok.finishReason === "refusal" || ok.finishReason === "content_filter")) {
+    if (Either.isRight(result)) assert.fail(`${label}: expected Refusal, got a success`)
+    else {
+      assert.strictEqual(result.left._tag, "Refusal", label)
+      assert.strictEqual(result.left.source, ok.finishReason === "refusal" ? "model" : "safety_filter", label)
+    }
+  } else if (ok !== undefined) {
     if (Either.isLeft(result)) assert.fail(`${label}: expected success, got ${JSON.stringify(result.left)}`)
     else {
       assert.strictEqual(result.right.finishReason, ok.finishReason, label)
