@@ -212,7 +212,10 @@ export const makeAdapter = (
           // The server answered in one piece (it ignored `stream: true`, or sent an error object).
           const text = yield* readBody(response, provider, maxResponseBytes, meta)
           const decoded = yield* decodeJson(text, meta)
-          return Stream.concat(Stream.succeed(started), checked(request, meta, Stream.fromIterable(responseToEvents(decoded))))
+          return Stream.concat(
+            Stream.succeed(started),
+            checked(request, meta, Stream.fromIterable(responseToEvents(decoded)))
+          )
         }
         const events = decode(response.stream, {
           provider,

@@ -53,7 +53,8 @@ const typeMatches = (type: unknown, value: unknown): boolean => {
  */
 export const schemaProblem = (schema: unknown, value: unknown, path = "$", depth = 0): string | undefined => {
   if (!isRecord(schema) || depth > 32) return undefined
-  if (schema.type !== undefined && !typeMatches(schema.type, value)) return `${path}: not of type ${String(schema.type)}`
+  if (schema.type !== undefined && !typeMatches(schema.type, value))
+    return `${path}: not of type ${String(schema.type)}`
   if (Array.isArray(schema.enum) && !schema.enum.some((option) => JSON.stringify(option) === JSON.stringify(value)))
     return `${path}: not one of the allowed values`
   if ("const" in schema && JSON.stringify(schema.const) !== JSON.stringify(value)) return `${path}: not the constant`

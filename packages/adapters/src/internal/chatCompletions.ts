@@ -593,10 +593,7 @@ export const streamMachine =
     const broken = (what: string) => invalidOutput(provider, what, meta, usage)
 
     /** A tool-call delta, or the reason the stream is not one answer (a reused or backward index). */
-    const toolDelta = (
-      call: typeof ToolCallWire.Type,
-      position: number
-    ): ProviderStreamEvent | ProviderError => {
+    const toolDelta = (call: typeof ToolCallWire.Type, position: number): ProviderStreamEvent | ProviderError => {
       const index = call.index ?? position
       const id = call.id == null || call.id === "" ? undefined : call.id
       if (!toolIds.has(index)) {

@@ -173,7 +173,10 @@ export class ReplayServer extends Context.Tag("corpus/ReplayServer")<
                 }
                 res.socket?.setNoDelay(true)
                 res.writeHead(recording.status, { ...recording.headers })
-                const parts = pieces(recording.body, split === "frames" || split === "utf8" || split === "bytes" ? split : "whole")
+                const parts = pieces(
+                  recording.body,
+                  split === "frames" || split === "utf8" || split === "bytes" ? split : "whole"
+                )
                 const writeFrom = (i: number): void => {
                   if (i >= parts.length) {
                     res.end()
@@ -331,7 +334,8 @@ export const expectOutcome = (recording: Recording, outcome: Outcome): void => {
   const { ok, error } = recording.expect
   const label = `${recording.family}/${recording.name}`
   if (ok !== undefined) {
-    if (outcome._tag === "error") assert.fail(`${label}: expected success, got ${outcome.error.kind}: ${outcome.error.detail}`)
+    if (outcome._tag === "error")
+      assert.fail(`${label}: expected success, got ${outcome.error.kind}: ${outcome.error.detail}`)
     assert.strictEqual(outcome.text, ok.text ?? "", `${label}: text`)
     assert.deepStrictEqual(
       outcome.toolCalls.map((call) => ({ name: call.name, arguments: parsedOrRaw(call.arguments) })),
@@ -350,7 +354,8 @@ export const expectOutcome = (recording: Recording, outcome: Outcome): void => {
     assert.strictEqual(outcome.error.kind, error.kind, `${label}: error kind (${outcome.error.detail})`)
     const retryAfter = outcome.error.retryAfter === undefined ? undefined : Duration.toMillis(outcome.error.retryAfter)
     assert.strictEqual(retryAfter, error.retryAfterMs, `${label}: retry-after`)
-    if (error.httpStatus !== undefined) assert.strictEqual(outcome.error.httpStatus, error.httpStatus, `${label}: status`)
+    if (error.httpStatus !== undefined)
+      assert.strictEqual(outcome.error.httpStatus, error.httpStatus, `${label}: status`)
   }
 }
 
@@ -401,16 +406,28 @@ const gatewayConfig = (recording: Recording) => {
 export const throughGateway = (
   recording: Recording
 ): Effect.Effect<
-  Either.Either<{ readonly finishReason: string; readonly text: string; readonly tools: ReadonlyArray<string> }, { readonly _tag: string; readonly reason?: unknown; readonly source?: unknown }>,
+  Either.Either<
+    { readonly finishReason: string; readonly text: string; readonly tools: ReadonlyArray<string> },
+    { readonly _tag: string; readonly reason?: unknown; readonly source?: unknown }
+  >,
   never,
   ReplayServer | HttpClient.HttpClient
 > =>
   Effect.gen(function* () {
     const server = yield* ReplayServer
-    const adapter = ProviderAdapter.layer(recording.family, adapterFor(recording.family, server.baseUrl(recording, "whole")))
+    const adapter = ProviderAdapter.layer(
+      recording.family,
+      adapterFor(recording.family, server.baseUrl(recording, "whole"))
+    )
     const gateway = ModelGateway.layerJson(gatewayConfig(recording), { schemas: { AnyObject } }).pipe(
       Layer.provide(
-        Layer.mergeAll(adapter, Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
+        Layer.mergeAll(
+          adapter,
+          Budgets.layerUnlimited,
+          Concurrency.layerUnbounded,
+          Health.layerNoop,
+          CallRecorder.layerMemory
+        )
       )
     )
     const tools = recording.expect.request.tools ?? []
@@ -464,7 +481,11 @@ export const expectThroughGateway = (
     else {
       assert.strictEqual(result.right.finishReason, ok.finishReason, label)
       if (ok.toolCalls.length === 0) assert.strictEqual(result.right.text, ok.text ?? "", label)
-      assert.deepStrictEqual(result.right.tools, ok.toolCalls.map((c) => c.name), label)
+      assert.deepStrictEqual(
+        result.right.tools,
+        ok.toolCalls.map((c) => c.name),
+        label
+      )
     }
   }
   if (error !== undefined) {
