@@ -226,7 +226,11 @@ export const adapterFor = (
         model: (model) => OpenAiLanguageModel.layer({ model }),
         requestContext: (request) =>
           Context.make(OpenAiLanguageModel.Config, { max_output_tokens: request.maxOutputTokens })
-      }).pipe(Effect.provide(OpenAiClient.layer({ apiUrl: baseUrl, apiKey })))
+      }).pipe(
+        Effect.provide(
+          OpenAiClient.layer({ apiUrl: baseUrl, apiKey }).pipe(Layer.provide(EffectAi.responsesWireCompat))
+        )
+      )
     default:
       return OpenAiCompatible.make({ id: family, baseUrl, apiKey })
   }
