@@ -319,7 +319,8 @@ export const replay = (
         : Effect.map(adapter.generate(request), fromResponse)
       return yield* run.pipe(
         Effect.catchAll((error) => Effect.succeed<Outcome>({ _tag: "error", error })),
-        Effect.timeoutFail({ duration: Duration.seconds(10), onTimeout: () => "hang" }),
+        // One-byte writes of the largest recordings take seconds: the bound is for a hang, not speed.
+        Effect.timeoutFail({ duration: Duration.seconds(split === "bytes" ? 120 : 10), onTimeout: () => "hang" }),
         Effect.orDie
       )
     })
