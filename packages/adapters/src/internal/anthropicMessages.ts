@@ -3,7 +3,6 @@
  *
  * @internal
  */
-import type { Headers } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
@@ -14,23 +13,14 @@ import type { ProviderRequest, ProviderResponse } from "@modelgate/core/Provider
 import { Either, Schema } from "effect"
 import type { Codec } from "./adapter.js"
 import type { Kind, Meta } from "./classify.js"
-import {
-  applyShouldRetry,
-  describe,
-  field,
-  firstHeader,
-  invalidOutput,
-  isRecord,
-  kindForStatus,
-  processedForStatus,
-  providerError,
-  stringField
-} from "./classify.js"
+import { describe, field, firstHeader, invalidOutput, isRecord, providerError, stringField } from "./classify.js"
 import { knownCode, modelVersionOf, requestIdOf } from "./bounded.js"
 import { parseJson } from "./http.js"
 import { retryHintMs } from "./retryHints.js"
 import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
+import type { StatusInput } from "./wireError.js"
+import { statusError, streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, optionRefused, unmappable } from "./options.js"
 import { makeUsage, sum } from "./usage.js"
 
@@ -419,33 +409,18 @@ const resetHeaders: ReadonlyArray<readonly [string, string]> = [
  */
 export const classifyError =
   (provider: string) =>
-  (input: {
-    readonly status: number
-    readonly headers: Headers.Headers
-    readonly body: unknown
-    readonly nowMs: number
-    readonly requestId: string | undefined
-  }): ProviderError => {
+  (input: StatusInput): ProviderError => {
     const error = field(input.body, "error")
-    const fromBody = isRecord(error) ? kindFromBody(error, input.status) : undefined
-    const kind = applyShouldRetry(
-      fromBody ?? kindForStatus(input.status),
-      input.headers["x-should-retry"],
-      fromBody === undefined
-    )
-    const code = codeOf(error)
-    return providerError({
-      kind,
-      processed: processedForStatus(input.status),
-      httpStatus: input.status,
-      retryAfterMs: retryHintMs(
-        input.headers,
-        input.nowMs,
-        kind === "rate_limited" ? { resetHeaders, resetFormat: "rfc3339" } : {}
-      ),
-      requestId: input.requestId ?? requestIdOf(stringField(input.body, "request_id")),
-      providerCode: code,
-      detail: describe(provider, input.status, code)
+    return statusError(provider, input, {
+      kind: isRecord(error) ? kindFromBody(error, input.status) : undefined,
+      code: codeOf(error),
+      retryAfterMs: (kind) =>
+        retryHintMs(
+          input.headers,
+          input.nowMs,
+          kind === "rate_limited" ? { resetHeaders, resetFormat: "rfc3339" } : {}
+        ),
+      requestId: requestIdOf(stringField(input.body, "request_id"))
     })
   }
 
@@ -650,14 +625,7 @@ export const streamMachine =
         if (done) return []
         const bare = findBareError(tail)
         if (bare !== undefined) return classifyErrorAfter200(provider, bare, meta, usage())
-        return providerError({
-          kind: "stream_truncated",
-          processed: "maybe",
-          httpStatus: meta.httpStatus,
-          requestId: meta.requestId,
-          usage: usage(),
-          detail: `${provider}: stream ended without message_stop`
-        })
+        return streamTruncated(provider, meta, usage(), "stream ended without message_stop")
       }
     }
   }

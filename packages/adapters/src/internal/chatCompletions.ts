@@ -4,7 +4,6 @@
  *
  * @internal
  */
-import type { Headers } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
 import type { Message } from "@modelgate/core/ModelCommand"
@@ -16,14 +15,12 @@ import { Either, Schema } from "effect"
 import type { Codec } from "./adapter.js"
 import type { Kind, Meta } from "./classify.js"
 import {
-  applyShouldRetry,
   describe,
   field,
   firstHeader,
   invalidOutput,
   isRecord,
   kindForStatus,
-  processedForStatus,
   providerError,
   stringField
 } from "./classify.js"
@@ -32,6 +29,8 @@ import { parseJson } from "./http.js"
 import { retryHintMs } from "./retryHints.js"
 import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
+import type { StatusInput } from "./wireError.js"
+import { statusError, streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, LogitBias, unmappable } from "./options.js"
 import { count, makeUsage, sum } from "./usage.js"
 
@@ -455,6 +454,12 @@ export const knownCodes: ReadonlySet<string> = new Set([
 
 const codeOf = (error: unknown) => knownCode(knownCodes, stringField(error, "code"), stringField(error, "type"))
 
+/** The reset headers of an exhausted request or token limit. */
+const rateLimitResets: ReadonlyArray<readonly [string, string]> = [
+  ["x-ratelimit-reset-requests", "x-ratelimit-remaining-requests"],
+  ["x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"]
+]
+
 /**
  * Classifies a non-2xx answer.
  *
@@ -462,40 +467,17 @@ const codeOf = (error: unknown) => knownCode(knownCodes, stringField(error, "cod
  */
 export const classifyError =
   (provider: string) =>
-  (input: {
-    readonly status: number
-    readonly headers: Headers.Headers
-    readonly body: unknown
-    readonly nowMs: number
-    readonly requestId: string | undefined
-  }): ProviderError => {
+  (input: StatusInput): ProviderError => {
     const error = errorObject(input.body)
-    const fromBody = error === undefined ? undefined : kindFromBody(error, input.status)
-    const kind = applyShouldRetry(
-      fromBody ?? kindForStatus(input.status),
-      input.headers["x-should-retry"],
-      fromBody === undefined
-    )
-    const retryAfterMs = retryHintMs(input.headers, input.nowMs, {
-      ...(kind === "rate_limited"
-        ? {
-            resetHeaders: [
-              ["x-ratelimit-reset-requests", "x-ratelimit-remaining-requests"],
-              ["x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"]
-            ],
-            resetFormat: "go"
-          }
-        : {})
-    })
-    const code = codeOf(error)
-    return providerError({
-      kind,
-      processed: processedForStatus(input.status),
-      httpStatus: input.status,
-      retryAfterMs,
-      requestId: input.requestId,
-      providerCode: code,
-      detail: describe(provider, input.status, code)
+    return statusError(provider, input, {
+      kind: error === undefined ? undefined : kindFromBody(error, input.status),
+      code: codeOf(error),
+      retryAfterMs: (kind) =>
+        retryHintMs(
+          input.headers,
+          input.nowMs,
+          kind === "rate_limited" ? { resetHeaders: rateLimitResets, resetFormat: "go" } : {}
+        )
     })
   }
 
@@ -675,14 +657,7 @@ export const streamMachine =
         if (done) return []
         const bare = findBareError(tail)
         if (bare !== undefined) return classifyErrorAfter200(provider, bare, meta)
-        return providerError({
-          kind: "stream_truncated",
-          processed: "maybe",
-          httpStatus: meta.httpStatus,
-          requestId: meta.requestId,
-          usage,
-          detail: `${provider}: stream ended without [DONE]`
-        })
+        return streamTruncated(provider, meta, usage, "stream ended without [DONE]")
       }
     }
   }

@@ -87,7 +87,9 @@ const rewrite = (
       Stream.map((line) => `${normalizeLine(line)}\n`),
       Stream.encodeText
     )
-    return Effect.succeed(HttpClientResponse.fromWeb(response.request, new Response(Stream.toReadableStream(body), init)))
+    return Effect.succeed(
+      HttpClientResponse.fromWeb(response.request, new Response(Stream.toReadableStream(body), init))
+    )
   }
   if (contentType.includes("application/json") && response.status >= 200 && response.status < 300) {
     return Effect.map(response.text, (text) =>
