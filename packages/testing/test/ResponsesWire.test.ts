@@ -98,7 +98,7 @@ describe("MockProviderServer: OpenAI Responses API", () => {
       }).pipe(Effect.provide(Live))
   )
 
-  it.effect("an SSE answer: created, item added, deltas, item done, completed — numbered in order", () =>
+  it.effect("an SSE answer: created, item added, content part added, deltas, done events, item done, completed — numbered in order", () =>
     Effect.gen(function* () {
       const mock = yield* MockProviderServer
       yield* mock.enqueue(
@@ -118,14 +118,18 @@ describe("MockProviderServer: OpenAI Responses API", () => {
           ["response.created", true, 0],
           ["response.in_progress", true, 1],
           ["response.output_item.added", true, 2],
-          ["response.output_text.delta", true, 3],
+          ["response.content_part.added", true, 3],
           ["response.output_text.delta", true, 4],
-          ["response.output_item.done", true, 5],
-          ["response.output_item.added", true, 6],
-          ["response.function_call_arguments.delta", true, 7],
-          ["response.function_call_arguments.delta", true, 8],
-          ["response.output_item.done", true, 9],
-          ["response.completed", true, 10]
+          ["response.output_text.delta", true, 5],
+          ["response.output_text.done", true, 6],
+          ["response.content_part.done", true, 7],
+          ["response.output_item.done", true, 8],
+          ["response.output_item.added", true, 9],
+          ["response.function_call_arguments.delta", true, 10],
+          ["response.function_call_arguments.delta", true, 11],
+          ["response.function_call_arguments.done", true, 12],
+          ["response.output_item.done", true, 13],
+          ["response.completed", true, 14]
         ]
       )
       assert.deepStrictEqual(

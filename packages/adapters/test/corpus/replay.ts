@@ -428,9 +428,9 @@ export const throughGateway = (
       Layer.provide(
         Layer.mergeAll(
           adapter,
-          Budgets.layerUnlimited,
-          Concurrency.layerUnbounded,
-          Health.layerNoop,
+          Budgets.layerOff,
+          Concurrency.layerOff,
+          Health.layerOff,
           CallRecorder.layerMemory
         )
       )
