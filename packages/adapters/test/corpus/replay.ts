@@ -426,13 +426,7 @@ export const throughGateway = (
     )
     const gateway = ModelGateway.layerJson(gatewayConfig(recording), { schemas: { AnyObject } }).pipe(
       Layer.provide(
-        Layer.mergeAll(
-          adapter,
-          Budgets.layerOff,
-          Concurrency.layerOff,
-          Health.layerOff,
-          CallRecorder.layerMemory
-        )
+        Layer.mergeAll(adapter, Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
       )
     )
     const tools = recording.expect.request.tools ?? []
