@@ -190,8 +190,9 @@ export interface Flags {
 
 /**
  * The script flags describe, on top of `base` (a script file's, or none): the fault becomes the
- * default, or with `times` a queue of that many faults ahead of the file's queues; `text` and
- * `latencyMs` shape the default success.
+ * default, or with `times` a queue of that many faults for any request (a file's queue naming a
+ * provider or model is consulted before it, as `enqueue` orders them); `text` and `latencyMs` shape
+ * the default success.
  *
  * @since 0.7.0
  * @category Constructors

@@ -58,7 +58,7 @@ describe("MockServe", () => {
     const script = MockScript.withFlags({ queues: [] }, { fail: 429, times: 2, retryAfter: 1, text: "ok" })
     assert.deepStrictEqual(script.default, { _tag: "Success", text: "ok" })
     assert.deepStrictEqual(script.queues, [
-      { behaviors: [0, 1].map(() => ({ _tag: "Failure", status: 429, headers: { "retry-after": "1" } })) }
+      { behaviors: [0, 1].map(() => FromRoot.failure(429, { headers: { "retry-after": "1" } })) }
     ])
   })
 
