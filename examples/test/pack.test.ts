@@ -7,7 +7,7 @@
  * no `source` condition, no tsx — making one `ModelGateway.generate` call through the packed OpenAI
  * adapter, answered by the packed `MockProviderServer`.
  *
- * Needs the npm registry (for the peers and `typescript`); ~1–2 minutes. Runs in the `slow` project.
+ * Needs the npm registry (for the peers and `typescript`); ~2–4 minutes. Runs in the `slow` project.
  */
 import { execFile } from "node:child_process"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
@@ -27,7 +27,7 @@ const env = Object.fromEntries(
 )
 
 const run = (file: string, args: ReadonlyArray<string>, cwd: string) =>
-  exec(file, args, { cwd, env, maxBuffer: 64 * 1024 * 1024, timeout: 180_000 })
+  exec(file, args, { cwd, env, maxBuffer: 64 * 1024 * 1024, timeout: 300_000 })
 
 const readJson = (path: string): Record<string, unknown> => JSON.parse(readFileSync(path, "utf8"))
 
@@ -189,6 +189,10 @@ describe("packed packages outside the workspace", () => {
         }
       }
 
+      // The testing package's bin, compiled and linked by npm.
+      assert.isTrue(existsSync(join(app, "node_modules", ".bin", "modelgate-mock")), "modelgate-mock bin")
+      assert.isTrue(existsSync(join(app, "node_modules", "@modelgate", "testing", "dist", "bin", "modelgate-mock.js")))
+
       await run(process.execPath, [join(app, "node_modules", "typescript", "bin", "tsc"), "-p", "."], app)
       const { stdout } = await run(process.execPath, [join(app, "out", "main.js")], app)
       const line = stdout.split("\n").find((l) => l.startsWith("RESULT "))
@@ -202,5 +206,5 @@ describe("packed packages outside the workspace", () => {
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 240_000)
+  }, 420_000)
 })
