@@ -3,7 +3,7 @@
  *
  * - `modelgate check <config.json>`: every startup problem of a configuration file, each with what
  *   to change (`Check`); exit code 1 when there is one.
- * - `modelgate explain <config.json> <request.json> [--json]`: the route decision for one request,
+ * - `modelgate explain <config.json> <request.json> [--json] [--stream]`: the route decision for one request,
  *   without calling any provider (`Explain`); exit code 1 when the request is refused or invalid.
  * - `modelgate mock [--port N] [--script file.json] [--fail STATUS | --drop] [--times N] …`: serves
  *   the mock provider and prints its base URL first (`@modelgate/testing/MockServe`).
@@ -68,11 +68,18 @@ const explain = Command.make(
     request: Args.file({ name: "request.json" }).pipe(
       Args.withDescription("one request: a ModelCommand in JSON (workflow, tenant, messages, …)")
     ),
-    json: Options.boolean("json").pipe(Options.withDescription("print the RouteDecision as JSON"))
+    json: Options.boolean("json").pipe(Options.withDescription("print the RouteDecision as JSON")),
+    stream: Options.boolean("stream").pipe(Options.withDescription("decide as for ModelGateway.stream"))
   },
-  ({ config, request, json }) =>
+  ({ config, request, json, stream }) =>
     Effect.gen(function* () {
-      const result = yield* Explain.explain({ config, request }, yield* readText(config), yield* readText(request))
+      const texts = { config: yield* readText(config), request: yield* readText(request) }
+      const result = yield* Explain.explain(
+        { config, request },
+        texts.config,
+        texts.request,
+        stream ? "stream" : "generate"
+      )
       yield* print(Explain.render(result, json))
       if (result._tag !== "Decided") return yield* new ExitCode({ code: 1 })
     })

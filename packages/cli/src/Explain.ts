@@ -31,7 +31,8 @@ const problemLines = (problems: ReadonlyArray<ConfigProblem>): ReadonlyArray<str
   problems.map((p) => p.toString())
 
 /**
- * Explains the request `requestText` under the configuration `configText` (the paths name them).
+ * Explains the request `requestText` under the configuration `configText` (the paths name them),
+ * as `generate` (default) or `stream` would route it.
  *
  * @since 0.7.0
  * @category Constructors
@@ -39,7 +40,8 @@ const problemLines = (problems: ReadonlyArray<ConfigProblem>): ReadonlyArray<str
 export const explain = (
   paths: { readonly config: string; readonly request: string },
   configText: string,
-  requestText: string
+  requestText: string,
+  mode: "generate" | "stream" = "generate"
 ): Effect.Effect<Result> =>
   Effect.gen(function* () {
     const json = ConfigFile.readJson(paths.config, configText)
@@ -57,7 +59,7 @@ export const explain = (
       } as const
     }
     const decided = yield* Effect.either(
-      withGateway(loaded.right, (gateway) => gateway.router.resolve(command.right, "generate"))
+      withGateway(loaded.right, (gateway) => gateway.router.resolve(command.right, mode))
     )
     if (Either.isRight(decided)) return { _tag: "Decided", decision: decided.right.decision } as const
     const error = decided.left

@@ -148,6 +148,14 @@ describe("modelgate explain", () => {
     })
   )
 
+  it.effect("--stream decides as for ModelGateway.stream: streaming is required", () =>
+    Effect.gen(function* () {
+      const { lines, code } = yield* modelgate("explain", "--stream", demo, demoRequest)
+      assert.strictEqual(code, 0)
+      assert.include(lines.find((l) => l.startsWith("required")) ?? "", "needs streaming")
+    })
+  )
+
   it.scoped("a request the policy refuses: the refusal and every excluded target, exit 1", () =>
     Effect.gen(function* () {
       const { request, invalid } = yield* files({
