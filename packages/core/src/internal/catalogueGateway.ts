@@ -25,7 +25,7 @@ import type * as GatewayConfig from "../GatewayConfig.js"
  * @category Models
  */
 export interface CatalogueOptions {
-  /** The workflow's name, the one commands give. Default {@link defaultWorkflow} (`"chat"`). */
+  /** The workflow's name, the one commands give. Default `"chat"`. */
   readonly workflow?: string | undefined
   /**
    * Regions the providers run in and the data may go to (every target and the workflow). Default
