@@ -59,9 +59,9 @@ export const withGateway = <A, E>(
 ): Effect.Effect<A, E | GatewayConfigError> => {
   const adapters = [...loaded.adapters].map(([id, kind]) => adapterLayer(id, kind))
   const services = Layer.mergeAll(
-    Budgets.layerUnlimited,
-    Concurrency.layerUnbounded,
-    Health.layerNoop,
+    Budgets.layerOff,
+    Concurrency.layerOff,
+    Health.layerOff,
     CallRecorder.layerMemory,
     ...adapters
   ).pipe(Layer.provide(Layer.succeed(HttpClient.HttpClient, neverSends)))
