@@ -5,7 +5,7 @@
  * (structured under `Logger.json` and `Logger.logFmt`), not text inside the message.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, type Errors, Health, ModelGateway } from "@modelgate/core"
 import { CallRecord } from "@modelgate/core/ModelResult"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, Schema, TestClock } from "effect"
@@ -237,7 +237,7 @@ const logOne = (
   workflow: string,
   scripts: ScriptedProvider.Scripts,
   logger: Layer.Layer<never>
-): Effect.Effect<CallRecord> =>
+): Effect.Effect<CallRecord, Errors.GatewayConfigError> =>
   Effect.gen(function* () {
     const logRecorder = Context.get(yield* Layer.build(CallRecorder.layerLog), CallRecorder.CallRecorder)
     const memory = yield* CallRecorder.makeMemory
