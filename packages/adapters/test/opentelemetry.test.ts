@@ -623,6 +623,64 @@ describe("OTLP export configured from Config", () => {
     })
   )
 
+  it.effect('OTLP/JSON: a failed attempt\'s span has status ERROR, lists are arrays, no attribute is "undefined"', () =>
+    Effect.gen(function* () {
+      const http = makeFakeHttp({ mode: "unauthorized" })
+      const layer = ModelGateway.layerJson(config).pipe(
+        Layer.provide(
+          Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
+            Layer.provide(http.layer),
+            Layer.provide(Layer.setConfigProvider(providerConfig))
+          )
+        ),
+        ModelGateway.withDefaults(),
+        Layer.merge(
+          otlpLayer(
+            [
+              ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector.test:4318"],
+              ["OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"],
+              ["OTEL_METRICS_EXPORTER", "none"]
+            ],
+            http.layer
+          )
+        )
+      )
+      const exit = yield* Effect.exit(
+        ModelGateway.generate(command("sec.openai")).pipe(
+          Effect.provide(layer),
+          Effect.provide(Logger.remove(Logger.defaultLogger))
+        )
+      )
+      assert.isTrue(Exit.isFailure(exit))
+      const traces = http.requests.filter((r) => r.url === "http://collector.test:4318/v1/traces")
+      assert.strictEqual(traces.length, 1)
+      interface OtlpValue {
+        readonly stringValue?: string
+        readonly arrayValue?: { readonly values: ReadonlyArray<OtlpValue> }
+      }
+      interface OtlpSpan {
+        readonly name: string
+        readonly status: { readonly code: number }
+        readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: OtlpValue }>
+      }
+      const body: {
+        readonly resourceSpans: ReadonlyArray<{
+          readonly scopeSpans: ReadonlyArray<{ readonly spans: ReadonlyArray<OtlpSpan> }>
+        }>
+      } = JSON.parse(bodyText(traces[0]!))
+      const spans = body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))
+      const attempt = spans.find((s) => s.name === "modelgate.attempt")!
+      const call = spans.find((s) => s.name === "modelgate.generate")!
+      assert.strictEqual(attempt.status.code, 2, "STATUS_CODE_ERROR")
+      assert.strictEqual(call.status.code, 2, "STATUS_CODE_ERROR")
+      const eligible = call.attributes.find((a) => a.key === "modelgate.route.eligible")?.value
+      assert.deepStrictEqual(eligible, { arrayValue: { values: [{ stringValue: "model://openai/gpt-x@eu" }] } })
+      assert.isUndefined(call.attributes.find((a) => a.key === "modelgate.cost.estimated_usd"))
+      for (const s of spans)
+        for (const a of s.attributes) assert.notStrictEqual(a.value.stringValue, "undefined", `${s.name} ${a.key}`)
+    })
+  )
+
   it.effect("OTEL_TRACES_EXPORTER=none: metrics only", () =>
     Effect.gen(function* () {
       const http = makeFakeHttp({ mode: "ok" })
