@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Scheduler } from "effect"
+import { Effect, Option, Scheduler, TestClock } from "effect"
 import { countTokens, setMergeCacheSize } from "gpt-tokenizer"
 import type { Message, ToolDefinition } from "./ModelCommand.js"
 
@@ -244,21 +244,18 @@ const jsonLength = (schema: Record<string, unknown>): number => {
 
 /**
  * Characters counted in one synchronous step by {@link estimateInputYielding}: ~16 K characters
- * take 2–6 ms here (prose to base64), so under the live clock the event loop is never held long.
+ * take 2–6 ms here (prose to base64), so the event loop is never held long (outside `TestClock`).
  *
  * @since 0.2.0
  * @category Constants
  */
 export const sliceCharacters = 16_384
 
-/** Gives the event loop a turn (timers, I/O): the yield between slices under the live clock. */
+/** Gives the event loop a turn (timers, I/O): the yield between slices outside `TestClock`. */
 const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
-
-/** The class of Effect's live clock: under it, slices are separated by real event-loop turns. */
-const LiveClock = Clock.make().constructor
 
 /**
  * Resumes a yielded fiber in a microtask. Effect's default scheduler resumes in microtasks too, but
@@ -270,22 +267,25 @@ const microtasks = Scheduler.make((task) => queueMicrotask(task))
 /**
  * Runs a sliced count with the yield between its slices chosen by the clock the fiber runs under:
  *
- * - Effect's live clock: a real event-loop turn (`setImmediate`), so timers and I/O run between
- *   slices and the loop is held for one slice at most ({@link sliceCharacters}).
- * - any other clock (`TestClock`, or a clock of the application's): a turn of Effect's scheduler
- *   that resumes in a microtask. Other fibers still run between slices, but no timer and no I/O:
- *   the count ends before anything waiting for a timer turn — such as `TestClock.adjust`, which
- *   lets fibers settle through `setTimeout` turns before it moves virtual time. So a test sees
- *   the count finished at the virtual instant it started, the same way every run, whatever the
- *   input size.
+ * - a `TestClock` (the fiber's clock is the `TestClock` of its context, as under `it.effect`): a
+ *   turn of Effect's scheduler that resumes in a microtask. Other fibers still run between slices,
+ *   but no timer and no I/O: the count ends before anything waiting for a timer turn — such as
+ *   `TestClock.adjust`, which lets fibers settle through `setTimeout` turns before it moves virtual
+ *   time. So a test sees the count finished at the virtual instant it started, the same way every
+ *   run, whatever the input size.
+ * - any other clock (Effect's live clock, or an application's own): a real event-loop turn
+ *   (`setImmediate`), so timers and I/O run between slices and the loop is held for one slice at
+ *   most ({@link sliceCharacters}).
  *
  * The slices (and so the count) are the same under both.
  */
 const withSliceYield = (count: (yieldBetween: Effect.Effect<void>) => Effect.Effect<number>): Effect.Effect<number> =>
   Effect.clockWith((clock) =>
-    clock.constructor === LiveClock
-      ? count(yieldToEventLoop)
-      : Effect.withScheduler(count(Effect.yieldNow()), microtasks)
+    Effect.flatMap(Effect.serviceOption(TestClock.TestClock), (test) =>
+      Option.exists(test, (t) => t === clock)
+        ? Effect.withScheduler(count(Effect.yieldNow()), microtasks)
+        : count(yieldToEventLoop)
+    )
   )
 
 /** The texts `estimateInput` counts, and the tokens that do not depend on text. */
@@ -333,10 +333,9 @@ const cutAt = (text: string, start: number, end: number): number => {
 /**
  * {@link estimateInput} for inputs of any size without holding the event loop: inputs up to
  * {@link sliceCharacters} are counted at once; larger ones in slices of at most that many
- * characters (cut after whitespace where possible), yielding between slices. Under Effect's live
- * clock the yield is a real event-loop turn; under any other clock (`TestClock`) it is a turn of
- * Effect's scheduler that never waits for a timer, so virtual time cannot move while a count is
- * under way (see the testing guide). A slice boundary inside a word can add a token, so a sliced
+ * characters (cut after whitespace where possible), yielding between slices. The yield is a real
+ * event-loop turn, except under `TestClock`, where it is a turn of Effect's scheduler that never
+ * waits for a timer, so virtual time cannot move while a count is under way. A slice boundary inside a word can add a token, so a sliced
  * count may exceed `estimateInput`'s by at most one token per slice.
  *
  * @since 0.2.0
