@@ -247,9 +247,9 @@ const logOne = (
     const layer = ModelGateway.layer(definition).pipe(
       Layer.provide(ScriptedProvider.layer({ providers, scripts })),
       ModelGateway.withDefaults({
-        budgets: Budgets.layerUnlimited,
-        concurrency: Concurrency.layerUnbounded,
-        health: Health.layerNoop,
+        budgets: Budgets.layerOff,
+        concurrency: Concurrency.layerOff,
+        health: Health.layerOff,
         recorder
       })
     )

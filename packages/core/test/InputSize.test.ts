@@ -137,8 +137,8 @@ const countedLayer = (scripts: ScriptedProvider.Scripts) =>
     Layer.provideMerge(
       Layer.mergeAll(
         Budgets.layerMemory({ tenants: { acme: { limit: 1_000 } } }),
-        Concurrency.layerUnbounded,
-        Health.layerNoop,
+        Concurrency.layerOff,
+        Health.layerOff,
         CallRecorder.layerMemory
       )
     )
