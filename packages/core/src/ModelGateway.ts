@@ -158,6 +158,8 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
         recorder: shadowRecorder
       })
     })
+    /** What the router remembers (session affinity, hysteresis, the lifecycle view), across reloads. */
+    const routerState = Router.makeState(hooks)
     /** New model versions running as canaries (`onNewVersion: "canary"`), across reloads. */
     const versionPins = new Map<string, Lifecycle.VersionPin>()
     /** Validates and compiles one configuration; returns it with the adapters it uses. */
@@ -189,11 +191,10 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
         // Once per build: a workflow without policy or prompt version is recorded as "unversioned".
         yield* GatewayConfig.warnUnversioned(def.config)
         const workflows = Lifecycle.versionCanaries(previous, GatewayConfig.compile(def, checks), versionPins)
-        Router.attachLifecycle(workflows, hooks)
         for (const c of workflows.values()) {
           if (c.workflow.canary?.rollout !== undefined) yield* canaries.register(c.workflow.name, c.workflow.canary)
         }
-        const router = yield* Effect.provideService(Router.make(workflows), Health, health)
+        const router = yield* Effect.provideService(Router.make(workflows, routerState), Health, health)
         const live: engine.LiveConfig = { router, version: version ?? hashVersion(def.config) }
         return { live, adapters, definition: def }
       })
