@@ -10,7 +10,7 @@ const problemsOf = (def: GatewayConfig.Definition) =>
     if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
       const error = exit.cause.error
       assert.strictEqual(error._tag, "GatewayConfigError")
-      return error.problems.map((p) => [p.path, p.reason, p.target ?? "", p.detail])
+      return error.problems.map((p) => [p.path, p.reason, p.target ?? "", p.detail, p.fix])
     }
     return []
   })
@@ -73,7 +73,7 @@ describe("startup validation", () => {
       has("workflows[0].route[3]", "SCHEMA_FEATURE_UNSUPPORTED", refs.strictLocal)
       has("workflows[0].route[4]", "UNKNOWN_TARGET", "model://openai/unknown@eu")
       has("workflows[0].route[5]", "DUPLICATE_ROUTE_TARGET", refs.fallback)
-      has("workflows[0].route[6]", "DISABLED_TARGET", "model://openai/retired@eu")
+      has("workflows[0].route[6]", "DISABLED", "model://openai/retired@eu")
       has("workflows[0].route[8]", "DATA_CLASS_NOT_ALLOWED", "model://openai/secret@eu")
       has("targets[5].provider", "NO_ADAPTER", "model://mistral/small@eu")
       has("targets[7].limits.minimumAttemptTime", "MINIMUM_EXCEEDS_PER_ATTEMPT", "model://openai/bad-limits@eu")
@@ -81,7 +81,10 @@ describe("startup validation", () => {
       has("workflows[1].output.schema", "UNKNOWN_SCHEMA")
       has("workflows[1].route[0]", "MINIMUM_EXCEEDS_TIMEOUT", refs.primary)
       const strict = problems.find(([p, r]) => p === "workflows[0].route[0]" && r === "SCHEMA_FEATURE_UNSUPPORTED")
-      assert.strictEqual(strict?.[3], "json_schema_strict does not support: openObject, pattern")
+      assert.strictEqual(strict?.[3], "unsupported: openObject, pattern")
+      // Every startup problem says what to change; this one names the mode and what it supports.
+      assert.match(strict?.[4] ?? "", /^json_schema_strict supports \[.*\]: /)
+      assert.isTrue(problems.every((p) => (p[4] ?? "").length > 0), JSON.stringify(problems, null, 1))
       assert.strictEqual(problems.length, 14, JSON.stringify(problems, null, 1))
     })
   )
@@ -107,18 +110,18 @@ describe("startup validation", () => {
       )
       const paths = error.problems.map((p) => p.path)
       for (const expected of [
-        "$.targets.0.ref",
-        "$.targets.0.capabilities.contextWindow",
-        "$.targets.0.regions.0",
-        "$.targets.0.baseUrl",
-        "$.workflows.0.route.0",
-        "$.workflows.0.timeout",
-        "$.workflows.0.regions",
-        "$.workflows.0.dataClass"
+        "targets[0].ref",
+        "targets[0].capabilities.contextWindow",
+        "targets[0].regions[0]",
+        "targets[0].baseUrl",
+        "workflows[0].route[0]",
+        "workflows[0].timeout",
+        "workflows[0].regions",
+        "workflows[0].dataClass"
       ]) {
         assert.include(paths, expected)
       }
-      assert.include(error.message, "$.targets.0.baseUrl")
+      assert.include(error.message, "targets[0].baseUrl")
     })
   )
 
