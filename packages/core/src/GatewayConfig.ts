@@ -141,10 +141,24 @@ export type WorkflowEncoded = Schema.Schema.Encoded<typeof Workflow>
  * @since 0.3.0
  * @category Models
  */
-export interface Encoded {
+export interface Encoded<Name extends string = string> {
   readonly targets: ReadonlyArray<TargetEncoded>
-  readonly workflows: ReadonlyArray<WorkflowEncoded>
+  readonly workflows: ReadonlyArray<WorkflowEncoded & { readonly name: Name }>
 }
+
+/**
+ * The workflow names of a configuration written in code with {@link make} (a union of string
+ * literals); `string` for any other configuration. Register it to type `ModelGateway.workflow`'s
+ * names (see `ModelGateway.Register`).
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export type WorkflowNames<C> = C extends { readonly workflows: ReadonlyArray<{ readonly name: infer N }> }
+  ? N extends string
+    ? N
+    : string
+  : string
 
 /**
  * Types a configuration written in code, in its encoded (JSON) form: completion and type errors for
@@ -162,7 +176,7 @@ export interface Encoded {
  * @since 0.3.0
  * @category Constructors
  */
-export const make = (config: Encoded): Encoded => config
+export const make = <const Name extends string>(config: Encoded<Name>): Encoded<Name> => config
 
 // ---------------------------------------------------------------------------------------------
 // Decoding

@@ -490,7 +490,37 @@ export interface TypedWorkflow<A, I = A> {
 }
 
 /**
- * A typed handle on the workflow `name` (throws at definition when `name` is not a workflow name).
+ * Registers the configuration written in code, so that {@link workflow} accepts only its workflow
+ * names (a misspelled name does not compile):
+ *
+ * ```ts
+ * const config = GatewayConfig.make({ targets: [...], workflows: [{ name: "ticket.classify", ... }] })
+ * declare module "@modelgate/core/ModelGateway" {
+ *   interface Register { readonly config: typeof config }
+ * }
+ * ```
+ *
+ * Unregistered (a configuration read from JSON), any name type-checks and is checked at the call.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by the user's module augmentation
+export interface Register {}
+
+/**
+ * The workflow names {@link workflow} accepts: the registered configuration's, else any string.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export type RegisteredWorkflowName = Register extends { readonly config: infer C }
+  ? GatewayConfig.WorkflowNames<C>
+  : string
+
+/**
+ * A typed handle on the workflow `name` (throws at definition when `name` is not a workflow name;
+ * with a registered configuration, see {@link Register}, a name it does not define does not compile).
  *
  * ```ts
  * const classify = ModelGateway.workflow("ticket.classify", Ticket)
@@ -501,7 +531,7 @@ export interface TypedWorkflow<A, I = A> {
  * @since 0.3.0
  * @category Constructors
  */
-export const workflow = <A, I>(name: string, schema: Schema.Schema<A, I>): TypedWorkflow<A, I> => ({
+export const workflow = <A, I>(name: RegisteredWorkflowName, schema: Schema.Schema<A, I>): TypedWorkflow<A, I> => ({
   name: WorkflowName.make(name),
   schema
 })
