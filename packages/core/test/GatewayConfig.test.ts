@@ -89,6 +89,46 @@ describe("startup validation", () => {
     })
   )
 
+  it("startup problems say what to change, with the values seen and the allowed ones", () => {
+    const Ticket = Schema.Struct({ category: Schema.String, note: Schema.optional(Schema.String) })
+    const problems = GatewayConfig.validate(
+      {
+        config: GatewayConfig.GatewayConfig.make({
+          targets: [
+            target(refs.primary, "openai", { mode: "json_schema_strict" }),
+            target("model://openai/upper@eu", "openai", { regions: ["EU"] }),
+            target("model://mistral/small@eu", "mistral", {})
+          ],
+          workflows: [
+            workflow({
+              name: "ticket.strict",
+              output: { schema: "Ticket", schemaVersion: "1" },
+              route: [refs.primary, "model://openai/upper@eu", "model://mistral/small@eu"]
+            })
+          ]
+        }),
+        schemas: { Ticket }
+      },
+      new Set(["openai"])
+    )
+    const find = (path: string, reason: string) => problems.find((p) => p.path === path && p.reason === reason)
+    // Schema.optional under a strict mode: the fix names Schema.NullOr.
+    const strict = find("workflows[0].route[0]", "SCHEMA_FEATURE_UNSUPPORTED")
+    assert.strictEqual(strict?.detail, "unsupported: optionalProperties")
+    assert.include(strict?.fix, "use Schema.NullOr(X) instead of Schema.optional(X)")
+    // The regions are shown, so "EU" against "eu" is visible.
+    const region = find("workflows[0].route[1]", "DATA_REGION_MISMATCH")
+    assert.strictEqual(region?.detail, "runs in [EU], allowed [eu]")
+    assert.include(region?.fix, '["EU"] a subset of the workflow\'s ["eu"]')
+    // NO_ADAPTER names the provider and the adapters provided.
+    const adapter = find("targets[2].provider", "NO_ADAPTER")
+    assert.strictEqual(adapter?.detail, 'no adapter provided for provider "mistral"; adapters provided: ["openai"]')
+    assert.include(adapter?.fix, 'provide the adapter layer of provider "mistral"')
+    // Every problem carries a fix, and its text form shows it.
+    assert.isTrue(problems.length > 0 && problems.every((p) => p.fix !== undefined && p.fix.length > 0))
+    assert.include(String(adapter), "(fix: provide the adapter layer")
+  })
+
   it.effect("decoding from plain JSON reports every bad field with its path", () =>
     Effect.gen(function* () {
       const error = yield* Effect.flip(
