@@ -84,7 +84,10 @@ describe("startup validation", () => {
       assert.strictEqual(strict?.[3], "unsupported: openObject, pattern")
       // Every startup problem says what to change; this one names the mode and what it supports.
       assert.match(strict?.[4] ?? "", /^json_schema_strict supports \[.*\]: /)
-      assert.isTrue(problems.every((p) => (p[4] ?? "").length > 0), JSON.stringify(problems, null, 1))
+      assert.isTrue(
+        problems.every((p) => (p[4] ?? "").length > 0),
+        JSON.stringify(problems, null, 1)
+      )
       assert.strictEqual(problems.length, 14, JSON.stringify(problems, null, 1))
     })
   )

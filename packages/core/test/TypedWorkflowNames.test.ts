@@ -18,7 +18,14 @@ const config = GatewayConfig.make({
       regions: ["eu"],
       dataClass: "internal"
     },
-    { name: "ticket.reply", prompt: { id: "reply" }, route: ["mini@eu"], timeout: 3000, regions: ["eu"], dataClass: "internal" }
+    {
+      name: "ticket.reply",
+      prompt: { id: "reply" },
+      route: ["mini@eu"],
+      timeout: 3000,
+      regions: ["eu"],
+      dataClass: "internal"
+    }
   ]
 })
 

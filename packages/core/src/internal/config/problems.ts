@@ -56,7 +56,8 @@ const decodingFix = (detail: string): string =>
 
 /** The `ConfigProblem` of `fields`, with its fix (the check's, else its code's). */
 export const problemOf = (fields: Fields): ConfigProblem => {
-  const fix = fields.fix ?? fixes[fields.reason] ?? (fields.reason === "INVALID_VALUE" ? decodingFix(fields.detail) : undefined)
+  const fix =
+    fields.fix ?? fixes[fields.reason] ?? (fields.reason === "INVALID_VALUE" ? decodingFix(fields.detail) : undefined)
   return new ConfigProblem({
     path: fields.path,
     reason: fields.reason,

@@ -19,7 +19,6 @@ import type { CompiledWorkflow } from "../compiled.js"
 import { requestView } from "./eligibility.js"
 import { LazyScores } from "./lazyScores.js"
 
-
 /**
  * A decision with the resolved targets, as the engine uses it.
  *
@@ -229,4 +228,3 @@ export const withoutTargets = (
     route.escalation
   )
 }
-

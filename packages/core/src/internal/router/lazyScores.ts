@@ -62,4 +62,3 @@ export class LazyScores {
     return this.built
   }
 }
-

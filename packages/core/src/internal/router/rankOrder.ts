@@ -77,4 +77,3 @@ const copyOut = (from: Int32Array, n: number): Array<number> => {
   for (let k = 0; k < n; k++) out[k] = from[k]!
   return out
 }
-

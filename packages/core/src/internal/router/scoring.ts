@@ -20,7 +20,6 @@ import { rankOrder } from "./rankOrder.js"
 
 export { LazyScores } from "./lazyScores.js"
 
-
 /**
  * Default weights of the score's terms (the routing spec's): quality 0.45, latency 0.20, cost 0.15,
  * health 0.10, affinity 0.10.
@@ -249,7 +248,6 @@ const definedWeights = (weights: ScoreWeights | undefined) => {
   if (weights.affinity !== undefined) out.affinity = weights.affinity
   return out
 }
-
 
 /** The class terms of a workflow's route targets under its own segment and preferred class. */
 export interface ClassTerms {
