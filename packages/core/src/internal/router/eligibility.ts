@@ -15,12 +15,9 @@ import type { Risk, Workflow } from "../../Workflow.js"
 import type { CompiledWorkflow } from "../compiled.js"
 import type * as Lifecycle from "../lifecycle.js"
 import { memo, type RouterState } from "./state.js"
+import type { Exclusion } from "./types.js"
 
-/** Why a target is out: an exclusion code and a detail naming the values involved. */
-export interface Exclusion {
-  readonly reason: ExclusionReason
-  readonly detail: string
-}
+export type { Exclusion } from "./types.js"
 
 /** What of a compiled workflow the rules read (startup validation builds it before compiling). */
 export type Shape = Pick<CompiledWorkflow, "workflow" | "schema" | "features">

@@ -17,6 +17,7 @@ import { verifiedScore } from "./eligibility.js"
 import { escalationOf, escalationOrder } from "./escalation.js"
 import { LazyScores, termCount } from "./lazyScores.js"
 import { rankOrder } from "./rankOrder.js"
+import type { ClassTerms } from "./types.js"
 
 export { LazyScores } from "./lazyScores.js"
 
@@ -249,12 +250,7 @@ const definedWeights = (weights: ScoreWeights | undefined) => {
   return out
 }
 
-/** The class terms of a workflow's route targets under its own segment and preferred class. */
-export interface ClassTerms {
-  readonly quality: Float64Array
-  readonly latency: Float64Array
-  readonly fast: Uint8Array
-}
+export type { ClassTerms } from "./types.js"
 
 /** {@link ClassTerms} of `compiled` (the router keeps them per workflow in its state). */
 export const classTermsOf = (compiled: CompiledWorkflow): ClassTerms => {

@@ -8,8 +8,7 @@
 import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
 import type { CompiledWorkflow } from "../compiled.js"
 import type * as Lifecycle from "../lifecycle.js"
-import type { Exclusion } from "./eligibility.js"
-import type { ClassTerms } from "./scoring.js"
+import type { ClassTerms, Exclusion } from "./types.js"
 
 /**
  * Most session keys whose last target the router remembers per gateway (least recently used
