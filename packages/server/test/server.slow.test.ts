@@ -6,8 +6,14 @@
  */
 import { MockProviderServer } from "@modelgate/testing"
 import autocannon from "autocannon"
+import { Effect, Exit, Scope } from "effect"
+import * as Http from "node:http"
 import * as Net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
+import { gatewayConfig } from "../src/DevDefault.js"
+import { hashKey } from "../src/Keys.js"
+import * as Launch from "../src/Launch.js"
+import * as ServerConfig from "../src/ServerConfig.js"
 import { devKey, type Harness, startHarness } from "./fixtures.js"
 
 const longText = "All work and no play makes a long streamed answer. ".repeat(40)
@@ -65,11 +71,67 @@ describe("cancellation", () => {
     expect(recorded).toBe(true)
     const [record] = (await h.run(h.recorder.records)).filter((r) => r.mode === "stream")
     expect(record?.outcome).toBe("cancelled")
+    expect(record?.evidence.attempts.at(-1)?.outcome).toBe("cancelled")
     expect(record?.tenant).toBe("dev")
     const balance = await h.balance()
     expect(balance.reserved).toBe(0)
     expect(balance.committed).toBe(record?.evidence.cost.actual)
     expect(await until(async () => h.inflight() === 0)).toBe(true)
+  })
+})
+
+describe("the provider request on a disconnect", () => {
+  it("is aborted: the upstream connection closes before the provider finished", async () => {
+    // A provider that streams one chunk every 50 ms for 10 s and notes when its client goes away.
+    let upstreamClosedEarly = false
+    const provider = Http.createServer((req, res) => {
+      req.resume()
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      let n = 0
+      const chunk = (content: string) =>
+        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: "mock-chat", choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`
+      const timer = setInterval(() => {
+        if (++n > 200) {
+          clearInterval(timer)
+          res.end("data: [DONE]\n\n")
+        } else res.write(chunk("word "))
+      }, 50)
+      res.on("close", () => {
+        clearInterval(timer)
+        if (!res.writableFinished) upstreamClosedEarly = true
+      })
+    })
+    await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve))
+    const address = provider.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    const scope = Effect.runSync(Scope.make())
+    try {
+      const config = await Effect.runPromise(
+        ServerConfig.decode({
+          listen: { port: 0 },
+          keys: [{ id: "dev", sha256: hashKey(devKey), tenant: "dev", workflows: ["*"] }],
+          providers: [{ id: "openai", kind: "openai", baseUrl: `http://127.0.0.1:${port}/v1` }],
+          gateway: gatewayConfig,
+          schemas: {
+            Ticket: {
+              type: "object",
+              properties: {
+                category: { type: "string", enum: ["billing", "technical", "other"] },
+                summary: { type: "string" }
+              },
+              required: ["category", "summary"]
+            }
+          },
+          recorder: "none"
+        })
+      )
+      const running = await Effect.runPromise(Launch.start(config).pipe(Scope.extend(scope)))
+      await openAndDrop(running.url)
+      expect(await until(async () => upstreamClosedEarly)).toBe(true)
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+      provider.close()
+    }
   })
 })
 
