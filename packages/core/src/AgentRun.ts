@@ -17,10 +17,10 @@
  *
  * @since 0.5.0
  */
-import { Clock, Duration, Effect, FiberRef, Option, Schema } from "effect"
+import { Clock, Duration, Effect, FiberRef, Option } from "effect"
 import { dual } from "effect/Function"
 import type { TenantId } from "./ModelCommand.js"
-import { CallId, CallOutcome, type CallRecord } from "./ModelResult.js"
+import type { CallRecord, CompletedStep } from "./ModelResult.js"
 import type * as RunEvents from "./RunEvents.js"
 
 /**
@@ -42,24 +42,6 @@ export interface Options {
   /** Let `PreTool`/`PostTool` events carry tool arguments and results (default: no content). */
   readonly eventContent?: boolean | undefined
 }
-
-/**
- * A step of a run that completed (successfully or not): its call and how it ended, not the whole
- * record.
- *
- * @since 0.5.0
- * @category Models
- */
-export const CompletedStep = Schema.Struct({
-  step: Schema.optional(Schema.Int),
-  callId: CallId,
-  outcome: CallOutcome,
-  errorTag: Schema.optional(Schema.String),
-  /** Actual cost of the call. */
-  cost: Schema.Number
-}).annotations({ identifier: "@modelgate/core/AgentRun/CompletedStep" })
-/** @since 0.5.0 */
-export interface CompletedStep extends Schema.Schema.Type<typeof CompletedStep> {}
 
 /**
  * The state of one run, shared by every call inside it (also calls made from forked fibers).

@@ -5,10 +5,9 @@
  * @since 0.1.0
  */
 import { Duration, Schema } from "effect"
-import { CompletedStep } from "./AgentRun.js"
 import { TenantId } from "./ModelCommand.js"
 import { TargetRef } from "./ModelTarget.js"
-import { AttemptRecord, CallId, CallRecord, Usage } from "./ModelResult.js"
+import { AttemptRecord, CallId, CallRecord, CompletedStep, Usage } from "./ModelResult.js"
 import { ExcludedTarget, ExclusionReason } from "./RouteDecision.js"
 
 const common = {

@@ -135,6 +135,24 @@ export const CallOutcome = Schema.Literal("success", "degraded", "failed", "canc
 export type CallOutcome = typeof CallOutcome.Type
 
 /**
+ * A step of a run that completed (successfully or not): its call and how it ended, not the whole
+ * record.
+ *
+ * @since 0.5.0
+ * @category Models
+ */
+export const CompletedStep = Schema.Struct({
+  step: Schema.optional(Schema.Int),
+  callId: CallId,
+  outcome: CallOutcome,
+  errorTag: Schema.optional(Schema.String),
+  /** Actual cost of the call. */
+  cost: Schema.Number
+}).annotations({ identifier: "@modelgate/core/AgentRun/CompletedStep" })
+/** @since 0.5.0 */
+export interface CompletedStep extends Schema.Schema.Type<typeof CompletedStep> {}
+
+/**
  * @since 0.1.0
  * @category Models
  */

@@ -25,23 +25,11 @@
  *
  * @since 0.5.0
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { StoreError } from "./Errors.js"
 
-/**
- * A target's provider rate limit. `key` names the provider key (account) whose limits several
- * targets share; by default each target counts on its own (its ref).
- *
- * @since 0.5.0
- * @category Models
- */
-export const RateLimit = Schema.Struct({
-  key: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
-  requestsPerMinute: Schema.optional(Schema.Int.pipe(Schema.positive())),
-  tokensPerMinute: Schema.optional(Schema.Int.pipe(Schema.positive()))
-})
-/** @since 0.5.0 */
-export type RateLimit = typeof RateLimit.Type
+/** The rate limit of a target, defined with `ModelTarget`. @since 0.2.0 */
+export { RateLimit } from "./ModelTarget.js"
 
 /**
  * @since 0.5.0
