@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
+import { Context, Effect, Either, Layer, type ParseResult, Schema } from "effect"
 import { Stream } from "effect"
 import { Budgets } from "./Budgets.js"
 import * as CallRecorderModule from "./CallRecorder.js"
@@ -128,27 +128,24 @@ export class ModelGateway extends Context.Tag("@modelgate/core/ModelGateway")<Mo
  * Validates the definition against itself and the adapters present in the context, then builds the
  * gateway. Fails with one `GatewayConfigError` listing every problem. `options.version` names the
  * configuration in evidence (default: a hash of it, see {@link ConfigVersion}); later ones come
- * with `reload`.
+ * with `reload`. Needs {@link Services} and {@link OptionalServices} ({@link layer} builds the
+ * latter).
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (definition: GatewayConfig.Definition, options?: { readonly version?: string | undefined }) =>
+export const make = (
+  definition: GatewayConfig.Definition,
+  options?: { readonly version?: string | undefined }
+): Effect.Effect<Service, GatewayConfigError, Services | OptionalServices> =>
   Effect.gen(function* () {
     // Adapters are those of the context the gateway is built in, for this configuration and reloads.
     const built = yield* Effect.context<never>()
     const budgets = yield* Budgets
     const health = yield* Health
-    // Lifecycle: the controller, signals and shadow recorder of the context, else the gateway's own.
-    const canaries =
-      Option.getOrUndefined(yield* Effect.serviceOption(CanaryController.CanaryController)) ??
-      (yield* CanaryController.make)
-    const quality =
-      Option.getOrUndefined(yield* Effect.serviceOption(QualitySignals.QualitySignals)) ?? (yield* QualitySignals.make)
-    const shadowRecorder = Option.getOrElse(
-      yield* Effect.serviceOption(Shadow.ShadowRecorder),
-      () => Shadow.recorderLog
-    )
+    const canaries = yield* CanaryController.CanaryController
+    const quality = yield* QualitySignals.QualitySignals
+    const shadowRecorder = yield* Shadow.ShadowRecorder
     const hooks = makeHooks({
       controller: canaries,
       quality,
@@ -209,11 +206,7 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
       health,
       telemetry: yield* Telemetry.TelemetrySettings,
       lifecycle: hooks,
-      // Provider rate limits: the store in the context (Redis: shared), else this process's memory.
-      rateLimits: yield* Effect.flatMap(
-        Effect.serviceOption(RateLimits.RateLimitStore),
-        Option.match({ onNone: () => RateLimits.makeMemory, onSome: Effect.succeed })
-      )
+      rateLimits: yield* RateLimits.RateLimitStore
     }
     let running = first.definition
     const oneAtATime = yield* Effect.makeSemaphore(1)
@@ -255,17 +248,18 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
   })
 
 /**
- * The gateway as a Layer. Needs the adapters of every provider in the config (see
- * `ProviderAdapter.layer`) plus `Budgets`, `Concurrency`, `Health` and `CallRecorder`: provide each
- * explicitly, or pipe through {@link withDefaults} to name the defaults of those you leave out.
+ * The gateway as a Layer. Needs `Budgets`, `Concurrency`, `Health` and `CallRecorder` (its type):
+ * provide each explicitly, or pipe through {@link withDefaults} to name the defaults of those you
+ * leave out. The {@link OptionalServices} are built here: each is the one of the context when there
+ * is one, else the gateway's own. The adapters are looked up in the context by the providers the
+ * configuration names (see `ProviderAdapter.layer`): a missing one fails the build with a
+ * `GatewayConfigError`, since which are needed is only known from the configuration.
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (
-  definition: GatewayConfig.Definition
-): Layer.Layer<ModelGateway, GatewayConfigError, Budgets | Concurrency | Health | CallRecorder> =>
-  Layer.effect(ModelGateway, make(definition))
+export const layer = (definition: GatewayConfig.Definition): Layer.Layer<ModelGateway, GatewayConfigError, Services> =>
+  Layer.effect(ModelGateway, make(definition)).pipe(Layer.provide(optionalServices))
 
 /**
  * The four services a gateway runs with besides its adapters.
@@ -274,6 +268,22 @@ export const layer = (
  * @category Models
  */
 export type Services = Budgets | Concurrency | Health | CallRecorder
+
+/**
+ * The services a gateway uses that have a default of their own, which {@link layer} and
+ * {@link layerJson} build when the context has none: the provider rate-limit store (default: this
+ * process's memory, `RateLimits.layerMemory`; `Redis` shares it), the canary controller (the
+ * gateway's own, evaluated as calls arrive), the quality signals (its own) and the shadow recorder
+ * (`Shadow.layerLog`).
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export type OptionalServices =
+  | RateLimits.RateLimitStore
+  | CanaryController.CanaryController
+  | QualitySignals.QualitySignals
+  | Shadow.ShadowRecorder
 
 /**
  * The services {@link withDefaults} provides, each an explicit choice. A service left out is taken
@@ -297,6 +307,17 @@ const fromContextOr = <I, S>(tag: Context.Tag<I, S>, fallback: Layer.Layer<I>): 
       found._tag === "Some" ? Layer.succeed(tag, found.value) : fallback
     )
   )
+
+/** {@link OptionalServices}: the context's, else the gateway's own. */
+const optionalServices: Layer.Layer<OptionalServices> = Layer.mergeAll(
+  fromContextOr(RateLimits.RateLimitStore, RateLimits.layerMemory),
+  fromContextOr(
+    CanaryController.CanaryController,
+    Layer.effect(CanaryController.CanaryController, CanaryController.make)
+  ),
+  fromContextOr(QualitySignals.QualitySignals, QualitySignals.layer),
+  fromContextOr(Shadow.ShadowRecorder, Shadow.layerLog)
+)
 
 /**
  * Provides a gateway layer (`layer` / `layerJson`, or one with its adapters already provided) with
@@ -344,11 +365,11 @@ export const withDefaults =
 export const layerJson = (
   json: unknown,
   code: Omit<GatewayConfig.Definition, "config"> = {}
-): Layer.Layer<ModelGateway, GatewayConfigError, Budgets | Concurrency | Health | CallRecorder> =>
+): Layer.Layer<ModelGateway, GatewayConfigError, Services> =>
   Layer.effect(
     ModelGateway,
     Effect.flatMap(GatewayConfig.decode(json), (config) => make({ ...code, config }))
-  )
+  ).pipe(Layer.provide(optionalServices))
 
 /**
  * Runs `reload` with the gateway from the context.
