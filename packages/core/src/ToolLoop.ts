@@ -54,15 +54,15 @@
  *
  * @since 0.5.0
  */
-import { Cause, Clock, Effect, Either, JSONSchema, Option, ParseResult, Schema } from "effect"
+import { Effect, Either, JSONSchema, Option, Schema } from "effect"
 import * as AgentRun from "./AgentRun.js"
-import { AmbiguousOutcome, type GatewayError, InvalidOutput, InvalidRequest, StoreError } from "./Errors.js"
+import { AmbiguousOutcome, type GatewayError, InvalidOutput, InvalidRequest, type StoreError } from "./Errors.js"
 import type { DegradeHandler } from "./GatewayConfig.js"
-import { issueLines } from "./internal/issues.js"
-import { type Message, ModelCommand, type ToolCall, type ToolDefinition } from "./ModelCommand.js"
-import * as ModelGateway from "./ModelGateway.js"
-import { CallId, type ModelResult, Usage } from "./ModelResult.js"
-import type * as RunEvents from "./RunEvents.js"
+import * as ToolImpl from "./internal/tool.js"
+import * as Loop from "./internal/toolLoop.js"
+import type { Message, ModelCommand, ToolDefinition } from "./ModelCommand.js"
+import type * as ModelGateway from "./ModelGateway.js"
+import { CallId, type ModelResult } from "./ModelResult.js"
 import * as ToolLedger from "./ToolLedger.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -184,8 +184,6 @@ export interface ToolOptions<Name extends string, A, I, Res, ResI, E, EI, R> {
   readonly handler: (args: A, context: ToolContext) => Effect.Effect<Res, E, R>
 }
 
-const toolName = /^[A-Za-z0-9_-]{1,64}$/
-
 /**
  * The JSON Schema of `parameters` as offered to the model (without `$schema`).
  *
@@ -217,78 +215,7 @@ export const parametersJsonSchema = <A, I>(parameters: Schema.Schema<A, I>): Rec
  */
 export const make = <const Name extends string, A, I, Res, ResI, E = never, EI = never>(
   options: ToolOptions<Name, A, I, Res, ResI, E, EI, never>
-): Tool<Name, A, I, Res, ResI, E> => {
-  if (!toolName.test(options.name)) throw new Error(`invalid tool name "${options.name}"`)
-  const jsonSchema = parametersJsonSchema(options.parameters)
-  const ledgerTool = (options.sideEffecting ? ToolLedger.sideEffecting : ToolLedger.readOnly)({
-    name: options.name,
-    result: options.result,
-    description: options.description,
-    parameters: jsonSchema
-  })
-  const decodeArgs = Schema.decodeUnknownEither(options.parameters, { errors: "all", onExcessProperty: "error" })
-  const validateArgs = Schema.validateEither(options.parameters, { errors: "all", onExcessProperty: "error" })
-  const encodeResult = Schema.encode(options.result)
-  const encodeFailure = options.failure === undefined ? undefined : Schema.encodeOption(options.failure)
-  /** The tool message of a typed failure: its tag, and its encoded form when a failure Schema is given. */
-  const failedContent = (e: E): Executed => {
-    const tag = errorTagOf(e) ?? "ToolFailure"
-    const encoded = encodeFailure === undefined ? Option.none() : encodeFailure(e)
-    return {
-      content: JSON.stringify({
-        error: "tool failed",
-        tag,
-        ...(Option.isSome(encoded) ? { failure: encoded.value } : {})
-      }),
-      replayed: false,
-      failed: tag
-    }
-  }
-  const prepare = (args: A): Prepared => ({
-    arguments: args,
-    execute: (ref) =>
-      Effect.suspend(() => {
-        const key = ToolLedger.key(ledgerTool, ref)
-        const context: ToolContext = {
-          runId: ref.runId,
-          step: ref.step,
-          toolCallId: ref.toolCallId,
-          idempotencyKey: options.sideEffecting ? key.id : undefined
-        }
-        let ran = false
-        const work = Effect.suspend(() => {
-          ran = true
-          return options.handler(args, context)
-        })
-        const value = options.sideEffecting ? ToolLedger.runOnce(key, work) : work
-        // A value the tool's own result Schema cannot encode is a bug of the tool: a defect.
-        const done = Effect.flatMap(value, (v) =>
-          Effect.map(
-            Effect.orDie(encodeResult(v)),
-            (encoded): Executed => ({ content: JSON.stringify(encoded) ?? "null", replayed: !ran, failed: undefined })
-          )
-        )
-        // The handler's own failure becomes a tool message; the ledger's fail the loop.
-        return Effect.catchIf(
-          done,
-          (e): e is E => ran && !isLedgerError(e),
-          (e) => Effect.succeed(failedContent(e))
-        )
-      })
-  })
-  return {
-    name: options.name,
-    description: options.description,
-    sideEffecting: options.sideEffecting,
-    parameters: options.parameters,
-    result: options.result,
-    handler: options.handler,
-    definition: ToolLedger.toolDefinition(ledgerTool),
-    info: ledgerTool,
-    decode: (input) => Either.mapLeft(Either.map(decodeArgs(input), prepare), issueLines),
-    validate: (value) => Either.mapLeft(Either.map(validateArgs(value), prepare), issueLines)
-  }
-}
+): Tool<Name, A, I, Res, ResI, E> => ToolImpl.make(options, parametersJsonSchema(options.parameters))
 
 /**
  * {@link make} for a handler that needs services: captures them from the context it runs in, so
@@ -306,22 +233,6 @@ export const makeWithServices = <const Name extends string, A, I, Res, ResI, E =
       handler: (args, context) => Effect.provide(options.handler(args, context), services)
     })
   )
-
-/**
- * Numbers the calls of one step per tool (the ledger key's index): the n-th call of a tool in the
- * step gets n - 1. The loop and {@link approve} both use it, so they compute the same keys.
- */
-const perToolIndex = (): ((name: string) => number) => {
-  const seen = new Map<string, number>()
-  return (name) => {
-    const index = seen.get(name) ?? 0
-    seen.set(name, index + 1)
-    return index
-  }
-}
-
-const isLedgerError = (e: unknown): boolean =>
-  e instanceof ToolLedger.ToolReplayRefused || e instanceof ToolLedger.ToolResultUndecodable || e instanceof StoreError
 
 // ---------------------------------------------------------------------------------------------
 // Outcomes and errors
@@ -425,7 +336,7 @@ export const approve = (
       }
       prepared.push({ name: call.name, call: checked.right })
     }
-    const indexOf = perToolIndex()
+    const indexOf = Loop.perToolIndex()
     return Effect.forEach(prepared, ({ name, call }, i) =>
       call.execute({
         runId: suggestion.runId,
@@ -503,25 +414,6 @@ export type LoopError = GatewayError | MaxStepsExceeded | LedgerError
 
 const decodeProposal = Schema.decodeUnknownOption(Proposal)
 
-const parseArguments = (text: string): Either.Either<unknown, ReadonlyArray<string>> => {
-  try {
-    return Either.right(JSON.parse(text))
-  } catch {
-    return Either.left(["$ is not valid JSON"])
-  }
-}
-
-const errorTagOf = (e: unknown): string | undefined =>
-  typeof e === "object" && e !== null && "_tag" in e && typeof e._tag === "string" ? e._tag : undefined
-
-const conversationLimits = (error: unknown): InvalidRequest =>
-  new InvalidRequest({
-    reason: "invalid_command",
-    detail: `the tool loop's conversation broke a command limit: ${
-      ParseResult.isParseError(error) ? issueLines(error).join("; ") : "invalid command"
-    }`
-  })
-
 /**
  * Runs the tool loop for `command` with `tools` (see the module's rules). The run id is the
  * current `AgentRun`'s, else the command's `runId`; without either it fails with
@@ -536,213 +428,104 @@ export const run = (
   options: Options
 ): Effect.Effect<Outcome, LoopError, ModelGateway.ModelGateway | ToolLedger.ToolLedger> =>
   Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
+    const loop = yield* Loop.setup(command, tools, options)
     const ledger = yield* ToolLedger.ToolLedger
-    const agentRun = Option.getOrUndefined(yield* AgentRun.current)
-    const runId = agentRun?.runId ?? command.runId
-    if (runId === undefined) {
-      return yield* new InvalidRequest({
-        reason: "invalid_command",
-        detail: "the tool loop needs a run id: run it inside AgentRun.run or set the command's runId"
-      })
-    }
-    if (!Number.isInteger(options.maxSteps) || options.maxSteps < 1) {
-      return yield* Effect.dieMessage(`maxSteps must be an integer ≥ 1, got ${options.maxSteps}`)
-    }
-    const hub: RunEvents.Hub | undefined = agentRun?.events
-    const withContent = agentRun?.eventContent ?? false
-    const firstStep = options.firstStep ?? 1
-    const byName = new Map<string, Any>()
-    for (const tool of tools) {
-      if (byName.has(tool.name)) return yield* Effect.dieMessage(`two tools are named "${tool.name}"`)
-      byName.set(tool.name, tool)
-    }
-    const definitions = tools.map((t) => t.definition)
-    /** Side-effecting calls the loop ran or replayed (checked before an ambiguous retry). */
-    const keysRun: Array<ToolLedger.KeyInfo> = []
-    const state = { steps: 0, usage: Usage.zero, startedAt: yield* Clock.currentTimeMillis }
-    const spentAtStart = agentRun?.spent ?? 0
-
-    const commandFor = (messages: ReadonlyArray<Message>, step: number) =>
-      Effect.try({
-        try: () =>
-          new ModelCommand({
-            ...command,
-            messages: [command.messages[0], ...messages.slice(1)],
-            tools: definitions,
-            runId,
-            step
-          }),
-        catch: conversationLimits
-      })
-
-    /** One tool call: its tool message content, with `PreTool`/`PostTool`. */
-    const runCall = (call: ToolCall, step: number, index: number) =>
-      Effect.gen(function* () {
-        const tool = byName.get(call.name)
-        const sideEffecting = tool?.sideEffecting ?? false
-        const key =
-          tool !== undefined && sideEffecting ? ToolLedger.idempotencyKey(runId, step, tool.name, index) : undefined
-        const startedAt = yield* Clock.currentTimeMillis
-        hub?.unsafeOffer({
-          _tag: "PreTool",
-          runId,
-          step,
-          toolCallId: call.id,
-          tool: call.name,
-          sideEffecting,
-          key,
-          arguments: withContent ? call.arguments : undefined,
-          at: startedAt
-        })
-        const post = (outcome: RunEvents.ToolOutcome, content: string | undefined, errorTag?: string) =>
-          Effect.map(Clock.currentTimeMillis, (at) => {
-            hub?.unsafeOffer({
-              _tag: "PostTool",
-              runId,
-              step,
-              toolCallId: call.id,
-              tool: call.name,
-              sideEffecting,
-              key,
-              outcome,
-              errorTag,
-              latencyMs: at - startedAt,
-              result: withContent ? content : undefined,
-              at
-            })
-          })
-        if (tool === undefined) {
-          const content = JSON.stringify({ error: "unknown tool", tools: [...byName.keys()] })
-          yield* post("unknown_tool", content)
-          return content
-        }
-        const decoded = Either.flatMap(parseArguments(call.arguments), tool.decode)
-        if (Either.isLeft(decoded)) {
-          const content = JSON.stringify({ error: "invalid arguments", issues: decoded.left })
-          yield* post("invalid_arguments", content)
-          return content
-        }
-        const executed = yield* decoded.right
-          .execute({ runId, step, index, toolCallId: call.id })
-          .pipe(Effect.tapError((e) => post("failed", undefined, errorTagOf(e))))
-        if (executed.failed !== undefined) {
-          yield* post("failed", executed.content, executed.failed)
-          return executed.content
-        }
-        if (key !== undefined) keysRun.push({ id: key, runId, step, tool: tool.info })
-        yield* post(executed.replayed ? "replayed" : "success", executed.content)
-        return executed.content
-      })
-
-    /** A degraded answer: a Suggestion of its side-effecting proposals, else Completed (degraded). */
-    const degradedOutcome = (result: ModelResult, step: number, messages: ReadonlyArray<Message>) =>
-      Effect.gen(function* () {
-        const completed: Completed = { _tag: "Completed", result, messages, steps: state.steps, degraded: true }
-        const proposal = decodeProposal(result.content.value)
-        if (Option.isNone(proposal)) return completed
-        const calls: Array<ProposedCall> = []
-        const invalid = (issues: ReadonlyArray<string>) =>
-          new InvalidOutput({ callId: result.evidence.callId, attempts: result.evidence.attempts, issues })
-        for (const [i, proposed] of proposal.value.toolCalls.entries()) {
-          const tool = byName.get(proposed.name)
-          if (tool === undefined) return yield* invalid([`$.toolCalls.${i}.name is not a tool of the loop`])
-          if (!tool.sideEffecting) continue
-          const decoded = tool.decode(proposed.arguments)
-          if (Either.isLeft(decoded)) {
-            return yield* invalid(decoded.left.map((issue) => issue.replace(/^\$/, `$.toolCalls.${i}.arguments`)))
-          }
-          calls.push({ name: tool.name, arguments: decoded.right.arguments })
-        }
-        if (calls.length === 0) return completed
-        return new Suggestion({ runId, step, callId: result.evidence.callId, reason: "degraded_answer", calls })
-      })
-
-    const pass: Effect.Effect<Outcome, LoopError, ToolLedger.ToolLedger> = Effect.gen(function* () {
-      state.steps = 0
-      const messages: Array<Message> = [...command.messages]
-      for (let k = 0; ; k++) {
-        const step = firstStep + k
-        const cmd = yield* commandFor(messages, step)
-        state.steps++
-        const result = yield* AgentRun.step(step, gateway.generate(cmd))
-        state.usage = state.usage.add(result.evidence.usage)
-        if (result.evidence.degraded) return yield* degradedOutcome(result, step, messages)
-        const calls = result.content.toolCalls
-        if (calls.length === 0) {
-          return { _tag: "Completed", result, messages, steps: state.steps, degraded: false } satisfies Completed
-        }
-        if (k + 1 >= options.maxSteps) {
-          return yield* new MaxStepsExceeded({ runId, maxSteps: options.maxSteps, callId: result.evidence.callId })
-        }
-        const text = result.content.text
-        messages.push({ _tag: "assistant", toolCalls: calls, ...(text !== undefined ? { content: text } : {}) })
-        // The step's results are all recorded (side-effecting ones in the ledger) before the next model call.
-        const indexOf = perToolIndex()
-        let effects = 0
-        for (const call of calls) {
-          const keysBefore = keysRun.length
-          const content = yield* runCall(call, step, indexOf(call.name))
-          effects += keysRun.length - keysBefore
-          messages.push({ _tag: "tool", toolCallId: call.id, name: call.name.slice(0, 64), content })
-        }
-        if (hub !== undefined && agentRun !== undefined) {
-          const at = yield* Clock.currentTimeMillis
-          hub.unsafeOffer({
-            _tag: "Checkpoint",
-            runId,
-            step,
-            tools: calls.length,
-            effects,
-            spent: agentRun.spent,
-            remainingBudget: agentRun.budget === undefined ? undefined : AgentRun.remainingBudget(agentRun),
-            remainingMs: Math.max(0, agentRun.deadlineAt - at),
-            at
-          })
-        }
-      }
-    })
-
-    const withRetries = (left: number): typeof pass =>
+    const withRetries = (left: number): Effect.Effect<Outcome, LoopError, ToolLedger.ToolLedger> =>
       left <= 0
-        ? pass
+        ? pass(loop)
         : Effect.catchIf(
-            pass,
+            pass(loop),
             (e): e is AmbiguousOutcome => e instanceof AmbiguousOutcome,
             // Replay only when every side-effecting call so far has a completed-effect record.
-            () => Effect.zipRight(ledger.checkReplay(keysRun), withRetries(left - 1))
+            () => Effect.zipRight(ledger.checkReplay(loop.keysRun), withRetries(left - 1))
           )
-
     return yield* withRetries(options.ambiguousRetries ?? 0).pipe(
       Effect.onExit((exit) =>
-        hub === undefined || agentRun === undefined
-          ? Effect.void
-          : Effect.map(Clock.currentTimeMillis, (at) => {
-              const failure =
-                exit._tag === "Failure" ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
-              const interrupted = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)
-              hub.unsafeOffer({
-                _tag: "TaskCompleted",
-                runId,
-                outcome:
-                  exit._tag === "Failure"
-                    ? "failed"
-                    : exit.value._tag === "Suggestion"
-                      ? "suggested"
-                      : exit.value.degraded
-                        ? "degraded"
-                        : "completed",
-                errorTag:
-                  exit._tag === "Failure"
-                    ? (errorTagOf(failure) ?? (interrupted ? "Interrupted" : "Defect"))
-                    : undefined,
-                steps: state.steps,
-                usage: state.usage,
-                cost: agentRun.spent - spentAtStart,
-                latencyMs: at - state.startedAt,
-                at
-              })
-            })
+        Loop.taskCompleted(loop.events, loop.agentRun, exit, outcomeName, {
+          steps: loop.state.steps,
+          usage: loop.state.usage,
+          startedAt: loop.state.startedAt,
+          spentAtStart: loop.spentAtStart
+        })
       )
     )
+  })
+
+/** How a loop that ended without an error is reported in `TaskCompleted`. */
+const outcomeName = (outcome: Outcome): "completed" | "suggested" | "degraded" =>
+  outcome._tag === "Suggestion" ? "suggested" : outcome.degraded ? "degraded" : "completed"
+
+/** One pass of the loop from its first step: steps until one ends it. */
+const pass = (loop: Loop.LoopContext): Effect.Effect<Outcome, LoopError, ToolLedger.ToolLedger> =>
+  Effect.gen(function* () {
+    loop.state.steps = 0
+    const messages: Array<Message> = [...loop.command.messages]
+    for (let k = 0; ; k++) {
+      const outcome = yield* step(loop, messages, k)
+      if (outcome !== undefined) return outcome
+    }
+  })
+
+/**
+ * Step `k` of a pass: one model call, then the tool calls it asks for, their messages appended to
+ * `messages`. The outcome when the step ends the loop, else `undefined`.
+ */
+const step = (
+  loop: Loop.LoopContext,
+  messages: Array<Message>,
+  k: number
+): Effect.Effect<Outcome | undefined, LoopError, ToolLedger.ToolLedger> =>
+  Effect.gen(function* () {
+    const n = loop.firstStep + k
+    const cmd = yield* Loop.commandFor(loop, messages, n)
+    loop.state.steps++
+    const result = yield* AgentRun.step(n, loop.gateway.generate(cmd))
+    loop.state.usage = loop.state.usage.add(result.evidence.usage)
+    if (result.evidence.degraded) return yield* degradedOutcome(loop, result, n, messages)
+    const calls = result.content.toolCalls
+    if (calls.length === 0) {
+      return { _tag: "Completed", result, messages, steps: loop.state.steps, degraded: false } satisfies Completed
+    }
+    if (k + 1 >= loop.maxSteps) {
+      return yield* new MaxStepsExceeded({ runId: loop.runId, maxSteps: loop.maxSteps, callId: result.evidence.callId })
+    }
+    const text = result.content.text
+    messages.push({ _tag: "assistant", toolCalls: calls, ...(text !== undefined ? { content: text } : {}) })
+    // The step's results are all recorded (side-effecting ones in the ledger) before the next model call.
+    const indexOf = Loop.perToolIndex()
+    const keysBefore = loop.keysRun.length
+    for (const call of calls) {
+      const content = yield* Loop.runCall(loop, call, n, indexOf(call.name))
+      messages.push({ _tag: "tool", toolCallId: call.id, name: call.name.slice(0, 64), content })
+    }
+    yield* Loop.checkpoint(loop.events, loop.agentRun, n, calls.length, loop.keysRun.length - keysBefore)
+    return undefined
+  })
+
+/** A degraded answer: a Suggestion of its side-effecting proposals, else Completed (degraded). */
+const degradedOutcome = (
+  loop: Loop.LoopContext,
+  result: ModelResult,
+  step: number,
+  messages: ReadonlyArray<Message>
+): Effect.Effect<Outcome, InvalidOutput> =>
+  Effect.gen(function* () {
+    const completed: Completed = { _tag: "Completed", result, messages, steps: loop.state.steps, degraded: true }
+    const proposal = decodeProposal(result.content.value)
+    if (Option.isNone(proposal)) return completed
+    const calls: Array<ProposedCall> = []
+    const invalid = (issues: ReadonlyArray<string>) =>
+      new InvalidOutput({ callId: result.evidence.callId, attempts: result.evidence.attempts, issues })
+    for (const [i, proposed] of proposal.value.toolCalls.entries()) {
+      const tool = loop.byName.get(proposed.name)
+      if (tool === undefined) return yield* invalid([`$.toolCalls.${i}.name is not a tool of the loop`])
+      if (!tool.sideEffecting) continue
+      const decoded = tool.decode(proposed.arguments)
+      if (Either.isLeft(decoded)) {
+        return yield* invalid(decoded.left.map((issue) => issue.replace(/^\$/, `$.toolCalls.${i}.arguments`)))
+      }
+      calls.push({ name: tool.name, arguments: decoded.right.arguments })
+    }
+    if (calls.length === 0) return completed
+    return new Suggestion({ runId: loop.runId, step, callId: result.evidence.callId, reason: "degraded_answer", calls })
   })
