@@ -1,8 +1,6 @@
 /**
  * A tool declared by Schema (`ToolLoop.make`): its ledger entry, argument decoding, and how one
  * call runs (through the ledger when side-effecting) and becomes a tool message.
- *
- * @internal
  */
 import { Effect, Either, Option, Schema } from "effect"
 import * as ToolLedger from "../ToolLedger.js"

@@ -2,8 +2,6 @@
  * The tool loop's machinery below its steps (module `ToolLoop`): the loop's context, the command
  * of a step, one tool call, argument parsing, the per-tool call index, and the run events a loop
  * publishes.
- *
- * @internal
  */
 import { Cause, Clock, Effect, Either, type Exit, Option, ParseResult } from "effect"
 import * as AgentRun from "../AgentRun.js"
