@@ -75,8 +75,7 @@ export interface Run {
 /**
  * The run a fiber is in, and the step set by {@link step}.
  *
- * @since 0.5.0
- * @category Models
+ * @internal
  */
 export interface Scope {
   readonly run: Run
@@ -86,8 +85,7 @@ export interface Scope {
 /**
  * The run the current fiber is in (none outside {@link run} / {@link within}).
  *
- * @since 0.5.0
- * @category References
+ * @internal
  */
 export const currentScope: FiberRef.FiberRef<Scope | undefined> = FiberRef.unsafeMake<Scope | undefined>(undefined)
 
@@ -167,8 +165,7 @@ export const completedSteps = (run: Run): ReadonlyArray<CompletedStep> => run.re
 /**
  * The completed step a CallRecord describes.
  *
- * @since 0.5.0
- * @category Accessors
+ * @internal
  */
 export const completedStepOf = (record: CallRecord): CompletedStep => ({
   step: record.evidence.step,
@@ -191,8 +188,7 @@ export const remainingBudget = (run: Run): number =>
 /**
  * Why no further call of `run` may start at `now`, if so: its deadline passed or its budget is spent.
  *
- * @since 0.5.0
- * @category Accessors
+ * @internal
  */
 export const exhaustedAt = (run: Run, now: number): "deadline" | "budget" | undefined =>
   now >= run.deadlineAt ? "deadline" : run.budget !== undefined && run.budget - run.spent <= 0 ? "budget" : undefined

@@ -61,90 +61,56 @@ export const OptionName = Schema.Literal(...Options.names)
 export type OptionName = typeof OptionName.Type
 
 /**
- * Every neutral option, in a fixed order.
- *
- * @since 0.3.0
- * @category Constants
- */
-export const optionNames: ReadonlyArray<OptionName> = OptionName.literals
-
-/**
  * Sampling temperature, 0 to 2 (Anthropic accepts 0 to 1; its adapter refuses more).
- *
- * @since 0.3.0
- * @category Models
  */
-export const Temperature = Schema.Number.pipe(
+const Temperature = Schema.Number.pipe(
   Schema.finite(),
   Schema.between(0, 2, { description: "a number between 0 and 2" })
 )
 
 /**
  * Nucleus sampling mass, 0 to 1.
- *
- * @since 0.3.0
- * @category Models
  */
-export const TopP = Schema.Number.pipe(
+const TopP = Schema.Number.pipe(
   Schema.finite(),
   Schema.between(0, 1, { description: "a number between 0 and 1" })
 )
 
 /**
  * Sampling seed: a non-negative 32-bit integer (the range every provider accepts).
- *
- * @since 0.3.0
- * @category Models
  */
-export const Seed = Schema.Int.pipe(
+const Seed = Schema.Int.pipe(
   Schema.between(0, 2_147_483_647, { description: "an integer between 0 and 2147483647" })
 )
 
 /**
  * Longest stop sequence.
- *
- * @since 0.3.0
- * @category Constants
  */
-export const maxStopSequenceLength = 100
+const maxStopSequenceLength = 100
 
 /**
- * Stop sequences: 1 to 4 (OpenAI's limit), each 1 to {@link maxStopSequenceLength} characters.
- *
- * @since 0.3.0
- * @category Models
+ * Stop sequences: 1 to 4 (OpenAI's limit), each 1 to 100 characters.
  */
-export const StopSequences = Schema.Array(
+const StopSequences = Schema.Array(
   Schema.String.pipe(Schema.minLength(1), Schema.maxLength(maxStopSequenceLength))
 ).pipe(Schema.minItems(1), Schema.maxItems(4, { description: "1 to 4 stop sequences" }))
 
 /**
  * Reasoning effort of a reasoning model.
- *
- * @since 0.3.0
- * @category Models
  */
-export const ReasoningEffort = Schema.Literal("low", "medium", "high")
-/** @since 0.3.0 */
-export type ReasoningEffort = typeof ReasoningEffort.Type
+const ReasoningEffort = Schema.Literal("low", "medium", "high")
 
 /**
  * Thinking budget in tokens; 0 turns thinking off where the provider allows it.
- *
- * @since 0.3.0
- * @category Models
  */
-export const ReasoningBudget = Schema.Int.pipe(
+const ReasoningBudget = Schema.Int.pipe(
   Schema.between(0, 1_000_000, { description: "an integer between 0 and 1000000" })
 )
 
 /**
  * Presence or frequency penalty, -2 to 2.
- *
- * @since 0.3.0
- * @category Models
  */
-export const Penalty = Schema.Number.pipe(
+const Penalty = Schema.Number.pipe(
   Schema.finite(),
   Schema.between(-2, 2, { description: "a number between -2 and 2" })
 )
@@ -152,11 +118,8 @@ export const Penalty = Schema.Number.pipe(
 /**
  * An opaque end-user id for the provider's abuse monitoring (a hash or a UUID, never an email or a
  * name): 1 to 128 characters of `[A-Za-z0-9._:-]`. Records say only that one was set.
- *
- * @since 0.3.0
- * @category Models
  */
-export const UserId = Schema.String.pipe(
+const UserId = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9._:-]{1,128}$/, { description: "1 to 128 characters of [A-Za-z0-9._:-]" })
 )
 
@@ -200,11 +163,8 @@ export interface RequestOptions extends Schema.Schema.Type<typeof RequestOptions
 /**
  * Bounds of a numeric option: a bare number pins it (default, minimum and maximum at once), or a
  * default and an allowed range (`{ default: 0.2, min: 0, max: 1 }`). Pinned when `min === max`.
- *
- * @since 0.3.0
- * @category Models
  */
-export const rangeOf = <A extends number>(value: Schema.Schema<A, A>) =>
+const rangeOf = <A extends number>(value: Schema.Schema<A, A>) =>
   Schema.Union(
     value,
     Schema.Struct({ default: Schema.optional(value), min: Schema.optional(value), max: Schema.optional(value) })
@@ -214,11 +174,8 @@ export const rangeOf = <A extends number>(value: Schema.Schema<A, A>) =>
  * Bounds of an option with a few values: a bare value pins it, or a default and the values a
  * command may choose (`{ default: "low", allowed: ["low", "medium"] }`). Pinned when one value is
  * allowed.
- *
- * @since 0.3.0
- * @category Models
  */
-export const choiceOf = <A extends string | boolean>(value: Schema.Schema<A, A>) =>
+const choiceOf = <A extends string | boolean>(value: Schema.Schema<A, A>) =>
   Schema.Union(
     value,
     Schema.Struct({
@@ -231,11 +188,8 @@ export const choiceOf = <A extends string | boolean>(value: Schema.Schema<A, A>)
  * Bounds of a list or id option (`stop`, `userId`): a default, and whether a command may set its
  * own (`overridable`, default `true`). Pinned when a default is given and it is not overridable;
  * `{ overridable: false }` alone forbids the option.
- *
- * @since 0.3.0
- * @category Models
  */
-export const fixedOf = <A, I>(value: Schema.Schema<A, I>) =>
+const fixedOf = <A, I>(value: Schema.Schema<A, I>) =>
   Schema.Struct({ default: Schema.optional(value), overridable: Schema.optional(Schema.Boolean) })
 
 /**

@@ -89,19 +89,13 @@ export type StructuredOutputMode = typeof StructuredOutputMode.Type
 /**
  * Features a strict structured-output mode accepts when the target does not declare its own list
  * (the intersection of what OpenAI strict mode, Anthropic structured outputs and Gemini accept).
- *
- * @since 0.1.0
- * @category Constants
  */
-export const defaultStrictFeatures: ReadonlyArray<SchemaFeature> = ["anyOf", "enum", "const", "nullable"]
+const defaultStrictFeatures: ReadonlyArray<SchemaFeature> = ["anyOf", "enum", "const", "nullable"]
 
 /**
  * Features a non-strict schema mode accepts by default: everything.
- *
- * @since 0.1.0
- * @category Constants
  */
-export const allSchemaFeatures: ReadonlyArray<SchemaFeature> = SchemaFeature.literals
+const allSchemaFeatures: ReadonlyArray<SchemaFeature> = SchemaFeature.literals
 
 /**
  * @since 0.1.0
@@ -109,7 +103,7 @@ export const allSchemaFeatures: ReadonlyArray<SchemaFeature> = SchemaFeature.lit
  */
 export class StructuredOutput extends Schema.Class<StructuredOutput>("@modelgate/core/StructuredOutput")({
   mode: StructuredOutputMode,
-  /** Features accepted. Omitted: all for `json_schema`/`json_object`, {@link defaultStrictFeatures} for strict. */
+  /** Features accepted. Omitted: all for `json_schema`/`json_object`, `anyOf`, `enum`, `const` and `nullable` for strict. */
   supportedFeatures: Schema.optional(Schema.Array(SchemaFeature))
 }) {
   /** The features this mode accepts, after defaults. */
@@ -161,22 +155,16 @@ export const Millis = Schema.transform(
 
 /**
  * Most entries of a region or data-class list (in a target, a workflow or a command).
- *
- * @since 0.2.0
- * @category Constants
  */
-export const maxLabels = 32
+const maxLabels = 32
 
 /**
  * Longest region or data-class name.
- *
- * @since 0.2.0
- * @category Constants
  */
-export const maxLabelLength = 64
+const maxLabelLength = 64
 
 /**
- * A region (`eu`, `us-east-1`) or data class (`internal`) name: trimmed, 1 to {@link maxLabelLength}
+ * A region (`eu`, `us-east-1`) or data class (`internal`) name: trimmed, 1 to 64
  * characters.
  *
  * @since 0.2.0
@@ -185,7 +173,7 @@ export const maxLabelLength = 64
 export const Label = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxLabelLength))
 
 /**
- * A non-empty list of at most {@link maxLabels} {@link Label}s.
+ * A non-empty list of at most 32 {@link Label}s.
  *
  * @since 0.2.0
  * @category Models
@@ -195,14 +183,11 @@ export const Labels = Schema.NonEmptyArray(Label).pipe(Schema.maxItems(maxLabels
 /**
  * Longest name or version string in configuration (model id, prompt id, schema or handler name,
  * price-list version).
- *
- * @since 0.2.0
- * @category Constants
  */
-export const maxNameLength = 200
+const maxNameLength = 200
 
 /**
- * A name or version in configuration: trimmed, 1 to {@link maxNameLength} characters.
+ * A name or version in configuration: trimmed, 1 to 200 characters.
  *
  * @since 0.2.0
  * @category Models
@@ -368,11 +353,8 @@ export class TargetClasses extends Schema.Class<TargetClasses>("@modelgate/core/
 
 /**
  * Longest task-segment name (`extract.invoice`, `RESEARCH_SYNTHESIS`).
- *
- * @since 0.4.0
- * @category Constants
  */
-export const maxSegmentLength = 100
+const maxSegmentLength = 100
 
 /**
  * A task segment (task class) that quality is verified for.
