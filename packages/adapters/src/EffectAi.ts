@@ -40,7 +40,7 @@
  * const program = LanguageModel.generateText({ prompt: "Hello" }).pipe(Effect.provide(ModelLive))
  * ```
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import type { Response } from "@effect/ai"
 import { type AiError, LanguageModel, Telemetry, Tool } from "@effect/ai"
@@ -71,7 +71,7 @@ import * as Used from "./internal/effectAi/providerAdapter.js"
  * schema, or a different one. Raised before any provider is called, as the cause of an
  * `AiError.MalformedInput` (read it with {@link schemaMismatch}).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Errors
  */
 export class SchemaMismatch extends Schema.TaggedError<SchemaMismatch>()("SchemaMismatch", {
@@ -90,7 +90,7 @@ const isGatewayError = Schema.is(GatewayError)
  * The typed modelgate error an `AiError` of {@link languageModel} carries as its `cause`
  * (`Refusal`, `RateLimited`, `ProviderUnavailable`, `BudgetExceeded`, …), or `undefined`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const gatewayError = (error: unknown): GatewayError | undefined => {
@@ -101,7 +101,7 @@ export const gatewayError = (error: unknown): GatewayError | undefined => {
 /**
  * The {@link SchemaMismatch} an `AiError` carries as its `cause`, or `undefined`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const schemaMismatch = (error: unknown): SchemaMismatch | undefined => {
@@ -115,7 +115,7 @@ const isEvidence = Schema.is(Evidence)
  * The evidence of the gateway call behind a response of {@link languageModel} (route, attempts,
  * fallback, usage, cost), from its `finish` part; `undefined` for other responses.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const evidence = (
@@ -139,7 +139,7 @@ export const evidence = (
  * tenant, and any other command field (`timeout`, `maxCost`, `maxOutputTokens`, `options`,
  * `runId`, `segment`, …) in its encoded form. Calls inside an `AgentRun` inherit the run.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface LanguageModelOptions extends Omit<CommandInput, "messages" | "tools" | "toolChoice"> {
@@ -149,7 +149,7 @@ export interface LanguageModelOptions extends Omit<CommandInput, "messages" | "t
 /**
  * The `LanguageModel` service over the gateway (see the module documentation for the mapping).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const makeLanguageModel = (
@@ -221,7 +221,7 @@ type ModelCommandTool = typeof ModelCommand.ToolDefinition.Encoded
  * )
  * ```
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const languageModel = (
@@ -236,7 +236,7 @@ export const languageModel = (
 /**
  * How {@link providerAdapter} reaches the provider.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface ProviderAdapterOptions<R> {
@@ -271,7 +271,7 @@ export interface ProviderAdapterOptions<R> {
  * Not visible through `@effect/ai` 0.37: the response headers of a success (rate-limit headroom,
  * the `x-request-id`; the response id is used as the request id), and a refusal in a stream.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const makeProviderAdapter = <R>(
@@ -376,7 +376,7 @@ export const makeProviderAdapter = <R>(
  * }).pipe(Layer.provide(OpenAiClient.layerConfig({ apiKey: Config.redacted("OPENAI_API_KEY") })))
  * ```
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const providerAdapter = <R>(
@@ -389,7 +389,7 @@ export const providerAdapter = <R>(
  * The definition part of an `@effect/ai` `Tool` that {@link toolLoopTool} reads: a `Tool.make(…)`
  * value (with its parameters, success and failure schemas) fits it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Agents
  */
 export interface ToolDefinition<Name extends string, A, I, Res, ResI, E, EI> {
@@ -418,7 +418,7 @@ export interface ToolDefinition<Name extends string, A, I, Res, ResI, E, EI> {
  * yield* ToolLoop.run(command, [refund], { maxSteps: 4 })
  * ```
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Agents
  */
 export const toolLoopTool = <const Name extends string, A, I, Res, ResI, E, EI>(

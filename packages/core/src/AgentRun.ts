@@ -15,7 +15,7 @@
  * }))
  * ```
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Clock, Duration, Effect, FiberRef, Option } from "effect"
 import { dual } from "effect/Function"
@@ -26,7 +26,7 @@ import type * as RunEvents from "./RunEvents.js"
 /**
  * What a run is made from.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Options {
@@ -47,7 +47,7 @@ export interface Options {
  * The state of one run, shared by every call inside it (also calls made from forked fibers).
  * Updated by the gateway when a call starts and settles; read it, do not write it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Run {
@@ -92,7 +92,7 @@ export const currentScope: FiberRef.FiberRef<Scope | undefined> = FiberRef.unsaf
 /**
  * Makes a run: its start from the `Clock`, its deadline `options.deadline` later.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const make = (options: Options): Effect.Effect<Run> =>
@@ -113,7 +113,7 @@ export const make = (options: Options): Effect.Effect<Run> =>
 /**
  * Runs `body` inside `run`: every gateway call in it inherits the run's deadline and budget.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const within: {
@@ -128,7 +128,7 @@ export const within: {
 /**
  * Makes a run from `options` and runs `body` inside it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const run = <A, E, R>(options: Options, body: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -138,7 +138,7 @@ export const run = <A, E, R>(options: Options, body: Effect.Effect<A, E, R>): Ef
  * Runs `effect` as step `n` of the current run: its gateway calls record `step: n` (unless their
  * command sets one). Outside a run it is `effect` as it is.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const step = <A, E, R>(n: number, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -147,7 +147,7 @@ export const step = <A, E, R>(n: number, effect: Effect.Effect<A, E, R>): Effect
 /**
  * The run the current fiber is in.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const current: Effect.Effect<Option.Option<Run>> = Effect.map(FiberRef.get(currentScope), (scope) =>
@@ -157,7 +157,7 @@ export const current: Effect.Effect<Option.Option<Run>> = Effect.map(FiberRef.ge
 /**
  * The completed steps of `run`, in the order they settled.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const completedSteps = (run: Run): ReadonlyArray<CompletedStep> => run.records.map(completedStepOf)
@@ -179,7 +179,7 @@ export const completedStepOf = (record: CallRecord): CompletedStep => ({
  * What is left of `run`'s budget (after its settled spend and its calls in flight); `Infinity`
  * when it has none.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const remainingBudget = (run: Run): number =>

@@ -256,7 +256,7 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
  * not start (no provider was called, nothing was reserved). `steps` are the run's completed steps,
  * so the caller can return a partial result or hand off.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Errors
  */
 export class RunExhausted extends Schema.TaggedError<RunExhausted>()("RunExhausted", {

@@ -15,7 +15,7 @@
  *   route target cannot honour is a startup problem;
  * - a workflow default that is not pinned is sent only to targets that accept it.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 import { Schema } from "effect"
 import * as Options from "./internal/options.js"
@@ -53,11 +53,11 @@ export type { ResolvedOptions } from "./internal/options.js"
 /**
  * The name of a neutral option, as targets list them in `capabilities.options`.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export const OptionName = Schema.Literal(...Options.names)
-/** @since 0.3.0 */
+/** @since 0.2.0 */
 export type OptionName = typeof OptionName.Type
 
 /**
@@ -71,17 +71,12 @@ const Temperature = Schema.Number.pipe(
 /**
  * Nucleus sampling mass, 0 to 1.
  */
-const TopP = Schema.Number.pipe(
-  Schema.finite(),
-  Schema.between(0, 1, { description: "a number between 0 and 1" })
-)
+const TopP = Schema.Number.pipe(Schema.finite(), Schema.between(0, 1, { description: "a number between 0 and 1" }))
 
 /**
  * Sampling seed: a non-negative 32-bit integer (the range every provider accepts).
  */
-const Seed = Schema.Int.pipe(
-  Schema.between(0, 2_147_483_647, { description: "an integer between 0 and 2147483647" })
-)
+const Seed = Schema.Int.pipe(Schema.between(0, 2_147_483_647, { description: "an integer between 0 and 2147483647" }))
 
 /**
  * Longest stop sequence.
@@ -110,10 +105,7 @@ const ReasoningBudget = Schema.Int.pipe(
 /**
  * Presence or frequency penalty, -2 to 2.
  */
-const Penalty = Schema.Number.pipe(
-  Schema.finite(),
-  Schema.between(-2, 2, { description: "a number between -2 and 2" })
-)
+const Penalty = Schema.Number.pipe(Schema.finite(), Schema.between(-2, 2, { description: "a number between -2 and 2" }))
 
 /**
  * An opaque end-user id for the provider's abuse monitoring (a hash or a UUID, never an email or a
@@ -138,7 +130,7 @@ const UserId = Schema.String.pipe(
  * | `presencePenalty`, `frequencyPenalty` | −2–2 | repetition penalties |
  * | `userId` | opaque id | end user, for the provider's abuse monitoring |
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export const RequestOptions = Schema.Struct({
@@ -153,7 +145,7 @@ export const RequestOptions = Schema.Struct({
   frequencyPenalty: Schema.optional(Penalty),
   userId: Schema.optional(UserId)
 }).annotations({ identifier: "@modelgate/core/RequestOptions" })
-/** @since 0.3.0 */
+/** @since 0.2.0 */
 export interface RequestOptions extends Schema.Schema.Type<typeof RequestOptions> {}
 
 // ---------------------------------------------------------------------------------------------
@@ -199,7 +191,7 @@ const fixedOf = <A, I>(value: Schema.Schema<A, I>) =>
  * { "temperature": { "default": 0.2, "min": 0, "max": 1 }, "seed": 7, "reasoningEffort": { "allowed": ["low", "medium"] } }
  * ```
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export const WorkflowOptions = Schema.Struct({
@@ -214,7 +206,7 @@ export const WorkflowOptions = Schema.Struct({
   frequencyPenalty: Schema.optional(rangeOf(Penalty)),
   userId: Schema.optional(fixedOf(UserId))
 }).annotations({ identifier: "@modelgate/core/WorkflowOptions" })
-/** @since 0.3.0 */
+/** @since 0.2.0 */
 export interface WorkflowOptions extends Schema.Schema.Type<typeof WorkflowOptions> {}
 
 // ---------------------------------------------------------------------------------------------
@@ -224,7 +216,7 @@ export interface WorkflowOptions extends Schema.Schema.Type<typeof WorkflowOptio
 /**
  * Most providers in one `providerOptions`, and most fields per provider.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const maxProviderOptions = { providers: 8, fields: 32 } as const
@@ -245,7 +237,7 @@ const FieldName = Schema.String.pipe(
  * (model, messages, output cap, stream, tools, response format, the neutral options) is refused.
  * At most {@link maxProviderOptions} providers and fields.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export const ProviderOptions = Schema.Record({
@@ -260,14 +252,14 @@ export const ProviderOptions = Schema.Record({
     description: `at most ${maxProviderOptions.providers} providers`
   })
 )
-/** @since 0.3.0 */
+/** @since 0.2.0 */
 export type ProviderOptions = typeof ProviderOptions.Type
 
 /**
  * The wire fields an adapter lets `providerOptions` set, each with the schema its value must
  * satisfy (an adapter without one accepts none).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export type ProviderOptionsAllowlist = Readonly<Record<string, Schema.Schema.AnyNoContext>>
@@ -276,7 +268,7 @@ export type ProviderOptionsAllowlist = Readonly<Record<string, Schema.Schema.Any
  * Fields no allowlist can open: what the gateway itself sends (model, messages, output cap,
  * streaming, tools, response format, the neutral options' wire fields) in any provider's spelling.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const ownedFields: ReadonlySet<string> = new Set([
@@ -330,7 +322,7 @@ export const ownedFields: ReadonlySet<string> = new Set([
  * Problems of the fields given for `provider` against its adapter's `allowlist`, value-free
  * (`openai.baseURL: not an allowed field`); empty when every field is allowed and valid.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Validation
  */
 export const providerOptionsProblems = (
@@ -361,7 +353,7 @@ export const providerOptionsProblems = (
  * The options of a call as evidence records them: values, never content. The end-user id is
  * recorded as `"set"`, provider options by field name only (`openai.service_tier`).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export const OptionsEvidence = Schema.Struct({
@@ -378,5 +370,5 @@ export const OptionsEvidence = Schema.Struct({
   /** `provider.field` names of the provider options sent, values left out. */
   providerOptions: Schema.optional(Schema.Array(Schema.String))
 }).annotations({ identifier: "@modelgate/core/OptionsEvidence" })
-/** @since 0.3.0 */
+/** @since 0.2.0 */
 export interface OptionsEvidence extends Schema.Schema.Type<typeof OptionsEvidence> {}

@@ -10,7 +10,7 @@ import { OptionName } from "./ModelOptions.js"
  * A target's provider rate limit. `key` names the provider key (account) whose limits several
  * targets share; by default each target counts on its own (its ref).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const RateLimit = Schema.Struct({
@@ -18,7 +18,7 @@ export const RateLimit = Schema.Struct({
   requestsPerMinute: Schema.optional(Schema.Int.pipe(Schema.positive())),
   tokensPerMinute: Schema.optional(Schema.Int.pipe(Schema.positive()))
 })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export type RateLimit = typeof RateLimit.Type
 
 /**
@@ -200,7 +200,7 @@ const NonNegative = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
 /**
  * Most dimensions an embedding vector may declare.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constants
  */
 export const maxEmbeddingDimensions = 65_536
@@ -209,7 +209,7 @@ export const maxEmbeddingDimensions = 65_536
  * The vectors an embedding target produces: their length and the model family whose vector space
  * they belong to. Vectors of two targets are comparable only when both agree (`Embeddings`).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class EmbeddingCapability extends Schema.Class<EmbeddingCapability>("@modelgate/core/EmbeddingCapability")({
@@ -303,37 +303,37 @@ export type TargetStatus = typeof TargetStatus.Type
  * Quality class of a target, weakest first. Order matters: `minQualityTier` keeps targets at or
  * above a class, and scored selection reads the class when no verified score applies.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const QualityTier = Schema.Literal("low", "standard", "high")
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type QualityTier = typeof QualityTier.Type
 
 /**
  * Latency class of a target, fastest first.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const LatencyTier = Schema.Literal("fast", "medium", "slow")
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type LatencyTier = typeof LatencyTier.Type
 
 /**
  * Cost class of a target, cheapest first (descriptive: scoring reads the prices).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const CostTier = Schema.Literal("low", "medium", "high")
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type CostTier = typeof CostTier.Type
 
 /**
  * Rank of a quality class (`low` 0, `standard` 1, `high` 2).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Utils
  */
 export const qualityRank = (tier: QualityTier): number => QualityTier.literals.indexOf(tier)
@@ -342,7 +342,7 @@ export const qualityRank = (tier: QualityTier): number => QualityTier.literals.i
  * A target's classes. Each is optional; `quality` omitted falls back to the legacy `tier`
  * (`small` → `low`, `medium` → `standard`, `large` → `high`).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export class TargetClasses extends Schema.Class<TargetClasses>("@modelgate/core/TargetClasses")({
@@ -359,7 +359,7 @@ const maxSegmentLength = 100
 /**
  * A task segment (task class) that quality is verified for.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const Segment = Schema.NonEmptyTrimmedString.pipe(
@@ -370,7 +370,7 @@ export const Segment = Schema.NonEmptyTrimmedString.pipe(
 /**
  * A verified quality score of a target on one task segment, from an offline eval.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export class VerifiedQuality extends Schema.Class<VerifiedQuality>("@modelgate/core/VerifiedQuality")({

@@ -194,7 +194,7 @@ export type ProviderStreamEvent =
  * What the engine asks an adapter to embed: every input in one provider request, one vector each,
  * in order.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface EmbedRequest {
@@ -218,7 +218,7 @@ export interface EmbedRequest {
  * An embedding answer: one vector per input, in input order. The engine checks the count and
  * each vector's length against the target's `capabilities.embeddings`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface EmbedResponse {

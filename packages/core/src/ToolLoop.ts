@@ -52,7 +52,7 @@
  * no one to propose a call: the step fails with the availability error and no tool runs. (Open
  * breakers that leave no target to try end in `NoEligibleRoute`, which is not degraded.)
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Effect, Either, JSONSchema, Option, Schema } from "effect"
 import * as AgentRun from "./AgentRun.js"
@@ -72,7 +72,7 @@ import * as ToolLedger from "./ToolLedger.js"
 /**
  * What a tool's handler knows about the call it serves.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface ToolContext {
@@ -88,7 +88,7 @@ export interface ToolContext {
  * What the loop sees of a tool (any argument and result types): its name, kind, wire definition,
  * and how to decode and run one call. Made by {@link make}.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Any {
@@ -108,7 +108,7 @@ export interface Any {
 /**
  * One call whose arguments decoded: the decoded arguments and how to run it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Prepared {
@@ -120,7 +120,7 @@ export interface Prepared {
 /**
  * Where a tool call sits: run, step, index of the tool in the step, the model's call id.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface CallRef {
@@ -134,7 +134,7 @@ export interface CallRef {
  * A tool call that ran: the tool message content (the encoded result as JSON) and whether the
  * ledger replayed a stored result instead of running the handler.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Executed {
@@ -147,7 +147,7 @@ export interface Executed {
 /**
  * Errors of the ledger a side-effecting call can fail with.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Errors
  */
 export type LedgerError = ToolLedger.ToolReplayRefused | ToolLedger.ToolResultUndecodable | StoreError
@@ -155,7 +155,7 @@ export type LedgerError = ToolLedger.ToolReplayRefused | ToolLedger.ToolResultUn
 /**
  * A tool declared by Schema.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Tool<Name extends string, A, I, Res, ResI, E = never> extends Any {
@@ -168,7 +168,7 @@ export interface Tool<Name extends string, A, I, Res, ResI, E = never> extends A
 /**
  * What {@link make} takes.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface ToolOptions<Name extends string, A, I, Res, ResI, E, EI, R> {
@@ -187,7 +187,7 @@ export interface ToolOptions<Name extends string, A, I, Res, ResI, E, EI, R> {
 /**
  * The JSON Schema of `parameters` as offered to the model (without `$schema`).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Utils
  */
 export const parametersJsonSchema = <A, I>(parameters: Schema.Schema<A, I>): Record<string, unknown> => {
@@ -210,7 +210,7 @@ export const parametersJsonSchema = <A, I>(parameters: Schema.Schema<A, I>): Rec
  * })
  * ```
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const make = <const Name extends string, A, I, Res, ResI, E = never, EI = never>(
@@ -221,7 +221,7 @@ export const make = <const Name extends string, A, I, Res, ResI, E = never, EI =
  * {@link make} for a handler that needs services: captures them from the context it runs in, so
  * the tool needs nothing more in the loop.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const makeWithServices = <const Name extends string, A, I, Res, ResI, E = never, EI = never, R = never>(
@@ -242,7 +242,7 @@ export const makeWithServices = <const Name extends string, A, I, Res, ResI, E =
  * The model answered without tool calls (or, `degraded: true`, the workflow's degraded mode
  * answered without proposing a side-effecting call).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Completed {
@@ -259,21 +259,21 @@ export interface Completed {
 /**
  * A tool call proposed for approval: the tool and its arguments, decoded with its Schema.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const ProposedCall = Schema.Struct({
   name: Schema.String,
   arguments: Schema.Unknown
 }).annotations({ identifier: "@modelgate/core/ToolLoop/ProposedCall" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface ProposedCall extends Schema.Schema.Type<typeof ProposedCall> {}
 
 /**
  * A degraded step's side-effecting calls, for a person to approve instead of the loop acting.
  * `callId` is the degraded call's.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class Suggestion extends Schema.TaggedClass<Suggestion>("@modelgate/core/ToolLoop/Suggestion")("Suggestion", {
@@ -287,7 +287,7 @@ export class Suggestion extends Schema.TaggedClass<Suggestion>("@modelgate/core/
 /**
  * How a loop ends without an error.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export type Outcome = Completed | Suggestion
@@ -295,7 +295,7 @@ export type Outcome = Completed | Suggestion
 /**
  * The `maxSteps`-th answer still asked for tools; none of them ran. `callId` is that answer's.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Errors
  */
 export class MaxStepsExceeded extends Schema.TaggedError<MaxStepsExceeded>()("MaxStepsExceeded", {
@@ -315,7 +315,7 @@ export class MaxStepsExceeded extends Schema.TaggedError<MaxStepsExceeded>()("Ma
  * A call whose tool is not among `tools`, or whose arguments no longer satisfy its Schema, fails
  * with `InvalidRequest` before anything runs.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const approve = (
@@ -350,13 +350,13 @@ export const approve = (
 /**
  * What a degraded answer proposes (see {@link proposing}): tool calls with their arguments.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const Proposal = Schema.Struct({ toolCalls: Schema.Array(ProposedCall) }).annotations({
   identifier: "@modelgate/core/ToolLoop/Proposal"
 })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface Proposal extends Schema.Schema.Type<typeof Proposal> {}
 
 /**
@@ -364,7 +364,7 @@ export interface Proposal extends Schema.Schema.Type<typeof Proposal> {}
  * computed without a model (e.g. keyword rules). The loop turns side-effecting ones into a
  * {@link Suggestion}.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const proposing =
@@ -376,7 +376,7 @@ export const proposing =
  * The arguments of a proposed call typed by `tool`, when the call is one of `tool`'s (checked
  * against the decoded type of its `parameters`).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const argumentsOf = <A, I>(
@@ -392,7 +392,7 @@ export const argumentsOf = <A, I>(
 /**
  * Options of {@link run}.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Options {
@@ -407,7 +407,7 @@ export interface Options {
 /**
  * Every error of the loop (a tool's own typed failure goes back to the model instead).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Errors
  */
 export type LoopError = GatewayError | MaxStepsExceeded | LedgerError
@@ -419,7 +419,7 @@ const decodeProposal = Schema.decodeUnknownOption(Proposal)
  * current `AgentRun`'s, else the command's `runId`; without either it fails with
  * `InvalidRequest` (`invalid_command`). The command's own `tools` are replaced by `tools`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const run = (
