@@ -23,6 +23,7 @@ import * as CanaryController from "./CanaryController.js"
 import * as QualitySignals from "./QualitySignals.js"
 import * as RateLimits from "./RateLimits.js"
 import * as Shadow from "./Shadow.js"
+import { fromContextOr, optionalServices } from "./internal/gatewayServices.js"
 import * as embedding from "./internal/embed.js"
 import type * as Embeddings from "./Embeddings.js"
 import { issuesOf } from "./internal/issues.js"
@@ -128,8 +129,7 @@ export class ModelGateway extends Context.Tag("@modelgate/core/ModelGateway")<Mo
  * Validates the definition against itself and the adapters present in the context, then builds the
  * gateway. Fails with one `GatewayConfigError` listing every problem. `options.version` names the
  * configuration in evidence (default: a hash of it, see {@link ConfigVersion}); later ones come
- * with `reload`. Needs {@link Services} and {@link OptionalServices} ({@link layer} builds the
- * latter).
+ * with `reload`. Needs {@link Services} and {@link OptionalServices} (which {@link layer} builds).
  *
  * @since 0.1.0
  * @category Constructors
@@ -248,12 +248,10 @@ export const make = (
   })
 
 /**
- * The gateway as a Layer. Needs `Budgets`, `Concurrency`, `Health` and `CallRecorder` (its type):
- * provide each explicitly, or pipe through {@link withDefaults} to name the defaults of those you
- * leave out. The {@link OptionalServices} are built here: each is the one of the context when there
- * is one, else the gateway's own. The adapters are looked up in the context by the providers the
- * configuration names (see `ProviderAdapter.layer`): a missing one fails the build with a
- * `GatewayConfigError`, since which are needed is only known from the configuration.
+ * The gateway as a Layer. Needs its {@link Services} (provide each, or pipe through
+ * {@link withDefaults}) and builds its {@link OptionalServices}. Adapters are found in the context by
+ * the providers the configuration names (`ProviderAdapter.layer`); a missing one is a
+ * `GatewayConfigError`.
  *
  * @since 0.1.0
  * @category Layers
@@ -270,11 +268,8 @@ export const layer = (definition: GatewayConfig.Definition): Layer.Layer<ModelGa
 export type Services = Budgets | Concurrency | Health | CallRecorder
 
 /**
- * The services a gateway uses that have a default of their own, which {@link layer} and
- * {@link layerJson} build when the context has none: the provider rate-limit store (default: this
- * process's memory, `RateLimits.layerMemory`; `Redis` shares it), the canary controller (the
- * gateway's own, evaluated as calls arrive), the quality signals (its own) and the shadow recorder
- * (`Shadow.layerLog`).
+ * Services with a default, which {@link layer} builds when the context has none: the rate-limit store
+ * (`RateLimits.layerMemory`), a canary controller and quality signals of its own, `Shadow.layerLog`.
  *
  * @since 0.2.0
  * @category Models
@@ -299,25 +294,6 @@ export interface Defaults<EB, RB, EC, RC, EH, RH, ER, RR> {
   readonly health?: Layer.Layer<Health, EH, RH> | undefined
   readonly recorder?: Layer.Layer<CallRecorder, ER, RR> | undefined
 }
-
-/** A service from the context the layer is built in, or `fallback` when there is none. */
-const fromContextOr = <I, S>(tag: Context.Tag<I, S>, fallback: Layer.Layer<I>): Layer.Layer<I> =>
-  Layer.unwrapEffect(
-    Effect.map(Effect.serviceOption(tag), (found) =>
-      found._tag === "Some" ? Layer.succeed(tag, found.value) : fallback
-    )
-  )
-
-/** {@link OptionalServices}: the context's, else the gateway's own. */
-const optionalServices: Layer.Layer<OptionalServices> = Layer.mergeAll(
-  fromContextOr(RateLimits.RateLimitStore, RateLimits.layerMemory),
-  fromContextOr(
-    CanaryController.CanaryController,
-    Layer.effect(CanaryController.CanaryController, CanaryController.make)
-  ),
-  fromContextOr(QualitySignals.QualitySignals, QualitySignals.layer),
-  fromContextOr(Shadow.ShadowRecorder, Shadow.layerLog)
-)
 
 /**
  * Provides a gateway layer (`layer` / `layerJson`, or one with its adapters already provided) with
