@@ -21,7 +21,7 @@ import * as Lifecycle from "./internal/lifecycle.js"
 import { makeHooks } from "./internal/lifecycleHooks.js"
 import * as CanaryController from "./CanaryController.js"
 import * as QualitySignals from "./QualitySignals.js"
-import * as RateLimits from "./RateLimits.js"
+import * as RateLimitStore from "./RateLimitStore.js"
 import * as Shadow from "./Shadow.js"
 import { fromContextOr, optionalServices } from "./internal/gatewayServices.js"
 import * as embedding from "./internal/embed.js"
@@ -206,7 +206,7 @@ export const make = (
       health,
       telemetry: yield* Telemetry.TelemetrySettings,
       lifecycle: hooks,
-      rateLimits: yield* RateLimits.RateLimitStore
+      rateLimits: yield* RateLimitStore.RateLimitStore
     }
     let running = first.definition
     const oneAtATime = yield* Effect.makeSemaphore(1)
@@ -269,13 +269,13 @@ export type Services = Budgets | Concurrency | Health | CallRecorder
 
 /**
  * Services with a default, which {@link layer} builds when the context has none: the rate-limit store
- * (`RateLimits.layerMemory`), a canary controller and quality signals of its own, `Shadow.layerLog`.
+ * (`RateLimitStore.layerMemory`), a canary controller and quality signals of its own, `Shadow.layerLog`.
  *
  * @since 0.2.0
  * @category Models
  */
 export type OptionalServices =
-  | RateLimits.RateLimitStore
+  | RateLimitStore.RateLimitStore
   | CanaryController.CanaryController
   | QualitySignals.QualitySignals
   | Shadow.ShadowRecorder
@@ -283,7 +283,7 @@ export type OptionalServices =
 /**
  * The services {@link withDefaults} provides, each an explicit choice. A service left out is taken
  * from the context the result is built in when one is there, else it is the default:
- * `Budgets.layerUnlimited`, `Concurrency.layerUnbounded`, `Health.layerNoop`, `CallRecorder.layerLog`.
+ * `Budgets.layerOff`, `Concurrency.layerOff`, `Health.layerOff`, `CallRecorder.layerLog`.
  *
  * @since 0.2.0
  * @category Models
@@ -320,11 +320,10 @@ export const withDefaults =
   <A, E, R>(
     self: Layer.Layer<A, E, R>
   ): Layer.Layer<A, E | EB | EC | EH | ER, Exclude<R, Services> | RB | RC | RH | RR> => {
-    const budgets: Layer.Layer<Budgets, EB, RB> =
-      services.budgets ?? fromContextOr(Budgets, BudgetsModule.layerUnlimited)
+    const budgets: Layer.Layer<Budgets, EB, RB> = services.budgets ?? fromContextOr(Budgets, BudgetsModule.layerOff)
     const concurrency: Layer.Layer<Concurrency, EC, RC> =
-      services.concurrency ?? fromContextOr(Concurrency, ConcurrencyModule.layerUnbounded)
-    const health: Layer.Layer<Health, EH, RH> = services.health ?? fromContextOr(Health, HealthModule.layerNoop)
+      services.concurrency ?? fromContextOr(Concurrency, ConcurrencyModule.layerOff)
+    const health: Layer.Layer<Health, EH, RH> = services.health ?? fromContextOr(Health, HealthModule.layerOff)
     const recorder: Layer.Layer<CallRecorder, ER, RR> =
       services.recorder ?? fromContextOr(CallRecorder, CallRecorderModule.layerLog)
     return Layer.provide(self, Layer.mergeAll(budgets, concurrency, health, recorder))

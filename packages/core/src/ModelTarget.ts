@@ -5,21 +5,7 @@
  */
 import { Duration, Schema } from "effect"
 import { OptionName } from "./ModelOptions.js"
-
-/**
- * A target's provider rate limit. `key` names the provider key (account) whose limits several
- * targets share; by default each target counts on its own (its ref).
- *
- * @since 0.2.0
- * @category Models
- */
-export const RateLimit = Schema.Struct({
-  key: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
-  requestsPerMinute: Schema.optional(Schema.Int.pipe(Schema.positive())),
-  tokensPerMinute: Schema.optional(Schema.Int.pipe(Schema.positive()))
-})
-/** @since 0.2.0 */
-export type RateLimit = typeof RateLimit.Type
+import { RateLimit } from "./RateLimits.js"
 
 /**
  * Stable id of a target, e.g. `model://openai/gpt-4.1-mini@eu`.

@@ -5,7 +5,7 @@
 import { type Context, Effect, Layer } from "effect"
 import * as CanaryController from "../CanaryController.js"
 import * as QualitySignals from "../QualitySignals.js"
-import * as RateLimits from "../RateLimits.js"
+import * as RateLimitStore from "../RateLimitStore.js"
 import * as Shadow from "../Shadow.js"
 
 /** A service from the context the layer is built in, or `fallback` when there is none. */
@@ -18,9 +18,12 @@ export const fromContextOr = <I, S>(tag: Context.Tag<I, S>, fallback: Layer.Laye
 
 /** `ModelGateway.OptionalServices`: the context's, else the gateway's own. */
 export const optionalServices: Layer.Layer<
-  RateLimits.RateLimitStore | CanaryController.CanaryController | QualitySignals.QualitySignals | Shadow.ShadowRecorder
+  | RateLimitStore.RateLimitStore
+  | CanaryController.CanaryController
+  | QualitySignals.QualitySignals
+  | Shadow.ShadowRecorder
 > = Layer.mergeAll(
-  fromContextOr(RateLimits.RateLimitStore, RateLimits.layerMemory),
+  fromContextOr(RateLimitStore.RateLimitStore, RateLimitStore.layerMemory),
   fromContextOr(
     CanaryController.CanaryController,
     Layer.effect(CanaryController.CanaryController, CanaryController.make)

@@ -13,19 +13,11 @@
  * see an `AttemptContext`, never the call.
  */
 import { Cause, Clock, Context, Duration, Effect, Either, Exit, Fiber, Option, type Tracer } from "effect"
-import {
-  type Budgets,
-  type Reservation,
-  reportOverspend,
-  reserveNowOf,
-  type Settlement,
-  settleNowOf
-} from "../Budgets.js"
+import type { Budgets, Reservation, Settlement } from "../Budgets.js"
 import * as AgentRun from "../AgentRun.js"
 import * as RunEvents from "../RunEvents.js"
 import type * as CallRecorder from "../CallRecorder.js"
 import type * as Concurrency from "../Concurrency.js"
-import { tryAcquireOf } from "../Concurrency.js"
 import * as Disposition from "../Disposition.js"
 import {
   BudgetExceeded,
@@ -57,10 +49,12 @@ import * as TokenEstimator from "../TokenEstimator.js"
 import type { Route, Service as RouterService } from "../Router.js"
 import { decide as routeCommand } from "../Router.js"
 import * as Router from "../Router.js"
-import type * as RateLimits from "../RateLimits.js"
+import type * as RateLimitStore from "../RateLimitStore.js"
 import type * as Telemetry from "../Telemetry.js"
 import * as Report from "./telemetry.js"
 import type { AttemptContext, Invoke } from "./attemptContext.js"
+import { reportOverspend } from "./budgetReservation.js"
+import * as FastPath from "./fastPath.js"
 import * as RateLimit from "./rateLimit.js"
 import { bounded } from "./deadline.js"
 import { outputFormatOf, validateOutput } from "./output.js"
@@ -88,7 +82,7 @@ export interface EngineContext {
   /** Read once when the gateway is built. */
   readonly telemetry: Telemetry.Settings
   /** Where provider rate limits are counted (`ModelTarget.rateLimit`); none: they are not enforced. */
-  readonly rateLimits?: RateLimits.Service | undefined
+  readonly rateLimits?: RateLimitStore.Service | undefined
   /** Canary controller, quality signals and shadow traffic: run only for workflows that use them. */
   readonly lifecycle?: Lifecycle.Hooks | undefined
 }
@@ -386,7 +380,7 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
         )
       let work = workOn(route)
       // In-memory stores answer at once: reservation and permit taken here, without running an Effect.
-      const reserveNow = reserveNowOf(ctx.budgets)
+      const reserveNow = FastPath.budgets(ctx.budgets)?.reserve
       if (reserveNow !== undefined) {
         let reserved = reserveNow(cmd.tenant, amount, call.clock.unsafeCurrentTimeMillis())
         if (reserved instanceof BudgetExceeded) {
@@ -398,7 +392,7 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
           work = workOn(affordable.route)
         }
         call.reservation = reserved
-        const permit = tryAcquireOf(ctx.concurrency)?.(cmd.tenant, cmd.workflow)
+        const permit = FastPath.concurrency(ctx.concurrency)?.acquire(cmd.tenant)
         if (permit !== undefined) {
           call.permit = permit
           call.permitWaitMs = 0
@@ -419,7 +413,7 @@ const pipeline = (ctx: EngineContext, call: Call, invoke: Invoke): Effect.Effect
       const afterReserve = Effect.suspend(() => (call.route === route ? work : workOn(call.route!)))
       // A permit that is free at once (an in-memory or unbounded concurrency store): taken here,
       // no fiber for it; `settle` gives it back if the reservation fails.
-      const permitNow = tryAcquireOf(ctx.concurrency)?.(cmd.tenant, cmd.workflow)
+      const permitNow = FastPath.concurrency(ctx.concurrency)?.acquire(cmd.tenant)
       if (permitNow !== undefined) {
         call.permit = permitNow
         call.permitWaitMs = 0
@@ -749,8 +743,10 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
         call.admitted = target
         if (first) {
           first = false
-          // (A health service without a retry budget answers with `Effect.void`: nothing to run.)
-          if (ctx.health.onFirstAttempt !== Effect.void) yield* ctx.health.onFirstAttempt
+          // Health in memory (or off) deposits at once: nothing to run.
+          const firstNow = FastPath.health(ctx.health)?.onFirstAttempt
+          if (firstNow !== undefined) firstNow(call.clock.unsafeCurrentTimeMillis())
+          else yield* ctx.health.onFirstAttempt
         }
         const request: ProviderRequest = {
           target,
@@ -882,10 +878,13 @@ const attempts = (ctx: EngineContext, call: Call, route: Route, invoke: Invoke):
 
 /** Breaker admission; a breaker store that cannot answer fails the call (closed). */
 const admit = (ctx: EngineContext, target: ModelTarget): Effect.Effect<boolean, Failure> => {
-  const admission = ctx.health.tryAcquire(target)
-  // A settled answer (breakers off) needs no error mapping.
-  return Exit.isExit(admission) && Exit.isSuccess(admission) ? admission : Effect.mapError(admission, storeFailure)
+  // An answer at once (breakers off) needs no error mapping.
+  const now = FastPath.health(ctx.health)?.tryAcquire?.(target)
+  if (now !== undefined) return now ? admitted : refused
+  return Effect.mapError(ctx.health.tryAcquire(target), storeFailure)
 }
+const admitted: Effect.Effect<boolean> = Effect.succeed(true)
+const refused: Effect.Effect<boolean> = Effect.succeed(false)
 
 /**
  * Every eligible route failed, or there was no time to try: a degraded answer, a policy error
@@ -1049,17 +1048,24 @@ const run = (
           outcome.failure._tag === "ProviderUnavailable" &&
           outcome.failure.reason === "adapter_defect"
         if (span !== undefined) Report.annotateAttempt(span, record)
-        const reporting = ctx.health.record(target, {
-          outcome: record.outcome,
-          availabilityFailure: breaker,
-          latencyMs: record.latencyMs,
-          ttftMs: record.ttftMs,
-          errorTag: record.errorTag,
-          retryAfterMs: record.retryAfterMs,
-          rateLimit
-        })
-        // (Health without route state answers with `Effect.void`: nothing to run.)
-        const reported = reporting === Effect.void ? Effect.succeed(outcome) : Effect.as(reporting, outcome)
+        // Health without route state (off) records at once: nothing to run.
+        const recordNow = FastPath.health(ctx.health)?.record
+        if (recordNow !== undefined) recordNow()
+        const reported =
+          recordNow !== undefined
+            ? Effect.succeed(outcome)
+            : Effect.as(
+                ctx.health.record(target, {
+                  outcome: record.outcome,
+                  availabilityFailure: breaker,
+                  latencyMs: record.latencyMs,
+                  ttftMs: record.ttftMs,
+                  errorTag: record.errorTag,
+                  retryAfterMs: record.retryAfterMs,
+                  rateLimit
+                }),
+                outcome
+              )
         // A bug, reported loudly; by the defect's kind only (its message may quote content).
         return defect && Exit.isFailure(exit)
           ? Effect.zipRight(
@@ -1413,7 +1419,7 @@ const releasePermit = (call: Call): void => {
 const settleMoney = (call: Call): Effect.Effect<void> => {
   const reservation = call.reservation
   if (reservation === undefined || call.settlement !== undefined) return Effect.void
-  const settleNow = settleNowOf(reservation)
+  const settleNow = FastPath.reservation(reservation)?.settle
   if (settleNow !== undefined) {
     // An in-memory store settles at once; only an overspend still has a warning and a metric to report.
     const settlement = settleNow(call.spent)
