@@ -44,6 +44,7 @@
  */
 import type { Response } from "@effect/ai"
 import { type AiError, LanguageModel, Telemetry, Tool } from "@effect/ai"
+import { HttpClient } from "@effect/platform"
 import { GatewayError } from "@modelgate/core/Errors"
 import type { ProviderError } from "@modelgate/core/Errors"
 import * as ModelCommand from "@modelgate/core/ModelCommand"
@@ -58,6 +59,7 @@ import { Clock, Context, Effect, Either, Layer, Option, Predicate, Schema, Strea
 import { responseToEvents } from "./internal/adapter.js"
 import { classifyAiError } from "./internal/effectAi/classify.js"
 import { messagesFromPrompt, toolChoiceFromEffectAi, toolFromEffectAi } from "./internal/effectAi/prompt.js"
+import { responsesCompat } from "./internal/effectAi/responsesCompat.js"
 import { mismatch } from "./internal/effectAi/schemaCheck.js"
 import * as Served from "./internal/effectAi/languageModel.js"
 import * as Used from "./internal/effectAi/providerAdapter.js"
@@ -434,3 +436,27 @@ export const toolLoopTool = <const Name extends string, A, I, Res, ResI, E, EI>(
     sideEffecting: !Context.get(definition.annotations, Tool.Readonly),
     handler
   })
+
+/**
+ * The `HttpClient` of `@effect/ai-openai`'s `OpenAiClient` with the Responses wire normalized to
+ * what its generated schemas read: nested error events and failed responses become flat error
+ * events (so `insufficient_quota` mid-stream is `ProviderRejected(quota_exhausted)`, not a
+ * retryable truncated stream), and response objects missing a field it requires get the field's
+ * empty value (so real answers that leave one out are read). Provide it between the client and
+ * the transport.
+ *
+ * @example
+ * ```ts
+ * const Client = OpenAiClient.layer({ apiKey }).pipe(
+ *   Layer.provide(EffectAi.responsesWireCompat),
+ *   Layer.provide(NodeHttpClient.layerUndici)
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category Layers
+ */
+export const responsesWireCompat: Layer.Layer<HttpClient.HttpClient, never, HttpClient.HttpClient> = Layer.effect(
+  HttpClient.HttpClient,
+  Effect.map(HttpClient.HttpClient, responsesCompat)
+)
