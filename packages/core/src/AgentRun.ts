@@ -15,18 +15,18 @@
  * }))
  * ```
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
-import { Clock, Duration, Effect, FiberRef, Option, Schema } from "effect"
+import { Clock, Duration, Effect, FiberRef, Option } from "effect"
 import { dual } from "effect/Function"
 import type { TenantId } from "./ModelCommand.js"
-import { CallId, CallOutcome, type CallRecord } from "./ModelResult.js"
+import type { CallRecord, CompletedStep } from "./ModelResult.js"
 import type * as RunEvents from "./RunEvents.js"
 
 /**
  * What a run is made from.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Options {
@@ -44,28 +44,10 @@ export interface Options {
 }
 
 /**
- * A step of a run that completed (successfully or not): its call and how it ended, not the whole
- * record.
- *
- * @since 0.5.0
- * @category Models
- */
-export const CompletedStep = Schema.Struct({
-  step: Schema.optional(Schema.Int),
-  callId: CallId,
-  outcome: CallOutcome,
-  errorTag: Schema.optional(Schema.String),
-  /** Actual cost of the call. */
-  cost: Schema.Number
-}).annotations({ identifier: "@modelgate/core/AgentRun/CompletedStep" })
-/** @since 0.5.0 */
-export interface CompletedStep extends Schema.Schema.Type<typeof CompletedStep> {}
-
-/**
  * The state of one run, shared by every call inside it (also calls made from forked fibers).
  * Updated by the gateway when a call starts and settles; read it, do not write it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Run {
@@ -93,8 +75,7 @@ export interface Run {
 /**
  * The run a fiber is in, and the step set by {@link step}.
  *
- * @since 0.5.0
- * @category Models
+ * @internal
  */
 export interface Scope {
   readonly run: Run
@@ -104,15 +85,14 @@ export interface Scope {
 /**
  * The run the current fiber is in (none outside {@link run} / {@link within}).
  *
- * @since 0.5.0
- * @category References
+ * @internal
  */
 export const currentScope: FiberRef.FiberRef<Scope | undefined> = FiberRef.unsafeMake<Scope | undefined>(undefined)
 
 /**
  * Makes a run: its start from the `Clock`, its deadline `options.deadline` later.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const make = (options: Options): Effect.Effect<Run> =>
@@ -133,7 +113,7 @@ export const make = (options: Options): Effect.Effect<Run> =>
 /**
  * Runs `body` inside `run`: every gateway call in it inherits the run's deadline and budget.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const within: {
@@ -148,7 +128,7 @@ export const within: {
 /**
  * Makes a run from `options` and runs `body` inside it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const run = <A, E, R>(options: Options, body: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -158,7 +138,7 @@ export const run = <A, E, R>(options: Options, body: Effect.Effect<A, E, R>): Ef
  * Runs `effect` as step `n` of the current run: its gateway calls record `step: n` (unless their
  * command sets one). Outside a run it is `effect` as it is.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const step = <A, E, R>(n: number, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -167,7 +147,7 @@ export const step = <A, E, R>(n: number, effect: Effect.Effect<A, E, R>): Effect
 /**
  * The run the current fiber is in.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const current: Effect.Effect<Option.Option<Run>> = Effect.map(FiberRef.get(currentScope), (scope) =>
@@ -177,7 +157,7 @@ export const current: Effect.Effect<Option.Option<Run>> = Effect.map(FiberRef.ge
 /**
  * The completed steps of `run`, in the order they settled.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const completedSteps = (run: Run): ReadonlyArray<CompletedStep> => run.records.map(completedStepOf)
@@ -185,8 +165,7 @@ export const completedSteps = (run: Run): ReadonlyArray<CompletedStep> => run.re
 /**
  * The completed step a CallRecord describes.
  *
- * @since 0.5.0
- * @category Accessors
+ * @internal
  */
 export const completedStepOf = (record: CallRecord): CompletedStep => ({
   step: record.evidence.step,
@@ -200,7 +179,7 @@ export const completedStepOf = (record: CallRecord): CompletedStep => ({
  * What is left of `run`'s budget (after its settled spend and its calls in flight); `Infinity`
  * when it has none.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const remainingBudget = (run: Run): number =>
@@ -209,8 +188,7 @@ export const remainingBudget = (run: Run): number =>
 /**
  * Why no further call of `run` may start at `now`, if so: its deadline passed or its budget is spent.
  *
- * @since 0.5.0
- * @category Accessors
+ * @internal
  */
 export const exhaustedAt = (run: Run, now: number): "deadline" | "budget" | undefined =>
   now >= run.deadlineAt ? "deadline" : run.budget !== undefined && run.budget - run.spent <= 0 ? "budget" : undefined

@@ -5,10 +5,9 @@
  * @since 0.1.0
  */
 import { Duration, Schema } from "effect"
-import { CompletedStep } from "./AgentRun.js"
 import { TenantId } from "./ModelCommand.js"
 import { TargetRef } from "./ModelTarget.js"
-import { AttemptRecord, CallId, CallRecord, Usage } from "./ModelResult.js"
+import { AttemptRecord, CallId, CallRecord, CompletedStep } from "./ModelResult.js"
 import { ExcludedTarget, ExclusionReason } from "./RouteDecision.js"
 
 const common = {
@@ -44,15 +43,6 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   target: TargetRef,
   retryAfter: Schema.optional(Schema.DurationFromMillis)
 }) {
-  /**
-   * Always true. Nothing reads it: what happens after an error is decided by the disposition table.
-   *
-   * @deprecated Use `Disposition.decide` (what the call does next) or `Disposition.isAvailability`
-   * (whether it counts as an availability failure). Kept for one release.
-   */
-  get isRetryable(): boolean {
-    return true
-  }
   override get message(): string {
     const hint = this.retryAfter ? `, retry after ${Duration.toMillis(this.retryAfter)} ms` : ""
     return `${this.target} rate limited${hint}`
@@ -81,15 +71,6 @@ export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>
   httpStatus: Schema.optional(Schema.Int),
   retryAfter: Schema.optional(Schema.DurationFromMillis)
 }) {
-  /**
-   * Always true. Nothing reads it: what happens after an error is decided by the disposition table.
-   *
-   * @deprecated Use `Disposition.decide` (what the call does next) or `Disposition.isAvailability`
-   * (whether it counts as an availability failure). Kept for one release.
-   */
-  get isRetryable(): boolean {
-    return true
-  }
   override get message(): string {
     return `${this.target} unavailable (${this.reason}${this.httpStatus ? ` ${this.httpStatus}` : ""})`
   }
@@ -275,7 +256,7 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
  * not start (no provider was called, nothing was reserved). `steps` are the run's completed steps,
  * so the caller can return a partial result or hand off.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Errors
  */
 export class RunExhausted extends Schema.TaggedError<RunExhausted>()("RunExhausted", {
@@ -372,51 +353,13 @@ export class GatewayConfigError extends Schema.TaggedError<GatewayConfigError>()
 }
 
 /**
- * A classified failure reported by a provider adapter. The engine maps it onto {@link GatewayError}.
- *
- * - `processed`: `no` when the provider definitely did not process the request (a refusal to
- *   serve, 429/503 with an error body, connection refused), `maybe` otherwise (timeout after send,
- *   reset mid-body, error after streaming began).
+ * A provider adapter's classified failure, defined with the adapter contract (module
+ * `ProviderAdapter`); re-exported here for the modules that import it with the errors.
  *
  * @since 0.1.0
  * @category Errors
  */
-export class ProviderError extends Schema.TaggedError<ProviderError>()("ProviderError", {
-  kind: Schema.Literal(
-    "refusal",
-    "rate_limited",
-    "server_error",
-    "overloaded",
-    "transport",
-    "timeout",
-    "stream_stalled",
-    "stream_truncated",
-    "invalid_request",
-    "context_length",
-    "authentication",
-    "permission",
-    "quota_exhausted",
-    "spend_cap",
-    "model_not_found",
-    "request_too_large",
-    "rejected",
-    "invalid_output"
-  ),
-  processed: Schema.Literal("no", "maybe"),
-  httpStatus: Schema.optional(Schema.Int),
-  retryAfter: Schema.optional(Schema.DurationFromMillis),
-  requestId: Schema.optional(Schema.String),
-  /** The provider's own error code or type (`insufficient_quota`, `overloaded_error`, …). */
-  providerCode: Schema.optional(Schema.String),
-  /** Usage the provider reported for the failed attempt, if any. */
-  usage: Schema.optional(Usage),
-  /** Short description made by the adapter; never request or response content. */
-  detail: Schema.optionalWith(Schema.String, { default: () => "" })
-}) {
-  override get message(): string {
-    return `provider error ${this.kind}${this.httpStatus ? ` (${this.httpStatus})` : ""}${this.detail ? `: ${this.detail}` : ""}`
-  }
-}
+export { ProviderError } from "./ProviderAdapter.js"
 
 type FieldsOf<C extends abstract new (...args: never) => unknown> = Omit<
   ConstructorParameters<C>[0],
@@ -425,7 +368,7 @@ type FieldsOf<C extends abstract new (...args: never) => unknown> = Omit<
 
 /**
  * A gateway failure as plain data, before it becomes an error: what the pipeline, the router and
- * the disposition table pass around. {@link fromFailure} turns it into the typed error once, with
+ * the disposition table pass around. `fromFailure` (internal) turns it into the typed error once, with
  * the call id and the attempts, when the call ends with it.
  *
  * @since 0.2.0
@@ -449,8 +392,7 @@ export type Failure =
 /**
  * What an error knows about the call it ended.
  *
- * @since 0.2.0
- * @category Errors
+ * @internal
  */
 export interface CallContext {
   readonly callId?: CallId | undefined
@@ -460,9 +402,9 @@ export interface CallContext {
 /**
  * The one place gateway errors are made: a {@link Failure} plus the call it ended. Fields were
  * checked where the failure was described, so the constructor does not validate them again.
+ * Engine-internal: the pipeline and the router end calls with it.
  *
- * @since 0.2.0
- * @category Errors
+ * @internal
  */
 export const fromFailure = (failure: Failure, call: CallContext): GatewayError => {
   const props = { callId: call.callId, attempts: call.attempts ?? [] }

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
+import { Context, Effect, Either, Layer, type ParseResult, Schema } from "effect"
 import { Stream } from "effect"
 import { Budgets } from "./Budgets.js"
 import * as CallRecorderModule from "./CallRecorder.js"
@@ -23,6 +23,7 @@ import * as CanaryController from "./CanaryController.js"
 import * as QualitySignals from "./QualitySignals.js"
 import * as RateLimitStore from "./RateLimitStore.js"
 import * as Shadow from "./Shadow.js"
+import { fromContextOr, optionalServices } from "./internal/gatewayServices.js"
 import * as embedding from "./internal/embed.js"
 import type * as Embeddings from "./Embeddings.js"
 import { issuesOf } from "./internal/issues.js"
@@ -129,27 +130,23 @@ export class ModelGateway extends Context.Tag("@modelgate/core/ModelGateway")<Mo
  * Validates the definition against itself and the adapters present in the context, then builds the
  * gateway. Fails with one `GatewayConfigError` listing every problem. `options.version` names the
  * configuration in evidence (default: a hash of it, see {@link ConfigVersion}); later ones come
- * with `reload`.
+ * with `reload`. Needs {@link Services} and {@link OptionalServices} (which {@link layer} builds).
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (definition: GatewayConfig.Definition, options?: { readonly version?: string | undefined }) =>
+export const make = (
+  definition: GatewayConfig.Definition,
+  options?: { readonly version?: string | undefined }
+): Effect.Effect<Service, GatewayConfigError, Services | OptionalServices> =>
   Effect.gen(function* () {
     // Adapters are those of the context the gateway is built in, for this configuration and reloads.
     const built = yield* Effect.context<never>()
     const budgets = yield* Budgets
     const health = yield* Health
-    // Lifecycle: the controller, signals and shadow recorder of the context, else the gateway's own.
-    const canaries =
-      Option.getOrUndefined(yield* Effect.serviceOption(CanaryController.CanaryController)) ??
-      (yield* CanaryController.make)
-    const quality =
-      Option.getOrUndefined(yield* Effect.serviceOption(QualitySignals.QualitySignals)) ?? (yield* QualitySignals.make)
-    const shadowRecorder = Option.getOrElse(
-      yield* Effect.serviceOption(Shadow.ShadowRecorder),
-      () => Shadow.recorderLog
-    )
+    const canaries = yield* CanaryController.CanaryController
+    const quality = yield* QualitySignals.QualitySignals
+    const shadowRecorder = yield* Shadow.ShadowRecorder
     const hooks = makeHooks({
       controller: canaries,
       quality,
@@ -211,11 +208,7 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
       health,
       telemetry: yield* Telemetry.TelemetrySettings,
       lifecycle: hooks,
-      // Provider rate limits: the store in the context (Redis: shared), else this process's memory.
-      rateLimits: yield* Effect.flatMap(
-        Effect.serviceOption(RateLimitStore.RateLimitStore),
-        Option.match({ onNone: () => RateLimitStore.makeMemory, onSome: Effect.succeed })
-      )
+      rateLimits: yield* RateLimitStore.RateLimitStore
     }
     let running = first.definition
     const oneAtATime = yield* Effect.makeSemaphore(1)
@@ -257,17 +250,16 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
   })
 
 /**
- * The gateway as a Layer. Needs the adapters of every provider in the config (see
- * `ProviderAdapter.layer`) plus `Budgets`, `Concurrency`, `Health` and `CallRecorder`: provide each
- * explicitly, or pipe through {@link withDefaults} to name the defaults of those you leave out.
+ * The gateway as a Layer. Needs its {@link Services} (provide each, or pipe through
+ * {@link withDefaults}) and builds its {@link OptionalServices}. Adapters are found in the context by
+ * the providers the configuration names (`ProviderAdapter.layer`); a missing one is a
+ * `GatewayConfigError`.
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (
-  definition: GatewayConfig.Definition
-): Layer.Layer<ModelGateway, GatewayConfigError, Budgets | Concurrency | Health | CallRecorder> =>
-  Layer.effect(ModelGateway, make(definition))
+export const layer = (definition: GatewayConfig.Definition): Layer.Layer<ModelGateway, GatewayConfigError, Services> =>
+  Layer.effect(ModelGateway, make(definition)).pipe(Layer.provide(optionalServices))
 
 /**
  * The four services a gateway runs with besides its adapters.
@@ -276,6 +268,19 @@ export const layer = (
  * @category Models
  */
 export type Services = Budgets | Concurrency | Health | CallRecorder
+
+/**
+ * Services with a default, which {@link layer} builds when the context has none: the rate-limit store
+ * (`RateLimitStore.layerMemory`), a canary controller and quality signals of its own, `Shadow.layerLog`.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export type OptionalServices =
+  | RateLimitStore.RateLimitStore
+  | CanaryController.CanaryController
+  | QualitySignals.QualitySignals
+  | Shadow.ShadowRecorder
 
 /**
  * The services {@link withDefaults} provides, each an explicit choice. A service left out is taken
@@ -291,14 +296,6 @@ export interface Defaults<EB, RB, EC, RC, EH, RH, ER, RR> {
   readonly health?: Layer.Layer<Health, EH, RH> | undefined
   readonly recorder?: Layer.Layer<CallRecorder, ER, RR> | undefined
 }
-
-/** A service from the context the layer is built in, or `fallback` when there is none. */
-const fromContextOr = <I, S>(tag: Context.Tag<I, S>, fallback: Layer.Layer<I>): Layer.Layer<I> =>
-  Layer.unwrapEffect(
-    Effect.map(Effect.serviceOption(tag), (found) =>
-      found._tag === "Some" ? Layer.succeed(tag, found.value) : fallback
-    )
-  )
 
 /**
  * Provides a gateway layer (`layer` / `layerJson`, or one with its adapters already provided) with
@@ -345,11 +342,11 @@ export const withDefaults =
 export const layerJson = (
   json: unknown,
   code: Omit<GatewayConfig.Definition, "config"> = {}
-): Layer.Layer<ModelGateway, GatewayConfigError, Budgets | Concurrency | Health | CallRecorder> =>
+): Layer.Layer<ModelGateway, GatewayConfigError, Services> =>
   Layer.effect(
     ModelGateway,
     Effect.flatMap(GatewayConfig.decode(json), (config) => make({ ...code, config }))
-  )
+  ).pipe(Layer.provide(optionalServices))
 
 /**
  * Runs `reload` with the gateway from the context.

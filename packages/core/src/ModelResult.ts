@@ -135,6 +135,24 @@ export const CallOutcome = Schema.Literal("success", "degraded", "failed", "canc
 export type CallOutcome = typeof CallOutcome.Type
 
 /**
+ * A step of a run that completed (successfully or not): its call and how it ended, not the whole
+ * record.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export const CompletedStep = Schema.Struct({
+  step: Schema.optional(Schema.Int),
+  callId: CallId,
+  outcome: CallOutcome,
+  errorTag: Schema.optional(Schema.String),
+  /** Actual cost of the call. */
+  cost: Schema.Number
+}).annotations({ identifier: "@modelgate/core/AgentRun/CompletedStep" })
+/** @since 0.2.0 */
+export interface CompletedStep extends Schema.Schema.Type<typeof CompletedStep> {}
+
+/**
  * @since 0.1.0
  * @category Models
  */
@@ -146,7 +164,7 @@ export type FinishReason = typeof FinishReason.Type
  * What an embedding call asked for (`ModelGateway.embed`): the vector space and how many inputs,
  * one vector each. Never the inputs or the vectors.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const EmbeddingEvidence = Schema.Struct({
@@ -155,7 +173,7 @@ export const EmbeddingEvidence = Schema.Struct({
   /** Inputs sent, one vector each. */
   inputs: Schema.Int
 }).annotations({ identifier: "@modelgate/core/EmbeddingEvidence" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface EmbeddingEvidence extends Schema.Schema.Type<typeof EmbeddingEvidence> {}
 
 /**
@@ -267,7 +285,7 @@ export const CallRecord = Schema.Struct({
   /**
    * `pending`: the budget store did not record the call's commit in time; it is retried in the
    * background until the reservation expires (`evidence.cost.actual` is what it commits). Absent
-   * when the money was settled (or nothing was reserved). Since 0.5.0.
+   * when the money was settled (or nothing was reserved).
    */
   settlement: Schema.optional(Schema.Literal("pending"))
 }).annotations({ identifier: "@modelgate/core/CallRecord" })

@@ -75,19 +75,13 @@ export type StructuredOutputMode = typeof StructuredOutputMode.Type
 /**
  * Features a strict structured-output mode accepts when the target does not declare its own list
  * (the intersection of what OpenAI strict mode, Anthropic structured outputs and Gemini accept).
- *
- * @since 0.1.0
- * @category Constants
  */
-export const defaultStrictFeatures: ReadonlyArray<SchemaFeature> = ["anyOf", "enum", "const", "nullable"]
+const defaultStrictFeatures: ReadonlyArray<SchemaFeature> = ["anyOf", "enum", "const", "nullable"]
 
 /**
  * Features a non-strict schema mode accepts by default: everything.
- *
- * @since 0.1.0
- * @category Constants
  */
-export const allSchemaFeatures: ReadonlyArray<SchemaFeature> = SchemaFeature.literals
+const allSchemaFeatures: ReadonlyArray<SchemaFeature> = SchemaFeature.literals
 
 /**
  * @since 0.1.0
@@ -95,7 +89,7 @@ export const allSchemaFeatures: ReadonlyArray<SchemaFeature> = SchemaFeature.lit
  */
 export class StructuredOutput extends Schema.Class<StructuredOutput>("@modelgate/core/StructuredOutput")({
   mode: StructuredOutputMode,
-  /** Features accepted. Omitted: all for `json_schema`/`json_object`, {@link defaultStrictFeatures} for strict. */
+  /** Features accepted. Omitted: all for `json_schema`/`json_object`, `anyOf`, `enum`, `const` and `nullable` for strict. */
   supportedFeatures: Schema.optional(Schema.Array(SchemaFeature))
 }) {
   /** The features this mode accepts, after defaults. */
@@ -147,22 +141,16 @@ export const Millis = Schema.transform(
 
 /**
  * Most entries of a region or data-class list (in a target, a workflow or a command).
- *
- * @since 0.2.0
- * @category Constants
  */
-export const maxLabels = 32
+const maxLabels = 32
 
 /**
  * Longest region or data-class name.
- *
- * @since 0.2.0
- * @category Constants
  */
-export const maxLabelLength = 64
+const maxLabelLength = 64
 
 /**
- * A region (`eu`, `us-east-1`) or data class (`internal`) name: trimmed, 1 to {@link maxLabelLength}
+ * A region (`eu`, `us-east-1`) or data class (`internal`) name: trimmed, 1 to 64
  * characters.
  *
  * @since 0.2.0
@@ -171,7 +159,7 @@ export const maxLabelLength = 64
 export const Label = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxLabelLength))
 
 /**
- * A non-empty list of at most {@link maxLabels} {@link Label}s.
+ * A non-empty list of at most 32 {@link Label}s.
  *
  * @since 0.2.0
  * @category Models
@@ -181,14 +169,11 @@ export const Labels = Schema.NonEmptyArray(Label).pipe(Schema.maxItems(maxLabels
 /**
  * Longest name or version string in configuration (model id, prompt id, schema or handler name,
  * price-list version).
- *
- * @since 0.2.0
- * @category Constants
  */
-export const maxNameLength = 200
+const maxNameLength = 200
 
 /**
- * A name or version in configuration: trimmed, 1 to {@link maxNameLength} characters.
+ * A name or version in configuration: trimmed, 1 to 200 characters.
  *
  * @since 0.2.0
  * @category Models
@@ -201,7 +186,7 @@ const NonNegative = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
 /**
  * Most dimensions an embedding vector may declare.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constants
  */
 export const maxEmbeddingDimensions = 65_536
@@ -210,7 +195,7 @@ export const maxEmbeddingDimensions = 65_536
  * The vectors an embedding target produces: their length and the model family whose vector space
  * they belong to. Vectors of two targets are comparable only when both agree (`Embeddings`).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class EmbeddingCapability extends Schema.Class<EmbeddingCapability>("@modelgate/core/EmbeddingCapability")({
@@ -304,37 +289,37 @@ export type TargetStatus = typeof TargetStatus.Type
  * Quality class of a target, weakest first. Order matters: `minQualityTier` keeps targets at or
  * above a class, and scored selection reads the class when no verified score applies.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const QualityTier = Schema.Literal("low", "standard", "high")
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type QualityTier = typeof QualityTier.Type
 
 /**
  * Latency class of a target, fastest first.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const LatencyTier = Schema.Literal("fast", "medium", "slow")
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type LatencyTier = typeof LatencyTier.Type
 
 /**
  * Cost class of a target, cheapest first (descriptive: scoring reads the prices).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const CostTier = Schema.Literal("low", "medium", "high")
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type CostTier = typeof CostTier.Type
 
 /**
  * Rank of a quality class (`low` 0, `standard` 1, `high` 2).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Utils
  */
 export const qualityRank = (tier: QualityTier): number => QualityTier.literals.indexOf(tier)
@@ -343,7 +328,7 @@ export const qualityRank = (tier: QualityTier): number => QualityTier.literals.i
  * A target's classes. Each is optional; `quality` omitted falls back to the legacy `tier`
  * (`small` → `low`, `medium` → `standard`, `large` → `high`).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export class TargetClasses extends Schema.Class<TargetClasses>("@modelgate/core/TargetClasses")({
@@ -354,16 +339,13 @@ export class TargetClasses extends Schema.Class<TargetClasses>("@modelgate/core/
 
 /**
  * Longest task-segment name (`extract.invoice`, `RESEARCH_SYNTHESIS`).
- *
- * @since 0.4.0
- * @category Constants
  */
-export const maxSegmentLength = 100
+const maxSegmentLength = 100
 
 /**
  * A task segment (task class) that quality is verified for.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const Segment = Schema.NonEmptyTrimmedString.pipe(
@@ -374,7 +356,7 @@ export const Segment = Schema.NonEmptyTrimmedString.pipe(
 /**
  * A verified quality score of a target on one task segment, from an offline eval.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export class VerifiedQuality extends Schema.Class<VerifiedQuality>("@modelgate/core/VerifiedQuality")({

@@ -11,11 +11,58 @@
 import type { Duration, Scope, Stream } from "effect"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { EmbeddingTask } from "./Embeddings.js"
-import type { ProviderError } from "./Errors.js"
 import type { Message, ToolCall, ToolChoice, ToolDefinition } from "./ModelCommand.js"
 import type { ProviderOptionsAllowlist, RequestOptions } from "./ModelOptions.js"
-import type { FinishReason, Usage } from "./ModelResult.js"
+import { type FinishReason, Usage } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
+
+/**
+ * A classified failure reported by a provider adapter. The engine maps it onto a `GatewayError`
+ * (module `Errors`).
+ *
+ * - `processed`: `no` when the provider definitely did not process the request (a refusal to
+ *   serve, 429/503 with an error body, connection refused), `maybe` otherwise (timeout after send,
+ *   reset mid-body, error after streaming began).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ProviderError extends Schema.TaggedError<ProviderError>()("ProviderError", {
+  kind: Schema.Literal(
+    "refusal",
+    "rate_limited",
+    "server_error",
+    "overloaded",
+    "transport",
+    "timeout",
+    "stream_stalled",
+    "stream_truncated",
+    "invalid_request",
+    "context_length",
+    "authentication",
+    "permission",
+    "quota_exhausted",
+    "spend_cap",
+    "model_not_found",
+    "request_too_large",
+    "rejected",
+    "invalid_output"
+  ),
+  processed: Schema.Literal("no", "maybe"),
+  httpStatus: Schema.optional(Schema.Int),
+  retryAfter: Schema.optional(Schema.DurationFromMillis),
+  requestId: Schema.optional(Schema.String),
+  /** The provider's own error code or type (`insufficient_quota`, `overloaded_error`, …). */
+  providerCode: Schema.optional(Schema.String),
+  /** Usage the provider reported for the failed attempt, if any. */
+  usage: Schema.optional(Usage),
+  /** Short description made by the adapter; never request or response content. */
+  detail: Schema.optionalWith(Schema.String, { default: () => "" })
+}) {
+  override get message(): string {
+    return `provider error ${this.kind}${this.httpStatus ? ` (${this.httpStatus})` : ""}${this.detail ? `: ${this.detail}` : ""}`
+  }
+}
 
 /**
  * Structured-output request: the JSON Schema derived from the workflow's Effect Schema.
@@ -147,7 +194,7 @@ export type ProviderStreamEvent =
  * What the engine asks an adapter to embed: every input in one provider request, one vector each,
  * in order.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface EmbedRequest {
@@ -171,7 +218,7 @@ export interface EmbedRequest {
  * An embedding answer: one vector per input, in input order. The engine checks the count and
  * each vector's length against the target's `capabilities.embeddings`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface EmbedResponse {

@@ -75,7 +75,11 @@ const countRun = (run: string): number => {
 
 /** Tokens a chat format adds around each message (role markers). @internal */
 const perMessageOverhead = 4
-/** Flat estimate for one image part (providers bill images by tiles; this is a conservative mid value). @internal */
+/**
+ * Flat estimate for one image part (providers bill images by tiles; this is a conservative mid value).
+ *
+ * @since 0.2.0
+ */
 export const imageTokens = 1_000
 
 /**

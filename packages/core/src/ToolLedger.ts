@@ -46,15 +46,6 @@ import { ToolDefinition } from "./ModelCommand.js"
 import * as Store from "./ToolLedgerStore.js"
 import { type IdempotencyKey, ToolRecord } from "./ToolLedgerStore.js"
 
-/**
- * `IdempotencyKey` (the stored key of one tool call) and `ToolRecord` (what the ledger knows of
- * one side-effecting call) are defined with the store, in module `ToolLedgerStore`.
- *
- * @since 0.1.0
- * @category Models
- */
-export { IdempotencyKey, ToolRecord } from "./ToolLedgerStore.js"
-
 // ---------------------------------------------------------------------------------------------
 // Tools and keys
 // ---------------------------------------------------------------------------------------------
@@ -257,44 +248,6 @@ export class ToolResultUndecodable extends Schema.TaggedError<ToolResultUndecoda
   tool: Schema.String,
   detail: Schema.String
 }) {}
-
-// ---------------------------------------------------------------------------------------------
-// Deprecated store aliases (module ToolLedgerStore)
-// ---------------------------------------------------------------------------------------------
-
-/**
- * @deprecated Use `ToolLedgerStore.ClaimOutcome`. Kept for one release.
- * @since 0.1.0
- * @category Store
- */
-export type ClaimOutcome = Store.ClaimOutcome
-
-/**
- * @deprecated Use `ToolLedgerStore.ToolLedgerStore` (module `ToolLedgerStore`). Kept for one release.
- * @since 0.1.0
- * @category Store
- */
-export const ToolLedgerStore: typeof Store.ToolLedgerStore = Store.ToolLedgerStore
-/**
- * @deprecated Use `ToolLedgerStore.Service` (module `ToolLedgerStore`). Kept for one release.
- * @since 0.1.0
- * @category Store
- */
-export type ToolLedgerStore = Store.Service
-
-/**
- * @deprecated Use `ToolLedgerStore.makeMemory`. Kept for one release.
- * @since 0.1.0
- * @category Store
- */
-export const makeStoreMemory: Effect.Effect<Store.Service> = Store.makeMemory
-
-/**
- * @deprecated Use `ToolLedgerStore.layerMemory`. Kept for one release.
- * @since 0.1.0
- * @category Store
- */
-export const layerStoreMemory: Layer.Layer<Store.ToolLedgerStore> = Store.layerMemory
 
 // ---------------------------------------------------------------------------------------------
 // Service

@@ -52,17 +52,17 @@
  * no one to propose a call: the step fails with the availability error and no tool runs. (Open
  * breakers that leave no target to try end in `NoEligibleRoute`, which is not degraded.)
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
-import { Cause, Clock, Effect, Either, JSONSchema, Option, ParseResult, Schema } from "effect"
+import { Effect, Either, JSONSchema, Option, Schema } from "effect"
 import * as AgentRun from "./AgentRun.js"
-import { AmbiguousOutcome, type GatewayError, InvalidOutput, InvalidRequest, StoreError } from "./Errors.js"
+import { AmbiguousOutcome, type GatewayError, InvalidOutput, InvalidRequest, type StoreError } from "./Errors.js"
 import type { DegradeHandler } from "./GatewayConfig.js"
-import { issueLines } from "./internal/issues.js"
-import { type Message, ModelCommand, type ToolCall, type ToolDefinition } from "./ModelCommand.js"
-import * as ModelGateway from "./ModelGateway.js"
-import { CallId, type ModelResult, Usage } from "./ModelResult.js"
-import type * as RunEvents from "./RunEvents.js"
+import * as ToolImpl from "./internal/tool.js"
+import * as Loop from "./internal/toolLoop.js"
+import type { Message, ModelCommand, ToolDefinition } from "./ModelCommand.js"
+import type * as ModelGateway from "./ModelGateway.js"
+import { CallId, type ModelResult } from "./ModelResult.js"
 import * as ToolLedger from "./ToolLedger.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ import * as ToolLedger from "./ToolLedger.js"
 /**
  * What a tool's handler knows about the call it serves.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface ToolContext {
@@ -88,7 +88,7 @@ export interface ToolContext {
  * What the loop sees of a tool (any argument and result types): its name, kind, wire definition,
  * and how to decode and run one call. Made by {@link make}.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Any {
@@ -108,7 +108,7 @@ export interface Any {
 /**
  * One call whose arguments decoded: the decoded arguments and how to run it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Prepared {
@@ -120,7 +120,7 @@ export interface Prepared {
 /**
  * Where a tool call sits: run, step, index of the tool in the step, the model's call id.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface CallRef {
@@ -134,7 +134,7 @@ export interface CallRef {
  * A tool call that ran: the tool message content (the encoded result as JSON) and whether the
  * ledger replayed a stored result instead of running the handler.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Executed {
@@ -147,7 +147,7 @@ export interface Executed {
 /**
  * Errors of the ledger a side-effecting call can fail with.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Errors
  */
 export type LedgerError = ToolLedger.ToolReplayRefused | ToolLedger.ToolResultUndecodable | StoreError
@@ -155,7 +155,7 @@ export type LedgerError = ToolLedger.ToolReplayRefused | ToolLedger.ToolResultUn
 /**
  * A tool declared by Schema.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Tool<Name extends string, A, I, Res, ResI, E = never> extends Any {
@@ -168,7 +168,7 @@ export interface Tool<Name extends string, A, I, Res, ResI, E = never> extends A
 /**
  * What {@link make} takes.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface ToolOptions<Name extends string, A, I, Res, ResI, E, EI, R> {
@@ -184,12 +184,10 @@ export interface ToolOptions<Name extends string, A, I, Res, ResI, E, EI, R> {
   readonly handler: (args: A, context: ToolContext) => Effect.Effect<Res, E, R>
 }
 
-const toolName = /^[A-Za-z0-9_-]{1,64}$/
-
 /**
  * The JSON Schema of `parameters` as offered to the model (without `$schema`).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Utils
  */
 export const parametersJsonSchema = <A, I>(parameters: Schema.Schema<A, I>): Record<string, unknown> => {
@@ -212,89 +210,18 @@ export const parametersJsonSchema = <A, I>(parameters: Schema.Schema<A, I>): Rec
  * })
  * ```
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const make = <const Name extends string, A, I, Res, ResI, E = never, EI = never>(
   options: ToolOptions<Name, A, I, Res, ResI, E, EI, never>
-): Tool<Name, A, I, Res, ResI, E> => {
-  if (!toolName.test(options.name)) throw new Error(`invalid tool name "${options.name}"`)
-  const jsonSchema = parametersJsonSchema(options.parameters)
-  const ledgerTool = (options.sideEffecting ? ToolLedger.sideEffecting : ToolLedger.readOnly)({
-    name: options.name,
-    result: options.result,
-    description: options.description,
-    parameters: jsonSchema
-  })
-  const decodeArgs = Schema.decodeUnknownEither(options.parameters, { errors: "all", onExcessProperty: "error" })
-  const validateArgs = Schema.validateEither(options.parameters, { errors: "all", onExcessProperty: "error" })
-  const encodeResult = Schema.encode(options.result)
-  const encodeFailure = options.failure === undefined ? undefined : Schema.encodeOption(options.failure)
-  /** The tool message of a typed failure: its tag, and its encoded form when a failure Schema is given. */
-  const failedContent = (e: E): Executed => {
-    const tag = errorTagOf(e) ?? "ToolFailure"
-    const encoded = encodeFailure === undefined ? Option.none() : encodeFailure(e)
-    return {
-      content: JSON.stringify({
-        error: "tool failed",
-        tag,
-        ...(Option.isSome(encoded) ? { failure: encoded.value } : {})
-      }),
-      replayed: false,
-      failed: tag
-    }
-  }
-  const prepare = (args: A): Prepared => ({
-    arguments: args,
-    execute: (ref) =>
-      Effect.suspend(() => {
-        const key = ToolLedger.key(ledgerTool, ref)
-        const context: ToolContext = {
-          runId: ref.runId,
-          step: ref.step,
-          toolCallId: ref.toolCallId,
-          idempotencyKey: options.sideEffecting ? key.id : undefined
-        }
-        let ran = false
-        const work = Effect.suspend(() => {
-          ran = true
-          return options.handler(args, context)
-        })
-        const value = options.sideEffecting ? ToolLedger.runOnce(key, work) : work
-        // A value the tool's own result Schema cannot encode is a bug of the tool: a defect.
-        const done = Effect.flatMap(value, (v) =>
-          Effect.map(
-            Effect.orDie(encodeResult(v)),
-            (encoded): Executed => ({ content: JSON.stringify(encoded) ?? "null", replayed: !ran, failed: undefined })
-          )
-        )
-        // The handler's own failure becomes a tool message; the ledger's fail the loop.
-        return Effect.catchIf(
-          done,
-          (e): e is E => ran && !isLedgerError(e),
-          (e) => Effect.succeed(failedContent(e))
-        )
-      })
-  })
-  return {
-    name: options.name,
-    description: options.description,
-    sideEffecting: options.sideEffecting,
-    parameters: options.parameters,
-    result: options.result,
-    handler: options.handler,
-    definition: ToolLedger.toolDefinition(ledgerTool),
-    info: ledgerTool,
-    decode: (input) => Either.mapLeft(Either.map(decodeArgs(input), prepare), issueLines),
-    validate: (value) => Either.mapLeft(Either.map(validateArgs(value), prepare), issueLines)
-  }
-}
+): Tool<Name, A, I, Res, ResI, E> => ToolImpl.make(options, parametersJsonSchema(options.parameters))
 
 /**
  * {@link make} for a handler that needs services: captures them from the context it runs in, so
  * the tool needs nothing more in the loop.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const makeWithServices = <const Name extends string, A, I, Res, ResI, E = never, EI = never, R = never>(
@@ -307,22 +234,6 @@ export const makeWithServices = <const Name extends string, A, I, Res, ResI, E =
     })
   )
 
-/**
- * Numbers the calls of one step per tool (the ledger key's index): the n-th call of a tool in the
- * step gets n - 1. The loop and {@link approve} both use it, so they compute the same keys.
- */
-const perToolIndex = (): ((name: string) => number) => {
-  const seen = new Map<string, number>()
-  return (name) => {
-    const index = seen.get(name) ?? 0
-    seen.set(name, index + 1)
-    return index
-  }
-}
-
-const isLedgerError = (e: unknown): boolean =>
-  e instanceof ToolLedger.ToolReplayRefused || e instanceof ToolLedger.ToolResultUndecodable || e instanceof StoreError
-
 // ---------------------------------------------------------------------------------------------
 // Outcomes and errors
 // ---------------------------------------------------------------------------------------------
@@ -331,7 +242,7 @@ const isLedgerError = (e: unknown): boolean =>
  * The model answered without tool calls (or, `degraded: true`, the workflow's degraded mode
  * answered without proposing a side-effecting call).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Completed {
@@ -348,21 +259,21 @@ export interface Completed {
 /**
  * A tool call proposed for approval: the tool and its arguments, decoded with its Schema.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const ProposedCall = Schema.Struct({
   name: Schema.String,
   arguments: Schema.Unknown
 }).annotations({ identifier: "@modelgate/core/ToolLoop/ProposedCall" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface ProposedCall extends Schema.Schema.Type<typeof ProposedCall> {}
 
 /**
  * A degraded step's side-effecting calls, for a person to approve instead of the loop acting.
  * `callId` is the degraded call's.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class Suggestion extends Schema.TaggedClass<Suggestion>("@modelgate/core/ToolLoop/Suggestion")("Suggestion", {
@@ -376,7 +287,7 @@ export class Suggestion extends Schema.TaggedClass<Suggestion>("@modelgate/core/
 /**
  * How a loop ends without an error.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export type Outcome = Completed | Suggestion
@@ -384,7 +295,7 @@ export type Outcome = Completed | Suggestion
 /**
  * The `maxSteps`-th answer still asked for tools; none of them ran. `callId` is that answer's.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Errors
  */
 export class MaxStepsExceeded extends Schema.TaggedError<MaxStepsExceeded>()("MaxStepsExceeded", {
@@ -404,7 +315,7 @@ export class MaxStepsExceeded extends Schema.TaggedError<MaxStepsExceeded>()("Ma
  * A call whose tool is not among `tools`, or whose arguments no longer satisfy its Schema, fails
  * with `InvalidRequest` before anything runs.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const approve = (
@@ -425,7 +336,7 @@ export const approve = (
       }
       prepared.push({ name: call.name, call: checked.right })
     }
-    const indexOf = perToolIndex()
+    const indexOf = Loop.perToolIndex()
     return Effect.forEach(prepared, ({ name, call }, i) =>
       call.execute({
         runId: suggestion.runId,
@@ -439,13 +350,13 @@ export const approve = (
 /**
  * What a degraded answer proposes (see {@link proposing}): tool calls with their arguments.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const Proposal = Schema.Struct({ toolCalls: Schema.Array(ProposedCall) }).annotations({
   identifier: "@modelgate/core/ToolLoop/Proposal"
 })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface Proposal extends Schema.Schema.Type<typeof Proposal> {}
 
 /**
@@ -453,7 +364,7 @@ export interface Proposal extends Schema.Schema.Type<typeof Proposal> {}
  * computed without a model (e.g. keyword rules). The loop turns side-effecting ones into a
  * {@link Suggestion}.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const proposing =
@@ -465,7 +376,7 @@ export const proposing =
  * The arguments of a proposed call typed by `tool`, when the call is one of `tool`'s (checked
  * against the decoded type of its `parameters`).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const argumentsOf = <A, I>(
@@ -481,7 +392,7 @@ export const argumentsOf = <A, I>(
 /**
  * Options of {@link run}.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Options {
@@ -496,38 +407,19 @@ export interface Options {
 /**
  * Every error of the loop (a tool's own typed failure goes back to the model instead).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Errors
  */
 export type LoopError = GatewayError | MaxStepsExceeded | LedgerError
 
 const decodeProposal = Schema.decodeUnknownOption(Proposal)
 
-const parseArguments = (text: string): Either.Either<unknown, ReadonlyArray<string>> => {
-  try {
-    return Either.right(JSON.parse(text))
-  } catch {
-    return Either.left(["$ is not valid JSON"])
-  }
-}
-
-const errorTagOf = (e: unknown): string | undefined =>
-  typeof e === "object" && e !== null && "_tag" in e && typeof e._tag === "string" ? e._tag : undefined
-
-const conversationLimits = (error: unknown): InvalidRequest =>
-  new InvalidRequest({
-    reason: "invalid_command",
-    detail: `the tool loop's conversation broke a command limit: ${
-      ParseResult.isParseError(error) ? issueLines(error).join("; ") : "invalid command"
-    }`
-  })
-
 /**
  * Runs the tool loop for `command` with `tools` (see the module's rules). The run id is the
  * current `AgentRun`'s, else the command's `runId`; without either it fails with
  * `InvalidRequest` (`invalid_command`). The command's own `tools` are replaced by `tools`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Combinators
  */
 export const run = (
@@ -536,213 +428,104 @@ export const run = (
   options: Options
 ): Effect.Effect<Outcome, LoopError, ModelGateway.ModelGateway | ToolLedger.ToolLedger> =>
   Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
+    const loop = yield* Loop.setup(command, tools, options)
     const ledger = yield* ToolLedger.ToolLedger
-    const agentRun = Option.getOrUndefined(yield* AgentRun.current)
-    const runId = agentRun?.runId ?? command.runId
-    if (runId === undefined) {
-      return yield* new InvalidRequest({
-        reason: "invalid_command",
-        detail: "the tool loop needs a run id: run it inside AgentRun.run or set the command's runId"
-      })
-    }
-    if (!Number.isInteger(options.maxSteps) || options.maxSteps < 1) {
-      return yield* Effect.dieMessage(`maxSteps must be an integer ≥ 1, got ${options.maxSteps}`)
-    }
-    const hub: RunEvents.Hub | undefined = agentRun?.events
-    const withContent = agentRun?.eventContent ?? false
-    const firstStep = options.firstStep ?? 1
-    const byName = new Map<string, Any>()
-    for (const tool of tools) {
-      if (byName.has(tool.name)) return yield* Effect.dieMessage(`two tools are named "${tool.name}"`)
-      byName.set(tool.name, tool)
-    }
-    const definitions = tools.map((t) => t.definition)
-    /** Side-effecting calls the loop ran or replayed (checked before an ambiguous retry). */
-    const keysRun: Array<ToolLedger.KeyInfo> = []
-    const state = { steps: 0, usage: Usage.zero, startedAt: yield* Clock.currentTimeMillis }
-    const spentAtStart = agentRun?.spent ?? 0
-
-    const commandFor = (messages: ReadonlyArray<Message>, step: number) =>
-      Effect.try({
-        try: () =>
-          new ModelCommand({
-            ...command,
-            messages: [command.messages[0], ...messages.slice(1)],
-            tools: definitions,
-            runId,
-            step
-          }),
-        catch: conversationLimits
-      })
-
-    /** One tool call: its tool message content, with `PreTool`/`PostTool`. */
-    const runCall = (call: ToolCall, step: number, index: number) =>
-      Effect.gen(function* () {
-        const tool = byName.get(call.name)
-        const sideEffecting = tool?.sideEffecting ?? false
-        const key =
-          tool !== undefined && sideEffecting ? ToolLedger.idempotencyKey(runId, step, tool.name, index) : undefined
-        const startedAt = yield* Clock.currentTimeMillis
-        hub?.unsafeOffer({
-          _tag: "PreTool",
-          runId,
-          step,
-          toolCallId: call.id,
-          tool: call.name,
-          sideEffecting,
-          key,
-          arguments: withContent ? call.arguments : undefined,
-          at: startedAt
-        })
-        const post = (outcome: RunEvents.ToolOutcome, content: string | undefined, errorTag?: string) =>
-          Effect.map(Clock.currentTimeMillis, (at) => {
-            hub?.unsafeOffer({
-              _tag: "PostTool",
-              runId,
-              step,
-              toolCallId: call.id,
-              tool: call.name,
-              sideEffecting,
-              key,
-              outcome,
-              errorTag,
-              latencyMs: at - startedAt,
-              result: withContent ? content : undefined,
-              at
-            })
-          })
-        if (tool === undefined) {
-          const content = JSON.stringify({ error: "unknown tool", tools: [...byName.keys()] })
-          yield* post("unknown_tool", content)
-          return content
-        }
-        const decoded = Either.flatMap(parseArguments(call.arguments), tool.decode)
-        if (Either.isLeft(decoded)) {
-          const content = JSON.stringify({ error: "invalid arguments", issues: decoded.left })
-          yield* post("invalid_arguments", content)
-          return content
-        }
-        const executed = yield* decoded.right
-          .execute({ runId, step, index, toolCallId: call.id })
-          .pipe(Effect.tapError((e) => post("failed", undefined, errorTagOf(e))))
-        if (executed.failed !== undefined) {
-          yield* post("failed", executed.content, executed.failed)
-          return executed.content
-        }
-        if (key !== undefined) keysRun.push({ id: key, runId, step, tool: tool.info })
-        yield* post(executed.replayed ? "replayed" : "success", executed.content)
-        return executed.content
-      })
-
-    /** A degraded answer: a Suggestion of its side-effecting proposals, else Completed (degraded). */
-    const degradedOutcome = (result: ModelResult, step: number, messages: ReadonlyArray<Message>) =>
-      Effect.gen(function* () {
-        const completed: Completed = { _tag: "Completed", result, messages, steps: state.steps, degraded: true }
-        const proposal = decodeProposal(result.content.value)
-        if (Option.isNone(proposal)) return completed
-        const calls: Array<ProposedCall> = []
-        const invalid = (issues: ReadonlyArray<string>) =>
-          new InvalidOutput({ callId: result.evidence.callId, attempts: result.evidence.attempts, issues })
-        for (const [i, proposed] of proposal.value.toolCalls.entries()) {
-          const tool = byName.get(proposed.name)
-          if (tool === undefined) return yield* invalid([`$.toolCalls.${i}.name is not a tool of the loop`])
-          if (!tool.sideEffecting) continue
-          const decoded = tool.decode(proposed.arguments)
-          if (Either.isLeft(decoded)) {
-            return yield* invalid(decoded.left.map((issue) => issue.replace(/^\$/, `$.toolCalls.${i}.arguments`)))
-          }
-          calls.push({ name: tool.name, arguments: decoded.right.arguments })
-        }
-        if (calls.length === 0) return completed
-        return new Suggestion({ runId, step, callId: result.evidence.callId, reason: "degraded_answer", calls })
-      })
-
-    const pass: Effect.Effect<Outcome, LoopError, ToolLedger.ToolLedger> = Effect.gen(function* () {
-      state.steps = 0
-      const messages: Array<Message> = [...command.messages]
-      for (let k = 0; ; k++) {
-        const step = firstStep + k
-        const cmd = yield* commandFor(messages, step)
-        state.steps++
-        const result = yield* AgentRun.step(step, gateway.generate(cmd))
-        state.usage = state.usage.add(result.evidence.usage)
-        if (result.evidence.degraded) return yield* degradedOutcome(result, step, messages)
-        const calls = result.content.toolCalls
-        if (calls.length === 0) {
-          return { _tag: "Completed", result, messages, steps: state.steps, degraded: false } satisfies Completed
-        }
-        if (k + 1 >= options.maxSteps) {
-          return yield* new MaxStepsExceeded({ runId, maxSteps: options.maxSteps, callId: result.evidence.callId })
-        }
-        const text = result.content.text
-        messages.push({ _tag: "assistant", toolCalls: calls, ...(text !== undefined ? { content: text } : {}) })
-        // The step's results are all recorded (side-effecting ones in the ledger) before the next model call.
-        const indexOf = perToolIndex()
-        let effects = 0
-        for (const call of calls) {
-          const keysBefore = keysRun.length
-          const content = yield* runCall(call, step, indexOf(call.name))
-          effects += keysRun.length - keysBefore
-          messages.push({ _tag: "tool", toolCallId: call.id, name: call.name.slice(0, 64), content })
-        }
-        if (hub !== undefined && agentRun !== undefined) {
-          const at = yield* Clock.currentTimeMillis
-          hub.unsafeOffer({
-            _tag: "Checkpoint",
-            runId,
-            step,
-            tools: calls.length,
-            effects,
-            spent: agentRun.spent,
-            remainingBudget: agentRun.budget === undefined ? undefined : AgentRun.remainingBudget(agentRun),
-            remainingMs: Math.max(0, agentRun.deadlineAt - at),
-            at
-          })
-        }
-      }
-    })
-
-    const withRetries = (left: number): typeof pass =>
+    const withRetries = (left: number): Effect.Effect<Outcome, LoopError, ToolLedger.ToolLedger> =>
       left <= 0
-        ? pass
+        ? pass(loop)
         : Effect.catchIf(
-            pass,
+            pass(loop),
             (e): e is AmbiguousOutcome => e instanceof AmbiguousOutcome,
             // Replay only when every side-effecting call so far has a completed-effect record.
-            () => Effect.zipRight(ledger.checkReplay(keysRun), withRetries(left - 1))
+            () => Effect.zipRight(ledger.checkReplay(loop.keysRun), withRetries(left - 1))
           )
-
     return yield* withRetries(options.ambiguousRetries ?? 0).pipe(
       Effect.onExit((exit) =>
-        hub === undefined || agentRun === undefined
-          ? Effect.void
-          : Effect.map(Clock.currentTimeMillis, (at) => {
-              const failure =
-                exit._tag === "Failure" ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
-              const interrupted = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)
-              hub.unsafeOffer({
-                _tag: "TaskCompleted",
-                runId,
-                outcome:
-                  exit._tag === "Failure"
-                    ? "failed"
-                    : exit.value._tag === "Suggestion"
-                      ? "suggested"
-                      : exit.value.degraded
-                        ? "degraded"
-                        : "completed",
-                errorTag:
-                  exit._tag === "Failure"
-                    ? (errorTagOf(failure) ?? (interrupted ? "Interrupted" : "Defect"))
-                    : undefined,
-                steps: state.steps,
-                usage: state.usage,
-                cost: agentRun.spent - spentAtStart,
-                latencyMs: at - state.startedAt,
-                at
-              })
-            })
+        Loop.taskCompleted(loop.events, loop.agentRun, exit, outcomeName, {
+          steps: loop.state.steps,
+          usage: loop.state.usage,
+          startedAt: loop.state.startedAt,
+          spentAtStart: loop.spentAtStart
+        })
       )
     )
+  })
+
+/** How a loop that ended without an error is reported in `TaskCompleted`. */
+const outcomeName = (outcome: Outcome): "completed" | "suggested" | "degraded" =>
+  outcome._tag === "Suggestion" ? "suggested" : outcome.degraded ? "degraded" : "completed"
+
+/** One pass of the loop from its first step: steps until one ends it. */
+const pass = (loop: Loop.LoopContext): Effect.Effect<Outcome, LoopError, ToolLedger.ToolLedger> =>
+  Effect.gen(function* () {
+    loop.state.steps = 0
+    const messages: Array<Message> = [...loop.command.messages]
+    for (let k = 0; ; k++) {
+      const outcome = yield* step(loop, messages, k)
+      if (outcome !== undefined) return outcome
+    }
+  })
+
+/**
+ * Step `k` of a pass: one model call, then the tool calls it asks for, their messages appended to
+ * `messages`. The outcome when the step ends the loop, else `undefined`.
+ */
+const step = (
+  loop: Loop.LoopContext,
+  messages: Array<Message>,
+  k: number
+): Effect.Effect<Outcome | undefined, LoopError, ToolLedger.ToolLedger> =>
+  Effect.gen(function* () {
+    const n = loop.firstStep + k
+    const cmd = yield* Loop.commandFor(loop, messages, n)
+    loop.state.steps++
+    const result = yield* AgentRun.step(n, loop.gateway.generate(cmd))
+    loop.state.usage = loop.state.usage.add(result.evidence.usage)
+    if (result.evidence.degraded) return yield* degradedOutcome(loop, result, n, messages)
+    const calls = result.content.toolCalls
+    if (calls.length === 0) {
+      return { _tag: "Completed", result, messages, steps: loop.state.steps, degraded: false } satisfies Completed
+    }
+    if (k + 1 >= loop.maxSteps) {
+      return yield* new MaxStepsExceeded({ runId: loop.runId, maxSteps: loop.maxSteps, callId: result.evidence.callId })
+    }
+    const text = result.content.text
+    messages.push({ _tag: "assistant", toolCalls: calls, ...(text !== undefined ? { content: text } : {}) })
+    // The step's results are all recorded (side-effecting ones in the ledger) before the next model call.
+    const indexOf = Loop.perToolIndex()
+    const keysBefore = loop.keysRun.length
+    for (const call of calls) {
+      const content = yield* Loop.runCall(loop, call, n, indexOf(call.name))
+      messages.push({ _tag: "tool", toolCallId: call.id, name: call.name.slice(0, 64), content })
+    }
+    yield* Loop.checkpoint(loop.events, loop.agentRun, n, calls.length, loop.keysRun.length - keysBefore)
+    return undefined
+  })
+
+/** A degraded answer: a Suggestion of its side-effecting proposals, else Completed (degraded). */
+const degradedOutcome = (
+  loop: Loop.LoopContext,
+  result: ModelResult,
+  step: number,
+  messages: ReadonlyArray<Message>
+): Effect.Effect<Outcome, InvalidOutput> =>
+  Effect.gen(function* () {
+    const completed: Completed = { _tag: "Completed", result, messages, steps: loop.state.steps, degraded: true }
+    const proposal = decodeProposal(result.content.value)
+    if (Option.isNone(proposal)) return completed
+    const calls: Array<ProposedCall> = []
+    const invalid = (issues: ReadonlyArray<string>) =>
+      new InvalidOutput({ callId: result.evidence.callId, attempts: result.evidence.attempts, issues })
+    for (const [i, proposed] of proposal.value.toolCalls.entries()) {
+      const tool = loop.byName.get(proposed.name)
+      if (tool === undefined) return yield* invalid([`$.toolCalls.${i}.name is not a tool of the loop`])
+      if (!tool.sideEffecting) continue
+      const decoded = tool.decode(proposed.arguments)
+      if (Either.isLeft(decoded)) {
+        return yield* invalid(decoded.left.map((issue) => issue.replace(/^\$/, `$.toolCalls.${i}.arguments`)))
+      }
+      calls.push({ name: tool.name, arguments: decoded.right.arguments })
+    }
+    if (calls.length === 0) return completed
+    return new Suggestion({ runId: loop.runId, step, callId: result.evidence.callId, reason: "degraded_answer", calls })
   })

@@ -556,7 +556,7 @@ describe("ModelGateway.embed", () => {
       })
     )
     return Effect.gen(function* () {
-      const error = yield* Effect.flip(ModelGateway.make(def))
+      const error = yield* Effect.flip(Effect.scoped(Layer.build(ModelGateway.layer(def))))
       assert.deepStrictEqual(
         error.problems.map((p) => [p.path, p.reason, p.detail]),
         [

@@ -96,12 +96,12 @@ describe("errors", () => {
     }).pipe(Effect.provide(gatewayLayer({})))
   )
 
-  it("retryable errors say so and carry retry-after", () => {
+  it("a rate-limited error carries its retry-after", () => {
     const e = new Errors.RateLimited({
       target: Errors.RateLimited.fields.target.make("model://a/b@eu"),
       retryAfter: Duration.seconds(2)
     })
-    assert.isTrue(e.isRetryable)
+    assert.deepStrictEqual(e.retryAfter, Duration.seconds(2))
     assert.include(e.message, "2000 ms")
   })
 })

@@ -12,6 +12,7 @@ import { Capabilities, ModelTarget, TargetRef } from "@modelgate/core/ModelTarge
 import { Usage } from "@modelgate/core/ModelResult"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Cause, Effect, Either, Exit, Layer, Option, Schema, Stream } from "effect"
+import * as Options from "../src/internal/options.js"
 import { command, target, workflow } from "./fixtures.js"
 
 const refs = {
@@ -121,7 +122,7 @@ describe("ModelOptions.resolve: the workflow's bounds and the command's override
   } satisfies { readonly options: ModelOptions.WorkflowOptions }
 
   it("defaults apply, pinned options are required, an override inside the bounds wins", () => {
-    const none = ModelOptions.resolve(bounds, {})
+    const none = Options.resolve(bounds, {})
     assert.deepStrictEqual(Either.getOrThrow(none).values, {
       temperature: 0.2,
       seed: 7,
@@ -129,10 +130,10 @@ describe("ModelOptions.resolve: the workflow's bounds and the command's override
       parallelToolCalls: true
     })
     assert.deepStrictEqual(Either.getOrThrow(none).required, ["seed", "stop"])
-    const inside = Either.getOrThrow(ModelOptions.resolve(bounds, { options: { temperature: 0.9, seed: 7 } }))
+    const inside = Either.getOrThrow(Options.resolve(bounds, { options: { temperature: 0.9, seed: 7 } }))
     assert.deepStrictEqual(inside.values, { temperature: 0.9, seed: 7, stop: ["END"], parallelToolCalls: true })
     assert.deepStrictEqual(inside.required, ["temperature", "seed", "stop"])
-    const chosen = Either.getOrThrow(ModelOptions.resolve(bounds, { options: { reasoningEffort: "medium" } }))
+    const chosen = Either.getOrThrow(Options.resolve(bounds, { options: { reasoningEffort: "medium" } }))
     assert.strictEqual(chosen.values.reasoningEffort, "medium")
   })
 
@@ -145,12 +146,12 @@ describe("ModelOptions.resolve: the workflow's bounds and the command's override
     ],
     [{ stop: ["STOP"] }, "options.stop is fixed by the workflow"]
   ])("an override outside the bounds is refused, naming the option and the bound (%j)", (options, message) => {
-    const resolved = ModelOptions.resolve(bounds, { options })
+    const resolved = Options.resolve(bounds, { options })
     assert.deepStrictEqual(resolved, Either.left(message))
   })
 
   it("a minimum is enforced, and several problems are listed together without the values", () => {
-    const resolved = ModelOptions.resolve(
+    const resolved = Options.resolve(
       { options: { temperature: { min: 0.5 }, topP: { max: 0.9 } } },
       { options: { temperature: 0.123456, topP: 0.987654 } }
     )
@@ -163,21 +164,21 @@ describe("ModelOptions.resolve: the workflow's bounds and the command's override
   })
 
   it("without workflow bounds a command's options are all required; nothing set resolves to `none`", () => {
-    assert.strictEqual(Either.getOrThrow(ModelOptions.resolve({}, {})), ModelOptions.none)
-    const r = Either.getOrThrow(ModelOptions.resolve({}, { options: { topP: 0.5, userId: "u-1" } }))
+    assert.strictEqual(Either.getOrThrow(Options.resolve({}, {})), Options.none)
+    const r = Either.getOrThrow(Options.resolve({}, { options: { topP: 0.5, userId: "u-1" } }))
     assert.deepStrictEqual(r.required, ["topP", "userId"])
   })
 
   it("forTarget drops the workflow defaults a target does not accept, and only those", () => {
-    const r = Either.getOrThrow(ModelOptions.resolve(bounds, {}))
-    assert.strictEqual(ModelOptions.forTarget(r, ["temperature", "seed", "stop", "parallelToolCalls"]), r.values)
-    assert.deepStrictEqual(ModelOptions.forTarget(r, ["seed"]), { seed: 7 })
+    const r = Either.getOrThrow(Options.resolve(bounds, {}))
+    assert.strictEqual(Options.forTarget(r, ["temperature", "seed", "stop", "parallelToolCalls"]), r.values)
+    assert.deepStrictEqual(Options.forTarget(r, ["seed"]), { seed: 7 })
   })
 
   it("the pinned options and the bounds' own problems", () => {
-    assert.deepStrictEqual(ModelOptions.pinned(bounds.options), ["seed", "stop"])
+    assert.deepStrictEqual(Options.pinned(bounds.options), ["seed", "stop"])
     assert.deepStrictEqual(
-      ModelOptions.boundsProblems({
+      Options.boundsProblems({
         temperature: { default: 1.5, min: 0, max: 1 },
         topP: { min: 0.9, max: 0.5 },
         reasoningEffort: { default: "high", allowed: ["low"] }

@@ -251,13 +251,6 @@ describe("ToolLedger with a failing store", () => {
       assert.strictEqual((yield* Effect.flip(ledger.record(key.id)))._tag, "StoreError")
     })
   )
-
-  it("the deprecated store names are the ToolLedgerStore module's", () => {
-    assert.strictEqual(ToolLedger.ToolLedgerStore, ToolLedgerStore.ToolLedgerStore)
-    assert.strictEqual(ToolLedger.makeStoreMemory, ToolLedgerStore.makeMemory)
-    assert.strictEqual(ToolLedger.layerStoreMemory, ToolLedgerStore.layerMemory)
-    assert.strictEqual(ToolLedger.ToolRecord, ToolLedgerStore.ToolRecord)
-  })
 })
 
 describe("an agent step through the gateway", () => {

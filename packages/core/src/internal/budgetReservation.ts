@@ -2,8 +2,6 @@
  * The reservation of `Budgets`: store units, how a reservation settles (commit or release, once),
  * what a store failure does to a settle (a release is logged and counted; a commit is retried in the
  * background, `pending` meanwhile), and the overspend report of a late commit.
- *
- * @internal
  */
 import { Cause, Clock, Duration, Effect, Metric } from "effect"
 import type { Reservation, Settlement } from "../Budgets.js"
@@ -11,7 +9,7 @@ import * as Store from "../BudgetStore.js"
 import type { TenantId } from "../ModelCommand.js"
 import * as FastPath from "./fastPath.js"
 
-/** Metrics of budgets (documented at `Budgets.metrics`). @internal */
+/** Metrics of budgets (documented at `Budgets.metrics`). */
 export const metrics = {
   settleFailures: Metric.counter("modelgate.budget.settle_failures", {
     description: "Budget settlements (commit or release) the store could not record",
@@ -23,11 +21,10 @@ export const metrics = {
   })
 } as const
 
-/** Currency → store units for what is reserved: rounded up, ignoring float noise below 10⁻⁶ unit. @internal */
+/** Currency → store units for what is reserved: rounded up, ignoring float noise below 10⁻⁶ unit. */
 export const reserveUnits = (amount: number) => Math.max(0, Math.ceil(amount * Store.unitsPerCurrency - 1e-6))
-/** Currency → store units for a limit: rounded down. @internal */
+/** Currency → store units for a limit: rounded down. */
 export const limitUnits = (amount: number) => Math.floor(amount * Store.unitsPerCurrency + 1e-6)
-/** @internal */
 export const fromUnits = (units: number) => units / Store.unitsPerCurrency
 
 /** Store units of spend for `actual`, capped at the reservation's `units`. */
@@ -51,11 +48,11 @@ const succeedNothingSettled: Effect.Effect<Settlement> = Effect.succeed(nothingS
 const settleNothing = () => succeedNothingSettled
 const settleNothingFast: FastPath.ReservationFast = { _tag: "Reservation", settle: () => nothingSettled }
 
-/** A reservation that tracks nothing (an unlimited tenant): both settles do nothing. @internal */
+/** A reservation that tracks nothing (an unlimited tenant): both settles do nothing. */
 export const settledReservation = (tenant: TenantId, amount: number): Reservation =>
   FastPath.attach({ tenant, amount, settle: settleNothing }, settleNothingFast)
 
-/** The defect of a negative or NaN amount (thrown by the fast path, died with by `reserve`). @internal */
+/** The defect of a negative or NaN amount (thrown by the fast path, died with by `reserve`). */
 export const negativeAmount = (amount: number) =>
   new Cause.RuntimeException(`Budgets.reserve: amount must be ≥ 0, got ${amount}`)
 
@@ -63,8 +60,6 @@ export const negativeAmount = (amount: number) =>
  * Reports an overspend found by a settle: adds `settlement.overspent` to `metrics.overspend` and
  * logs a warning (tenant only), then succeeds with `settlement`; with 0 it does nothing. The engine
  * runs it after a synchronous settle.
- *
- * @internal
  */
 export const reportOverspend = (tenant: TenantId, settlement: Settlement): Effect.Effect<Settlement> =>
   settlement.overspent > 0 ? overspent(tenant, settlement) : Effect.succeed(settlement)
@@ -139,7 +134,7 @@ const commitPending = (
   )
 }
 
-/** What a reservation holds in the store. @internal */
+/** What a reservation holds in the store. */
 export interface Held {
   readonly tenant: TenantId
   readonly account: string
@@ -175,8 +170,6 @@ const settleWithin = (store: Store.Service, held: Held, spend: number, maxWaitMs
 /**
  * The reservation of `held` over `store`: `settle` (once; later settles return nothing settled),
  * and, over a store without I/O (`fast`), the same settle done at once (sharing the idempotence).
- *
- * @internal
  */
 export const makeReservation = (
   store: Store.Service,

@@ -2,8 +2,6 @@
  * `Budgets` over a `BudgetStore`: which budget a tenant has, the store request of a reservation,
  * the one uninterruptible round trip that reserves, the balance of a window, and over a store
  * without I/O the same reserve done at once (the private fast path).
- *
- * @internal
  */
 import { Cause, Duration, Effect, FiberRef, RuntimeFlags } from "effect"
 import type { Balance, Options, Reservation, Service, TenantBudget } from "../Budgets.js"
@@ -34,7 +32,6 @@ const exceeded = (tenant: TenantId, amount: number, budget: TenantBudget, outcom
     requested: amount
   })
 
-/** @internal */
 export const unlimitedBalance = (tenant: TenantId, limit: number): Balance => ({
   tenant,
   limit,
@@ -49,8 +46,6 @@ export const unlimitedBalance = (tenant: TenantId, limit: number): Balance => ({
 /**
  * The service over `store` (options already validated; `instance` makes reservation ids unique
  * across processes sharing the store).
- *
- * @internal
  */
 export const makeService = (options: Options, store: Store.Service, instance: string, ttl: Duration.Duration) => {
   const fast = FastPath.budgetStore(store)
@@ -178,7 +173,7 @@ export const makeService = (options: Options, store: Store.Service, instance: st
 
 const unlimitedReserve = (tenant: TenantId, amount: number) => Effect.succeed(settledReservation(tenant, amount))
 
-/** No limits: reservations always fit and nothing is tracked (`Budgets.layerOff`). @internal */
+/** No limits: reservations always fit and nothing is tracked (`Budgets.layerOff`). */
 export const off = (): Service =>
   FastPath.attach<Service>(
     {

@@ -1,14 +1,12 @@
 /**
  * Budget windows: the UTC day, the UTC month, or the whole time (`total`), with their store keys.
- *
- * @internal
  */
 import type { Period, Window } from "../Budgets.js"
 
 const day = 86_400_000
 const pad = (n: number) => String(n).padStart(2, "0")
 
-/** The window of `period` that contains the instant `now` (epoch millis, UTC). @internal */
+/** The window of `period` that contains the instant `now` (epoch millis, UTC). */
 export const windowOf = (period: Period, now: number): Window => {
   switch (period) {
     case "total":
@@ -33,7 +31,7 @@ export const windowOf = (period: Period, now: number): Window => {
 
 /**
  * The window of each period, recomputed only when the clock leaves it (one cache per `Budgets`
- * service). @internal
+ * service).
  */
 export const windowCache = (): ((period: Period, now: number) => Window) => {
   const windows: Record<Period, Window | undefined> = { daily: undefined, monthly: undefined, total: undefined }

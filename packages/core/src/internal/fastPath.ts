@@ -13,8 +13,6 @@
  *   state, and never throws (except the defects its Effect would die with): a value whose
  *   operations can fail or wait (I/O) has none.
  * - One slot, one union ({@link FastPath}); each kind has its accessor below.
- *
- * @internal
  */
 import type { TenantId } from "../ModelCommand.js"
 import type { ModelTarget, TargetRef } from "../ModelTarget.js"
@@ -23,13 +21,12 @@ import type * as BudgetStore from "../BudgetStore.js"
 import type { BudgetExceeded } from "../Errors.js"
 import type * as PermitStore from "../PermitStore.js"
 
-/** The slot's key (shared across copies of this module). @internal */
+/** The slot's key (shared across copies of this module). */
 export const TypeId: unique symbol = Symbol.for("@modelgate/core/FastPath")
 
-/** @internal */
 export type TypeId = typeof TypeId
 
-/** A budget store without I/O: `reserve`, `commit` and `release` answered at once. @internal */
+/** A budget store without I/O: `reserve`, `commit` and `release` answered at once. */
 export interface BudgetStoreFast {
   readonly _tag: "BudgetStore"
   readonly reserve: (request: BudgetStore.ReserveRequest) => BudgetStore.ReserveOutcome
@@ -40,7 +37,7 @@ export interface BudgetStoreFast {
 /**
  * `Budgets.reserve` at the epoch-ms instant `now`, answered at once: the reservation, or the
  * `BudgetExceeded` that `reserve` fails with (returned). A negative or NaN amount throws the defect
- * `reserve` dies with. @internal
+ * `reserve` dies with.
  */
 export interface BudgetsFast {
   readonly _tag: "Budgets"
@@ -50,7 +47,7 @@ export interface BudgetsFast {
 /**
  * A reservation's `settle`, done at once: same rounding, cap and idempotence (the first of the two
  * counts). It does the store part only: an `overspent` above 0 must still be reported
- * (`Budgets` reports it in `settle`; the engine calls its overspend report). @internal
+ * (`Budgets` reports it in `settle`; the engine calls its overspend report).
  */
 export interface ReservationFast {
   readonly _tag: "Reservation"
@@ -60,7 +57,7 @@ export interface ReservationFast {
 /**
  * `Concurrency`'s synchronous step: a free permit now (never jumping a queued waiter), or
  * `undefined` when the caller must wait (then it calls `acquire`). An uncapped target gets the
- * shared no-op permit. @internal
+ * shared no-op permit.
  */
 export interface ConcurrencyFast {
   readonly _tag: "Concurrency"
@@ -68,7 +65,7 @@ export interface ConcurrencyFast {
   readonly acquireTarget: (target: TargetRef) => PermitStore.Permit | undefined
 }
 
-/** A permit pool without I/O: a permit of `key` if one is free now and no waiter of `key` is before. @internal */
+/** A permit pool without I/O: a permit of `key` if one is free now and no waiter of `key` is before. */
 export interface PoolFast {
   readonly _tag: "Pool"
   readonly take: (key: string) => PermitStore.Permit | undefined
@@ -77,7 +74,7 @@ export interface PoolFast {
 /**
  * `Health` operations answered at once, each optional (absent: run the Effect). `isOpen` and
  * `tryAcquire` answer `undefined` for a route they cannot answer now (its breaker is in a store:
- * run the Effect). @internal
+ * run the Effect).
  */
 export interface HealthFast {
   readonly _tag: "Health"
@@ -89,7 +86,7 @@ export interface HealthFast {
   readonly onFirstAttempt?: ((now: number) => void) | undefined
 }
 
-/** Every kind of synchronous implementation. @internal */
+/** Every kind of synchronous implementation. */
 export type FastPath = BudgetStoreFast | BudgetsFast | ReservationFast | ConcurrencyFast | PoolFast | HealthFast
 
 interface Carrier {
@@ -100,45 +97,43 @@ const carries = (self: object): self is Carrier => TypeId in self
 
 /**
  * Attaches `fast` to `self` (not enumerable: a spread copy has none) and returns `self`.
- *
- * @internal
  */
 export const attach = <T extends object>(self: T, fast: FastPath): T =>
   Object.defineProperty(self, TypeId, { value: fast, enumerable: false, writable: false, configurable: false })
 
 const of = (self: object): FastPath | undefined => (carries(self) ? self[TypeId] : undefined)
 
-/** The budget store's synchronous operations, if it has them. @internal */
+/** The budget store's synchronous operations, if it has them. */
 export const budgetStore = (store: BudgetStore.Service): BudgetStoreFast | undefined => {
   const fast = of(store)
   return fast?._tag === "BudgetStore" ? fast : undefined
 }
 
-/** The budgets service's synchronous `reserve`, if it has one. @internal */
+/** The budgets service's synchronous `reserve`, if it has one. */
 export const budgets = (service: object): BudgetsFast | undefined => {
   const fast = of(service)
   return fast?._tag === "Budgets" ? fast : undefined
 }
 
-/** The reservation's synchronous `settle`, if it has one. @internal */
+/** The reservation's synchronous `settle`, if it has one. */
 export const reservation = (reservation: Budgets.Reservation): ReservationFast | undefined => {
   const fast = of(reservation)
   return fast?._tag === "Reservation" ? fast : undefined
 }
 
-/** The concurrency service's synchronous step, if it has one. @internal */
+/** The concurrency service's synchronous step, if it has one. */
 export const concurrency = (service: object): ConcurrencyFast | undefined => {
   const fast = of(service)
   return fast?._tag === "Concurrency" ? fast : undefined
 }
 
-/** The pool's synchronous `take`, if it has one. @internal */
+/** The pool's synchronous `take`, if it has one. */
 export const pool = (pool: PermitStore.Pool): PoolFast | undefined => {
   const fast = of(pool)
   return fast?._tag === "Pool" ? fast : undefined
 }
 
-/** The health service's synchronous operations, if it has any. @internal */
+/** The health service's synchronous operations, if it has any. */
 export const health = (service: object): HealthFast | undefined => {
   const fast = of(service)
   return fast?._tag === "Health" ? fast : undefined

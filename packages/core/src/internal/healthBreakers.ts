@@ -2,8 +2,6 @@
  * The circuit breakers of `Health` over a `BreakerStore`: a state change applied in the store
  * (`transit`), the transitions it made (an open breaker's cool-down end in between), and their
  * announcement (a log line, the state gauge and the transition counter).
- *
- * @internal
  */
 import { Effect, Metric } from "effect"
 import type * as Store from "../BreakerStore.js"
@@ -13,7 +11,7 @@ import type { Resolved } from "./healthConfig.js"
 import { gaugeValue, metrics } from "./healthRecord.js"
 import type { RouteWindow } from "./healthWindow.js"
 
-/** Why a breaker opened. @internal */
+/** Why a breaker opened. */
 export type TripReason = "consecutive_failures" | "failure_ratio" | "probe_failed"
 
 interface Transition {
@@ -40,7 +38,7 @@ const transitionsOf = (
   return out
 }
 
-/** Bookkeeping the store could not do: logged with route and operation only, and counted. @internal */
+/** Bookkeeping the store could not do: logged with route and operation only, and counted. */
 export const storeFailed = (route: string, operation: "record" | "release") =>
   Effect.zipRight(
     Metric.increment(Metric.tagged(metrics.breakerStoreFailures, "operation", operation)),
@@ -95,8 +93,6 @@ const announceOne = (
 /**
  * `transit(route, now, rules, f, reason)` applies `f` to the breaker of `route` in `store` and
  * announces the transitions it made. `windows` are the routes' health records (reset on close).
- *
- * @internal
  */
 export const transitions =
   (store: Store.Service, windows: ReadonlyMap<string, RouteWindow>) =>

@@ -106,7 +106,7 @@ export class HealthConfig extends Schema.Class<HealthConfig>("@modelgate/core/He
   maxRoutes: Schema.optionalWith(Schema.Number, { default: () => 10_000 })
 }) {}
 
-/** Breaker settings after overrides, in the units the engine uses. @internal */
+/** Breaker settings after overrides, in the units the engine uses. */
 export interface Resolved extends Breaker.Rules {
   readonly enabled: boolean
   readonly consecutiveFailures: number
@@ -114,7 +114,6 @@ export interface Resolved extends Breaker.Rules {
   readonly minimumCalls: number
 }
 
-/** @internal */
 export const resolve = (base: BreakerSettings, o: BreakerOverrides | undefined): Resolved => ({
   enabled: o?.enabled ?? base.enabled,
   consecutiveFailures: o?.consecutiveFailures ?? base.consecutiveFailures,

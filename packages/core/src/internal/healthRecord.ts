@@ -222,5 +222,5 @@ export const metrics = {
   })
 } as const
 
-/** The breaker state gauge's value of a status. @internal */
+/** The breaker state gauge's value of a status. */
 export const gaugeValue = (s: Breaker.Status): number => (s === "closed" ? 0 : s === "half_open" ? 1 : 2)

@@ -1,8 +1,6 @@
 /**
  * `Health` over a `BreakerStore`: the health records of the routes (most recently used last,
  * at most `maxRoutes`), the breakers' admission and bookkeeping, and the retry budget.
- *
- * @internal
  */
 import { Clock, Duration, Effect, Metric, Option } from "effect"
 import type * as Store from "../BreakerStore.js"
@@ -151,8 +149,6 @@ const retryBudgetOf = (config: HealthConfig) => {
 /**
  * The service over `store` (`config` already validated). Its fast path answers what needs no
  * store: admission of a route whose breaker is off, and the first-attempt deposit.
- *
- * @internal
  */
 export const makeService = (config: HealthConfig, store: Store.Service): Service => {
   const windowMs = Duration.toMillis(config.window.duration)

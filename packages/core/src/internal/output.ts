@@ -2,8 +2,6 @@
  * The workflow's structured output on the wire and back: the request's output format for a target,
  * and the validation of an answer against the workflow's schema. Shared by the pipeline and the
  * shadow runner, so that a shadow answer is judged exactly as a production one.
- *
- * @internal
  */
 import { Either } from "effect"
 import type { Failure } from "../Errors.js"

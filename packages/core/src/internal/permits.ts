@@ -16,7 +16,7 @@ import type { Clock, Fiber } from "effect"
 import { Duration, Effect, FiberId } from "effect"
 import * as FastPath from "./fastPath.js"
 
-/** A permit of one key, given back at most once. @internal */
+/** A permit of one key, given back at most once. */
 export class HeldPermit {
   private held = true
   constructor(
@@ -58,7 +58,6 @@ interface KeyState {
   readonly waiters: Set<Waiter>
 }
 
-/** @internal */
 export interface PermitsOptions {
   /** Permits that any key may use (after reserved shares). */
   readonly shared: number
@@ -66,7 +65,6 @@ export interface PermitsOptions {
   readonly maxOf: (key: string) => number
 }
 
-/** @internal */
 export interface PermitsSnapshot {
   readonly inUse: number
   readonly sharedInUse: number
@@ -82,7 +80,6 @@ const stopTimer = (timer: Fiber.RuntimeFiber<void> | undefined): void => {
   if (timer !== undefined) timer.unsafeInterruptAsFork(FiberId.none)
 }
 
-/** @internal */
 export class Permits {
   private sharedInUse = 0
   private inUse = 0

@@ -1,8 +1,6 @@
 /**
  * The pipeline's use of `RateLimits`: take a target's request and worst-case tokens before an
  * attempt, correct the tokens to the attempt's usage once it ended.
- *
- * @internal
  */
 import { Effect } from "effect"
 import type { StoreError } from "../Errors.js"
@@ -12,7 +10,7 @@ import type * as RateLimits from "../RateLimits.js"
 import type * as RateLimitStore from "../RateLimitStore.js"
 import { ExcludedTarget } from "../RouteDecision.js"
 
-/** What an attempt took of its target's rate limit. @internal */
+/** What an attempt took of its target's rate limit. */
 export interface Held {
   readonly store: RateLimitStore.Service
   readonly key: string
@@ -23,8 +21,6 @@ export interface Held {
 /**
  * Takes one request and `tokens` of `target`'s limit: what was taken, or the exclusion of a target
  * without headroom (`RATE_LIMITED_LOCAL`, with the instant its window resets).
- *
- * @internal
  */
 export const take = (
   store: RateLimitStore.Service,
@@ -59,8 +55,6 @@ export const take = (
 /**
  * Corrects what `held` took to the attempt's usage (`undefined`: nothing was sent, or nothing was
  * reported — then `sent` says whether the estimate stands).
- *
- * @internal
  */
 export const settle = (held: Held, usage: Usage | undefined, sent: boolean): void => {
   const actual = usage !== undefined ? usage.inputTokens + usage.outputTokens : sent ? held.tokens : 0

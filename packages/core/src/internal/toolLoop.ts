@@ -1,0 +1,289 @@
+/**
+ * The tool loop's machinery below its steps (module `ToolLoop`): the loop's context, the command
+ * of a step, one tool call, argument parsing, the per-tool call index, and the run events a loop
+ * publishes.
+ */
+import { Cause, Clock, Effect, Either, type Exit, Option, ParseResult } from "effect"
+import * as AgentRun from "../AgentRun.js"
+import { InvalidRequest, StoreError } from "../Errors.js"
+import { type Message, ModelCommand, type ToolCall, type ToolDefinition } from "../ModelCommand.js"
+import * as ModelGateway from "../ModelGateway.js"
+import { Usage } from "../ModelResult.js"
+import type * as RunEvents from "../RunEvents.js"
+import * as ToolLedger from "../ToolLedger.js"
+import type { Any, LedgerError, Options } from "../ToolLoop.js"
+import { issueLines } from "./issues.js"
+
+/** A tool name the providers accept. */
+export const toolName = /^[A-Za-z0-9_-]{1,64}$/
+
+/** The model's argument text as JSON, or the value-free issue. */
+export const parseArguments = (text: string): Either.Either<unknown, ReadonlyArray<string>> => {
+  try {
+    return Either.right(JSON.parse(text))
+  } catch {
+    return Either.left(["$ is not valid JSON"])
+  }
+}
+
+export const errorTagOf = (e: unknown): string | undefined =>
+  typeof e === "object" && e !== null && "_tag" in e && typeof e._tag === "string" ? e._tag : undefined
+
+/** The ledger's own errors (they fail the loop; a handler's typed failure goes back to the model). */
+export const isLedgerError = (e: unknown): boolean =>
+  e instanceof ToolLedger.ToolReplayRefused || e instanceof ToolLedger.ToolResultUndecodable || e instanceof StoreError
+
+/** The loop's conversation no longer makes a valid command. */
+export const conversationLimits = (error: unknown): InvalidRequest =>
+  new InvalidRequest({
+    reason: "invalid_command",
+    detail: `the tool loop's conversation broke a command limit: ${
+      ParseResult.isParseError(error) ? issueLines(error).join("; ") : "invalid command"
+    }`
+  })
+
+/**
+ * Numbers the calls of one step per tool (the ledger key's index): the n-th call of a tool in the
+ * step gets n - 1. The loop and `ToolLoop.approve` both use it, so they compute the same keys.
+ */
+export const perToolIndex = (): ((name: string) => number) => {
+  const seen = new Map<string, number>()
+  return (name) => {
+    const index = seen.get(name) ?? 0
+    seen.set(name, index + 1)
+    return index
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run events
+// ---------------------------------------------------------------------------------------------
+
+/** Where a loop publishes its events: the run's hub (none outside a run or without `events`). */
+export interface Events {
+  readonly hub: RunEvents.Hub | undefined
+  readonly runId: string
+  /** `PreTool`/`PostTool` carry arguments and results. */
+  readonly withContent: boolean
+}
+
+/** One tool call as its events describe it. */
+export interface ToolEvent {
+  readonly step: number
+  readonly toolCallId: string
+  readonly tool: string
+  readonly sideEffecting: boolean
+  readonly key: string | undefined
+}
+
+/** Publishes `PreTool` for `call` (with its arguments when the run allows content); returns its start. */
+export const preTool = (events: Events, call: ToolEvent, args: string): Effect.Effect<number> =>
+  Effect.map(Clock.currentTimeMillis, (at) => {
+    events.hub?.unsafeOffer({
+      _tag: "PreTool",
+      runId: events.runId,
+      ...call,
+      arguments: events.withContent ? args : undefined,
+      at
+    })
+    return at
+  })
+
+/** Publishes `PostTool` for `call`, which started at `startedAt`. */
+export const postTool = (
+  events: Events,
+  call: ToolEvent,
+  startedAt: number,
+  outcome: RunEvents.ToolOutcome,
+  content: string | undefined,
+  errorTag?: string
+): Effect.Effect<void> =>
+  Effect.map(Clock.currentTimeMillis, (at) => {
+    events.hub?.unsafeOffer({
+      _tag: "PostTool",
+      runId: events.runId,
+      ...call,
+      outcome,
+      errorTag,
+      latencyMs: at - startedAt,
+      result: events.withContent ? content : undefined,
+      at
+    })
+  })
+
+/** Publishes `Checkpoint`: step `step`'s `tools` results are recorded, `effects` of them side effects. */
+export const checkpoint = (
+  events: Events,
+  run: AgentRun.Run | undefined,
+  step: number,
+  tools: number,
+  effects: number
+): Effect.Effect<void> => {
+  const hub = events.hub
+  if (hub === undefined || run === undefined) return Effect.void
+  return Effect.map(Clock.currentTimeMillis, (at) => {
+    hub.unsafeOffer({
+      _tag: "Checkpoint",
+      runId: events.runId,
+      step,
+      tools,
+      effects,
+      spent: run.spent,
+      remainingBudget: run.budget === undefined ? undefined : AgentRun.remainingBudget(run),
+      remainingMs: Math.max(0, run.deadlineAt - at),
+      at
+    })
+  })
+}
+
+/** What a loop's `TaskCompleted` reports besides how it ended. */
+export interface Totals {
+  readonly steps: number
+  readonly usage: Usage
+  readonly startedAt: number
+  /** What the run had spent when the loop started. */
+  readonly spentAtStart: number
+}
+
+/** Publishes `TaskCompleted` for a loop that ended with `exit`; `outcome` names a success. */
+export const taskCompleted = <A, E>(
+  events: Events,
+  run: AgentRun.Run | undefined,
+  exit: Exit.Exit<A, E>,
+  outcome: (value: A) => "completed" | "suggested" | "degraded",
+  totals: Totals
+): Effect.Effect<void> => {
+  const hub = events.hub
+  if (hub === undefined || run === undefined) return Effect.void
+  return Effect.map(Clock.currentTimeMillis, (at) => {
+    const failure = exit._tag === "Failure" ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+    const interrupted = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)
+    hub.unsafeOffer({
+      _tag: "TaskCompleted",
+      runId: events.runId,
+      outcome: exit._tag === "Failure" ? "failed" : outcome(exit.value),
+      errorTag: exit._tag === "Failure" ? (errorTagOf(failure) ?? (interrupted ? "Interrupted" : "Defect")) : undefined,
+      steps: totals.steps,
+      usage: totals.usage,
+      cost: run.spent - totals.spentAtStart,
+      latencyMs: at - totals.startedAt,
+      at
+    })
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loop's context, a step's command, one tool call
+// ---------------------------------------------------------------------------------------------
+
+/** What one run of the loop works with: set up once by `ToolLoop.run`, read by every step. */
+export interface LoopContext {
+  readonly command: ModelCommand
+  readonly maxSteps: number
+  readonly firstStep: number
+  readonly runId: string
+  readonly gateway: ModelGateway.Service
+  readonly agentRun: AgentRun.Run | undefined
+  readonly events: Events
+  readonly byName: ReadonlyMap<string, Any>
+  readonly definitions: ReadonlyArray<ToolDefinition>
+  /** Side-effecting calls the loop ran or replayed (checked before an ambiguous retry). */
+  readonly keysRun: Array<ToolLedger.KeyInfo>
+  /** Model calls of the current pass, usage of every pass, when the loop started. */
+  readonly state: { steps: number; usage: Usage; readonly startedAt: number }
+  /** What the run had spent when the loop started. */
+  readonly spentAtStart: number
+}
+
+/** Checks the run id, `maxSteps` and the tool names, and reads the gateway and the run. */
+export const setup = (
+  command: ModelCommand,
+  tools: ReadonlyArray<Any>,
+  options: Options
+): Effect.Effect<LoopContext, InvalidRequest, ModelGateway.ModelGateway> =>
+  Effect.gen(function* () {
+    const gateway = yield* ModelGateway.ModelGateway
+    const agentRun = Option.getOrUndefined(yield* AgentRun.current)
+    const runId = agentRun?.runId ?? command.runId
+    if (runId === undefined) {
+      return yield* new InvalidRequest({
+        reason: "invalid_command",
+        detail: "the tool loop needs a run id: run it inside AgentRun.run or set the command's runId"
+      })
+    }
+    if (!Number.isInteger(options.maxSteps) || options.maxSteps < 1) {
+      return yield* Effect.dieMessage(`maxSteps must be an integer ≥ 1, got ${options.maxSteps}`)
+    }
+    const byName = new Map<string, Any>()
+    for (const tool of tools) {
+      if (byName.has(tool.name)) return yield* Effect.dieMessage(`two tools are named "${tool.name}"`)
+      byName.set(tool.name, tool)
+    }
+    return {
+      command,
+      maxSteps: options.maxSteps,
+      firstStep: options.firstStep ?? 1,
+      runId,
+      gateway,
+      agentRun,
+      events: { hub: agentRun?.events, runId, withContent: agentRun?.eventContent ?? false },
+      byName,
+      definitions: tools.map((t) => t.definition),
+      keysRun: [],
+      state: { steps: 0, usage: Usage.zero, startedAt: yield* Clock.currentTimeMillis },
+      spentAtStart: agentRun?.spent ?? 0
+    }
+  })
+
+/** The command of step `step`: the original system message, the conversation so far, the loop's tools. */
+export const commandFor = (loop: LoopContext, messages: ReadonlyArray<Message>, step: number) =>
+  Effect.try({
+    try: () =>
+      new ModelCommand({
+        ...loop.command,
+        messages: [loop.command.messages[0], ...messages.slice(1)],
+        tools: loop.definitions,
+        runId: loop.runId,
+        step
+      }),
+    catch: conversationLimits
+  })
+
+/** One tool call: its tool message content, with `PreTool`/`PostTool`. */
+export const runCall = (
+  loop: LoopContext,
+  call: ToolCall,
+  step: number,
+  index: number
+): Effect.Effect<string, LedgerError, ToolLedger.ToolLedger> =>
+  Effect.gen(function* () {
+    const tool = loop.byName.get(call.name)
+    const sideEffecting = tool?.sideEffecting ?? false
+    const key =
+      tool !== undefined && sideEffecting ? ToolLedger.idempotencyKey(loop.runId, step, tool.name, index) : undefined
+    const event: ToolEvent = { step, toolCallId: call.id, tool: call.name, sideEffecting, key }
+    const startedAt = yield* preTool(loop.events, event, call.arguments)
+    const post = (outcome: RunEvents.ToolOutcome, content: string | undefined, errorTag?: string) =>
+      postTool(loop.events, event, startedAt, outcome, content, errorTag)
+    if (tool === undefined) {
+      const content = JSON.stringify({ error: "unknown tool", tools: [...loop.byName.keys()] })
+      yield* post("unknown_tool", content)
+      return content
+    }
+    const decoded = Either.flatMap(parseArguments(call.arguments), tool.decode)
+    if (Either.isLeft(decoded)) {
+      const content = JSON.stringify({ error: "invalid arguments", issues: decoded.left })
+      yield* post("invalid_arguments", content)
+      return content
+    }
+    const executed = yield* decoded.right
+      .execute({ runId: loop.runId, step, index, toolCallId: call.id })
+      .pipe(Effect.tapError((e) => post("failed", undefined, errorTagOf(e))))
+    if (executed.failed !== undefined) {
+      yield* post("failed", executed.content, executed.failed)
+      return executed.content
+    }
+    if (key !== undefined) loop.keysRun.push({ id: key, runId: loop.runId, step, tool: tool.info })
+    yield* post(executed.replayed ? "replayed" : "success", executed.content)
+    return executed.content
+  })
