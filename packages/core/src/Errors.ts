@@ -44,15 +44,6 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   target: TargetRef,
   retryAfter: Schema.optional(Schema.DurationFromMillis)
 }) {
-  /**
-   * Always true. Nothing reads it: what happens after an error is decided by the disposition table.
-   *
-   * @deprecated Use `Disposition.decide` (what the call does next) or `Disposition.isAvailability`
-   * (whether it counts as an availability failure). Kept for one release.
-   */
-  get isRetryable(): boolean {
-    return true
-  }
   override get message(): string {
     const hint = this.retryAfter ? `, retry after ${Duration.toMillis(this.retryAfter)} ms` : ""
     return `${this.target} rate limited${hint}`
@@ -81,15 +72,6 @@ export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>
   httpStatus: Schema.optional(Schema.Int),
   retryAfter: Schema.optional(Schema.DurationFromMillis)
 }) {
-  /**
-   * Always true. Nothing reads it: what happens after an error is decided by the disposition table.
-   *
-   * @deprecated Use `Disposition.decide` (what the call does next) or `Disposition.isAvailability`
-   * (whether it counts as an availability failure). Kept for one release.
-   */
-  get isRetryable(): boolean {
-    return true
-  }
   override get message(): string {
     return `${this.target} unavailable (${this.reason}${this.httpStatus ? ` ${this.httpStatus}` : ""})`
   }

@@ -200,13 +200,16 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
     const first = yield* prepare(definition, options?.version, undefined)
     // Only ever added to: a call in flight keeps the adapters of the configuration it started on.
     const adapters = new Map(first.adapters)
+    const concurrency = yield* Concurrency
     const ctx: engine.EngineContext = {
       live: { current: first.live },
       adapters,
       budgets,
-      concurrency: yield* Concurrency,
+      concurrency,
       recorder: yield* CallRecorder,
       health,
+      callIds: engine.makeCallIds(),
+      routeView: engine.routeViewOf(health, concurrency),
       telemetry: yield* Telemetry.TelemetrySettings,
       lifecycle: hooks,
       // Provider rate limits: the store in the context (Redis: shared), else this process's memory.
