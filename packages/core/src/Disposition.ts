@@ -126,6 +126,12 @@ const final = (failure: Failure): Row => ({
   next: stop(failure)
 })
 
+/** A failure the call stops with, whatever is known of its attempt. */
+const finalRow =
+  (f: Failure) =>
+  (_: AttemptFacts): Row =>
+    final(f)
+
 const table = Match.type<Failure>().pipe(
   Match.tagsExhaustive({
     Refusal:
@@ -171,33 +177,15 @@ const table = Match.type<Failure>().pipe(
         breaker: false,
         next: nextTarget
       }),
-    PolicyViolation:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
+    PolicyViolation: finalRow,
     AmbiguousOutcome:
       (f) =>
       (_: AttemptFacts): Row => ({ ...final(f), outcome: "timeout" }),
-    BudgetExceeded:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
-    DeadlineExceeded:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
-    NoEligibleRoute:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
-    StoreError:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
-    RunExhausted:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f)
+    BudgetExceeded: finalRow,
+    DeadlineExceeded: finalRow,
+    NoEligibleRoute: finalRow,
+    StoreError: finalRow,
+    RunExhausted: finalRow
   })
 )
 
@@ -332,7 +320,15 @@ export const isTemporaryKind = (kind: ProviderError["kind"]): boolean =>
  * @since 0.3.0
  * @category Models
  */
-export type Classified = Answered | Failed
+export type Classified =
+  /** An answer, to be validated. */
+  | (ClassifiedCommon & { readonly failure: undefined; readonly response: ProviderResponse; readonly error: undefined })
+  /** A refusal (with the provider's answer), a timeout, a defect, or the adapter's classified failure. */
+  | (ClassifiedCommon & {
+      readonly failure: Failure
+      readonly response: ProviderResponse | undefined
+      readonly error: ProviderError | undefined
+    })
 
 interface ClassifiedCommon {
   readonly outcome: AttemptOutcome
@@ -345,30 +341,7 @@ interface ClassifiedCommon {
   readonly billSent: boolean
 }
 
-/**
- * An attempt that answered (to be validated).
- *
- * @since 0.3.0
- * @category Models
- */
-export interface Answered extends ClassifiedCommon {
-  readonly failure: undefined
-  readonly response: ProviderResponse
-  readonly error: undefined
-}
-
-/**
- * An attempt that failed: a refusal (with the provider's answer), a timeout, a defect, or the
- * adapter's classified failure (`error`).
- *
- * @since 0.3.0
- * @category Models
- */
-export interface Failed extends ClassifiedCommon {
-  readonly failure: Failure
-  readonly response: ProviderResponse | undefined
-  readonly error: ProviderError | undefined
-}
+type Failed = Extract<Classified, { readonly failure: Failure }>
 
 /**
  * Whether an attempt bounded to `boundMs` (the earliest of the call's deadline and the target's own
@@ -414,7 +387,7 @@ export const classify = (
   return classified(row, failure, possiblyProcessed, cut, undefined, pe, false)
 }
 
-const answered = (response: ProviderResponse, cut: boolean): Answered => ({
+const answered = (response: ProviderResponse, cut: boolean): Classified => ({
   outcome: "success",
   failure: undefined,
   breaker: false,
@@ -532,8 +505,10 @@ export const retryGate = (facts: RetryFacts, probes: RetryProbes): Effect.Effect
     return Effect.flatMap(probes.breakerOpen, (open) =>
       open
         ? Effect.succeed(noRetry.breaker)
-        : Effect.map(probes.retryToken, (token): RetryVerdict =>
-            !token ? noRetry.retry_budget : delayMs > 0 ? { _tag: "RetryAfter", delayMs } : retryNow
+        : Effect.map(
+            probes.retryToken,
+            (token): RetryVerdict =>
+              !token ? noRetry.retry_budget : delayMs > 0 ? { _tag: "RetryAfter", delayMs } : retryNow
           )
     )
   })

@@ -244,72 +244,83 @@ describe("Shadow traffic", () => {
     }).pipe(Effect.provide(layer(definition({}), Budgets.layerMemory({ tenants: { acme: { limit: 10 } } }))))
   )
 
-  it.effect("the candidate gets the workflow's sampling options and the command's overrides, as production does", () => {
-    const accepting = (t: ModelTarget) =>
-      new ModelTarget({ ...t, capabilities: new Capabilities({ ...t.capabilities, options: ["temperature", "seed"] }) })
-    const seen: Array<ProviderAdapter.ProviderRequest> = []
-    const candidate: ProviderAdapter.ProviderAdapter = {
-      generate: (request) =>
-        Effect.sync(() => {
-          seen.push(request)
-          return {
-            text: JSON.stringify({ category: "billing", confidence: 0.9 }),
-            toolCalls: [],
-            finishReason: "stop",
-            refusal: false,
-            usage: new Usage({ inputTokens: 10, outputTokens: 5 }),
-            modelVersion: undefined,
-            requestId: undefined,
-            httpStatus: 200
-          }
+  it.effect(
+    "the candidate gets the workflow's sampling options and the command's overrides, as production does",
+    () => {
+      const accepting = (t: ModelTarget) =>
+        new ModelTarget({
+          ...t,
+          capabilities: new Capabilities({ ...t.capabilities, options: ["temperature", "seed"] })
+        })
+      const seen: Array<ProviderAdapter.ProviderRequest> = []
+      const candidate: ProviderAdapter.ProviderAdapter = {
+        provider: "vllm",
+        generate: (request) =>
+          Effect.sync(() => {
+            seen.push(request)
+            return {
+              text: JSON.stringify({ category: "billing", confidence: 0.9 }),
+              toolCalls: [],
+              finishReason: "stop",
+              refusal: false,
+              usage: new Usage({ inputTokens: 10, outputTokens: 5 }),
+              modelVersion: undefined,
+              requestId: undefined,
+              httpStatus: 200
+            }
+          }),
+        stream: () => Stream.empty
+      }
+      const def: GatewayConfig.Definition = {
+        config: GatewayConfig.GatewayConfig.make({
+          targets: [
+            ...targets.slice(0, 2).map(accepting),
+            ...targets.slice(2),
+            accepting(target(candidateRef, "vllm"))
+          ],
+          workflows: [
+            workflow({
+              name: "ticket.classify",
+              output: { schema: "Classification", schemaVersion: "1" },
+              options: { temperature: { default: 0.3, min: 0, max: 1 }, seed: 11 },
+              shadow: { target: candidateRef, share: 1, maxConcurrent: 4 }
+            })
+          ]
         }),
-      stream: () => Stream.empty
-    }
-    const def: GatewayConfig.Definition = {
-      config: GatewayConfig.GatewayConfig.make({
-        targets: [...targets.slice(0, 2).map(accepting), ...targets.slice(2), accepting(target(candidateRef, "vllm"))],
-        workflows: [
-          workflow({
-            name: "ticket.classify",
-            output: { schema: "Classification", schemaVersion: "1" },
-            options: { temperature: { default: 0.3, min: 0, max: 1 }, seed: 11 },
-            shadow: { target: candidateRef, share: 1, maxConcurrent: 4 }
-          })
-        ]
-      }),
-      schemas: { Classification }
-    }
-    return Effect.gen(function* () {
-      yield* answers([command("ticket.classify")])
-      yield* answers([command("ticket.classify", { options: { temperature: 0.5 } })])
-      assert.deepStrictEqual(
-        seen.map((r) => r.options),
-        [
-          { temperature: 0.3, seed: 11 },
-          { temperature: 0.5, seed: 11 }
-        ]
-      )
-      assert.strictEqual((yield* shadowRecords).length, 2)
-    }).pipe(
-      Effect.provide(
-        ModelGateway.layer(def).pipe(
-          Layer.provideMerge(
-            Layer.merge(
-              ScriptedProvider.layer({ providers: ["openai", "anthropic", "gemini"], scripts }),
-              ProviderAdapter.layer("vllm", Effect.succeed(candidate))
-            )
-          ),
-          Layer.provideMerge(
-            Layer.mergeAll(
-              Budgets.layerUnlimited,
-              Concurrency.layerUnbounded,
-              Health.layerNoop,
-              CallRecorder.layerMemory,
-              Shadow.layerMemory
+        schemas: { Classification }
+      }
+      return Effect.gen(function* () {
+        yield* answers([command("ticket.classify")])
+        yield* answers([command("ticket.classify", { options: { temperature: 0.5 } })])
+        assert.deepStrictEqual(
+          seen.map((r) => r.options),
+          [
+            { temperature: 0.3, seed: 11 },
+            { temperature: 0.5, seed: 11 }
+          ]
+        )
+        assert.strictEqual((yield* shadowRecords).length, 2)
+      }).pipe(
+        Effect.provide(
+          ModelGateway.layer(def).pipe(
+            Layer.provideMerge(
+              Layer.merge(
+                ScriptedProvider.layer({ providers: ["openai", "anthropic", "gemini"], scripts }),
+                ProviderAdapter.layer("vllm", Effect.succeed(candidate))
+              )
+            ),
+            Layer.provideMerge(
+              Layer.mergeAll(
+                Budgets.layerUnlimited,
+                Concurrency.layerUnbounded,
+                Health.layerNoop,
+                CallRecorder.layerMemory,
+                Shadow.layerMemory
+              )
             )
           )
         )
       )
-    )
-  })
+    }
+  )
 })

@@ -112,7 +112,10 @@ export interface Attempt {
  * and reports it to health. `undefined` when the target's permit did not come before too little
  * time was left.
  */
-export const dispatch = (frame: Frame, attempt: Attempt): Effect.Effect<Disposition.Classified | undefined, Failure> => {
+export const dispatch = (
+  frame: Frame,
+  attempt: Attempt
+): Effect.Effect<Disposition.Classified | undefined, Failure> => {
   const { ctx, call } = frame
   const target = attempt.request.target
   if (!ctx.concurrency.isCapped(target.ref)) return run(frame, attempt)
@@ -181,7 +184,9 @@ const runTraced = (
         ? invoked
         : Effect.onInterrupt(invoked, () =>
             Effect.clockWith((c) =>
-              Effect.sync(() => Report.annotateAttempt(span, cancelledRecord(call, context, c.unsafeCurrentTimeMillis())))
+              Effect.sync(() =>
+                Report.annotateAttempt(span, cancelledRecord(call, context, c.unsafeCurrentTimeMillis()))
+              )
             )
           )
     return Effect.flatMap(Effect.exit(traced), (exit) => {
@@ -240,13 +245,7 @@ const contextOf = (route: Route, attempt: Attempt, start: number): AttemptContex
 }
 
 /** The attempt's record, its usage added to the call's tally (what was sent, when nothing was reported). */
-const recordAttempt = (
-  call: Call,
-  context: AttemptContext,
-  end: number,
-  cap: number,
-  c: Disposition.Classified
-) => {
+const recordAttempt = (call: Call, context: AttemptContext, end: number, cap: number, c: Disposition.Classified) => {
   if (c.billSent) {
     const billed = billSent(call.tally, context)
     return recordOf(call, context, end, cap, c, billed.usage, billed.cost)

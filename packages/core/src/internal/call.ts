@@ -182,7 +182,10 @@ export interface CallStart {
 const deadlineOf = (start: CallStart, compiled: CompiledWorkflow | undefined, run: AgentRun.Run | undefined) => {
   if (compiled === undefined) return start.startedAt
   const cmd = start.command.timeout
-  const ms = Math.min(cmd !== undefined ? Duration.toMillis(cmd) : Infinity, Duration.toMillis(compiled.workflow.timeout))
+  const ms = Math.min(
+    cmd !== undefined ? Duration.toMillis(cmd) : Infinity,
+    Duration.toMillis(compiled.workflow.timeout)
+  )
   const own = start.startedAt + ms
   return run === undefined ? own : Math.min(own, run.deadlineAt)
 }

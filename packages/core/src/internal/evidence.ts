@@ -146,7 +146,8 @@ export const evidenceOf = (call: Call, answer: Answer | undefined, at: number): 
       estimated: holds.estimatedCost,
       reserved: holds.reservation?.amount ?? 0,
       actual: tally.spent,
-      overspent: holds.settlement !== undefined && holds.settlement.overspent > 0 ? holds.settlement.overspent : undefined
+      overspent:
+        holds.settlement !== undefined && holds.settlement.overspent > 0 ? holds.settlement.overspent : undefined
     } satisfies Cost,
     schemaValid: answer !== undefined ? answer.schemaValid : tally.schemaValid,
     options: ModelOptions.evidenceOf(route?.options, t),

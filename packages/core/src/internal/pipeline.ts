@@ -105,9 +105,7 @@ const stages = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effec
   // A decision that has to wait (a large input counted in slices, a breaker store round trip)
   // waits within the deadline; a settled one is read as it is.
   const routed =
-    Exit.isExit(routing) || call.compiled === undefined
-      ? routing
-      : Call.withinDeadline(call, routing, "before_attempt")
+    Exit.isExit(routing) || call.compiled === undefined ? routing : Call.withinDeadline(call, routing, "before_attempt")
   return Effect.flatMap(routed, (route) =>
     Effect.flatMap(admit(ctx, call, route), (admitted) => answer(ctx, call, admitted, invoke))
   )
@@ -205,11 +203,7 @@ const result = (call: Call.Call, answer: Call.Answer): Effect.Effect<ModelResult
  * The one exit handler of a call: bills an attempt cut by cancellation, returns the permit,
  * settles the reservation, and hands the call's one CallRecord to telemetry and the recorder.
  */
-const settle = (
-  ctx: Call.EngineContext,
-  call: Call.Call,
-  exit: Exit.Exit<ModelResult, Failure>
-): Effect.Effect<void> =>
+const settle = (ctx: Call.EngineContext, call: Call.Call, exit: Exit.Exit<ModelResult, Failure>): Effect.Effect<void> =>
   Effect.clockWith((clock) => {
     const at = clock.unsafeCurrentTimeMillis()
     const interrupted = Exit.isInterrupted(exit)

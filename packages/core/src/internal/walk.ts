@@ -145,7 +145,8 @@ const attemptAt = (walk: Walk, cursor: Cursor): Effect.Effect<Step, Failure> =>
     const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)
     const request = requestOf(walk, target, cursor.messages, cap, Math.min(remaining, perAttemptMs))
     const c = yield* dispatch(walk, { index: cursor.index, number: cursor.attempt, request, inputTokens, minimumMs })
-    if (rated !== undefined) RateLimit.settle(rated, c === undefined ? undefined : lastRecord(walk).usage, c !== undefined)
+    if (rated !== undefined)
+      RateLimit.settle(rated, c === undefined ? undefined : lastRecord(walk).usage, c !== undefined)
     if (c === undefined) {
       // The target's concurrency cap stayed full until too little time was left for it.
       call.holds.admitted = undefined
@@ -210,7 +211,12 @@ const lastRecord = (walk: Walk): AttemptRecord => walk.call.tally.attempts[walk.
  * An attempt that ended: an answer is validated (and may be escalated by the workflow's check); a
  * failure, or an answer that failed validation, goes through the disposition table to {@link next}.
  */
-const judged = (walk: Walk, cursor: Cursor, target: ModelTarget, c: Disposition.Classified): Effect.Effect<Step, Failure> => {
+const judged = (
+  walk: Walk,
+  cursor: Cursor,
+  target: ModelTarget,
+  c: Disposition.Classified
+): Effect.Effect<Step, Failure> => {
   const { call, compiled } = walk
   const w = compiled.workflow
   if (c.failure !== undefined) return decided(walk, cursor, target, c.failure, undefined, c)
@@ -293,7 +299,10 @@ const next = (
     case "Escalate": {
       const up = escalateFrom(walk, cursor.index, "invalid_output")
       if (up === undefined) return Effect.succeed(moveTo(walk, cursor, cursor.index + 1))
-      return Effect.as(Router.countEscalation(walk.compiled.workflow.name, up.escalation), moveTo(walk, cursor, up.index))
+      return Effect.as(
+        Router.countEscalation(walk.compiled.workflow.name, up.escalation),
+        moveTo(walk, cursor, up.index)
+      )
     }
     case "NextTarget":
       return Effect.succeed(moveTo(walk, cursor, cursor.index + 1))
@@ -304,7 +313,10 @@ const next = (
     case "Repair": {
       const issues = cursor.last?._tag === "InvalidOutput" ? cursor.last.issues : []
       const messages = repairMessages(walk.command.messages, repairText ?? "", issues)
-      return Effect.succeed({ _tag: "Next", cursor: { ...cursor, attempt: cursor.attempt + 1, repaired: true, messages } })
+      return Effect.succeed({
+        _tag: "Next",
+        cursor: { ...cursor, attempt: cursor.attempt + 1, repaired: true, messages }
+      })
     }
     case "Retry":
       return retry(walk, cursor, target)
@@ -319,7 +331,9 @@ const retry = (walk: Walk, cursor: Cursor, target: ModelTarget): Effect.Effect<S
     let state: RetryState = cursor.retry ?? schedule.initial
     const probes: Disposition.RetryProbes = {
       delay: Effect.map(
-        nextDelay(schedule, state, now, { retryAfter: cursor.last === undefined ? undefined : Disposition.retryAfterOf(cursor.last) }),
+        nextDelay(schedule, state, now, {
+          retryAfter: cursor.last === undefined ? undefined : Disposition.retryAfterOf(cursor.last)
+        }),
         ([stepped, delay]) => {
           state = stepped
           return delay
@@ -344,7 +358,9 @@ const retry = (walk: Walk, cursor: Cursor, target: ModelTarget): Effect.Effect<S
         call.tally.retryCount++
         return { _tag: "Next", cursor: { ...cursor, attempt: cursor.attempt + 1, retry: state } }
       })
-      return verdict._tag === "RetryAfter" ? Effect.zipRight(Effect.sleep(Duration.millis(verdict.delayMs)), again) : again
+      return verdict._tag === "RetryAfter"
+        ? Effect.zipRight(Effect.sleep(Duration.millis(verdict.delayMs)), again)
+        : again
     })
   })
 
