@@ -71,7 +71,10 @@ export const attempts = (walk: Walk): Effect.Effect<Answer, Failure> => {
     retry: undefined,
     started: false
   }
-  const first = loop(walk, moveTo(walk, start, 0))
+  const first = loop(
+    walk,
+    route.targets.length === 0 ? { _tag: "End", cursor: start } : { _tag: "Next", cursor: start }
+  )
   // The command's escalation signal, counted once the call runs.
   return route.escalation?.to === undefined
     ? first
