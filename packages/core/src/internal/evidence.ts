@@ -16,43 +16,11 @@ import type { Answer, Call, EngineContext } from "./call.js"
 import * as Report from "./telemetry.js"
 
 /**
- * One attempt record, every field present in one order: records then share one object shape
- * (spreading partial objects into records made them slow to build and to read).
+ * The record of an attempt that ended at `end`, as `Disposition.classify` classified it. Every
+ * attempt record (this one and {@link cancelledRecord}) is one object literal with every field in
+ * one order: records then share one object shape (spreading partial objects into records made
+ * them slow to build and to read).
  */
-const attemptRecord = (
-  call: Call,
-  attempt: AttemptContext,
-  end: number,
-  maxOutputTokens: number | undefined,
-  outcome: AttemptRecord["outcome"],
-  errorTag: string | undefined,
-  httpStatus: number | undefined,
-  providerRequestId: string | undefined,
-  retryAfterMs: number | undefined,
-  possiblyProcessed: boolean | undefined,
-  usage: Usage | undefined,
-  cost: number | undefined,
-  modelVersion: string | undefined
-): AttemptRecord => ({
-  target: attempt.target.ref,
-  attempt: attempt.attempt,
-  outcome,
-  errorTag,
-  httpStatus,
-  providerRequestId,
-  startOffsetMs: attempt.startedAt - call.startedAt,
-  latencyMs: end - attempt.startedAt,
-  timeoutMs: attempt.until - attempt.startedAt,
-  ttftMs: attempt.progress.ttftMs,
-  retryAfterMs,
-  possiblyProcessed,
-  maxOutputTokens,
-  usage,
-  cost,
-  modelVersion
-})
-
-/** The record of an attempt that ended at `end`, as `Disposition.classify` classified it. */
 export const recordOf = (
   call: Call,
   attempt: AttemptContext,
@@ -64,40 +32,45 @@ export const recordOf = (
 ): AttemptRecord => {
   const r = c.response
   const e = c.error
-  return attemptRecord(
-    call,
-    attempt,
-    end,
+  return {
+    target: attempt.target.ref,
+    attempt: attempt.attempt,
+    outcome: c.outcome,
+    errorTag: c.failure?._tag,
+    httpStatus: r !== undefined ? r.httpStatus : e?.httpStatus,
+    providerRequestId: r !== undefined ? r.requestId : e?.requestId,
+    startOffsetMs: attempt.startedAt - call.startedAt,
+    latencyMs: end - attempt.startedAt,
+    timeoutMs: attempt.until - attempt.startedAt,
+    ttftMs: attempt.progress.ttftMs,
+    retryAfterMs: e?.retryAfter !== undefined ? Duration.toMillis(e.retryAfter) : undefined,
+    possiblyProcessed: r !== undefined ? undefined : c.possiblyProcessed,
     maxOutputTokens,
-    c.outcome,
-    c.failure?._tag,
-    r !== undefined ? r.httpStatus : e?.httpStatus,
-    r !== undefined ? r.requestId : e?.requestId,
-    e?.retryAfter !== undefined ? Duration.toMillis(e.retryAfter) : undefined,
-    r !== undefined ? undefined : c.possiblyProcessed,
     usage,
     cost,
-    r?.modelVersion
-  )
+    modelVersion: r?.modelVersion
+  }
 }
 
-/** The record of an attempt cut by the caller's cancellation at `at`. */
-export const cancelledRecord = (call: Call, attempt: AttemptContext, at: number): AttemptRecord =>
-  attemptRecord(
-    call,
-    attempt,
-    at,
-    call.tally.lastMaxOutputTokens,
-    "cancelled",
-    undefined,
-    undefined,
-    undefined,
-    undefined,
-    true,
-    undefined,
-    undefined,
-    undefined
-  )
+/** The record of an attempt cut by the caller's cancellation at `at` (same shape as {@link recordOf}). */
+export const cancelledRecord = (call: Call, attempt: AttemptContext, at: number): AttemptRecord => ({
+  target: attempt.target.ref,
+  attempt: attempt.attempt,
+  outcome: "cancelled",
+  errorTag: undefined,
+  httpStatus: undefined,
+  providerRequestId: undefined,
+  startOffsetMs: attempt.startedAt - call.startedAt,
+  latencyMs: at - attempt.startedAt,
+  timeoutMs: attempt.until - attempt.startedAt,
+  ttftMs: attempt.progress.ttftMs,
+  retryAfterMs: undefined,
+  possiblyProcessed: true,
+  maxOutputTokens: call.tally.lastMaxOutputTokens,
+  usage: undefined,
+  cost: undefined,
+  modelVersion: undefined
+})
 
 /** The evidence of the call at `at`, with its answer (a success) or without. */
 export const evidenceOf = (call: Call, answer: Answer | undefined, at: number): Evidence => {
