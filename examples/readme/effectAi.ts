@@ -1,4 +1,4 @@
-// README "Using with @effect/ai" example. `examples/test/readmeEffectAi.test.ts` checks that README.md shows exactly this code.
+// docs/effect-ai.md example. `examples/test/readmeEffectAi.test.ts` checks that the page shows exactly this code.
 import { LanguageModel } from "@effect/ai"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"

@@ -1,4 +1,4 @@
-// README usage example. `examples/test/readme.test.ts` checks that README.md shows exactly this code.
+// The complete program of docs/getting-started.md. `examples/test/readme.test.ts` checks that the page shows exactly this code.
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import * as OpenAi from "@modelgate/adapters/openai"
 import { Budgets, ModelCommand, ModelGateway } from "@modelgate/core"
