@@ -252,7 +252,7 @@ export const realServices = (permits: number) =>
   Layer.mergeAll(
     Budgets.layerMemory({ undeclaredTenants: { limit: 1_000_000, period: "monthly" } }),
     Concurrency.layerMemory({ permits }),
-    Health.layerNoop,
+    Health.layerOff,
     recorderNoop
   )
 

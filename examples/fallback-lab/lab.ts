@@ -374,7 +374,7 @@ export const runLab = (
           })
         ),
         Layer.provideMerge(
-          Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
+          Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
         ),
         Layer.orDie
       )

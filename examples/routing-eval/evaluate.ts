@@ -211,7 +211,7 @@ const routerOf = (fields: Partial<typeof Workflow.Encoded>): Effect.Effect<Route
   }
   const problems = GatewayConfig.validate(definition, new Set(targets.map((t) => t.provider)))
   if (problems.length > 0) return Effect.dieMessage(`invalid policy: ${problems.map((p) => p.toString()).join("; ")}`)
-  return Effect.provide(Router.make(GatewayConfig.compile(definition)), Health.layerNoop)
+  return Effect.provide(Router.make(GatewayConfig.compile(definition)), Health.layerOff)
 }
 
 /** A command shaped like the task: its segment, data class, deadline and (roughly) its input size. */

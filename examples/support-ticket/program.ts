@@ -160,8 +160,8 @@ export const runDemo = (options: DemoOptions) =>
       })
       const services = Layer.mergeAll(
         budgetsLayer,
-        Concurrency.layerUnbounded,
-        Health.layerNoop,
+        Concurrency.layerOff,
+        Health.layerOff,
         CallRecorder.layerMemory,
         ToolLedger.layerMemory
       )

@@ -74,8 +74,8 @@ const gatewayOver = (health: Layer.Layer<Health.Health, GatewayConfigError>) =>
           Layer.mergeAll(
             OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
             Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey }),
-            Budgets.layerUnlimited,
-            Concurrency.layerUnbounded,
+            Budgets.layerOff,
+            Concurrency.layerOff,
             health,
             CallRecorder.layerMemory
           )
@@ -84,7 +84,7 @@ const gatewayOver = (health: Layer.Layer<Health.Health, GatewayConfigError>) =>
     )
   ).pipe(Layer.provideMerge(TestLayer))
 
-const GatewayLayer = gatewayOver(Health.layerNoop)
+const GatewayLayer = gatewayOver(Health.layerOff)
 const gatewayWithHealth = gatewayOver(Health.layerMemory())
 
 const command = (workflow: string) =>

@@ -45,17 +45,18 @@
  */
 import * as BreakerStore from "@modelgate/core/BreakerStore"
 import * as BudgetStore from "@modelgate/core/BudgetStore"
-import type { StoreError } from "@modelgate/core/Errors"
 import * as ToolLedgerStore from "@modelgate/core/ToolLedgerStore"
 import * as PermitStore from "@modelgate/core/PermitStore"
-import * as RateLimits from "@modelgate/core/RateLimits"
+import * as RateLimitStore from "@modelgate/core/RateLimitStore"
 import type { ConfigError, Scope } from "effect"
 import type { Redis as IORedis } from "ioredis"
-import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { bad, type Client, makeClient, storeError } from "./internal/redis/client.js"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { makeBreakerStore } from "./internal/redis/breakers.js"
+import { makeBudgetStore } from "./internal/redis/budgets.js"
+import { type Client, makeClient } from "./internal/redis/client.js"
 import { makePermitStore } from "./internal/redis/permits.js"
 import { makeRateLimitStore } from "./internal/redis/rateLimits.js"
-import * as Scripts from "./internal/redisScripts.js"
+import { makeToolLedgerStore } from "./internal/redis/toolLedger.js"
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -141,397 +142,6 @@ export const config: Config.Config<Options> = Config.map(
 )
 
 // ---------------------------------------------------------------------------------------------
-// Client
-// ---------------------------------------------------------------------------------------------
-
-const ints = <N extends number>(reply: unknown, n: N): ReadonlyArray<number> | typeof bad =>
-  Array.isArray(reply) && reply.length === n && reply.every((x): x is number => typeof x === "number") ? reply : bad
-
-/** An integer as a script argument. */
-const int = (n: number) => Math.trunc(n).toString()
-
-// ---------------------------------------------------------------------------------------------
-// Budget store
-// ---------------------------------------------------------------------------------------------
-
-const makeBudgetStore = (client: Client, prefix: string): BudgetStore.Service => {
-  const keys = (account: string) => {
-    const h = `${prefix}budget:{${account}}`
-    return [h, `${h}:r`]
-  }
-  const settle = (
-    operation: string,
-    account: string,
-    id: string,
-    spend: number,
-    limit: number,
-    retry: boolean,
-    maxWaitMs: number | undefined
-  ) =>
-    client.script(
-      "budget",
-      operation,
-      Scripts.settle,
-      keys(account),
-      [id, int(spend), int(limit), retry ? "1" : "0"],
-      (reply): BudgetStore.CommitOutcome | typeof bad => {
-        const v = ints(reply, 2)
-        return v === bad ? bad : { committed: v[0] ?? 0, overspent: v[1] ?? 0 }
-      },
-      maxWaitMs
-    )
-  return BudgetStore.BudgetStore.of({
-    reserve: (r) =>
-      client.script(
-        "budget",
-        "reserve",
-        Scripts.reserve,
-        keys(r.account),
-        [
-          r.id,
-          int(r.amount),
-          int(r.limit),
-          int(r.now),
-          int(r.expiresAt),
-          Number.isFinite(r.accountExpiresAt) ? int(r.accountExpiresAt) : "-1"
-        ],
-        (reply): BudgetStore.ReserveOutcome | typeof bad => {
-          const v = ints(reply, 3)
-          if (v === bad) return bad
-          const committed = v[1] ?? 0
-          const reserved = v[2] ?? 0
-          return v[0] === 1 ? { _tag: "Reserved", committed, reserved } : { _tag: "Rejected", committed, reserved }
-        },
-        // never waits past the caller's deadline (the caller releases the id if the answer is lost)
-        r.deadline === undefined ? undefined : r.deadline - r.now
-      ),
-    commit: (r) =>
-      settle(
-        "commit",
-        r.account,
-        r.id,
-        Math.max(0, Math.min(r.spend, r.amount)),
-        r.limit,
-        r.retry === true,
-        r.maxWaitMs
-      ),
-    release: (r) => Effect.asVoid(settle("release", r.account, r.id, 0, 0, false, r.maxWaitMs)),
-    balance: (account, now) =>
-      client.script(
-        "budget",
-        "balance",
-        Scripts.balance,
-        keys(account),
-        [int(now)],
-        (reply): BudgetStore.AccountBalance | typeof bad => {
-          const v = ints(reply, 3)
-          return v === bad ? bad : { committed: v[0] ?? 0, reserved: v[1] ?? 0, overspent: v[2] ?? 0 }
-        }
-      )
-  })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Breaker store
-// ---------------------------------------------------------------------------------------------
-
-/** The stored value: the state and a version bumped by every write (the compare-and-set's witness). */
-const StoredBreaker = Schema.parseJson(Schema.Struct({ v: Schema.Int, s: BreakerStore.BreakerState }))
-const decodeStoredBreaker = Schema.decodeUnknownOption(StoredBreaker)
-
-/** Compare-and-set attempts before `modify` gives up (each one lost to a concurrent writer). */
-const maxCasAttempts = 64
-
-/** What this process knows of one breaker: the stored value, its state, the change that wrote it. */
-interface Mirrored {
-  readonly seq: number
-  readonly raw: string
-  readonly state: BreakerStore.BreakerState | undefined
-}
-
-/**
- * Breakers shared through Redis, mirrored in this process: every change is a compare-and-set
- * script that also publishes the change, and each process applies the changes it hears to its
- * mirror. While the mirror is in sync (subscribed, and loaded once after each (re)subscription),
- * `get` answers from it (no round trip) and `modify` starts its compare-and-set from it (one round
- * trip when nobody changed the breaker meanwhile). While Redis cannot be reached, the breakers fall
- * back to this process's mirror: `get` answers the last state seen, `modify` changes it locally;
- * once Redis is back, the shared state replaces the local one.
- */
-const makeBreakerStore = (client: Client, prefix: string): BreakerStore.Service => {
-  const key = (route: string) => `${prefix}breaker:${route}`
-  const keyPrefix = `${prefix}breaker:`
-  const routesKey = `${prefix}breakers`
-  const seqKey = `${prefix}breaker-seq`
-  const channel = `${prefix}breaker-changes`
-  const mirror = new Map<string, Mirrored>()
-  let synced = false
-  const parse = (raw: string): Option.Option<BreakerStore.BreakerState | undefined> => {
-    if (raw === "") return Option.some(undefined)
-    const stored = decodeStoredBreaker(raw)
-    return Option.isSome(stored) ? Option.some(stored.value.s) : Option.none()
-  }
-  /** A change heard or made: applied unless the mirror already has a later one. */
-  const apply = (route: string, seq: number, raw: string) => {
-    const current = mirror.get(route)
-    if (current !== undefined && current.seq >= seq) return
-    const state = parse(raw)
-    if (Option.isSome(state)) mirror.set(route, { seq, raw, state: state.value })
-  }
-  const resync = client.script("breaker", "sync", Scripts.breakerAll, [routesKey, seqKey], [keyPrefix], (reply) =>
-    Array.isArray(reply) && reply.length % 2 === 1 && typeof reply[0] === "number" ? reply : bad
-  )
-  client.subscribe(
-    channel,
-    (message) => {
-      const a = message.indexOf("\n")
-      const b = message.indexOf("\n", a + 1)
-      if (a < 0 || b < 0) return
-      apply(message.slice(a + 1, b), Number(message.slice(0, a)), message.slice(b + 1))
-    },
-    {
-      subscribed: () => {
-        Effect.runFork(
-          Effect.match(resync, {
-            onFailure: () => {},
-            onSuccess: (reply) => {
-              const seq = Number(reply[0])
-              const seen = new Set<string>()
-              for (let i = 1; i + 1 < reply.length; i += 2) {
-                const route = String(reply[i])
-                seen.add(route)
-                const current = mirror.get(route)
-                if (current !== undefined && current.seq > seq) continue
-                const raw = String(reply[i + 1])
-                const state = parse(raw)
-                if (Option.isSome(state)) mirror.set(route, { seq, raw, state: state.value })
-              }
-              for (const [route, m] of mirror) if (!seen.has(route) && m.seq <= seq) mirror.delete(route)
-              synced = true
-            }
-          })
-        )
-      },
-      lost: () => {
-        synced = false
-      }
-    }
-  )
-  /** Redis could not answer: the operation falls back to this process's mirror. */
-  const unreachable = (e: StoreError) => e.detail === "unavailable" || e.detail === "timed out"
-  const local = (route: string) => mirror.get(route)
-  /** The stored value of `route` read from Redis (and kept in the mirror). */
-  const read = (operation: string, route: string): Effect.Effect<Mirrored, StoreError> =>
-    client.command(
-      "breaker",
-      operation,
-      (r) => r.get(key(route)),
-      (reply): Mirrored | typeof bad => {
-        const raw = reply === null ? "" : typeof reply === "string" ? reply : undefined
-        if (raw === undefined) return bad
-        const state = parse(raw)
-        if (Option.isNone(state)) return bad
-        const seq = mirror.get(route)?.seq ?? 0
-        const m = { seq, raw, state: state.value }
-        if (!synced) mirror.set(route, m)
-        return m
-      }
-    )
-  const get = (route: string): Effect.Effect<BreakerStore.BreakerState | undefined, StoreError> =>
-    Effect.suspend(() =>
-      synced
-        ? Effect.succeed(mirror.get(route)?.state)
-        : Effect.catchAll(
-            Effect.map(read("get", route), (m) => m.state),
-            (e) => (unreachable(e) ? Effect.succeed(local(route)?.state) : Effect.fail(e))
-          )
-    )
-  const modify = <A>(
-    route: string,
-    f: (current: BreakerStore.BreakerState | undefined) => readonly [A, BreakerStore.BreakerState | undefined]
-  ): Effect.Effect<A, StoreError> => {
-    const k = key(route)
-    const attempt = (n: number, from: Mirrored | undefined): Effect.Effect<A, StoreError> =>
-      Effect.flatMap(from !== undefined ? Effect.succeed(from) : read("modify", route), ({ raw, state }) => {
-        const [a, next] = f(state)
-        // Unchanged: nothing to write (the read is the linearization point).
-        if (next === state) return Effect.succeed(a)
-        const version = raw === "" ? 0 : Option.match(decodeStoredBreaker(raw), { onNone: () => 0, onSome: (x) => x.v })
-        const value = next === undefined ? "" : JSON.stringify({ v: version + 1, s: next })
-        return Effect.flatMap(
-          client.script(
-            "breaker",
-            "modify",
-            Scripts.breakerCas,
-            [k, routesKey, seqKey],
-            [raw, value, channel, route],
-            (reply) => (typeof reply === "number" ? reply : bad)
-          ),
-          (seq) => {
-            if (seq > 0) {
-              apply(route, seq, value)
-              return Effect.succeed(a)
-            }
-            return n + 1 >= maxCasAttempts
-              ? Effect.fail(storeError("breaker", "modify", "contention"))
-              : attempt(n + 1, undefined)
-          }
-        )
-      })
-    const fromMirror = Effect.suspend(() =>
-      attempt(0, synced ? (mirror.get(route) ?? { seq: 0, raw: "", state: undefined }) : undefined)
-    )
-    return Effect.catchAll(client.bounded("breaker", "modify", fromMirror), (e) => {
-      if (!unreachable(e)) return Effect.fail(e)
-      // Redis is unreachable: the breaker changes in this process only.
-      return Effect.sync(() => {
-        const current = local(route)
-        const [a, next] = f(current?.state)
-        mirror.set(route, {
-          seq: current?.seq ?? 0,
-          raw: next === undefined ? "" : JSON.stringify({ v: 0, s: next }),
-          state: next
-        })
-        return a
-      })
-    })
-  }
-  return BreakerStore.BreakerStore.of({ get, modify })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Tool ledger store
-// ---------------------------------------------------------------------------------------------
-
-const decodeToolRecord = Schema.decodeUnknownOption(ToolLedgerStore.ToolRecord)
-
-const parseJson = (text: string): Option.Option<unknown> => {
-  try {
-    return Option.some(JSON.parse(text))
-  } catch {
-    return Option.none()
-  }
-}
-
-/** A record from its stored fields `[m, s, c, r]`. */
-const toRecord = (fields: unknown): ToolLedgerStore.ToolRecord | typeof bad => {
-  if (!Array.isArray(fields) || fields.length !== 4) return bad
-  const [m, s, c, r] = fields
-  if (typeof m !== "string" || typeof s !== "string") return bad
-  const meta = parseJson(m)
-  if (Option.isNone(meta) || typeof meta.value !== "object" || meta.value === null) return bad
-  const result = typeof r === "string" ? parseJson(r) : Option.none()
-  if (typeof r === "string" && Option.isNone(result)) return bad
-  const record = decodeToolRecord({
-    ...meta.value,
-    status: s,
-    ...(typeof c === "string" ? { completedAt: Number(c) } : {}),
-    ...(Option.isSome(result) ? { result: result.value } : {})
-  })
-  return Option.isSome(record) ? record.value : bad
-}
-
-const makeToolLedgerStore = (client: Client, prefix: string, retentionMillis: number): ToolLedgerStore.Service => {
-  const recordPrefix = `${prefix}ledger:`
-  const runKey = (runId: string) => `${prefix}ledger-run:${runId}`
-  return ToolLedgerStore.ToolLedgerStore.of({
-    claim: (record) =>
-      client.script(
-        "ledger",
-        "claim",
-        Scripts.ledgerClaim,
-        [recordPrefix + record.key, runKey(record.runId), `${prefix}ledger-seq`],
-        [
-          JSON.stringify({
-            key: record.key,
-            runId: record.runId,
-            step: record.step,
-            index: record.index,
-            tool: record.tool,
-            startedAt: record.startedAt
-          }),
-          int(retentionMillis),
-          record.key
-        ],
-        (reply): ToolLedgerStore.ClaimOutcome | typeof bad => {
-          if (Array.isArray(reply) && reply.length === 0) return { _tag: "Claimed" }
-          const existing = toRecord(reply)
-          return existing === bad ? bad : { _tag: "Existing", record: existing }
-        }
-      ),
-    complete: (key, result, completedAt) =>
-      Effect.flatMap(
-        Effect.try({
-          try: () => (result === undefined ? "" : JSON.stringify(result)),
-          catch: () => storeError("ledger", "complete", "result not JSON")
-        }),
-        (json) =>
-          client.script(
-            "ledger",
-            "complete",
-            Scripts.ledgerComplete,
-            [recordPrefix + key],
-            [json, String(completedAt)],
-            (reply) => (typeof reply === "number" ? undefined : bad)
-          )
-      ),
-    release: (key) =>
-      Effect.flatMap(
-        client.command(
-          "ledger",
-          "release",
-          (r) => r.hget(recordPrefix + key, "m"),
-          (reply) => (reply === null ? Option.none() : typeof reply === "string" ? parseJson(reply) : bad)
-        ),
-        (meta) => {
-          const runId =
-            Option.isSome(meta) && typeof meta.value === "object" && meta.value !== null && "runId" in meta.value
-              ? meta.value.runId
-              : undefined
-          if (typeof runId !== "string") return Effect.void
-          return client.script(
-            "ledger",
-            "release",
-            Scripts.ledgerRelease,
-            [recordPrefix + key, runKey(runId)],
-            [key],
-            (reply) => (typeof reply === "number" ? undefined : bad)
-          )
-        }
-      ),
-    get: (key) =>
-      client.command(
-        "ledger",
-        "get",
-        (r) => r.hmget(recordPrefix + key, "m", "s", "c", "r"),
-        (reply): Option.Option<ToolLedgerStore.ToolRecord> | typeof bad => {
-          if (Array.isArray(reply) && reply[0] === null) return Option.none()
-          const record = toRecord(reply)
-          return record === bad ? bad : Option.some(record)
-        }
-      ),
-    list: (runId) =>
-      client.script(
-        "ledger",
-        "list",
-        Scripts.ledgerList,
-        [runKey(runId)],
-        [recordPrefix],
-        (reply): ReadonlyArray<ToolLedgerStore.ToolRecord> | typeof bad => {
-          if (!Array.isArray(reply)) return bad
-          const records: Array<ToolLedgerStore.ToolRecord> = []
-          for (const fields of reply) {
-            const record = toRecord(fields)
-            if (record === bad) return bad
-            records.push(record)
-          }
-          return records
-        }
-      )
-  })
-}
-
-// ---------------------------------------------------------------------------------------------
 // Constructors and layers
 // ---------------------------------------------------------------------------------------------
 
@@ -548,7 +158,7 @@ export interface Stores {
   /** @since 0.5.0 */
   readonly permit: PermitStore.Service
   /** @since 0.5.0 */
-  readonly rateLimit: RateLimits.Service
+  readonly rateLimit: RateLimitStore.Service
   /** The client's connection, for measurements and tests (command counts); the stores own it. @since 0.5.0 */
   readonly connection: IORedis
 }
@@ -564,7 +174,7 @@ export type Services =
   | BreakerStore.BreakerStore
   | ToolLedgerStore.ToolLedgerStore
   | PermitStore.PermitStore
-  | RateLimits.RateLimitStore
+  | RateLimitStore.RateLimitStore
 
 const millisOf = (d: Duration.DurationInput) => Math.max(1, Math.ceil(Duration.toMillis(Duration.decode(d))))
 
@@ -668,8 +278,8 @@ export const layerPermitStore = (options: Options): Layer.Layer<PermitStore.Perm
  * @since 0.5.0
  * @category Layers
  */
-export const layerRateLimitStore = (options: Options): Layer.Layer<RateLimits.RateLimitStore> =>
-  layerOf(RateLimits.RateLimitStore, options, (client) => makeRateLimitStore(client, prefixOf(options)))
+export const layerRateLimitStore = (options: Options): Layer.Layer<RateLimitStore.RateLimitStore> =>
+  layerOf(RateLimitStore.RateLimitStore, options, (client) => makeRateLimitStore(client, prefixOf(options)))
 
 /**
  * Every store on Redis over one client (budgets, permits, breakers, tool ledger, rate limits).
@@ -684,7 +294,7 @@ export const layer = (options: Options): Layer.Layer<Services> =>
         Context.add(BreakerStore.BreakerStore, s.breaker),
         Context.add(ToolLedgerStore.ToolLedgerStore, s.ledger),
         Context.add(PermitStore.PermitStore, s.permit),
-        Context.add(RateLimits.RateLimitStore, s.rateLimit)
+        Context.add(RateLimitStore.RateLimitStore, s.rateLimit)
       )
     )
   )

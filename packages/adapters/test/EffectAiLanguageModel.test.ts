@@ -71,9 +71,9 @@ const GatewayLayer = Layer.unwrapEffect(
         Layer.mergeAll(
           OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
           Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey }),
-          Budgets.layerUnlimited,
-          Concurrency.layerUnbounded,
-          Health.layerNoop,
+          Budgets.layerOff,
+          Concurrency.layerOff,
+          Health.layerOff,
           CallRecorder.layerMemory
         )
       )

@@ -76,9 +76,9 @@ const GatewayLayer = Layer.unwrapEffect(
           ResponsesAdapter.pipe(
             Layer.provide(OpenAiClient.layer({ apiUrl: mock.baseUrl("openai-responses"), apiKey }))
           ),
-          Budgets.layerUnlimited,
-          Concurrency.layerUnbounded,
-          Health.layerNoop,
+          Budgets.layerOff,
+          Concurrency.layerOff,
+          Health.layerOff,
           CallRecorder.layerMemory
         )
       )

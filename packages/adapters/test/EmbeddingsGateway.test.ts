@@ -79,9 +79,7 @@ const gateway = ModelGateway.layerJson(json).pipe(
       )
     )
   ),
-  Layer.provideMerge(
-    Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
-  )
+  Layer.provideMerge(Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory))
 )
 
 const command = (workflow: string, inputs: readonly [string, ...Array<string>]) =>

@@ -332,7 +332,7 @@ const adapters = Layer.unwrapEffect(
 )
 
 const gateway = ModelGateway.layerJson(gatewayConfig).pipe(
-  Layer.provideMerge(Layer.mergeAll(adapters, Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop))
+  Layer.provideMerge(Layer.mergeAll(adapters, Budgets.layerOff, Concurrency.layerOff, Health.layerOff))
 )
 
 /** Records kept in memory (`MemoryRecorder`). */

@@ -229,7 +229,7 @@ const gatewayLayer = (http: Layer.Layer<HttpClient.HttpClient>, recorder: Layer.
         Layer.provide(Layer.setConfigProvider(providerConfig))
       )
     ),
-    Layer.provide(Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, recorder))
+    Layer.provide(Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder))
   )
 
 // ---------------------------------------------------------------------------------------------

@@ -34,7 +34,8 @@ describe("Redis PermitStore through Concurrency", () => {
         const config: Concurrency.Options = { permits: 3, tenants: { acme: { max: 2 } } }
         const one = yield* concurrencyOver(options, config)
         const two = yield* concurrencyOver(options, config)
-        assert.isUndefined(Concurrency.tryAcquireOf(one))
+        // no private synchronous fast path (`@modelgate/core` internal/fastPath): every permit is a store operation
+        assert.isFalse(Symbol.for("@modelgate/core/FastPath") in one)
         const a = yield* one.acquire(acme, "w", far())
         const b = yield* two.acquire(acme, "w", far())
         assert.isDefined(a)

@@ -22,6 +22,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { StoreError } from "./Errors.js"
+import * as FastPath from "./internal/fastPath.js"
 
 /**
  * Store units per currency unit: amounts are integers of 10⁻⁹ (limits up to about 9 million).
@@ -152,11 +153,9 @@ export interface AccountBalance {
  *   missing reservation then means the first attempt landed.
  * - `balance`: the account at `now` (expired reservations not counted).
  *
- * The synchronous twins `reserveSync`, `commitSync` and `releaseSync` are for stores that answer
- * without I/O (the memory store); a remote store leaves them out. When a store has all three,
- * `Budgets` reserves and settles through them without running an Effect (its fast path). Each
- * twin does exactly what its Effect method does, on the same state, and never throws: a store that
- * can fail has no twins, so that a store error always reaches the caller as `StoreError`.
+ * The memory store also answers without running an Effect (a private fast path `Budgets` reads);
+ * a store that can fail or wait has none, so that a store error always reaches the caller as
+ * `StoreError`.
  *
  * @since 0.2.0
  * @category Models
@@ -166,12 +165,6 @@ export interface Service {
   readonly commit: (request: CommitRequest) => Effect.Effect<CommitOutcome, StoreError>
   readonly release: (request: ReleaseRequest) => Effect.Effect<void, StoreError>
   readonly balance: (account: string, now: number) => Effect.Effect<AccountBalance, StoreError>
-  /** `reserve`, answered at once (stores without I/O only). */
-  readonly reserveSync?: ((request: ReserveRequest) => ReserveOutcome) | undefined
-  /** `commit`, answered at once (stores without I/O only). */
-  readonly commitSync?: ((request: CommitRequest) => CommitOutcome) | undefined
-  /** `release`, answered at once (stores without I/O only). */
-  readonly releaseSync?: ((request: ReleaseRequest) => void) | undefined
 }
 
 /**
@@ -192,9 +185,6 @@ export class BudgetStore extends Context.Tag("@modelgate/core/BudgetStore")<Budg
  * @category Models
  */
 export interface MemoryStore extends Service {
-  readonly reserveSync: (request: ReserveRequest) => ReserveOutcome
-  readonly commitSync: (request: CommitRequest) => CommitOutcome
-  readonly releaseSync: (request: ReleaseRequest) => void
   readonly size: Effect.Effect<number>
 }
 
@@ -293,16 +283,10 @@ const unsafeMakeMemory = (): MemoryStore => {
   const release = (r: ReleaseRequest): void => {
     settle(r.account, r.id, 0, 0)
   }
-  const reserveEffect = (r: ReserveRequest) => Effect.sync(() => reserve(r))
-  const commitEffect = (r: CommitRequest) => Effect.sync(() => commit(r))
-  const releaseEffect = (r: ReleaseRequest) => Effect.sync(() => release(r))
-  return {
-    reserve: reserveEffect,
-    commit: commitEffect,
-    release: releaseEffect,
-    reserveSync: twin(reserveEffect, reserve),
-    commitSync: twin(commitEffect, commit),
-    releaseSync: twin(releaseEffect, release),
+  const store: MemoryStore = {
+    reserve: (r) => Effect.sync(() => reserve(r)),
+    commit: (r) => Effect.sync(() => commit(r)),
+    release: (r) => Effect.sync(() => release(r)),
     balance: (account, now) =>
       Effect.sync(() => {
         const acc = accounts.get(account)
@@ -312,58 +296,13 @@ const unsafeMakeMemory = (): MemoryStore => {
       }),
     size: Effect.sync(() => accounts.size)
   }
+  return FastPath.attach(store, { _tag: "BudgetStore", reserve, commit, release })
 }
 
 /**
- * Which synchronous twin belongs to which Effect operation: a store wrapped by spreading it (to
- * count or fail its operations) keeps the old twins, which would bypass the wrapper.
- */
-const twins = new WeakMap<object, object>()
-
-/**
- * Declares `sync` the synchronous twin of the store operation `effectful` (same state, same
- * answers) and returns it: a store's `reserveSync` / `commitSync` / `releaseSync` are used only when
- * they are declared twins of its own `reserve` / `commit` / `release` ({@link syncOf}).
- *
- * @since 0.2.0
- * @category Utils
- */
-export const twin = <A extends object, B extends object>(effectful: A, sync: B): B => {
-  twins.set(effectful, sync)
-  return sync
-}
-
-/**
- * The store's synchronous twins, when it has all three and each is the twin of the store's own
- * Effect operation; `undefined` otherwise (then every operation goes through its Effect).
- *
- * @since 0.2.0
- * @category Utils
- */
-export const syncOf = (
-  store: Service
-):
-  | {
-      readonly reserve: (request: ReserveRequest) => ReserveOutcome
-      readonly commit: (request: CommitRequest) => CommitOutcome
-      readonly release: (request: ReleaseRequest) => void
-    }
-  | undefined => {
-  const { reserveSync, commitSync, releaseSync } = store
-  return reserveSync !== undefined &&
-    commitSync !== undefined &&
-    releaseSync !== undefined &&
-    twins.get(store.reserve) === reserveSync &&
-    twins.get(store.commit) === commitSync &&
-    twins.get(store.release) === releaseSync
-    ? { reserve: reserveSync, commit: commitSync, release: releaseSync }
-    : undefined
-}
-
-/**
- * A store in this process's memory: every operation is synchronous, hence atomic, and never fails.
- * It has the synchronous twins (`reserveSync`, `commitSync`, `releaseSync`); its Effect methods
- * wrap them. Accounts of finished windows are forgotten once they hold no reservation.
+ * A store in this process's memory: every operation is synchronous, hence atomic, and never fails
+ * (`Budgets` over it reserves and settles without running an Effect). Accounts of finished windows
+ * are forgotten once they hold no reservation.
  *
  * @since 0.2.0
  * @category Constructors

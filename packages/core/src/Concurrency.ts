@@ -12,9 +12,8 @@
  *   waiter, so nobody can take it in between.
  * - `acquire` / `acquireTarget` take a permit at once when one is free: one synchronous step, no
  *   fiber, no timer, no `Scope`. Only a call that must wait forks one timer, which ends the wait at
- *   the instant `until` (by Effect's `Clock`, so `TestClock` drives it). That synchronous step is
- *   also offered without an Effect: `tryAcquire` / `tryAcquireTarget` (a free permit, or
- *   `undefined` when the caller must wait and so call `acquire`).
+ *   the instant `until` (by Effect's `Clock`, so `TestClock` drives it). In memory (and with
+ *   {@link layerOff}) the engine takes that step without running an Effect (a private fast path).
  * - **Tie rule.** The wait covers the instants strictly before `until`: a waiter still queued at
  *   `until` gets `undefined`, even when a permit is freed at that very instant (it goes to the next
  *   waiter). Whichever of the two same-instant events runs first, the outcome is the same. The
@@ -33,10 +32,10 @@
  *   rejects them before a permit is asked for).
  * - `targets` caps in-flight attempts per target ref, to protect a provider (a self-hosted model).
  *
- * **Store.** Permits live in a `PermitStore`: `layerMemory`, `layerConfig` and `make` use this
- * process's memory (with the synchronous fast path); {@link layer} uses the store in the context
- * (Redis: `@modelgate/adapters/redis`, several processes sharing one set of limits, with leases
- * and waiting bounded by the deadline). A call does one `acquire` and one `release` per permit;
+ * **Store.** Permits live in a `PermitStore`: `layerMemory` and `make` use this process's memory
+ * (with the synchronous fast path); {@link layer} and {@link layerConfig} use the store in the
+ * context (Redis: `@modelgate/adapters/redis`, several processes sharing one set of limits, with
+ * leases and waiting bounded by the deadline). A call does one `acquire` and one `release` per permit;
  * `acquire` fails with `StoreError` (`store: "permit"`) when a shared store cannot answer, and the
  * engine then refuses the call (fails closed). In memory nothing fails.
  *
@@ -46,6 +45,7 @@ import { Config, Context, Effect, Layer, Schema } from "effect"
 import type { ConfigError } from "effect"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
 import type { StoreError } from "./Errors.js"
+import * as FastPath from "./internal/fastPath.js"
 import {
   configProblemsOf,
   isReservedKey,
@@ -68,7 +68,7 @@ import type { TargetRef } from "./ModelTarget.js"
 export type Permit = PermitStore.Permit
 
 /**
- * The permit of an uncapped target (and of {@link layerUnbounded}): holds nothing, releases
+ * The permit of an uncapped target (and of {@link layerOff}): holds nothing, releases
  * nothing. Shared by every call.
  *
  * @since 0.2.0
@@ -78,26 +78,6 @@ export const noopPermit: Permit = { release: () => {} }
 
 const succeedNoop: Effect.Effect<Permit | undefined> = Effect.succeed(noopPermit)
 const takeNoop = (): Permit => noopPermit
-
-/**
- * Which synchronous twin belongs to which Effect operation: a wrapper that replaces `acquire` by
- * spreading the service keeps the old `tryAcquire`, which would bypass it.
- */
-const twins = new WeakMap<object, object>()
-const paired = <A extends object, B extends object>(effectful: A, sync: B): B => {
-  twins.set(effectful, sync)
-  return sync
-}
-
-/**
- * The service's `tryAcquire`, if it is the twin of the service's own `acquire`; `undefined`
- * otherwise (e.g. a wrapper replaced `acquire`): then the caller uses `acquire`.
- *
- * @since 0.2.0
- * @category Utils
- */
-export const tryAcquireOf = (service: Service): Service["tryAcquire"] =>
-  service.tryAcquire !== undefined && twins.get(service.acquire) === service.tryAcquire ? service.tryAcquire : undefined
 
 const acquireNoop = () => succeedNoop
 const acquireTargetNoop = () => succeedNoop
@@ -141,17 +121,6 @@ export interface Service {
    * once.
    */
   readonly acquireTarget: (target: TargetRef, until: number) => Effect.Effect<Permit | undefined, StoreError>
-  /**
-   * The synchronous step of `acquire`, without an Effect: the permit of `tenant` if one is free
-   * now and no waiter of `tenant` is queued before (FIFO: it never jumps the queue), `undefined`
-   * when the caller must wait (then it calls `acquire`, which queues it). Present when permits
-   * answer without I/O (in memory, and {@link layerUnbounded}); a shared permit store would leave
-   * it out. Never fails or throws.
-   */
-  readonly tryAcquire?: ((tenant: TenantId, capability: string) => Permit | undefined) | undefined
-  // (It belongs to this service's `acquire`; the gateway uses it only through `tryAcquireOf`.)
-  /** Same for a target's cap; an uncapped target gets the shared {@link noopPermit}. */
-  readonly tryAcquireTarget?: ((target: TargetRef) => Permit | undefined) | undefined
   /** Whether `target` has a concurrency cap (uncapped targets need no permit: the hot path skips it). */
   readonly isCapped: (target: TargetRef) => boolean
   /**
@@ -202,21 +171,21 @@ const emptySnapshot: Snapshot = {
 }
 
 /**
- * No limit: every `acquire` gets the shared {@link noopPermit} at once.
+ * Concurrency off: every `acquire` gets the shared {@link noopPermit} at once.
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layerUnbounded: Layer.Layer<Concurrency> = Layer.succeed(
-  Concurrency,
-  Concurrency.of({
-    acquire: acquireNoop,
-    acquireTarget: acquireTargetNoop,
-    tryAcquire: paired(acquireNoop, takeNoop),
-    tryAcquireTarget: paired(acquireTargetNoop, takeNoop),
-    isCapped: () => false,
-    snapshot: Effect.succeed(emptySnapshot)
-  })
+export const layerOff: Layer.Layer<Concurrency> = Layer.sync(Concurrency, () =>
+  FastPath.attach(
+    Concurrency.of({
+      acquire: acquireNoop,
+      acquireTarget: acquireTargetNoop,
+      isCapped: () => false,
+      snapshot: Effect.succeed(emptySnapshot)
+    }),
+    { _tag: "Concurrency", acquire: takeNoop, acquireTarget: takeNoop }
+  )
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -350,8 +319,8 @@ export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigErro
 
 /**
  * Permits over `store`'s pools (one for tenants, one per capped target). Over the memory store
- * ({@link PermitStore.memory}) the service has `tryAcquire` / `tryAcquireTarget` (the synchronous
- * fast path); over a shared store it has not, and every permit is one store operation. Fails with
+ * ({@link PermitStore.memory}) the engine takes free permits without an Effect (a private fast
+ * path); over a shared store every permit is one store operation. Fails with
  * one `GatewayConfigError` listing every problem of `options`.
  *
  * @since 0.3.0
@@ -384,23 +353,9 @@ export const makeWith = (options: Options, store: PermitStore.Service): Effect.E
       const permits = targets.get(target)
       return permits === undefined ? succeedNoop : permits.acquire(target, until)
     }
-    // The synchronous fast path exists only when every pool answers without I/O.
-    const localTargets = new Map<string, PermitStore.Pool & { readonly tryTake: (key: string) => Permit | undefined }>()
-    for (const [ref, p] of targets) if (PermitStore.isLocal(p)) localTargets.set(ref, p)
-    const fast =
-      PermitStore.isLocal(tenants) && localTargets.size === targets.size
-        ? {
-            tryAcquire: paired(acquire, (tenant: TenantId) => tenants.tryTake(tenant)),
-            tryAcquireTarget: paired(acquireTarget, (target: TargetRef) => {
-              const permits = localTargets.get(target)
-              return permits === undefined ? noopPermit : permits.tryTake(target)
-            })
-          }
-        : {}
     const service = Concurrency.of({
       acquire,
       acquireTarget,
-      ...fast,
       isCapped: (target) => targets.has(target),
       // Without any cap there is no headroom to read (the router then skips it per target). The
       // permits this process holds come from the target's pool (no count of our own per permit).
@@ -431,8 +386,31 @@ export const makeWith = (options: Options, store: PermitStore.Service): Effect.E
         }
       )
     })
-    return Effect.succeed(service)
+    return Effect.succeed(withFastPath(service, tenants, targets))
   })
+
+/** The service with the synchronous fast path attached, when every pool answers without I/O. */
+const withFastPath = (
+  service: Service,
+  tenants: PermitStore.Pool,
+  targets: ReadonlyMap<string, PermitStore.Pool>
+): Service => {
+  const tenantsFast = FastPath.pool(tenants)
+  const targetsFast = new Map<string, FastPath.PoolFast>()
+  for (const [ref, p] of targets) {
+    const fast = FastPath.pool(p)
+    if (fast !== undefined) targetsFast.set(ref, fast)
+  }
+  if (tenantsFast === undefined || targetsFast.size !== targets.size) return service
+  return FastPath.attach(service, {
+    _tag: "Concurrency",
+    acquire: (tenant) => tenantsFast.take(tenant),
+    acquireTarget: (target) => {
+      const permits = targetsFast.get(target)
+      return permits === undefined ? noopPermit : permits.take(target)
+    }
+  })
+}
 
 /**
  * In-memory permits (this process only). Fails with one `GatewayConfigError` listing every problem
@@ -467,12 +445,18 @@ export const layerMemory = (options: Options): Layer.Layer<Concurrency, GatewayC
   Layer.effect(Concurrency, make(options))
 
 /**
- * In-memory permits with options read from `Config` (each field may be a `Config`).
+ * {@link layer} with options read from `Config` (each field may be a `Config`), over the
+ * `PermitStore` in the context (in memory: `PermitStore.layerMemory`).
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
-): Layer.Layer<Concurrency, GatewayConfigError | ConfigError.ConfigError> =>
-  Layer.effect(Concurrency, Effect.flatMap(Config.unwrap(config), make))
+): Layer.Layer<Concurrency, GatewayConfigError | ConfigError.ConfigError, PermitStore.PermitStore> =>
+  Layer.effect(
+    Concurrency,
+    Effect.flatMap(Config.unwrap(config), (options) =>
+      Effect.flatMap(PermitStore.PermitStore, (store) => makeWith(options, store))
+    )
+  )

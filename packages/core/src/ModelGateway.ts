@@ -21,7 +21,7 @@ import * as Lifecycle from "./internal/lifecycle.js"
 import { makeHooks } from "./internal/lifecycleHooks.js"
 import * as CanaryController from "./CanaryController.js"
 import * as QualitySignals from "./QualitySignals.js"
-import * as RateLimits from "./RateLimits.js"
+import * as RateLimitStore from "./RateLimitStore.js"
 import * as Shadow from "./Shadow.js"
 import * as embedding from "./internal/embed.js"
 import type * as Embeddings from "./Embeddings.js"
@@ -214,8 +214,8 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
       lifecycle: hooks,
       // Provider rate limits: the store in the context (Redis: shared), else this process's memory.
       rateLimits: yield* Effect.flatMap(
-        Effect.serviceOption(RateLimits.RateLimitStore),
-        Option.match({ onNone: () => RateLimits.makeMemory, onSome: Effect.succeed })
+        Effect.serviceOption(RateLimitStore.RateLimitStore),
+        Option.match({ onNone: () => RateLimitStore.makeMemory, onSome: Effect.succeed })
       )
     }
     let running = first.definition
@@ -281,7 +281,7 @@ export type Services = Budgets | Concurrency | Health | CallRecorder
 /**
  * The services {@link withDefaults} provides, each an explicit choice. A service left out is taken
  * from the context the result is built in when one is there, else it is the default:
- * `Budgets.layerUnlimited`, `Concurrency.layerUnbounded`, `Health.layerNoop`, `CallRecorder.layerLog`.
+ * `Budgets.layerOff`, `Concurrency.layerOff`, `Health.layerOff`, `CallRecorder.layerLog`.
  *
  * @since 0.2.0
  * @category Models
@@ -326,11 +326,10 @@ export const withDefaults =
   <A, E, R>(
     self: Layer.Layer<A, E, R>
   ): Layer.Layer<A, E | EB | EC | EH | ER, Exclude<R, Services> | RB | RC | RH | RR> => {
-    const budgets: Layer.Layer<Budgets, EB, RB> =
-      services.budgets ?? fromContextOr(Budgets, BudgetsModule.layerUnlimited)
+    const budgets: Layer.Layer<Budgets, EB, RB> = services.budgets ?? fromContextOr(Budgets, BudgetsModule.layerOff)
     const concurrency: Layer.Layer<Concurrency, EC, RC> =
-      services.concurrency ?? fromContextOr(Concurrency, ConcurrencyModule.layerUnbounded)
-    const health: Layer.Layer<Health, EH, RH> = services.health ?? fromContextOr(Health, HealthModule.layerNoop)
+      services.concurrency ?? fromContextOr(Concurrency, ConcurrencyModule.layerOff)
+    const health: Layer.Layer<Health, EH, RH> = services.health ?? fromContextOr(Health, HealthModule.layerOff)
     const recorder: Layer.Layer<CallRecorder, ER, RR> =
       services.recorder ?? fromContextOr(CallRecorder, CallRecorderModule.layerLog)
     return Layer.provide(self, Layer.mergeAll(budgets, concurrency, health, recorder))

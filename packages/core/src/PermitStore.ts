@@ -12,8 +12,8 @@
  * - `acquire(key, until)` takes a permit at once when one is free, otherwise waits until the
  *   epoch-ms instant `until` (by Effect's `Clock`) and answers `undefined` when none came before it.
  *   A waiter still queued at `until` gets `undefined` (the tie rule of `Concurrency`).
- * - `tryTake` is the synchronous step of `acquire` for a pool that answers without I/O (the memory
- *   pool); a remote pool leaves it out, and `Concurrency` then has no `tryAcquire`.
+ * - The memory pool also takes a free permit without running an Effect (a private fast path
+ *   `Concurrency` reads); a remote pool has none, and every permit is one store operation.
  * - A remote pool grants every permit with a lease: a holder that crashed (never released) gives
  *   its permit back when the lease ends. `Permit.release` stays synchronous: a remote pool sends the
  *   release without waiting for it, and a lost release is covered by the lease.
@@ -85,11 +85,6 @@ export interface Pool {
    */
   readonly acquire: (key: string, until: number) => Effect.Effect<Permit | undefined, StoreError>
   /**
-   * `acquire`'s synchronous step: a permit of `key` if one is free now and no waiter of `key` is
-   * queued before, else `undefined`. Only for pools that answer without I/O; never throws.
-   */
-  readonly tryTake?: ((key: string) => Permit | undefined) | undefined
-  /**
    * Permits of `key` this process holds now (synchronous, no I/O): a capped target's concurrency
    * headroom in scored routing. A pool without it reports no headroom.
    *
@@ -119,7 +114,8 @@ export class PermitStore extends Context.Tag("@modelgate/core/PermitStore")<Perm
 /**
  * Permits in this process's memory: every operation is synchronous (hence atomic) and never fails;
  * waiting is strictly FIFO per key, and across keys for the shared part; a freed permit is handed
- * straight to its waiter. Each pool has `tryTake`, so `Concurrency` keeps its synchronous fast path.
+ * straight to its waiter. Each pool takes a free permit at once, so `Concurrency` keeps its
+ * synchronous fast path.
  *
  * @since 0.3.0
  * @category Constructors
@@ -131,12 +127,3 @@ export const memory: Service = PermitStore.of({ pool: (options) => new Permits(o
  * @category Layers
  */
 export const layerMemory: Layer.Layer<PermitStore> = Layer.succeed(PermitStore, memory)
-
-/**
- * Whether `pool` answers without I/O (it has `tryTake`).
- *
- * @since 0.3.0
- * @category Utils
- */
-export const isLocal = (pool: Pool): pool is Pool & { readonly tryTake: (key: string) => Permit | undefined } =>
-  pool.tryTake !== undefined

@@ -51,6 +51,8 @@ export * as Pricing from "./Pricing.js"
 export * as ProviderAdapter from "./ProviderAdapter.js"
 /** @since 0.5.0 */
 export * as RateLimits from "./RateLimits.js"
+/** @since 0.5.0 */
+export * as RateLimitStore from "./RateLimitStore.js"
 /** @since 0.1.0 */
 export * as RouteDecision from "./RouteDecision.js"
 /** @since 0.5.0 */

@@ -20,6 +20,8 @@ import {
   Schema,
   TestClock
 } from "effect"
+import { reportOverspend } from "../src/internal/budgetReservation.js"
+import * as FastPath from "../src/internal/fastPath.js"
 
 const acme = TenantId.make("acme")
 const globex = TenantId.make("globex")
@@ -143,7 +145,7 @@ describe("Budgets (memory)", () => {
     }).pipe(withBudgets({ tenants: { acme: { limit: 1 } }, undeclaredTenants: "unlimited" }))
   )
 
-  it.effect("layerUnlimited: every reservation fits and its settle does nothing", () =>
+  it.effect("layerOff: every reservation fits and its settle does nothing", () =>
     Effect.gen(function* () {
       const b = yield* budgets
       const r = yield* b.reserve(acme, 1e15)
@@ -151,7 +153,7 @@ describe("Budgets (memory)", () => {
       yield* r.settle(1e15)
       const balance = yield* b.balance(acme)
       assert.deepStrictEqual([balance.limit, balance.committed, balance.reserved], [Infinity, 0, 0])
-    }).pipe(Effect.provide(Budgets.layerUnlimited))
+    }).pipe(Effect.provide(Budgets.layerOff))
   )
 
   it.effect("daily windows reset at 00:00 UTC; a reservation settles into the window it was made in", () =>
@@ -306,13 +308,11 @@ describe("Budgets (memory)", () => {
       })
   )
 
-  it.effect("the deprecated store names are the BudgetStore module's", () =>
+  it.effect("Budgets over a memory store it is given counts in that store's account", () =>
     Effect.gen(function* () {
-      assert.strictEqual(Budgets.BudgetStore, BudgetStore.BudgetStore)
-      assert.strictEqual(Budgets.layerStoreMemory, BudgetStore.layerMemory)
-      const store = yield* Budgets.makeStoreMemory
+      const store = yield* BudgetStore.makeMemory
       const b = yield* Budgets.make({ tenants: { acme: { limit: 1 } } }).pipe(
-        Effect.provideService(Budgets.BudgetStore, store)
+        Effect.provideService(BudgetStore.BudgetStore, store)
       )
       yield* spend(b, acme, 1, 1)
       assert.deepStrictEqual(yield* store.balance(`acme/${Budgets.windowOf("monthly", 0).key}`, 0), {
@@ -675,7 +675,7 @@ describe("Budgets configuration", () => {
   })
 })
 
-describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
+describe("Budgets: the synchronous fast path (internal/fastPath: reserve and settle at once)", () => {
   type Outcome = Budgets.Reservation | BudgetExceeded
 
   /** One way of reserving and settling: through the Effect methods, or through the synchronous ones. */
@@ -685,11 +685,18 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
     readonly settle: (r: Budgets.Reservation, actual: number) => Effect.Effect<Budgets.Settlement>
     /** Every store operation, with its request and answer, as `[operation, request, answer]`. */
     readonly ops: Array<readonly [string, unknown, unknown]>
-    /** Which store methods answered: the Effect ones or the synchronous twins. */
+    /** Which store methods answered: the Effect ones or the synchronous ones. */
     readonly via: Set<"effect" | "sync">
   }
 
   /** The memory store, recording each operation and which of its methods (Effect or sync) answered. */
+  /** The memory store's synchronous operations (it always has them). */
+  const fastOf = (store: BudgetStore.Service): FastPath.BudgetStoreFast => {
+    const fast = FastPath.budgetStore(store)
+    if (fast === undefined) throw new Error("the memory store has no synchronous operations")
+    return fast
+  }
+
   const recordingStore = (
     inner: BudgetStore.MemoryStore,
     ops: Array<readonly [string, unknown, unknown]>,
@@ -715,17 +722,20 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
     const reserve = effect("reserve", inner.reserve)
     const commit = effect("commit", inner.commit)
     const release = effect("release", inner.release)
-    return {
-      reserve,
-      commit,
-      release,
-      balance: inner.balance,
-      // Declared twins of this store's own operations, so Budgets may use them.
-      reserveSync: BudgetStore.twin(reserve, sync("reserve", inner.reserveSync)),
-      commitSync: BudgetStore.twin(commit, sync("commit", inner.commitSync)),
-      releaseSync: BudgetStore.twin(release, sync("release", inner.releaseSync))
-    }
+    const fast = fastOf(inner)
+    // This store's own synchronous operations, so Budgets may use them.
+    return FastPath.attach<BudgetStore.Service>(
+      { reserve, commit, release, balance: inner.balance },
+      {
+        _tag: "BudgetStore",
+        reserve: sync("reserve", fast.reserve),
+        commit: sync("commit", fast.commit),
+        release: sync("release", fast.release)
+      }
+    )
   }
+
+  const settleNow = (r: Budgets.Reservation) => FastPath.reservation(r)?.settle
 
   const options: Budgets.Options = {
     tenants: { acme: { limit: 10, period: "daily" } },
@@ -753,8 +763,8 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
         }
         return path
       }
-      const reserveNow = b.reserveNow
-      if (reserveNow === undefined) return yield* Effect.dieMessage("reserveNow missing over the memory store")
+      const reserveNow = FastPath.budgets(b)?.reserve
+      if (reserveNow === undefined) return yield* Effect.dieMessage("no synchronous reserve over the memory store")
       const path: Path = {
         b,
         ops,
@@ -763,10 +773,10 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
           Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => reserveNow(tenant, amount, now))),
         settle: (r, actual) =>
           Effect.suspend(() => {
-            const settleNow = r.settleNow
-            if (settleNow === undefined) return Effect.dieMessage("settleNow missing over the memory store")
+            const settleNow = FastPath.reservation(r)?.settle
+            if (settleNow === undefined) return Effect.dieMessage("no synchronous settle over the memory store")
             const settlement = settleNow(actual)
-            return settlement.overspent > 0 ? Budgets.reportOverspend(r.tenant, settlement) : Effect.succeed(settlement)
+            return settlement.overspent > 0 ? reportOverspend(r.tenant, settlement) : Effect.succeed(settlement)
           })
       }
       return path
@@ -791,7 +801,7 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
   }
 
   it.effect(
-    "reserveNow and settleNow give the same outcomes, store operations, balances, logs and metrics as reserve and settle",
+    "the synchronous reserve and settle give the same outcomes, store operations, balances, logs and metrics as reserve and settle",
     () =>
       Effect.gen(function* () {
         // 2026-03-10T23:58:00Z: the daily window changes two minutes in
@@ -905,12 +915,12 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
       })
   )
 
-  it.effect("a negative or NaN amount: reserveNow throws the defect reserve dies with", () =>
+  it.effect("a negative or NaN amount: the synchronous reserve throws the defect reserve dies with", () =>
     Effect.gen(function* () {
       const b = yield* budgets
       for (const amount of [-1, Number.NaN]) {
         const died = yield* Effect.exit(b.reserve(acme, amount))
-        const thrown = yield* Effect.exit(Effect.sync(() => b.reserveNow?.(acme, amount, 0)))
+        const thrown = yield* Effect.exit(Effect.sync(() => FastPath.budgets(b)?.reserve(acme, amount, 0)))
         assert.isTrue(Exit.isFailure(died) && Cause.isDie(died.cause))
         assert.deepStrictEqual(
           [thrown._tag, Exit.isFailure(thrown) ? Cause.squash(thrown.cause) : undefined],
@@ -921,7 +931,7 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
     }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
   )
 
-  it.effect("settle and settleNow share one idempotence: the first of the two counts, once", () =>
+  it.effect("settle and the synchronous settle share one idempotence: the first of the two counts, once", () =>
     Effect.gen(function* () {
       const ops: Array<readonly [string, unknown, unknown]> = []
       const store = recordingStore(yield* BudgetStore.makeMemory, ops, new Set())
@@ -931,27 +941,27 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
       const now = yield* Clock.currentTimeMillis
       // a reservation made by reserve also settles at once, and one made at once also settles as an Effect
       const first = yield* b.reserve(acme, 3)
-      assert.deepStrictEqual(first.settleNow?.(1), { committed: 1, overspent: 0 })
+      assert.deepStrictEqual(settleNow(first)?.(1), { committed: 1, overspent: 0 })
       assert.deepStrictEqual(yield* first.settle(2), { committed: 0, overspent: 0 })
-      assert.deepStrictEqual(first.settleNow?.(2), { committed: 0, overspent: 0 })
-      const second = b.reserveNow?.(acme, 3, now)
+      assert.deepStrictEqual(settleNow(first)?.(2), { committed: 0, overspent: 0 })
+      const second = FastPath.budgets(b)?.reserve(acme, 3, now)
       assert.isTrue(second !== undefined && !(second instanceof BudgetExceeded))
       if (second === undefined || second instanceof BudgetExceeded) return
       assert.deepStrictEqual(yield* second.settle(2), { committed: 2, overspent: 0 })
-      assert.deepStrictEqual(second.settleNow?.(3), { committed: 0, overspent: 0 })
+      assert.deepStrictEqual(settleNow(second)?.(3), { committed: 0, overspent: 0 })
       assert.deepStrictEqual(
         ops.map(([op]) => op),
         ["reserve", "commit", "reserve", "commit"]
       )
-      // reserveNow and reserve share the account: what one holds, the other sees
-      const holding = b.reserveNow?.(acme, 7, now)
+      // the synchronous reserve and reserve share the account: what one holds, the other sees
+      const holding = FastPath.budgets(b)?.reserve(acme, 7, now)
       assert.isTrue(holding !== undefined && !(holding instanceof BudgetExceeded))
       const error = failureOf(yield* Effect.exit(b.reserve(acme, 0.01)))
       assert.deepStrictEqual(error?._tag === "BudgetExceeded" ? [error.committed, error.reserved] : error, [3, 7])
     })
   )
 
-  it.effect("reserveNow exists only when nothing can fail or wait: not over a store without synchronous twins", () =>
+  it.effect("the synchronous reserve exists only when nothing can fail or wait: not over a store without one", () =>
     Effect.gen(function* () {
       const inner = yield* BudgetStore.makeMemory
       // a store answering through Effects only (as a remote store would)
@@ -964,32 +974,33 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
       const overRemote = yield* Budgets.make({ tenants: { acme: { limit: 10 } } }).pipe(
         Effect.provideService(BudgetStore.BudgetStore, remote)
       )
-      assert.isUndefined(overRemote.reserveNow)
-      assert.isUndefined((yield* overRemote.reserve(acme, 1)).settleNow)
-      // a store missing one of the three twins is not synchronous either
-      const partial = yield* Budgets.make({ tenants: { acme: { limit: 10 } } }).pipe(
-        Effect.provideService(BudgetStore.BudgetStore, { ...remote, reserveSync: inner.reserveSync })
+      assert.isUndefined(FastPath.budgets(overRemote))
+      assert.isUndefined(settleNow(yield* overRemote.reserve(acme, 1)))
+      // a wrapper made by spreading the memory store (to count or fail its operations) is not synchronous
+      const spread = yield* Budgets.make({ tenants: { acme: { limit: 10 } } }).pipe(
+        Effect.provideService(BudgetStore.BudgetStore, { ...inner, reserve: inner.reserve })
       )
-      assert.isUndefined(partial.reserveNow)
+      assert.isUndefined(FastPath.budgets(spread))
       // unlimited budgets: always synchronous, and nothing is tracked
-      const unlimited = yield* Effect.provide(budgets, Budgets.layerUnlimited)
-      const r = unlimited.reserveNow?.(acme, 1e15, 0)
+      const unlimited = yield* Effect.provide(budgets, Budgets.layerOff)
+      const r = FastPath.budgets(unlimited)?.reserve(acme, 1e15, 0)
       assert.isTrue(r !== undefined && !(r instanceof BudgetExceeded))
       if (r === undefined || r instanceof BudgetExceeded) return
-      assert.deepStrictEqual([r.tenant, r.amount, r.settleNow?.(1e15)], [acme, 1e15, { committed: 0, overspent: 0 }])
+      assert.deepStrictEqual([r.tenant, r.amount, settleNow(r)?.(1e15)], [acme, 1e15, { committed: 0, overspent: 0 }])
       // an unlimited tenant over a remote store needs no store, so its reservation settles at once too
       const mixed = yield* Budgets.make({ tenants: { acme: { limit: 10 } }, undeclaredTenants: "unlimited" }).pipe(
         Effect.provideService(BudgetStore.BudgetStore, remote)
       )
-      assert.deepStrictEqual((yield* mixed.reserve(globex, 5)).settleNow?.(5), { committed: 0, overspent: 0 })
+      assert.deepStrictEqual(settleNow(yield* mixed.reserve(globex, 5))?.(5), { committed: 0, overspent: 0 })
     })
   )
 
-  it.effect("memory store: the synchronous twins act on the same accounts as the Effect methods", () =>
+  it.effect("memory store: the synchronous operations act on the same accounts as the Effect methods", () =>
     Effect.gen(function* () {
       const store = yield* BudgetStore.makeMemory
+      const { commit: commitSync, release: releaseSync, reserve: reserveSync } = fastOf(store)
       const req = { account: "a/total", limit: 100, now: 0, expiresAt: 10, accountExpiresAt: Infinity }
-      assert.deepStrictEqual(store.reserveSync({ ...req, id: "1", amount: 60 }), {
+      assert.deepStrictEqual(reserveSync({ ...req, id: "1", amount: 60 }), {
         _tag: "Reserved",
         committed: 0,
         reserved: 60
@@ -1003,21 +1014,18 @@ describe("Budgets: the synchronous fast path (reserveNow / settleNow)", () => {
         committed: 60,
         overspent: 0
       })
-      assert.deepStrictEqual(store.reserveSync({ ...req, id: "2", amount: 30 })._tag, "Reserved")
-      assert.deepStrictEqual(store.reserveSync({ ...req, id: "3", amount: 10 })._tag, "Reserved")
-      assert.deepStrictEqual(store.commitSync({ account: "a/total", id: "2", amount: 30, spend: 12, limit: 100 }), {
+      assert.deepStrictEqual(reserveSync({ ...req, id: "2", amount: 30 })._tag, "Reserved")
+      assert.deepStrictEqual(reserveSync({ ...req, id: "3", amount: 10 })._tag, "Reserved")
+      assert.deepStrictEqual(commitSync({ account: "a/total", id: "2", amount: 30, spend: 12, limit: 100 }), {
         committed: 12,
         overspent: 0
       })
-      store.releaseSync({ account: "a/total", id: "3" })
+      releaseSync({ account: "a/total", id: "3" })
       assert.deepStrictEqual(yield* store.balance("a/total", 0), { committed: 72, reserved: 0, overspent: 0 })
       // id 4 expires at 10: a reserve at 10 no longer sees it, and its late commit is clamped as by `commit`
-      assert.deepStrictEqual(store.reserveSync({ ...req, id: "4", amount: 28 })._tag, "Reserved")
-      assert.deepStrictEqual(
-        store.reserveSync({ ...req, now: 10, expiresAt: 20, id: "5", amount: 20 })._tag,
-        "Reserved"
-      )
-      assert.deepStrictEqual(store.commitSync({ account: "a/total", id: "4", amount: 28, spend: 28, limit: 100 }), {
+      assert.deepStrictEqual(reserveSync({ ...req, id: "4", amount: 28 })._tag, "Reserved")
+      assert.deepStrictEqual(reserveSync({ ...req, now: 10, expiresAt: 20, id: "5", amount: 20 })._tag, "Reserved")
+      assert.deepStrictEqual(commitSync({ account: "a/total", id: "4", amount: 28, spend: 28, limit: 100 }), {
         committed: 8,
         overspent: 20
       })

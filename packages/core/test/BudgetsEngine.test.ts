@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Budgets from "@modelgate/core/Budgets"
+import * as BudgetStore from "@modelgate/core/BudgetStore"
 import * as CallRecorder from "@modelgate/core/CallRecorder"
 import * as Concurrency from "@modelgate/core/Concurrency"
 import type { GatewayError } from "@modelgate/core/Errors"
@@ -67,7 +68,7 @@ const nReply = tokensOf(command("w.reply"))
 const layer = (options: {
   readonly scripts: ScriptedProvider.Scripts
   readonly budgets?: Budgets.Options
-  readonly store?: Budgets.BudgetStore
+  readonly store?: BudgetStore.Service
   readonly concurrency?: Concurrency.Options
   readonly definition?: GatewayConfig.Definition
 }) =>
@@ -76,10 +77,10 @@ const layer = (options: {
     Layer.provideMerge(
       Layer.mergeAll(
         Budgets.layer(options.budgets ?? { tenants: { acme: { limit: 100 }, beta: { limit: 100 } } }).pipe(
-          Layer.provide(options.store ? Layer.succeed(Budgets.BudgetStore, options.store) : Budgets.layerStoreMemory)
+          Layer.provide(options.store ? Layer.succeed(BudgetStore.BudgetStore, options.store) : BudgetStore.layerMemory)
         ),
-        options.concurrency ? Concurrency.layerMemory(options.concurrency) : Concurrency.layerUnbounded,
-        Health.layerNoop,
+        options.concurrency ? Concurrency.layerMemory(options.concurrency) : Concurrency.layerOff,
+        Health.layerOff,
         CallRecorder.layerMemory
       )
     )
@@ -272,7 +273,7 @@ describe("budgets during execution", () => {
       Effect.gen(function* () {
         const limit = 20
         const limitUnits = units(limit)
-        const inner = yield* Budgets.makeStoreMemory
+        const inner = yield* BudgetStore.makeMemory
         const seen = { checks: 0, violations: 0, peak: 0, samples: 0 }
         const check = (account: string) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -283,7 +284,7 @@ describe("budgets during execution", () => {
             })
           )
         // every store operation is followed by a look at the account
-        const store: Budgets.BudgetStore = {
+        const store: BudgetStore.Service = {
           reserve: (r) => Effect.tap(inner.reserve(r), () => check(r.account)),
           commit: (r) => Effect.tap(inner.commit(r), () => check(r.account)),
           release: (r) => Effect.tap(inner.release(r), () => check(r.account)),

@@ -58,8 +58,8 @@ const runCalls = (minimum: LogLevel.LogLevel) =>
       ),
       ModelGateway.withDefaults({
         budgets: Budgets.layerMemory({ tenants: { [TENANT]: { limit: 1 } } }),
-        concurrency: Concurrency.layerUnbounded,
-        health: Health.layerNoop,
+        concurrency: Concurrency.layerOff,
+        health: Health.layerOff,
         recorder
       })
     )

@@ -67,7 +67,7 @@ const gateway = (json: unknown, scripts: ScriptedProvider.Scripts) =>
   ModelGateway.layerJson(json, { schemas: { Classification } }).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers: ["openai", "anthropic", "vllm"], scripts })),
     Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
+      Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
     )
   )
 

@@ -1,9 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Concurrency from "@modelgate/core/Concurrency"
+import * as PermitStore from "@modelgate/core/PermitStore"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import type { StoreError } from "@modelgate/core/Errors"
 import { Clock, ConfigProvider, Deferred, Effect, Fiber, FiberId, Layer, Ref, Schema, TestClock } from "effect"
+import * as FastPath from "../src/internal/fastPath.js"
 
 const A = TenantId.make("tenant-a")
 const B = TenantId.make("tenant-b")
@@ -327,12 +329,14 @@ describe("Concurrency (memory)", () => {
   )
 })
 
-describe("Concurrency: the synchronous step (tryAcquire / tryAcquireTarget)", () => {
-  it.effect("tryAcquire takes a free permit at once and never jumps ahead of a queued waiter", () =>
+describe("Concurrency: the synchronous step (internal/fastPath: acquire / acquireTarget at once)", () => {
+  const stepOf = (c: Concurrency.Service) => FastPath.concurrency(c)
+  it.effect("the synchronous step takes a free permit at once and never jumps ahead of a queued waiter", () =>
     Effect.gen(function* () {
       const c = yield* service
-      const tryAcquire = c.tryAcquire
-      if (tryAcquire === undefined) return assert.fail("tryAcquire missing in memory")
+      const fast = stepOf(c)
+      if (fast === undefined) return assert.fail("no synchronous step in memory")
+      const tryAcquire = (tenant: TenantId, _capability: string) => fast.acquire(tenant)
       const held = tryAcquire(A, "wf")
       assert.isDefined(held)
       // none free: the caller must wait, and nothing is left behind
@@ -362,11 +366,12 @@ describe("Concurrency: the synchronous step (tryAcquire / tryAcquireTarget)", ()
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
   )
 
-  it.effect("tryAcquire waits behind its own tenant's waiters even when the shared pool has room", () =>
+  it.effect("the synchronous step waits behind its own tenant's waiters even when the shared pool has room", () =>
     Effect.gen(function* () {
       const c = yield* service
-      const tryAcquire = c.tryAcquire
-      if (tryAcquire === undefined) return assert.fail("tryAcquire missing in memory")
+      const fast = stepOf(c)
+      if (fast === undefined) return assert.fail("no synchronous step in memory")
+      const tryAcquire = (tenant: TenantId, _capability: string) => fast.acquire(tenant)
       // A may hold 1 permit; the pool has 2
       const held = tryAcquire(A, "wf")
       const waiter = yield* Effect.fork(waitUntil(A, Number.POSITIVE_INFINITY))
@@ -385,7 +390,7 @@ describe("Concurrency: the synchronous step (tryAcquire / tryAcquireTarget)", ()
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 2, tenants: { [A]: { max: 1 } } })))
   )
 
-  it.effect("tryAcquire and tryAcquireTarget give the same permits and state as the fast path of acquire", () =>
+  it.effect("the synchronous step gives the same permits and state as the fast path of acquire", () =>
     Effect.gen(function* () {
       const options: Concurrency.Options = {
         permits: 4,
@@ -417,7 +422,7 @@ describe("Concurrency: the synchronous step (tryAcquire / tryAcquireTarget)", ()
           const e = isTarget
             ? yield* viaEffect.acquireTarget(step, 0)
             : yield* viaEffect.acquire(TenantId.make(step), "wf", 0)
-          const n = isTarget ? viaSync.tryAcquireTarget?.(step) : viaSync.tryAcquire?.(TenantId.make(step), "wf")
+          const n = isTarget ? stepOf(viaSync)?.acquireTarget(step) : stepOf(viaSync)?.acquire(TenantId.make(step))
           if (e !== undefined) heldEffect.push(e)
           if (n !== undefined) heldSync.push(n)
           got = [e !== undefined, n !== undefined]
@@ -439,12 +444,12 @@ describe("Concurrency: the synchronous step (tryAcquire / tryAcquireTarget)", ()
     })
   )
 
-  it.effect("layerUnbounded: tryAcquire and tryAcquireTarget give the no-op permit", () =>
+  it.effect("layerOff: the synchronous step gives the no-op permit", () =>
     Effect.gen(function* () {
       const c = yield* service
-      assert.strictEqual(c.tryAcquire?.(A, "wf"), Concurrency.noopPermit)
-      assert.strictEqual(c.tryAcquireTarget?.(TargetRef.make("model://x/y@eu")), Concurrency.noopPermit)
-    }).pipe(Effect.provide(Concurrency.layerUnbounded))
+      assert.strictEqual(stepOf(c)?.acquire(A), Concurrency.noopPermit)
+      assert.strictEqual(stepOf(c)?.acquireTarget(TargetRef.make("model://x/y@eu")), Concurrency.noopPermit)
+    }).pipe(Effect.provide(Concurrency.layerOff))
   )
 })
 
@@ -502,7 +507,7 @@ describe("Concurrency configuration", () => {
     )
   })
 
-  it.effect("layerConfig reads the options from Config", () =>
+  it.effect("layerConfig reads the options from Config, over the PermitStore in the context", () =>
     Effect.gen(function* () {
       yield* Concurrency.withPermit(
         A,
@@ -512,6 +517,7 @@ describe("Concurrency configuration", () => {
     }).pipe(
       Effect.provide(
         Concurrency.layerConfig({ permits: Schema.Config("PERMITS", Schema.NumberFromString) }).pipe(
+          Layer.provide(PermitStore.layerMemory),
           Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PERMITS", "2"]]))))
         )
       )

@@ -403,8 +403,8 @@ describe("config edges: the reservation TTL exceeds every workflow's deadline", 
       Layer.provideMerge(
         Layer.mergeAll(
           Budgets.layerMemory({ tenants: { acme: { limit: 1 } }, reservationTtl }),
-          Concurrency.layerUnbounded,
-          Health.layerNoop
+          Concurrency.layerOff,
+          Health.layerOff
         )
       ),
       ModelGateway.withDefaults()
@@ -434,7 +434,7 @@ describe("config edges: the reservation TTL exceeds every workflow's deadline", 
       )
       const byDefault = yield* Effect.provide(Budgets.Budgets, Budgets.layerMemory({ tenants: { acme: { limit: 1 } } }))
       assert.strictEqual(byDefault.reservationTtl, Budgets.defaultReservationTtl)
-      const unlimited = yield* Effect.provide(Budgets.Budgets, Budgets.layerUnlimited)
+      const unlimited = yield* Effect.provide(Budgets.Budgets, Budgets.layerOff)
       assert.isUndefined(unlimited.reservationTtl)
     })
   )

@@ -174,15 +174,15 @@ const embedder = (provider: string, scripts: Map<string, Array<Step>>, log: Arra
 
 const gateway = (
   scripts: Record<string, ReadonlyArray<Step>> = {},
-  budgets: Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError> = Budgets.layerUnlimited,
+  budgets: Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError> = Budgets.layerOff,
   def: GatewayConfig.Definition = definition,
-  health: Layer.Layer<Health.Health, Errors.GatewayConfigError> = Health.layerNoop
+  health: Layer.Layer<Health.Health, Errors.GatewayConfigError> = Health.layerOff
 ) => {
   const log: Array<Sent> = []
   const map = new Map(Object.entries(scripts).map(([k, v]) => [k, [...v]]))
   const layer = ModelGateway.layer(def).pipe(
     Layer.provideMerge(Layer.mergeAll(embedder("oa", map, log), embedder("az", map, log), embedder("gm", map, log))),
-    Layer.provideMerge(Layer.mergeAll(budgets, Concurrency.layerUnbounded, health, CallRecorder.layerMemory))
+    Layer.provideMerge(Layer.mergeAll(budgets, Concurrency.layerOff, health, CallRecorder.layerMemory))
   )
   return { layer, log }
 }
@@ -316,7 +316,7 @@ describe("ModelGateway.embed", () => {
       )
       const { layer, log } = gateway(
         { [refs.small]: [overloaded(10), overloaded(10)] },
-        Budgets.layerUnlimited,
+        Budgets.layerOff,
         definition,
         breakers
       )
@@ -583,9 +583,9 @@ describe("ModelGateway.embed", () => {
         Layer.mergeAll(
           embedder("oa", new Map(), log),
           plain,
-          Budgets.layerUnlimited,
-          Concurrency.layerUnbounded,
-          Health.layerNoop,
+          Budgets.layerOff,
+          Concurrency.layerOff,
+          Health.layerOff,
           CallRecorder.layerMemory
         )
       )

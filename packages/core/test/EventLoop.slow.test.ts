@@ -30,8 +30,8 @@ const layer = ModelGateway.layer(def).pipe(
     Layer.mergeAll(
       // A limited budget: the gateway must count the input.
       Budgets.layerMemory({ tenants: { acme: { limit: 1_000_000 } } }),
-      Concurrency.layerUnbounded,
-      Health.layerNoop,
+      Concurrency.layerOff,
+      Health.layerOff,
       CallRecorder.layerMemory
     )
   )

@@ -26,7 +26,7 @@ const adapters = ScriptedProvider.layer({
 /** The gateway with its adapters; the four services still to be provided. */
 const gateway = ModelGateway.layer(definition).pipe(Layer.provide(adapters))
 
-const others = Layer.mergeAll(Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
+const others = Layer.mergeAll(Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
 
 /** Runs one classify call for acme through `layer`; the exit after 1 s of virtual time. */
 const callThrough = (layer: Layer.Layer<ModelGateway.ModelGateway, GatewayConfigError>) =>
@@ -53,8 +53,8 @@ const compositions: ReadonlyArray<readonly [string, Layer.Layer<ModelGateway.Mod
     gateway.pipe(
       ModelGateway.withDefaults({
         budgets: budget,
-        concurrency: Concurrency.layerUnbounded,
-        health: Health.layerNoop,
+        concurrency: Concurrency.layerOff,
+        health: Health.layerOff,
         recorder: CallRecorder.layerMemory
       })
     )
@@ -90,7 +90,7 @@ describe("ModelGateway services: a budget provided in any composition is enforce
     Effect.gen(function* () {
       const exit = yield* callThrough(gateway.pipe(ModelGateway.withDefaults()))
       assert.isTrue(Exit.isSuccess(exit))
-      const explicit = yield* callThrough(gateway.pipe(Layer.provide(Layer.mergeAll(Budgets.layerUnlimited, others))))
+      const explicit = yield* callThrough(gateway.pipe(Layer.provide(Layer.mergeAll(Budgets.layerOff, others))))
       assert.isTrue(Exit.isSuccess(explicit))
     })
   )

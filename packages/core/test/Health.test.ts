@@ -5,6 +5,7 @@ import * as Health from "@modelgate/core/Health"
 import { Cause, Config, Duration, Effect, Exit, HashMap, Layer, Logger, Metric, Option, TestClock } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
+import * as FastPath from "../src/internal/fastPath.js"
 import { target } from "./fixtures.js"
 
 type Signal = Health.AttemptSignal
@@ -340,6 +341,30 @@ describe("Health breaker", () => {
   })
 })
 
+describe("Health: the private fast path (internal/fastPath)", () => {
+  it.effect("a route whose breaker is off is admitted at once; the first-attempt deposit needs no Effect", () => {
+    const off = route("fast-off")
+    const on = route("fast-on")
+    return Effect.gen(function* () {
+      const h = yield* Health.Health
+      const fast = FastPath.health(h)
+      assert.deepStrictEqual([fast?.tryAcquire?.(off), fast?.isOpen?.(off)], [true, false])
+      // a route with a breaker: its state is in the store, so the Effect runs
+      assert.deepStrictEqual([fast?.tryAcquire?.(on), fast?.isOpen?.(on)], [undefined, undefined])
+      fast?.onFirstAttempt?.(0)
+      assert.strictEqual((yield* h.retryBudget).firstAttempts, 1)
+      // a wrapper made by spreading the service has no fast path: its own operations run
+      assert.isUndefined(FastPath.health({ ...h, tryAcquire: () => Effect.succeed(false) }))
+      // health off answers everything at once
+      const none = yield* Effect.provide(Health.Health, Health.layerOff)
+      assert.deepStrictEqual(
+        [FastPath.health(none)?.tryAcquire?.(on), FastPath.health(none)?.isOpen?.(on)],
+        [true, false]
+      )
+    }).pipe(Effect.provide(Health.layerMemory(config({ targets: { [off.ref]: { enabled: false } } }))))
+  })
+})
+
 describe("Health record", () => {
   it.effect("success, failure and timeout rates, p50/p95 latency and TTFT, last error, headroom, window expiry", () => {
     const t = route("stats")
@@ -587,31 +612,32 @@ describe("Health layers", () => {
       // layerMemory: a store of its own
       const alone = yield* Effect.provide(Health.Health, Health.layerMemory(settings))
       assert.isFalse(yield* alone.isOpen(t))
-      // the deprecated names still point at the same things
-      assert.strictEqual(Health.layerStore, Health.layer)
-      assert.strictEqual(Health.BreakerStore, BreakerStore.BreakerStore)
-      assert.strictEqual(Health.layerBreakerStoreMemory, BreakerStore.layerMemory)
-      assert.strictEqual(Health.makeBreakerStoreMemory, BreakerStore.makeMemory)
-      assert.strictEqual(Health.BreakerState, BreakerStore.BreakerState)
     })
   })
 
-  it.effect("layerConfig reads the configuration from Config; invalid settings still fail the layer", () =>
-    Effect.gen(function* () {
-      const t = route("layer-config")
-      const h = yield* Effect.provide(
-        Health.Health,
-        Health.layerConfig(Config.succeed(config({ breaker: { consecutiveFailures: 1, failureRatio: 0 } })))
-      )
-      yield* h.record(t, unavailable)
-      assert.isTrue(yield* h.isOpen(t))
-      const error = yield* Effect.flip(
-        Effect.provide(Health.Health, Health.layerConfig(Config.succeed(config({ maxRoutes: 0 }))))
-      )
-      assert.deepStrictEqual(error._tag === "GatewayConfigError" ? error.problems.map((p) => p.path) : [], [
-        "health.maxRoutes"
-      ])
-    })
+  it.effect(
+    "layerConfig reads the configuration from Config over the BreakerStore; invalid settings still fail the layer",
+    () =>
+      Effect.gen(function* () {
+        const t = route("layer-config")
+        const h = yield* Effect.provide(
+          Health.Health,
+          Health.layerConfig(Config.succeed(config({ breaker: { consecutiveFailures: 1, failureRatio: 0 } }))).pipe(
+            Layer.provide(BreakerStore.layerMemory)
+          )
+        )
+        yield* h.record(t, unavailable)
+        assert.isTrue(yield* h.isOpen(t))
+        const error = yield* Effect.flip(
+          Effect.provide(
+            Health.Health,
+            Health.layerConfig(Config.succeed(config({ maxRoutes: 0 }))).pipe(Layer.provide(BreakerStore.layerMemory))
+          )
+        )
+        assert.deepStrictEqual(error._tag === "GatewayConfigError" ? error.problems.map((p) => p.path) : [], [
+          "health.maxRoutes"
+        ])
+      })
   )
 })
 

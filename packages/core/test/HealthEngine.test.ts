@@ -39,9 +39,7 @@ const definition = (maxAttempts: number): GatewayConfig.Definition => ({
 const gateway = (scripts: ScriptedProvider.Scripts, health: Layer.Layer<Health.Health, unknown>, maxAttempts = 1) =>
   ModelGateway.layer(definition(maxAttempts)).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
-    Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, health, CallRecorder.layerMemory)
-    ),
+    Layer.provideMerge(Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, health, CallRecorder.layerMemory)),
     Layer.orDie
   )
 
@@ -335,7 +333,7 @@ describe("breakers in routing", () => {
             Layer.effect(
               Health.Health,
               Effect.map(Health.Health, (h) => Health.Health.of({ ...h, tryAcquire: () => Effect.succeed(false) }))
-            ).pipe(Layer.provide(Health.layerNoop))
+            ).pipe(Layer.provide(Health.layerOff))
           )
         )
       )
@@ -370,7 +368,7 @@ describe("breaker skips in evidence", () => {
             Effect.map(Health.Health, (h) =>
               Health.Health.of({ ...h, tryAcquire: (t) => Effect.succeed(String(t.ref) !== primary) })
             )
-          ).pipe(Layer.provide(Health.layerNoop))
+          ).pipe(Layer.provide(Health.layerOff))
         )
       )
     )

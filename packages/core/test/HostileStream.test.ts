@@ -76,7 +76,7 @@ describe("an adapter that dies", () => {
       )
     ),
     Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
+      Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
     )
   )
 

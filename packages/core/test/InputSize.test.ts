@@ -38,8 +38,8 @@ describe("input size limit", () => {
             Budgets.layer({ tenants: { acme: { limit: 10 } } }).pipe(
               Layer.provide(Layer.succeed(BudgetStore.BudgetStore, counting))
             ),
-            Concurrency.layerUnbounded,
-            Health.layerNoop,
+            Concurrency.layerOff,
+            Health.layerOff,
             CallRecorder.layerMemory
           )
         )

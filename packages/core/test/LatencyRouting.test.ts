@@ -67,7 +67,7 @@ const definition = (): GatewayConfig.Definition => ({
   schemas: {}
 })
 
-const layer = (concurrency: Layer.Layer<Concurrency.Concurrency, unknown> = Concurrency.layerUnbounded) =>
+const layer = (concurrency: Layer.Layer<Concurrency.Concurrency, unknown> = Concurrency.layerOff) =>
   routingGateway(definition(), {}, { concurrency, health: Health.layerMemory() })
 
 /** Records one successful attempt of `latencyMs` (and `ttftMs`) on `ref`. */

@@ -454,12 +454,7 @@ describe("ModelGateway.generate", () => {
               })
             ),
             Layer.provideMerge(
-              Layer.mergeAll(
-                Budgets.layerUnlimited,
-                Concurrency.layerUnbounded,
-                Health.layerNoop,
-                CallRecorder.layerLog
-              )
+              Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerLog)
             )
           )
         ),

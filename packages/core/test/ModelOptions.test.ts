@@ -86,8 +86,8 @@ const gateway = (def: GatewayConfig.Definition, adapters: Layer.Layer<ProviderAd
     Layer.provideMerge(
       Layer.mergeAll(
         Budgets.layerMemory({ tenants: { acme: { limit: 10 } } }),
-        Concurrency.layerUnbounded,
-        Health.layerNoop,
+        Concurrency.layerOff,
+        Health.layerOff,
         CallRecorder.layerMemory
       )
     )

@@ -25,9 +25,9 @@ const services = (parts: {
   readonly health?: Layer.Layer<Health.Health, Errors.GatewayConfigError>
 }) =>
   Layer.mergeAll(
-    parts.budgets ?? Budgets.layerUnlimited,
-    parts.concurrency ?? Concurrency.layerUnbounded,
-    parts.health ?? Health.layerNoop,
+    parts.budgets ?? Budgets.layerOff,
+    parts.concurrency ?? Concurrency.layerOff,
+    parts.health ?? Health.layerOff,
     CallRecorder.layerMemory
   )
 
@@ -378,9 +378,7 @@ describe("pipeline: the recorder never kills a call", () => {
               scripts: { [refs.primary]: [ScriptedProvider.success({ after: 5, text: "hi" })] }
             })
           ),
-          Layer.provideMerge(
-            Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, recorder)
-          )
+          Layer.provideMerge(Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder))
         )
         const exit = yield* run(command("ticket.reply")).pipe(
           Effect.provide(layer),

@@ -14,7 +14,8 @@ import * as Health from "@modelgate/core/Health"
 import type { ModelResult } from "@modelgate/core/ModelResult"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
-import * as RateLimits from "@modelgate/core/RateLimits"
+import type * as RateLimits from "@modelgate/core/RateLimits"
+import * as RateLimitStore from "@modelgate/core/RateLimitStore"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Effect, Exit, Fiber, Layer, TestClock } from "effect"
 import { command, target, workflow } from "./fixtures.js"
@@ -29,7 +30,7 @@ const limited = (ref: string, rateLimit: RateLimits.RateLimit) =>
 const answer = ScriptedProvider.success({ after: 10, text: "ok", usage: { inputTokens: 20, outputTokens: 10 } })
 const many = Array.from({ length: 20 }, () => answer)
 
-const layer = (targets: readonly [ModelTarget, ...Array<ModelTarget>], store?: RateLimits.Service) =>
+const layer = (targets: readonly [ModelTarget, ...Array<ModelTarget>], store?: RateLimitStore.Service) =>
   ModelGateway.layer({
     config: GatewayConfig.GatewayConfig.make({
       targets: [...targets, target(F, "anthropic", { limits })],
@@ -52,11 +53,11 @@ const layer = (targets: readonly [ModelTarget, ...Array<ModelTarget>], store?: R
     ),
     Layer.provideMerge(
       Layer.mergeAll(
-        Budgets.layerUnlimited,
-        Concurrency.layerUnbounded,
-        Health.layerNoop,
+        Budgets.layerOff,
+        Concurrency.layerOff,
+        Health.layerOff,
         CallRecorder.layerMemory,
-        store === undefined ? RateLimits.layerMemory : Layer.succeed(RateLimits.RateLimitStore, store)
+        store === undefined ? RateLimitStore.layerMemory : Layer.succeed(RateLimitStore.RateLimitStore, store)
       )
     )
   )
@@ -120,7 +121,7 @@ describe("provider rate limits", () => {
   it.effect("tokens per minute: taken on the worst case, corrected to the usage once answered", () =>
     Effect.gen(function* () {
       // worst case per call: its input estimate + 100 output tokens; actual usage: 30 tokens
-      const store = yield* RateLimits.RateLimitStore
+      const store = yield* RateLimitStore.RateLimitStore
       assert.strictEqual(answeredBy(yield* call), P)
       const after = yield* store.take({
         key: P,

@@ -124,7 +124,7 @@ const attackLayer = (scripts: ScriptedProvider.Scripts) =>
   ModelGateway.layer(attackDefinition).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
     Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, CallRecorder.layerMemory)
+      Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
     )
   )
 

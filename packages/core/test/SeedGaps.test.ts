@@ -95,8 +95,8 @@ const layerObservingHealth = (
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
     Layer.provideMerge(
       Layer.mergeAll(
-        Budgets.layerUnlimited,
-        Concurrency.layerUnbounded,
+        Budgets.layerOff,
+        Concurrency.layerOff,
         CallRecorder.layerMemory,
         Layer.effect(
           Health.Health,
@@ -106,7 +106,7 @@ const layerObservingHealth = (
               record: (t, signal) => Effect.sync(() => void signals.push([t.ref, signal]))
             })
           )
-        ).pipe(Layer.provide(Health.layerNoop))
+        ).pipe(Layer.provide(Health.layerOff))
       )
     )
   )

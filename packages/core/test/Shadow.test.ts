@@ -49,19 +49,13 @@ const scripts: ScriptedProvider.Scripts = {
 
 const layer = (
   def: GatewayConfig.Definition,
-  budgets: Layer.Layer<Budgets.Budgets, unknown> = Budgets.layerUnlimited,
+  budgets: Layer.Layer<Budgets.Budgets, unknown> = Budgets.layerOff,
   scripted: ScriptedProvider.Scripts = scripts
 ) =>
   ModelGateway.layer(def).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: scripted })),
     Layer.provideMerge(
-      Layer.mergeAll(
-        budgets,
-        Concurrency.layerUnbounded,
-        Health.layerNoop,
-        CallRecorder.layerMemory,
-        Shadow.layerMemory
-      )
+      Layer.mergeAll(budgets, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory, Shadow.layerMemory)
     )
   )
 
@@ -158,7 +152,7 @@ describe("Shadow traffic", () => {
       )
     }).pipe(
       Effect.provide(
-        layer(definition({}), Budgets.layerUnlimited, {
+        layer(definition({}), Budgets.layerOff, {
           ...scripts,
           // well-formed JSON, but cut at the output-token limit
           [candidateRef]: [
@@ -311,9 +305,9 @@ describe("Shadow traffic", () => {
             ),
             Layer.provideMerge(
               Layer.mergeAll(
-                Budgets.layerUnlimited,
-                Concurrency.layerUnbounded,
-                Health.layerNoop,
+                Budgets.layerOff,
+                Concurrency.layerOff,
+                Health.layerOff,
                 CallRecorder.layerMemory,
                 Shadow.layerMemory
               )

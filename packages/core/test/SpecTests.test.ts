@@ -73,8 +73,8 @@ const definition = (): GatewayConfig.Definition => ({
 /** The gateway over scripted providers with the given budgets and route health. */
 const layerWith = (
   scripts: ScriptedProvider.Scripts,
-  budgets: Layer.Layer<Budgets.Budgets, unknown> = Budgets.layerUnlimited,
-  health: Layer.Layer<Health.Health, unknown> = Health.layerNoop
+  budgets: Layer.Layer<Budgets.Budgets, unknown> = Budgets.layerOff,
+  health: Layer.Layer<Health.Health, unknown> = Health.layerOff
 ) => routingGateway(definition(), scripts, { budgets, health })
 
 /** Runs a call to its end under the TestClock and returns how it ended. */
@@ -289,7 +289,7 @@ describe("routing spec tests", () => {
       Effect.provide(
         layerWith(
           {},
-          Budgets.layerUnlimited,
+          Budgets.layerOff,
           Health.layerMemory(
             Health.HealthConfig.make({
               breaker: Health.BreakerSettings.make({

@@ -132,9 +132,9 @@ const layerWith = (
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
     Layer.provideMerge(
       Layer.mergeAll(
-        options.budgets ?? Budgets.layerUnlimited,
-        options.concurrency ?? Concurrency.layerUnbounded,
-        Health.layerNoop,
+        options.budgets ?? Budgets.layerOff,
+        options.concurrency ?? Concurrency.layerOff,
+        Health.layerOff,
         CallRecorder.layerMemory
       )
     )
@@ -153,7 +153,7 @@ const refusingBudgets = (tenant: string) =>
             : unlimited.reserve(t, amount)
       })
     )
-  ).pipe(Layer.provide(Budgets.layerUnlimited))
+  ).pipe(Layer.provide(Budgets.layerOff))
 
 /** Unbounded concurrency where every permit takes `ms` of virtual time to come. */
 const slowPermits = (ms: number) =>
@@ -162,7 +162,7 @@ const slowPermits = (ms: number) =>
     Effect.map(Concurrency.Concurrency, (c) =>
       Concurrency.Concurrency.of({ ...c, acquire: () => Effect.as(Effect.sleep(ms), { release: () => {} }) })
     )
-  ).pipe(Layer.provide(Concurrency.layerUnbounded))
+  ).pipe(Layer.provide(Concurrency.layerOff))
 
 const decodeCommand = Schema.decodeSync(ModelCommand.ModelCommand)
 const cmd = (workflowName: string, extra: Partial<typeof ModelCommand.ModelCommand.Encoded> = {}) =>
@@ -396,9 +396,7 @@ describe("Telemetry: the log recorder and spans", () => {
           Effect.provide(
             ModelGateway.layer(testDefinition).pipe(
               Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: {} })),
-              Layer.provideMerge(
-                Layer.mergeAll(Budgets.layerUnlimited, Concurrency.layerUnbounded, Health.layerNoop, recorder)
-              )
+              Layer.provideMerge(Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder))
             )
           ),
           Effect.provide(
@@ -850,12 +848,7 @@ describe("Telemetry: content is never recorded", () => {
         Layer.provide(Telemetry.layerSettings({ tenant: Telemetry.tenantPlain })),
         Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: scenario.scripts })),
         Layer.provideMerge(
-          Layer.mergeAll(
-            scenario.budgets ?? Budgets.layerUnlimited,
-            Concurrency.layerUnbounded,
-            Health.layerNoop,
-            recorder
-          )
+          Layer.mergeAll(scenario.budgets ?? Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder)
         )
       )
       const exit = yield* Effect.gen(function* () {

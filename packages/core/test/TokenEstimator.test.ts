@@ -126,7 +126,7 @@ const layer = (targets: ReadonlyArray<ModelTarget>, scripts: ScriptedProvider.Sc
       Layer.mergeAll(
         Budgets.layerMemory({ tenants: { acme: { limit: 100 } } }),
         Concurrency.layerMemory({ permits: 4 }),
-        Health.layerNoop,
+        Health.layerOff,
         CallRecorder.layerMemory
       )
     )

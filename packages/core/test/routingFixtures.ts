@@ -141,9 +141,9 @@ export const routingGateway = (
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
     Layer.provideMerge(
       Layer.mergeAll(
-        services.budgets ?? Budgets.layerUnlimited,
-        services.concurrency ?? Concurrency.layerUnbounded,
-        services.health ?? Health.layerNoop,
+        services.budgets ?? Budgets.layerOff,
+        services.concurrency ?? Concurrency.layerOff,
+        services.health ?? Health.layerOff,
         CallRecorder.layerMemory
       )
     ),

@@ -4,21 +4,21 @@
  * every exit. A refused reservation re-plans the route to the targets whose worst case fits what
  * is left (`BUDGET_DOES_NOT_FIT` for the others) before it fails the call.
  *
- * In-memory stores answer at once: their synchronous answers are read through the stores' own
- * accessors (`reserveNowOf`, `tryAcquireOf`, `settleNowOf`), in this module only, so that the
- * happy path runs no Effect for them. A shared store gets the reservation and the permit asked for
+ * In-memory stores answer at once: their synchronous answers are read through the one private
+ * fast path (`fastPath.ts`), for budgets and permits in this module only, so that the happy path
+ * runs no Effect for them. A shared store gets the reservation and the permit asked for
  * at once (one round trip on an auto-pipelined connection); nothing is sent before both are held.
  */
 import { Effect, Exit, Fiber } from "effect"
 import * as AgentRun from "../AgentRun.js"
-import { reportOverspend, reserveNowOf, settleNowOf } from "../Budgets.js"
-import { tryAcquireOf } from "../Concurrency.js"
 import { BudgetExceeded, type Failure } from "../Errors.js"
 import type { ModelCommand } from "../ModelCommand.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { costAt, inputTokensAt, outputCapAt } from "../Pricing.js"
 import * as Router from "../Router.js"
+import { reportOverspend } from "./budgetReservation.js"
 import { type Call, deadlineFailure, type EngineContext, type Holds, storeFailure } from "./call.js"
+import * as FastPath from "./fastPath.js"
 
 /**
  * Reserves the worst case of `route` and takes the tenant's permit: the route the call runs on
@@ -30,7 +30,7 @@ export const admit = (ctx: EngineContext, call: Call, route: Router.Route): Effe
   holds.route = route
   const amount = reservationOf(call, route)
   const cmd = call.command
-  const reserveNow = reserveNowOf(ctx.budgets)
+  const reserveNow = FastPath.budgets(ctx.budgets)?.reserve
   if (reserveNow !== undefined) {
     let reserved = reserveNow(cmd.tenant, amount, call.clock.unsafeCurrentTimeMillis())
     let admitted = route
@@ -71,7 +71,7 @@ export const admit = (ctx: EngineContext, call: Call, route: Router.Route): Effe
 
 /** Takes the tenant's permit when the store answers at once; `false` when it has to wait. */
 const takePermitNow = (ctx: EngineContext, cmd: ModelCommand, holds: Holds): boolean => {
-  const permit = tryAcquireOf(ctx.concurrency)?.(cmd.tenant, cmd.workflow)
+  const permit = FastPath.concurrency(ctx.concurrency)?.acquire(cmd.tenant)
   if (permit === undefined) return false
   holds.permit = permit
   holds.permitWaitMs = 0
@@ -223,7 +223,7 @@ export const releasePermit = (holds: Holds): void => {
 export const settleMoney = (holds: Holds, spent: number): Effect.Effect<void> => {
   const reservation = holds.reservation
   if (reservation === undefined || holds.settlement !== undefined) return Effect.void
-  const settleNow = settleNowOf(reservation)
+  const settleNow = FastPath.reservation(reservation)?.settle
   if (settleNow !== undefined) {
     // An in-memory store settles at once; only an overspend still has a warning and a metric to report.
     const settlement = settleNow(spent)

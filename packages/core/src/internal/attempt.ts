@@ -21,6 +21,7 @@ import * as TokenEstimator from "../TokenEstimator.js"
 import type { AttemptContext, Invoke } from "./attemptContext.js"
 import { addUsage, type Call, type EngineContext, storeFailure, type Tally } from "./call.js"
 import { bounded } from "./deadline.js"
+import * as FastPath from "./fastPath.js"
 import { cancelledRecord, defectKind, recordOf } from "./evidence.js"
 import { outputFormatOf } from "./output.js"
 import * as Report from "./telemetry.js"
@@ -199,17 +200,24 @@ const runTraced = (
       const record = recordAttempt(call, context, end, request.maxOutputTokens, c)
       tally.attempts.push(record)
       if (span !== undefined) Report.annotateAttempt(span, record)
-      const reporting = ctx.health.record(target, {
-        outcome: record.outcome,
-        availabilityFailure: c.breaker,
-        latencyMs: record.latencyMs,
-        ttftMs: record.ttftMs,
-        errorTag: record.errorTag,
-        retryAfterMs: record.retryAfterMs,
-        rateLimit: c.response?.rateLimit
-      })
-      // (Health without route state answers with `Effect.void`: nothing to run.)
-      const reported = reporting === Effect.void ? Effect.succeed(c) : Effect.as(reporting, c)
+      // Health without route state (off) records at once: nothing to run.
+      const recordNow = FastPath.health(ctx.health)?.record
+      if (recordNow !== undefined) recordNow()
+      const reported =
+        recordNow !== undefined
+          ? Effect.succeed(c)
+          : Effect.as(
+              ctx.health.record(target, {
+                outcome: record.outcome,
+                availabilityFailure: c.breaker,
+                latencyMs: record.latencyMs,
+                ttftMs: record.ttftMs,
+                errorTag: record.errorTag,
+                retryAfterMs: record.retryAfterMs,
+                rateLimit: c.response?.rateLimit
+              }),
+              c
+            )
       // A bug, reported loudly; by the defect's kind only (its message may quote content).
       return Exit.isFailure(exit) && c.error === undefined
         ? Effect.zipRight(

@@ -25,7 +25,7 @@ import { type AttemptRecord, CallId, type FinishReason, type ModelResult, type U
 import type { ModelTarget } from "../ModelTarget.js"
 import { costOf } from "../Pricing.js"
 import type { ProviderAdapter, ProviderResponse } from "../ProviderAdapter.js"
-import type * as RateLimits from "../RateLimits.js"
+import type * as RateLimitStore from "../RateLimitStore.js"
 import type { Escalation, ExcludedTarget } from "../RouteDecision.js"
 import type * as Router from "../Router.js"
 import type * as Telemetry from "../Telemetry.js"
@@ -73,7 +73,7 @@ export interface EngineContext {
   /** Read once when the gateway is built. */
   readonly telemetry: Telemetry.Settings
   /** Where provider rate limits are counted (`ModelTarget.rateLimit`); none: they are not enforced. */
-  readonly rateLimits?: RateLimits.Service | undefined
+  readonly rateLimits?: RateLimitStore.Service | undefined
   /** Canary controller, quality signals and shadow traffic: run only for workflows that use them. */
   readonly lifecycle?: Lifecycle.Hooks | undefined
   /** The gateway's call-id sequence. */

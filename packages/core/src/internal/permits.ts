@@ -14,6 +14,7 @@
  */
 import type { Clock, Fiber } from "effect"
 import { Duration, Effect, FiberId } from "effect"
+import * as FastPath from "./fastPath.js"
 
 /** A permit of one key, given back at most once. @internal */
 export class HeldPermit {
@@ -89,7 +90,10 @@ export class Permits {
   /** Every waiter in arrival order (a `Set` iterates in insertion order and deletes in O(1)). */
   private readonly queue = new Set<Waiter>()
 
-  constructor(private readonly options: PermitsOptions) {}
+  constructor(private readonly options: PermitsOptions) {
+    // The pool answers without I/O: `Concurrency` takes free permits through this, without an Effect.
+    FastPath.attach(this, { _tag: "Pool", take: (key) => this.tryTake(key) })
+  }
 
   private state(key: string): KeyState {
     let s = this.states.get(key)
@@ -163,7 +167,7 @@ export class Permits {
 
   /**
    * Takes a permit now if one is free for `key` and nobody of `key` waits before; synchronous (the
-   * fast path of `acquire`, and `Concurrency`'s `tryAcquire`). It never jumps ahead of a waiter of
+   * fast path of `acquire`, and of `Concurrency` without an Effect). It never jumps ahead of a waiter of
    * another key either: a freed permit is handed to its waiter in `giveBack`, so a permit is free
    * here only when no queued waiter may use it.
    */

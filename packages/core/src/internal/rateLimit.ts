@@ -9,11 +9,12 @@ import type { StoreError } from "../Errors.js"
 import type { Usage } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import type * as RateLimits from "../RateLimits.js"
+import type * as RateLimitStore from "../RateLimitStore.js"
 import { ExcludedTarget } from "../RouteDecision.js"
 
 /** What an attempt took of its target's rate limit. @internal */
 export interface Held {
-  readonly store: RateLimits.Service
+  readonly store: RateLimitStore.Service
   readonly key: string
   readonly window: number
   readonly tokens: number
@@ -26,7 +27,7 @@ export interface Held {
  * @internal
  */
 export const take = (
-  store: RateLimits.Service,
+  store: RateLimitStore.Service,
   target: ModelTarget,
   limit: RateLimits.RateLimit,
   tokens: number,

@@ -6,7 +6,7 @@
  * the steps until an answer, a failure, or the end of the route, which the end-of-route table
  * (`Disposition.endOfRoute`) turns into a degraded answer or the call's failure.
  */
-import { Clock, Duration, Effect, Either, Exit } from "effect"
+import { Clock, Duration, Effect, Either } from "effect"
 import type { Reservation } from "../Budgets.js"
 import * as Disposition from "../Disposition.js"
 import type { Failure } from "../Errors.js"
@@ -19,6 +19,7 @@ import * as Router from "../Router.js"
 import * as TokenEstimator from "../TokenEstimator.js"
 import { dispatch, type Frame, type RequestBasis, requestOf } from "./attempt.js"
 import { type Answer, deadlineFailure, storeFailure, withinDeadline } from "./call.js"
+import * as FastPath from "./fastPath.js"
 import { validateOutput } from "./output.js"
 import * as RateLimit from "./rateLimit.js"
 import { nextDelay, type RetryState, retrySchedule } from "./retry.js"
@@ -142,8 +143,12 @@ const attemptAt = (walk: Walk, cursor: Cursor): Effect.Effect<Step, Failure> =>
       return moveTo(walk, cursor, cursor.index + 1)
     }
     call.holds.admitted = target
-    // (A health service without a retry budget answers with `Effect.void`: nothing to run.)
-    if (!cursor.started && ctx.health.onFirstAttempt !== Effect.void) yield* ctx.health.onFirstAttempt
+    if (!cursor.started) {
+      // Health in memory (or off) deposits at once: nothing to run.
+      const firstNow = FastPath.health(ctx.health)?.onFirstAttempt
+      if (firstNow !== undefined) firstNow(call.clock.unsafeCurrentTimeMillis())
+      else yield* ctx.health.onFirstAttempt
+    }
     const here = cursor.started ? cursor : { ...cursor, started: true }
     const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)
     const request = requestOf(walk, target, cursor.messages, cap, Math.min(remaining, perAttemptMs))
@@ -197,10 +202,13 @@ const takeRateLimit = (
 
 /** Breaker admission; a breaker store that cannot answer fails the call (closed). */
 const admitTarget = (walk: Walk, target: ModelTarget): Effect.Effect<boolean, Failure> => {
-  const admission = walk.ctx.health.tryAcquire(target)
-  // A settled answer (breakers off) needs no error mapping.
-  return Exit.isExit(admission) && Exit.isSuccess(admission) ? admission : Effect.mapError(admission, storeFailure)
+  // An answer at once (breakers off, in memory) needs no error mapping.
+  const now = FastPath.health(walk.ctx.health)?.tryAcquire?.(target)
+  if (now !== undefined) return now ? admitted : refused
+  return Effect.mapError(walk.ctx.health.tryAcquire(target), storeFailure)
 }
+const admitted: Effect.Effect<boolean> = Effect.succeed(true)
+const refused: Effect.Effect<boolean> = Effect.succeed(false)
 
 const breakerOpen = (target: ModelTarget): ExcludedTarget =>
   new ExcludedTarget(

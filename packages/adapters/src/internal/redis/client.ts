@@ -11,7 +11,7 @@ import * as StoreHealth from "@modelgate/core/StoreHealth"
 import type { Scope } from "effect"
 import { Clock, Duration, Effect, Redacted } from "effect"
 import { Redis as IORedis } from "ioredis"
-import type { Script } from "../redisScripts.js"
+import type { Script } from "./script.js"
 
 /** @internal */
 export type StoreName = StoreError["store"]
@@ -270,3 +270,10 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
       redis
     }
   })
+
+/** A reply of `n` integers, or `bad`. @internal */
+export const ints = <N extends number>(reply: unknown, n: N): ReadonlyArray<number> | typeof bad =>
+  Array.isArray(reply) && reply.length === n && reply.every((x): x is number => typeof x === "number") ? reply : bad
+
+/** An integer as a script argument. @internal */
+export const int = (n: number) => Math.trunc(n).toString()

@@ -9,7 +9,7 @@
  *
  * @internal
  */
-import { script } from "../redisScripts.js"
+import { script } from "./script.js"
 
 const common = `
 local function now_ms()

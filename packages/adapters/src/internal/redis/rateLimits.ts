@@ -5,10 +5,10 @@
  *
  * @internal
  */
-import * as RateLimits from "@modelgate/core/RateLimits"
+import * as RateLimitStore from "@modelgate/core/RateLimitStore"
 import type { Client } from "./client.js"
 import { bad } from "./client.js"
-import { script } from "../redisScripts.js"
+import { script } from "./script.js"
 
 /**
  * KEYS: the window's hash. ARGV: tokens, requests per minute (`-1`: none), tokens per minute
@@ -39,11 +39,11 @@ return 1
 `)
 
 /** @internal */
-export const makeRateLimitStore = (client: Client, prefix: string): RateLimits.Service => {
+export const makeRateLimitStore = (client: Client, prefix: string): RateLimitStore.Service => {
   const keyOf = (key: string, window: number) => `${prefix}ratelimit:{${key}}:${window}`
-  return RateLimits.RateLimitStore.of({
+  return RateLimitStore.RateLimitStore.of({
     take: (r) => {
-      const window = Math.floor(r.now / RateLimits.windowMillis)
+      const window = Math.floor(r.now / RateLimitStore.windowMillis)
       return client.script(
         "ratelimit",
         "take",
@@ -53,13 +53,13 @@ export const makeRateLimitStore = (client: Client, prefix: string): RateLimits.S
           String(Math.max(0, Math.ceil(r.tokens))),
           String(r.requestsPerMinute ?? -1),
           String(r.tokensPerMinute ?? -1),
-          String(2 * RateLimits.windowMillis)
+          String(2 * RateLimitStore.windowMillis)
         ],
-        (reply): RateLimits.Admission | typeof bad =>
+        (reply): RateLimitStore.Admission | typeof bad =>
           reply === 1
             ? { _tag: "Taken", window }
             : reply === 0
-              ? { _tag: "Limited", resetsAt: (window + 1) * RateLimits.windowMillis }
+              ? { _tag: "Limited", resetsAt: (window + 1) * RateLimitStore.windowMillis }
               : bad
       )
     },

@@ -1,23 +1,9 @@
 /**
- * The Lua scripts of the Redis stores: each store operation is one script, run atomically by Redis
- * in one round trip (`EVALSHA`, falling back to `EVAL` once when the server does not know it yet).
- *
- * Numbers are written back with `string.format('%d', n)`: Redis turns a Lua number argument into
- * text with `%.14g`, which would give `1e+15` for large amounts. Amounts are integers below 2^53,
- * exact as Lua numbers.
+ * The Lua scripts of the Redis `BudgetStore` (see `script.ts` for how numbers are written).
  *
  * @internal
  */
-import { createHash } from "node:crypto"
-
-/** @internal */
-export interface Script {
-  readonly lua: string
-  readonly sha: string
-}
-
-/** @internal */
-export const script = (lua: string): Script => ({ lua, sha: createHash("sha1").update(lua).digest("hex") })
+import { script } from "./script.js"
 
 /**
  * Budget account layout: hash `KEYS[1]` with `c` (committed), `r` (reserved), `o` (overspent),
@@ -128,106 +114,4 @@ if redis.call('EXISTS', h) == 0 then return {0, 0, 0} end
 purge(h, z, ARGV[1])
 local v = redis.call('HMGET', h, 'c', 'r', 'o')
 return {tonumber(v[1]), tonumber(v[2]), tonumber(v[3])}
-`)
-
-/**
- * Compare-and-set of a breaker's stored value. KEYS: breaker key, set of routes with a state,
- * change sequence. ARGV: expected value (`''` for none), new value (`''` removes), channel, route.
- * Returns the change's sequence number when set (and publishes `<seq>\n<route>\n<value>` on the
- * channel), 0 when the value changed meanwhile.
- *
- * @internal
- */
-export const breakerCas = script(`
-local current = redis.call('GET', KEYS[1]) or ''
-if current ~= ARGV[1] then return 0 end
-if ARGV[2] == '' then
-  redis.call('DEL', KEYS[1])
-  redis.call('SREM', KEYS[2], ARGV[4])
-else
-  redis.call('SET', KEYS[1], ARGV[2])
-  redis.call('SADD', KEYS[2], ARGV[4])
-end
-local seq = redis.call('INCR', KEYS[3])
-redis.call('PUBLISH', ARGV[3], seq .. '\\n' .. ARGV[4] .. '\\n' .. ARGV[2])
-return seq
-`)
-
-/**
- * Every breaker with a state, at one instant. KEYS: set of routes, change sequence. ARGV: prefix
- * of breaker keys. Returns `{seq, route, value, route, value, …}`.
- *
- * @internal
- */
-export const breakerAll = script(`
-local out = { tonumber(redis.call('GET', KEYS[2]) or '0') }
-for _, route in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local v = redis.call('GET', ARGV[1] .. route)
-  if v then
-    table.insert(out, route)
-    table.insert(out, v)
-  end
-end
-return out
-`)
-
-/**
- * Tool ledger record layout: hash with `m` (the JSON of key, runId, step, index, tool, startedAt),
- * `s` (status), `c` (completedAt), `r` (the JSON of the encoded result). A run's records are a
- * sorted set of their keys scored by a claim sequence.
- *
- * KEYS: record hash, run set, sequence counter. ARGV: meta JSON, retention ms, the record's key.
- * Returns `{}` when claimed, else the existing `{m, s, c, r}`.
- *
- * @internal
- */
-export const ledgerClaim = script(`
-local h, run, seq = KEYS[1], KEYS[2], KEYS[3]
-if redis.call('HSETNX', h, 'm', ARGV[1]) == 0 then
-  return redis.call('HMGET', h, 'm', 's', 'c', 'r')
-end
-redis.call('HSET', h, 's', 'started')
-redis.call('PEXPIRE', h, ARGV[2])
-redis.call('ZADD', run, redis.call('INCR', seq), ARGV[3])
-redis.call('PEXPIRE', run, ARGV[2])
-return {}
-`)
-
-/**
- * KEYS: record hash. ARGV: encoded result JSON (`''` for none), completedAt.
- *
- * @internal
- */
-export const ledgerComplete = script(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 's', 'completed', 'c', ARGV[2])
-if ARGV[1] ~= '' then redis.call('HSET', KEYS[1], 'r', ARGV[1]) end
-return 1
-`)
-
-/**
- * KEYS: record hash, run set. ARGV: the record's key. Drops a `started` claim.
- *
- * @internal
- */
-export const ledgerRelease = script(`
-if redis.call('HGET', KEYS[1], 's') ~= 'started' then return 0 end
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-return 1
-`)
-
-/**
- * KEYS: run set. ARGV: prefix of record keys. Returns `{m, s, c, r}` per record still stored, in
- * claim order. (Reads record keys named by the set: a single Redis node, not Redis Cluster.)
- *
- * @internal
- */
-export const ledgerList = script(`
-local out = {}
-for _, key in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  local v = redis.call('HMGET', ARGV[1] .. key, 'm', 's', 'c', 'r')
-  if v[1] then table.insert(out, v) end
-end
-return out
 `)

@@ -1,0 +1,145 @@
+/**
+ * The one private fast path of the in-memory services: a synchronous implementation attached to a
+ * store or service value under {@link TypeId} (Effect's `TypeId` idiom), read back with a type
+ * guard. Public interfaces carry only their Effect operations; the engine asks here whether a value
+ * also answers at once ("sync accessor if present, else the Effect").
+ *
+ * Details
+ *
+ * - {@link attach} defines the slot as a non-enumerable own property: a wrapper made by spreading
+ *   the value (`{ ...store, reserve: counted }`) or by `Object.assign` has no slot, so its Effect
+ *   operations are always the ones that run. Only the code that built a value attaches to it.
+ * - A synchronous implementation does exactly what the value's Effect operations do, on the same
+ *   state, and never throws (except the defects its Effect would die with): a value whose
+ *   operations can fail or wait (I/O) has none.
+ * - One slot, one union ({@link FastPath}); each kind has its accessor below.
+ *
+ * @internal
+ */
+import type { TenantId } from "../ModelCommand.js"
+import type { ModelTarget, TargetRef } from "../ModelTarget.js"
+import type * as Budgets from "../Budgets.js"
+import type * as BudgetStore from "../BudgetStore.js"
+import type { BudgetExceeded } from "../Errors.js"
+import type * as PermitStore from "../PermitStore.js"
+
+/** The slot's key (shared across copies of this module). @internal */
+export const TypeId: unique symbol = Symbol.for("@modelgate/core/FastPath")
+
+/** @internal */
+export type TypeId = typeof TypeId
+
+/** A budget store without I/O: `reserve`, `commit` and `release` answered at once. @internal */
+export interface BudgetStoreFast {
+  readonly _tag: "BudgetStore"
+  readonly reserve: (request: BudgetStore.ReserveRequest) => BudgetStore.ReserveOutcome
+  readonly commit: (request: BudgetStore.CommitRequest) => BudgetStore.CommitOutcome
+  readonly release: (request: BudgetStore.ReleaseRequest) => void
+}
+
+/**
+ * `Budgets.reserve` at the epoch-ms instant `now`, answered at once: the reservation, or the
+ * `BudgetExceeded` that `reserve` fails with (returned). A negative or NaN amount throws the defect
+ * `reserve` dies with. @internal
+ */
+export interface BudgetsFast {
+  readonly _tag: "Budgets"
+  readonly reserve: (tenant: TenantId, amount: number, now: number) => Budgets.Reservation | BudgetExceeded
+}
+
+/**
+ * A reservation's `settle`, done at once: same rounding, cap and idempotence (the first of the two
+ * counts). It does the store part only: an `overspent` above 0 must still be reported
+ * (`Budgets` reports it in `settle`; the engine calls its overspend report). @internal
+ */
+export interface ReservationFast {
+  readonly _tag: "Reservation"
+  readonly settle: (actual: number) => Budgets.Settlement
+}
+
+/**
+ * `Concurrency`'s synchronous step: a free permit now (never jumping a queued waiter), or
+ * `undefined` when the caller must wait (then it calls `acquire`). An uncapped target gets the
+ * shared no-op permit. @internal
+ */
+export interface ConcurrencyFast {
+  readonly _tag: "Concurrency"
+  readonly acquire: (tenant: TenantId) => PermitStore.Permit | undefined
+  readonly acquireTarget: (target: TargetRef) => PermitStore.Permit | undefined
+}
+
+/** A permit pool without I/O: a permit of `key` if one is free now and no waiter of `key` is before. @internal */
+export interface PoolFast {
+  readonly _tag: "Pool"
+  readonly take: (key: string) => PermitStore.Permit | undefined
+}
+
+/**
+ * `Health` operations answered at once, each optional (absent: run the Effect). `isOpen` and
+ * `tryAcquire` answer `undefined` for a route they cannot answer now (its breaker is in a store:
+ * run the Effect). @internal
+ */
+export interface HealthFast {
+  readonly _tag: "Health"
+  readonly isOpen?: ((target: ModelTarget) => boolean | undefined) | undefined
+  readonly tryAcquire?: ((target: ModelTarget) => boolean | undefined) | undefined
+  /** `record` of a service that records nothing (health off): nothing to run. */
+  readonly record?: (() => void) | undefined
+  /** `onFirstAttempt` at the caller's clock reading `now`. */
+  readonly onFirstAttempt?: ((now: number) => void) | undefined
+}
+
+/** Every kind of synchronous implementation. @internal */
+export type FastPath = BudgetStoreFast | BudgetsFast | ReservationFast | ConcurrencyFast | PoolFast | HealthFast
+
+interface Carrier {
+  readonly [TypeId]: FastPath
+}
+
+const carries = (self: object): self is Carrier => TypeId in self
+
+/**
+ * Attaches `fast` to `self` (not enumerable: a spread copy has none) and returns `self`.
+ *
+ * @internal
+ */
+export const attach = <T extends object>(self: T, fast: FastPath): T =>
+  Object.defineProperty(self, TypeId, { value: fast, enumerable: false, writable: false, configurable: false })
+
+const of = (self: object): FastPath | undefined => (carries(self) ? self[TypeId] : undefined)
+
+/** The budget store's synchronous operations, if it has them. @internal */
+export const budgetStore = (store: BudgetStore.Service): BudgetStoreFast | undefined => {
+  const fast = of(store)
+  return fast?._tag === "BudgetStore" ? fast : undefined
+}
+
+/** The budgets service's synchronous `reserve`, if it has one. @internal */
+export const budgets = (service: object): BudgetsFast | undefined => {
+  const fast = of(service)
+  return fast?._tag === "Budgets" ? fast : undefined
+}
+
+/** The reservation's synchronous `settle`, if it has one. @internal */
+export const reservation = (reservation: Budgets.Reservation): ReservationFast | undefined => {
+  const fast = of(reservation)
+  return fast?._tag === "Reservation" ? fast : undefined
+}
+
+/** The concurrency service's synchronous step, if it has one. @internal */
+export const concurrency = (service: object): ConcurrencyFast | undefined => {
+  const fast = of(service)
+  return fast?._tag === "Concurrency" ? fast : undefined
+}
+
+/** The pool's synchronous `take`, if it has one. @internal */
+export const pool = (pool: PermitStore.Pool): PoolFast | undefined => {
+  const fast = of(pool)
+  return fast?._tag === "Pool" ? fast : undefined
+}
+
+/** The health service's synchronous operations, if it has any. @internal */
+export const health = (service: object): HealthFast | undefined => {
+  const fast = of(service)
+  return fast?._tag === "Health" ? fast : undefined
+}
