@@ -4,7 +4,6 @@
  * provider server: real time, no network.
  */
 import { execFile } from "node:child_process"
-import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { assert, describe, it } from "@effect/vitest"
@@ -306,11 +305,12 @@ describe("demo report", () => {
     "the program's stdout with --json is CallRecord lines only (what `pnpm -s demo --json | jq` reads)",
     () =>
       Effect.gen(function* () {
-        const tsx = createRequire(import.meta.url).resolve("tsx/cli")
+        // `--import tsx` in this process (not tsx's CLI, which starts a second Node without
+        // `--conditions=source` and would resolve the packages to their unbuilt `dist/`).
         const { stdout } = yield* Effect.promise(() =>
           promisify(execFile)(
             process.execPath,
-            ["--conditions=source", tsx, "support-ticket/main.ts", "--json", "--scenario", "residency"],
+            ["--conditions=source", "--import", "tsx", "support-ticket/main.ts", "--json", "--scenario", "residency"],
             {
               cwd: fileURLToPath(new URL("..", import.meta.url)),
               env: { ...process.env, NO_COLOR: "1" }

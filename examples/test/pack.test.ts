@@ -1,15 +1,16 @@
 /**
- * The packages as a user installs them: `tsc -b` builds each package's `dist/`, `pnpm pack` packs
- * `@modelgate/core`, `@modelgate/adapters` and `@modelgate/testing`, and plain `npm` installs the
- * tarballs (with their peers at the workspace's versions) into a fresh project outside the workspace.
+ * The packages as a user installs them: the root `pack` script (`.ci/pack`) packs every package
+ * into a directory outside the repository, each package's `prepack` building its `dist/` first, and
+ * plain `npm` installs the tarballs of `@modelgate/core`, `@modelgate/adapters` and
+ * `@modelgate/testing` (with their peers at the workspace's versions) into a fresh project outside the workspace.
  * There a small program type-checks with `tsc` against the packed declarations and runs on Node —
  * no `source` condition, no tsx — making one `ModelGateway.generate` call through the packed OpenAI
  * adapter, answered by the packed `MockProviderServer`.
  *
- * Needs the npm registry (for the peers and `typescript`); ~1–2 minutes. Runs in the `slow` project.
+ * Needs the npm registry (for the peers and `typescript`); ~2–4 minutes. Runs in the `slow` project.
  */
 import { execFile } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -26,7 +27,7 @@ const env = Object.fromEntries(
 )
 
 const run = (file: string, args: ReadonlyArray<string>, cwd: string) =>
-  exec(file, args, { cwd, env, maxBuffer: 64 * 1024 * 1024, timeout: 180_000 })
+  exec(file, args, { cwd, env, maxBuffer: 64 * 1024 * 1024, timeout: 300_000 })
 
 const readJson = (path: string): Record<string, unknown> => JSON.parse(readFileSync(path, "utf8"))
 
@@ -123,17 +124,21 @@ describe("packed packages outside the workspace", () => {
     const dir = await mkdtemp(join(tmpdir(), "modelgate-pack-"))
     try {
       assert.isFalse(dir.startsWith(root), "the consumer project is outside the workspace")
-      await run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-b", "tsconfig.json"], root)
+      // The root `pack` script: each package's `prepack` builds its `dist/`, the tarballs go to the
+      // destination given (outside the repository), and none is left in the repository.
       const tarballs = join(dir, "tarballs")
-      await run(
-        "npx",
-        ["-y", "pnpm@10.34.8", "-r", "--filter", "./packages/*", "pack", "--pack-destination", tarballs],
-        root
-      )
+      const tarballsInRepo = () =>
+        [root, ...["core", "adapters", "testing", "cli"].map((name) => join(root, "packages", name))].flatMap((d) =>
+          existsSync(d) ? readdirSync(d).filter((file) => file.endsWith(".tgz")) : []
+        )
+      const before = tarballsInRepo()
+      const { stdout: packOut } = await run("bash", [join(root, ".ci", "pack"), tarballs], root)
+      assert.strictEqual(packOut.trim().split("\n").pop(), tarballs)
+      assert.deepStrictEqual(tarballsInRepo(), before)
       const packed = (await readdir(tarballs)).sort()
       assert.deepStrictEqual(
         packed.map((file) => file.replace(/-\d+\.\d+\.\d+\.tgz$/, "")),
-        ["modelgate-adapters", "modelgate-core", "modelgate-testing"]
+        ["modelgate-adapters", "modelgate-cli", "modelgate-core", "modelgate-testing"]
       )
 
       const app = join(dir, "app")
@@ -148,7 +153,7 @@ describe("packed packages outside the workspace", () => {
           "--no-audit",
           "--no-fund",
           "--loglevel=error",
-          ...packed.map((file) => join(tarballs, file)),
+          ...packed.filter((file) => !file.startsWith("modelgate-cli-")).map((file) => join(tarballs, file)),
           installed("effect"),
           installed("@effect/platform"),
           installed("@effect/platform-node"),
@@ -184,6 +189,10 @@ describe("packed packages outside the workspace", () => {
         }
       }
 
+      // The testing package's bin, compiled and linked by npm.
+      assert.isTrue(existsSync(join(app, "node_modules", ".bin", "modelgate-mock")), "modelgate-mock bin")
+      assert.isTrue(existsSync(join(app, "node_modules", "@modelgate", "testing", "dist", "bin", "modelgate-mock.js")))
+
       await run(process.execPath, [join(app, "node_modules", "typescript", "bin", "tsc"), "-p", "."], app)
       const { stdout } = await run(process.execPath, [join(app, "out", "main.js")], app)
       const line = stdout.split("\n").find((l) => l.startsWith("RESULT "))
@@ -197,5 +206,5 @@ describe("packed packages outside the workspace", () => {
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 240_000)
+  }, 420_000)
 })

@@ -79,14 +79,29 @@ export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAda
   ProviderAdapter.layer(options.id ?? "anthropic", make(options))
 
 /**
- * The default configuration: `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com/v1`) and the
- * redacted `ANTHROPIC_API_KEY`.
+ * The API root with its version from `ANTHROPIC_BASE_URL` read as the official SDK reads it: the
+ * server root without `/v1` (`https://api.anthropic.com`, a proxy, `modelgate-mock`'s root), to
+ * which `/v1` is appended. A value that already ends in `/v1` (how earlier modelgate releases read
+ * the variable) is taken as is.
+ *
+ * @since 0.7.0
+ * @category Layers
+ */
+export const baseUrlFromEnv: Config.Config<string> = Config.string("ANTHROPIC_BASE_URL").pipe(
+  Config.map((url) => url.replace(/\/+$/, "")),
+  Config.map((root) => (/\/v1$/.test(root) ? root : `${root}/v1`)),
+  Config.withDefault("https://api.anthropic.com/v1")
+)
+
+/**
+ * The default configuration, the official SDK's variables: `ANTHROPIC_BASE_URL` (see
+ * {@link baseUrlFromEnv}; default `https://api.anthropic.com`) and the redacted `ANTHROPIC_API_KEY`.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const defaultConfig: Config.Config.Wrap<Options> = {
-  baseUrl: Config.string("ANTHROPIC_BASE_URL").pipe(Config.withDefault("https://api.anthropic.com/v1")),
+  baseUrl: baseUrlFromEnv,
   apiKey: Config.redacted("ANTHROPIC_API_KEY")
 }
 

@@ -76,17 +76,30 @@ export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAda
   ProviderAdapter.layer(options.id ?? "gemini", make(options))
 
 /**
- * The default configuration: `GEMINI_BASE_URL` (default
- * `https://generativelanguage.googleapis.com/v1beta`) and the redacted `GEMINI_API_KEY`.
+ * The API root with its version, from the environment as `@google/genai` reads it:
+ * `GOOGLE_GEMINI_BASE_URL` is the server root (`https://generativelanguage.googleapis.com`, a
+ * proxy, `modelgate-mock`'s root), to which `/v1beta` is appended. Else `GEMINI_BASE_URL`, the
+ * root with its version (how earlier modelgate releases read it), else Google's.
+ *
+ * @since 0.7.0
+ * @category Layers
+ */
+export const baseUrlFromEnv: Config.Config<string> = Config.string("GOOGLE_GEMINI_BASE_URL").pipe(
+  Config.map((root) => `${root.replace(/\/+$/, "")}/v1beta`),
+  Config.orElse(() => Config.string("GEMINI_BASE_URL")),
+  Config.withDefault("https://generativelanguage.googleapis.com/v1beta")
+)
+
+/**
+ * The default configuration, the official SDK's variables: the base URL of {@link baseUrlFromEnv}
+ * and the redacted `GOOGLE_API_KEY`, else `GEMINI_API_KEY` (the SDK's order when both are set).
  *
  * @since 0.1.0
  * @category Layers
  */
 export const defaultConfig: Config.Config.Wrap<Options> = {
-  baseUrl: Config.string("GEMINI_BASE_URL").pipe(
-    Config.withDefault("https://generativelanguage.googleapis.com/v1beta")
-  ),
-  apiKey: Config.redacted("GEMINI_API_KEY")
+  baseUrl: baseUrlFromEnv,
+  apiKey: Config.redacted("GOOGLE_API_KEY").pipe(Config.orElse(() => Config.redacted("GEMINI_API_KEY")))
 }
 
 /**

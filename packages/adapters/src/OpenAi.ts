@@ -103,8 +103,9 @@ export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAda
   ProviderAdapter.layer(options.id ?? "openai", make(options))
 
 /**
- * The default configuration: `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and the
- * redacted `OPENAI_API_KEY`.
+ * The default configuration, the official SDK's variables: `OPENAI_BASE_URL`, the API root with
+ * its version as the SDK reads it (default `https://api.openai.com/v1`; `modelgate-mock` prints
+ * its own), and the redacted `OPENAI_API_KEY`.
  *
  * @since 0.1.0
  * @category Layers

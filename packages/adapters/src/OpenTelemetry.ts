@@ -7,6 +7,8 @@
  *   native OTLP exporters: no OpenTelemetry SDK at run time, only an `HttpClient`.
  * - {@link layerInMemory}: the OpenTelemetry SDK with an `InMemorySpanExporter` and a manual metric
  *   reader, for tests that assert on what would be exported.
+ * - {@link layerArrayAttributes}: list attributes (`modelgate.route.eligible`, …) as OpenTelemetry
+ *   array attributes when spans go through the OpenTelemetry SDK (`@effect/opentelemetry/NodeSdk`).
  * - {@link hmacTenantHash} and {@link layerTenantConfig}: tenant ids on spans, hashed with a key.
  *
  * @example
@@ -32,7 +34,7 @@ import * as Telemetry from "@modelgate/core/Telemetry"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import type { ResourceMetrics } from "@opentelemetry/sdk-metrics"
 import type { ConfigError } from "effect"
-import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, Tracer } from "effect"
 import { createHmac } from "node:crypto"
 
 // ---------------------------------------------------------------------------------------------
@@ -206,6 +208,67 @@ export const layerConfig = (
   )
 
 // ---------------------------------------------------------------------------------------------
+// The OpenTelemetry SDK bridge
+// ---------------------------------------------------------------------------------------------
+
+/** What an OpenTelemetry SDK span takes: a primitive or a list of one primitive type. */
+type ListValue = Array<string> | Array<number> | Array<boolean>
+
+/** The part of an OpenTelemetry SDK span (`@opentelemetry/api`'s `Span`) the bridge fix needs. */
+interface AttributeSink {
+  setAttribute(key: string, value: ListValue): unknown
+}
+
+const isAttributeSink = (u: unknown): u is AttributeSink =>
+  typeof u === "object" && u !== null && "setAttribute" in u && typeof u.setAttribute === "function"
+
+/** A list OpenTelemetry takes as an array attribute: every item a string, or every item a number, or a boolean. */
+const asList = (value: unknown): ListValue | undefined => {
+  if (!Array.isArray(value)) return undefined
+  if (value.every((v): v is string => typeof v === "string")) return value
+  if (value.every((v): v is number => typeof v === "number")) return value
+  if (value.every((v): v is boolean => typeof v === "boolean")) return value
+  return undefined
+}
+
+/**
+ * `tracer` with two fixes for spans of the OpenTelemetry SDK bridge (`@effect/opentelemetry`'s
+ * tracer, which renders every non-primitive attribute as inspected text): a list of strings,
+ * numbers or booleans is set on the SDK span as an array attribute, and an `undefined` value is
+ * not set at all (instead of the text "undefined"). Spans of any other tracer are left as they are.
+ */
+const withArrayAttributes = (tracer: Tracer.Tracer): Tracer.Tracer =>
+  Tracer.make({
+    span: (name, parent, context, links, startTime, kind, options) => {
+      const span = tracer.span(name, parent, context, links, startTime, kind, options)
+      const sdkSpan = "span" in span ? span.span : undefined
+      if (!isAttributeSink(sdkSpan)) return span
+      const setText = span.attribute.bind(span)
+      span.attribute = (key, value) => {
+        if (value === undefined) return
+        setText(key, value)
+        const list = asList(value)
+        if (list !== undefined) sdkSpan.setAttribute(key, list)
+      }
+      return span
+    },
+    context: (f, fiber) => tracer.context(f, fiber)
+  })
+
+/**
+ * Installs the tracer in place, with list attributes as OpenTelemetry array attributes and no
+ * `undefined` attributes, when it is the OpenTelemetry SDK bridge: provide the SDK layer to it,
+ * `Otel.layerArrayAttributes.pipe(Layer.provideMerge(NodeSdk.layer(...)))`. {@link layerInMemory}
+ * includes it; the OTLP exporters of {@link layerOtlp} need nothing (they keep arrays).
+ *
+ * @since 0.6.0
+ * @category Layers
+ */
+export const layerArrayAttributes: Layer.Layer<never> = Layer.unwrapEffect(
+  Effect.map(Effect.tracer, (tracer) => Layer.setTracer(withArrayAttributes(tracer)))
+)
+
+// ---------------------------------------------------------------------------------------------
 // Tenant ids
 // ---------------------------------------------------------------------------------------------
 
@@ -280,7 +343,8 @@ export class InMemoryTelemetry extends Context.Tag("@modelgate/adapters/opentele
 /**
  * The OpenTelemetry SDK (`@effect/opentelemetry/NodeSdk`) with an `InMemorySpanExporter` behind a
  * `SimpleSpanProcessor` and a manual metric reader, for tests. Read spans while the layer is alive:
- * the SDK empties the exporter when the layer shuts down.
+ * the SDK empties the exporter when the layer shuts down. List attributes arrive as array
+ * attributes ({@link layerArrayAttributes}).
  *
  * Needs the optional peers `@opentelemetry/sdk-trace-base`, `@opentelemetry/sdk-trace-node`,
  * `@opentelemetry/sdk-metrics` and `@opentelemetry/resources` (loaded only when this layer is built).
@@ -332,12 +396,13 @@ export const layerInMemory = (options: { readonly serviceName?: string } = {}): 
           ),
           reset: Effect.sync(() => exporter.reset())
         }
+        const sdk = NodeSdk.layer(() => ({
+          resource: { serviceName: options.serviceName ?? "modelgate-test" },
+          spanProcessor: new TraceBase.SimpleSpanProcessor(exporter),
+          metricReader: reader
+        }))
         return Layer.merge(
-          NodeSdk.layer(() => ({
-            resource: { serviceName: options.serviceName ?? "modelgate-test" },
-            spanProcessor: new TraceBase.SimpleSpanProcessor(exporter),
-            metricReader: reader
-          })),
+          layerArrayAttributes.pipe(Layer.provideMerge(sdk)),
           Layer.succeed(InMemoryTelemetry, service)
         )
       }

@@ -400,9 +400,19 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
           "modelgate.fallback_used": false,
           "modelgate.retry_count": 0
         })
-        // the SDK bridge renders array attributes as JSON text; the OTLP exporter keeps arrays
-        const reasons = call.attributes["gen_ai.response.finish_reasons"]
-        assert.deepStrictEqual(typeof reasons === "string" ? JSON.parse(reasons) : reasons, ["stop"])
+        // lists are OpenTelemetry array attributes (layerArrayAttributes), not JSON text
+        assert.deepStrictEqual(call.attributes["gen_ai.response.finish_reasons"], ["stop"])
+        assert.deepStrictEqual(call.attributes["modelgate.route.eligible"], ["model://openai/gpt-x@eu"])
+        // nothing was estimated (no budget, no limit): the estimate is absent, never "undefined"
+        assert.notProperty(call.attributes, "modelgate.cost.estimated_usd")
+        for (const s of spans) {
+          for (const [k, v] of Object.entries(s.attributes)) {
+            assert.notStrictEqual(v, "undefined", `${s.name} ${k}`)
+            assert.isFalse(typeof v === "string" && v.startsWith("["), `${s.name} ${k} is a list as text`)
+          }
+        }
+        assert.strictEqual(call.status.code, 1, "SpanStatusCode.OK")
+        assert.strictEqual(attempt.status.code, 1, "SpanStatusCode.OK")
         assert.deepInclude(attempt.attributes, {
           "modelgate.attempt.outcome": "success",
           "http.response.status_code": 200,
@@ -413,6 +423,55 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
         assert.include(metrics, "modelgate.calls")
         assert.include(metrics, "modelgate.tokens")
       }).pipe(Effect.provide(gatewayLayer(http.layer, CallRecorder.layerMemory)), Effect.provide(Otel.layerInMemory()))
+    })
+  )
+
+  it.effect("a failed attempt: its span and the call's have status ERROR, with the error tag and no content", () =>
+    Effect.gen(function* () {
+      const http = makeFakeHttp({ mode: "unauthorized" })
+      yield* Effect.gen(function* () {
+        const otel = yield* Otel.InMemoryTelemetry
+        const exit = yield* Effect.exit(ModelGateway.generate(command("sec.anthropic")))
+        assert.isTrue(Exit.isFailure(exit))
+        const spans = yield* otel.spans
+        const call = spans.find((s) => s.name === "modelgate.generate")!
+        const attempt = spans.find((s) => s.name === "modelgate.attempt")!
+        assert.strictEqual(attempt.attributes["modelgate.attempt.outcome"], "rejected")
+        assert.deepStrictEqual(attempt.status, { code: 2, message: "attempt rejected" }, "SpanStatusCode.ERROR")
+        assert.deepStrictEqual(
+          attempt.events.map((e) => [e.name, e.attributes?.["exception.type"], e.attributes?.["exception.message"]]),
+          [["exception", "ProviderRejected", "attempt rejected"]]
+        )
+        assert.strictEqual(call.status.code, 2, "SpanStatusCode.ERROR")
+        // the attempt span still ends when the attempt did, and the HTTP span nests under it
+        const httpSpan = spans.find((s) => s.name.startsWith("http.client"))!
+        assert.strictEqual(httpSpan.parentSpanContext?.spanId, attempt.spanContext().spanId)
+        assert.isTrue(attempt.ended)
+        const text = spans.map(dumpSpan).join("\n")
+        assert.notInclude(text, CONTENT)
+        assert.notInclude(text, "canarykey")
+        assert.notInclude(text, '"undefined"')
+      }).pipe(Effect.provide(gatewayLayer(http.layer, CallRecorder.layerMemory)), Effect.provide(Otel.layerInMemory()))
+    })
+  )
+
+  it.effect("layerArrayAttributes leaves other tracers as they are", () =>
+    Effect.gen(function* () {
+      const native = yield* Effect.tracer
+      const seen: Array<[string, unknown]> = []
+      const span = yield* Effect.provide(
+        Effect.useSpan("app.span", (s) =>
+          Effect.sync(() => {
+            s.attribute("list", ["a", "b"])
+            for (const entry of s.attributes) seen.push(entry)
+            return s
+          })
+        ),
+        Otel.layerArrayAttributes
+      )
+      assert.deepStrictEqual(seen, [["list", ["a", "b"]]])
+      assert.strictEqual(span._tag, "Span")
+      assert.strictEqual(yield* Effect.tracer, native)
     })
   )
 
@@ -561,6 +620,64 @@ describe("OTLP export configured from Config", () => {
       // the failed export is logged (at Debug, with its cause) without the collector's header
       assert.isTrue(logs.lines.some((l) => l.includes("Disabling OtlpTracer")))
       assert.notInclude(logs.lines.join("\n"), "canarysecret")
+    })
+  )
+
+  it.effect('OTLP/JSON: a failed attempt\'s span has status ERROR, lists are arrays, no attribute is "undefined"', () =>
+    Effect.gen(function* () {
+      const http = makeFakeHttp({ mode: "unauthorized" })
+      const layer = ModelGateway.layerJson(config).pipe(
+        Layer.provide(
+          Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
+            Layer.provide(http.layer),
+            Layer.provide(Layer.setConfigProvider(providerConfig))
+          )
+        ),
+        ModelGateway.withDefaults(),
+        Layer.merge(
+          otlpLayer(
+            [
+              ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector.test:4318"],
+              ["OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"],
+              ["OTEL_METRICS_EXPORTER", "none"]
+            ],
+            http.layer
+          )
+        )
+      )
+      const exit = yield* Effect.exit(
+        ModelGateway.generate(command("sec.openai")).pipe(
+          Effect.provide(layer),
+          Effect.provide(Logger.remove(Logger.defaultLogger))
+        )
+      )
+      assert.isTrue(Exit.isFailure(exit))
+      const traces = http.requests.filter((r) => r.url === "http://collector.test:4318/v1/traces")
+      assert.strictEqual(traces.length, 1)
+      interface OtlpValue {
+        readonly stringValue?: string
+        readonly arrayValue?: { readonly values: ReadonlyArray<OtlpValue> }
+      }
+      interface OtlpSpan {
+        readonly name: string
+        readonly status: { readonly code: number }
+        readonly attributes: ReadonlyArray<{ readonly key: string; readonly value: OtlpValue }>
+      }
+      const body: {
+        readonly resourceSpans: ReadonlyArray<{
+          readonly scopeSpans: ReadonlyArray<{ readonly spans: ReadonlyArray<OtlpSpan> }>
+        }>
+      } = JSON.parse(bodyText(traces[0]!))
+      const spans = body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))
+      const attempt = spans.find((s) => s.name === "modelgate.attempt")!
+      const call = spans.find((s) => s.name === "modelgate.generate")!
+      assert.strictEqual(attempt.status.code, 2, "STATUS_CODE_ERROR")
+      assert.strictEqual(call.status.code, 2, "STATUS_CODE_ERROR")
+      const eligible = call.attributes.find((a) => a.key === "modelgate.route.eligible")?.value
+      assert.deepStrictEqual(eligible, { arrayValue: { values: [{ stringValue: "model://openai/gpt-x@eu" }] } })
+      assert.isUndefined(call.attributes.find((a) => a.key === "modelgate.cost.estimated_usd"))
+      for (const s of spans)
+        for (const a of s.attributes) assert.notStrictEqual(a.value.stringValue, "undefined", `${s.name} ${a.key}`)
     })
   )
 

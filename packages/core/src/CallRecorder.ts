@@ -32,9 +32,85 @@ const amount = (n: number): string => {
 }
 
 /**
- * The one `Info` line of a record: `modelgate call workflow=… outcome=… [error=…] [target=…]
- * latencyMs=… costUsd=… callId=…`. Only names from the configuration, values from fixed sets,
- * numbers and the call id: never the tenant, never content.
+ * The fields of a record's `Info` line, logged as annotations: `workflow`, `outcome`, `error` and
+ * `reason` (failures), `target` (the one that answered), `fallback`, `retries`, `degraded`,
+ * `attempts`, `latencyMs` (whole), `costUsd`, `callId`. Only names from the configuration, values
+ * from closed sets, numbers and the call id: never the tenant, never content.
+ *
+ * @since 0.6.0
+ * @category Formatting
+ */
+export type Summary = {
+  readonly workflow: string
+  readonly outcome: CallRecord["outcome"]
+  readonly error?: string
+  readonly reason?: string
+  readonly target?: string
+  /** The answer came from a later target of the route, or the call tried one. */
+  readonly fallback: boolean
+  /** Retries on the same target (after a backoff). */
+  readonly retries: number
+  readonly degraded: boolean
+  readonly attempts: number
+  readonly latencyMs: number
+  readonly costUsd: number
+  readonly callId: string
+}
+
+/**
+ * The annotations of a record's `Info` line ({@link Summary}).
+ *
+ * @since 0.6.0
+ * @category Formatting
+ */
+export const summary = (record: CallRecord): Summary => {
+  const e = record.evidence
+  return {
+    workflow: e.workflow,
+    outcome: record.outcome,
+    ...(record.errorTag !== undefined ? { error: record.errorTag } : {}),
+    ...(record.errorReason !== undefined ? { reason: record.errorReason } : {}),
+    ...(e.target !== undefined ? { target: e.target } : {}),
+    fallback: e.fallbackUsed,
+    retries: e.retryCount,
+    degraded: e.degraded,
+    attempts: e.attempts.length,
+    latencyMs: Math.round(e.totalLatencyMs),
+    costUsd: e.cost.actual,
+    callId: e.callId
+  }
+}
+
+/**
+ * The message of a record's `Info` line: `modelgate call <outcome>`, then what was not a clean call
+ * — the error tag, a fallback, retries, a degraded answer, an exhausted retry budget:
+ *
+ * - `modelgate call success`
+ * - `modelgate call success via fallback after 2 retries` (an outage served by the fallback)
+ * - `modelgate call degraded (ProviderUnavailable) via fallback`
+ * - `modelgate call failed (BudgetExceeded)`
+ *
+ * @since 0.6.0
+ * @category Formatting
+ */
+export const summaryMessage = (record: CallRecord): string => {
+  const e = record.evidence
+  let line = `modelgate call ${record.outcome}`
+  // A degraded answer stands in for a failure: the record keeps the failure's tag.
+  if (record.errorTag !== undefined) line += ` (${record.errorTag})`
+  if (e.fallbackUsed) line += " via fallback"
+  if (e.retryCount > 0) line += ` after ${e.retryCount} ${e.retryCount === 1 ? "retry" : "retries"}`
+  if (e.degraded && record.outcome !== "degraded") line += ", degraded"
+  if (e.retryBudgetExhausted) line += ", retry budget exhausted"
+  return line
+}
+
+/**
+ * A record's summary as one line of text, for sinks other than Effect's loggers:
+ * `modelgate call workflow=… outcome=… [error=…] [target=…] [fallback=true] [retries=…]
+ * [degraded=true] latencyMs=… costUsd=… callId=…` (cost without exponent). Only names from the
+ * configuration, values from fixed sets, numbers and the call id: never the tenant, never content.
+ * `layerLog` logs {@link summaryMessage} with the fields as annotations instead.
  *
  * @since 0.2.0
  * @category Formatting
@@ -43,14 +119,18 @@ export const summaryLine = (record: CallRecord): string => {
   const e = record.evidence
   const error = record.errorTag !== undefined ? ` error=${record.errorTag}` : ""
   const target = e.target !== undefined ? ` target=${e.target}` : ""
-  return `modelgate call workflow=${e.workflow} outcome=${record.outcome}${error}${target} latencyMs=${ms(e.totalLatencyMs)} costUsd=${amount(e.cost.actual)} callId=${e.callId}`
+  const path = `${e.fallbackUsed ? " fallback=true" : ""}${e.retryCount > 0 ? ` retries=${e.retryCount}` : ""}${e.degraded ? " degraded=true" : ""}`
+  return `modelgate call workflow=${e.workflow} outcome=${record.outcome}${error}${target}${path} latencyMs=${ms(e.totalLatencyMs)} costUsd=${amount(e.cost.actual)} callId=${e.callId}`
 }
 
 /**
- * Logs each record as one `Info` line with its workflow, outcome (and error tag), target, latency,
- * cost and call id ({@link summaryLine}), and, when `Debug` is enabled, the full record encoded with
- * its Schema as the annotation `callRecord` of a `Debug` entry (`modelgate call record`; encoded
- * only when it will be logged). A CallRecord holds no content; its tenant id appears only at `Debug`.
+ * Logs each record as one `Info` entry: the message {@link summaryMessage} (outcome, and whether a
+ * fallback, retries or a degraded answer were involved) with the fields of {@link summary} as log
+ * annotations — structured under `Logger.json` / `Logger.logFmt`, `key=value` pairs on the default
+ * logger's one line (under `Logger.pretty`, one line per annotation). When `Debug` is enabled, the
+ * full record encoded with its Schema follows as the annotation `callRecord` of a `Debug` entry
+ * (`modelgate call record`; encoded only when it will be logged). A CallRecord holds no content;
+ * its tenant id appears only at `Debug`.
  *
  * @since 0.1.0
  * @category Layers
@@ -60,7 +140,7 @@ export const layerLog: Layer.Layer<CallRecorder> = Layer.succeed(
   CallRecorder.of({
     record: (record) =>
       Effect.zipRight(
-        Effect.logInfo(summaryLine(record)),
+        Effect.logInfo(summaryMessage(record)).pipe(Effect.annotateLogs(summary(record))),
         Effect.asVoid(
           Effect.whenLogLevel(
             Effect.suspend(() =>

@@ -36,6 +36,7 @@ import * as ProviderAdapter from "./ProviderAdapter.js"
 import * as Router from "./Router.js"
 import * as Telemetry from "./Telemetry.js"
 import * as BudgetsModule from "./Budgets.js"
+import { type CatalogueIds, type CatalogueOptions, catalogueConfig } from "./internal/catalogueGateway.js"
 import { WorkflowName } from "./Workflow.js"
 
 /**
@@ -591,3 +592,23 @@ export const streamWith = <A, I>(
     )
   )
 }
+
+/** @since 0.7.0 */
+export type { CatalogueIds, CatalogueOptions }
+
+/**
+ * A gateway over catalogue models with safe defaults, for a first program: one target per id
+ * (`model://openai/gpt-4.1-mini`, the catalogue's figures) and one text workflow, `"chat"`,
+ * routing over them in order (fallback along the ids only). Defaults never widen policy: regions
+ * `"unspecified"` (a command asking for a region is refused), data class `"public"`, a 30 s
+ * deadline and a 1 024-token output cap; the services are {@link withDefaults}'s. Provide the
+ * adapters, which read their keys and base URLs from the environment (`OpenAi.layerConfig()`:
+ * `OPENAI_API_KEY`, `OPENAI_BASE_URL`).
+ *
+ * @since 0.7.0
+ * @category Layers
+ */
+export const layerCatalogue = (
+  ids: CatalogueIds,
+  options?: CatalogueOptions
+): Layer.Layer<ModelGateway, GatewayConfigError> => withDefaults()(layerJson(catalogueConfig(ids, options)))

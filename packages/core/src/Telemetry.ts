@@ -9,7 +9,12 @@
  *
  * - `modelgate.generate` / `modelgate.stream` / `modelgate.embed`: one per logical call.
  * - `modelgate.attempt`: one per provider attempt, a child of the call span (the adapter's HTTP
- *   spans nest under it).
+ *   spans nest under it). A failed attempt's span ends with status ERROR (its exception's type is
+ *   the attempt's error tag), also when the call then succeeds on a retry or a fallback.
+ *
+ * An attribute is set only when it has a value (e.g. `modelgate.cost.estimated_usd` is absent when
+ * nothing was estimated); lists (`modelgate.route.eligible`, `modelgate.route.excluded`,
+ * `modelgate.route.escalations`, `gen_ai.response.finish_reasons`) are array attributes.
  *
  * Attributes follow the OpenTelemetry GenAI semantic conventions where they fit
  * (`gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, …) and use the

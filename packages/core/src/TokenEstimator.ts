@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
+import { Effect, Option, Scheduler, TestClock } from "effect"
 import { countTokens, setMergeCacheSize } from "gpt-tokenizer"
 import type { Message, ToolDefinition } from "./ModelCommand.js"
 
@@ -244,18 +244,49 @@ const jsonLength = (schema: Record<string, unknown>): number => {
 
 /**
  * Characters counted in one synchronous step by {@link estimateInputYielding}: ~16 K characters
- * take 2–6 ms here (prose to base64), so the event loop is never held long.
+ * take 2–6 ms here (prose to base64), so the event loop is never held long (outside `TestClock`).
  *
  * @since 0.2.0
  * @category Constants
  */
 export const sliceCharacters = 16_384
 
-/** Gives the event loop a turn (timers, I/O), whatever clock the fiber runs under. */
+/** Gives the event loop a turn (timers, I/O): the yield between slices outside `TestClock`. */
 const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
+
+/**
+ * Resumes a yielded fiber in a microtask. Effect's default scheduler resumes in microtasks too, but
+ * after 2,048 consecutive yields of one fiber it waits for a `setTimeout` — which a `TestClock`
+ * adjustment (it waits for timer turns before moving time) could overtake. Stateless.
+ */
+const microtasks = Scheduler.make((task) => queueMicrotask(task))
+
+/**
+ * Runs a sliced count with the yield between its slices chosen by the clock the fiber runs under:
+ *
+ * - a `TestClock` (the fiber's clock is the `TestClock` of its context, as under `it.effect`): a
+ *   turn of Effect's scheduler that resumes in a microtask. Other fibers still run between slices,
+ *   but no timer and no I/O: the count ends before anything waiting for a timer turn — such as
+ *   `TestClock.adjust`, which lets fibers settle through `setTimeout` turns before it moves virtual
+ *   time. So a test sees the count finished at the virtual instant it started, the same way every
+ *   run, whatever the input size.
+ * - any other clock (Effect's live clock, or an application's own): a real event-loop turn
+ *   (`setImmediate`), so timers and I/O run between slices and the loop is held for one slice at
+ *   most ({@link sliceCharacters}).
+ *
+ * The slices (and so the count) are the same under both.
+ */
+const withSliceYield = (count: (yieldBetween: Effect.Effect<void>) => Effect.Effect<number>): Effect.Effect<number> =>
+  Effect.clockWith((clock) =>
+    Effect.flatMap(Effect.serviceOption(TestClock.TestClock), (test) =>
+      Option.exists(test, (t) => t === clock)
+        ? Effect.withScheduler(count(Effect.yieldNow()), microtasks)
+        : count(yieldToEventLoop)
+    )
+  )
 
 /** The texts `estimateInput` counts, and the tokens that do not depend on text. */
 const textsOf = (input: Input): { readonly texts: Array<string>; readonly fixed: number } => {
@@ -302,9 +333,10 @@ const cutAt = (text: string, start: number, end: number): number => {
 /**
  * {@link estimateInput} for inputs of any size without holding the event loop: inputs up to
  * {@link sliceCharacters} are counted at once; larger ones in slices of at most that many
- * characters (cut after whitespace where possible), giving the event loop a turn between slices.
- * A slice boundary inside a word can add a token, so a sliced count may exceed `estimateInput`'s by
- * at most one token per slice.
+ * characters (cut after whitespace where possible), yielding between slices. The yield is a real
+ * event-loop turn, except under `TestClock`, where it is a turn of Effect's scheduler that never
+ * waits for a timer, so virtual time cannot move while a count is under way. A slice boundary inside a word can add a token, so a sliced
+ * count may exceed `estimateInput`'s by at most one token per slice.
  *
  * @since 0.2.0
  * @category Utils
@@ -313,31 +345,33 @@ export const estimateInputYielding = (input: Input): Effect.Effect<number> =>
   Effect.suspend(() => {
     if (measure(input).characters <= sliceCharacters) return Effect.sync(() => estimateInput(input))
     const { texts, fixed } = textsOf(input)
-    let total = fixed
-    let t = 0
-    let offset = 0
-    const step: Effect.Effect<number> = Effect.suspend(() => {
-      let budget = sliceCharacters
-      while (t < texts.length && budget > 0) {
-        const text = texts[t]!
-        const end = cutAt(text, offset, Math.min(text.length, offset + budget))
-        total += countText(offset === 0 && end === text.length ? text : text.slice(offset, end))
-        budget -= end - offset
-        offset = end
-        if (offset >= text.length) {
-          t++
-          offset = 0
+    return withSliceYield((yieldBetween) => {
+      let total = fixed
+      let t = 0
+      let offset = 0
+      const step: Effect.Effect<number> = Effect.suspend(() => {
+        let budget = sliceCharacters
+        while (t < texts.length && budget > 0) {
+          const text = texts[t]!
+          const end = cutAt(text, offset, Math.min(text.length, offset + budget))
+          total += countText(offset === 0 && end === text.length ? text : text.slice(offset, end))
+          budget -= end - offset
+          offset = end
+          if (offset >= text.length) {
+            t++
+            offset = 0
+          }
         }
-      }
-      return t < texts.length ? Effect.zipRight(yieldToEventLoop, step) : Effect.succeed(total)
+        return t < texts.length ? Effect.zipRight(yieldBetween, step) : Effect.succeed(total)
+      })
+      return step
     })
-    return step
   })
 
 /**
  * {@link countText} for a text of any size without holding the event loop: up to
- * {@link sliceCharacters} at once, longer texts in slices with event-loop turns between them (a
- * slice boundary inside a word can add a token).
+ * {@link sliceCharacters} at once, longer texts in slices yielding between them as
+ * {@link estimateInputYielding} does (a slice boundary inside a word can add a token).
  *
  * @since 0.2.0
  * @category Utils

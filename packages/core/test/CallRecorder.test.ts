@@ -1,9 +1,11 @@
 /**
  * Issue 13 item 7: `CallRecorder.layerLog` writes one `Info` line per call (workflow, outcome, error
  * tag, target, latency, cost, call id; no tenant, no content) and the full encoded record at `Debug`.
+ * Issue 23 item 7: the line says fallback / retries / degraded, and its fields are log annotations
+ * (structured under `Logger.json` and `Logger.logFmt`), not text inside the message.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, type Errors, Health, ModelGateway } from "@modelgate/core"
 import { CallRecord } from "@modelgate/core/ModelResult"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, Schema, TestClock } from "effect"
@@ -145,20 +147,39 @@ describe("CallRecorder.layerLog", () => {
       const logged = gatewayCalls(entries)
       assert.deepStrictEqual(
         logged.map((e) => [e.level, e.message]),
-        records.map((r) => ["INFO", [CallRecorder.summaryLine(r)]])
+        records.map((r) => ["INFO", [CallRecorder.summaryMessage(r)]])
       )
       const [ok, refused] = records
-      assert.strictEqual(
-        logged[0]?.message[0],
-        `modelgate call workflow=ticket.classify outcome=success target=${refs.primary} latencyMs=25 costUsd=${ok?.evidence.cost.actual} callId=${ok?.evidence.callId}`
-      )
-      assert.strictEqual(
-        logged[1]?.message[0],
-        `modelgate call workflow=ticket.classify outcome=failed error=BudgetExceeded latencyMs=0 costUsd=0 callId=${refused?.evidence.callId}`
-      )
+      assert.deepStrictEqual(logged[0]?.message, ["modelgate call success"])
+      assert.deepStrictEqual(logged[0]?.annotations, {
+        workflow: "ticket.classify",
+        outcome: "success",
+        target: refs.primary,
+        fallback: false,
+        retries: 0,
+        degraded: false,
+        attempts: 1,
+        latencyMs: 25,
+        costUsd: ok?.evidence.cost.actual,
+        callId: ok?.evidence.callId
+      })
+      assert.deepStrictEqual(logged[1]?.message, ["modelgate call failed (BudgetExceeded)"])
+      assert.deepStrictEqual(logged[1]?.annotations, {
+        workflow: "ticket.classify",
+        outcome: "failed",
+        error: "BudgetExceeded",
+        fallback: false,
+        retries: 0,
+        degraded: false,
+        attempts: 0,
+        latencyMs: 0,
+        costUsd: 0,
+        callId: refused?.evidence.callId
+      })
       for (const e of logged) {
-        // one line even under the pretty logger (each annotation is a line there)
+        // the message is one line; the fields are annotations, not text inside it
         assert.notInclude(String(e.message[0]), "\n")
+        assert.notInclude(String(e.message[0]), "=")
         assert.notProperty(e.annotations, "callRecord")
       }
       const text = JSON.stringify(entries)
@@ -174,7 +195,7 @@ describe("CallRecorder.layerLog", () => {
       assert.deepStrictEqual(
         logged.map((e) => [e.level, e.message]),
         records.flatMap((r) => [
-          ["INFO", [CallRecorder.summaryLine(r)]],
+          ["INFO", [CallRecorder.summaryMessage(r)]],
           ["DEBUG", ["modelgate call record"]]
         ])
       )
@@ -208,5 +229,153 @@ describe("CallRecorder.layerLog", () => {
       )
       assert.isTrue(Exit.isFailure(exit), "encoded (and failed) at Debug")
     }).pipe(Effect.scoped)
+  )
+})
+
+/** One call of `workflow` through `layerLog` (and memory), under `logger`; its record. */
+const logOne = (
+  workflow: string,
+  scripts: ScriptedProvider.Scripts,
+  logger: Layer.Layer<never>
+): Effect.Effect<CallRecord, Errors.GatewayConfigError> =>
+  Effect.gen(function* () {
+    const logRecorder = Context.get(yield* Layer.build(CallRecorder.layerLog), CallRecorder.CallRecorder)
+    const memory = yield* CallRecorder.makeMemory
+    const recorder = Layer.succeed(CallRecorder.CallRecorder, {
+      record: (r: CallRecord) => Effect.zipRight(memory.record(r), logRecorder.record(r))
+    })
+    const layer = ModelGateway.layer(definition).pipe(
+      Layer.provide(ScriptedProvider.layer({ providers, scripts })),
+      ModelGateway.withDefaults({
+        budgets: Budgets.layerOff,
+        concurrency: Concurrency.layerOff,
+        health: Health.layerOff,
+        recorder
+      })
+    )
+    yield* Effect.gen(function* () {
+      const fiber = yield* Effect.fork(Effect.exit(ModelGateway.generate(command(workflow, { tenant: TENANT }))))
+      yield* TestClock.adjust(5_000)
+      yield* Fiber.join(fiber)
+    }).pipe(Effect.provide(layer), Effect.provide(logger), Logger.withMinimumLogLevel(LogLevel.Info))
+    const [record] = yield* memory.records
+    assert.isDefined(record)
+    return record!
+  }).pipe(Effect.scoped)
+
+/** The primary down (503 on every attempt: 3 attempts, 2 retries), the fallback answering. */
+const outage: ScriptedProvider.Scripts = {
+  [refs.primary]: [ScriptedProvider.unavailable({ after: 100 })],
+  [refs.fallback]: [ScriptedProvider.success({ after: 50, value: { category: "billing", confidence: 0.9 } })]
+}
+
+describe("CallRecorder.layerLog: what the line says about the call's path", () => {
+  it.effect("an outage served by the fallback does not log like a clean call", () =>
+    Effect.gen(function* () {
+      const log = capture()
+      const record = yield* logOne("ticket.classify", outage, log.layer)
+      assert.strictEqual(record.outcome, "success")
+      const [line, ...others] = gatewayCalls(log.entries)
+      assert.strictEqual(others.length, 0)
+      assert.deepStrictEqual(line?.message, ["modelgate call success via fallback after 2 retries"])
+      assert.deepInclude(line?.annotations, {
+        outcome: "success",
+        target: refs.fallback,
+        fallback: true,
+        retries: 2,
+        degraded: false,
+        attempts: 4
+      })
+      // the clean call's line, for contrast
+      const clean = capture()
+      yield* logOne(
+        "ticket.classify",
+        { [refs.primary]: [ScriptedProvider.success({ after: 10, value: { category: "billing", confidence: 0.9 } })] },
+        clean.layer
+      )
+      assert.deepStrictEqual(gatewayCalls(clean.entries)[0]?.message, ["modelgate call success"])
+      assert.deepInclude(gatewayCalls(clean.entries)[0]?.annotations, { fallback: false, retries: 0, attempts: 1 })
+      assert.include(CallRecorder.summaryLine(record), " fallback=true retries=2 ")
+    })
+  )
+
+  it.effect("a degraded answer says so, with the failure it stands in for", () =>
+    Effect.gen(function* () {
+      const log = capture()
+      const record = yield* logOne(
+        "ticket.classifyDegraded",
+        {
+          [refs.primary]: [ScriptedProvider.unavailable({ after: 100 })],
+          [refs.fallback]: [ScriptedProvider.unavailable({ after: 100 })]
+        },
+        log.layer
+      )
+      assert.strictEqual(record.outcome, "degraded")
+      const [line] = gatewayCalls(log.entries)
+      assert.deepStrictEqual(line?.message, [CallRecorder.summaryMessage(record)])
+      assert.match(String(line?.message[0]), /^modelgate call degraded( \(\w+\))? via fallback after \d+ retries$/)
+      assert.deepInclude(line?.annotations, { outcome: "degraded", degraded: true, fallback: true })
+    })
+  )
+
+  it.effect("structured under Logger.json and Logger.logFmt: the fields are annotations, typed", () =>
+    Effect.gen(function* () {
+      const json: Array<string> = []
+      const record = yield* logOne(
+        "ticket.classify",
+        outage,
+        Logger.replace(
+          Logger.defaultLogger,
+          Logger.map(Logger.jsonLogger, (line) => {
+            json.push(line)
+          })
+        )
+      )
+      const calls = json.map((l) => JSON.parse(l)).filter((o) => String(o.message).startsWith("modelgate call"))
+      assert.strictEqual(calls.length, 1)
+      assert.strictEqual(calls[0].message, "modelgate call success via fallback after 2 retries")
+      assert.strictEqual(calls[0].logLevel, "INFO")
+      assert.deepStrictEqual(calls[0].annotations, {
+        workflow: "ticket.classify",
+        outcome: "success",
+        target: refs.fallback,
+        fallback: true,
+        retries: 2,
+        degraded: false,
+        attempts: 4,
+        latencyMs: record.evidence.totalLatencyMs,
+        costUsd: record.evidence.cost.actual,
+        callId: record.evidence.callId
+      })
+
+      const logfmt: Array<string> = []
+      const second = yield* logOne(
+        "ticket.classify",
+        outage,
+        Logger.replace(
+          Logger.defaultLogger,
+          Logger.map(Logger.logfmtLogger, (line) => {
+            logfmt.push(line)
+          })
+        )
+      )
+      const lines = logfmt.filter((l) => l.includes('message="modelgate call'))
+      assert.strictEqual(lines.length, 1)
+      const line = lines[0]!
+      assert.notInclude(line, "\n")
+      assert.include(line, 'message="modelgate call success via fallback after 2 retries"')
+      for (const field of [
+        "workflow=ticket.classify",
+        "outcome=success",
+        `target=${refs.fallback}`,
+        "fallback=true",
+        "retries=2",
+        "degraded=false",
+        "attempts=4",
+        `callId=${second.evidence.callId}`
+      ])
+        assert.include(line, ` ${field}`)
+      assert.notInclude(json.join("\n") + line, TENANT)
+    })
   )
 })

@@ -1,6 +1,8 @@
 /**
  * Hostile input (issue 12, item 1): input size is capped before anything is counted, reserved or
- * sent, and large inputs are counted in slices that give the event loop turns.
+ * sent, and large inputs are counted in slices that give the event loop turns (under the live
+ * clock). Under `TestClock` the slices yield through Effect's scheduler only, so a test that moves
+ * virtual time sees the count finished first, whatever the input size (issue 23, item 8).
  */
 import { assert, describe, it } from "@effect/vitest"
 import {
@@ -8,14 +10,15 @@ import {
   BudgetStore,
   CallRecorder,
   Concurrency,
+  GatewayConfig,
   Health,
   ModelGateway,
   Router,
   TokenEstimator
 } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Cause, Effect, Exit, Layer, Option } from "effect"
-import { command, definition, providers } from "./fixtures.js"
+import { Cause, Clock, Effect, Exit, Fiber, Layer, Option, TestClock } from "effect"
+import { command, definition, providers, refs, target, workflow } from "./fixtures.js"
 
 const message = (content: string) => command("ticket.reply", { messages: [{ _tag: "user", content }] })
 
@@ -63,30 +66,124 @@ describe("input size limit", () => {
 })
 
 describe("counting large inputs in slices", () => {
-  it.effect(
-    "the count matches the one-shot count up to one token per slice, with event-loop turns between slices",
-    () =>
-      Effect.gen(function* () {
-        const words = Array.from({ length: 12_000 }, (_, i) => `word${i % 97} and more text ${i}`).join(" ")
-        const input = { messages: [{ _tag: "user" as const, content: words }] }
-        const once = TokenEstimator.estimateInput(input)
-        // A ticker that runs whenever the event loop gets a turn (the counting itself is synchronous
-        // JavaScript: without turns between slices the ticker would not run until the end).
-        let ticks = 0
-        let running = true
-        const tick = () => {
-          if (!running) return
-          ticks++
-          setImmediate(tick)
-        }
+  // Live clock: the turns between slices are real event-loop turns (timers and I/O run).
+  it.live("the count matches the one-shot count up to one token per slice, with event-loop turns between slices", () =>
+    Effect.gen(function* () {
+      const words = Array.from({ length: 12_000 }, (_, i) => `word${i % 97} and more text ${i}`).join(" ")
+      const input = { messages: [{ _tag: "user" as const, content: words }] }
+      const once = TokenEstimator.estimateInput(input)
+      // A ticker that runs whenever the event loop gets a turn (the counting itself is synchronous
+      // JavaScript: without turns between slices the ticker would not run until the end).
+      let ticks = 0
+      let running = true
+      const tick = () => {
+        if (!running) return
+        ticks++
         setImmediate(tick)
-        const counted = yield* TokenEstimator.estimateInputYielding(input)
-        const ticksWhileCounting = ticks
-        running = false
-        const slices = Math.ceil(words.length / TokenEstimator.sliceCharacters)
-        assert.isAtLeast(counted, once)
-        assert.isAtMost(counted, once + slices)
-        assert.isAtLeast(ticksWhileCounting, slices - 1)
-      })
+      }
+      setImmediate(tick)
+      const counted = yield* TokenEstimator.estimateInputYielding(input)
+      const ticksWhileCounting = ticks
+      running = false
+      const slices = Math.ceil(words.length / TokenEstimator.sliceCharacters)
+      assert.isAtLeast(counted, once)
+      assert.isAtMost(counted, once + slices)
+      assert.isAtLeast(ticksWhileCounting, slices - 1)
+    })
+  )
+})
+
+describe("counting large inputs under TestClock", () => {
+  it.effect("the same slices and count as under the live clock, with no timer or I/O turn in between", () =>
+    Effect.gen(function* () {
+      const words = Array.from({ length: 12_000 }, (_, i) => `word${i % 97} and more text ${i}`).join(" ")
+      const input = { messages: [{ _tag: "user" as const, content: words }] }
+      let ticks = 0
+      let running = true
+      const tick = () => {
+        if (!running) return
+        ticks++
+        setImmediate(tick)
+      }
+      setImmediate(tick)
+      const counted = yield* TokenEstimator.estimateInputYielding(input)
+      const ticksWhileCounting = ticks
+      running = false
+      const live = yield* Effect.provide(TokenEstimator.estimateInputYielding(input), Layer.setClock(Clock.make()))
+      assert.strictEqual(counted, live)
+      assert.isAbove(words.length, 4 * TokenEstimator.sliceCharacters)
+      // Yields through Effect's scheduler only: nothing waiting for a timer (TestClock.adjust) runs.
+      assert.strictEqual(ticksWhileCounting, 0)
+    })
+  )
+})
+
+/** Targets with room for 1 MB of input; `ticket.reply` times out after 1 s. */
+const roomy: GatewayConfig.Definition = {
+  ...definition,
+  config: GatewayConfig.GatewayConfig.make({
+    targets: [
+      target(refs.primary, "openai", { contextWindow: 4_000_000 }),
+      target(refs.fallback, "anthropic", { contextWindow: 4_000_000 })
+    ],
+    workflows: [workflow({ name: "ticket.reply", timeout: 1_000 })]
+  })
+}
+
+/** The gateway over scripted providers with a limited budget for `acme` (so every input is counted). */
+const countedLayer = (scripts: ScriptedProvider.Scripts) =>
+  ModelGateway.layer(roomy).pipe(
+    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        Budgets.layerMemory({ tenants: { acme: { limit: 1_000 } } }),
+        Concurrency.layerOff,
+        Health.layerOff,
+        CallRecorder.layerMemory
+      )
+    )
+  )
+
+describe("large inputs under TestClock", () => {
+  // ~1 MB of prose-like text (64 slices), just under the default input limit.
+  const megabyte = Array.from({ length: 40_000 }, (_, i) => `word${i % 89} text ${i % 7}`)
+    .join(" ")
+    .slice(0, Router.defaultMaxInputCharacters - 64)
+
+  it.effect("a 1 MB input: one TestClock adjustment past the deadline finds the count done, every run", () =>
+    Effect.gen(function* () {
+      const outcomes: Array<string> = []
+      // Several runs in one test: the same virtual instants and the same count each time.
+      for (let run = 0; run < 3; run++) {
+        const result = yield* Effect.gen(function* () {
+          const gateway = yield* ModelGateway.ModelGateway
+          const fiber = yield* Effect.fork(
+            Effect.exit(gateway.generate(message(megabyte)).pipe(Effect.map((r) => r.evidence)))
+          )
+          // Past the workflow's 1 s timeout in one step: a count still waiting for real event-loop
+          // turns here would leave the attempt unscheduled and the call DeadlineExceeded.
+          yield* TestClock.adjust(5_000)
+          const exit = yield* Fiber.join(fiber)
+          const records = yield* Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
+          return { exit, records: records.length }
+        }).pipe(
+          Effect.provide(countedLayer({ [refs.primary]: [ScriptedProvider.success({ after: 200, text: "ok" })] }))
+        )
+        assert.isTrue(Exit.isSuccess(result.exit), Exit.isFailure(result.exit) ? Cause.pretty(result.exit.cause) : "")
+        if (Exit.isSuccess(result.exit)) {
+          const e = result.exit.value
+          assert.strictEqual(result.records, 1)
+          assert.strictEqual<string | undefined>(e.target, refs.primary)
+          assert.strictEqual(e.totalLatencyMs, 200)
+          assert.deepStrictEqual(
+            e.attempts.map((a) => [a.target, a.outcome, a.startOffsetMs, a.latencyMs]),
+            [[refs.primary, "success", 0, 200]]
+          )
+          outcomes.push(`${e.cost.reserved}`)
+        }
+      }
+      // The reservation is computed from the count: the same count every run.
+      assert.strictEqual(new Set(outcomes).size, 1)
+    })
   )
 })

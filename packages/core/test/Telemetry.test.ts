@@ -235,6 +235,38 @@ describe("Telemetry: spans", () => {
           [span.spanId, "client", refs.fallback, 1, "success"]
         ]
       )
+      // Failed attempts end their spans with a failure (status ERROR once exported): the error tag
+      // and the outcome, nothing else; the answered attempt ends with success.
+      assert.deepStrictEqual(
+        attempts.map((a) => {
+          const exit = a.exit
+          if (exit === undefined || Exit.isSuccess(exit)) return [exit === undefined ? "open" : "ok"]
+          const error = Cause.squash(exit.cause)
+          return error instanceof Error ? [error.name, error.message] : ["not an Error"]
+        }),
+        [
+          ["ProviderUnavailable", "attempt unavailable"],
+          ["ProviderUnavailable", "attempt unavailable"],
+          ["ProviderUnavailable", "attempt unavailable"],
+          ["ok"]
+        ]
+      )
+      // ...at the end of the attempt, as before.
+      const ended = attempts.map((a) => (a.status._tag === "Ended" ? Number(a.status.endTime / 1_000_000n) : -1))
+      assert.deepStrictEqual(
+        ended,
+        attempts.map((a) => {
+          const start = a.status.startTime / 1_000_000n
+          return Number(start) + Number(a.attributes.get(A.latencyMs))
+        })
+      )
+      // No attribute is ever absent-as-text, and lists are lists.
+      for (const x of spans) {
+        for (const [k, v] of x.attributes) {
+          assert.isDefined(v, `${x.name} ${k}`)
+          if (typeof v === "object") assert.isTrue(Array.isArray(v) && v.every((i) => typeof i === "string"), k)
+        }
+      }
       const a0 = attempts[0]!.attributes
       assert.strictEqual(a0.get(A.httpStatus), 503)
       assert.strictEqual(a0.get(A.errorType), "ProviderUnavailable")

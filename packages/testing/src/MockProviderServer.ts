@@ -39,6 +39,7 @@ import { Clock, Context, Effect, Layer, Stream } from "effect"
 import type { Scope } from "effect"
 import * as Http from "node:http"
 import type { Behavior, Drop, Failure, Provider, Raw, Success } from "./internal/mockScript.js"
+import type * as Script from "./internal/mockScript.js"
 import type { SseAnswer } from "./internal/mockWire.js"
 import {
   anthropicBody,
@@ -484,6 +485,54 @@ export class MockProviderServer extends Context.Tag("@modelgate/testing/MockProv
   static readonly drop = drop
   /** @since 0.1.0 */
   static readonly raw = raw
+}
+
+type ServiceShape = Service
+type OptionsShape = Options
+type RecordedRequestShape = RecordedRequest
+type HandlerShape = Handler
+type MatchShape = Match
+
+/**
+ * The types of the module under the class, so that `import { MockProviderServer }` from the
+ * package root and from `@modelgate/testing/MockProviderServer` is one and the same thing: the tag
+ * (`yield* MockProviderServer`), its constructors (`MockProviderServer.layer()`,
+ * `MockProviderServer.success(…)`) and its types (`MockProviderServer.Behavior`).
+ *
+ * @since 0.7.0
+ * @category Models
+ */
+export declare namespace MockProviderServer {
+  /** @since 0.7.0 */
+  export type Service = ServiceShape
+  /** @since 0.7.0 */
+  export type Options = OptionsShape
+  /** @since 0.7.0 */
+  export type RecordedRequest = RecordedRequestShape
+  /** @since 0.7.0 */
+  export type Handler = HandlerShape
+  /** @since 0.7.0 */
+  export type Match = MatchShape
+  /** @since 0.7.0 */
+  export type Provider = Script.Provider
+  /** @since 0.7.0 */
+  export type Behavior = Script.Behavior
+  /** @since 0.7.0 */
+  export type Success = Script.Success
+  /** @since 0.7.0 */
+  export type Failure = Script.Failure
+  /** @since 0.7.0 */
+  export type Drop = Script.Drop
+  /** @since 0.7.0 */
+  export type Raw = Script.Raw
+  /** @since 0.7.0 */
+  export type UsageSpec = Script.UsageSpec
+  /** @since 0.7.0 */
+  export type ToolCallSpec = Script.ToolCallSpec
+  /** @since 0.7.0 */
+  export type ErrorSpec = Script.ErrorSpec
+  /** @since 0.7.0 */
+  export type StreamEnd = Script.StreamEnd
 }
 
 /**

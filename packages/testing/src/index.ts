@@ -6,7 +6,16 @@
 
 /** @since 0.1.0 */
 export * as ScriptedProvider from "./ScriptedProvider.js"
-/** @since 0.1.0 */
-export * as MockProviderServer from "./MockProviderServer.js"
+/**
+ * The mock provider server: the tag with its constructors and types, the same value as
+ * `import { MockProviderServer } from "@modelgate/testing/MockProviderServer"`.
+ *
+ * @since 0.1.0
+ */
+export { MockProviderServer } from "./MockProviderServer.js"
+/** @since 0.7.0 */
+export * as MockScript from "./MockScript.js"
+/** @since 0.7.0 */
+export * as MockServe from "./MockServe.js"
 /** @since 0.5.0 */
 export * as RedisServer from "./RedisServer.js"

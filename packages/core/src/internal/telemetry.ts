@@ -3,7 +3,7 @@
  * the metric updates from its CallRecord. Names and metrics are public in `Telemetry.ts`; these
  * helpers are the engine's, not API.
  */
-import { Effect, MetricLabel, Tracer } from "effect"
+import { Effect, Exit, FiberRef, MetricLabel, Tracer } from "effect"
 import type { AttemptRecord, CallRecord } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { Attr, metrics, type Settings, SpanName } from "../Telemetry.js"
@@ -53,7 +53,9 @@ export const withCallSpan = <A, E, R>(
 }
 
 /**
- * Runs one provider attempt inside a `modelgate.attempt` span (kind `client`).
+ * Runs one provider attempt inside a `modelgate.attempt` span (kind `client`). An attempt that
+ * failed ends its span with status ERROR ({@link endFailedAttempt}), although the attempt's effect
+ * succeeds (the pipeline takes a failed attempt as a value, to retry or fall back).
  */
 export const withAttemptSpan = <A, E, R>(
   target: ModelTarget,
@@ -76,11 +78,51 @@ export const withAttemptSpan = <A, E, R>(
         [Attr.requestMaxTokens]: maxOutputTokens
       }
     },
-    (span) => Effect.withParentSpan(f(span), span)
+    (span) => Effect.tap(Effect.withParentSpan(f(span), span), () => endFailedAttempt(span))
   )
 
-const set = (span: Tracer.Span, key: string, value: unknown) => {
+/**
+ * Ends the span of a failed attempt (its `modelgate.attempt.outcome` neither `success` nor
+ * `cancelled`) with a failure exit, which every Effect tracer exports as status ERROR, with an
+ * `exception` event whose type is the attempt's error tag and whose message names its outcome:
+ * closed sets only, never a provider's message. `Effect.useSpan` then leaves the ended span as it
+ * is. A cancelled attempt ends as Effect's tracers end an interruption.
+ */
+const endFailedAttempt = (span: Tracer.Span): Effect.Effect<void> => {
+  const outcome = span.attributes.get(Attr.attemptOutcome)
+  if (typeof outcome !== "string" || outcome === "success" || outcome === "cancelled") return Effect.void
+  const tag = span.attributes.get(Attr.errorType)
+  return Effect.flatMap(FiberRef.get(FiberRef.currentTracerTimingEnabled), (timing) =>
+    Effect.clockWith((clock) =>
+      Effect.sync(() =>
+        span.end(
+          timing ? clock.unsafeCurrentTimeNanos() : BigInt(0),
+          Exit.fail(attemptFailure(outcome, typeof tag === "string" ? tag : undefined))
+        )
+      )
+    )
+  )
+}
+
+/** The error a failed attempt's span ends with: the error tag as its name, the outcome as its message, no stack. */
+const attemptFailure = (outcome: string, tag: string | undefined): Error => {
+  const error = new Error(`attempt ${outcome}`)
+  error.name = tag ?? "AttemptFailed"
+  error.stack = `${error.name}: ${error.message}`
+  return error
+}
+
+/** Sets `key` unless the value is absent: an attribute never carries `undefined` (exported as "undefined"). */
+const set = (span: Tracer.Span, key: string, value: string | number | boolean | undefined) => {
   if (value !== undefined) span.attribute(key, value)
+}
+
+/**
+ * Sets `key` to a list of strings, as an array attribute (an OpenTelemetry array attribute once
+ * exported; see `@modelgate/adapters/opentelemetry` for the SDK bridge), never as text.
+ */
+const setList = (span: Tracer.Span, key: string, values: ReadonlyArray<string>) => {
+  span.attribute(key, values)
 }
 
 /**
@@ -159,19 +201,21 @@ export const annotateCall = (span: Tracer.Span, record: CallRecord, end: CallEnd
   set(span, Attr.modelVersion, e.modelVersion)
   set(span, Attr.responseModel, e.modelVersion)
   set(span, Attr.requestMaxTokens, end.maxOutputTokens)
-  if (record.finishReason !== undefined) span.attribute(Attr.responseFinishReasons, [record.finishReason])
-  span.attribute(Attr.eligible, e.eligible)
+  if (record.finishReason !== undefined) setList(span, Attr.responseFinishReasons, [record.finishReason])
+  setList(span, Attr.eligible, e.eligible)
   // The route decision: ids and reasons only.
   set(span, routeAttr.id, e.routeId)
   set(span, routeAttr.selectionReason, e.selectionReason)
   if (e.escalations !== undefined && e.escalations.length > 0) {
-    span.attribute(
+    setList(
+      span,
       routeAttr.escalations,
       e.escalations.map((x) => `${x.signal}:${x.from}>${x.to ?? "none"}`)
     )
   }
   if (e.excluded.length > 0)
-    span.attribute(
+    setList(
+      span,
       Attr.excluded,
       e.excluded.map((x) => `${x.target}:${x.reason}`)
     )
@@ -190,7 +234,8 @@ export const annotateCall = (span: Tracer.Span, record: CallRecord, end: CallEnd
   span.attribute(Attr.cachedInputTokens, e.usage.cachedInputTokens)
   span.attribute(Attr.reasoningTokens, e.usage.reasoningTokens)
   span.attribute(Attr.costUsd, e.cost.actual)
-  span.attribute(Attr.costEstimatedUsd, e.cost.estimated)
+  // Absent when nothing was estimated (no count was needed).
+  set(span, Attr.costEstimatedUsd, e.cost.estimated)
   span.attribute(Attr.costReservedUsd, e.cost.reserved)
   set(span, Attr.schemaValid, e.schemaValid)
 }
