@@ -28,6 +28,9 @@ export default defineProject({
     name: "examples",
     include: ["test/**/*.test.ts"],
     exclude: [...configDefaults.exclude, ...slow],
+    // `eventsource-parser` (under the Vercel AI SDK) exports TypeScript sources under `source` too:
+    // transformed by vite, not loaded by Node.
+    server: { deps: { inline: [/eventsource-parser/, /@ai-sdk\//, /node_modules\/ai\//] } },
     testTimeout: 30_000
   }
 })

@@ -43,6 +43,7 @@
  * @since 0.5.0
  */
 import type { Response, Toolkit } from "@effect/ai"
+import { HttpClient } from "@effect/platform"
 import { AiError, LanguageModel, Prompt, Telemetry, Tool } from "@effect/ai"
 import { GatewayError } from "@modelgate/core/Errors"
 import type { ProviderError } from "@modelgate/core/Errors"
@@ -62,6 +63,7 @@ import { responseToEvents } from "./internal/adapter.js"
 import { requestIdOf } from "./internal/bounded.js"
 import { providerError } from "./internal/classify.js"
 import { classifyAiError, classifyStreamError } from "./internal/effectAi/classify.js"
+import { responsesCompat } from "./internal/effectAi/responsesCompat.js"
 import {
   messagesFromPrompt,
   promptFromMessages,
@@ -799,3 +801,27 @@ export const toolLoopTool = <const Name extends string, A, I, Res, ResI, E, EI>(
     sideEffecting: !Context.get(definition.annotations, Tool.Readonly),
     handler
   })
+
+/**
+ * The `HttpClient` of `@effect/ai-openai`'s `OpenAiClient` with the Responses wire normalized to
+ * what its generated schemas read: nested error events and failed responses become flat error
+ * events (so `insufficient_quota` mid-stream is `ProviderRejected(quota_exhausted)`, not a
+ * retryable truncated stream), and response objects missing a field it requires get the field's
+ * empty value (so real answers that leave one out are read). Provide it between the client and
+ * the transport.
+ *
+ * @example
+ * ```ts
+ * const Client = OpenAiClient.layer({ apiKey }).pipe(
+ *   Layer.provide(EffectAi.responsesWireCompat),
+ *   Layer.provide(NodeHttpClient.layerUndici)
+ * )
+ * ```
+ *
+ * @since 0.3.0
+ * @category Layers
+ */
+export const responsesWireCompat: Layer.Layer<HttpClient.HttpClient, never, HttpClient.HttpClient> = Layer.effect(
+  HttpClient.HttpClient,
+  Effect.map(HttpClient.HttpClient, responsesCompat)
+)

@@ -327,13 +327,15 @@ export class ConfigProblem extends Schema.Class<ConfigProblem>("@modelgate/core/
   workflow: Schema.optional(Schema.String),
   target: Schema.optional(Schema.String),
   reason: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  /** What to change to fix it (startup problems of `GatewayConfig`). */
+  fix: Schema.optional(Schema.String)
 }) {
   override toString(): string {
     const who = [this.workflow && `workflow ${this.workflow}`, this.target && `target ${this.target}`]
       .filter(Boolean)
       .join(", ")
-    return `${this.path}: ${this.reason}${who ? ` (${who})` : ""}: ${this.detail}`
+    return `${this.path}: ${this.reason}${who ? ` (${who})` : ""}: ${this.detail}${this.fix ? ` (fix: ${this.fix})` : ""}`
   }
 }
 

@@ -33,16 +33,19 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Either, type ParseResult, Schema } from "effect"
+import { type Duration, Effect, Either, Schema } from "effect"
 import * as Catalogue from "./Catalogue.js"
 import * as Embeddings from "./Embeddings.js"
-import { ConfigProblem, GatewayConfigError } from "./Errors.js"
-import { configProblemsOf, jsonPath, segment } from "./internal/issues.js"
+import { type ConfigProblem, GatewayConfigError } from "./Errors.js"
+import type { CompiledWorkflow, DegradeHandler, EscalationCheck } from "./internal/compiled.js"
+import { type Fields, problemOf } from "./internal/config/problems.js"
+import { checkTargets } from "./internal/config/targets.js"
+import { checkWorkflow, type Sources } from "./internal/config/workflows.js"
+import { configPath, configProblemsOf } from "./internal/issues.js"
 import * as Lifecycle from "./internal/lifecycle.js"
 import * as JsonSchemaFeatures from "./JsonSchemaFeatures.js"
-import type { ModelCommand } from "./ModelCommand.js"
-import * as ModelOptions from "./ModelOptions.js"
-import { maxDuration, ModelTarget } from "./ModelTarget.js"
+import type * as ModelOptions from "./ModelOptions.js"
+import { ModelTarget } from "./ModelTarget.js"
 import { unversioned, Workflow } from "./Workflow.js"
 
 /**
@@ -56,14 +59,7 @@ export class GatewayConfig extends Schema.Class<GatewayConfig>("@modelgate/core/
   workflows: Schema.Array(Workflow)
 }) {}
 
-/**
- * A degraded-mode answer computed in code (e.g. keyword rules), used when every route failed for
- * availability reasons. Its value is validated against the workflow's output schema.
- *
- * @since 0.1.0
- * @category Models
- */
-export type DegradeHandler = (command: ModelCommand) => Effect.Effect<unknown>
+export type { CompiledWorkflow, DegradeHandler, EscalationCheck } from "./internal/compiled.js"
 
 /**
  * Everything the gateway is built from.
@@ -82,14 +78,6 @@ export interface Definition {
    */
   readonly escalationChecks?: Readonly<Record<string, EscalationCheck>> | undefined
 }
-
-/**
- * A check on a workflow's validated value: true when a stronger target should answer again.
- *
- * @since 0.6.0
- * @category Models
- */
-export type EscalationCheck = (value: unknown) => boolean
 
 // ---------------------------------------------------------------------------------------------
 // The encoded (JSON) form
@@ -153,10 +141,24 @@ export type WorkflowEncoded = Schema.Schema.Encoded<typeof Workflow>
  * @since 0.3.0
  * @category Models
  */
-export interface Encoded {
+export interface Encoded<Name extends string = string> {
   readonly targets: ReadonlyArray<TargetEncoded>
-  readonly workflows: ReadonlyArray<WorkflowEncoded>
+  readonly workflows: ReadonlyArray<WorkflowEncoded & { readonly name: Name }>
 }
+
+/**
+ * The workflow names of a configuration written in code with {@link make} (a union of string
+ * literals); `string` for any other configuration. Register it to type `ModelGateway.workflow`'s
+ * names (see `ModelGateway.Register`).
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export type WorkflowNames<C> = C extends { readonly workflows: ReadonlyArray<{ readonly name: infer N }> }
+  ? N extends string
+    ? N
+    : string
+  : string
 
 /**
  * Types a configuration written in code, in its encoded (JSON) form: completion and type errors for
@@ -174,7 +176,7 @@ export interface Encoded {
  * @since 0.3.0
  * @category Constructors
  */
-export const make = (config: Encoded): Encoded => config
+export const make = <const Name extends string>(config: Encoded<Name>): Encoded<Name> => config
 
 // ---------------------------------------------------------------------------------------------
 // Decoding
@@ -210,22 +212,25 @@ const resolveCatalogue = (
     const hasEntry = Object.hasOwn(t, "catalogue")
     const hasVersion = Object.hasOwn(t, "catalogueVersion")
     if (!hasEntry && !hasVersion) return t
-    const path = jsonPath(["targets", i])
+    const path = configPath(["targets", i])
     if (hasVersion && (!hasEntry || t.catalogueVersion !== Catalogue.version)) {
       problems.push(
-        new ConfigProblem({
+        problemOf({
           path: `${path}.catalogueVersion`,
           reason: "CATALOGUE_VERSION_MISMATCH",
           detail: hasEntry
             ? `this release ships catalogue ${Catalogue.version}: check the entry's figures, then update catalogueVersion`
-            : "catalogueVersion needs a catalogue entry (catalogue)"
+            : "catalogueVersion needs a catalogue entry (catalogue)",
+          fix: hasEntry
+            ? `check the entry's figures, then set catalogueVersion to "${Catalogue.version}"`
+            : "name a catalogue entry, or remove catalogueVersion"
         })
       )
     }
     if (!hasEntry) return t
     if (!Catalogue.isId(t.catalogue)) {
       problems.push(
-        new ConfigProblem({
+        problemOf({
           path: `${path}.catalogue`,
           reason: "UNKNOWN_CATALOGUE_ENTRY",
           detail: `no entry with this id in catalogue ${Catalogue.version} (Catalogue.ids lists them)`
@@ -252,9 +257,9 @@ export const decode = (input: unknown): Effect.Effect<GatewayConfig, GatewayConf
   const decoded = decodeConfig(resolved.input)
   if (Either.isRight(decoded) && resolved.problems.length === 0) return Effect.succeed(decoded.right)
   const schemaProblems = Either.isLeft(decoded)
-    ? configProblemsOf(decoded.left, jsonPath)
+    ? configProblemsOf(decoded.left, configPath)
         .filter((p) => !(p.detail === "is missing" && resolved.explained.has(p.path)))
-        .map((p) => new ConfigProblem(p))
+        .map(problemOf)
     : []
   return Effect.fail(new GatewayConfigError({ problems: [...resolved.problems, ...schemaProblems] }))
 }
@@ -306,36 +311,10 @@ export interface ValidateOptions {
 }
 
 /**
- * A workflow with its resolved output schema and JSON Schema (computed once at startup).
- *
- * @since 0.1.0
- * @category Models
- */
-export interface CompiledWorkflow {
-  readonly workflow: Workflow
-  readonly schema: Schema.Schema.AnyNoContext | undefined
-  /** The schema's decoder, built once (every error collected). */
-  readonly decode: ((u: unknown) => Either.Either<unknown, ParseResult.ParseError>) | undefined
-  readonly jsonSchema: Record<string, unknown> | undefined
-  readonly features: ReadonlySet<string>
-  readonly targets: ReadonlyArray<ModelTarget>
-  readonly degrade: DegradeHandler | undefined
-  /** Per provider id, the provider-option fields its adapter allows (for commands' `providerOptions`). */
-  readonly providerOptionAllowlists: ReadonlyMap<string, ModelOptions.ProviderOptionsAllowlist>
-  /** The workflow's escalation check (`workflow.escalation.check`), resolved; absent without one. */
-  readonly escalationCheck?: EscalationCheck | undefined
-  /** The canary's candidate target (`workflow.canary`), resolved; absent without a canary. */
-  readonly canaryTarget?: ModelTarget | undefined
-  /** A policy or prompt canary: the workflow as its candidate side runs it (absent otherwise). */
-  readonly canaryVariant?: CompiledWorkflow | undefined
-  /** The lifecycle features the workflow uses (absent: none, nothing runs per call for them). */
-  readonly lifecycle?: Lifecycle.Features | undefined
-}
-
-/**
  * Checks a configuration against itself, the provided schemas and handlers, the providers that
- * have adapters and the budgets' reservation TTL. Returns every problem found (empty when valid);
- * problems name paths and kinds of problems, never values.
+ * have adapters and the budgets' reservation TTL. Returns every problem found (empty when valid),
+ * each with a path, a code, a detail naming the values involved (never a value that could be a
+ * secret or text) and a `fix`. Route targets are checked with the router's own eligibility rules.
  *
  * @since 0.1.0
  * @category Validation
@@ -346,302 +325,25 @@ export const validate = (
   options: ValidateOptions = {}
 ): ReadonlyArray<ConfigProblem> => {
   const problems: Array<ConfigProblem> = []
+  const add = (p: Fields) => problems.push(problemOf(p))
   const { config } = definition
-  const add = (p: ConstructorParameters<typeof ConfigProblem>[0]) => problems.push(new ConfigProblem(p))
-  /** A duration beyond 24 h or infinite (possible only for a config built without validation). */
-  const tooLong = (d: Duration.Duration | undefined) =>
-    d !== undefined && (!Duration.isFinite(d) || Duration.greaterThan(d, maxDuration))
-  const tooLongDetail = "must be finite and at most 24 h (86400000 ms)"
-  const targets = new Map<string, ModelTarget>()
-  config.targets.forEach((t, i) => {
-    const path = `targets[${i}]`
-    if (targets.has(t.ref)) add({ path, target: t.ref, reason: "DUPLICATE_TARGET", detail: "ref defined twice" })
-    targets.set(t.ref, t)
-    const l = t.limits
-    for (const key of ["perAttemptTimeout", "ttftTimeout", "streamIdleTimeout", "minimumAttemptTime"] as const) {
-      if (tooLong(l[key])) {
-        add({ path: `${path}.limits.${key}`, target: t.ref, reason: "DURATION_TOO_LONG", detail: tooLongDetail })
-      }
-    }
-    if (Duration.toMillis(l.perAttemptTimeout) <= 0) {
-      add({
-        path: `${path}.limits.perAttemptTimeout`,
-        target: t.ref,
-        reason: "NON_POSITIVE_TIMEOUT",
-        detail: "must be > 0"
-      })
-    }
-    if (Duration.toMillis(l.minimumAttemptTime) <= 0) {
-      add({
-        path: `${path}.limits.minimumAttemptTime`,
-        target: t.ref,
-        reason: "NON_POSITIVE_TIMEOUT",
-        detail: "must be > 0"
-      })
-    }
-    for (const key of ["ttftTimeout", "streamIdleTimeout"] as const) {
-      const d = l[key]
-      if (d !== undefined && Duration.toMillis(d) <= 0) {
-        add({ path: `${path}.limits.${key}`, target: t.ref, reason: "NON_POSITIVE_TIMEOUT", detail: "must be > 0" })
-      }
-    }
-    if (Duration.greaterThan(l.minimumAttemptTime, l.perAttemptTimeout)) {
-      add({
-        path: `${path}.limits.minimumAttemptTime`,
-        target: t.ref,
-        reason: "MINIMUM_EXCEEDS_PER_ATTEMPT",
-        detail: "minimumAttemptTime exceeds perAttemptTimeout"
-      })
-    }
-    if (t.catalogue !== undefined && !Catalogue.isId(t.catalogue)) {
-      add({
-        path: `${path}.catalogue`,
-        target: t.ref,
-        reason: "UNKNOWN_CATALOGUE_ENTRY",
-        detail: `no entry with this id in catalogue ${Catalogue.version}`
-      })
-    }
-    if (t.catalogueVersion !== undefined && (t.catalogue === undefined || t.catalogueVersion !== Catalogue.version)) {
-      add({
-        path: `${path}.catalogueVersion`,
-        target: t.ref,
-        reason: "CATALOGUE_VERSION_MISMATCH",
-        detail:
-          t.catalogue === undefined
-            ? "catalogueVersion needs a catalogue entry (catalogue)"
-            : `this release ships catalogue ${Catalogue.version}`
-      })
-    }
-    if (t.status !== "disabled" && !providers.has(t.provider)) {
-      add({
-        path: `${path}.provider`,
-        target: t.ref,
-        reason: "NO_ADAPTER",
-        detail: "no adapter provided for this provider"
-      })
-    }
-  })
+  const targets = checkTargets(config.targets, providers, add)
+  const sources: Sources = {
+    given: (map, name) => {
+      const record = definition[map]
+      return { value: own<unknown>(record, name), names: record === undefined ? [] : Object.keys(record).sort() }
+    },
+    schema: (name) => schemaNamed(definition, name),
+    targets,
+    reservationTtl: options.reservationTtl,
+    providerOptions: options.providerOptions
+  }
   const names = new Set<string>()
   config.workflows.forEach((w, i) => {
     const path = `workflows[${i}]`
-    const wf = w.name
-    if (names.has(w.name)) add({ path, workflow: wf, reason: "DUPLICATE_WORKFLOW", detail: "name defined twice" })
+    if (names.has(w.name)) add({ path, workflow: w.name, reason: "DUPLICATE_WORKFLOW", detail: "name defined twice" })
     names.add(w.name)
-    if (Duration.toMillis(w.timeout) <= 0) {
-      add({ path: `${path}.timeout`, workflow: wf, reason: "NON_POSITIVE_TIMEOUT", detail: "must be > 0" })
-    }
-    if (tooLong(w.timeout)) {
-      add({ path: `${path}.timeout`, workflow: wf, reason: "DURATION_TOO_LONG", detail: tooLongDetail })
-    } else if (options.reservationTtl !== undefined && !Duration.lessThan(w.timeout, options.reservationTtl)) {
-      add({
-        path: `${path}.timeout`,
-        workflow: wf,
-        reason: "TIMEOUT_NOT_BELOW_RESERVATION_TTL",
-        detail: "must be shorter than the budgets' reservationTtl: a reservation could expire while its call still runs"
-      })
-    }
-    for (const key of ["baseDelay", "maxDelay"] as const) {
-      if (tooLong(w.retry[key])) {
-        add({ path: `${path}.retry.${key}`, workflow: wf, reason: "DURATION_TOO_LONG", detail: tooLongDetail })
-      }
-    }
-    if (Duration.greaterThan(w.retry.baseDelay, w.retry.maxDelay)) {
-      add({ path: `${path}.retry`, workflow: wf, reason: "INVALID_RETRY", detail: "baseDelay > maxDelay" })
-    }
-    let schema: Schema.Schema.AnyNoContext | undefined
-    let features: ReadonlySet<string> = new Set()
-    if (w.output !== undefined) {
-      const given = own<unknown>(definition.schemas, w.output.schema)
-      schema = schemaNamed(definition, w.output.schema)
-      if (given === undefined) {
-        add({
-          path: `${path}.output.schema`,
-          workflow: wf,
-          reason: "UNKNOWN_SCHEMA",
-          detail: "no schema of this name was provided"
-        })
-      } else if (schema === undefined) {
-        add({
-          path: `${path}.output.schema`,
-          workflow: wf,
-          reason: "INVALID_SCHEMA",
-          detail: "what was provided under this name is not an Effect Schema"
-        })
-      } else {
-        try {
-          features = JsonSchemaFeatures.featuresOf(JsonSchemaFeatures.fromSchema(schema))
-        } catch {
-          // e.g. a `Schema.declare` without a JSON Schema annotation: a listed problem, not a defect
-          add({
-            path: `${path}.output.schema`,
-            workflow: wf,
-            reason: "INVALID_SCHEMA",
-            detail: "the schema cannot be expressed as JSON Schema"
-          })
-          schema = undefined
-        }
-      }
-    }
-    for (const [i, ref] of (w.escalation?.targets ?? []).entries()) {
-      if (!w.route.includes(ref)) {
-        add({
-          path: `${path}.escalation.targets[${i}]`,
-          workflow: wf,
-          reason: "ESCALATION_TARGET_NOT_IN_ROUTE",
-          detail: "an escalation target must be one of the workflow's route targets"
-        })
-      }
-    }
-    const check = w.escalation?.check
-    if (check !== undefined && checkNamed(definition, check) === undefined) {
-      add({
-        path: `${path}.escalation.check`,
-        workflow: wf,
-        reason: "UNKNOWN_ESCALATION_CHECK",
-        detail: "no escalation check (function) of this name"
-      })
-    }
-    if (w.degrade?._tag === "handler" && handlerNamed(definition, w.degrade.name) === undefined) {
-      const given = own<unknown>(definition.degradeHandlers, w.degrade.name) !== undefined
-      add({
-        path: `${path}.degrade.name`,
-        workflow: wf,
-        reason: given ? "INVALID_DEGRADE_HANDLER" : "UNKNOWN_DEGRADE_HANDLER",
-        detail: given ? "what was provided under this name is not a function" : "no degrade handler of this name"
-      })
-    }
-    if (
-      w.degrade?._tag === "static" &&
-      schema !== undefined &&
-      Either.isLeft(Schema.decodeUnknownEither(schema)(w.degrade.value))
-    ) {
-      add({
-        path: `${path}.degrade.value`,
-        workflow: wf,
-        reason: "DEGRADE_VALUE_INVALID",
-        detail: "does not match the output schema"
-      })
-    }
-    for (const [option, detail] of ModelOptions.boundsProblems(w.options)) {
-      add({ path: `${path}.options.${option}`, workflow: wf, reason: "INVALID_OPTION_BOUNDS", detail })
-    }
-    const pinned = ModelOptions.pinned(w.options)
-    for (const [provider, fields] of Object.entries(w.providerOptions ?? {})) {
-      const ppath = `${path}.providerOptions.${segment(provider)}`
-      if (!w.route.some((ref) => targets.get(ref)?.provider === provider)) {
-        add({
-          path: ppath,
-          workflow: wf,
-          reason: "PROVIDER_OPTIONS_UNUSED",
-          detail: "no target of the route uses this provider"
-        })
-        continue
-      }
-      for (const problem of ModelOptions.providerOptionsProblems(
-        provider,
-        fields,
-        options.providerOptions?.get(provider)
-      )) {
-        add({ path: ppath, workflow: wf, reason: "PROVIDER_OPTION_NOT_ALLOWED", detail: problem })
-      }
-    }
-    const seen = new Set<string>()
-    w.route.forEach((ref, j) => {
-      const rpath = `${path}.route[${j}]`
-      const tgt = (reason: string, detail: string) => add({ path: rpath, workflow: wf, target: ref, reason, detail })
-      if (seen.has(ref)) tgt("DUPLICATE_ROUTE_TARGET", "target appears twice in the route")
-      seen.add(ref)
-      const t = targets.get(ref)
-      if (t === undefined) {
-        tgt("UNKNOWN_TARGET", "no target with this ref")
-        return
-      }
-      if (t.status === "disabled") tgt("DISABLED_TARGET", "target is disabled")
-      const caps = t.capabilities
-      const missing: Array<string> = []
-      if (w.requires.vision && !caps.vision) missing.push("vision")
-      if (w.requires.tools && !caps.tools) missing.push("tools")
-      if (w.requires.streaming && !caps.streaming) missing.push("streaming")
-      if (missing.length > 0) tgt("CAPABILITY_MISSING", `missing: ${missing.join(", ")}`)
-      if (w.requires.minContextWindow !== undefined && caps.contextWindow < w.requires.minContextWindow) {
-        tgt("CONTEXT_TOO_SMALL", "context window below requires.minContextWindow")
-      }
-      if (w.requires.minOutputTokens !== undefined && caps.maxOutputTokens < w.requires.minOutputTokens) {
-        tgt("CAPABILITY_MISSING", "maxOutputTokens below requires.minOutputTokens")
-      }
-      if (w.output !== undefined) {
-        if (caps.structuredOutput.mode === "none") {
-          tgt("CAPABILITY_MISSING", "no structured output")
-        } else {
-          const supported = new Set<string>(caps.structuredOutput.features)
-          const unsupported = [...features].filter((f) => !supported.has(f))
-          if (unsupported.length > 0) {
-            tgt(
-              "SCHEMA_FEATURE_UNSUPPORTED",
-              `${caps.structuredOutput.mode} does not support: ${unsupported.sort().join(", ")}`
-            )
-          }
-        }
-      }
-      if (t.regions.some((r) => !w.regions.includes(r))) {
-        tgt("DATA_REGION_MISMATCH", "the target runs in regions outside the workflow's regions")
-      }
-      if (!t.dataClasses.includes(w.dataClass)) {
-        tgt("DATA_CLASS_NOT_ALLOWED", "the target may not receive the workflow's data class")
-      }
-      if (Duration.greaterThan(t.limits.minimumAttemptTime, w.timeout)) {
-        tgt("MINIMUM_EXCEEDS_TIMEOUT", "minimumAttemptTime exceeds the workflow timeout")
-      }
-      const unsupported = ModelOptions.unsupported(pinned, caps.options ?? [])
-      if (unsupported !== undefined) {
-        tgt("OPTION_UNSUPPORTED", `does not accept options the workflow pins: ${unsupported.join(", ")}`)
-      }
-    })
-    const canary = w.canary
-    if (canary !== undefined) {
-      const unknownTarget = (at: string, ref: string) => {
-        if (!targets.has(ref)) {
-          add({ path: at, workflow: wf, target: ref, reason: "UNKNOWN_TARGET", detail: "no target with this ref" })
-        }
-      }
-      if (canary.target !== undefined) unknownTarget(`${path}.canary.target`, canary.target)
-      canary.route?.forEach((ref, j) => {
-        unknownTarget(`${path}.canary.route[${j}]`, ref)
-      })
-      if (canary.target === undefined && canary.policyVersion === undefined && canary.promptVersion === undefined) {
-        add({
-          path: `${path}.canary`,
-          workflow: wf,
-          reason: "CANARY_WITHOUT_CANDIDATE",
-          detail: "names no candidate target, policy version or prompt version"
-        })
-      }
-      if (canary.rollout?.steps.some((x, j, all) => j > 0 && x <= all[j - 1]!)) {
-        add({
-          path: `${path}.canary.rollout.steps`,
-          workflow: wf,
-          reason: "INVALID_CANARY_STEPS",
-          detail: "each step must be above the previous"
-        })
-      }
-      if (!(canary.share > 0 && canary.share <= 1)) {
-        add({
-          path: `${path}.canary.share`,
-          workflow: wf,
-          reason: "INVALID_CANARY_SHARE",
-          detail: "must be within (0, 1]"
-        })
-      }
-    }
-    if (w.shadow !== undefined && !targets.has(w.shadow.target)) {
-      add({
-        path: `${path}.shadow.target`,
-        workflow: wf,
-        target: w.shadow.target,
-        reason: "UNKNOWN_TARGET",
-        detail: "no target with this ref"
-      })
-    }
+    checkWorkflow(w, path, sources, add)
   })
   // Embedding targets and workflows (`Embeddings.configProblems`).
   for (const p of Embeddings.configProblems(config, options.embedders)) add(p)

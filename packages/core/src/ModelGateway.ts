@@ -159,6 +159,8 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
         recorder: shadowRecorder
       })
     })
+    /** What the router remembers (session affinity, hysteresis, the lifecycle view), across reloads. */
+    const routerState = Router.makeState(hooks)
     /** New model versions running as canaries (`onNewVersion: "canary"`), across reloads. */
     const versionPins = new Map<string, Lifecycle.VersionPin>()
     /** Validates and compiles one configuration; returns it with the adapters it uses. */
@@ -190,11 +192,10 @@ export const make = (definition: GatewayConfig.Definition, options?: { readonly 
         // Once per build: a workflow without policy or prompt version is recorded as "unversioned".
         yield* GatewayConfig.warnUnversioned(def.config)
         const workflows = Lifecycle.versionCanaries(previous, GatewayConfig.compile(def, checks), versionPins)
-        Router.attachLifecycle(workflows, hooks)
         for (const c of workflows.values()) {
           if (c.workflow.canary?.rollout !== undefined) yield* canaries.register(c.workflow.name, c.workflow.canary)
         }
-        const router = yield* Effect.provideService(Router.make(workflows), Health, health)
+        const router = yield* Effect.provideService(Router.make(workflows, routerState), Health, health)
         const live: engine.LiveConfig = { router, version: version ?? hashVersion(def.config) }
         return { live, adapters, definition: def }
       })
@@ -492,7 +493,37 @@ export interface TypedWorkflow<A, I = A> {
 }
 
 /**
- * A typed handle on the workflow `name` (throws at definition when `name` is not a workflow name).
+ * Registers the configuration written in code, so that {@link workflow} accepts only its workflow
+ * names (a misspelled name does not compile):
+ *
+ * ```ts
+ * const config = GatewayConfig.make({ targets: [...], workflows: [{ name: "ticket.classify", ... }] })
+ * declare module "@modelgate/core/ModelGateway" {
+ *   interface Register { readonly config: typeof config }
+ * }
+ * ```
+ *
+ * Unregistered (a configuration read from JSON), any name type-checks and is checked at the call.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by the user's module augmentation
+export interface Register {}
+
+/**
+ * The workflow names {@link workflow} accepts: the registered configuration's, else any string.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export type RegisteredWorkflowName = Register extends { readonly config: infer C }
+  ? GatewayConfig.WorkflowNames<C>
+  : string
+
+/**
+ * A typed handle on the workflow `name` (throws at definition when `name` is not a workflow name;
+ * with a registered configuration, see {@link Register}, a name it does not define does not compile).
  *
  * ```ts
  * const classify = ModelGateway.workflow("ticket.classify", Ticket)
@@ -503,7 +534,7 @@ export interface TypedWorkflow<A, I = A> {
  * @since 0.3.0
  * @category Constructors
  */
-export const workflow = <A, I>(name: string, schema: Schema.Schema<A, I>): TypedWorkflow<A, I> => ({
+export const workflow = <A, I>(name: RegisteredWorkflowName, schema: Schema.Schema<A, I>): TypedWorkflow<A, I> => ({
   name: WorkflowName.make(name),
   schema
 })

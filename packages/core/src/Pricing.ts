@@ -96,3 +96,13 @@ export const affordableOutput = (amountLeft: number, inputTokens: number, target
   // A tiny epsilon keeps float error from costing a token.
   return Math.floor((left * 1_000_000) / target.pricing.outputPerMillion + 1e-9)
 }
+
+/**
+ * The target's list price: input plus output price per million tokens (what scored selection
+ * compares when the input was not counted).
+ *
+ * @since 0.2.0
+ * @category Pricing
+ */
+export const listPrice = (target: ModelTarget): number =>
+  target.pricing.inputPerMillion + target.pricing.outputPerMillion

@@ -202,12 +202,12 @@ describe("Catalogue", () => {
         workflows: [workflow({ name: "w", timeout: -1 })]
       })
       assert.deepStrictEqual(problems, [
-        `$.targets.0.catalogue UNKNOWN_CATALOGUE_ENTRY: no entry with this id in catalogue ${Catalogue.version} (Catalogue.ids lists them)`,
-        `$.targets.1.catalogue UNKNOWN_CATALOGUE_ENTRY: no entry with this id in catalogue ${Catalogue.version} (Catalogue.ids lists them)`,
-        `$.targets.2.catalogueVersion CATALOGUE_VERSION_MISMATCH: this release ships catalogue ${Catalogue.version}: check the entry's figures, then update catalogueVersion`,
-        "$.targets.3.catalogueVersion CATALOGUE_VERSION_MISMATCH: catalogueVersion needs a catalogue entry (catalogue)",
-        "$.targets.4.regions.0 INVALID_VALUE: is missing",
-        "$.workflows.0.timeout INVALID_VALUE: is invalid (expected milliseconds between 0 and 86400000 (24 h))"
+        `targets[0].catalogue UNKNOWN_CATALOGUE_ENTRY: no entry with this id in catalogue ${Catalogue.version} (Catalogue.ids lists them)`,
+        `targets[1].catalogue UNKNOWN_CATALOGUE_ENTRY: no entry with this id in catalogue ${Catalogue.version} (Catalogue.ids lists them)`,
+        `targets[2].catalogueVersion CATALOGUE_VERSION_MISMATCH: this release ships catalogue ${Catalogue.version}: check the entry's figures, then update catalogueVersion`,
+        "targets[3].catalogueVersion CATALOGUE_VERSION_MISMATCH: catalogueVersion needs a catalogue entry (catalogue)",
+        "targets[4].regions[0] INVALID_VALUE: is missing",
+        "workflows[0].timeout INVALID_VALUE: is invalid (expected milliseconds between 0 and 86400000 (24 h))"
       ])
       // The value given is never echoed.
       assert.isFalse(problems.some((p) => p.includes("gpt-9") || p.includes("2020-01")))

@@ -71,19 +71,19 @@ describe("config edges: durations are finite and bounded", () => {
   it.effect("1e309 or more than 24 h as a gateway duration (every kind): a listed problem at that path", () =>
     Effect.gen(function* () {
       const cases: ReadonlyArray<readonly [string, (value: unknown) => unknown]> = [
-        ["$.workflows.0.timeout", (v) => ({ targets: [validTarget], workflows: [{ ...validWorkflow, timeout: v }] })],
+        ["workflows[0].timeout", (v) => ({ targets: [validTarget], workflows: [{ ...validWorkflow, timeout: v }] })],
         [
-          "$.workflows.0.retry.baseDelay",
+          "workflows[0].retry.baseDelay",
           (v) => ({ targets: [validTarget], workflows: [{ ...validWorkflow, retry: { baseDelay: v } }] })
         ],
         [
-          "$.workflows.0.retry.maxDelay",
+          "workflows[0].retry.maxDelay",
           (v) => ({ targets: [validTarget], workflows: [{ ...validWorkflow, retry: { maxDelay: v } }] })
         ],
         ...(["perAttemptTimeout", "ttftTimeout", "streamIdleTimeout", "minimumAttemptTime"] as const).map(
           (field) =>
             [
-              `$.targets.0.limits.${field}`,
+              `targets[0].limits.${field}`,
               (v: unknown) => ({
                 targets: [{ ...validTarget, limits: { ...validTarget.limits, [field]: v } }],
                 workflows: [validWorkflow]
@@ -270,16 +270,16 @@ describe("config edges: errors name paths and problems, never values", () => {
       )
       const paths = pathsOf(error)
       for (const path of [
-        "$.targets.0.model",
-        "$.targets.0.ref",
-        "$.targets.0.provider",
-        "$.targets.0.regions.0",
-        "$.targets.0.tier",
-        "$.targets.0.pricing.inputPerMillion",
-        "$.targets.0.limits.perAttemptTimeout",
-        "$.workflows.0.dataClass",
-        "$.workflows.0.name",
-        "$.workflows.0.timeout"
+        "targets[0].model",
+        "targets[0].ref",
+        "targets[0].provider",
+        "targets[0].regions[0]",
+        "targets[0].tier",
+        "targets[0].pricing.inputPerMillion",
+        "targets[0].limits.perAttemptTimeout",
+        "workflows[0].dataClass",
+        "workflows[0].name",
+        "workflows[0].timeout"
       ]) {
         assert.include(paths, path)
       }
@@ -287,7 +287,7 @@ describe("config edges: errors name paths and problems, never values", () => {
         assert.notInclude(text.toLowerCase(), "zqxcanary")
       }
       // the problem is still named: what was expected
-      const model = error.problems.find((p) => p.path === "$.targets.0.model")
+      const model = error.problems.find((p) => p.path === "targets[0].model")
       assert.include(model?.detail, "expected")
     })
   )

@@ -10,7 +10,7 @@ const problemsOf = (def: GatewayConfig.Definition) =>
     if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
       const error = exit.cause.error
       assert.strictEqual(error._tag, "GatewayConfigError")
-      return error.problems.map((p) => [p.path, p.reason, p.target ?? "", p.detail])
+      return error.problems.map((p) => [p.path, p.reason, p.target ?? "", p.detail, p.fix])
     }
     return []
   })
@@ -73,7 +73,7 @@ describe("startup validation", () => {
       has("workflows[0].route[3]", "SCHEMA_FEATURE_UNSUPPORTED", refs.strictLocal)
       has("workflows[0].route[4]", "UNKNOWN_TARGET", "model://openai/unknown@eu")
       has("workflows[0].route[5]", "DUPLICATE_ROUTE_TARGET", refs.fallback)
-      has("workflows[0].route[6]", "DISABLED_TARGET", "model://openai/retired@eu")
+      has("workflows[0].route[6]", "DISABLED", "model://openai/retired@eu")
       has("workflows[0].route[8]", "DATA_CLASS_NOT_ALLOWED", "model://openai/secret@eu")
       has("targets[5].provider", "NO_ADAPTER", "model://mistral/small@eu")
       has("targets[7].limits.minimumAttemptTime", "MINIMUM_EXCEEDS_PER_ATTEMPT", "model://openai/bad-limits@eu")
@@ -81,10 +81,56 @@ describe("startup validation", () => {
       has("workflows[1].output.schema", "UNKNOWN_SCHEMA")
       has("workflows[1].route[0]", "MINIMUM_EXCEEDS_TIMEOUT", refs.primary)
       const strict = problems.find(([p, r]) => p === "workflows[0].route[0]" && r === "SCHEMA_FEATURE_UNSUPPORTED")
-      assert.strictEqual(strict?.[3], "json_schema_strict does not support: openObject, pattern")
+      assert.strictEqual(strict?.[3], "unsupported: openObject, pattern")
+      // Every startup problem says what to change; this one names the mode and what it supports.
+      assert.match(strict?.[4] ?? "", /^json_schema_strict supports \[.*\]: /)
+      assert.isTrue(
+        problems.every((p) => (p[4] ?? "").length > 0),
+        JSON.stringify(problems, null, 1)
+      )
       assert.strictEqual(problems.length, 14, JSON.stringify(problems, null, 1))
     })
   )
+
+  it("startup problems say what to change, with the values seen and the allowed ones", () => {
+    const Ticket = Schema.Struct({ category: Schema.String, note: Schema.optional(Schema.String) })
+    const problems = GatewayConfig.validate(
+      {
+        config: GatewayConfig.GatewayConfig.make({
+          targets: [
+            target(refs.primary, "openai", { mode: "json_schema_strict" }),
+            target("model://openai/upper@eu", "openai", { regions: ["EU"] }),
+            target("model://mistral/small@eu", "mistral", {})
+          ],
+          workflows: [
+            workflow({
+              name: "ticket.strict",
+              output: { schema: "Ticket", schemaVersion: "1" },
+              route: [refs.primary, "model://openai/upper@eu", "model://mistral/small@eu"]
+            })
+          ]
+        }),
+        schemas: { Ticket }
+      },
+      new Set(["openai"])
+    )
+    const find = (path: string, reason: string) => problems.find((p) => p.path === path && p.reason === reason)
+    // Schema.optional under a strict mode: the fix names Schema.NullOr.
+    const strict = find("workflows[0].route[0]", "SCHEMA_FEATURE_UNSUPPORTED")
+    assert.strictEqual(strict?.detail, "unsupported: optionalProperties")
+    assert.include(strict?.fix, "use Schema.NullOr(X) instead of Schema.optional(X)")
+    // The regions are shown, so "EU" against "eu" is visible.
+    const region = find("workflows[0].route[1]", "DATA_REGION_MISMATCH")
+    assert.strictEqual(region?.detail, "runs in [EU], allowed [eu]")
+    assert.include(region?.fix, '["EU"] a subset of the workflow\'s ["eu"]')
+    // NO_ADAPTER names the provider and the adapters provided.
+    const adapter = find("targets[2].provider", "NO_ADAPTER")
+    assert.strictEqual(adapter?.detail, 'no adapter provided for provider "mistral"; adapters provided: ["openai"]')
+    assert.include(adapter?.fix, 'provide the adapter layer of provider "mistral"')
+    // Every problem carries a fix, and its text form shows it.
+    assert.isTrue(problems.length > 0 && problems.every((p) => p.fix !== undefined && p.fix.length > 0))
+    assert.include(String(adapter), "(fix: provide the adapter layer")
+  })
 
   it.effect("decoding from plain JSON reports every bad field with its path", () =>
     Effect.gen(function* () {
@@ -107,18 +153,18 @@ describe("startup validation", () => {
       )
       const paths = error.problems.map((p) => p.path)
       for (const expected of [
-        "$.targets.0.ref",
-        "$.targets.0.capabilities.contextWindow",
-        "$.targets.0.regions.0",
-        "$.targets.0.baseUrl",
-        "$.workflows.0.route.0",
-        "$.workflows.0.timeout",
-        "$.workflows.0.regions",
-        "$.workflows.0.dataClass"
+        "targets[0].ref",
+        "targets[0].capabilities.contextWindow",
+        "targets[0].regions[0]",
+        "targets[0].baseUrl",
+        "workflows[0].route[0]",
+        "workflows[0].timeout",
+        "workflows[0].regions",
+        "workflows[0].dataClass"
       ]) {
         assert.include(paths, expected)
       }
-      assert.include(error.message, "$.targets.0.baseUrl")
+      assert.include(error.message, "targets[0].baseUrl")
     })
   )
 

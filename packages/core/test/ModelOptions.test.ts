@@ -274,7 +274,8 @@ describe("startup validation", () => {
           workflow: "pinned",
           target: refs.reasoning,
           reason: "OPTION_UNSUPPORTED",
-          detail: "does not accept options the workflow pins: temperature"
+          detail: "does not accept options: temperature",
+          fix: `the target accepts options ["reasoningEffort", "seed"]: remove the pin from the workflow's options, or the target from the route`
         }
       ]
     )

@@ -564,8 +564,8 @@ describe("scored selection: health, escalation, affinity", () => {
         penalty: 0.2,
         total: 0.54
       })
-      // A router of its own (its own workflows map): LRU of Router.maxSessionKeys keys.
-      const workflows = new Map([["scored", compiled]])
+      // A router of its own (its own state): LRU of Router.maxSessionKeys keys.
+      const workflows = Router.routed(new Map([["scored", compiled]]))
       const breakers = closedBreakers
       const decide = (extra: Parameters<typeof command>[1]) =>
         Router.decide(workflows, breakers, command("scored", extra), "generate", false)

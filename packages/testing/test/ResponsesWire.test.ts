@@ -98,43 +98,49 @@ describe("MockProviderServer: OpenAI Responses API", () => {
       }).pipe(Effect.provide(Live))
   )
 
-  it.effect("an SSE answer: created, item added, deltas, item done, completed — numbered in order", () =>
-    Effect.gen(function* () {
-      const mock = yield* MockProviderServer
-      yield* mock.enqueue(
-        MockProviderServer.success({
-          text: "Hello there",
-          chunkSize: 6,
-          toolCalls: [{ id: "call_1", name: "lookup", arguments: '{"q":1}' }]
-        }),
-        { provider: "openai-responses" }
-      )
-      const answer = yield* responses({ stream: true })
-      assert.strictEqual(answer.headers["content-type"], "text/event-stream")
-      const events = frames(answer.text)
-      assert.deepStrictEqual(
-        events.map(([name, data]) => [name, data.type === name, data.sequence_number]),
-        [
-          ["response.created", true, 0],
-          ["response.in_progress", true, 1],
-          ["response.output_item.added", true, 2],
-          ["response.output_text.delta", true, 3],
-          ["response.output_text.delta", true, 4],
-          ["response.output_item.done", true, 5],
-          ["response.output_item.added", true, 6],
-          ["response.function_call_arguments.delta", true, 7],
-          ["response.function_call_arguments.delta", true, 8],
-          ["response.output_item.done", true, 9],
-          ["response.completed", true, 10]
-        ]
-      )
-      assert.deepStrictEqual(
-        events.flatMap(([, data]) => (typeof data.delta === "string" ? [data.delta] : [])),
-        ["Hello ", "there", '{"q":1', "}"]
-      )
-      const completed = events.at(-1)?.[1].response
-      assert.deepInclude(completed, { status: "completed" })
-    }).pipe(Effect.provide(Live))
+  it.effect(
+    "an SSE answer: created, item added, content part added, deltas, done events, item done, completed — numbered in order",
+    () =>
+      Effect.gen(function* () {
+        const mock = yield* MockProviderServer
+        yield* mock.enqueue(
+          MockProviderServer.success({
+            text: "Hello there",
+            chunkSize: 6,
+            toolCalls: [{ id: "call_1", name: "lookup", arguments: '{"q":1}' }]
+          }),
+          { provider: "openai-responses" }
+        )
+        const answer = yield* responses({ stream: true })
+        assert.strictEqual(answer.headers["content-type"], "text/event-stream")
+        const events = frames(answer.text)
+        assert.deepStrictEqual(
+          events.map(([name, data]) => [name, data.type === name, data.sequence_number]),
+          [
+            ["response.created", true, 0],
+            ["response.in_progress", true, 1],
+            ["response.output_item.added", true, 2],
+            ["response.content_part.added", true, 3],
+            ["response.output_text.delta", true, 4],
+            ["response.output_text.delta", true, 5],
+            ["response.output_text.done", true, 6],
+            ["response.content_part.done", true, 7],
+            ["response.output_item.done", true, 8],
+            ["response.output_item.added", true, 9],
+            ["response.function_call_arguments.delta", true, 10],
+            ["response.function_call_arguments.delta", true, 11],
+            ["response.function_call_arguments.done", true, 12],
+            ["response.output_item.done", true, 13],
+            ["response.completed", true, 14]
+          ]
+        )
+        assert.deepStrictEqual(
+          events.flatMap(([, data]) => (typeof data.delta === "string" ? [data.delta] : [])),
+          ["Hello ", "there", '{"q":1', "}"]
+        )
+        const completed = events.at(-1)?.[1].response
+        assert.deepInclude(completed, { status: "completed" })
+      }).pipe(Effect.provide(Live))
   )
 
   it.effect("a refusal is a refusal content part; max_output_tokens makes the response incomplete", () =>

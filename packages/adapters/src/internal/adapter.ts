@@ -17,6 +17,7 @@ import type {
 import { Clock, Effect, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
+import { checkAnswer } from "./answerCheck.js"
 import {
   defaultMaxResponseBytes,
   parseJson,
@@ -151,6 +152,31 @@ export const makeAdapter = (
   const maxResponseBytes = limitOr(limits.maxResponseBytes, defaultMaxResponseBytes)
   const maxEventBytes = limitOr(limits.maxEventBytes, defaultMaxEventBytes)
 
+  /** The events of a stream, its `Finish` held to {@link checkAnswer} over the answer so far. */
+  const checked = (
+    request: ProviderRequest,
+    meta: Meta,
+    events: Stream.Stream<ProviderStreamEvent, ProviderError>
+  ): Stream.Stream<ProviderStreamEvent, ProviderError> =>
+    Stream.suspend(() => {
+      let text = ""
+      const calls = new Map<number, { name: string; arguments: string }>()
+      return Stream.mapEffect(events, (event) => {
+        if (event._tag === "TextDelta") text += event.text
+        else if (event._tag === "ToolCallDelta") {
+          const call = calls.get(event.index) ?? { name: "", arguments: "" }
+          if (call.name === "" && event.name) call.name = event.name
+          call.arguments += event.argumentsDelta
+          calls.set(event.index, call)
+        } else if (event._tag === "Finish") {
+          const answer = { text, toolCalls: [...calls.values()], finishReason: event.finishReason }
+          const problem = checkAnswer(provider, request, answer, meta, event.usage)
+          if (problem !== undefined) return Effect.fail(problem)
+        }
+        return Effect.succeed(event)
+      })
+    })
+
   const decodeJson = (text: string, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
     const json = parseJson(text)
     if (Either.isLeft(json)) return Either.left(invalidOutput(provider, "response body is not JSON", meta))
@@ -159,7 +185,10 @@ export const makeAdapter = (
 
   const generate = (request: ProviderRequest): Effect.Effect<ProviderResponse, ProviderError> =>
     Effect.flatMap(codec.build(request, false), (httpRequest) =>
-      exchangeJson(http, codec, httpRequest, maxResponseBytes, codec.decodeResponse)
+      Effect.flatMap(exchangeJson(http, codec, httpRequest, maxResponseBytes, codec.decodeResponse), (response) => {
+        const problem = checkAnswer(provider, request, response, response, response.usage)
+        return problem === undefined ? Effect.succeed(response) : Effect.fail(problem)
+      })
     )
 
   const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> =>
@@ -183,7 +212,10 @@ export const makeAdapter = (
           // The server answered in one piece (it ignored `stream: true`, or sent an error object).
           const text = yield* readBody(response, provider, maxResponseBytes, meta)
           const decoded = yield* decodeJson(text, meta)
-          return Stream.fromIterable([started, ...responseToEvents(decoded)])
+          return Stream.concat(
+            Stream.succeed(started),
+            checked(request, meta, Stream.fromIterable(responseToEvents(decoded)))
+          )
         }
         const events = decode(response.stream, {
           provider,
@@ -192,7 +224,7 @@ export const makeAdapter = (
           meta,
           machine: codec.streamMachine(meta)
         })
-        return Stream.concat(Stream.succeed(started), events)
+        return Stream.concat(Stream.succeed(started), checked(request, meta, events))
       })
     )
 

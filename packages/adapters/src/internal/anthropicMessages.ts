@@ -3,7 +3,6 @@
  *
  * @internal
  */
-import type { Headers } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
@@ -14,23 +13,14 @@ import type { ProviderRequest, ProviderResponse } from "@modelgate/core/Provider
 import { Either, Schema } from "effect"
 import type { Codec } from "./adapter.js"
 import type { Kind, Meta } from "./classify.js"
-import {
-  applyShouldRetry,
-  describe,
-  field,
-  firstHeader,
-  invalidOutput,
-  isRecord,
-  kindForStatus,
-  processedForStatus,
-  providerError,
-  stringField
-} from "./classify.js"
+import { describe, field, firstHeader, invalidOutput, isRecord, providerError, stringField } from "./classify.js"
 import { knownCode, modelVersionOf, requestIdOf } from "./bounded.js"
 import { parseJson } from "./http.js"
 import { retryHintMs } from "./retryHints.js"
 import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
+import type { StatusInput } from "./wireError.js"
+import { statusError, streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, optionRefused, unmappable } from "./options.js"
 import { makeUsage, sum } from "./usage.js"
 
@@ -419,33 +409,18 @@ const resetHeaders: ReadonlyArray<readonly [string, string]> = [
  */
 export const classifyError =
   (provider: string) =>
-  (input: {
-    readonly status: number
-    readonly headers: Headers.Headers
-    readonly body: unknown
-    readonly nowMs: number
-    readonly requestId: string | undefined
-  }): ProviderError => {
+  (input: StatusInput): ProviderError => {
     const error = field(input.body, "error")
-    const fromBody = isRecord(error) ? kindFromBody(error, input.status) : undefined
-    const kind = applyShouldRetry(
-      fromBody ?? kindForStatus(input.status),
-      input.headers["x-should-retry"],
-      fromBody === undefined
-    )
-    const code = codeOf(error)
-    return providerError({
-      kind,
-      processed: processedForStatus(input.status),
-      httpStatus: input.status,
-      retryAfterMs: retryHintMs(
-        input.headers,
-        input.nowMs,
-        kind === "rate_limited" ? { resetHeaders, resetFormat: "rfc3339" } : {}
-      ),
-      requestId: input.requestId ?? requestIdOf(stringField(input.body, "request_id")),
-      providerCode: code,
-      detail: describe(provider, input.status, code)
+    return statusError(provider, input, {
+      kind: isRecord(error) ? kindFromBody(error, input.status) : undefined,
+      code: codeOf(error),
+      retryAfterMs: (kind) =>
+        retryHintMs(
+          input.headers,
+          input.nowMs,
+          kind === "rate_limited" ? { resetHeaders, resetFormat: "rfc3339" } : {}
+        ),
+      requestId: requestIdOf(stringField(input.body, "request_id"))
     })
   }
 
@@ -529,7 +504,11 @@ export const streamMachine =
     let done = false
     let nextTool = 0
     const tools = new Map<number, { index: number; hadArguments: boolean }>()
+    // Content block indexes opened so far: each once, in increasing order.
+    let started = false
+    let lastBlock = -1
     const usage = () => (sawUsage ? toUsage(counters) : undefined)
+    const broken = (what: string) => invalidOutput(provider, what, meta, usage())
 
     const finish = (): Step => {
       done = true
@@ -559,13 +538,18 @@ export const streamMachine =
             : invalidOutput(provider, "stream event is not JSON", meta, usage())
         }
         if (sse.event === "error" || stringField(json.right, "type") === "error") {
-          return classifyErrorAfter200(provider, field(json.right, "error"), meta, usage())
+          // Nested (`{"type":"error","error":{…}}`) or flat (the error object itself) shape.
+          const nested = field(json.right, "error")
+          return classifyErrorAfter200(provider, isRecord(nested) ? nested : json.right, meta, usage())
         }
         const decoded = decodeEvent(json.right)
         if (Either.isLeft(decoded)) return invalidOutput(provider, "unexpected stream event shape", meta, usage())
         const event = decoded.right
         switch (event.type) {
           case "message_start": {
+            // A second message in one body (a spliced or replayed stream) is not one answer.
+            if (started) return broken("a second message_start mid-stream")
+            started = true
             if (event.message?.model != null) model = event.message.model
             if (event.message?.usage != null) {
               sawUsage = true
@@ -574,6 +558,9 @@ export const streamMachine =
             return []
           }
           case "content_block_start": {
+            const blockIndex = event.index ?? lastBlock + 1
+            if (blockIndex <= lastBlock) return broken("a content block index reused or out of order")
+            lastBlock = blockIndex
             const block = event.content_block
             if (block?.type === "text" && block.text) {
               produced = true
@@ -638,14 +625,7 @@ export const streamMachine =
         if (done) return []
         const bare = findBareError(tail)
         if (bare !== undefined) return classifyErrorAfter200(provider, bare, meta, usage())
-        return providerError({
-          kind: "stream_truncated",
-          processed: "maybe",
-          httpStatus: meta.httpStatus,
-          requestId: meta.requestId,
-          usage: usage(),
-          detail: `${provider}: stream ended without message_stop`
-        })
+        return streamTruncated(provider, meta, usage(), "stream ended without message_stop")
       }
     }
   }

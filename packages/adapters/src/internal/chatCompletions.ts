@@ -4,7 +4,6 @@
  *
  * @internal
  */
-import type { Headers } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
 import type { Message } from "@modelgate/core/ModelCommand"
@@ -16,14 +15,12 @@ import { Either, Schema } from "effect"
 import type { Codec } from "./adapter.js"
 import type { Kind, Meta } from "./classify.js"
 import {
-  applyShouldRetry,
   describe,
   field,
   firstHeader,
   invalidOutput,
   isRecord,
   kindForStatus,
-  processedForStatus,
   providerError,
   stringField
 } from "./classify.js"
@@ -32,8 +29,10 @@ import { parseJson } from "./http.js"
 import { retryHintMs } from "./retryHints.js"
 import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
+import type { StatusInput } from "./wireError.js"
+import { statusError, streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, LogitBias, unmappable } from "./options.js"
-import { makeUsage } from "./usage.js"
+import { count, makeUsage, sum } from "./usage.js"
 
 /** What differs between OpenAI and the OpenAI-compatible servers. @internal */
 export interface Dialect {
@@ -183,9 +182,27 @@ const Count = Schema.optional(Schema.NullOr(Schema.Number))
 const UsageWire = Schema.Struct({
   prompt_tokens: Count,
   completion_tokens: Count,
+  total_tokens: Count,
   prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: Count }))),
   completion_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ reasoning_tokens: Count })))
 })
+
+/** A message's content: text, or (Mistral's reasoning models) an array of typed parts. */
+const ContentValue = Schema.NullOr(
+  Schema.Union(
+    Schema.String,
+    Schema.Array(Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.NullOr(Schema.String)) }))
+  )
+)
+const ContentWire = Schema.optional(ContentValue)
+
+/** The answer text of a content value: the string, or its `text` parts joined (thinking parts left out). */
+const textOf = (content: typeof ContentValue.Type | undefined): string | undefined => {
+  if (content == null || typeof content === "string") return content ?? undefined
+  let text = ""
+  for (const part of content) if (part.type === "text" && part.text != null) text += part.text
+  return text
+}
 
 const ToolCallWire = Schema.Struct({
   index: Schema.optional(Schema.Number),
@@ -208,7 +225,7 @@ const CompletionWire = Schema.Struct({
     Schema.Struct({
       finish_reason: Schema.optional(Schema.NullOr(Schema.String)),
       message: Schema.Struct({
-        content: Schema.optional(Schema.NullOr(Schema.String)),
+        content: ContentWire,
         refusal: Schema.optional(Schema.NullOr(Schema.String)),
         tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallWire)))
       })
@@ -230,7 +247,7 @@ const ChunkWire = Schema.Struct({
           delta: Schema.optional(
             Schema.NullOr(
               Schema.Struct({
-                content: Schema.optional(Schema.NullOr(Schema.String)),
+                content: ContentWire,
                 refusal: Schema.optional(Schema.NullOr(Schema.String)),
                 tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallWire)))
               })
@@ -246,15 +263,25 @@ const ChunkWire = Schema.Struct({
 const decodeCompletion = Schema.decodeUnknownEither(CompletionWire)
 const decodeChunk = Schema.decodeUnknownEither(ChunkWire)
 
-const toUsage = (usage: typeof UsageWire.Type | null | undefined) =>
-  usage == null
-    ? undefined
-    : makeUsage({
-        inputTokens: usage.prompt_tokens,
-        cachedInputTokens: usage.prompt_tokens_details?.cached_tokens,
-        outputTokens: usage.completion_tokens,
-        reasoningTokens: usage.completion_tokens_details?.reasoning_tokens
-      })
+/**
+ * Usage of a completion. Where `total_tokens` shows reasoning counted outside `completion_tokens`
+ * (xAI: `total = prompt + completion + reasoning`), the output is completion plus reasoning;
+ * otherwise reasoning is a part of completion (OpenAI).
+ */
+const toUsage = (usage: typeof UsageWire.Type | null | undefined) => {
+  if (usage == null) return undefined
+  const reasoning = count(usage.completion_tokens_details?.reasoning_tokens)
+  const outside =
+    reasoning > 0 &&
+    count(usage.total_tokens) >= sum(usage.prompt_tokens, usage.completion_tokens) + reasoning &&
+    reasoning > count(usage.completion_tokens)
+  return makeUsage({
+    inputTokens: usage.prompt_tokens,
+    cachedInputTokens: usage.prompt_tokens_details?.cached_tokens,
+    outputTokens: outside ? sum(usage.completion_tokens, reasoning) : usage.completion_tokens,
+    reasoningTokens: reasoning
+  })
+}
 
 /**
  * Maps `finish_reason`; a refusal field wins.
@@ -285,6 +312,19 @@ export const finishReason = (raw: string | null | undefined, refusal: boolean): 
 const quotaCodes = new Set(["insufficient_quota", "credit_balance_exhausted", "organization_usage_limit_exceeded"])
 const spendCodes = new Set(["organization_spend_limit_exceeded", "project_spend_limit_exceeded"])
 
+/** Codes of a provider's safety system refusing the input or output. */
+const policyCodes = new Set(["content_filter", "content_policy_violation", "ResponsibleAIPolicyViolation"])
+
+/**
+ * Whether an error object is a safety-filter block: OpenAI's `content_policy_violation`, Azure
+ * OpenAI's `content_filter` (inner `ResponsibleAIPolicyViolation`), OpenRouter's 403 moderation
+ * flag (`metadata.reasons`).
+ */
+const isPolicyBlock = (error: unknown, code: string | undefined, status: number | undefined): boolean =>
+  (code !== undefined && policyCodes.has(code)) ||
+  policyCodes.has(stringField(field(error, "innererror"), "code") ?? "") ||
+  (status === 403 && Array.isArray(field(field(error, "metadata"), "reasons")))
+
 /**
  * The class named by an OpenAI-style error object, in the order `code` > `type` > message rules;
  * `undefined` when only the status can tell.
@@ -295,6 +335,8 @@ export const kindFromBody = (error: unknown, status: number | undefined): Kind |
   const code = stringField(error, "code")
   const type = stringField(error, "type")
   const message = stringField(error, "message") ?? ""
+  if (isPolicyBlock(error, code, status)) return "refusal"
+  if (code === "tool_use_failed") return "invalid_output"
   if (code !== undefined) {
     if (spendCodes.has(code)) return "spend_cap"
     if (quotaCodes.has(code)) return "quota_exhausted"
@@ -373,6 +415,8 @@ export const knownCodes: ReadonlySet<string> = new Set([
   "invalid_project",
   "account_deactivated",
   "content_policy_violation",
+  "content_filter",
+  "tool_use_failed",
   "invalid_value",
   "invalid_type",
   "unknown_parameter",
@@ -410,6 +454,12 @@ export const knownCodes: ReadonlySet<string> = new Set([
 
 const codeOf = (error: unknown) => knownCode(knownCodes, stringField(error, "code"), stringField(error, "type"))
 
+/** The reset headers of an exhausted request or token limit. */
+const rateLimitResets: ReadonlyArray<readonly [string, string]> = [
+  ["x-ratelimit-reset-requests", "x-ratelimit-remaining-requests"],
+  ["x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"]
+]
+
 /**
  * Classifies a non-2xx answer.
  *
@@ -417,40 +467,17 @@ const codeOf = (error: unknown) => knownCode(knownCodes, stringField(error, "cod
  */
 export const classifyError =
   (provider: string) =>
-  (input: {
-    readonly status: number
-    readonly headers: Headers.Headers
-    readonly body: unknown
-    readonly nowMs: number
-    readonly requestId: string | undefined
-  }): ProviderError => {
+  (input: StatusInput): ProviderError => {
     const error = errorObject(input.body)
-    const fromBody = error === undefined ? undefined : kindFromBody(error, input.status)
-    const kind = applyShouldRetry(
-      fromBody ?? kindForStatus(input.status),
-      input.headers["x-should-retry"],
-      fromBody === undefined
-    )
-    const retryAfterMs = retryHintMs(input.headers, input.nowMs, {
-      ...(kind === "rate_limited"
-        ? {
-            resetHeaders: [
-              ["x-ratelimit-reset-requests", "x-ratelimit-remaining-requests"],
-              ["x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"]
-            ],
-            resetFormat: "go"
-          }
-        : {})
-    })
-    const code = codeOf(error)
-    return providerError({
-      kind,
-      processed: processedForStatus(input.status),
-      httpStatus: input.status,
-      retryAfterMs,
-      requestId: input.requestId,
-      providerCode: code,
-      detail: describe(provider, input.status, code)
+    return statusError(provider, input, {
+      kind: error === undefined ? undefined : kindFromBody(error, input.status),
+      code: codeOf(error),
+      retryAfterMs: (kind) =>
+        retryHintMs(
+          input.headers,
+          input.nowMs,
+          kind === "rate_limited" ? { resetHeaders: rateLimitResets, resetFormat: "go" } : {}
+        )
     })
   }
 
@@ -512,7 +539,7 @@ export const decodeResponse =
         )
     )
     const reason = finishReason(choice.finish_reason, refusal)
-    const text = choice.message.content ?? undefined
+    const text = textOf(choice.message.content)
     if (reason === "stop" && !text && toolCalls.length === 0) return Either.left(emptyOutput(provider, meta, usage))
     return Either.right({
       text,
@@ -541,6 +568,34 @@ export const streamMachine =
     let fingerprint: string | null | undefined
     let produced = false
     let done = false
+    // Tool calls by wire index (their id once known), and the highest index opened so far.
+    const toolIds = new Map<number, string | undefined>()
+    let lastIndex = -1
+
+    const broken = (what: string) => invalidOutput(provider, what, meta, usage)
+
+    /** A tool-call delta, or the reason the stream is not one answer (a reused or backward index). */
+    const toolDelta = (call: typeof ToolCallWire.Type, position: number): ProviderStreamEvent | ProviderError => {
+      const index = call.index ?? position
+      const id = call.id == null || call.id === "" ? undefined : call.id
+      if (!toolIds.has(index)) {
+        if (index < lastIndex) return broken("a tool call opened on an index below an earlier one")
+        lastIndex = index
+        toolIds.set(index, id)
+      } else if (id !== undefined) {
+        const known = toolIds.get(index)
+        if (known !== undefined && known !== id) return broken("a second tool call on an index already used")
+        toolIds.set(index, id)
+      }
+      const name = call.function?.name
+      return {
+        _tag: "ToolCallDelta",
+        index,
+        id,
+        name: name == null || name === "" ? undefined : name,
+        argumentsDelta: call.function?.arguments ?? ""
+      }
+    }
 
     const finish = (): Step => {
       done = true
@@ -572,27 +627,27 @@ export const streamMachine =
         const decoded = decodeChunk(json.right)
         if (Either.isLeft(decoded)) return invalidOutput(provider, "unexpected stream chunk shape", meta, usage)
         const chunk = decoded.right
-        if (chunk.model != null) model = chunk.model
+        if (chunk.model != null && chunk.model !== "") {
+          if (model != null && model !== chunk.model) return broken("the model changed mid-stream")
+          model = chunk.model
+        }
         if (chunk.system_fingerprint != null) fingerprint = chunk.system_fingerprint
         if (chunk.usage != null) usage = toUsage(chunk.usage)
         const out: Array<ProviderStreamEvent> = []
         for (const choice of chunk.choices ?? []) {
           if ((choice.index ?? 0) !== 0) continue
           const delta = choice.delta
-          if (delta?.content != null && delta.content !== "") {
+          const text = textOf(delta?.content)
+          if (text) {
             produced = true
-            out.push({ _tag: "TextDelta", text: delta.content })
+            out.push({ _tag: "TextDelta", text })
           }
           if (delta?.refusal != null && delta.refusal !== "") refusal = true
           for (const [position, call] of (delta?.tool_calls ?? []).entries()) {
             produced = true
-            out.push({
-              _tag: "ToolCallDelta",
-              index: call.index ?? position,
-              id: call.id ?? undefined,
-              name: call.function?.name ?? undefined,
-              argumentsDelta: call.function?.arguments ?? ""
-            })
+            const event = toolDelta(call, position)
+            if (event._tag === "ProviderError") return event
+            out.push(event)
           }
           if (choice.finish_reason != null) rawFinish = choice.finish_reason
         }
@@ -602,14 +657,7 @@ export const streamMachine =
         if (done) return []
         const bare = findBareError(tail)
         if (bare !== undefined) return classifyErrorAfter200(provider, bare, meta)
-        return providerError({
-          kind: "stream_truncated",
-          processed: "maybe",
-          httpStatus: meta.httpStatus,
-          requestId: meta.requestId,
-          usage,
-          detail: `${provider}: stream ended without [DONE]`
-        })
+        return streamTruncated(provider, meta, usage, "stream ended without [DONE]")
       }
     }
   }

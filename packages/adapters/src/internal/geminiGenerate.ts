@@ -4,7 +4,6 @@
  *
  * @internal
  */
-import type { Headers } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
@@ -16,14 +15,12 @@ import { Either, Schema } from "effect"
 import type { Codec } from "./adapter.js"
 import type { Kind, Meta } from "./classify.js"
 import {
-  applyShouldRetry,
   describe,
   field,
   firstHeader,
   invalidOutput,
   isRecord,
   kindForStatus,
-  processedForStatus,
   providerError,
   stringField
 } from "./classify.js"
@@ -32,6 +29,8 @@ import { parseJson } from "./http.js"
 import { parseProtoDuration, retryHintMs } from "./retryHints.js"
 import type { StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
+import type { StatusInput } from "./wireError.js"
+import { statusError, streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, optionRefused, unmappable } from "./options.js"
 import { makeUsage, sum } from "./usage.js"
 
@@ -450,29 +449,12 @@ const codeOf = (error: unknown) => knownCode(knownCodes, errorInfoReason(error),
 /** @internal */
 export const classifyError =
   (provider: string) =>
-  (input: {
-    readonly status: number
-    readonly headers: Headers.Headers
-    readonly body: unknown
-    readonly nowMs: number
-    readonly requestId: string | undefined
-  }): ProviderError => {
+  (input: StatusInput): ProviderError => {
     const error = field(input.body, "error")
-    const fromBody = isRecord(error) ? kindFromBody(error, input.status) : undefined
-    const kind = applyShouldRetry(
-      fromBody ?? kindForStatus(input.status),
-      input.headers["x-should-retry"],
-      fromBody === undefined
-    )
-    const code = codeOf(error)
-    return providerError({
-      kind,
-      processed: processedForStatus(input.status),
-      httpStatus: input.status,
-      retryAfterMs: retryHintMs(input.headers, input.nowMs, { bodyDelayMs: retryDelayMs(error) }),
-      requestId: input.requestId,
-      providerCode: code,
-      detail: describe(provider, input.status, code)
+    return statusError(provider, input, {
+      kind: isRecord(error) ? kindFromBody(error, input.status) : undefined,
+      code: codeOf(error),
+      retryAfterMs: () => retryHintMs(input.headers, input.nowMs, { bodyDelayMs: retryDelayMs(error) })
     })
   }
 
@@ -615,14 +597,7 @@ export const streamMachine =
         const bare = findBareError(tail)
         if (bare !== undefined) return classifyErrorAfter200(provider, bare, meta, usage)
         if (raw === undefined && blockReason === undefined) {
-          return providerError({
-            kind: "stream_truncated",
-            processed: "maybe",
-            httpStatus: meta.httpStatus,
-            requestId: meta.requestId,
-            usage,
-            detail: `${provider}: stream ended before a finishReason`
-          })
+          return streamTruncated(provider, meta, usage, "stream ended before a finishReason")
         }
         const outcome = conclude(provider, acc, raw, blockReason, meta, usage)
         if (Either.isLeft(outcome)) return outcome.left

@@ -141,7 +141,12 @@ export const send = (
 ): Effect.Effect<HttpClientResponse.HttpClientResponse, ProviderError> =>
   Effect.mapError(http.execute(request), (error) => transportError(provider, error))
 
-const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
+/**
+ * The bytes of `parts` (`size` in all) as one array; a single part is returned as is.
+ *
+ * @internal
+ */
+export const concatBytes = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
   if (parts.length === 1 && parts[0] !== undefined) return parts[0]
   const out = new Uint8Array(size)
   let offset = 0
@@ -207,7 +212,7 @@ export const readBody = (
       })
     ).pipe(
       Effect.mapError((error) => transportError(provider, error, meta)),
-      Effect.flatMap(() => (over ? Effect.fail(tooLarge()) : Effect.succeed(decoder.decode(concat(parts, size)))))
+      Effect.flatMap(() => (over ? Effect.fail(tooLarge()) : Effect.succeed(decoder.decode(concatBytes(parts, size)))))
     )
   })
 
@@ -233,7 +238,7 @@ export const readErrorBody = (
         return size < limit
       })
     ).pipe(
-      Effect.map(() => new TextDecoder().decode(concat(parts, size))),
+      Effect.map(() => new TextDecoder().decode(concatBytes(parts, size))),
       Effect.orElseSucceed(() => undefined)
     )
   })

@@ -14,10 +14,10 @@
 import type { HttpClientError } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
 import type { ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
-import { Cause, Channel, Chunk, Stream } from "effect"
+import { Cause, Channel, Chunk, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { field, isRecord, providerError } from "./classify.js"
-import { parseJson, transportError } from "./http.js"
+import { concatBytes, parseJson, transportError } from "./http.js"
 
 /** Default bound of one SSE event (its field lines, in bytes): 1 MiB. @internal */
 export const defaultMaxEventBytes = 1024 * 1024
@@ -63,16 +63,6 @@ type Decoder = Channel.Channel<
 >
 
 const isFailure = (step: Step): step is ProviderError => !Array.isArray(step)
-
-const join = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
-  const out = new Uint8Array(size)
-  let offset = 0
-  for (const part of parts) {
-    out.set(part, offset)
-    offset += part.length
-  }
-  return out
-}
 
 /**
  * Decodes an SSE body with `machine`. The body is bounded by `maxBytes` and each event by
@@ -138,7 +128,7 @@ export const decode = (
     }
 
     const tailText = () => {
-      const kept = join(tailParts.slice(tailHead), tailBytes)
+      const kept = concatBytes(tailParts.slice(tailHead), tailBytes)
       return utf8.decode(kept.length > tailSize ? kept.subarray(kept.length - tailSize) : kept)
     }
 
@@ -205,7 +195,7 @@ export const decode = (
           partSize = size
           return true
         }
-        const raw = partSize === 0 ? chunk.subarray(i, end) : join([...parts, chunk.subarray(i, end)], size)
+        const raw = partSize === 0 ? chunk.subarray(i, end) : concatBytes([...parts, chunk.subarray(i, end)], size)
         parts = []
         partSize = 0
         eventSize += size
@@ -225,8 +215,23 @@ export const decode = (
 
     /** The end of the body: a complete last line still dispatches its event (llama.cpp may omit the
      * final blank line after `data: [DONE]`); a partial line is a truncated event and is dropped. */
+    // The body ended inside a line: a last line that is whole (`data: [DONE]` or a JSON value without
+    // its line end, as some servers send it) still counts; a cut one is left to `onEnd`.
+    const flushLastLine = (out: Array<ProviderStreamEvent>): boolean => {
+      const raw = concatBytes(parts, partSize)
+      parts = []
+      partSize = 0
+      if (!line(raw, out) || data === undefined) return true
+      const last = data.slice(data.lastIndexOf("\n") + 1)
+      if (last === "[DONE]" || Either.isRight(parseJson(last))) return dispatch(out)
+      data = undefined
+      eventName = undefined
+      return true
+    }
+
     const end = (out: Array<ProviderStreamEvent>): void => {
-      if (partSize === 0 && !dispatch(out)) return
+      if (partSize > 0 && !flushLastLine(out)) return
+      if (!dispatch(out)) return
       if (finished) return
       const final = machine.onEnd(tailText())
       if (isFailure(final)) failure = final

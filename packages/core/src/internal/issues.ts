@@ -20,6 +20,19 @@ export const segment = (key: PropertyKey): string => {
 export const jsonPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.length === 0 ? "$" : `$.${path.map(segment).join(".")}`
 
+/**
+ * Path of a configuration problem, the style every startup problem uses: `targets[0].regions[1]`
+ * (indices in brackets, keys after dots, each segment bounded).
+ */
+export const configPath = (path: ReadonlyArray<PropertyKey>): string => {
+  let out = ""
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`
+    else out += out === "" ? segment(key) : `.${segment(key)}`
+  }
+  return out === "" ? "$" : out
+}
+
 /** At most 20 issues of `error`, as `path: Kind`. */
 export const issuesOf = (error: ParseResult.ParseError): Array<string> =>
   ParseResult.ArrayFormatter.formatErrorSync(error)

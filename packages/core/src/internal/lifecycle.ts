@@ -5,21 +5,13 @@
  * model version started as a canary (`onNewVersion: "canary"`).
  */
 import type { Effect } from "effect"
-import type { CompiledWorkflow } from "../GatewayConfig.js"
 import type { ModelCommand } from "../ModelCommand.js"
 import type { CallRecord, ModelResult } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { CanaryPolicy, Workflow } from "../Workflow.js"
+import type { CompiledWorkflow } from "./compiled.js"
 
-/** The lifecycle features of one compiled workflow; absent when it uses none. */
-export interface Features {
-  /** The canary has a rollout: its share is the controller's and its calls are observed. */
-  readonly rollout: boolean
-  /** The shadow candidate, resolved. */
-  readonly shadowTarget: ModelTarget | undefined
-  /** Quality signals demote or exclude targets of this workflow. */
-  readonly quality: boolean
-}
+export type { Features } from "./compiled.js"
 
 /** A target's quality standing on a workflow when it is not in good standing. */
 export interface Standing {

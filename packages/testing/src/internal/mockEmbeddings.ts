@@ -8,7 +8,7 @@
  * @internal
  */
 import type { Provider, Success } from "./mockScript.js"
-import { isObject, modelOf } from "./mockWire.js"
+import { isObject, modelOf } from "./wire.js"
 
 /** Vector length when the request names none. @internal */
 export const defaultDimensions = 8

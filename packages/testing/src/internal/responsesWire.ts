@@ -1,9 +1,12 @@
 /**
  * Renders mock behaviours into the OpenAI **Responses** wire format (`POST /v1/responses`):
  * the response object of a non-streamed answer, and the `event: <type>` SSE frames of a streamed
- * one (`response.created`, `response.output_item.added`, `response.output_text.delta`,
- * `response.refusal.delta`, `response.function_call_arguments.delta`, `response.output_item.done`,
- * `response.completed | incomplete`, and `error` after HTTP 200), per providers.md §4–§7.
+ * one in the API's order (`response.created`, `response.in_progress`, per item
+ * `response.output_item.added`, per content part `response.content_part.added`, the
+ * `response.output_text.delta | refusal.delta` frames, `response.output_text.done | refusal.done`,
+ * `response.content_part.done`; per function call its `response.function_call_arguments.delta`
+ * frames and `.done`; `response.output_item.done`; `response.completed | incomplete`, and `error`
+ * after HTTP 200), per providers.md §4–§7.
  *
  * The response object carries every field the official schemas require (`object`, `created_at`,
  * `error`, `incomplete_details`, `instructions`, `tools`, `tool_choice`, `parallel_tool_calls`,
@@ -12,8 +15,8 @@
  * @internal
  */
 import type { ErrorSpec, Success, UsageSpec } from "./mockScript.js"
-import type { SseAnswer } from "./mockWire.js"
-import { argumentsOf, errorObject, isObject, modelOf, pieces, textOf, usageOf } from "./mockWire.js"
+import type { SseAnswer } from "./wire.js"
+import { argumentsOf, errorObject, isObject, modelOf, pieces, refusalText, textOf, usageOf } from "./wire.js"
 
 /** Responses usage: `input_tokens` counts cached tokens too, `output_tokens` reasoning tokens too. */
 const responsesUsage = (usage: UsageSpec) => ({
@@ -23,9 +26,6 @@ const responsesUsage = (usage: UsageSpec) => ({
   output_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 },
   total_tokens: usage.input + usage.output
 })
-
-const refusalOf = (success: Success): string | undefined =>
-  success.refusal === undefined ? undefined : success.refusal === true ? "I can't help with that." : success.refusal
 
 /**
  * `status` and `incomplete_details.reason` from the script's raw finish value: `max_output_tokens`
@@ -42,10 +42,47 @@ export const responsesRequestedSchema = (body: unknown): unknown => {
   return body.text.format.type === "json_schema" ? body.text.format.schema : undefined
 }
 
+/**
+ * An output item: its `output_item.added` item and the frames that open its content, the delta
+ * frames, the frames that close its content and its done item. Opening and closing frames travel
+ * with the item frames (one cuttable chunk each), so a fault counts the same chunks as before.
+ */
 interface Item {
   readonly added: Record<string, unknown>
+  readonly opening: ReadonlyArray<Record<string, unknown>>
   readonly deltas: ReadonlyArray<Record<string, unknown>>
+  readonly closing: ReadonlyArray<Record<string, unknown>>
   readonly done: Record<string, unknown>
+}
+
+/**
+ * The frames of one content part, as the API sends them: `content_part.added`, the deltas,
+ * `<kind>.done` with the whole value, `content_part.done` (the official SDKs' `responses.stream()`
+ * needs the part added before its deltas).
+ */
+const partFrames = (
+  itemId: string,
+  kind: "output_text" | "refusal",
+  value: string,
+  size: number
+): Pick<Item, "opening" | "deltas" | "closing"> => {
+  const key = kind === "output_text" ? "text" : "refusal"
+  const part = (v: string) =>
+    kind === "output_text" ? { type: kind, text: v, annotations: [] } : { type: kind, refusal: v }
+  const at = { item_id: itemId, content_index: 0 }
+  return {
+    opening: [{ type: "response.content_part.added", ...at, part: part("") }],
+    deltas: pieces(value, size).map((delta) => ({
+      type: `response.${kind}.delta`,
+      ...at,
+      delta,
+      ...(kind === "output_text" ? { logprobs: [] } : {})
+    })),
+    closing: [
+      { type: `response.${kind}.done`, ...at, [key]: value, ...(kind === "output_text" ? { logprobs: [] } : {}) },
+      { type: "response.content_part.done", ...at, part: part(value) }
+    ]
+  }
 }
 
 const messageItem = (id: string, content: Record<string, unknown>, status: string) => ({
@@ -60,17 +97,12 @@ const messageItem = (id: string, content: Record<string, unknown>, status: strin
 const itemsOf = (success: Success, id: string): Array<Item> => {
   const size = success.chunkSize ?? 16
   const items: Array<Item> = []
-  const refusal = refusalOf(success)
+  const refusal = refusalText(success)
   if (refusal !== undefined) {
     const itemId = `msg_${id}_0`
     items.push({
-      added: messageItem(itemId, { type: "refusal", refusal: "" }, "in_progress"),
-      deltas: pieces(refusal, size).map((delta) => ({
-        type: "response.refusal.delta",
-        item_id: itemId,
-        content_index: 0,
-        delta
-      })),
+      added: { ...messageItem(itemId, { type: "refusal", refusal: "" }, "in_progress"), content: [] },
+      ...partFrames(itemId, "refusal", refusal, size),
       done: messageItem(itemId, { type: "refusal", refusal }, "completed")
     })
   } else {
@@ -82,13 +114,7 @@ const itemsOf = (success: Success, id: string): Array<Item> => {
           ...messageItem(itemId, { type: "output_text", text: "", annotations: [] }, "in_progress"),
           content: []
         },
-        deltas: pieces(text, size).map((delta) => ({
-          type: "response.output_text.delta",
-          item_id: itemId,
-          content_index: 0,
-          delta,
-          logprobs: []
-        })),
+        ...partFrames(itemId, "output_text", text, size),
         done: messageItem(itemId, { type: "output_text", text, annotations: [], logprobs: [] }, "completed")
       })
     }
@@ -106,11 +132,13 @@ const itemsOf = (success: Success, id: string): Array<Item> => {
         arguments: "",
         status: "in_progress"
       },
+      opening: [],
       deltas: pieces(args, size).map((delta) => ({
         type: "response.function_call_arguments.delta",
         item_id: itemId,
         delta
       })),
+      closing: [{ type: "response.function_call_arguments.done", item_id: itemId, arguments: args }],
       done: {
         id: itemId,
         type: "function_call",
@@ -196,11 +224,16 @@ export const responsesSse = (success: Success, requested: string | undefined, id
   const items = itemsOf(success, id)
   const chunks: Array<string> = []
   for (const [index, item] of items.entries()) {
-    chunks.push(frame({ type: "response.output_item.added", output_index: index, item: item.added }))
-    for (const delta of item.deltas) {
-      chunks.push(frame({ type: String(delta.type), ...delta, output_index: index }))
-    }
-    chunks.push(frame({ type: "response.output_item.done", output_index: index, item: item.done }))
+    const inner = (data: Record<string, unknown>) => frame({ type: String(data.type), ...data, output_index: index })
+    chunks.push(
+      frame({ type: "response.output_item.added", output_index: index, item: item.added }) +
+        item.opening.map(inner).join("")
+    )
+    for (const delta of item.deltas) chunks.push(inner(delta))
+    chunks.push(
+      item.closing.map(inner).join("") +
+        frame({ type: "response.output_item.done", output_index: index, item: item.done })
+    )
   }
   const { status } = statusOf(success)
   const tail = [

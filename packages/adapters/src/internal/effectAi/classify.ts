@@ -21,7 +21,7 @@ import type { AiError } from "@effect/ai"
 import { Headers, HttpClientError } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/Errors"
 import type { Meta } from "../classify.js"
-import { invalidOutput, providerError } from "../classify.js"
+import { field, invalidOutput, isRecord, providerError } from "../classify.js"
 import { classifyError, classifyErrorAfter200 } from "../chatCompletions.js"
 import { parseJsonOrUndefined, transportError } from "../http.js"
 
@@ -75,12 +75,21 @@ export const classifyAiError = (provider: string, error: AiError.AiError, nowMs:
 }
 
 /**
- * The `ProviderError` of an error part of a stream (an `error` event after HTTP 200, e.g. the
- * Responses API's `{type: "error", code, message}`): its code, else temporary.
+ * The `ProviderError` of an error part of a stream (an `error` event after HTTP 200): the Responses
+ * API's flat `{type: "error", code, message}`, its nested `{type: "error", error: {code, …}}`, or
+ * a failed response's `{response: {error: {code, …}}}`; its code, else temporary.
  *
  * @internal
  */
 export const classifyStreamError = (provider: string, error: unknown): ProviderError => {
   const meta: Meta = { httpStatus: 200, requestId: undefined }
-  return classifyErrorAfter200(provider, error, meta)
+  return classifyErrorAfter200(provider, errorPayload(error), meta)
+}
+
+/** The error object of an error event, whichever of its shapes it has. @internal */
+export const errorPayload = (event: unknown): unknown => {
+  const nested = field(event, "error")
+  if (isRecord(nested)) return nested
+  const failed = field(field(event, "response"), "error")
+  return isRecord(failed) ? failed : event
 }

@@ -1,0 +1,343 @@
+/**
+ * Eligibility: why a target cannot serve a request, as one exclusion code and a detail. One
+ * implementation for the router (per request: the first reason wins) and for startup validation
+ * (`GatewayConfig.validate` applies the rules that hold for every request of a workflow and reports
+ * each, with a fix). Hot path: a rule allocates only when it excludes.
+ */
+import * as Embeddings from "../../Embeddings.js"
+import type { ModelCommand } from "../../ModelCommand.js"
+import * as ModelOptions from "../../ModelOptions.js"
+import { type ModelTarget, type QualityTier, qualityRank } from "../../ModelTarget.js"
+import { costAt, inputTokensAt, minimumUsefulOutputTokens } from "../../Pricing.js"
+import { boundDetail } from "../../RouteDecision.js"
+import * as TokenEstimator from "../../TokenEstimator.js"
+import type { Risk, Workflow } from "../../Workflow.js"
+import type { CompiledWorkflow } from "../compiled.js"
+import type * as Lifecycle from "../lifecycle.js"
+import { memo, type RouterState } from "./state.js"
+import type { Exclusion } from "./types.js"
+
+export type { Exclusion } from "./types.js"
+
+/** What of a compiled workflow the rules read (startup validation builds it before compiling). */
+export type Shape = Pick<CompiledWorkflow, "workflow" | "schema" | "features">
+
+/** What of a request the eligibility rules read, besides its size. */
+export interface RequestView {
+  readonly regions: ReadonlyArray<string>
+  readonly dataClass: string
+  readonly images: boolean
+  readonly tools: boolean
+  readonly streaming: boolean
+  readonly schemaFeatures: ReadonlyArray<string> | undefined
+  readonly risk: Risk | undefined
+  readonly segment: string | undefined
+  readonly minQualityTier: QualityTier | undefined
+}
+
+const noOptions: ReadonlyArray<ModelOptions.OptionName> = []
+
+/**
+ * Lowest verified score on the segment a `HIGH`-risk call accepts when its workflow sets no
+ * `qualityThreshold`.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const defaultQualityThreshold = 0.8
+
+const riskRank = (risk: Risk | undefined): number => (risk === "HIGH" ? 2 : risk === "MEDIUM" ? 1 : 0)
+
+/** The higher of two optional quality classes. */
+const higherTier = (a: QualityTier | undefined, b: QualityTier | undefined): QualityTier | undefined =>
+  a === undefined ? b : b === undefined ? a : qualityRank(a) >= qualityRank(b) ? a : b
+
+/** The request's view: the workflow's rules, narrowed (never widened) by the command; `images` counted once by the caller. */
+export const requestView = (
+  compiled: Shape,
+  command: ModelCommand,
+  mode: "generate" | "stream",
+  images: boolean
+): RequestView => {
+  const w = compiled.workflow
+  return {
+    regions: command.regions ?? w.regions,
+    dataClass: command.dataClass ?? w.dataClass,
+    images,
+    tools: (command.tools?.length ?? 0) > 0,
+    streaming: mode === "stream" || command.requires?.streaming === true,
+    schemaFeatures: command.requires?.schemaFeatures,
+    // A command can raise the workflow's risk and minimum class, never lower them.
+    risk: riskRank(command.risk) > riskRank(w.risk) ? command.risk : w.risk,
+    segment: command.segment ?? w.segment,
+    minQualityTier: higherTier(w.minQualityTier, command.minQualityTier)
+  }
+}
+
+/** The view of a request that asks for nothing beyond its workflow. */
+export const workflowView = (w: Workflow): RequestView => ({
+  regions: w.regions,
+  dataClass: w.dataClass,
+  images: false,
+  tools: false,
+  streaming: false,
+  schemaFeatures: undefined,
+  risk: w.risk,
+  segment: w.segment,
+  minQualityTier: w.minQualityTier
+})
+
+/** A request that asks for nothing beyond its workflow (the common case): its rules are the workflow's. */
+export const isPlain = (command: ModelCommand, mode: "generate" | "stream", images: boolean): boolean =>
+  mode === "generate" &&
+  command.regions === undefined &&
+  command.dataClass === undefined &&
+  command.requires === undefined &&
+  command.risk === undefined &&
+  command.segment === undefined &&
+  command.minQualityTier === undefined &&
+  (command.tools?.length ?? 0) === 0 &&
+  !images
+
+// ---------------------------------------------------------------------------------------------
+// The rules, in the order the router applies them
+// ---------------------------------------------------------------------------------------------
+
+/** One eligibility rule: why `target` cannot serve a request like `view`, or `undefined`. */
+type Rule = (
+  compiled: Shape,
+  view: RequestView,
+  target: ModelTarget,
+  requiredOptions: ReadonlyArray<ModelOptions.OptionName>
+) => Exclusion | undefined
+
+const disabled: Rule = (_c, _v, target) =>
+  target.status === "disabled" ? { reason: "DISABLED", detail: "target is disabled" } : undefined
+
+const region: Rule = (compiled, view, target) => {
+  const regions = view.regions
+  const allowed = compiled.workflow.regions
+  let outside: Array<string> | undefined
+  for (const r of target.regions) {
+    if (regions.includes(r) && allowed.includes(r)) continue
+    if (outside === undefined) outside = []
+    outside.push(r)
+  }
+  if (outside === undefined) return undefined
+  return { reason: "DATA_REGION_MISMATCH", detail: `runs in [${outside.join(", ")}], allowed [${regions.join(", ")}]` }
+}
+
+// Both the workflow's class and the request's own: a request can narrow, never widen, who may see it.
+const dataClass: Rule = (compiled, view, target) =>
+  !target.dataClasses.includes(view.dataClass) || !target.dataClasses.includes(compiled.workflow.dataClass)
+    ? { reason: "DATA_CLASS_NOT_ALLOWED", detail: `data class "${view.dataClass}" not allowed` }
+    : undefined
+
+// Embedding models serve embedding workflows only, and only in the workflow's vector space.
+const embedding: Rule = (compiled, _v, target) => {
+  const w = compiled.workflow
+  return w.embedding !== undefined || target.capabilities.embeddings !== undefined
+    ? Embeddings.incompatibility(w.embedding, target)
+    : undefined
+}
+
+const capability: Rule = (compiled, view, target) => {
+  const caps = target.capabilities
+  const needs = compiled.workflow.requires
+  const lacksVision = !caps.vision && (needs.vision || view.images)
+  const lacksTools = !caps.tools && (needs.tools || view.tools)
+  const lacksStreaming = !caps.streaming && (needs.streaming || view.streaming)
+  const lacksStructured = compiled.schema !== undefined && caps.structuredOutput.mode === "none"
+  if (!(lacksVision || lacksTools || lacksStreaming || lacksStructured)) return undefined
+  const missing: Array<string> = []
+  if (lacksVision) missing.push("vision")
+  if (lacksTools) missing.push("tools")
+  if (lacksStreaming) missing.push("streaming")
+  if (lacksStructured) missing.push("structured output")
+  return { reason: "CAPABILITY_MISSING", detail: `missing: ${missing.join(", ")}` }
+}
+
+const schemaFeature: Rule = (compiled, view, target) => {
+  if (compiled.schema === undefined && view.schemaFeatures === undefined) return undefined
+  const structured = target.capabilities.structuredOutput
+  // No structured output at all is the capability rule's (`CAPABILITY_MISSING`).
+  if (compiled.schema !== undefined && structured.mode === "none") return undefined
+  const supported = structured.features
+  // No allocation unless a feature is unsupported.
+  let unsupported: Array<string> | undefined
+  const check = (f: string) => {
+    for (const s of supported) if (s === f) return
+    if (unsupported?.includes(f)) return
+    if (unsupported === undefined) unsupported = []
+    unsupported.push(f)
+  }
+  for (const f of compiled.features) check(f)
+  for (const f of view.schemaFeatures ?? []) check(f)
+  return unsupported === undefined
+    ? undefined
+    : { reason: "SCHEMA_FEATURE_UNSUPPORTED", detail: `unsupported: ${unsupported.sort().join(", ")}` }
+}
+
+const options: Rule = (_c, _v, target, requiredOptions) => {
+  if (requiredOptions.length === 0) return undefined
+  const missing = ModelOptions.unsupported(requiredOptions, target.capabilities.options ?? noOptions)
+  return missing === undefined
+    ? undefined
+    : { reason: "OPTION_UNSUPPORTED", detail: boundDetail(`does not accept options: ${missing.join(", ")}`) }
+}
+
+const minTier: Rule = (_c, view, target) => {
+  const min = view.minQualityTier
+  if (min === undefined) return undefined
+  const tier = target.qualityTier
+  if (tier === undefined) return { reason: "BELOW_MIN_TIER", detail: `no quality class, ${min} required` }
+  return qualityRank(tier) < qualityRank(min)
+    ? { reason: "BELOW_MIN_TIER", detail: `quality ${tier} below ${min}` }
+    : undefined
+}
+
+/** The target's verified score on `segment` (own keys only), or `undefined`. */
+export const verifiedScore = (target: ModelTarget, segment: string): number | undefined => {
+  const quality = target.quality
+  return quality !== undefined && Object.hasOwn(quality, segment) ? quality[segment]?.score : undefined
+}
+
+const verifiedQuality: Rule = (compiled, view, target) => {
+  if (view.risk !== "HIGH") return undefined
+  const segment = view.segment
+  if (segment === undefined) return { reason: "QUALITY_UNVERIFIED", detail: "risk HIGH needs a task segment" }
+  const threshold = compiled.workflow.qualityThreshold ?? defaultQualityThreshold
+  const verified = verifiedScore(target, segment)
+  if (verified !== undefined && verified >= threshold) return undefined
+  return {
+    reason: "QUALITY_UNVERIFIED",
+    detail: boundDetail(
+      verified === undefined
+        ? `no verified score on segment ${segment}`
+        : `verified ${verified} on segment ${segment}, below ${threshold}`
+    )
+  }
+}
+
+/** Every rule of a request, in the order the router applies them. */
+const requestRules: ReadonlyArray<Rule> = [
+  disabled,
+  region,
+  dataClass,
+  embedding,
+  capability,
+  schemaFeature,
+  options,
+  minTier,
+  verifiedQuality
+]
+
+/**
+ * The rules that hold for every request of a workflow and can be checked at startup (the others
+ * depend on the request, the segment's scores or the tenant): `GatewayConfig.validate` reports each.
+ */
+const startupRules: ReadonlyArray<Rule> = [disabled, region, dataClass, capability, schemaFeature, options]
+
+/** Why `target` cannot serve a request like `view` (size aside), or `undefined`: the first rule that excludes it. */
+export const requestReason = (
+  compiled: Shape,
+  view: RequestView,
+  target: ModelTarget,
+  requiredOptions: ReadonlyArray<ModelOptions.OptionName>
+): Exclusion | undefined => {
+  for (const rule of requestRules) {
+    const why = rule(compiled, view, target, requiredOptions)
+    if (why !== undefined) return why
+  }
+  return undefined
+}
+
+/**
+ * Every reason a route target of `compiled` is out for any request of its workflow (the startup
+ * rules, each reported), with the options the workflow pins.
+ */
+export const startupReasons = (
+  compiled: Shape,
+  target: ModelTarget,
+  pinned: ReadonlyArray<ModelOptions.OptionName>
+): Array<Exclusion> => {
+  const view = workflowView(compiled.workflow)
+  const out: Array<Exclusion> = []
+  for (const rule of startupRules) {
+    const why = rule(compiled, view, target, pinned)
+    if (why !== undefined) out.push(why)
+  }
+  return out
+}
+
+/** Per workflow (in `state`): why each route target is excluded for a plain request (computed once). */
+export const plainReasonsOf = (state: RouterState, compiled: CompiledWorkflow): ReadonlyArray<Exclusion | undefined> =>
+  memo(state.plainReasons, compiled, () => {
+    const view = workflowView(compiled.workflow)
+    return compiled.targets.map((t) => requestReason(compiled, view, t, noOptions))
+  })
+
+/** Why the request's size excludes `target` (context window, cost cap), or `undefined`. */
+export const sizeReason = (
+  compiled: CompiledWorkflow,
+  command: ModelCommand,
+  target: ModelTarget,
+  inputTokens: number | undefined
+): Exclusion | undefined => {
+  // Not counted: nothing is limited and the input certainly fits every window.
+  if (inputTokens === undefined) return undefined
+  const window = target.capabilities.contextWindow
+  const tokens = inputTokensAt(inputTokens, target)
+  if (tokens + 1 > window) return { reason: "CONTEXT_TOO_SMALL", detail: `~${tokens} input tokens, window ${window}` }
+  const maxCost = Math.min(command.maxCost ?? Infinity, compiled.workflow.maxCost ?? Infinity)
+  if (maxCost === Infinity) return undefined
+  const minimumCost = costAt(target, tokens, minimumUsefulOutputTokens)
+  if (minimumCost <= maxCost) return undefined
+  return {
+    reason: "BUDGET_DOES_NOT_FIT",
+    detail: `input and ${minimumUsefulOutputTokens} output tokens cost ${minimumCost.toPrecision(3)}, maxCost ${maxCost}`
+  }
+}
+
+/** `QUALITY_REGRESSION` when the target's quality on the workflow is past its exclusion threshold. */
+export const qualityReason = (
+  view: Lifecycle.View,
+  w: Workflow,
+  command: ModelCommand,
+  target: ModelTarget
+): Exclusion | undefined => {
+  const standing = view.quality(w, command.segment ?? w.segment, target)
+  return standing?.level === "excluded"
+    ? { reason: "QUALITY_REGRESSION", detail: boundDetail(standing.detail) }
+    : undefined
+}
+
+/**
+ * Why `target` cannot serve `command` under `compiled`, or `undefined` when it can (health aside).
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const checkTarget = (
+  compiled: CompiledWorkflow,
+  command: ModelCommand,
+  target: ModelTarget,
+  inputTokens: number | undefined,
+  mode: "generate" | "stream",
+  /** Options the target must accept (set by the command or pinned by the workflow). */
+  requiredOptions: ReadonlyArray<ModelOptions.OptionName> = []
+): Exclusion | undefined =>
+  requestReason(compiled, requestView(compiled, command, mode, command.hasImages), target, requiredOptions) ??
+  sizeReason(compiled, command, target, inputTokens)
+
+/** Whether an upper bound of the input's tokens fits the context window of every target. */
+export const fitsEveryWindow = (
+  compiled: CompiledWorkflow,
+  input: Parameters<typeof TokenEstimator.upperBound>[0]
+): boolean => {
+  const bound = TokenEstimator.upperBound(input)
+  for (const t of compiled.targets) {
+    if (inputTokensAt(bound, t) + 1 > t.capabilities.contextWindow) return false
+  }
+  return true
+}

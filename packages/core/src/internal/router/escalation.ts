@@ -1,0 +1,82 @@
+/**
+ * Escalation: moving a call to a stronger target, either because the command asked for it
+ * (`escalate`, decided with the route) or inside a call (an answer failed validation, or the
+ * workflow's check fired on it), within the route's hard filters and reservation.
+ */
+import type { ModelTarget } from "../../ModelTarget.js"
+import { qualityRank } from "../../ModelTarget.js"
+import type { Escalation, EscalationSignal } from "../../RouteDecision.js"
+import type { EscalationPolicy } from "../../Workflow.js"
+import type { Route } from "./decision.js"
+
+/**
+ * Whether `candidate` is an escalation target from `from` under `policy`: one of the policy's
+ * explicit `targets` (other than `from`) when it names some; else of a stronger quality class than
+ * `from` (an undeclared class is the weakest), and at least the policy's `tier` when it sets one.
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const isStronger = (
+  from: ModelTarget,
+  candidate: ModelTarget,
+  policy: EscalationPolicy | undefined
+): boolean => {
+  if (policy?.targets !== undefined) return candidate.ref !== from.ref && policy.targets.includes(candidate.ref)
+  const rank = (t: ModelTarget) => (t.qualityTier === undefined ? -1 : qualityRank(t.qualityTier))
+  if (rank(candidate) <= rank(from)) return false
+  return policy?.tier === undefined || rank(candidate) >= qualityRank(policy.tier)
+}
+
+/**
+ * Escalation: `order` with the items stronger than the first ({@link isStronger}) moved first
+ * (each group keeps its order), or `undefined` when none is stronger.
+ */
+export const escalationOrder = <A>(
+  order: ReadonlyArray<A>,
+  targetOf: (a: A) => ModelTarget,
+  policy: EscalationPolicy | undefined
+): Array<A> | undefined => {
+  const first = order[0]
+  if (first === undefined) return undefined
+  const from = targetOf(first)
+  const stronger = order.filter((a) => isStronger(from, targetOf(a), policy))
+  if (stronger.length === 0) return undefined
+  return [...stronger, ...order.filter((a) => !isStronger(from, targetOf(a), policy))]
+}
+
+/** The evidence of one escalation. */
+export const escalationOf = (signal: EscalationSignal, from: ModelTarget, to: ModelTarget | undefined): Escalation => {
+  const out: { -readonly [K in keyof Escalation]: Escalation[K] } = { signal, from: from.ref }
+  if (from.qualityTier !== undefined) out.fromTier = from.qualityTier
+  if (to !== undefined) {
+    out.to = to.ref
+    if (to.qualityTier !== undefined) out.toTier = to.qualityTier
+  }
+  return out
+}
+
+/**
+ * Escalation inside a call (an answer failed validation, or the workflow's check fired on it): the
+ * index of the best eligible target after `from` in the route's order that is stronger under the
+ * workflow's escalation policy, and the escalation's evidence (`to` absent, index −1 when there
+ * is none). The route's targets passed every hard filter and the reservation covers each of them,
+ * so the escalation stays within the call's constraints, deadline and reservation.
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const escalateFrom = (
+  route: Route,
+  from: number,
+  signal: EscalationSignal
+): { readonly index: number; readonly escalation: Escalation } => {
+  const current = route.targets[from]!
+  const policy = route.compiled.workflow.escalation
+  for (let j = from + 1; j < route.targets.length; j++) {
+    const candidate = route.targets[j]!
+    if (isStronger(current, candidate, policy))
+      return { index: j, escalation: escalationOf(signal, current, candidate) }
+  }
+  return { index: -1, escalation: escalationOf(signal, current, undefined) }
+}

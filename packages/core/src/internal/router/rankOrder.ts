@@ -1,0 +1,79 @@
+/**
+ * The order of scored targets: by group (those whose observed p95 fits the time left, then under a
+ * short deadline the fast latency class), then total descending, ties in route order. A radix or
+ * counting sort over integer keys: no comparator call per pair.
+ */
+
+/** Bits of a sort digit (two digits cover a 22-bit key). */
+const digitBits = 11
+const digitMask = (1 << digitBits) - 1
+/** Keys spanning fewer values than this are sorted in one counting pass. */
+const countingRange = 8192
+
+/**
+ * Indices `0..n-1` by group, then total, both descending, ties by index. Totals have 4 decimals
+ * and lie within ±50 (five terms of weight ≤ 1, a penalty ≤ 1), so `group · 2^20 + total · 10⁴ +
+ * 2^19` is a 22-bit integer key: a stable two-pass radix sort of the keys (O(n), no comparator
+ * call per pair) gives the order.
+ */
+export const rankOrder = (n: number, totals: Int32Array, group: ((i: number) => number) | undefined): Array<number> => {
+  const top = (4 << 20) - 1
+  const keys = new Int32Array(n)
+  let low = top
+  let high = 0
+  for (let i = 0; i < n; i++) {
+    // descending: the largest key sorts first
+    const key = top - ((group === undefined ? 2 : group(i)) * 1_048_576 + totals[i]! + 524_288)
+    keys[i] = key
+    if (key < low) low = key
+    if (key > high) high = key
+  }
+  const span = high - low
+  if (n > 32 && span < countingRange) {
+    // Keys close together (the usual case): one counting pass over their range.
+    const counts = new Int32Array(span + 2)
+    for (let i = 0; i < n; i++) counts[keys[i]! - low + 1]!++
+    for (let d = 0; d <= span; d++) counts[d + 1]! += counts[d]!
+    const out = new Array<number>(n)
+    for (let i = 0; i < n; i++) out[counts[keys[i]! - low]!++] = i
+    return out
+  }
+  let from = new Int32Array(n)
+  let to = new Int32Array(n)
+  for (let i = 0; i < n; i++) from[i] = i
+  if (n <= 32) {
+    // Few targets: a stable insertion sort beats the radix passes.
+    for (let k = 1; k < n; k++) {
+      const i = from[k]!
+      let j = k - 1
+      while (j >= 0 && keys[from[j]!]! > keys[i]!) {
+        from[j + 1] = from[j]!
+        j--
+      }
+      from[j + 1] = i
+    }
+    return copyOut(from, n)
+  }
+  const counts = new Int32Array(digitMask + 2)
+  for (let pass = 0; pass < 2; pass++) {
+    const shift = pass * digitBits
+    counts.fill(0)
+    for (let i = 0; i < n; i++) counts[((keys[i]! >> shift) & digitMask) + 1]!++
+    for (let d = 0; d <= digitMask; d++) counts[d + 1]! += counts[d]!
+    for (let k = 0; k < n; k++) {
+      const i = from[k]!
+      to[counts[(keys[i]! >> shift) & digitMask]!++] = i
+    }
+    const swap = from
+    from = to
+    to = swap
+  }
+  return copyOut(from, n)
+}
+
+/** The first `n` values of `from` as a plain array (`Array.from` walks an iterator). */
+const copyOut = (from: Int32Array, n: number): Array<number> => {
+  const out = new Array<number>(n)
+  for (let k = 0; k < n; k++) out[k] = from[k]!
+  return out
+}

@@ -1,0 +1,556 @@
+/**
+ * Scored selection: each eligible target's terms (quality, latency, cost, health, affinity, a
+ * deprecation penalty), their weighted total, and the order they give (hysteresis, session
+ * affinity and a command's escalation included). Pure and deterministic; numbers stay in typed
+ * arrays until the scores are read.
+ */
+import * as Duration from "effect/Duration"
+import * as HealthThresholds from "../../Health.js"
+import { healthScore, type RouteHealth, statusOf } from "../../Health.js"
+import type { ModelCommand } from "../../ModelCommand.js"
+import { type ModelTarget, qualityRank, type TargetRef } from "../../ModelTarget.js"
+import { costAt, inputTokensAt, listPrice } from "../../Pricing.js"
+import type { Escalation, HealthStatus, SelectionReason, TargetScore } from "../../RouteDecision.js"
+import type { ScoreWeights } from "../../Workflow.js"
+import type { CompiledWorkflow } from "../compiled.js"
+import { verifiedScore } from "./eligibility.js"
+import { escalationOf, escalationOrder } from "./escalation.js"
+import { LazyScores, termCount } from "./lazyScores.js"
+import { rankOrder } from "./rankOrder.js"
+import type { ClassTerms } from "./types.js"
+
+export { LazyScores } from "./lazyScores.js"
+
+/**
+ * Default weights of the score's terms (the routing spec's): quality 0.45, latency 0.20, cost 0.15,
+ * health 0.10, affinity 0.10.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const defaultWeights = { quality: 0.45, latency: 0.2, cost: 0.15, health: 0.1, affinity: 0.1 } as const
+
+/**
+ * A call whose timeout is shorter than this (when its workflow sets no `scoring.shortDeadline`)
+ * puts fast-latency targets first under scored selection.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const defaultShortDeadline: Duration.Duration = Duration.seconds(2)
+
+/**
+ * Subtracted from a deprecated target's score when the workflow sets no `scoring.deprecatedPenalty`.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const defaultDeprecatedPenalty = 0.2
+
+/** Quality fit of a class when no verified score applies; a target without one scores `unknownFit`. */
+const classQuality = { low: 0.5, standard: 0.75, high: 0.9 } as const
+const latencyFit = { fast: 1, medium: 0.6, slow: 0.3 } as const
+const unknownFit = 0.5
+/** Quality fit lost per class of distance from the preferred class. */
+const preferenceStep = 0.1
+
+const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
+
+/**
+ * A scored workflow keeps its last best-scoring target first while a challenger's total is less
+ * than this much higher (hysteresis against noisy health and latency), when the workflow sets no
+ * `scoring.switchMargin`.
+ *
+ * @since 0.6.0
+ * @category Constants
+ */
+export const defaultSwitchMargin = 0.03
+
+/**
+ * The quality term of `target` before the preferred-class step: its verified score on `segment`,
+ * else its class, else 0.5, plus `adjustment` (the seam for quality signals measured in production,
+ * e.g. a demotion: {@link BreakerView.qualityAdjustment}), clamped to 0..1.
+ *
+ * @since 0.6.0
+ * @category Routing
+ */
+export const qualityFit = (
+  target: ModelTarget,
+  segment: string | undefined,
+  adjustment: number | undefined
+): number => {
+  const verified = segment === undefined ? undefined : verifiedScore(target, segment)
+  const tier = target.qualityTier
+  const base = verified ?? (tier === undefined ? unknownFit : classQuality[tier])
+  return adjustment === undefined || adjustment === 0 ? base : Math.max(0, Math.min(1, base + adjustment))
+}
+
+/** The observed p95 the latency term reads: smoothed TTFT for streams, smoothed latency otherwise. */
+const observedP95 = (record: RouteHealth | undefined, stream: boolean): number | undefined => {
+  if (record === undefined) return undefined
+  return stream
+    ? (record.ttftP95SmoothedMs ?? record.ttftP95Ms ?? record.latencyP95SmoothedMs ?? record.latencyP95Ms)
+    : (record.latencyP95SmoothedMs ?? record.latencyP95Ms)
+}
+
+/**
+ * What scored selection reads besides the command: route health, session affinity, the
+ * workflow's last best-scoring target, the time left and quality adjustments.
+ *
+ * @since 0.4.0
+ * @category Models
+ */
+export interface ScoreContext {
+  /** Health record per target (aligned with the scored targets); `undefined` where none is kept. */
+  readonly health?: ReadonlyArray<RouteHealth | undefined> | undefined
+  /** The target that served the call's session last time; it gets the affinity term while healthy. */
+  readonly sticky?: TargetRef | undefined
+  /** The workflow's last best-scoring target (hysteresis: {@link defaultSwitchMargin}). */
+  readonly incumbent?: TargetRef | undefined
+  /** Time the call has left, ms; omitted: the command's timeout, else the workflow's. */
+  readonly timeLeftMs?: number | undefined
+  /** `stream`: the latency term reads the route's TTFT. */
+  readonly mode?: "generate" | "stream" | undefined
+  /** Added to a target's quality term (see {@link qualityFit}). */
+  readonly qualityAdjustment?: ((target: ModelTarget, segment: string | undefined) => number | undefined) | undefined
+}
+
+/**
+ * Scores below this `health` term are `DEGRADED` (at or above, `HEALTHY`): `Health.degradedBelow`.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const degradedBelow = HealthThresholds.degradedBelow
+
+/**
+ * Headroom below which the `health` term is scored down: `Health.lowHeadroom`.
+ *
+ * @since 0.4.0
+ * @category Constants
+ */
+export const lowHeadroom = HealthThresholds.lowHeadroom
+
+/**
+ * The `health` term of a route: `Health.healthScore` (success rate, half-open breaker, rate-limit
+ * and concurrency headroom).
+ *
+ * @since 0.4.0
+ * @category Routing
+ */
+export const healthOf = (record: RouteHealth): number => healthScore(record)
+
+/**
+ * What {@link score} returns: the order, each target's score, why the first leads, whether a short
+ * deadline put the fast latency class first, and the command's escalation if it asked for one.
+ *
+ * @since 0.6.0
+ * @category Models
+ */
+export interface Ranking {
+  readonly targets: ReadonlyArray<ModelTarget>
+  readonly scores: ReadonlyArray<TargetScore>
+  readonly reason: SelectionReason
+  readonly fastTier: boolean
+  readonly escalation: Escalation | undefined
+}
+
+/**
+ * Scored selection: the order of `targets` (all eligible under the hard filters, in route order)
+ * with each one's score and the reason the first leads. Pure and deterministic.
+ *
+ * Per target, each term in 0..1 (rounded to 4 decimals):
+ * - `quality`: {@link qualityFit} (the verified score on the call's segment, else the class: `low`
+ *   0.5, `standard` 0.75, `high` 0.9, else 0.5, plus any quality adjustment); minus 0.1 per class of
+ *   distance from the preferred class (if both are known), floored at 0.
+ * - `latency`: with an observed p95 on the route (smoothed; TTFT for streams), `1 − p95 / time
+ *   left` (the call's timeout), 0 when the p95 does not fit; else the latency class: `fast` 1,
+ *   `medium` 0.6, `slow` 0.3, undeclared 0.5.
+ * - `cost`: the cheapest candidate's price over this one's (1 for the cheapest). The price is the
+ *   estimated worst-case cost of the call at the target when the input was counted (input tokens ×
+ *   safety factor and the output-token cap), else input plus output price per million.
+ * - `health`: 1 without a health record (an open breaker already excluded the target), else
+ *   `Health.healthScore` of the record; the score then carries `status` (`Health.statusOf`).
+ * - `affinity`: 1 for `context.sticky` (the session's last serving target) while it is `HEALTHY`
+ *   (or has no record), else 0.
+ * - `penalty`: the workflow's deprecated penalty (default 0.2) for a deprecated target, else 0.
+ *
+ * `total = wq·quality + wl·latency + wc·cost + wh·health + wa·affinity − penalty` with the
+ * workflow's weights over {@link defaultWeights}. Order: targets whose observed p95 does not fit
+ * the time left come last; then total descending, ties in route order. When the call's timeout is
+ * shorter than the workflow's short deadline (default 2 s), fast-latency targets that fit come
+ * first (`fastTier`). Without a session, the workflow's last best-scoring target (`incumbent`)
+ * stays first while the leader's total is at most the switch margin (default 0.03) higher. The
+ * reason is `STICKY` when the sticky target leads only thanks to its affinity. With the command's
+ * `escalate`, the targets stronger than the leader (`Router.isStronger` under the workflow's
+ * `escalation` policy) move first, in that order (`ESCALATION`); without any the order stays and
+ * `escalation` has no `to`.
+ *
+ * @since 0.4.0
+ * @category Routing
+ */
+export const score = (
+  compiled: CompiledWorkflow,
+  command: ModelCommand,
+  targets: ReadonlyArray<ModelTarget>,
+  inputTokens: number | undefined,
+  context?: ScoreContext
+): Ranking => {
+  const r = rank(compiled, command, targets, inputTokens, context)
+  return {
+    targets: r.targets,
+    scores: r.scores.value,
+    reason: r.reason,
+    fastTier: r.fastTier,
+    escalation: r.escalation
+  }
+}
+
+/**
+ * The quality term of `target`: {@link qualityFit} (verified score on `segment`, else the class,
+ * plus `adjustment`), minus {@link preferenceStep} per class of distance from the preferred class
+ * (rank `preferredRank`, −1 for none); 4 decimals.
+ */
+const qualityTerm = (
+  target: ModelTarget,
+  segment: string | undefined,
+  preferredRank: number,
+  adjustment: number | undefined
+): number => {
+  const q = qualityFit(target, segment, adjustment)
+  const tier = target.qualityTier
+  return preferredRank >= 0 && tier !== undefined
+    ? round4(Math.max(0, q - preferenceStep * Math.abs(qualityRank(tier) - preferredRank)))
+    : round4(q)
+}
+
+/** The latency term of a target's latency class (no observation). */
+const latencyClassFit = (target: ModelTarget): number => {
+  const tier = target.classes?.latency
+  return tier === "fast"
+    ? latencyFit.fast
+    : tier === "medium"
+      ? latencyFit.medium
+      : tier === "slow"
+        ? latencyFit.slow
+        : unknownFit
+}
+
+/** Per workflow: the class terms of its route targets under its own segment and preferred class. */
+
+/** The weights a workflow sets (omitted ones left out, so the defaults stay). */
+const definedWeights = (weights: ScoreWeights | undefined) => {
+  const out: { quality?: number; latency?: number; cost?: number; health?: number; affinity?: number } = {}
+  if (weights === undefined) return out
+  if (weights.quality !== undefined) out.quality = weights.quality
+  if (weights.latency !== undefined) out.latency = weights.latency
+  if (weights.cost !== undefined) out.cost = weights.cost
+  if (weights.health !== undefined) out.health = weights.health
+  if (weights.affinity !== undefined) out.affinity = weights.affinity
+  return out
+}
+
+export type { ClassTerms } from "./types.js"
+
+/** {@link ClassTerms} of `compiled` (the router keeps them per workflow in its state). */
+export const classTermsOf = (compiled: CompiledWorkflow): ClassTerms => {
+  const w = compiled.workflow
+  const route = compiled.targets
+  const preferredRank = w.preferredTier === undefined ? -1 : qualityRank(w.preferredTier)
+  const quality = new Float64Array(route.length)
+  const latency = new Float64Array(route.length)
+  const fast = new Uint8Array(route.length)
+  for (let i = 0; i < route.length; i++) {
+    const t = route[i]!
+    quality[i] = qualityTerm(t, w.segment, preferredRank, undefined)
+    latency[i] = latencyClassFit(t)
+    fast[i] = t.classes?.latency === "fast" ? 1 : 0
+  }
+  return { quality, latency, fast }
+}
+
+/** {@link score}'s result for the router: the scores stay numbers until read. */
+export interface Ranked {
+  readonly targets: ReadonlyArray<ModelTarget>
+  readonly scores: LazyScores
+  readonly reason: SelectionReason
+  readonly fastTier: boolean
+  readonly escalation: Escalation | undefined
+}
+
+/** What one ranking reads of its workflow and command, resolved once. */
+interface Settings {
+  readonly wq: number
+  readonly wl: number
+  readonly wc: number
+  readonly wh: number
+  readonly wa: number
+  readonly deprecatedPenalty: number
+  readonly segment: string | undefined
+  readonly preferredRank: number
+  readonly timeLeft: number
+  readonly stream: boolean
+  readonly adjust: ScoreContext["qualityAdjustment"]
+}
+
+const settingsOf = (compiled: CompiledWorkflow, command: ModelCommand, context: ScoreContext | undefined): Settings => {
+  const w = compiled.workflow
+  const weights =
+    w.scoring?.weights === undefined ? defaultWeights : { ...defaultWeights, ...definedWeights(w.scoring.weights) }
+  const preferred = command.preferredTier ?? w.preferredTier
+  return {
+    wq: weights.quality,
+    wl: weights.latency,
+    wc: weights.cost,
+    wh: weights.health,
+    wa: weights.affinity,
+    deprecatedPenalty: round4(w.scoring?.deprecatedPenalty ?? defaultDeprecatedPenalty),
+    segment: command.segment ?? w.segment,
+    preferredRank: preferred === undefined ? -1 : qualityRank(preferred),
+    timeLeft: context?.timeLeftMs ?? Duration.toMillis(command.timeout ?? w.timeout),
+    stream: context?.mode === "stream",
+    adjust: context?.qualityAdjustment
+  }
+}
+
+/**
+ * Each target's price into the cost slot of `x` (the worst case of the call when the input was
+ * counted, else the per-million list price); returns the cheapest.
+ */
+const pricesInto = (
+  x: Float64Array,
+  targets: ReadonlyArray<ModelTarget>,
+  inputTokens: number | undefined,
+  outputCap: number
+): number => {
+  let cheapest = Infinity
+  for (let i = 0; i < targets.length; i++) {
+    const t = targets[i]!
+    const price =
+      inputTokens === undefined
+        ? listPrice(t)
+        : costAt(t, inputTokensAt(inputTokens, t), Math.min(outputCap, t.capabilities.maxOutputTokens))
+    x[i * termCount + 2] = price
+    if (price < cheapest) cheapest = price
+  }
+  return cheapest
+}
+
+/** The terms and totals of every target (the numbers a ranking orders by). */
+interface Terms {
+  /** quality, latency, cost per target */
+  readonly x: Float64Array
+  /** Totals × 10⁴ (exact integers): the sort keys. */
+  readonly totals: Int32Array
+  readonly stickyAt: number
+  readonly statuses: Array<HealthStatus | undefined> | undefined
+  readonly healthAt: Array<number | undefined> | undefined
+  readonly observedAt: Array<number | undefined> | undefined
+  /** The totals are already in descending order. */
+  readonly sorted: boolean
+  /** A fast-latency target fits the time left. */
+  readonly anyFast: boolean
+  /** Targets whose observed p95 does not fit the time left (allocated only when one does not). */
+  readonly slow: Array<boolean> | undefined
+}
+
+/** Hot path (once per eligible target per call): numbers in one typed array, no object per target. */
+const termsOf = (
+  compiled: CompiledWorkflow,
+  targets: ReadonlyArray<ModelTarget>,
+  s: Settings,
+  x: Float64Array,
+  cheapest: number,
+  context: ScoreContext | undefined,
+  cached: ClassTerms | undefined
+): Terms => {
+  const n = targets.length
+  const totals = new Int32Array(n)
+  const healths = context?.health
+  const sticky = context?.sticky
+  const routeTargets = compiled.targets
+  let stickyAt = -1
+  let statuses: Array<HealthStatus | undefined> | undefined
+  let healthAt: Array<number | undefined> | undefined
+  let observedAt: Array<number | undefined> | undefined
+  let sorted = true
+  let previous = Infinity
+  let anyFast = false
+  let slow: Array<boolean> | undefined
+  for (let i = 0; i < n; i++) {
+    const t = targets[i]!
+    const o = i * termCount
+    const hit = cached !== undefined && routeTargets[i] === t
+    const quality = hit
+      ? cached.quality[i]!
+      : qualityTerm(t, s.segment, s.preferredRank, s.adjust === undefined ? undefined : s.adjust(t, s.segment))
+    const classLatency = hit ? cached.latency[i]! : latencyClassFit(t)
+    const fastClass = hit ? cached.fast[i] === 1 : t.classes?.latency === "fast"
+    const record = healths?.[i]
+    const observed = record === undefined ? undefined : observedP95(record, s.stream)
+    let latency: number
+    if (observed === undefined) {
+      latency = classLatency
+    } else if (observed >= s.timeLeft) {
+      latency = 0
+      slow ??= new Array<boolean>(n).fill(false)
+      slow[i] = true
+    } else {
+      latency = round4(1 - observed / s.timeLeft)
+    }
+    if (fastClass && slow?.[i] !== true) anyFast = true
+    const price = x[o + 2]!
+    const cost = price <= 0 ? 1 : round4(cheapest / price)
+    const minus = t.status === "deprecated" ? s.deprecatedPenalty : 0
+    let health = 1
+    let status: HealthStatus | undefined
+    if (record !== undefined) {
+      health = healthScore(record)
+      status = statusOf(record)
+      healthAt ??= new Array<number | undefined>(n)
+      healthAt[i] = health
+      statuses ??= new Array<HealthStatus | undefined>(n)
+      statuses[i] = status
+      if (observed !== undefined) {
+        observedAt ??= new Array<number | undefined>(n)
+        observedAt[i] = observed
+      }
+    }
+    const affinity = sticky !== undefined && t.ref === sticky && (status === undefined || status === "HEALTHY") ? 1 : 0
+    if (affinity === 1) stickyAt = i
+    const totalInt = Math.round(
+      (s.wq * quality + s.wl * latency + s.wc * cost + s.wh * health + s.wa * affinity - minus) * 10_000
+    )
+    const total = totalInt / 10_000
+    totals[i] = totalInt
+    x[o] = quality
+    x[o + 1] = latency
+    x[o + 2] = cost
+    if (total > previous) sorted = false
+    previous = total
+  }
+  return { x, totals, stickyAt, statuses, healthAt, observedAt, sorted, anyFast, slow }
+}
+
+/** Hysteresis: `order` with the workflow's last best-scoring target first unless it is clearly beaten. */
+const keepIncumbent = (
+  compiled: CompiledWorkflow,
+  targets: ReadonlyArray<ModelTarget>,
+  totalOf: (i: number) => number,
+  group: (i: number) => number,
+  order: Array<number> | undefined,
+  incumbent: TargetRef
+): Array<number> | undefined => {
+  const n = targets.length
+  const lead = order === undefined ? 0 : order[0]!
+  if (targets[lead]!.ref === incumbent) return order
+  let kept = -1
+  for (let i = 0; i < n; i++) {
+    if (targets[i]!.ref === incumbent) {
+      kept = i
+      break
+    }
+  }
+  const margin = compiled.workflow.scoring?.switchMargin ?? defaultSwitchMargin
+  if (kept < 0 || group(kept) !== group(lead) || totalOf(kept) + margin < totalOf(lead)) return order
+  const current = order ?? Array.from({ length: n }, (_, i) => i)
+  current.splice(current.indexOf(kept), 1)
+  current.unshift(kept)
+  return current
+}
+
+/** Whether the sticky target leads only thanks to its affinity (it would not without it, same order rules). */
+const ledByAffinity = (
+  n: number,
+  stickyAt: number,
+  wa: number,
+  totalOf: (i: number) => number,
+  group: (i: number) => number
+): boolean => {
+  const without = (i: number) => totalOf(i) - (i === stickyAt ? wa : 0)
+  let lead = 0
+  for (let i = 1; i < n; i++) {
+    const byGroup = group(i) - group(lead)
+    if (byGroup > 0 || (byGroup === 0 && round4(without(i)) > round4(without(lead)))) lead = i
+  }
+  return lead !== stickyAt
+}
+
+/**
+ * {@link score} for the router: the scores stay numbers until read. `cached`: the workflow's
+ * {@link ClassTerms}, used for targets of its route when the call's segment and preferred class
+ * are the workflow's and no quality adjustment applies.
+ */
+export const rank = (
+  compiled: CompiledWorkflow,
+  command: ModelCommand,
+  targets: ReadonlyArray<ModelTarget>,
+  inputTokens: number | undefined,
+  context: ScoreContext | undefined,
+  cached?: ClassTerms
+): Ranked => {
+  const w = compiled.workflow
+  const s = settingsOf(compiled, command, context)
+  const n = targets.length
+  const x = new Float64Array(n * termCount)
+  const outputCap = Math.min(command.maxOutputTokens ?? Infinity, w.maxOutputTokens ?? Infinity)
+  const cheapest = pricesInto(x, targets, inputTokens, outputCap)
+  const classTerms =
+    s.adjust === undefined && s.segment === w.segment && (command.preferredTier ?? w.preferredTier) === w.preferredTier
+      ? cached
+      : undefined
+  const t = termsOf(compiled, targets, s, x, cheapest, context, classTerms)
+  const totalOf = (i: number) => t.totals[i]! / 10_000
+  const slow = t.slow
+  const fits = (i: number) => (slow?.[i] === true ? 0 : 1)
+  const isFast = (i: number) => (targets[i]!.classes?.latency === "fast" && slow?.[i] !== true ? 1 : 0)
+  let fastFirst = false
+  if (n > 1 && t.anyFast) {
+    const shortDeadline = Duration.toMillis(w.scoring?.shortDeadline ?? defaultShortDeadline)
+    fastFirst = Duration.toMillis(command.timeout ?? w.timeout) < shortDeadline
+  }
+  /** The order's group of a target: those that fit the time left first, then (short deadline) fast ones. */
+  const group = (i: number) => 2 * fits(i) + (fastFirst ? isFast(i) : 0)
+  let order: Array<number> | undefined
+  // Group, then total descending, ties in route order (the index makes the tie-break explicit).
+  if (!t.sorted || slow !== undefined || fastFirst) {
+    order = rankOrder(n, t.totals, slow === undefined && !fastFirst ? undefined : group)
+  }
+  const incumbent = context?.incumbent
+  const sticky = context?.sticky
+  if (n > 1 && incumbent !== undefined && sticky === undefined) {
+    order = keepIncumbent(compiled, targets, totalOf, group, order, incumbent)
+  }
+  let reason: SelectionReason = n === 1 ? "ONLY_ELIGIBLE" : "BEST_SCORE"
+  const stickyAt = t.stickyAt
+  if (n > 1 && stickyAt >= 0 && (order === undefined ? 0 : order[0]) === stickyAt && s.wa > 0) {
+    if (ledByAffinity(n, stickyAt, s.wa, totalOf, group)) reason = "STICKY"
+  }
+  let escalation: Escalation | undefined
+  if (command.escalate === true) {
+    const current = order ?? Array.from({ length: n }, (_, i) => i)
+    const from = targets[current[0]!]!
+    const stronger = escalationOrder(current, (i) => targets[i]!, w.escalation)
+    if (stronger !== undefined) {
+      order = stronger
+      reason = "ESCALATION"
+    }
+    escalation = escalationOf("command", from, stronger === undefined ? undefined : targets[stronger[0]!])
+  }
+  // Affinity counts only where it was given (a sticky target that is not healthy gets none).
+  const scores = new LazyScores(
+    targets,
+    t.x,
+    t.totals,
+    t.healthAt,
+    t.statuses,
+    t.observedAt,
+    stickyAt,
+    s.deprecatedPenalty,
+    order
+  )
+  if (order === undefined) return { targets, scores, reason, fastTier: fastFirst, escalation }
+  const ranked = new Array<ModelTarget>(n)
+  for (let k = 0; k < n; k++) ranked[k] = targets[order[k]!]!
+  return { targets: ranked, scores, reason, fastTier: fastFirst, escalation }
+}

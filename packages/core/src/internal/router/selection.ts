@@ -1,0 +1,235 @@
+/**
+ * The decision once the input is counted: the hard filters in route order (eligibility, size,
+ * quality signals, then the breaker), the selection among the eligible (the route's order with a
+ * command's escalation, or scored over route health with hysteresis and session affinity), the
+ * canary's side and a warning per deprecated target routed to.
+ */
+import * as Effect from "effect/Effect"
+import type { Failure, StoreError } from "../../Errors.js"
+import type { ModelTarget } from "../../ModelTarget.js"
+import { type Escalation, ExcludedTarget, type SelectionReason } from "../../RouteDecision.js"
+import { applyCanary } from "./canary.js"
+import { type Ctx, viewOf } from "./context.js"
+import { Decided, type Facts, type Route } from "./decision.js"
+import { escalationOf, escalationOrder } from "./escalation.js"
+import { type Exclusion, isPlain, plainReasonsOf, qualityReason, requestReason, sizeReason } from "./eligibility.js"
+import { countSwitch } from "./metrics.js"
+import { readHealth, type Records, settled, storeFailure, withHeadroom } from "./routeHealth.js"
+import { classTermsOf, rank } from "./scoring.js"
+import { memo, stickyTarget } from "./state.js"
+
+/** The targets of one decision as the hard filters sort them. */
+interface Pass {
+  readonly eligible: Array<ModelTarget>
+  readonly excluded: Array<ExcludedTarget>
+  /** Targets past every hard filter and their breaker (with or without fallback allowed). */
+  passed: number
+}
+
+const exclusion = (target: ModelTarget, why: Exclusion): ExcludedTarget =>
+  new ExcludedTarget({ target: target.ref, reason: why.reason, detail: why.detail }, { disableValidation: true })
+
+const breakerOpen: Exclusion = { reason: "BREAKER_OPEN", detail: "circuit breaker open" }
+const noFallback: Exclusion = { reason: "FALLBACK_NOT_ALLOWED", detail: "workflow disallows fallback" }
+
+/** The rest of a decision, once the input tokens are known (or known not to be needed). */
+export const withTokens = (ctx: Ctx, limit: number): Effect.Effect<Route, Failure> => {
+  const tokens = ctx.inputTokens
+  if (tokens !== undefined && tokens > limit) {
+    return Effect.fail({
+      _tag: "InvalidRequest",
+      reason: "input_too_large",
+      detail: `~${tokens} input tokens exceed the limit of ${limit}`
+    })
+  }
+  const pass: Pass = { eligible: [], excluded: [], passed: 0 }
+  const waiting = filter(ctx, pass)
+  return waiting === undefined ? select(ctx, pass) : Effect.flatMap(waiting, () => select(ctx, pass))
+}
+
+/**
+ * One pass in route order: why a target is excluded, else its breaker. A settled breaker answer
+ * (breakers off, or a synchronous store) is read without a fiber step; from the first one that has
+ * to wait for its store, the rest of the targets are decided one by one (the Effect returned).
+ */
+const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined => {
+  const { compiled, command } = ctx
+  const w = compiled.workflow
+  // Scored: every target passing the hard filters is scored; the fallback rule applies after ranking
+  // (also after an escalation reorders an ordered route).
+  const collectAll = w.selection === "scored" || command.escalate === true
+  const place = (target: ModelTarget, open: boolean) => {
+    if (open) pass.excluded.push(exclusion(target, breakerOpen))
+    else {
+      pass.passed++
+      if (!w.allowFallback && !collectAll && pass.eligible.length > 0) pass.excluded.push(exclusion(target, noFallback))
+      else pass.eligible.push(target)
+    }
+  }
+  // A plain request reads its workflow's precomputed reasons; any other is checked in full.
+  const plain =
+    ctx.options.required.length === 0 && isPlain(command, ctx.mode, ctx.images)
+      ? plainReasonsOf(ctx.state, compiled)
+      : undefined
+  const view = plain === undefined ? viewOf(ctx) : undefined
+  // Quality signals (`workflow.quality`): read only by workflows that use them.
+  const quality = compiled.lifecycle?.quality === true ? ctx.state.lifecycle : undefined
+  /** The breaker check to run, or `undefined` when the target is excluded before (recorded). */
+  const check = (target: ModelTarget, index: number): Effect.Effect<boolean, StoreError> | undefined => {
+    const why =
+      (view === undefined ? plain?.[index] : requestReason(compiled, view, target, ctx.options.required)) ??
+      sizeReason(compiled, command, target, ctx.inputTokens) ??
+      (quality === undefined ? undefined : qualityReason(quality, w, command, target))
+    if (why === undefined) return ctx.breakers.isOpen(target)
+    pass.excluded.push(exclusion(target, why))
+    return undefined
+  }
+  const targets = compiled.targets
+  for (let i = 0; i < targets.length; i++) {
+    const target = targets[i]!
+    const breaker = check(target, i)
+    if (breaker === undefined) continue
+    const open = settled(breaker)
+    if (open !== undefined) {
+      place(target, open)
+      continue
+    }
+    const rest = targets.slice(i + 1)
+    return Effect.mapError(
+      Effect.flatMap(breaker, (first) => {
+        place(target, first)
+        return Effect.forEach(
+          rest,
+          (next, k) => {
+            const later = check(next, i + 1 + k)
+            return later === undefined ? Effect.void : Effect.map(later, (isOpen) => place(next, isOpen))
+          },
+          { discard: true }
+        )
+      }),
+      storeFailure
+    )
+  }
+  return undefined
+}
+
+/** Past `allowFallback: false`: only the first of `ranked` stays, the rest are excluded. */
+const keepFirst = (ctx: Ctx, pass: Pass, ranked: ReadonlyArray<ModelTarget>): ReadonlyArray<ModelTarget> => {
+  if (ctx.compiled.workflow.allowFallback || ranked.length <= 1) return ranked
+  for (const t of ranked.slice(1)) pass.excluded.push(exclusion(t, noFallback))
+  return ranked.slice(0, 1)
+}
+
+/** Selection among the eligible: the route's order (escalation aside), or scored over route health. */
+const select = (ctx: Ctx, pass: Pass): Effect.Effect<Route, Failure> => {
+  const w = ctx.compiled.workflow
+  const eligible = pass.eligible
+  if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded: pass.excluded })
+  if (w.selection === "scored") {
+    // Route health for the health term: read without a fiber step when settled (`Health.layerNoop`).
+    const health = readHealth(ctx.breakers, eligible)
+    return Effect.isEffect(health) ? Effect.flatMap(health, (h) => scored(ctx, pass, h)) : scored(ctx, pass, health)
+  }
+  let reason: SelectionReason = pass.passed === 1 ? "ONLY_ELIGIBLE" : "PINNED_ORDER"
+  let ordered: ReadonlyArray<ModelTarget> = eligible
+  let escalated: Escalation | undefined
+  if (ctx.command.escalate === true) {
+    const stronger = escalationOrder(eligible, (t) => t, w.escalation)
+    if (stronger !== undefined) {
+      ordered = stronger
+      reason = "ESCALATION"
+    }
+    escalated = escalationOf("command", eligible[0]!, stronger?.[0])
+    ordered = keepFirst(ctx, pass, ordered)
+  }
+  const facts: Facts = { command: ctx.command, mode: ctx.mode, images: ctx.images, fastTier: false }
+  const { compiled, inputTokens, options } = ctx
+  return finish(
+    ctx,
+    new Decided(compiled, ordered, pass.excluded, inputTokens, options, reason, undefined, facts, undefined, escalated)
+  )
+}
+
+/** Scored selection over the eligible targets' health records. */
+const scored = (ctx: Ctx, pass: Pass, health: Records): Effect.Effect<Route, Failure> => {
+  const { compiled, command, state } = ctx
+  const w = compiled.workflow
+  const { pool, records } = withHeadroom(ctx.breakers, pass.eligible, health, pass.excluded)
+  if (pool.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded: pass.excluded })
+  const incumbent = state.leaders.get(w.name)
+  const lifecycle = compiled.lifecycle?.quality === true ? state.lifecycle : undefined
+  const adjustment = ctx.breakers.qualityAdjustment
+  const context = {
+    health: records,
+    sticky: stickyTarget(state, w.name, command.sessionKey),
+    incumbent,
+    mode: ctx.mode,
+    qualityAdjustment:
+      lifecycle === undefined
+        ? adjustment
+        : (target: ModelTarget, segment: string | undefined): number | undefined => {
+            // A demoted target's fit is scored down.
+            const standing = lifecycle.quality(w, segment, target)
+            const base = adjustment?.(target, segment)
+            return standing === undefined ? base : (base ?? 0) - standing.demotion
+          }
+  }
+  const cached = memo(state.classTerms, compiled, () => classTermsOf(compiled))
+  const result = rank(compiled, command, pool, ctx.inputTokens, context, cached)
+  const kept = keepFirst(ctx, pass, result.targets)
+  const facts: Facts = { command, mode: ctx.mode, images: ctx.images, fastTier: result.fastTier }
+  const route = new Decided(
+    compiled,
+    kept,
+    pass.excluded,
+    ctx.inputTokens,
+    ctx.options,
+    result.reason,
+    result.scores,
+    facts,
+    undefined,
+    result.escalation
+  )
+  // The workflow's best-scoring target, for hysteresis and the switch count (sessions and
+  // escalations choose for one call and leave it alone).
+  const leader = kept[0]!.ref
+  if (result.reason !== "BEST_SCORE" || leader === incumbent) return finish(ctx, route)
+  state.leaders.set(w.name, leader)
+  if (incumbent === undefined) return finish(ctx, route)
+  return Effect.zipRight(countSwitch(w.name), finish(ctx, route))
+}
+
+/** The canary's side, then the deprecation warning. */
+const finish = (ctx: Ctx, route: Decided): Effect.Effect<Route, Failure> =>
+  applyCanary(ctx, route, (r) => warnDeprecated(ctx, r))
+
+/** One log warning per deprecated target value the gateway routes to. */
+const warnDeprecated = (ctx: Ctx, route: Decided): Effect.Effect<Route, Failure> => {
+  const { compiled, state } = ctx
+  // Most workflows have no deprecated target: no walk over the route then.
+  const any = memo(
+    state.deprecated,
+    compiled,
+    () => compiled.targets.some((t) => t.status === "deprecated") || compiled.canaryTarget?.status === "deprecated"
+  )
+  if (!any) return Effect.succeed(route)
+  let deprecated: Array<ModelTarget> | undefined
+  for (const t of route.targets) {
+    if (t.status !== "deprecated" || state.warned.has(t)) continue
+    state.warned.add(t)
+    if (deprecated === undefined) deprecated = []
+    deprecated.push(t)
+  }
+  if (deprecated === undefined) return Effect.succeed(route)
+  return Effect.as(
+    Effect.forEach(
+      deprecated,
+      (t) =>
+        Effect.logWarning("modelgate: routing to a deprecated target").pipe(
+          Effect.annotateLogs({ target: t.ref, workflow: compiled.workflow.name })
+        ),
+      { discard: true }
+    ),
+    route
+  )
+}
