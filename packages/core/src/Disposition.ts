@@ -20,12 +20,26 @@
  * already has text), and a retryable failure of an attempt that may have been processed, when the
  * command offers side-effecting tools, stops with `AmbiguousOutcome` (no retry, no fallback).
  *
+ * Around the table, the rest of the engine's policy lives here too:
+ *
+ * - {@link classify}: how every attempt that ended is recorded — an answer, a refusal, sent and cut
+ *   by its bound (a timeout, which the call's deadline may have imposed: {@link cutByDeadline}), an
+ *   adapter defect, a classified provider error — and whether it counts against the breaker;
+ * - {@link retryGate}: whether a `Retry` row retries now, after a delay, or not at all (attempt
+ *   limit, the retry schedule's delay against the time left and the minimum attempt time, the
+ *   target's breaker, the retry budget);
+ * - {@link endOfRoute}: what a route that ran out of targets ends with (a degraded answer, a policy
+ *   error, no eligible route, the deadline, or the last failure);
+ * - {@link isTemporaryKind}: which adapter classifications are temporary (adapters read it for
+ *   `x-should-retry`; there is no second list).
+ *
  * @since 0.2.0
  */
-import { Match } from "effect"
+import { Cause, Effect, Exit, Match, Option } from "effect"
 import type { Failure, ProviderError } from "./Errors.js"
 import type { AttemptOutcome } from "./ModelResult.js"
-import type { TargetRef } from "./ModelTarget.js"
+import { TargetRef } from "./ModelTarget.js"
+import type { ProviderResponse } from "./ProviderAdapter.js"
 
 /**
  * What the call does after a failed attempt.
@@ -112,6 +126,12 @@ const final = (failure: Failure): Row => ({
   next: stop(failure)
 })
 
+/** A failure the call stops with, whatever is known of its attempt. */
+const finalRow =
+  (f: Failure) =>
+  (_: AttemptFacts): Row =>
+    final(f)
+
 const table = Match.type<Failure>().pipe(
   Match.tagsExhaustive({
     Refusal:
@@ -157,33 +177,15 @@ const table = Match.type<Failure>().pipe(
         breaker: false,
         next: nextTarget
       }),
-    PolicyViolation:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
+    PolicyViolation: finalRow,
     AmbiguousOutcome:
       (f) =>
       (_: AttemptFacts): Row => ({ ...final(f), outcome: "timeout" }),
-    BudgetExceeded:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
-    DeadlineExceeded:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
-    NoEligibleRoute:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
-    StoreError:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f),
-    RunExhausted:
-      (f) =>
-      (_: AttemptFacts): Row =>
-        final(f)
+    BudgetExceeded: finalRow,
+    DeadlineExceeded: finalRow,
+    NoEligibleRoute: finalRow,
+    StoreError: finalRow,
+    RunExhausted: finalRow
   })
 )
 
@@ -224,12 +226,20 @@ const noFacts: AttemptFacts = {
 }
 
 /**
+ * What {@link failureOf} reads of an adapter's classified failure.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export type ProviderFacts = Pick<ProviderError, "kind" | "httpStatus" | "retryAfter" | "detail">
+
+/**
  * Maps an adapter's classified failure onto the gateway's failure union.
  *
  * @since 0.2.0
  * @category Policy
  */
-export const failureOf = (target: TargetRef, e: ProviderError): Failure => {
+export const failureOf = (target: TargetRef, e: ProviderFacts): Failure => {
   switch (e.kind) {
     case "refusal":
       return { _tag: "Refusal", target, source: "safety_filter" }
@@ -280,3 +290,303 @@ export const failureOf = (target: TargetRef, e: ProviderError): Failure => {
  */
 export const retryAfterOf = (failure: Failure) =>
   failure._tag === "RateLimited" || failure._tag === "ProviderUnavailable" ? failure.retryAfter : undefined
+
+// ---------------------------------------------------------------------------------------------
+// Temporary kinds (adapters)
+// ---------------------------------------------------------------------------------------------
+
+const probeTarget = TargetRef.make("model://disposition/probe")
+
+/**
+ * Whether the engine retries an adapter classification on the same target (its row is `Retry`
+ * when nothing else is known). Adapters read it (`x-should-retry`) instead of a list of their own.
+ *
+ * @since 0.3.0
+ * @category Policy
+ */
+export const isTemporaryKind = (kind: ProviderError["kind"]): boolean =>
+  decide(failureOf(probeTarget, { kind, httpStatus: undefined, retryAfter: undefined, detail: "" }), noFacts)._tag ===
+  "Retry"
+
+// ---------------------------------------------------------------------------------------------
+// Classification of an attempt that ended
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * How one attempt that ended is recorded: the row's outcome, the failure the table decides on
+ * (none: an answer, still to be validated), whether it counts against the breaker, and what is
+ * known for the table.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export type Classified =
+  /** An answer, to be validated. */
+  | (ClassifiedCommon & { readonly failure: undefined; readonly response: ProviderResponse; readonly error: undefined })
+  /** A refusal (with the provider's answer), a timeout, a defect, or the adapter's classified failure. */
+  | (ClassifiedCommon & {
+      readonly failure: Failure
+      readonly response: ProviderResponse | undefined
+      readonly error: ProviderError | undefined
+    })
+
+interface ClassifiedCommon {
+  readonly outcome: AttemptOutcome
+  readonly breaker: boolean
+  /** The provider may have processed the request (for the table: an answer counts as processed). */
+  readonly possiblyProcessed: boolean
+  /** The attempt's timeout came from the call's deadline, not the target's own limit. */
+  readonly cutByDeadline: boolean
+  /** Sent without an answer or usage of its own (its timeout, a defect): billed what was sent. */
+  readonly billSent: boolean
+}
+
+type Failed = Extract<Classified, { readonly failure: Failure }>
+
+/**
+ * Whether an attempt bounded to `boundMs` (the earliest of the call's deadline and the target's own
+ * `ownLimitMs`) that ran `elapsedMs` was cut by the call's deadline: its bound was shorter than the
+ * target's limit and it ran to the bound. Such a timeout is not the target's fault.
+ *
+ * @since 0.3.0
+ * @category Policy
+ */
+export const cutByDeadline = (boundMs: number, ownLimitMs: number, elapsedMs: number): boolean =>
+  boundMs < ownLimitMs && elapsedMs >= boundMs
+
+/**
+ * Classifies how an attempt ended: `Some` answer (success or refusal), `None` (sent and cut by its
+ * bound: a timeout), a classified `ProviderError`, or a defect of the adapter (a bug: recorded as
+ * unavailable, billed what was sent, counted against the breaker; the call goes on).
+ *
+ * @since 0.3.0
+ * @category Policy
+ */
+export const classify = (
+  target: TargetRef,
+  exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>,
+  cut: boolean
+): Classified => {
+  if (Exit.isSuccess(exit)) {
+    if (Option.isNone(exit.value)) return sentWithoutAnswer(target, "timeout", cut)
+    const r = exit.value.value
+    if (!r.refusal) return answered(r, cut)
+    const failure: Failure = {
+      _tag: "Refusal",
+      target,
+      source: r.finishReason === "content_filter" ? "safety_filter" : "model"
+    }
+    return classified(rowOf(failure, noFacts), failure, true, cut, r, undefined, false)
+  }
+  const error = Cause.failureOption(exit.cause)
+  if (Option.isNone(error)) return sentWithoutAnswer(target, "adapter_defect", false)
+  const pe = error.value
+  const failure = failureOf(target, pe)
+  const possiblyProcessed = pe.processed === "maybe"
+  const row = rowOf(failure, { ...noFacts, possiblyProcessed, cutByDeadline: cut })
+  return classified(row, failure, possiblyProcessed, cut, undefined, pe, false)
+}
+
+const answered = (response: ProviderResponse, cut: boolean): Classified => ({
+  outcome: "success",
+  failure: undefined,
+  breaker: false,
+  possiblyProcessed: true,
+  cutByDeadline: cut,
+  response,
+  error: undefined,
+  billSent: false
+})
+
+const sentWithoutAnswer = (target: TargetRef, reason: "timeout" | "adapter_defect", cut: boolean): Failed => {
+  const failure: Failure = { _tag: "ProviderUnavailable", target, reason }
+  const row = rowOf(failure, { ...noFacts, possiblyProcessed: true, cutByDeadline: cut })
+  return classified(row, failure, true, cut, undefined, undefined, true)
+}
+
+const classified = (
+  row: Row,
+  failure: Failure,
+  possiblyProcessed: boolean,
+  cut: boolean,
+  response: ProviderResponse | undefined,
+  error: ProviderError | undefined,
+  billSent: boolean
+): Failed => ({
+  outcome: row.outcome,
+  failure,
+  breaker: row.breaker,
+  possiblyProcessed,
+  cutByDeadline: cut,
+  response,
+  error,
+  billSent
+})
+
+// ---------------------------------------------------------------------------------------------
+// The retry gate
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * What is known when a `Retry` row is applied.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface RetryFacts {
+  /** The attempt that failed (1 for the first on this target). */
+  readonly attempt: number
+  readonly maxAttempts: number
+  /** Epoch ms now, and the call's deadline. */
+  readonly now: number
+  readonly deadline: number
+  /** The target's minimum attempt time, ms. */
+  readonly minimumMs: number
+}
+
+/**
+ * The questions the gate asks, in order, each only when the previous ones let the retry through:
+ * the retry schedule's next delay (stepping it), whether the target's breaker is open now, and a
+ * token of the retry budget (taking it).
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface RetryProbes {
+  readonly delay: Effect.Effect<Option.Option<number>>
+  readonly breakerOpen: Effect.Effect<boolean>
+  readonly retryToken: Effect.Effect<boolean>
+}
+
+/**
+ * The gate's answer: retry now, after `delayMs`, or not (then the call goes to its next target).
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export type RetryVerdict =
+  | { readonly _tag: "RetryNow" }
+  | { readonly _tag: "RetryAfter"; readonly delayMs: number }
+  | { readonly _tag: "NoRetry"; readonly reason: "attempts" | "schedule" | "time" | "breaker" | "retry_budget" }
+
+const noRetry = {
+  attempts: { _tag: "NoRetry", reason: "attempts" },
+  schedule: { _tag: "NoRetry", reason: "schedule" },
+  time: { _tag: "NoRetry", reason: "time" },
+  breaker: { _tag: "NoRetry", reason: "breaker" },
+  retry_budget: { _tag: "NoRetry", reason: "retry_budget" }
+} as const satisfies Record<string, RetryVerdict>
+const retryNow: RetryVerdict = { _tag: "RetryNow" }
+
+/**
+ * Whether a wait of `delayMs` from `now` still leaves the minimum attempt time before `deadline`:
+ * no sleep is taken that would leave too little time for the retry.
+ *
+ * @since 0.3.0
+ * @category Policy
+ */
+export const retryFits = (now: number, delayMs: number, minimumMs: number, deadline: number): boolean =>
+  now + delayMs + minimumMs <= deadline
+
+/**
+ * The one retry gate: the target's attempt limit, then the schedule's delay against the time left
+ * ({@link retryFits}), then the breaker (a breaker this failure opened spends no retry token on a
+ * route that will not be tried), then the retry budget.
+ *
+ * @since 0.3.0
+ * @category Policy
+ */
+export const retryGate = (facts: RetryFacts, probes: RetryProbes): Effect.Effect<RetryVerdict> => {
+  if (facts.attempt >= facts.maxAttempts) return Effect.succeed(noRetry.attempts)
+  return Effect.flatMap(probes.delay, (delay) => {
+    if (Option.isNone(delay)) return Effect.succeed(noRetry.schedule)
+    const delayMs = delay.value
+    if (!retryFits(facts.now, delayMs, facts.minimumMs, facts.deadline)) return Effect.succeed(noRetry.time)
+    return Effect.flatMap(probes.breakerOpen, (open) =>
+      open
+        ? Effect.succeed(noRetry.breaker)
+        : Effect.map(
+            probes.retryToken,
+            (token): RetryVerdict =>
+              !token ? noRetry.retry_budget : delayMs > 0 ? { _tag: "RetryAfter", delayMs } : retryNow
+          )
+    )
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// End of route
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * What is known when a route ran out of targets (every eligible one failed, was skipped, or there
+ * was no time to try).
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface RouteFacts {
+  /** The last attempt's failure; none when no attempt failed. */
+  readonly last: Failure | undefined
+  /** A target was given up for lack of time (too little left for its minimum, a capped target's permit came too late). */
+  readonly stoppedForTime: boolean
+  /** Less time is left than the smallest minimum attempt time of the route's targets. */
+  readonly belowMinimum: boolean
+  /** Targets were skipped at attempt time (an open breaker, a provider rate limit without headroom). */
+  readonly skipped: boolean
+  /** The workflow has a degrade handler that has not been tried (or answered invalidly). */
+  readonly degrade: boolean
+  /** The router kept targets out for residency or data class. */
+  readonly policyExcluded: boolean
+  /** An attempt was made and the deadline has passed. */
+  readonly pastDeadline: boolean
+}
+
+/**
+ * How a route that ran out of targets ends.
+ *
+ * - `Degrade`: the workflow's degrade handler answers (an availability failure ended the route);
+ *   if its answer fails the schema, the table is read again with `degrade: false`.
+ * - `PolicyViolation`: an outage left only targets policy excludes (residency, data class).
+ * - `NoEligibleRoute`: nothing was tried, every target was skipped.
+ * - `DeadlineExceeded`: no time was left, at `stage`.
+ * - `Fail`: the last failure ends the call.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export type RouteEnd =
+  | { readonly _tag: "Degrade" }
+  | { readonly _tag: "PolicyViolation" }
+  | { readonly _tag: "NoEligibleRoute" }
+  | { readonly _tag: "DeadlineExceeded"; readonly stage: "attempt" | "before_attempt" }
+  | { readonly _tag: "Fail"; readonly failure: Failure }
+
+const routeEnds = {
+  degrade: { _tag: "Degrade" },
+  policy: { _tag: "PolicyViolation" },
+  noRoute: { _tag: "NoEligibleRoute" },
+  attempt: { _tag: "DeadlineExceeded", stage: "attempt" },
+  beforeAttempt: { _tag: "DeadlineExceeded", stage: "before_attempt" }
+} as const satisfies Record<string, RouteEnd>
+
+/**
+ * The end-of-route table: an availability failure is replaced by a degraded answer, else by a
+ * policy error naming what policy kept out; nothing tried and targets skipped is no eligible
+ * route; no failure, or an availability failure with no time left, is the deadline; otherwise the
+ * last failure stands.
+ *
+ * @since 0.3.0
+ * @category Policy
+ */
+export const endOfRoute = (facts: RouteFacts): RouteEnd => {
+  const last = facts.last
+  const availability = last !== undefined && isAvailability(last)
+  if (availability && facts.degrade) return routeEnds.degrade
+  if (availability && facts.policyExcluded) return routeEnds.policy
+  if (last === undefined && !facts.stoppedForTime && facts.skipped) return routeEnds.noRoute
+  if (last === undefined || (availability && (facts.stoppedForTime || facts.belowMinimum))) {
+    return facts.pastDeadline ? routeEnds.attempt : routeEnds.beforeAttempt
+  }
+  return { _tag: "Fail", failure: last }
+}

@@ -199,13 +199,16 @@ export const make = (
     const first = yield* prepare(definition, options?.version, undefined)
     // Only ever added to: a call in flight keeps the adapters of the configuration it started on.
     const adapters = new Map(first.adapters)
+    const concurrency = yield* Concurrency
     const ctx: engine.EngineContext = {
       live: { current: first.live },
       adapters,
       budgets,
-      concurrency: yield* Concurrency,
+      concurrency,
       recorder: yield* CallRecorder,
       health,
+      callIds: engine.makeCallIds(),
+      routeView: engine.routeViewOf(health, concurrency),
       telemetry: yield* Telemetry.TelemetrySettings,
       lifecycle: hooks,
       rateLimits: yield* RateLimitStore.RateLimitStore

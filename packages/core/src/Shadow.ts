@@ -10,17 +10,19 @@
  *
  * @since 0.5.0
  */
-import { Context, Duration, Effect, Either, Layer, Metric, Option, Ref, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, Layer, Metric, Ref, Schema } from "effect"
 import type { Budgets } from "./Budgets.js"
+import type * as Disposition from "./Disposition.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
-import { bounded } from "./internal/deadline.js"
-import { outputFormatOf, validateOutput } from "./internal/output.js"
+import * as Attempt from "./internal/attempt.js"
+import { validateOutput } from "./internal/output.js"
+import * as ModelOptions from "./ModelOptions.js"
 import { type ModelCommand, TenantId } from "./ModelCommand.js"
 import type { ModelResult } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
 import { TargetRef } from "./ModelTarget.js"
 import { costAt, costOf, inputTokensAt, outputCapAt } from "./Pricing.js"
-import type { ProviderAdapter, ProviderResponse } from "./ProviderAdapter.js"
+import type { ProviderAdapter } from "./ProviderAdapter.js"
 import { canarySide, checkTarget } from "./Router.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
@@ -191,6 +193,39 @@ export interface Runner {
   ) => Effect.Effect<void>
 }
 
+/** How a shadow attempt went, judged as the pipeline judges a production attempt. */
+const judge = (
+  compiled: CompiledWorkflow,
+  target: ModelTarget,
+  primary: ModelResult,
+  ended: Disposition.Classified
+): {
+  readonly outcome: ShadowRecord["outcome"]
+  readonly errorTag: string | undefined
+  readonly schemaValid: boolean | undefined
+  readonly agreement: { readonly agreement: number; readonly fields: number } | undefined
+} => {
+  const none = { errorTag: undefined, schemaValid: undefined, agreement: undefined }
+  if (ended.failure !== undefined) {
+    if (ended.failure._tag === "Refusal") return { ...none, outcome: "refusal" }
+    // Sent and not answered within its own limit.
+    if (ended.error === undefined && ended.outcome === "timeout") return { ...none, outcome: "timeout" }
+    return { ...none, outcome: "failed", errorTag: ended.error !== undefined ? ended.error._tag : ended.failure._tag }
+  }
+  const answered = ended.response
+  if (compiled.decode === undefined || answered.toolCalls.length > 0) return { ...none, outcome: "success" }
+  // Judged as the pipeline judges a production answer (a truncated answer is invalid too).
+  const validated = validateOutput(compiled, target, answered)
+  return Either.isRight(validated)
+    ? {
+        ...none,
+        outcome: "success",
+        schemaValid: true,
+        agreement: agreementOf(primary.content.value, validated.right.value)
+      }
+    : { ...none, outcome: "invalid_output", schemaValid: false }
+}
+
 /**
  * A runner over the gateway's adapters, budgets and recorder.
  *
@@ -222,63 +257,46 @@ export const makeRunner = (deps: {
         tools: command.tools,
         outputJsonSchema: compiled.jsonSchema
       })
+      // The call's options against the workflow's bounds, as the router resolved them for the primary.
+      const options = ModelOptions.resolve(w, command)
+      if (Either.isLeft(options)) return yield* drop(w.name, target.ref, "policy")
       const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target)
       const worst = costAt(target, inputTokensAt(estimated, target), cap)
       const reservation = yield* Effect.either(deps.budgets.reserve(TenantId.make(shadow.budgetTenant), worst))
       if (Either.isLeft(reservation)) return yield* drop(w.name, target.ref, "budget")
-      const startedAt = yield* Effect.clockWith((c) => c.currentTimeMillis)
+      // Built, bounded and classified by the pipeline's own attempt module: the same request
+      // (sampling and provider options included) a production attempt on this target sends.
+      const basis = { compiled, command, options: options.right }
       const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)
-      const response = yield* Effect.either(
-        bounded(
-          adapter.generate({
-            target,
-            messages: command.messages,
-            tools: command.tools ?? [],
-            toolChoice: command.toolChoice,
-            output: outputFormatOf(compiled, target),
-            maxOutputTokens: cap,
-            timeout: target.limits.perAttemptTimeout
-          }),
-          startedAt + perAttemptMs
-        )
-      )
-      const endedAt = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      const answered: ProviderResponse | undefined =
-        Either.isRight(response) && Option.isSome(response.right) ? response.right.value : undefined
-      const usage = answered?.usage ?? (Either.isLeft(response) ? response.left.usage : undefined)
+      const request = Attempt.requestOf(basis, target, command.messages, cap, perAttemptMs)
+      const startedAt = yield* Clock.currentTimeMillis
+      const until = startedAt + perAttemptMs
+      const exit = yield* Effect.exit(Attempt.generateUntil(adapter, request, until))
+      const endedAt = yield* Clock.currentTimeMillis
+      const ended = Attempt.classifyEnd(target, exit, startedAt, until, endedAt)
+      const usage = ended.response?.usage ?? ended.error?.usage
       // Sent without a reported usage (cut by its timeout, a failure): its input was likely billed.
       const cost = usage === undefined ? costAt(target, inputTokensAt(estimated, target), 0) : costOf(target, usage)
       yield* reservation.right.settle(cost)
-      let outcome: ShadowRecord["outcome"] =
-        answered !== undefined ? "success" : Either.isRight(response) ? "timeout" : "failed"
-      let schemaValid: boolean | undefined
-      let agreement: { readonly agreement: number; readonly fields: number } | undefined
-      if (answered?.refusal === true) outcome = "refusal"
-      else if (answered !== undefined && compiled.decode !== undefined && answered.toolCalls.length === 0) {
-        // Judged as the pipeline judges a production answer (a truncated answer is invalid too).
-        const validated = validateOutput(compiled, target, answered)
-        schemaValid = Either.isRight(validated)
-        if (Either.isRight(validated)) agreement = agreementOf(primary.content.value, validated.right.value)
-        else outcome = "invalid_output"
-      }
+      const judged = judge(compiled, target, primary, ended)
       const record = new ShadowRecord(
         {
           callId: primary.evidence.callId,
           workflow: w.name,
           candidate: target.ref,
           primary: primary.evidence.target,
-          outcome,
-          errorTag: Either.isLeft(response) ? response.left._tag : undefined,
-          schemaValid,
-          agreement: agreement?.agreement,
-          fieldsCompared: agreement?.fields,
+          outcome: judged.outcome,
+          errorTag: judged.errorTag,
+          schemaValid: judged.schemaValid,
+          agreement: judged.agreement?.agreement,
+          fieldsCompared: judged.agreement?.fields,
           latencyMs: endedAt - startedAt,
           cost,
           startedAt
         },
         { disableValidation: true }
       )
-      yield* Metric.increment(Metric.tagged(tagged(metrics.calls, w.name, target.ref), "outcome", outcome))
+      yield* Metric.increment(Metric.tagged(tagged(metrics.calls, w.name, target.ref), "outcome", judged.outcome))
       yield* deps.recorder.record(record)
     })
   return {

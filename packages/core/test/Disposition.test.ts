@@ -1,16 +1,18 @@
 /**
  * The disposition table, exhaustively: every failure tag (and the variants the table tells apart)
  * × every combination of attempt facts, against DESIGN §5 written out independently below; and
- * every adapter classification mapped onto the failure union.
+ * every adapter classification mapped onto the failure union; the classification of every way an
+ * attempt ends, the retry gate and the end-of-route table, each against an oracle written out here.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration } from "effect"
+import { Duration, Effect, Exit, Option } from "effect"
 import * as Disposition from "../src/Disposition.js"
 import type { Failure } from "../src/Errors.js"
 import { ProviderError } from "../src/Errors.js"
 import type { AttemptOutcome } from "../src/ModelResult.js"
 import { TenantId } from "../src/ModelCommand.js"
 import { TargetRef } from "../src/ModelTarget.js"
+import type { ProviderResponse } from "../src/ProviderAdapter.js"
 
 const target = TargetRef.make("model://test/a@eu")
 
@@ -200,4 +202,219 @@ describe("Disposition.failureOf: adapter classifications onto the failure union"
       }
     })
   }
+})
+
+describe("Disposition.isTemporaryKind: the one list of retried kinds, read from the table", () => {
+  it("a kind is temporary exactly when it maps onto RateLimited or ProviderUnavailable (DESIGN §5: retried)", () => {
+    for (const kind of ProviderError.fields.kind.literals) {
+      const f = Disposition.failureOf(target, new ProviderError({ kind, processed: "no" }))
+      const want = f._tag === "RateLimited" || f._tag === "ProviderUnavailable"
+      assert.strictEqual(Disposition.isTemporaryKind(kind), want, kind)
+    }
+  })
+})
+
+describe("Disposition.classify: every recording path", () => {
+  const answer = (over: Partial<ProviderResponse> = {}): ProviderResponse => ({
+    text: "ok",
+    toolCalls: [],
+    finishReason: "stop",
+    refusal: false,
+    usage: undefined,
+    modelVersion: undefined,
+    requestId: undefined,
+    httpStatus: 200,
+    ...over
+  })
+  type Want = {
+    outcome: AttemptOutcome
+    failure: string | undefined
+    breaker: boolean
+    possiblyProcessed: boolean
+    billSent: boolean
+  }
+  const view = (c: Disposition.Classified): Want => ({
+    outcome: c.outcome,
+    failure:
+      c.failure === undefined
+        ? undefined
+        : `${c.failure._tag}${"reason" in c.failure ? `/${c.failure.reason}` : ""}${c.failure._tag === "Refusal" ? `/${c.failure.source}` : ""}`,
+    breaker: c.breaker,
+    possiblyProcessed: c.possiblyProcessed,
+    billSent: c.billSent
+  })
+
+  for (const cut of bools) {
+    it(`answers, refusals, timeouts and defects (cut by the deadline: ${cut})`, () => {
+      assert.deepStrictEqual(view(Disposition.classify(target, Exit.succeed(Option.some(answer())), cut)), {
+        outcome: "success",
+        failure: undefined,
+        breaker: false,
+        possiblyProcessed: true,
+        billSent: false
+      })
+      assert.deepStrictEqual(
+        view(Disposition.classify(target, Exit.succeed(Option.some(answer({ refusal: true }))), cut)),
+        { outcome: "refusal", failure: "Refusal/model", breaker: false, possiblyProcessed: true, billSent: false }
+      )
+      assert.deepStrictEqual(
+        view(
+          Disposition.classify(
+            target,
+            Exit.succeed(Option.some(answer({ refusal: true, finishReason: "content_filter" }))),
+            cut
+          )
+        ),
+        {
+          outcome: "refusal",
+          failure: "Refusal/safety_filter",
+          breaker: false,
+          possiblyProcessed: true,
+          billSent: false
+        }
+      )
+      // Sent and cut by its bound: a timeout; not the target's fault when the call's deadline imposed it.
+      assert.deepStrictEqual(view(Disposition.classify(target, Exit.succeed(Option.none()), cut)), {
+        outcome: "timeout",
+        failure: "ProviderUnavailable/timeout",
+        breaker: !cut,
+        possiblyProcessed: true,
+        billSent: true
+      })
+      // A defect is a bug of the adapter: it counts against the target whatever the deadline.
+      assert.deepStrictEqual(view(Disposition.classify(target, Exit.die(new RangeError("x")), cut)), {
+        outcome: "unavailable",
+        failure: "ProviderUnavailable/adapter_defect",
+        breaker: true,
+        possiblyProcessed: true,
+        billSent: true
+      })
+    })
+  }
+
+  it("a classified failure: the row of its failure, for every kind × processed × cut", () => {
+    for (const kind of ProviderError.fields.kind.literals)
+      for (const processed of ["no", "maybe"] as const)
+        for (const cut of bools) {
+          const pe = new ProviderError({ kind, processed, httpStatus: 500 })
+          const failure = Disposition.failureOf(target, pe)
+          const row = oracle(failure, { ...allFacts[0]!, possiblyProcessed: processed === "maybe", cutByDeadline: cut })
+          const got = Disposition.classify(target, Exit.fail(pe), cut)
+          assert.deepStrictEqual(
+            [got.outcome, got.failure?._tag, got.breaker, got.possiblyProcessed, got.billSent, got.error],
+            [row.outcome, failure._tag, row.breaker, processed === "maybe", false, pe],
+            `${kind} ${processed} ${cut}`
+          )
+        }
+  })
+
+  it("cutByDeadline: a bound shorter than the target's own limit, run to the bound", () => {
+    assert.isTrue(Disposition.cutByDeadline(300, 1000, 300))
+    assert.isFalse(Disposition.cutByDeadline(300, 1000, 299))
+    assert.isFalse(Disposition.cutByDeadline(1000, 1000, 1000))
+  })
+})
+
+describe("Disposition.retryGate: attempt limit, schedule delay against the time left, breaker, retry budget", () => {
+  const delays = [Option.none(), Option.some(0), Option.some(100), Option.some(600)] as const
+  it("every combination, and a question is asked only when the earlier ones let the retry through", () => {
+    let cases = 0
+    for (const attempt of [1, 3])
+      for (const delay of delays)
+        for (const open of bools)
+          for (const token of bools) {
+            const asked: Array<string> = []
+            const probes: Disposition.RetryProbes = {
+              delay: Effect.sync(() => {
+                asked.push("delay")
+                return delay
+              }),
+              breakerOpen: Effect.sync(() => {
+                asked.push("breaker")
+                return open
+              }),
+              retryToken: Effect.sync(() => {
+                asked.push("token")
+                return token
+              })
+            }
+            // 1000 ms left at 0, minimum attempt time 500: a wait of 600 leaves too little.
+            const verdict = Effect.runSync(
+              Disposition.retryGate({ attempt, maxAttempts: 3, now: 0, deadline: 1000, minimumMs: 500 }, probes)
+            )
+            // The oracle, written out.
+            const want: { verdict: string; asked: Array<string> } =
+              attempt >= 3
+                ? { verdict: "NoRetry/attempts", asked: [] }
+                : Option.isNone(delay)
+                  ? { verdict: "NoRetry/schedule", asked: ["delay"] }
+                  : delay.value + 500 > 1000
+                    ? { verdict: "NoRetry/time", asked: ["delay"] }
+                    : open
+                      ? { verdict: "NoRetry/breaker", asked: ["delay", "breaker"] }
+                      : !token
+                        ? { verdict: "NoRetry/retry_budget", asked: ["delay", "breaker", "token"] }
+                        : {
+                            verdict: delay.value === 0 ? "RetryNow" : `RetryAfter/${delay.value}`,
+                            asked: ["delay", "breaker", "token"]
+                          }
+            const got =
+              verdict._tag === "NoRetry"
+                ? `NoRetry/${verdict.reason}`
+                : verdict._tag === "RetryAfter"
+                  ? `RetryAfter/${verdict.delayMs}`
+                  : "RetryNow"
+            assert.deepStrictEqual({ verdict: got, asked }, want)
+            cases++
+          }
+    assert.strictEqual(cases, 2 * 4 * 2 * 2)
+  })
+
+  it("retryFits: the wait plus the minimum attempt time must end by the deadline", () => {
+    assert.isTrue(Disposition.retryFits(0, 500, 500, 1000))
+    assert.isFalse(Disposition.retryFits(0, 501, 500, 1000))
+  })
+})
+
+describe("Disposition.endOfRoute: what a route that ran out of targets ends with", () => {
+  const lasts: Array<Failure | undefined> = [undefined, ...Object.values(samples).flat()]
+  /** DESIGN §4/§5, written out. */
+  const endOracle = (f: Disposition.RouteFacts): string => {
+    const availability =
+      f.last !== undefined &&
+      (f.last._tag === "RateLimited" || f.last._tag === "ProviderUnavailable" || f.last._tag === "ProviderRejected")
+    if (availability && f.degrade) return "Degrade"
+    if (availability && f.policyExcluded) return "PolicyViolation"
+    if (f.last === undefined) {
+      if (!f.stoppedForTime && f.skipped) return "NoEligibleRoute"
+      return f.pastDeadline ? "DeadlineExceeded/attempt" : "DeadlineExceeded/before_attempt"
+    }
+    if (availability && (f.stoppedForTime || f.belowMinimum)) {
+      return f.pastDeadline ? "DeadlineExceeded/attempt" : "DeadlineExceeded/before_attempt"
+    }
+    return `Fail/${f.last._tag}`
+  }
+  it("every last failure × every combination of route facts", () => {
+    let cases = 0
+    for (const last of lasts)
+      for (const stoppedForTime of bools)
+        for (const belowMinimum of bools)
+          for (const skipped of bools)
+            for (const degrade of bools)
+              for (const policyExcluded of bools)
+                for (const pastDeadline of bools) {
+                  const facts = { last, stoppedForTime, belowMinimum, skipped, degrade, policyExcluded, pastDeadline }
+                  const end = Disposition.endOfRoute(facts)
+                  const got =
+                    end._tag === "DeadlineExceeded"
+                      ? `DeadlineExceeded/${end.stage}`
+                      : end._tag === "Fail"
+                        ? `Fail/${end.failure._tag}`
+                        : end._tag
+                  assert.strictEqual(got, endOracle(facts), JSON.stringify(facts))
+                  if (end._tag === "Fail") assert.strictEqual(end.failure, last)
+                  cases++
+                }
+    assert.strictEqual(cases, lasts.length * 64)
+  })
 })

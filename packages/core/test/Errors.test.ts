@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Errors, ModelGateway } from "@modelgate/core"
+import { Disposition, Errors, ModelGateway } from "@modelgate/core"
 import { Duration, Effect, Match } from "effect"
 import { command, gatewayLayer } from "./fixtures.js"
 
@@ -96,12 +96,14 @@ describe("errors", () => {
     }).pipe(Effect.provide(gatewayLayer({})))
   )
 
-  it("a rate-limited error carries its retry-after", () => {
+  it("retryable errors carry retry-after; the disposition table (not the error) says they are retried", () => {
     const e = new Errors.RateLimited({
       target: Errors.RateLimited.fields.target.make("model://a/b@eu"),
       retryAfter: Duration.seconds(2)
     })
     assert.deepStrictEqual(e.retryAfter, Duration.seconds(2))
+    assert.isTrue(Disposition.isTemporaryKind("rate_limited"))
+    assert.notProperty(e, "isRetryable")
     assert.include(e.message, "2000 ms")
   })
 })

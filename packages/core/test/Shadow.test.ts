@@ -16,8 +16,11 @@ import {
   Shadow
 } from "@modelgate/core"
 import { TenantId } from "@modelgate/core/ModelCommand"
+import { Usage } from "@modelgate/core/ModelResult"
+import { Capabilities, ModelTarget } from "@modelgate/core/ModelTarget"
+import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Clock, Effect, Layer, Metric, TestContext } from "effect"
+import { Clock, Effect, Layer, Metric, Stream, TestContext } from "effect"
 import { Classification, command, providers, refs, target, targets, workflow } from "./fixtures.js"
 import { candidateRef, concurrently } from "./lifecycleFixtures.js"
 
@@ -233,5 +236,85 @@ describe("Shadow traffic", () => {
       assert.deepStrictEqual(yield* shadowRecords, [])
       assert.strictEqual((yield* dropped("budget")) - before, 1)
     }).pipe(Effect.provide(layer(definition({}), Budgets.layerMemory({ tenants: { acme: { limit: 10 } } }))))
+  )
+
+  it.effect(
+    "the candidate gets the workflow's sampling options and the command's overrides, as production does",
+    () => {
+      const accepting = (t: ModelTarget) =>
+        new ModelTarget({
+          ...t,
+          capabilities: new Capabilities({ ...t.capabilities, options: ["temperature", "seed"] })
+        })
+      const seen: Array<ProviderAdapter.ProviderRequest> = []
+      const candidate: ProviderAdapter.ProviderAdapter = {
+        provider: "vllm",
+        generate: (request) =>
+          Effect.sync(() => {
+            seen.push(request)
+            return {
+              text: JSON.stringify({ category: "billing", confidence: 0.9 }),
+              toolCalls: [],
+              finishReason: "stop",
+              refusal: false,
+              usage: new Usage({ inputTokens: 10, outputTokens: 5 }),
+              modelVersion: undefined,
+              requestId: undefined,
+              httpStatus: 200
+            }
+          }),
+        stream: () => Stream.empty
+      }
+      const def: GatewayConfig.Definition = {
+        config: GatewayConfig.GatewayConfig.make({
+          targets: [
+            ...targets.slice(0, 2).map(accepting),
+            ...targets.slice(2),
+            accepting(target(candidateRef, "vllm"))
+          ],
+          workflows: [
+            workflow({
+              name: "ticket.classify",
+              output: { schema: "Classification", schemaVersion: "1" },
+              options: { temperature: { default: 0.3, min: 0, max: 1 }, seed: 11 },
+              shadow: { target: candidateRef, share: 1, maxConcurrent: 4 }
+            })
+          ]
+        }),
+        schemas: { Classification }
+      }
+      return Effect.gen(function* () {
+        yield* answers([command("ticket.classify")])
+        yield* answers([command("ticket.classify", { options: { temperature: 0.5 } })])
+        assert.deepStrictEqual(
+          seen.map((r) => r.options),
+          [
+            { temperature: 0.3, seed: 11 },
+            { temperature: 0.5, seed: 11 }
+          ]
+        )
+        assert.strictEqual((yield* shadowRecords).length, 2)
+      }).pipe(
+        Effect.provide(
+          ModelGateway.layer(def).pipe(
+            Layer.provideMerge(
+              Layer.merge(
+                ScriptedProvider.layer({ providers: ["openai", "anthropic", "gemini"], scripts }),
+                ProviderAdapter.layer("vllm", Effect.succeed(candidate))
+              )
+            ),
+            Layer.provideMerge(
+              Layer.mergeAll(
+                Budgets.layerOff,
+                Concurrency.layerOff,
+                Health.layerOff,
+                CallRecorder.layerMemory,
+                Shadow.layerMemory
+              )
+            )
+          )
+        )
+      )
+    }
   )
 })

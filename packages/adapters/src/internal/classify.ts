@@ -6,6 +6,7 @@
  * @internal
  */
 import type { Headers } from "@effect/platform"
+import { isTemporaryKind } from "@modelgate/core/Disposition"
 import { ProviderError } from "@modelgate/core/Errors"
 import type { Usage } from "@modelgate/core/ModelResult"
 import { Duration } from "effect"
@@ -16,17 +17,6 @@ export type Kind = ProviderError["kind"]
 
 /** @internal */
 export type Processed = ProviderError["processed"]
-
-/** Kinds the engine retries on the same target. @internal */
-export const temporaryKinds: ReadonlySet<Kind> = new Set<Kind>([
-  "rate_limited",
-  "server_error",
-  "overloaded",
-  "transport",
-  "timeout",
-  "stream_stalled",
-  "stream_truncated"
-])
 
 /**
  * The class of an HTTP status when the body names nothing more specific.
@@ -76,14 +66,15 @@ export const processedForStatus = (status: number): Processed =>
 /**
  * Applies `x-should-retry` (Stainless providers): `false` turns a temporary class into a
  * permanent `rejected` (no retry on this target, fallback allowed); `true` turns a class that came
- * only from the HTTP status (no body code matched) into a temporary `server_error`.
+ * only from the HTTP status (no body code matched) into a temporary `server_error`. Which classes
+ * are temporary is the engine's disposition table (`Disposition.isTemporaryKind`).
  *
  * @internal
  */
 export const applyShouldRetry = (kind: Kind, header: string | undefined, fromStatusOnly: boolean): Kind => {
   const value = header?.trim().toLowerCase()
-  if (value === "false" && temporaryKinds.has(kind)) return "rejected"
-  if (value === "true" && fromStatusOnly && !temporaryKinds.has(kind)) return "server_error"
+  if (value === "false" && isTemporaryKind(kind)) return "rejected"
+  if (value === "true" && fromStatusOnly && !isTemporaryKind(kind)) return "server_error"
   return kind
 }
 

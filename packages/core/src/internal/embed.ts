@@ -14,7 +14,8 @@ import { Usage } from "../ModelResult.js"
 import type { EmbedResponse, ProviderResponse } from "../ProviderAdapter.js"
 import type { Invoke } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
-import { type EngineContext, execute } from "./pipeline.js"
+import type { EngineContext } from "./call.js"
+import { execute } from "./pipeline.js"
 
 /** The command as the pipeline carries it: one user message per input. */
 const carrierOf = (command: EmbedCommand): ModelCommand =>

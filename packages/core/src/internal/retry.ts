@@ -1,6 +1,7 @@
 /**
- * The retry schedule of a workflow, stepped without sleeping: the pipeline asks it for the next
- * delay after a retryable failure and decides itself whether the deadline leaves time to wait.
+ * The retry schedule of a workflow, stepped without sleeping: the attempt loop asks it for the next
+ * delay after a retryable failure; `Disposition.retryGate` decides whether the deadline leaves time
+ * to wait.
  */
 import { Duration, Effect, Option, Random, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import type { RetryPolicy } from "../Workflow.js"
@@ -33,23 +34,22 @@ export const retrySchedule = (policy: RetryPolicy): Schedule.Schedule<RetryInput
     )
   )
 
-/**
- * One step of a schedule without sleeping: the delay it asks for before the next recurrence, or
- * `None` when it is done.
- */
-export interface Stepper {
-  readonly next: (now: number, input: RetryInput) => Effect.Effect<Option.Option<number>>
-}
+/** The state of a retry schedule between two steps (its `initial` before the first). */
+export type RetryState = unknown
 
-/** A stepper over `schedule`, holding its state. */
-export const stepper = (schedule: Schedule.Schedule<RetryInput, RetryInput>): Stepper => {
-  let state: unknown = schedule.initial
-  return {
-    next: (now, input) =>
-      Effect.map(schedule.step(now, input, state), ([next, _out, decision]) => {
-        state = next
-        if (ScheduleDecision.isDone(decision)) return Option.none()
-        return Option.some(Math.max(0, ScheduleIntervals.start(decision.intervals) - now))
-      })
-  }
-}
+/**
+ * One step of `schedule` from `state` without sleeping: the next state and the delay it asks for
+ * before the next recurrence (`None` when it is done).
+ */
+export const nextDelay = (
+  schedule: Schedule.Schedule<RetryInput, RetryInput>,
+  state: RetryState,
+  now: number,
+  input: RetryInput
+): Effect.Effect<readonly [RetryState, Option.Option<number>]> =>
+  Effect.map(schedule.step(now, input, state), ([next, _out, decision]) => [
+    next,
+    ScheduleDecision.isDone(decision)
+      ? Option.none()
+      : Option.some(Math.max(0, ScheduleIntervals.start(decision.intervals) - now))
+  ])

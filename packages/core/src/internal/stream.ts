@@ -16,7 +16,7 @@ import * as StreamEvent from "../StreamEvent.js"
 import { countTextYielding } from "../TokenEstimator.js"
 import type { Invoke } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
-import type { EngineContext } from "./pipeline.js"
+import type { EngineContext } from "./call.js"
 import { execute } from "./pipeline.js"
 
 interface ToolCallBuffer {

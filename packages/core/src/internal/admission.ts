@@ -1,0 +1,236 @@
+/**
+ * Admission of a call (DESIGN §4): the tenant's reservation for the worst case of its route and
+ * the tenant's permit, in one path, within the call's deadline; and their settlement, once, on
+ * every exit. A refused reservation re-plans the route to the targets whose worst case fits what
+ * is left (`BUDGET_DOES_NOT_FIT` for the others) before it fails the call.
+ *
+ * In-memory stores answer at once: their synchronous answers are read through the one private
+ * fast path (`fastPath.ts`), for budgets and permits in this module only, so that the happy path
+ * runs no Effect for them. A shared store gets the reservation and the permit asked for
+ * at once (one round trip on an auto-pipelined connection); nothing is sent before both are held.
+ */
+import { Effect, Exit, Fiber } from "effect"
+import * as AgentRun from "../AgentRun.js"
+import { BudgetExceeded, type Failure } from "../Errors.js"
+import type { ModelCommand } from "../ModelCommand.js"
+import type { ModelTarget } from "../ModelTarget.js"
+import { costAt, inputTokensAt, outputCapAt } from "../Pricing.js"
+import * as Router from "../Router.js"
+import { reportOverspend } from "./budgetReservation.js"
+import { type Call, deadlineFailure, type EngineContext, type Holds, storeFailure } from "./call.js"
+import * as FastPath from "./fastPath.js"
+
+/**
+ * Reserves the worst case of `route` and takes the tenant's permit: the route the call runs on
+ * (the affordable part of `route` when the budget refused the whole). Both are in `call.holds`
+ * from the moment they are held; the exit handler settles them.
+ */
+export const admit = (ctx: EngineContext, call: Call, route: Router.Route): Effect.Effect<Router.Route, Failure> => {
+  const holds = call.holds
+  holds.route = route
+  const amount = reservationOf(call, route)
+  const cmd = call.command
+  const reserveNow = FastPath.budgets(ctx.budgets)?.reserve
+  if (reserveNow !== undefined) {
+    let reserved = reserveNow(cmd.tenant, amount, call.clock.unsafeCurrentTimeMillis())
+    let admitted = route
+    if (reserved instanceof BudgetExceeded) {
+      // Budget-aware: the targets whose worst case fits what is left, or why none does.
+      const affordable = replanWithin(call, route, reserved)
+      if (!("route" in affordable)) return Effect.fail(affordable)
+      reserved = reserveNow(cmd.tenant, affordable.amount, call.clock.unsafeCurrentTimeMillis())
+      if (reserved instanceof BudgetExceeded) return Effect.fail(budgetFailure(reserved))
+      admitted = affordable.route
+    }
+    holds.reservation = reserved
+    return takePermitNow(ctx, cmd, holds) ? Exit.succeed(admitted) : Effect.as(acquirePermit(ctx, call), admitted)
+  }
+  const reserved = reserve(ctx, call, amount).pipe(
+    Effect.catchIf(
+      (f): f is Extract<Failure, { readonly _tag: "BudgetExceeded" }> => f._tag === "BudgetExceeded",
+      (f) => {
+        const affordable = replanWithin(call, route, f)
+        return "route" in affordable ? reserve(ctx, call, affordable.amount) : Effect.fail(affordable)
+      }
+    )
+  )
+  // The route the reservation settled on (`replanWithin` replaces it).
+  const admitted = Effect.sync(() => holds.route ?? route)
+  // A permit free at once (in memory, unbounded): taken here; the exit handler gives it back if
+  // the reservation fails.
+  if (takePermitNow(ctx, cmd, holds)) return Effect.zipRight(reserved, admitted)
+  // The permit's fiber is awaited, not joined (`Effect.all` joins and merges fiber refs: measured
+  // at twice the CPU per call of this).
+  return Effect.flatMap(Effect.fork(acquirePermit(ctx, call)), (permit) =>
+    Effect.matchCauseEffect(reserved, {
+      onFailure: (cause) => Effect.zipRight(Fiber.interrupt(permit), Effect.failCause(cause)),
+      onSuccess: () => Effect.flatten(Fiber.await(permit))
+    })
+  ).pipe(Effect.zipRight(admitted))
+}
+
+/** Takes the tenant's permit when the store answers at once; `false` when it has to wait. */
+const takePermitNow = (ctx: EngineContext, cmd: ModelCommand, holds: Holds): boolean => {
+  const permit = FastPath.concurrency(ctx.concurrency)?.acquire(cmd.tenant)
+  if (permit === undefined) return false
+  holds.permit = permit
+  holds.permitWaitMs = 0
+  return true
+}
+
+/** Waits for the tenant's permit until the deadline; returned by the exit handler. */
+const acquirePermit = (ctx: EngineContext, call: Call): Effect.Effect<void, Failure> =>
+  Effect.clockWith((clock) => {
+    const queuedAt = clock.unsafeCurrentTimeMillis()
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.matchEffect(restore(ctx.concurrency.acquire(call.command.tenant, call.command.workflow, call.deadline)), {
+        onFailure: (e) => Effect.fail(storeFailure(e)),
+        onSuccess: (permit): Effect.Effect<void, Failure> => {
+          const at = clock.unsafeCurrentTimeMillis()
+          call.holds.permitWaitMs = at - queuedAt
+          if (permit === undefined) return Effect.fail(deadlineFailure(call, "queue", at))
+          call.holds.permit = permit
+          return Effect.void
+        }
+      })
+    )
+  })
+
+/** Reserves `amount` for the call; the reservation is settled by the exit handler, whatever the exit. */
+const reserve = (ctx: EngineContext, call: Call, amount: number): Effect.Effect<void, Failure> =>
+  Effect.uninterruptible(
+    Effect.matchEffect(ctx.budgets.reserve(call.command.tenant, amount, call.deadline), {
+      onFailure: (e): Effect.Effect<never, Failure> =>
+        Effect.fail(e._tag === "StoreError" ? storeFailure(e) : budgetFailure(e)),
+      onSuccess: (reservation) => {
+        call.holds.reservation = reservation
+        return Effect.void
+      }
+    })
+  )
+
+const budgetFailure = (e: BudgetExceeded): Failure => ({
+  _tag: "BudgetExceeded",
+  tenant: e.tenant,
+  limit: e.limit,
+  committed: e.committed,
+  reserved: e.reserved,
+  requested: e.requested
+})
+
+/** The worst case of `target` for an input of `estimatedInput` tokens (before its safety factor). */
+export const worstCaseAt = (
+  estimatedInput: number,
+  route: Router.Route,
+  command: ModelCommand,
+  target: ModelTarget
+): number =>
+  costAt(
+    target,
+    inputTokensAt(estimatedInput, target),
+    outputCapAt(command.maxOutputTokens, route.compiled.workflow.maxOutputTokens, target)
+  )
+
+/**
+ * The call's reservation for `route`: the worst case over its targets, capped by the call's and
+ * the workflow's maxCost and by what is left of its run's budget (carved from the run until the
+ * call settles); 0 when nothing needed a count. Sets the call's estimated cost.
+ */
+const reservationOf = (call: Call, route: Router.Route): number => {
+  if (route.inputTokens === undefined) return 0
+  const cmd = call.command
+  let worst = 0
+  for (const t of route.targets) worst = Math.max(worst, worstCaseAt(route.inputTokens, route, cmd, t))
+  call.holds.estimatedCost = worstCaseAt(route.inputTokens, route, cmd, route.targets[0]!)
+  let amount = cappedCost(call, route, worst)
+  const run = call.run
+  if (run !== undefined && run.budget !== undefined) {
+    run.reserved -= call.holds.runReserved
+    amount = Math.min(amount, AgentRun.remainingBudget(run))
+    call.holds.runReserved = amount
+    run.reserved += amount
+  }
+  return amount
+}
+
+/** `cost` capped by the call's and the workflow's maxCost. */
+const cappedCost = (call: Call, route: Router.Route, cost: number): number =>
+  Math.min(cost, call.command.maxCost ?? Infinity, route.compiled.workflow.maxCost ?? Infinity)
+
+/**
+ * Budget-aware choice, after the tenant's budget refused the reservation: what is left (read from
+ * the refusal: limit − committed − reserved) keeps only the targets whose capped worst case fits;
+ * the others are excluded as `BUDGET_DOES_NOT_FIT`. The call's route becomes that route and the
+ * amount to reserve its worst case; when no target fits, `BudgetExceeded` names what the cheapest
+ * would need. Runs only when a reservation was refused: the happy path pays nothing for it.
+ */
+const replanWithin = (
+  call: Call,
+  route: Router.Route,
+  refused: {
+    readonly limit: number
+    readonly committed: number
+    readonly reserved: number
+    readonly requested: number
+  }
+): { readonly route: Router.Route; readonly amount: number } | Failure => {
+  const left = Math.max(0, refused.limit - refused.committed - refused.reserved)
+  const input = route.inputTokens
+  const needs = route.targets.map((t) =>
+    input === undefined ? 0 : cappedCost(call, route, worstCaseAt(input, route, call.command, t))
+  )
+  const drop: Array<{ target: ModelTarget; reason: "BUDGET_DOES_NOT_FIT"; detail: string }> = []
+  let cheapest = Infinity
+  route.targets.forEach((t, i) => {
+    const need = needs[i]!
+    cheapest = Math.min(cheapest, need)
+    if (need > left) {
+      drop.push({
+        target: t,
+        reason: "BUDGET_DOES_NOT_FIT",
+        detail: `worst case ${money(need)} exceeds the ${money(left)} left of the tenant's budget`
+      })
+    }
+  })
+  if (drop.length === route.targets.length || drop.length === 0) {
+    return {
+      _tag: "BudgetExceeded",
+      tenant: call.command.tenant,
+      limit: refused.limit,
+      committed: refused.committed,
+      reserved: refused.reserved,
+      // Nothing fits: what the cheapest would need (everything fits: the amount that was refused).
+      requested: drop.length === 0 ? refused.requested : cheapest
+    }
+  }
+  const affordable = Router.withoutTargets(route, drop)
+  call.holds.route = affordable
+  return { route: affordable, amount: reservationOf(call, affordable) }
+}
+
+/** A cost in evidence details: at most 6 significant digits. */
+const money = (x: number): string => `${Number(x.toPrecision(6))}`
+
+/** Gives the call's permit back, once. */
+export const releasePermit = (holds: Holds): void => {
+  if (holds.permit !== undefined) {
+    holds.permit.release()
+    holds.permit = undefined
+  }
+}
+
+/** Settles the reservation once (commit of `spent`, or release), keeping what it found. */
+export const settleMoney = (holds: Holds, spent: number): Effect.Effect<void> => {
+  const reservation = holds.reservation
+  if (reservation === undefined || holds.settlement !== undefined) return Effect.void
+  const settleNow = FastPath.reservation(reservation)?.settle
+  if (settleNow !== undefined) {
+    // An in-memory store settles at once; only an overspend still has a warning and a metric to report.
+    const settlement = settleNow(spent)
+    holds.settlement = settlement
+    return settlement.overspent > 0 ? Effect.asVoid(reportOverspend(reservation.tenant, settlement)) : Effect.void
+  }
+  return Effect.map(reservation.settle(spent), (settlement) => {
+    holds.settlement = settlement
+  })
+}

@@ -1,0 +1,284 @@
+/**
+ * One attempt, as a value: the provider request built for a target ({@link requestOf}), run under
+ * the attempt's bound (`deadline.ts`), and classified by the disposition table
+ * (`Disposition.classify`: an answer, a refusal, a timeout the call's deadline may have imposed,
+ * an adapter defect, a classified failure). The pipeline's attempts also take the target's own
+ * concurrency permit when it has a cap, are recorded in the call's tally and reported to health
+ * ({@link dispatch}); shadow calls (`Shadow.ts`) build and classify theirs with the same functions.
+ */
+import { Cause, Duration, Effect, Exit, type Option, type Tracer } from "effect"
+import * as Disposition from "../Disposition.js"
+import type { Failure, ProviderError } from "../Errors.js"
+import type { CompiledWorkflow } from "../GatewayConfig.js"
+import type { Message, ModelCommand } from "../ModelCommand.js"
+import * as ModelOptions from "../ModelOptions.js"
+import { Usage } from "../ModelResult.js"
+import type { ModelTarget } from "../ModelTarget.js"
+import { inputTokensAt } from "../Pricing.js"
+import type { ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
+import type { Route } from "../Router.js"
+import * as TokenEstimator from "../TokenEstimator.js"
+import type { AttemptContext, Invoke } from "./attemptContext.js"
+import { addUsage, type Call, type EngineContext, storeFailure, type Tally } from "./call.js"
+import { bounded } from "./deadline.js"
+import * as FastPath from "./fastPath.js"
+import { cancelledRecord, defectKind, recordOf } from "./evidence.js"
+import { outputFormatOf } from "./output.js"
+import * as Report from "./telemetry.js"
+
+/** What every request of a call shares: its workflow, its command, its resolved options. */
+export interface RequestBasis {
+  readonly compiled: CompiledWorkflow
+  readonly command: ModelCommand
+  readonly options: ModelOptions.ResolvedOptions
+}
+
+/**
+ * The provider request for `target`: the call's tools and output format, the options the target
+ * accepts (and the provider options of its provider), the output cap and the attempt's timeout.
+ */
+export const requestOf = (
+  basis: RequestBasis,
+  target: ModelTarget,
+  messages: ReadonlyArray<Message>,
+  maxOutputTokens: number,
+  timeoutMs: number
+): ProviderRequest => ({
+  target,
+  messages,
+  tools: basis.command.tools ?? [],
+  toolChoice: basis.command.toolChoice,
+  output: outputFormatOf(basis.compiled, target),
+  maxOutputTokens,
+  timeout: Duration.millis(timeoutMs),
+  options: ModelOptions.forTarget(basis.options, target.capabilities.options),
+  providerOptions: ModelOptions.forProvider(basis.options, target.provider)
+})
+
+/** `generate` under the attempt's bound: `None` when `until` came first. */
+export const generateUntil = (
+  adapter: ProviderAdapter,
+  request: ProviderRequest,
+  until: number
+): Effect.Effect<Option.Option<ProviderResponse>, ProviderError> => bounded(adapter.generate(request), until)
+
+/** How the pipeline's `generate` calls its adapter. */
+export const invokeGenerate: Invoke = (adapter, request, attempt) => generateUntil(adapter, request, attempt.until)
+
+/**
+ * Classifies an attempt started at `startedAt`, bounded to `until`, that ended at `endedAt` with
+ * `exit`: whether the call's deadline cut it (its bound shorter than the target's own limit) is
+ * decided here, once, for every path.
+ */
+export const classifyEnd = (
+  target: ModelTarget,
+  exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>,
+  startedAt: number,
+  until: number,
+  endedAt: number
+): Disposition.Classified =>
+  Disposition.classify(
+    target.ref,
+    exit,
+    Disposition.cutByDeadline(
+      until - startedAt,
+      Duration.toMillis(target.limits.perAttemptTimeout),
+      endedAt - startedAt
+    )
+  )
+
+/** What one attempt of the pipeline needs of its call. */
+export interface Frame {
+  readonly ctx: EngineContext
+  readonly call: Call
+  readonly route: Route
+  readonly invoke: Invoke
+}
+
+/** One attempt of the pipeline, before it is dispatched. */
+export interface Attempt {
+  /** The target's index in the route (0: not a fallback). */
+  readonly index: number
+  /** 1 for the first attempt on this target. */
+  readonly number: number
+  readonly request: ProviderRequest
+  /** Input tokens at this target, when the router counted them. */
+  readonly inputTokens: number | undefined
+  /** The target's minimum attempt time, ms: a capped target's permit is not awaited past it. */
+  readonly minimumMs: number
+}
+
+/**
+ * Dispatches one attempt (holding the target's permit when it has a concurrency cap), records it
+ * and reports it to health. `undefined` when the target's permit did not come before too little
+ * time was left.
+ */
+export const dispatch = (
+  frame: Frame,
+  attempt: Attempt
+): Effect.Effect<Disposition.Classified | undefined, Failure> => {
+  const { ctx, call } = frame
+  const target = attempt.request.target
+  if (!ctx.concurrency.isCapped(target.ref)) return run(frame, attempt)
+  return Effect.clockWith((clock) => {
+    const start = clock.unsafeCurrentTimeMillis()
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        Effect.mapError(
+          restore(ctx.concurrency.acquireTarget(target.ref, call.deadline - attempt.minimumMs)),
+          storeFailure
+        ),
+        (permit) => {
+          if (permit === undefined) return Effect.succeed(undefined)
+          const at = clock.unsafeCurrentTimeMillis()
+          // Time spent waiting for the target's permit comes off the attempt's timeout.
+          const waited: Attempt =
+            at === start
+              ? attempt
+              : {
+                  ...attempt,
+                  request: {
+                    ...attempt.request,
+                    timeout: Duration.min(attempt.request.timeout, Duration.millis(call.deadline - at))
+                  }
+                }
+          return Effect.ensuring(restore(run(frame, waited)), Effect.sync(permit.release))
+        }
+      )
+    )
+  })
+}
+
+/** Runs one provider call, records it in the call's tally, and reports its outcome to health. */
+const run = (frame: Frame, attempt: Attempt): Effect.Effect<Disposition.Classified> => {
+  const { call } = frame
+  const target = attempt.request.target
+  return call.span === undefined
+    ? runTraced(frame, attempt, undefined)
+    : Report.withAttemptSpan(target, attempt.number, attempt.request.maxOutputTokens, (span) =>
+        runTraced(frame, attempt, span)
+      )
+}
+
+const runTraced = (
+  frame: Frame,
+  attempt: Attempt,
+  span: Tracer.Span | undefined
+): Effect.Effect<Disposition.Classified> =>
+  Effect.clockWith((clock) => {
+    const { ctx, call, route } = frame
+    const { request } = attempt
+    const target = request.target
+    const adapter = ctx.adapters.get(target.provider)!
+    const start = clock.unsafeCurrentTimeMillis()
+    const context = contextOf(route, attempt, start)
+    const { tally, holds } = call
+    // Only an attempt actually dispatched to a later target makes this a fallback.
+    if (attempt.index > 0) tally.fallbackUsed = true
+    holds.inFlight = context
+    tally.lastTarget = target
+    tally.lastMaxOutputTokens = request.maxOutputTokens
+    const invoked = frame.invoke(adapter, request, context)
+    // Traced: a cancelled attempt's span says so before it ends (the exit handler records the attempt).
+    const traced =
+      span === undefined
+        ? invoked
+        : Effect.onInterrupt(invoked, () =>
+            Effect.clockWith((c) =>
+              Effect.sync(() =>
+                Report.annotateAttempt(span, cancelledRecord(call, context, c.unsafeCurrentTimeMillis()))
+              )
+            )
+          )
+    return Effect.flatMap(Effect.exit(traced), (exit) => {
+      holds.inFlight = undefined
+      holds.admitted = undefined
+      const end = clock.unsafeCurrentTimeMillis()
+      const c = classifyEnd(target, exit, start, context.until, end)
+      if (context.progress.committed) tally.committed = true
+      if (c.response?.modelVersion !== undefined) tally.modelVersion = c.response.modelVersion
+      const record = recordAttempt(call, context, end, request.maxOutputTokens, c)
+      tally.attempts.push(record)
+      if (span !== undefined) Report.annotateAttempt(span, record)
+      // Health without route state (off) records at once: nothing to run.
+      const recordNow = FastPath.health(ctx.health)?.record
+      if (recordNow !== undefined) recordNow()
+      const reported =
+        recordNow !== undefined
+          ? Effect.succeed(c)
+          : Effect.as(
+              ctx.health.record(target, {
+                outcome: record.outcome,
+                availabilityFailure: c.breaker,
+                latencyMs: record.latencyMs,
+                ttftMs: record.ttftMs,
+                errorTag: record.errorTag,
+                retryAfterMs: record.retryAfterMs,
+                rateLimit: c.response?.rateLimit
+              }),
+              c
+            )
+      // A bug, reported loudly; by the defect's kind only (its message may quote content).
+      return Exit.isFailure(exit) && c.error === undefined
+        ? Effect.zipRight(
+            Effect.logError(
+              `modelgate: adapter defect on ${target.ref} (${defectKind(Cause.squash(exit.cause))}); attempt recorded as unavailable`
+            ),
+            reported
+          )
+        : reported
+    })
+  })
+
+/** What the adapter and the stream driver see of the attempt. */
+const contextOf = (route: Route, attempt: Attempt, start: number): AttemptContext => {
+  const { request } = attempt
+  const target = request.target
+  let counted = attempt.inputTokens
+  return {
+    target,
+    startedAt: start,
+    attempt: attempt.number,
+    fallback: attempt.index > 0,
+    get decision() {
+      return route.decision
+    },
+    inputTokens: () => {
+      if (counted === undefined) counted = inputTokensAt(estimateInput(route, request), target)
+      return counted
+    },
+    until: start + Duration.toMillis(request.timeout),
+    progress: { ttftMs: undefined, outputTokens: 0, committed: false }
+  }
+}
+
+/** The attempt's record, its usage added to the call's tally (what was sent, when nothing was reported). */
+const recordAttempt = (call: Call, context: AttemptContext, end: number, cap: number, c: Disposition.Classified) => {
+  if (c.billSent) {
+    const billed = billSent(call.tally, context)
+    return recordOf(call, context, end, cap, c, billed.usage, billed.cost)
+  }
+  const usage = c.response !== undefined ? c.response.usage : c.error?.usage
+  const cost = addUsage(call.tally, context.target, usage)
+  return recordOf(call, context, end, cap, c, usage, c.response !== undefined || usage !== undefined ? cost : undefined)
+}
+
+/** Input tokens of `request` before the target's safety factor (counted when nothing limited the call). */
+const estimateInput = (route: Route, request: ProviderRequest): number =>
+  TokenEstimator.estimateInput({
+    messages: request.messages,
+    tools: request.tools,
+    outputJsonSchema: route.compiled.jsonSchema
+  })
+
+/**
+ * Bills an attempt that was sent and reported no usage of its own (cut by its timeout, a defect or
+ * the caller's cancellation): its input, and the output delivered so far.
+ */
+export const billSent = (tally: Tally, attempt: AttemptContext): { readonly usage: Usage; readonly cost: number } => {
+  const usage = new Usage(
+    { inputTokens: attempt.inputTokens(), outputTokens: attempt.progress.outputTokens },
+    { disableValidation: true }
+  )
+  return { usage, cost: addUsage(tally, attempt.target, usage) }
+}
