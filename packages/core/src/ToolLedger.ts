@@ -42,6 +42,7 @@
  */
 import { Clock, Context, Effect, Exit, Layer, type Option, Schema } from "effect"
 import type { StoreError } from "./Errors.js"
+import * as Identity from "./internal/callIdentity.js"
 import { ToolDefinition } from "./ModelCommand.js"
 import * as Store from "./ToolLedgerStore.js"
 import { type IdempotencyKey, ToolRecord } from "./ToolLedgerStore.js"
@@ -209,6 +210,63 @@ export const key = <A, I>(tool: Tool<A, I>, ref: StepRef): CallKey<A, I> => ({
   tool
 })
 
+/**
+ * Which call of a run, by what it does: the tool's identity of the call (from `callIdentity`:
+ * hash of its canonical arguments, or of the key the tool declares) and its ordinal among the
+ * identical calls of its pass (0 for the first). `step` is where it is asked now (recorded with a
+ * first execution, not part of the id).
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface CallRef {
+  readonly runId: string
+  readonly step: number
+  readonly identity: string
+  readonly ordinal: number
+}
+
+/**
+ * The identity of a side-effecting call in its run: `a-<SHA-256 hex of the canonical JSON of its
+ * encoded arguments>` (object keys sorted, no whitespace), or `k-<SHA-256 hex of the declared
+ * key>` when the tool declares one. Full SHA-256, so distinct calls never share an identity in
+ * practice, and no argument value appears in the key.
+ *
+ * @since 0.3.0
+ * @category Constructors
+ */
+export const callIdentity: (encodedArguments: unknown, declaredKey?: string | undefined) => string = (
+  encodedArguments,
+  declaredKey
+) => Identity.callIdentity(encodedArguments, declaredKey)
+
+/**
+ * The stable id of a call by what it does: `tool/v2/<runId>/<tool>/<identity>[/<ordinal>]`. The
+ * same call gets the same id whatever step or position it is asked at, in any process.
+ *
+ * @since 0.3.0
+ * @category Constructors
+ */
+export const callIdempotencyKey = (runId: string, tool: string, identity: string, ordinal = 0): IdempotencyKey => {
+  if (!Number.isInteger(ordinal) || ordinal < 0) throw new Error(`ordinal must be an integer ≥ 0, got ${ordinal}`)
+  const base = `tool/v2/${encodeURIComponent(runId)}/${encodeURIComponent(tool)}/${encodeURIComponent(identity)}`
+  return Store.IdempotencyKey.make(ordinal === 0 ? base : `${base}/${ordinal}`)
+}
+
+/**
+ * The key of `tool` for the call `ref` (see {@link callIdempotencyKey}).
+ *
+ * @since 0.3.0
+ * @category Constructors
+ */
+export const callKey = <A, I>(tool: Tool<A, I>, ref: CallRef): CallKey<A, I> => ({
+  id: callIdempotencyKey(ref.runId, tool.name, ref.identity, ref.ordinal),
+  runId: ref.runId,
+  step: ref.step,
+  index: ref.ordinal,
+  tool
+})
+
 // ---------------------------------------------------------------------------------------------
 // Records and errors
 // ---------------------------------------------------------------------------------------------
@@ -219,6 +277,9 @@ export const key = <A, I>(tool: Tool<A, I>, ref: StepRef): CallKey<A, I> => ({
  * - `missing`: the ledger never saw the call, so nothing proves whether it ran.
  * - `in_doubt`: the call was started and never completed (crash, interruption, defect); it may
  *   have happened. Resolve by hand (check the outside system), then record or forget it.
+ * - `unmatched`: a replayed pass of `ToolLoop.run` asks for a side-effecting call that no earlier
+ *   pass made while some call an earlier pass made is not yet asked again: the model re-planned,
+ *   and the new call may duplicate the old one's effect (`ToolLoop.Options.onUnmatchedReplay`).
  *
  * @since 0.1.0
  * @category Errors
@@ -228,11 +289,15 @@ export class ToolReplayRefused extends Schema.TaggedError<ToolReplayRefused>()("
   runId: Schema.String,
   step: Schema.Int,
   tool: Schema.String,
-  reason: Schema.Literal("missing", "in_doubt")
+  reason: Schema.Literal("missing", "in_doubt", "unmatched")
 }) {
   override get message(): string {
     return `refusing to replay ${this.tool} at run ${this.runId} step ${this.step}: ${
-      this.reason === "missing" ? "no record of its effect" : "started but never completed, its effect is in doubt"
+      this.reason === "missing"
+        ? "no record of its effect"
+        : this.reason === "in_doubt"
+          ? "started but never completed, its effect is in doubt"
+          : "a replayed pass asks for a side-effecting call no earlier pass made, while earlier calls are unmatched"
     }`
   }
 }

@@ -18,9 +18,16 @@
  *   error). A bad argument, or an unknown tool, goes back to the model as a tool message
  *   `{"error": …, "issues": [paths and kinds, never values]}` and costs a step, so `maxSteps`
  *   bounds the corrections.
- * - Side-effecting tools run through `ToolLedger.runOnce` with the key (run id, step, tool name,
- *   index of the tool in the step): at most once per key, the result stored before the next model
- *   call. Read-only tools run every time.
+ * - Side-effecting tools run through `ToolLedger.runOnce` with a key by what the call does, not
+ *   where it is asked: run id, tool name, the call's identity (SHA-256 of its canonical encoded
+ *   arguments — sorted keys, no whitespace — or of the tool's declared `idempotencyKey(args)`),
+ *   and its ordinal (how many identical calls took effect before it in the same pass, over all
+ *   its steps, in order; a call that failed "not done" does not count, so asking it again is the
+ *   same call). At most once per key, the result stored before the next model call; the same key
+ *   is handed to the handler on every pass. So a replayed pass, a loop resumed in another process,
+ *   or a run continuing after an approved {@link Suggestion} that asks for an executed call gets
+ *   its stored result whatever its step or position, while two identical calls within one pass
+ *   (in one step or in two) stay two calls. Read-only tools run every time.
  * - `maxSteps`: when the `maxSteps`-th answer still asks for tools, the loop fails with
  *   {@link MaxStepsExceeded} and runs none of them (nothing could read their results).
  * - `AmbiguousOutcome` rules hold: the gateway never retries a model call that may have been
@@ -29,7 +36,11 @@
  *   keys) after checking that every side-effecting call it ran has a completed-effect record
  *   (`ToolLedger.checkReplay`, else `ToolReplayRefused`): the model is asked again, side-effecting
  *   calls are replayed from the ledger instead of run again. It is the path a run takes when it is
- *   picked up after a crash (only the ledger survives), so the two never differ.
+ *   picked up after a crash (only the ledger survives), so the two never differ. While a retried
+ *   pass has not yet asked again for every side-effecting call earlier passes made, a
+ *   side-effecting call it asks that no earlier pass made is refused (`ToolReplayRefused`,
+ *   `unmatched`: the model re-planned and the new call may duplicate an old effect) unless
+ *   `onUnmatchedReplay: "run"`.
  * - A tool handler's typed failure goes back to the model as a tool message
  *   `{"error": "tool failed", "tag": …}` (with `failure: Schema`, its encoded form as `failure`);
  *   a side-effecting call that failed is "not done" in the ledger, so a later step may try again.
@@ -80,7 +91,10 @@ export interface ToolContext {
   readonly step: number
   /** The id the model gave the call. */
   readonly toolCallId: string
-  /** The ledger key of a side-effecting call (pass it on so the outside system rejects duplicates). */
+  /**
+   * The ledger key of a side-effecting call, the same on every pass that asks for the same call
+   * (pass it on so the outside system rejects duplicates).
+   */
   readonly idempotencyKey: string | undefined
 }
 
@@ -113,12 +127,15 @@ export interface Any {
  */
 export interface Prepared {
   readonly arguments: unknown
+  /** What identifies a side-effecting call in its run (`undefined` for a read-only tool). */
+  readonly identity: string | undefined
   /** Runs the handler (through the ledger when side-effecting): the tool message and how it ended. */
   readonly execute: (ref: CallRef) => Effect.Effect<Executed, LedgerError, ToolLedger.ToolLedger>
 }
 
 /**
- * Where a tool call sits: run, step, index of the tool in the step, the model's call id.
+ * Where a tool call sits: run, step, its ordinal among the identical calls of its pass (same tool,
+ * same identity; 0 for the first), the model's call id.
  *
  * @since 0.2.0
  * @category Models
@@ -181,6 +198,12 @@ export interface ToolOptions<Name extends string, A, I, Res, ResI, E, EI, R> {
   /** Encodes a typed failure into the tool message; without it only the failure's `_tag` is sent. */
   readonly failure?: Schema.Schema<E, EI> | undefined
   readonly sideEffecting: boolean
+  /**
+   * What makes two calls the same effect, for a side-effecting tool (e.g. `(a) => a.ticketId`):
+   * calls with the same declared key are one call whatever their other arguments. Without it, a
+   * call is identified by its canonical encoded arguments.
+   */
+  readonly idempotencyKey?: ((args: A) => string) | undefined
   readonly handler: (args: A, context: ToolContext) => Effect.Effect<Res, E, R>
 }
 
@@ -310,8 +333,9 @@ export class MaxStepsExceeded extends Schema.TaggedError<MaxStepsExceeded>()("Ma
 
 /**
  * Runs the calls of a {@link Suggestion} a person approved, in order, through the ledger with the
- * keys the loop would have used at its step (run id, step, tool, index): approving twice, or a run
- * that later reaches the same call at that step, replays the stored result instead of acting again.
+ * keys the loop uses (run id, tool, call identity, ordinal among identical calls counted from the
+ * suggestion's first call, as a pass counts them): approving twice, or a run that later asks for the same call at any
+ * step, replays the stored result instead of acting again.
  * A call whose tool is not among `tools`, or whose arguments no longer satisfy its Schema, fails
  * with `InvalidRequest` before anything runs.
  *
@@ -336,14 +360,17 @@ export const approve = (
       }
       prepared.push({ name: call.name, call: checked.right })
     }
-    const indexOf = Loop.perToolIndex()
+    const seen = new Map<string, number>()
     return Effect.forEach(prepared, ({ name, call }, i) =>
-      call.execute({
-        runId: suggestion.runId,
-        step: suggestion.step,
-        index: indexOf(name),
-        toolCallId: `suggestion/${suggestion.callId}/${i}`
-      })
+      Effect.tap(
+        call.execute({
+          runId: suggestion.runId,
+          step: suggestion.step,
+          index: Loop.nextOrdinal(seen, name, call.identity),
+          toolCallId: `suggestion/${suggestion.callId}/${i}`
+        }),
+        (executed) => (executed.failed === undefined ? Loop.countOrdinal(seen, name, call.identity) : undefined)
+      )
     )
   })
 
@@ -402,6 +429,12 @@ export interface Options {
   readonly firstStep?: number | undefined
   /** Times the loop starts again from its first step after `AmbiguousOutcome` (default 0). */
   readonly ambiguousRetries?: number | undefined
+  /**
+   * A retried pass asks for a side-effecting call no earlier pass made while earlier calls are
+   * not yet asked again: `"refuse"` (default) fails with `ToolReplayRefused` (`unmatched`),
+   * `"run"` runs it.
+   */
+  readonly onUnmatchedReplay?: "refuse" | "run" | undefined
 }
 
 /**
@@ -459,6 +492,9 @@ const outcomeName = (outcome: Outcome): "completed" | "suggested" | "degraded" =
 const pass = (loop: Loop.LoopContext): Effect.Effect<Outcome, LoopError, ToolLedger.ToolLedger> =>
   Effect.gen(function* () {
     loop.state.steps = 0
+    loop.ordinals.clear()
+    loop.pending.clear()
+    for (const key of loop.keysRun) loop.pending.add(key.id)
     const messages: Array<Message> = [...loop.command.messages]
     for (let k = 0; ; k++) {
       const outcome = yield* step(loop, messages, k)
@@ -492,10 +528,9 @@ const step = (
     const text = result.content.text
     messages.push({ _tag: "assistant", toolCalls: calls, ...(text !== undefined ? { content: text } : {}) })
     // The step's results are all recorded (side-effecting ones in the ledger) before the next model call.
-    const indexOf = Loop.perToolIndex()
     const keysBefore = loop.keysRun.length
     for (const call of calls) {
-      const content = yield* Loop.runCall(loop, call, n, indexOf(call.name))
+      const content = yield* Loop.runCall(loop, call, n)
       messages.push({ _tag: "tool", toolCallId: call.id, name: call.name.slice(0, 64), content })
     }
     yield* Loop.checkpoint(loop.events, loop.agentRun, n, calls.length, loop.keysRun.length - keysBefore)

@@ -8,7 +8,7 @@ import { AgentRun, CallRecorder, ModelGateway, RunEvents, ToolLoop } from "@mode
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { Chunk, Effect, Fiber, PubSub, Queue, Schema, Stream, TestClock } from "effect"
 import { command, refs } from "./fixtures.js"
-import { agentLayer, answers, asks, createThenAmbiguous, makeTools } from "./toolLoopFixtures.js"
+import { agentLayer, answers, asks, createThenAmbiguous, makeTools, taskKey } from "./toolLoopFixtures.js"
 
 const tenant = TenantId.make("acme")
 
@@ -61,7 +61,8 @@ describe("RunEvents", () => {
         ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 3, ambiguousRetries: 1 })
       )
       assert.strictEqual(result._tag, "Completed")
-      const key = "key=tool/v1/run-ev/1/create_task"
+      const taskId = taskKey("run-ev", { ticketId: "T-1", title: "Call back" })
+      const key = `key=${taskId}`
       assert.deepStrictEqual(events.map(line), [
         // First pass: the tool runs (5 ms), the next model call ends in AmbiguousOutcome.
         "PreModel step=1 at=0",
@@ -86,7 +87,7 @@ describe("RunEvents", () => {
         "PostModel step=3 at=97 success tools=[] latency=10",
         "TaskCompleted at=97 completed steps=3 latency=97"
       ])
-      assert.deepStrictEqual(t.created, ["tool/v1/run-ev/1/create_task"])
+      assert.deepStrictEqual(t.created, [taskId])
 
       // PreModel/PostModel carry the call's ids and versions; PostModel the same as its CallRecord.
       const records = yield* Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)

@@ -9,7 +9,7 @@ import { type Message, TenantId } from "@modelgate/core/ModelCommand"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Option, Schema } from "effect"
 import { command, refs } from "./fixtures.js"
-import { agentLayer, answers, asks, createThenAmbiguous, makeTools, toolCall } from "./toolLoopFixtures.js"
+import { agentLayer, answers, asks, createThenAmbiguous, makeTools, taskKey, toolCall } from "./toolLoopFixtures.js"
 import { keepingTracer } from "./keptSpans.js"
 import { driven, failureOf } from "./virtualTime.js"
 
@@ -163,12 +163,15 @@ describe("ToolLoop", () => {
     )
   })
 
-  it.effect("two calls of one tool in a step get their own ledger keys, numbered per tool", () => {
+  it.effect("two calls of one tool in a step get their own ledger keys, by their arguments", () => {
     const t = makeTools()
     return Effect.gen(function* () {
       const outcome = yield* inRun("run-twice", ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 2 }))
       assert.strictEqual(outcome._tag, "Completed")
-      assert.deepStrictEqual(t.created, ["tool/v1/run-twice/1/create_task", "tool/v1/run-twice/1/create_task/1"])
+      assert.deepStrictEqual(t.created, [
+        taskKey("run-twice", { ticketId: "T-1", title: "Call back" }),
+        taskKey("run-twice", { ticketId: "T-1", title: "Send the refund" })
+      ])
       assert.deepStrictEqual(t.lookedUp, ["ORD-123456"])
     }).pipe(
       Effect.provide(
@@ -197,13 +200,14 @@ describe("ToolLoop", () => {
         ToolLoop.run(command("ticket.agent"), t.tools, { maxSteps: 3, ambiguousRetries: 1 })
       )
       assert.strictEqual(outcome._tag, "Completed")
-      // The tool ran once, with the key of (run, step 1, create_task); the retry replayed it.
-      assert.deepStrictEqual(t.created, ["tool/v1/run-ambiguous/1/create_task"])
+      // The tool ran once, with the key of (run, create_task, its arguments); the retry replayed it.
+      const key = taskKey("run-ambiguous", { ticketId: "T-1", title: "Call back" })
+      assert.deepStrictEqual(t.created, [key])
       const ledger = yield* ToolLedger.ToolLedger
       const stored = yield* ledger.records("run-ambiguous")
       assert.deepStrictEqual(
         stored.map((r) => [r.key, r.status, r.result]),
-        [["tool/v1/run-ambiguous/1/create_task", "completed", { id: "TASK-1", title: "Call back" }]]
+        [[key, "completed", { id: "TASK-1", title: "Call back" }]]
       )
       if (outcome._tag === "Completed") {
         const results = toolContents(outcome.messages)
@@ -224,7 +228,7 @@ describe("ToolLoop", () => {
       Effect.provide(
         agentLayer({
           [refs.primary]: [
-            // The model's retried call has another id; the ledger key is (run, step, tool, index).
+            // The model's retried call has another id; the ledger key is (run, tool, arguments, ordinal).
             ...createThenAmbiguous("c9"),
             answers("Scheduled.")
           ]
@@ -357,10 +361,16 @@ describe("ToolLoop", () => {
         "TASK-9"
       ])
       const ledger = yield* ToolLedger.ToolLedger
-      // Step 1's claim was dropped (not done); step 2's call completed.
+      // Step 1's claim was dropped (not done); step 2's call (the same call asked again) completed.
       assert.deepStrictEqual(
-        (yield* ledger.records("run-locked")).map((r) => [r.key, r.status]),
-        [["tool/v1/run-locked/2/create_task", "completed"]]
+        (yield* ledger.records("run-locked")).map((r) => [r.key, r.step, r.status]),
+        [
+          [
+            ToolLedger.callIdempotencyKey("run-locked", "create_task", ToolLedger.callIdentity({ ticketId: "T-1" })),
+            2,
+            "completed"
+          ]
+        ]
       )
     }).pipe(
       Effect.provide(
@@ -414,7 +424,9 @@ describe("ToolLoop", () => {
         // Approved (twice, say by a double click): the task is created once, with the step's key.
         const first = yield* ToolLoop.approve(outcome, t.tools)
         const again = yield* ToolLoop.approve(outcome, t.tools)
-        assert.deepStrictEqual(t.created, ["tool/v1/run-degraded/1/create_task"])
+        assert.deepStrictEqual(t.created, [
+          taskKey("run-degraded", { ticketId: "T-1", title: "Call the customer back" })
+        ])
         assert.deepStrictEqual([first.map((e) => e.replayed), again.map((e) => e.replayed)], [[false], [true]])
         assert.deepStrictEqual(
           first.map((e) => e.content),
@@ -492,7 +504,7 @@ describe("ToolLoop", () => {
         10_000
       )
       assert.strictEqual(outcome._tag, "Completed")
-      assert.deepStrictEqual(t.created, ["tool/v1/given/5/create_task"])
+      assert.deepStrictEqual(t.created, [taskKey("given", { ticketId: "T-1", title: "Call back" })])
       const recorded = yield* records
       assert.deepStrictEqual(
         recorded.map((r) => [r.evidence.runId, r.evidence.step]),

@@ -94,3 +94,7 @@ export const createThenAmbiguous = (retryCallId = "c1") => [
   ScriptedProvider.fail(50, { kind: "server_error", processed: "maybe", httpStatus: 500 }),
   asks(retryCallId, "create_task", { ticketId: "T-1", title: "Call back" })
 ]
+
+/** The ledger key `create_task` gets for `args` in run `runId` (the `ordinal`-th identical call of its pass). */
+export const taskKey = (runId: string, args: { readonly ticketId: string; readonly title: string }, ordinal = 0) =>
+  ToolLedger.callIdempotencyKey(runId, "create_task", ToolLedger.callIdentity(args), ordinal)

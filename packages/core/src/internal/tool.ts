@@ -5,6 +5,7 @@
 import { Effect, Either, Option, Schema } from "effect"
 import * as ToolLedger from "../ToolLedger.js"
 import type { Executed, Prepared, Tool, ToolContext, ToolOptions } from "../ToolLoop.js"
+import { callIdentity } from "./callIdentity.js"
 import { issueLines } from "./issues.js"
 import * as Loop from "./toolLoop.js"
 
@@ -38,11 +39,21 @@ export const make = <const Name extends string, A, I, Res, ResI, E = never, EI =
       failed: tag
     }
   }
+  const encodeArgs = Schema.encodeSync(options.parameters)
+  /** A side-effecting call's identity: its declared key, else its canonical encoded arguments. */
+  const identityOf = (args: A): string | undefined =>
+    options.sideEffecting ? callIdentity(encodeArgs(args), options.idempotencyKey?.(args)) : undefined
   const prepare = (args: A): Prepared => ({
     arguments: args,
+    identity: identityOf(args),
     execute: (ref) =>
       Effect.suspend(() => {
-        const key = ToolLedger.key(ledgerTool, ref)
+        const key = ToolLedger.callKey(ledgerTool, {
+          runId: ref.runId,
+          step: ref.step,
+          identity: identityOf(args) ?? "",
+          ordinal: ref.index
+        })
         const context: ToolContext = {
           runId: ref.runId,
           step: ref.step,

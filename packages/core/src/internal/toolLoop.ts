@@ -11,7 +11,8 @@ import * as ModelGateway from "../ModelGateway.js"
 import { Usage } from "../ModelResult.js"
 import type * as RunEvents from "../RunEvents.js"
 import * as ToolLedger from "../ToolLedger.js"
-import type { Any, LedgerError, Options } from "../ToolLoop.js"
+import type { IdempotencyKey } from "../ToolLedgerStore.js"
+import type { Any, LedgerError, Options, Prepared } from "../ToolLoop.js"
 import { issueLines } from "./issues.js"
 
 /** A tool name the providers accept. */
@@ -43,16 +44,18 @@ export const conversationLimits = (error: unknown): InvalidRequest =>
   })
 
 /**
- * Numbers the calls of one step per tool (the ledger key's index): the n-th call of a tool in the
- * step gets n - 1. The loop and `ToolLoop.approve` both use it, so they compute the same keys.
+ * The ordinal of a call (the ledger key's): how many identical calls (same tool, same identity)
+ * took effect before it in the same count — completed or replayed, in the order asked; a call
+ * that failed (typed, "not done") does not count, so asking it again is the same call. A pass of
+ * the loop counts over all its steps (`seen`, cleared when the pass starts); `ToolLoop.approve`
+ * counts a suggestion's calls the same way, so the two compute the same keys.
  */
-export const perToolIndex = (): ((name: string) => number) => {
-  const seen = new Map<string, number>()
-  return (name) => {
-    const index = seen.get(name) ?? 0
-    seen.set(name, index + 1)
-    return index
-  }
+export const nextOrdinal = (seen: ReadonlyMap<string, number>, name: string, identity: string | undefined): number =>
+  seen.get(`${name}\u0000${identity ?? ""}`) ?? 0
+
+/** Counts one identical call that took effect (see {@link nextOrdinal}). */
+export const countOrdinal = (seen: Map<string, number>, name: string, identity: string | undefined): void => {
+  seen.set(`${name}\u0000${identity ?? ""}`, nextOrdinal(seen, name, identity) + 1)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,8 +190,13 @@ export interface LoopContext {
   readonly events: Events
   readonly byName: ReadonlyMap<string, Any>
   readonly definitions: ReadonlyArray<ToolDefinition>
-  /** Side-effecting calls the loop ran or replayed (checked before an ambiguous retry). */
+  /** Side-effecting calls the loop ran or replayed (checked before an ambiguous retry), once each. */
   readonly keysRun: Array<ToolLedger.KeyInfo>
+  /** Identical calls asked so far in the current pass, by tool and identity (their next ordinal). */
+  readonly ordinals: Map<string, number>
+  /** Keys earlier passes ran that the current pass has not asked for again. */
+  readonly pending: Set<string>
+  readonly onUnmatchedReplay: "refuse" | "run"
   /** Model calls of the current pass, usage of every pass, when the loop started. */
   readonly state: { steps: number; usage: Usage; readonly startedAt: number }
   /** What the run had spent when the loop started. */
@@ -230,6 +238,9 @@ export const setup = (
       byName,
       definitions: tools.map((t) => t.definition),
       keysRun: [],
+      ordinals: new Map(),
+      pending: new Set(),
+      onUnmatchedReplay: options.onUnmatchedReplay ?? "refuse",
       state: { steps: 0, usage: Usage.zero, startedAt: yield* Clock.currentTimeMillis },
       spentAtStart: agentRun?.spent ?? 0
     }
@@ -253,14 +264,23 @@ export const commandFor = (loop: LoopContext, messages: ReadonlyArray<Message>, 
 export const runCall = (
   loop: LoopContext,
   call: ToolCall,
-  step: number,
-  index: number
+  step: number
 ): Effect.Effect<string, LedgerError, ToolLedger.ToolLedger> =>
   Effect.gen(function* () {
     const tool = loop.byName.get(call.name)
     const sideEffecting = tool?.sideEffecting ?? false
+    const decoded: Either.Either<Prepared, ReadonlyArray<string>> = tool === undefined
+      ? Either.left([])
+      : Either.flatMap(parseArguments(call.arguments), tool.decode)
+    // Only a side-effecting call that decoded has a key (and takes an ordinal of its pass).
+    const index =
+      tool !== undefined && sideEffecting && Either.isRight(decoded)
+        ? nextOrdinal(loop.ordinals, tool.name, decoded.right.identity)
+        : 0
     const key =
-      tool !== undefined && sideEffecting ? ToolLedger.idempotencyKey(loop.runId, step, tool.name, index) : undefined
+      tool !== undefined && sideEffecting && Either.isRight(decoded)
+        ? ToolLedger.callIdempotencyKey(loop.runId, tool.name, decoded.right.identity ?? "", index)
+        : undefined
     const event: ToolEvent = { step, toolCallId: call.id, tool: call.name, sideEffecting, key }
     const startedAt = yield* preTool(loop.events, event, call.arguments)
     const post = (outcome: RunEvents.ToolOutcome, content: string | undefined, errorTag?: string) =>
@@ -270,12 +290,12 @@ export const runCall = (
       yield* post("unknown_tool", content)
       return content
     }
-    const decoded = Either.flatMap(parseArguments(call.arguments), tool.decode)
     if (Either.isLeft(decoded)) {
       const content = JSON.stringify({ error: "invalid arguments", issues: decoded.left })
       yield* post("invalid_arguments", content)
       return content
     }
+    if (key !== undefined && tool !== undefined) yield* matchReplay(loop, key, step, tool.name, post)
     const executed = yield* decoded.right
       .execute({ runId: loop.runId, step, index, toolCallId: call.id })
       .pipe(Effect.tapError((e) => post("failed", undefined, errorTagOf(e))))
@@ -283,7 +303,36 @@ export const runCall = (
       yield* post("failed", executed.content, executed.failed)
       return executed.content
     }
-    if (key !== undefined) loop.keysRun.push({ id: key, runId: loop.runId, step, tool: tool.info })
+    if (key !== undefined) {
+      countOrdinal(loop.ordinals, tool.name, decoded.right.identity)
+      if (!loop.keysRun.some((k) => k.id === key))
+        loop.keysRun.push({ id: key, runId: loop.runId, step, tool: tool.info })
+    }
     yield* post(executed.replayed ? "replayed" : "success", executed.content)
     return executed.content
   })
+
+/**
+ * A retried pass that still owes calls of earlier passes (`pending`) and asks a side-effecting
+ * call none of them made: refused (`unmatched`) unless `onUnmatchedReplay: "run"`. A matching
+ * call is struck off.
+ */
+const matchReplay = (
+  loop: LoopContext,
+  key: IdempotencyKey,
+  step: number,
+  tool: string,
+  post: (outcome: RunEvents.ToolOutcome, content: string | undefined, errorTag?: string) => Effect.Effect<void>
+): Effect.Effect<void, ToolLedger.ToolReplayRefused> => {
+  if (loop.pending.delete(key)) return Effect.void
+  const earlier = loop.keysRun.some((k) => k.id === key)
+  if (earlier || loop.pending.size === 0 || loop.onUnmatchedReplay === "run") return Effect.void
+  const refused = new ToolLedger.ToolReplayRefused({
+    key,
+    runId: loop.runId,
+    step,
+    tool,
+    reason: "unmatched"
+  })
+  return Effect.zipRight(post("failed", undefined, refused._tag), Effect.fail(refused))
+}
