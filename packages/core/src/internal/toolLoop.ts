@@ -190,7 +190,7 @@ export interface LoopContext {
   readonly events: Events
   readonly byName: ReadonlyMap<string, Any>
   readonly definitions: ReadonlyArray<ToolDefinition>
-  /** Side-effecting calls the loop ran or replayed (checked before an ambiguous retry), once each. */
+  /** Side-effecting calls the loop ran or replayed (checked before an ambiguous retry). */
   readonly keysRun: Array<ToolLedger.KeyInfo>
   /** Identical calls asked so far in the current pass, by tool and identity (their next ordinal). */
   readonly ordinals: Map<string, number>
@@ -305,8 +305,7 @@ export const runCall = (
     }
     if (key !== undefined) {
       countOrdinal(loop.ordinals, tool.name, decoded.right.identity)
-      if (!loop.keysRun.some((k) => k.id === key))
-        loop.keysRun.push({ id: key, runId: loop.runId, step, tool: tool.info })
+      loop.keysRun.push({ id: key, runId: loop.runId, step, tool: tool.info })
     }
     yield* post(executed.replayed ? "replayed" : "success", executed.content)
     return executed.content
