@@ -1,8 +1,11 @@
 /**
  * Tool steps in agent runs: the gateway retries model calls, never tool executions. The ledger runs
- * a side-effecting tool at most once per idempotency key (run id, step, tool name), persists its
- * result before handing it back, and replays the stored result when the step is retried (e.g. after
- * a model call timed out once the tool had already run).
+ * a side-effecting tool at most once per idempotency key, persists its result before handing it
+ * back, and replays the stored result when the call is asked again (e.g. after a model call timed
+ * out once the tool had already run). The tool loop keys a call by what it does
+ * ({@link callKey}: run id, tool, {@link callIdentity} of its canonical arguments or declared key,
+ * ordinal among identical calls), so a replay finds it at any step or position; {@link key} keys a
+ * call by where it sits (run id, step, tool, index) for callers that number their own calls.
  *
  * Details
  *
