@@ -211,7 +211,7 @@ export const layerJson = (json: unknown): Layer.Layer<Health, GatewayConfigError
 /**
  * The settled "closed" answer of {@link layerOff}'s `isOpen` (one shared value).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Constants
  */
 export const noBreaker: Effect.Effect<boolean> = Effect.succeed(false)
@@ -219,7 +219,7 @@ export const noBreaker: Effect.Effect<boolean> = Effect.succeed(false)
 /**
  * The settled "no health record" answer of {@link layerOff}'s `snapshot` (one shared value).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Constants
  */
 export const noRecord: Effect.Effect<Option.Option<RouteHealth>> = Effect.succeed(Option.none())
@@ -227,7 +227,7 @@ export const noRecord: Effect.Effect<Option.Option<RouteHealth>> = Effect.succee
 /**
  * {@link layerOff}'s `snapshot`: no record for any route (the router skips asking per target).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Constants
  */
 export const noSnapshot = (_route: string): Effect.Effect<Option.Option<RouteHealth>> => noRecord

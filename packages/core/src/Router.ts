@@ -90,7 +90,7 @@ export const routed = (
  * `maxSessionKeys` keys per gateway, least recently used forgotten first. The memory is the state
  * `workflows` carries ({@link routed}); a bare map keeps none.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Routing
  */
 export const rememberServed = (

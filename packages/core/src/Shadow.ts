@@ -8,7 +8,7 @@
  * {@link ShadowRecord} — outcome, schema validity, agreement with the primary's structured fields,
  * latency and cost, never content — handed to the {@link ShadowRecorder}.
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Metric, Ref, Schema } from "effect"
 import type { Budgets } from "./Budgets.js"
@@ -29,7 +29,7 @@ import * as TokenEstimator from "./TokenEstimator.js"
 /**
  * How one shadow call went (no content).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class ShadowRecord extends Schema.Class<ShadowRecord>("@modelgate/core/ShadowRecord")({
@@ -56,7 +56,7 @@ export class ShadowRecord extends Schema.Class<ShadowRecord>("@modelgate/core/Sh
 /**
  * Where shadow records go.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Recorder {
@@ -64,7 +64,7 @@ export interface Recorder {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Context
  */
 export class ShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder")<ShadowRecorder, Recorder>() {}
@@ -72,7 +72,7 @@ export class ShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder"
 /**
  * One log line per shadow call (the gateway's default).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const recorderLog: Recorder = {
@@ -89,7 +89,7 @@ export const recorderLog: Recorder = {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerLog: Layer.Layer<ShadowRecorder> = Layer.succeed(ShadowRecorder, recorderLog)
@@ -97,7 +97,7 @@ export const layerLog: Layer.Layer<ShadowRecorder> = Layer.succeed(ShadowRecorde
 /**
  * A recorder that keeps every record in memory.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Memory extends Recorder {
@@ -105,7 +105,7 @@ export interface Memory extends Recorder {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Context
  */
 export class MemoryShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder/Memory")<
@@ -116,7 +116,7 @@ export class MemoryShadowRecorder extends Context.Tag("@modelgate/core/ShadowRec
 /**
  * Keeps records in memory (tests, demos); provides both tags.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerMemory: Layer.Layer<ShadowRecorder | MemoryShadowRecorder> = Layer.effectContext(
@@ -129,7 +129,7 @@ export const layerMemory: Layer.Layer<ShadowRecorder | MemoryShadowRecorder> = L
 /**
  * Metrics of shadow traffic.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Metrics
  */
 export const metrics = {
@@ -145,7 +145,7 @@ export const metrics = {
 /**
  * Whether the call `callId` is in the sampled `share` (a hash of the id: the same id, the same answer).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Utils
  */
 export const sampled = (callId: string, share: number): boolean =>
@@ -155,7 +155,7 @@ export const sampled = (callId: string, share: number): boolean =>
  * Share of the top-level fields of `primary` (a plain object) whose value `candidate` has too;
  * `undefined` when either is not a plain object or `primary` has no fields.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Utils
  */
 export const agreementOf = (
@@ -177,7 +177,7 @@ export const agreementOf = (
 /**
  * Starts shadow calls for a gateway.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Runner {
@@ -229,7 +229,7 @@ const judge = (
 /**
  * A runner over the gateway's adapters, budgets and recorder.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const makeRunner = (deps: {

@@ -41,7 +41,7 @@ const noOptions: ReadonlyArray<ModelOptions.OptionName> = []
  * Lowest verified score on the segment a `HIGH`-risk call accepts when its workflow sets no
  * `qualityThreshold`.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const defaultQualityThreshold = 0.8
