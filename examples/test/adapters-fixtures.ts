@@ -4,7 +4,7 @@
  * (`packages/adapters/test/adapters-fixtures.ts`); these are the subset the tests here use.
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import type { ProviderAdapter, ProviderRequest, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"

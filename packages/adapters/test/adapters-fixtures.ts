@@ -2,7 +2,7 @@
  * Shared fixtures of the adapter-vs-mock integration tests.
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ToolCall, ToolDefinition } from "@modelgate/core/ModelCommand"
 import type { Message } from "@modelgate/core/ModelCommand"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"

@@ -36,7 +36,8 @@
  * @since 0.2.0
  */
 import { Cause, Effect, Exit, Match, Option } from "effect"
-import type { Failure, ProviderError } from "./Errors.js"
+import type { Failure } from "./Errors.js"
+import type { ProviderError } from "./ProviderAdapter.js"
 import type { AttemptOutcome } from "./ModelResult.js"
 import { TargetRef } from "./ModelTarget.js"
 import type { ProviderResponse } from "./ProviderAdapter.js"

@@ -16,7 +16,7 @@ import type * as Disposition from "./Disposition.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import * as Attempt from "./internal/attempt.js"
 import { validateOutput } from "./internal/output.js"
-import * as ModelOptions from "./ModelOptions.js"
+import * as Options from "./internal/options.js"
 import { type ModelCommand, TenantId } from "./ModelCommand.js"
 import type { ModelResult } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
@@ -258,7 +258,7 @@ export const makeRunner = (deps: {
         outputJsonSchema: compiled.jsonSchema
       })
       // The call's options against the workflow's bounds, as the router resolved them for the primary.
-      const options = ModelOptions.resolve(w, command)
+      const options = Options.resolve(w, command)
       if (Either.isLeft(options)) return yield* drop(w.name, target.ref, "policy")
       const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target)
       const worst = costAt(target, inputTokensAt(estimated, target), cap)

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { ProviderError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import { Usage } from "@modelgate/core/ModelResult"

@@ -4,7 +4,7 @@
  * @internal
  */
 import { HttpClientRequest } from "@effect/platform"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
 import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason, Usage } from "@modelgate/core/ModelResult"

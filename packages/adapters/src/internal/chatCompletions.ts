@@ -5,7 +5,7 @@
  * @internal
  */
 import { HttpClientRequest } from "@effect/platform"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Message } from "@modelgate/core/ModelCommand"
 import type { OptionName, ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import { ToolCall } from "@modelgate/core/ModelCommand"

@@ -12,7 +12,7 @@
  * @internal
  */
 import type { HttpClientError } from "@effect/platform"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Cause, Channel, Chunk, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
