@@ -194,6 +194,8 @@ export const reserveScoped = (
  *
  * @since 0.1.0
  * @category Constants
+ *
+ * @internal
  */
 export const minimumUsefulOutputTokens = 16
 

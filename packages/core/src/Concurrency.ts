@@ -325,6 +325,8 @@ export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigErro
  *
  * @since 0.2.0
  * @category Constructors
+ *
+ * @internal
  */
 export const makeWith = (options: Options, store: PermitStore.Service): Effect.Effect<Service, GatewayConfigError> =>
   Effect.suspend(() => {

@@ -123,6 +123,8 @@ export class EmbeddingResult extends Schema.Class<EmbeddingResult>("@modelgate/c
  *
  * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const familyOf = (target: ModelTarget, capability: EmbeddingCapability): string =>
   capability.family ?? target.model
@@ -134,6 +136,8 @@ export const familyOf = (target: ModelTarget, capability: EmbeddingCapability): 
  *
  * @since 0.2.0
  * @category Routing
+ *
+ * @internal
  */
 export const incompatibility = (
   space: EmbeddingSpace | undefined,
@@ -159,6 +163,8 @@ export const incompatibility = (
  *
  * @since 0.2.0
  * @category Validation
+ *
+ * @internal
  */
 export interface ConfigProblemFields {
   readonly path: string
@@ -185,6 +191,8 @@ export interface ConfigProblemFields {
  *
  * @since 0.2.0
  * @category Validation
+ *
+ * @internal
  */
 export const configProblems = (
   config: {

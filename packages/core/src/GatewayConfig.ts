@@ -431,6 +431,8 @@ export const unversionedOf = (config: GatewayConfig): ReadonlyArray<Unversioned>
  *
  * @since 0.2.0
  * @category Validation
+ *
+ * @internal
  */
 export const warnUnversioned = (config: GatewayConfig): Effect.Effect<void> =>
   Effect.forEach(

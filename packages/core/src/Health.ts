@@ -213,6 +213,8 @@ export const layerJson = (json: unknown): Layer.Layer<Health, GatewayConfigError
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const noBreaker: Effect.Effect<boolean> = Effect.succeed(false)
 
@@ -221,6 +223,8 @@ export const noBreaker: Effect.Effect<boolean> = Effect.succeed(false)
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const noRecord: Effect.Effect<Option.Option<RouteHealth>> = Effect.succeed(Option.none())
 
@@ -229,6 +233,8 @@ export const noRecord: Effect.Effect<Option.Option<RouteHealth>> = Effect.succee
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const noSnapshot = (_route: string): Effect.Effect<Option.Option<RouteHealth>> => noRecord
 

@@ -200,6 +200,8 @@ export interface WorkflowOptions extends Schema.Schema.Type<typeof WorkflowOptio
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const maxProviderOptions = { providers: 8, fields: 32 } as const
 

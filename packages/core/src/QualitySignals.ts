@@ -94,6 +94,8 @@ export class QualitySignals extends Context.Tag("@modelgate/core/QualitySignals"
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const maxRememberedCalls = 10_000
 
@@ -102,6 +104,8 @@ export const maxRememberedCalls = 10_000
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const maxSamples = 4_096
 

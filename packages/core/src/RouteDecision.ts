@@ -55,6 +55,8 @@ export const maxDetailLength = 256
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const truncationMark = "…(truncated)"
 
@@ -63,6 +65,8 @@ export const truncationMark = "…(truncated)"
  *
  * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const boundDetail = (detail: string): string =>
   detail.length <= maxDetailLength
@@ -277,6 +281,8 @@ export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/
  *
  * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const routeIdOf = (parts: ReadonlyArray<string>): string => {
   let h = 0x811c9dc5

@@ -157,6 +157,8 @@ export const sampled = (callId: string, share: number): boolean =>
  *
  * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const agreementOf = (
   primary: unknown,
@@ -179,6 +181,8 @@ export const agreementOf = (
  *
  * @since 0.2.0
  * @category Models
+ *
+ * @internal
  */
 export interface Runner {
   /**
@@ -231,6 +235,8 @@ const judge = (
  *
  * @since 0.2.0
  * @category Constructors
+ *
+ * @internal
  */
 export const makeRunner = (deps: {
   readonly adapter: (provider: string) => ProviderAdapter | undefined
