@@ -23,7 +23,7 @@ import {
   simpleRequest,
   TestLayer,
   textOf
-} from "./adapters-fixtures.js"
+} from "@modelgate/testing/AdapterFixtures"
 
 const script = (provider: Provider, model: string, behavior: Behavior) =>
   Effect.flatMap(MockProviderServer, (mock) => mock.enqueue([behavior, behavior], { provider, model }))

@@ -19,3 +19,5 @@ export * as MockScript from "./MockScript.js"
 export * as MockServe from "./MockServe.js"
 /** @since 0.2.0 */
 export * as RedisServer from "./RedisServer.js"
+/** @since 0.2.0 */
+export * as AdapterFixtures from "./AdapterFixtures.js"
