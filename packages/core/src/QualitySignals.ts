@@ -174,6 +174,7 @@ const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
  * @category Constructors
  */
 export const make: Effect.Effect<Service> = Effect.gen(function* () {
+  // long: the in-memory signals as a closure: the series and remembered calls its methods share
   const clock = yield* Effect.clock
   const series = new Map<string, Series>()
   interface Remembered {

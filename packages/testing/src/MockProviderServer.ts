@@ -254,6 +254,7 @@ const streamSteps = (provider: Provider, success: Success, answer: SseAnswer): A
  */
 export const make = (options: Options = {}): Effect.Effect<Service, HttpServerError.ServeError, Scope.Scope> =>
   Effect.gen(function* () {
+    // long: the mock server as a closure: its routes and recorded requests shared by the handlers it serves
     const record = options.record ?? true
     const fallback = options.defaultBehavior ?? success()
     let recorded: Array<RecordedRequest> = []

@@ -72,6 +72,7 @@ const isFailure = (step: Step): step is ProviderError => !Array.isArray(step)
  *
  * @internal
  */
+// long: one stream's decoder: the line and event buffers and byte counts its read steps share
 export const decode = (
   body: Stream.Stream<Uint8Array, HttpClientError.ResponseError>,
   options: {
