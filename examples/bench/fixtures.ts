@@ -4,7 +4,7 @@
  * Budgets and Concurrency layers.
  */
 import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
-import { ProviderError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
 import { Usage } from "@modelgate/core/ModelResult"
 import { ModelTarget } from "@modelgate/core/ModelTarget"

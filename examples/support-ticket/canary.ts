@@ -8,7 +8,7 @@
  */
 import * as CallRecorder from "@modelgate/core/CallRecorder"
 import * as CanaryController from "@modelgate/core/CanaryController"
-import { ProviderError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
 import { CallRecord, Usage } from "@modelgate/core/ModelResult"

@@ -7,7 +7,7 @@
  * time (`TestClock`) with a simulated OpenAI endpoint: exact instants, no mock server, no faults.
  */
 import * as CallRecorder from "@modelgate/core/CallRecorder"
-import { ProviderError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import { CallRecord, Usage } from "@modelgate/core/ModelResult"

@@ -11,7 +11,7 @@ import type { GatewayConfigError } from "@modelgate/core/Errors"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
-import { apiKey, canary, TestLayer } from "./adapters-fixtures.js"
+import { apiKey, canary, TestLayer } from "@modelgate/testing/AdapterFixtures"
 
 const Answer = Schema.Struct({ category: Schema.Literal("billing", "other"), confidence: Schema.Number })
 

@@ -12,7 +12,7 @@ import type { Behavior } from "@modelgate/testing/MockProviderServer"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Chunk, Duration, Effect, Stream } from "effect"
 import OpenAI from "openai"
-import { apiKey, canary, simpleRequest, TestLayer } from "./adapters-fixtures.js"
+import { apiKey, canary, simpleRequest, TestLayer } from "@modelgate/testing/AdapterFixtures"
 
 const lookup = new ToolDefinition({
   name: "lookup",

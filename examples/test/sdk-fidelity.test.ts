@@ -9,7 +9,7 @@ import { ApiError as GeminiApiError, GoogleGenAI } from "@google/genai"
 import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as Gemini from "@modelgate/adapters/gemini"
 import * as OpenAi from "@modelgate/adapters/openai"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Behavior, Provider } from "@modelgate/testing/MockProviderServer"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Duration, Effect } from "effect"
@@ -23,7 +23,7 @@ import {
   simpleRequest,
   TestLayer,
   textOf
-} from "./adapters-fixtures.js"
+} from "@modelgate/testing/AdapterFixtures"
 
 const script = (provider: Provider, model: string, behavior: Behavior) =>
   Effect.flatMap(MockProviderServer, (mock) => mock.enqueue([behavior, behavior], { provider, model }))

@@ -21,7 +21,7 @@ import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { jsonSchema, streamText, tool } from "ai"
 import { Chunk, Effect, Stream } from "effect"
 import OpenAI from "openai"
-import { apiKey, canary, simpleRequest, TestLayer, textOf } from "./adapters-fixtures.js"
+import { apiKey, canary, simpleRequest, TestLayer, textOf } from "@modelgate/testing/AdapterFixtures"
 
 const lookup = new ToolDefinition({
   name: "lookup",

@@ -84,7 +84,7 @@ export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAda
  * which `/v1` is appended. A value that already ends in `/v1` (how earlier modelgate releases read
  * the variable) is taken as is.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Layers
  */
 export const baseUrlFromEnv: Config.Config<string> = Config.string("ANTHROPIC_BASE_URL").pipe(

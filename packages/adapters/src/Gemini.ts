@@ -81,7 +81,7 @@ export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAda
  * proxy, `modelgate-mock`'s root), to which `/v1beta` is appended. Else `GEMINI_BASE_URL`, the
  * root with its version (how earlier modelgate releases read it), else Google's.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Layers
  */
 export const baseUrlFromEnv: Config.Config<string> = Config.string("GOOGLE_GEMINI_BASE_URL").pipe(

@@ -261,7 +261,7 @@ const withArrayAttributes = (tracer: Tracer.Tracer): Tracer.Tracer =>
  * `Otel.layerArrayAttributes.pipe(Layer.provideMerge(NodeSdk.layer(...)))`. {@link layerInMemory}
  * includes it; the OTLP exporters of {@link layerOtlp} need nothing (they keep arrays).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerArrayAttributes: Layer.Layer<never> = Layer.unwrapEffect(

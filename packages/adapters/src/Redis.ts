@@ -93,7 +93,7 @@ export interface Options {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constants
  */
 export const defaultPermitLease: Duration.Duration = Duration.seconds(10)
@@ -155,18 +155,18 @@ export interface Stores {
   readonly budget: BudgetStore.Service
   readonly breaker: BreakerStore.Service
   readonly ledger: ToolLedgerStore.Service
-  /** @since 0.5.0 */
+  /** @since 0.2.0 */
   readonly permit: PermitStore.Service
-  /** @since 0.5.0 */
+  /** @since 0.2.0 */
   readonly rateLimit: RateLimitStore.Service
-  /** The client's connection, for measurements and tests (command counts); the stores own it. @since 0.5.0 */
+  /** The client's connection, for measurements and tests (command counts); the stores own it. @since 0.2.0 */
   readonly connection: IORedis
 }
 
 /**
  * The services of {@link layer}: every store seam.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export type Services =
@@ -266,7 +266,7 @@ export const layerToolLedgerStore = (options: Options): Layer.Layer<ToolLedgerSt
 /**
  * `PermitStore` on Redis (a client of its own): give it to `Concurrency.layer`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerPermitStore = (options: Options): Layer.Layer<PermitStore.PermitStore> =>
@@ -275,7 +275,7 @@ export const layerPermitStore = (options: Options): Layer.Layer<PermitStore.Perm
 /**
  * `RateLimitStore` on Redis (a client of its own): provider rate limits shared by every process.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerRateLimitStore = (options: Options): Layer.Layer<RateLimitStore.RateLimitStore> =>

@@ -9,7 +9,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import type { Vitest } from "@effect/vitest"
 import * as Gemini from "@modelgate/adapters/gemini"
 import * as OpenAi from "@modelgate/adapters/openai"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import {
   Capabilities,
   EmbeddingCapability,

@@ -7,10 +7,10 @@ import {
   processedForStatus,
   providerError
 } from "../src/internal/classify.js"
-import { kindFromBody as anthropicKind } from "../src/internal/anthropicMessages.js"
+import { kindFromBody as anthropicKind } from "../src/internal/anthropicMessagesErrors.js"
 import { identifier, knownCode, modelVersionOf, requestIdOf, truncatedMark } from "../src/internal/bounded.js"
-import { errorObject, knownCodes, kindFromBody as openAiKind } from "../src/internal/chatCompletions.js"
-import { kindFromBody as geminiKind, retryDelayMs } from "../src/internal/geminiGenerate.js"
+import { errorObject, knownCodes, kindFromBody as openAiKind } from "../src/internal/chatCompletionsErrors.js"
+import { kindFromBody as geminiKind, retryDelayMs } from "../src/internal/geminiGenerateErrors.js"
 
 describe("classification helpers", () => {
   it("status defaults and processed", () => {

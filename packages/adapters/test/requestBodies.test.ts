@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ToolCall, ToolDefinition } from "@modelgate/core/ModelCommand"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Chunk, Effect, Stream } from "effect"
 import { providerError } from "../src/internal/classify.js"

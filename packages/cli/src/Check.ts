@@ -4,7 +4,7 @@
  * is built offline (`ModelGateway.make`, the application's own startup validation) with the
  * adapters the file names; nothing calls a provider.
  *
- * @since 0.7.0
+ * @since 0.2.0
  */
 import { GatewayConfig } from "@modelgate/core"
 import type { ConfigProblem } from "@modelgate/core/Errors"
@@ -15,7 +15,7 @@ import { withGateway } from "./internal/offline.js"
 /**
  * The outcome of a check: the problems (none: the gateway starts) and notes that do not stop it.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Result {
@@ -29,7 +29,7 @@ export interface Result {
  * What to change for a problem that comes from the file's stand-ins for code (`schemas`,
  * `degradeHandlers`, `escalationChecks`, `adapters`); `undefined` for the others, whose detail says it.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Getters
  */
 export const fileFix = (problem: ConfigProblem): string | undefined => {
@@ -50,7 +50,7 @@ export const fileFix = (problem: ConfigProblem): string | undefined => {
 /**
  * Checks the text of a configuration file (`path` names it in problems).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const check = (path: string, text: string): Effect.Effect<Result> =>
@@ -75,7 +75,7 @@ export const check = (path: string, text: string): Effect.Effect<Result> =>
  * The report of a check as lines: one block per problem (path, reason, who, what is wrong and what
  * to change), then the notes.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Rendering
  */
 export const render = (path: string, result: Result): ReadonlyArray<string> => {

@@ -10,7 +10,7 @@
  *
  * The configuration file is the gateway's JSON plus stand-ins for code (`ConfigFile`).
  *
- * @since 0.7.0
+ * @since 0.2.0
  */
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
@@ -23,7 +23,7 @@ import * as Explain from "./Explain.js"
  * Where the commands write their report, one line at a time. Default: `Console.log` (tests provide
  * their own to read it).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Context
  */
 export class Output extends Context.Reference<Output>()("@modelgate/cli/Output", {
@@ -33,7 +33,7 @@ export class Output extends Context.Reference<Output>()("@modelgate/cli/Output",
 /**
  * A command finished with a non-zero exit code (its report is already written).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Errors
  */
 export class ExitCode extends Data.TaggedError("ExitCode")<{ readonly code: number }> {}
@@ -134,7 +134,7 @@ const mock = Command.make(
 /**
  * The `modelgate` command and its subcommands.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Commands
  */
 export const command = Command.make("modelgate").pipe(
@@ -147,7 +147,7 @@ export const command = Command.make("modelgate").pipe(
 /**
  * Runs the CLI on `argv` (as `process.argv`: the first two entries are skipped).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Commands
  */
 export const run = Command.run(command, { name: "modelgate", version: "0.2.0" })

@@ -24,7 +24,7 @@
  *   `openai-compatible`), or `custom` for one of the application's own. Omitted, a provider id
  *   that names a built-in adapter is served by it; any other id has no adapter (`NO_ADAPTER`).
  *
- * @since 0.7.0
+ * @since 0.2.0
  */
 import { GatewayConfig } from "@modelgate/core"
 import { ConfigProblem } from "@modelgate/core/Errors"
@@ -33,17 +33,17 @@ import { Effect, Either, ParseResult, Schema } from "effect"
 /**
  * The built-in adapters a provider id can be served by, and `custom` for the application's own.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Schemas
  */
 export const AdapterKind = Schema.Literal("openai", "anthropic", "gemini", "openai-compatible", "custom")
-/** @since 0.7.0 */
+/** @since 0.2.0 */
 export type AdapterKind = typeof AdapterKind.Type
 
 /**
  * The fields the file adds to the gateway's configuration.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Schemas
  */
 export const Extras = Schema.Struct({
@@ -57,7 +57,7 @@ export const Extras = Schema.Struct({
   escalationChecks: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   adapters: Schema.optionalWith(Schema.Record({ key: Schema.String, value: AdapterKind }), { default: () => ({}) })
 })
-/** @since 0.7.0 */
+/** @since 0.2.0 */
 export type Extras = typeof Extras.Type
 
 const extraKeys = ["schemas", "degradeHandlers", "escalationChecks", "adapters"] as const
@@ -66,7 +66,7 @@ const extraKeys = ["schemas", "degradeHandlers", "escalationChecks", "adapters"]
  * A configuration file, decoded: the gateway's definition (schemas, handlers and checks standing
  * in for the application's code) and the adapter serving each provider id of its targets.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Loaded {
@@ -100,7 +100,7 @@ const extrasProblems = (error: ParseResult.ParseError): ReadonlyArray<ConfigProb
  * validates an answer) and derives exactly that JSON Schema, so startup validation checks it as it
  * checks the application's Effect Schema.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const schemaFromJsonSchema = (jsonSchema: Readonly<Record<string, unknown>>): Schema.Schema<unknown> =>
@@ -110,7 +110,7 @@ export const schemaFromJsonSchema = (jsonSchema: Readonly<Record<string, unknown
  * Decodes a parsed file: the gateway configuration (every problem `GatewayConfig.decode` lists)
  * and the file's own fields. Fails with every problem found.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const decode = (json: unknown): Effect.Effect<Loaded, ReadonlyArray<ConfigProblem>> =>
@@ -157,7 +157,7 @@ export const decode = (json: unknown): Effect.Effect<Loaded, ReadonlyArray<Confi
 /**
  * Reads and parses a JSON file; a missing or unparsable file is one problem naming it.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const readJson = (path: string, text: string): Either.Either<unknown, ReadonlyArray<ConfigProblem>> =>

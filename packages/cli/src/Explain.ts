@@ -7,7 +7,7 @@
  * breaker closed, no health observed, no budget consulted (a budget can still refuse the call, or
  * drop a fallback that no longer fits, when it runs).
  *
- * @since 0.7.0
+ * @since 0.2.0
  */
 import { ModelCommand, RouteDecision } from "@modelgate/core"
 import type { ConfigProblem, GatewayError } from "@modelgate/core/Errors"
@@ -19,7 +19,7 @@ import { withGateway } from "./internal/offline.js"
  * What explaining gave: the decision, the request refused before or by routing (with the targets
  * excluded and why), or the problems that stop the configuration or the request from decoding.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Models
  */
 export type Result =
@@ -34,7 +34,7 @@ const problemLines = (problems: ReadonlyArray<ConfigProblem>): ReadonlyArray<str
  * Explains the request `requestText` under the configuration `configText` (the paths name them),
  * as `generate` (default) or `stream` would route it.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const explain = (
@@ -78,7 +78,7 @@ const excludedLines = (excluded: ReadonlyArray<RouteDecision.ExcludedTarget>): R
 /**
  * The decision as lines of text.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Rendering
  */
 export const renderDecision = (d: RouteDecision.RouteDecision): ReadonlyArray<string> => {
@@ -120,7 +120,7 @@ export const renderDecision = (d: RouteDecision.RouteDecision): ReadonlyArray<st
  * The result as lines of text (or, with `json`, one JSON document: the encoded decision, or the
  * refusal or problems).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Rendering
  */
 export const render = (result: Result, json: boolean): ReadonlyArray<string> => {

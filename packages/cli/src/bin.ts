@@ -2,7 +2,7 @@
 /**
  * The `modelgate` executable: `Cli.run` on the process's arguments, exit code from `ExitCode`.
  *
- * @since 0.7.0
+ * @since 0.2.0
  */
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"

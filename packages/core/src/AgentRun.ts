@@ -159,6 +159,8 @@ export const current: Effect.Effect<Option.Option<Run>> = Effect.map(FiberRef.ge
  *
  * @since 0.2.0
  * @category Accessors
+ *
+ * @internal
  */
 export const completedSteps = (run: Run): ReadonlyArray<CompletedStep> => run.records.map(completedStepOf)
 

@@ -90,14 +90,14 @@ export interface CommitRequest {
    * reservation is gone, the first commit landed and this one counts nothing (instead of counting
    * as a late commit). This makes a retried commit idempotent without keeping settled ids.
    *
-   * @since 0.5.0
+   * @since 0.2.0
    */
   readonly retry?: boolean | undefined
   /**
    * The most the caller waits for the answer (ms): a store with I/O fails with `StoreError`
    * ("timed out") by then, even within its command timeout. Absent: the store's own timeout.
    *
-   * @since 0.5.0
+   * @since 0.2.0
    */
   readonly maxWaitMs?: number | undefined
 }

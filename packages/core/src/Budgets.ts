@@ -85,7 +85,7 @@ export interface Settlement {
    * background until shortly before the reservation expires; `committed` is 0 meanwhile.
    * `undefined` otherwise.
    *
-   * @since 0.5.0
+   * @since 0.2.0
    */
   readonly pending?: boolean | undefined
 }
@@ -194,6 +194,8 @@ export const reserveScoped = (
  *
  * @since 0.1.0
  * @category Constants
+ *
+ * @internal
  */
 export const minimumUsefulOutputTokens = 16
 

@@ -37,7 +37,7 @@ const amount = (n: number): string => {
  * `attempts`, `latencyMs` (whole), `costUsd`, `callId`. Only names from the configuration, values
  * from closed sets, numbers and the call id: never the tenant, never content.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Formatting
  */
 export type Summary = {
@@ -60,7 +60,7 @@ export type Summary = {
 /**
  * The annotations of a record's `Info` line ({@link Summary}).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Formatting
  */
 export const summary = (record: CallRecord): Summary => {
@@ -90,7 +90,7 @@ export const summary = (record: CallRecord): Summary => {
  * - `modelgate call degraded (ProviderUnavailable) via fallback`
  * - `modelgate call failed (BudgetExceeded)`
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Formatting
  */
 export const summaryMessage = (record: CallRecord): string => {

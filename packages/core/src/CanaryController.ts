@@ -13,7 +13,7 @@
  * counted and published then; without it (the gateway's own controller) that happens with the
  * canary's next call.
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Clock, Context, Duration, Effect, Layer, Metric, PubSub, Stream } from "effect"
 import { percentile } from "./internal/healthWindow.js"
@@ -23,7 +23,7 @@ import type { CanaryPolicy, CanaryRollout } from "./Workflow.js"
 /**
  * What a canary's calls looked like on one side over one window.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface WindowStats {
@@ -38,7 +38,7 @@ export interface WindowStats {
  * What a change did: `started` (registered), `ramped` (share raised to the next step),
  * `rolled_back` (share 0), `completed` (the last step passed a clean window).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export type Action = "started" | "ramped" | "rolled_back" | "completed"
@@ -46,7 +46,7 @@ export type Action = "started" | "ramped" | "rolled_back" | "completed"
 /**
  * One change of a canary's share, stamped with the instant it took effect (a window boundary).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Change {
@@ -67,7 +67,7 @@ export interface Change {
  * A canary's state: `running` (evaluated every window), `rolled_back` or `completed` (no longer
  * evaluated; a new canary id starts over).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface State {
@@ -80,7 +80,7 @@ export interface State {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Service {
@@ -110,7 +110,7 @@ export interface Service {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Context
  */
 export class CanaryController extends Context.Tag("@modelgate/core/CanaryController")<CanaryController, Service>() {}
@@ -118,7 +118,7 @@ export class CanaryController extends Context.Tag("@modelgate/core/CanaryControl
 /**
  * Metrics of the controller.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Metrics
  */
 export const metrics = {
@@ -156,7 +156,7 @@ const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
 /**
  * The statistics of one side's samples.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Utils
  */
 export const statsOf = (samples: ReadonlyArray<Sample>): WindowStats => {
@@ -185,7 +185,7 @@ export const statsOf = (samples: ReadonlyArray<Sample>): WindowStats => {
  * Rates compare by absolute increase; p95 latency and cost per call by ratio, when the baseline
  * has calls (and, for cost, a cost).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Utils
  */
 export const breaches = (rollout: CanaryRollout, candidate: WindowStats, baseline: WindowStats): Array<string> => {
@@ -232,7 +232,7 @@ const sampleOf = (record: CallRecord): Sample | undefined => {
  * Windows are evaluated when outcomes arrive or `evaluate` runs; {@link layer} also evaluates each
  * one at its boundary.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const make: Effect.Effect<Service> = Effect.gen(function* () {
@@ -380,7 +380,7 @@ const idlePoll = Duration.seconds(1)
  * The controller as a layer, with a fiber in the layer's scope that evaluates every window at its
  * boundary (so a change happens then, whether or not a call arrives).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layer: Layer.Layer<CanaryController> = Layer.scoped(

@@ -49,7 +49,7 @@
  *   version; the price sources above do not carry them, so they are the least certain part of an
  *   entry. Override them per target where a provider behaves otherwise.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 import { Option } from "effect"
 import type { OptionName } from "./ModelOptions.js"
@@ -59,7 +59,7 @@ import type { SchemaFeature, StructuredOutputMode } from "./ModelTarget.js"
  * The catalogue's version: the `pricingVersion` of every entry's prices and the
  * `catalogueVersion` recorded in evidence.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const version = "catalogue-2026-11"
@@ -67,7 +67,7 @@ export const version = "catalogue-2026-11"
 /**
  * Date of the figures (prices, windows, limits) in this version.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const figuresAsOf = "2026-08-21"
@@ -75,7 +75,7 @@ export const figuresAsOf = "2026-08-21"
 /**
  * One catalogue entry, in the encoded (JSON) form of a target's fields.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Entry {
@@ -399,7 +399,7 @@ const data = {
 /**
  * Id of a catalogue entry, `<adapter id>/<model name>` (`openai/gpt-4.1-mini`).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export type Id = keyof typeof data
@@ -407,7 +407,7 @@ export type Id = keyof typeof data
 /**
  * Every entry, by id.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const entries: { readonly [K in Id]: Entry } = data
@@ -415,7 +415,7 @@ export const entries: { readonly [K in Id]: Entry } = data
 /**
  * Every entry id, in catalogue order.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const ids: ReadonlyArray<Id> = Object.keys(data).filter((k): k is Id => Object.hasOwn(data, k))
@@ -423,7 +423,7 @@ export const ids: ReadonlyArray<Id> = Object.keys(data).filter((k): k is Id => O
 /**
  * Whether `id` names an entry (own properties only: `constructor` or `__proto__` name none).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Guards
  */
 export const isId = (id: unknown): id is Id => typeof id === "string" && Object.hasOwn(data, id)
@@ -431,7 +431,7 @@ export const isId = (id: unknown): id is Id => typeof id === "string" && Object.
 /**
  * The entry named `id`, if any.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Getters
  */
 export const get = (id: string): Option.Option<Entry> => (isId(id) ? Option.some(entries[id]) : Option.none())
@@ -441,7 +441,7 @@ export const get = (id: string): Option.Option<Entry> => (isId(id) ? Option.some
  * `capabilities`, `pricing` (versioned {@link version}), `tokenizerSafetyFactor`, and the
  * `catalogue` / `catalogueVersion` it was resolved from.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Getters
  */
 export const targetFields = (id: Id) => {
@@ -475,7 +475,7 @@ const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
  * `catalogue` / `catalogueVersion` are set to the entry and this {@link version}. The result is
  * still to be decoded as a `ModelTarget` (which checks every field).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Resolution
  */
 export const merge = (id: Id, target: Readonly<Record<string, unknown>>): Record<string, unknown> => {

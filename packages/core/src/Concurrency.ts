@@ -323,8 +323,10 @@ export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigErro
  * path); over a shared store every permit is one store operation. Fails with
  * one `GatewayConfigError` listing every problem of `options`.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
+ *
+ * @internal
  */
 export const makeWith = (options: Options, store: PermitStore.Service): Effect.Effect<Service, GatewayConfigError> =>
   Effect.suspend(() => {
@@ -426,7 +428,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
  * Permits over the `PermitStore` in the context (a shared store: several processes, one set of
  * limits).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layer = (options: Options): Layer.Layer<Concurrency, GatewayConfigError, PermitStore.PermitStore> =>

@@ -36,7 +36,8 @@
  * @since 0.2.0
  */
 import { Cause, Effect, Exit, Match, Option } from "effect"
-import type { Failure, ProviderError } from "./Errors.js"
+import type { Failure } from "./Errors.js"
+import type { ProviderError } from "./ProviderAdapter.js"
 import type { AttemptOutcome } from "./ModelResult.js"
 import { TargetRef } from "./ModelTarget.js"
 import type { ProviderResponse } from "./ProviderAdapter.js"
@@ -228,7 +229,7 @@ const noFacts: AttemptFacts = {
 /**
  * What {@link failureOf} reads of an adapter's classified failure.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export type ProviderFacts = Pick<ProviderError, "kind" | "httpStatus" | "retryAfter" | "detail">
@@ -301,7 +302,7 @@ const probeTarget = TargetRef.make("model://disposition/probe")
  * Whether the engine retries an adapter classification on the same target (its row is `Retry`
  * when nothing else is known). Adapters read it (`x-should-retry`) instead of a list of their own.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Policy
  */
 export const isTemporaryKind = (kind: ProviderError["kind"]): boolean =>
@@ -317,7 +318,7 @@ export const isTemporaryKind = (kind: ProviderError["kind"]): boolean =>
  * (none: an answer, still to be validated), whether it counts against the breaker, and what is
  * known for the table.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export type Classified =
@@ -348,7 +349,7 @@ type Failed = Extract<Classified, { readonly failure: Failure }>
  * `ownLimitMs`) that ran `elapsedMs` was cut by the call's deadline: its bound was shorter than the
  * target's limit and it ran to the bound. Such a timeout is not the target's fault.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Policy
  */
 export const cutByDeadline = (boundMs: number, ownLimitMs: number, elapsedMs: number): boolean =>
@@ -359,7 +360,7 @@ export const cutByDeadline = (boundMs: number, ownLimitMs: number, elapsedMs: nu
  * bound: a timeout), a classified `ProviderError`, or a defect of the adapter (a bug: recorded as
  * unavailable, billed what was sent, counted against the breaker; the call goes on).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Policy
  */
 export const classify = (
@@ -430,7 +431,7 @@ const classified = (
 /**
  * What is known when a `Retry` row is applied.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface RetryFacts {
@@ -449,7 +450,7 @@ export interface RetryFacts {
  * the retry schedule's next delay (stepping it), whether the target's breaker is open now, and a
  * token of the retry budget (taking it).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface RetryProbes {
@@ -461,7 +462,7 @@ export interface RetryProbes {
 /**
  * The gate's answer: retry now, after `delayMs`, or not (then the call goes to its next target).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export type RetryVerdict =
@@ -482,7 +483,7 @@ const retryNow: RetryVerdict = { _tag: "RetryNow" }
  * Whether a wait of `delayMs` from `now` still leaves the minimum attempt time before `deadline`:
  * no sleep is taken that would leave too little time for the retry.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Policy
  */
 export const retryFits = (now: number, delayMs: number, minimumMs: number, deadline: number): boolean =>
@@ -493,7 +494,7 @@ export const retryFits = (now: number, delayMs: number, minimumMs: number, deadl
  * ({@link retryFits}), then the breaker (a breaker this failure opened spends no retry token on a
  * route that will not be tried), then the retry budget.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Policy
  */
 export const retryGate = (facts: RetryFacts, probes: RetryProbes): Effect.Effect<RetryVerdict> => {
@@ -522,7 +523,7 @@ export const retryGate = (facts: RetryFacts, probes: RetryProbes): Effect.Effect
  * What is known when a route ran out of targets (every eligible one failed, was skipped, or there
  * was no time to try).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface RouteFacts {
@@ -552,7 +553,7 @@ export interface RouteFacts {
  * - `DeadlineExceeded`: no time was left, at `stage`.
  * - `Fail`: the last failure ends the call.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export type RouteEnd =
@@ -576,7 +577,7 @@ const routeEnds = {
  * route; no failure, or an availability failure with no time left, is the deadline; otherwise the
  * last failure stands.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Policy
  */
 export const endOfRoute = (facts: RouteFacts): RouteEnd => {

@@ -11,7 +11,7 @@
  * `EMBEDDING_INCOMPATIBLE` and never tried. Startup refuses what can never work (see
  * {@link configProblems}).
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { checkShape, issueLines } from "./internal/issues.js"
@@ -22,18 +22,18 @@ import type { ExclusionReason } from "./RouteDecision.js"
 import { type EmbeddingSpace, type Workflow, WorkflowName } from "./Workflow.js"
 
 export {
-  /** @since 0.5.0 */
+  /** @since 0.2.0 */
   EmbeddingCapability
 } from "./ModelTarget.js"
 export {
-  /** @since 0.5.0 */
+  /** @since 0.2.0 */
   EmbeddingSpace
 } from "./Workflow.js"
 
 /**
  * Most inputs of one embedding command (OpenAI's per-request limit).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constants
  */
 export const maxInputs = 2048
@@ -43,18 +43,18 @@ export const maxInputs = 2048
  * documents' vectors), `similarity`, `classification`, `clustering`. Providers that tune vectors to
  * the task get it on the wire (Gemini `taskType`); the vectors stay in the workflow's space.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const EmbeddingTask = Schema.Literal("query", "document", "similarity", "classification", "clustering")
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export type EmbeddingTask = typeof EmbeddingTask.Type
 
 /**
  * One embedding request: which workflow, for which tenant, which texts. Like `ModelCommand`, it
  * never names a credential, URL or target.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class EmbedCommand extends Schema.Class<EmbedCommand>("@modelgate/core/EmbedCommand")({
@@ -88,7 +88,7 @@ const decodeChecked = Schema.decodeUnknownEither(EmbedCommand, { errors: "all", 
  * paths, kinds of problems and limits — never the values, which are the texts to embed. Hostile
  * shapes (deep nesting, huge inputs, exotic objects) are refused before decoding.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const decodeCommand = (input: unknown): Effect.Effect<EmbedCommand, ParseResult.ParseError> =>
@@ -110,7 +110,7 @@ export const decodeCommand = (input: unknown): Effect.Effect<EmbedCommand, Parse
  * The answer of an embedding call: one vector per input, in input order, all of the workflow's
  * space, and the call's evidence (`evidence.embedding` names the space and the input count).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class EmbeddingResult extends Schema.Class<EmbeddingResult>("@modelgate/core/EmbeddingResult")({
@@ -121,8 +121,10 @@ export class EmbeddingResult extends Schema.Class<EmbeddingResult>("@modelgate/c
 /**
  * The family of a target's vectors: its declared family, else its model.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const familyOf = (target: ModelTarget, capability: EmbeddingCapability): string =>
   capability.family ?? target.model
@@ -132,8 +134,10 @@ export const familyOf = (target: ModelTarget, capability: EmbeddingCapability): 
  * or `undefined` when it can: an embedding model never generates, a generation model never embeds,
  * and an embedding target of another family or length is `EMBEDDING_INCOMPATIBLE`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Routing
+ *
+ * @internal
  */
 export const incompatibility = (
   space: EmbeddingSpace | undefined,
@@ -157,8 +161,10 @@ export const incompatibility = (
 /**
  * A startup problem of the embedding rules, as `GatewayConfig.validate` lists it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Validation
+ *
+ * @internal
  */
 export interface ConfigProblemFields {
   readonly path: string
@@ -183,8 +189,10 @@ export interface ConfigProblemFields {
  * A route may keep embedding targets of another space (say the next model, while its index is
  * rebuilt): they are excluded on every call (`EMBEDDING_INCOMPATIBLE`) and never tried.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Validation
+ *
+ * @internal
  */
 export const configProblems = (
   config: {

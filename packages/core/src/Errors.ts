@@ -352,15 +352,6 @@ export class GatewayConfigError extends Schema.TaggedError<GatewayConfigError>()
   }
 }
 
-/**
- * A provider adapter's classified failure, defined with the adapter contract (module
- * `ProviderAdapter`); re-exported here for the modules that import it with the errors.
- *
- * @since 0.1.0
- * @category Errors
- */
-export { ProviderError } from "./ProviderAdapter.js"
-
 type FieldsOf<C extends abstract new (...args: never) => unknown> = Omit<
   ConstructorParameters<C>[0],
   "callId" | "attempts"

@@ -88,7 +88,7 @@ type ModelTargetEncoded = Schema.Schema.Encoded<typeof ModelTarget>
 /**
  * A target written out in full, in encoded (JSON) form.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface FullTargetEncoded extends Omit<ModelTargetEncoded, "catalogue" | "catalogueVersion"> {
@@ -102,7 +102,7 @@ export interface FullTargetEncoded extends Omit<ModelTargetEncoded, "catalogue" 
  * rest override the entry's. `catalogueVersion`, when given, must be this release's
  * `Catalogue.version` (pin it to notice a catalogue update).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface CatalogueTargetEncoded
@@ -121,7 +121,7 @@ export interface CatalogueTargetEncoded
 /**
  * A target in encoded (JSON) form: written out, or naming a catalogue entry.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export type TargetEncoded = FullTargetEncoded | CatalogueTargetEncoded
@@ -129,7 +129,7 @@ export type TargetEncoded = FullTargetEncoded | CatalogueTargetEncoded
 /**
  * A workflow in encoded (JSON) form (durations in milliseconds).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export type WorkflowEncoded = Schema.Schema.Encoded<typeof Workflow>
@@ -138,7 +138,7 @@ export type WorkflowEncoded = Schema.Schema.Encoded<typeof Workflow>
  * The configuration as {@link decode} and `ModelGateway.layerJson` read it: plain JSON, durations
  * in milliseconds, targets written out or naming a catalogue entry.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Encoded<Name extends string = string> {
@@ -173,7 +173,7 @@ export type WorkflowNames<C> = C extends { readonly workflows: ReadonlyArray<{ r
  * })
  * ```
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const make = <const Name extends string>(config: Encoded<Name>): Encoded<Name> => config
@@ -402,7 +402,7 @@ export const compile = (
 /**
  * A workflow whose policy or prompt version is `Workflow.unversioned`, and which of the two.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Unversioned {
@@ -414,7 +414,7 @@ export interface Unversioned {
  * The workflows whose policy or prompt version is `Workflow.unversioned` (left out, or written
  * so), in configuration order.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Validation
  */
 export const unversionedOf = (config: GatewayConfig): ReadonlyArray<Unversioned> =>
@@ -429,8 +429,10 @@ export const unversionedOf = (config: GatewayConfig): ReadonlyArray<Unversioned>
  * Logs one warning per workflow whose policy or prompt version is unversioned (its evidence cannot
  * tell revisions apart). `ModelGateway.make` runs it once, when the gateway is built.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Validation
+ *
+ * @internal
  */
 export const warnUnversioned = (config: GatewayConfig): Effect.Effect<void> =>
   Effect.forEach(

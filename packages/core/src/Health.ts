@@ -211,24 +211,30 @@ export const layerJson = (json: unknown): Layer.Layer<Health, GatewayConfigError
 /**
  * The settled "closed" answer of {@link layerOff}'s `isOpen` (one shared value).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const noBreaker: Effect.Effect<boolean> = Effect.succeed(false)
 
 /**
  * The settled "no health record" answer of {@link layerOff}'s `snapshot` (one shared value).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const noRecord: Effect.Effect<Option.Option<RouteHealth>> = Effect.succeed(Option.none())
 
 /**
  * {@link layerOff}'s `snapshot`: no record for any route (the router skips asking per target).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const noSnapshot = (_route: string): Effect.Effect<Option.Option<RouteHealth>> => noRecord
 

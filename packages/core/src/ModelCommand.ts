@@ -211,10 +211,10 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
   }
 }
 
-/** Deepest nesting accepted in untrusted input (tool parameter schemas included). */
+/** Deepest nesting accepted in untrusted input (tool parameter schemas included). @internal */
 export const maxInputDepth = Issues.maxInputDepth
 
-/** Most values (objects, arrays and primitives) accepted in one untrusted command. */
+/** Most values (objects, arrays and primitives) accepted in one untrusted command. @internal */
 export const maxInputValues = Issues.maxInputValues
 
 const decodeChecked = Schema.decodeUnknownEither(ModelCommand, { errors: "all", onExcessProperty: "error" })

@@ -85,7 +85,7 @@ export interface Service {
  * The version of a configuration, recorded in each call's evidence (`configVersion`): the one
  * supplied with it, else `cfg_` and a short hash of its encoded form.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export type ConfigVersion = string
@@ -95,7 +95,7 @@ export type ConfigVersion = string
  * first, all problems listed) with the schemas and degrade handlers of the running configuration
  * unless `code` is given. `version` names it in evidence (default: a hash of the encoded config).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export type ReloadSource =
@@ -354,7 +354,7 @@ export const layerJson = (
 /**
  * Runs `reload` with the gateway from the context.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const reload = (source: ReloadSource): Effect.Effect<ConfigVersion, GatewayConfigError, ModelGateway> =>
@@ -363,7 +363,7 @@ export const reload = (source: ReloadSource): Effect.Effect<ConfigVersion, Gatew
 /**
  * Runs `feedback` with the gateway from the context: a caller's verdict on the answer of `callId`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const feedback = (
@@ -376,7 +376,7 @@ export const feedback = (
  * one is skipped and logged with its problem count (never its values); the running configuration
  * stays. A failure of the stream itself ends the watch with a warning.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const reloadFrom = <E, R>(
@@ -403,7 +403,7 @@ export const reloadFrom = <E, R>(
  * )
  * ```
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const reloadingFrom =
@@ -429,7 +429,7 @@ export const generate = (command: ModelCommand): Effect.Effect<ModelResult, Gate
 /**
  * Runs `embed` with the gateway from the context.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const embed = (
@@ -481,7 +481,7 @@ export const generateObject = <A, I>(
  * so results carry the schema's type. The configuration still names the schema (`output.schema`,
  * supplied in `schemas`); the handle's schema validates each value at the call.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface TypedWorkflow<A, I = A> {
@@ -528,7 +528,7 @@ export type RegisteredWorkflowName = Register extends { readonly config: infer C
  * value.category // "billing" | "technical" | "other"
  * ```
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const workflow = <A, I>(name: RegisteredWorkflowName, schema: Schema.Schema<A, I>): TypedWorkflow<A, I> => ({
@@ -540,7 +540,7 @@ export const workflow = <A, I>(name: RegisteredWorkflowName, schema: Schema.Sche
  * The fields of a command for a typed workflow: a `ModelCommand` in its encoded (JSON) form,
  * without `workflow`.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export type CommandInput = Omit<typeof ModelCommandModule.ModelCommand.Encoded, "workflow">
@@ -551,7 +551,7 @@ export type CommandInput = Omit<typeof ModelCommandModule.ModelCommand.Encoded, 
  * the value typed and validated by the handle's schema, as {@link generateObject} does
  * (`InvalidOutput` when it does not satisfy it).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const generateWith = <A, I>(
@@ -570,7 +570,7 @@ export const generateWith = <A, I>(
  * The last event of a typed stream: the envelope and its value, typed and validated by the
  * handle's schema.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface TypedFinal<A> {
@@ -584,7 +584,7 @@ export interface TypedFinal<A> {
  * value typed and validated by the handle's schema (`InvalidOutput` ends the stream when it does
  * not satisfy it). `PartialObject` values stay untyped: they are not validated.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const streamWith = <A, I>(
@@ -621,7 +621,7 @@ export const streamWith = <A, I>(
   )
 }
 
-/** @since 0.7.0 */
+/** @since 0.2.0 */
 export type { CatalogueIds, CatalogueOptions }
 
 /**
@@ -633,7 +633,7 @@ export type { CatalogueIds, CatalogueOptions }
  * adapters, which read their keys and base URLs from the environment (`OpenAi.layerConfig()`:
  * `OPENAI_API_KEY`, `OPENAI_BASE_URL`).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerCatalogue = (

@@ -21,24 +21,6 @@ import { Schema } from "effect"
 import * as Options from "./internal/options.js"
 
 /**
- * How a call's options are resolved, checked and recorded: the engine's side of this module
- * (defined in `internal/options.ts`, re-exported for the router, the configuration check and the
- * pipeline).
- *
- * @internal
- */
-export {
-  boundsProblems,
-  evidenceOf,
-  forProvider,
-  forTarget,
-  none,
-  pinned,
-  resolve,
-  unsupported
-} from "./internal/options.js"
-
-/**
  * The options of one call, resolved from the workflow's bounds and the command's overrides.
  *
  * @since 0.2.0
@@ -218,6 +200,8 @@ export interface WorkflowOptions extends Schema.Schema.Type<typeof WorkflowOptio
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const maxProviderOptions = { providers: 8, fields: 32 } as const
 

@@ -20,7 +20,7 @@
  * - `acquire` fails with `StoreError` (`store: "permit"`) when the store cannot answer: the engine
  *   refuses the call (fails closed), like a budget it cannot reserve.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 import type { Effect } from "effect"
 import { Context, Layer } from "effect"
@@ -41,7 +41,7 @@ export interface Permit {
 /**
  * The limits of one pool. `reservedOf` and `maxOf` are pure functions of the key.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface PoolOptions {
@@ -59,7 +59,7 @@ export interface PoolOptions {
  * Permits in use and waiters of one pool. A shared pool counts every process's holders and this
  * process's waiters.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface PoolSnapshot {
@@ -74,7 +74,7 @@ export interface PoolSnapshot {
 /**
  * One pool of permits.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Pool {
@@ -88,7 +88,7 @@ export interface Pool {
    * Permits of `key` this process holds now (synchronous, no I/O): a capped target's concurrency
    * headroom in scored routing. A pool without it reports no headroom.
    *
-   * @since 0.5.0
+   * @since 0.2.0
    */
   readonly heldHere?: ((key: string) => number) | undefined
   readonly snapshot: Effect.Effect<PoolSnapshot>
@@ -98,7 +98,7 @@ export interface Pool {
  * A permit store: makes the pools `Concurrency` needs (called once per pool, when `Concurrency` is
  * built).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Service {
@@ -106,7 +106,7 @@ export interface Service {
 }
 
 /**
- * @since 0.3.0
+ * @since 0.2.0
  * @category Context
  */
 export class PermitStore extends Context.Tag("@modelgate/core/PermitStore")<PermitStore, Service>() {}
@@ -117,13 +117,13 @@ export class PermitStore extends Context.Tag("@modelgate/core/PermitStore")<Perm
  * straight to its waiter. Each pool takes a free permit at once, so `Concurrency` keeps its
  * synchronous fast path.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const memory: Service = PermitStore.of({ pool: (options) => new Permits(options) })
 
 /**
- * @since 0.3.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerMemory: Layer.Layer<PermitStore> = Layer.succeed(PermitStore, memory)

@@ -9,7 +9,7 @@
  * the window. An eval score on the workflow's segment below `minEvalScore` demotes it too. This is
  * about answers, not availability: breakers stay availability-only.
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Context, Duration, Effect, Layer, Metric, Schema } from "effect"
 import type { Standing } from "./internal/lifecycle.js"
@@ -20,7 +20,7 @@ import type { QualityPolicy } from "./Workflow.js"
 /**
  * One offline eval result: a target's score on a task segment, from one eval version.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class EvalResult extends Schema.Class<EvalResult>("@modelgate/core/EvalResult")({
@@ -33,7 +33,7 @@ export class EvalResult extends Schema.Class<EvalResult>("@modelgate/core/EvalRe
 /**
  * What a caller says of an answer: `accepted: false` counts as a rejected answer of its target.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Feedback {
@@ -43,7 +43,7 @@ export interface Feedback {
 /**
  * A target's signals on a workflow over the policy's window.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Snapshot {
@@ -59,7 +59,7 @@ export interface Snapshot {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Service {
@@ -84,7 +84,7 @@ export interface Service {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Context
  */
 export class QualitySignals extends Context.Tag("@modelgate/core/QualitySignals")<QualitySignals, Service>() {}
@@ -92,23 +92,27 @@ export class QualitySignals extends Context.Tag("@modelgate/core/QualitySignals"
 /**
  * Calls whose target `feedback` can still find (least recent forgotten first).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const maxRememberedCalls = 10_000
 
 /**
  * Samples kept per workflow and target at most (oldest dropped first).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const maxSamples = 4_096
 
 /**
  * Metrics of quality signals.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Metrics
  */
 export const metrics = {
@@ -166,10 +170,11 @@ const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
 /**
  * Signals reading time from the `Clock` of the context they are made in.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const make: Effect.Effect<Service> = Effect.gen(function* () {
+  // long: the in-memory signals as a closure: the series and remembered calls its methods share
   const clock = yield* Effect.clock
   const series = new Map<string, Series>()
   interface Remembered {
@@ -339,7 +344,7 @@ export const make: Effect.Effect<Service> = Effect.gen(function* () {
 /**
  * The signals as a layer (one set per gateway built in its context).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layer: Layer.Layer<QualitySignals> = Layer.effect(QualitySignals, make)

@@ -10,13 +10,13 @@
  * - `take` fails with `StoreError` (`store: "ratelimit"`) when the store cannot answer: the engine
  *   fails the call closed, before anything is sent.
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Context, Effect, Layer } from "effect"
 import type { StoreError } from "./Errors.js"
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface TakeRequest {
@@ -33,7 +33,7 @@ export interface TakeRequest {
  * `Taken` (with the window it counted in, to correct its tokens later) or `Limited` (with when the
  * window resets).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export type Admission =
@@ -43,7 +43,7 @@ export type Admission =
 /**
  * The operations of a rate limit store.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Service {
@@ -57,18 +57,18 @@ export interface Service {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Context
  */
 export class RateLimitStore extends Context.Tag("@modelgate/core/RateLimitStore")<RateLimitStore, Service>() {}
 
-/** Window length: one UTC minute. @since 0.5.0 */
+/** Window length: one UTC minute. @since 0.2.0 */
 export const windowMillis = 60_000
 
 /**
  * The memory store: counts of this process only (one window per key, the older one forgotten).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
@@ -100,7 +100,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
 })
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerMemory: Layer.Layer<RateLimitStore> = Layer.effect(RateLimitStore, makeMemory)

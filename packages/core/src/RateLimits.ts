@@ -23,7 +23,7 @@
  * command timeouts, `StoreError` mapping, health metrics and shared connection; and the package is
  * a 0.x dependency this project dropped in 0.2.0. The window logic here is one Lua script.
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Schema } from "effect"
 
@@ -31,7 +31,7 @@ import { Schema } from "effect"
  * A target's provider rate limit. `key` names the provider key (account) whose limits several
  * targets share; by default each target counts on its own (its ref).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const RateLimit = Schema.Struct({
@@ -39,5 +39,5 @@ export const RateLimit = Schema.Struct({
   requestsPerMinute: Schema.optional(Schema.Int.pipe(Schema.positive())),
   tokensPerMinute: Schema.optional(Schema.Int.pipe(Schema.positive()))
 })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export type RateLimit = typeof RateLimit.Type

@@ -55,6 +55,8 @@ export const maxDetailLength = 256
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const truncationMark = "…(truncated)"
 
@@ -63,6 +65,8 @@ export const truncationMark = "…(truncated)"
  *
  * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const boundDetail = (detail: string): string =>
   detail.length <= maxDetailLength
@@ -103,7 +107,7 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
  * `required.latencyTier: "fast"`; `ESCALATION_UNAVAILABLE` → the reason the order had, with an
  * `escalation` without `to`.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const SelectionReason = Schema.Literal(
@@ -115,18 +119,18 @@ export const SelectionReason = Schema.Literal(
   /** The workflow's canary assigned the call to the candidate side and the candidate leads. */
   "CANARY"
 )
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type SelectionReason = typeof SelectionReason.Type
 
 /**
  * Status of a route from its health record (`Health.statusOf`): `HEALTHY`, `DEGRADED` (scored
  * down) or `UNAVAILABLE` (excluded from scored selection as `UNHEALTHY`).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const HealthStatus = Schema.Literal("HEALTHY", "DEGRADED", "UNAVAILABLE")
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type HealthStatus = typeof HealthStatus.Type
 
 /**
@@ -134,18 +138,18 @@ export type HealthStatus = typeof HealthStatus.Type
  * output schema (`invalid_output`), or the workflow's escalation check on the validated value
  * (`check`).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Models
  */
 export const EscalationSignal = Schema.Literal("command", "invalid_output", "check")
-/** @since 0.6.0 */
+/** @since 0.2.0 */
 export type EscalationSignal = typeof EscalationSignal.Type
 
 /**
  * One escalation: from the target (and its quality class) the call was on or would have started
  * on, to the stronger target chosen; `to` absent when no eligible stronger target was left.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Models
  */
 export const Escalation = Schema.Struct({
@@ -155,7 +159,7 @@ export const Escalation = Schema.Struct({
   to: Schema.optional(TargetRef),
   toTier: Schema.optional(QualityTier)
 }).annotations({ identifier: "@modelgate/core/Escalation" })
-/** @since 0.6.0 */
+/** @since 0.2.0 */
 export interface Escalation extends Schema.Schema.Type<typeof Escalation> {}
 
 /**
@@ -163,7 +167,7 @@ export interface Escalation extends Schema.Schema.Type<typeof Escalation> {}
  * its estimated context tokens, the regions and data class, risk and segment, the quality classes
  * asked for, and `latencyTier: "fast"` when a short deadline put the fast latency class first.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Models
  */
 export const RouteRequirements = Schema.Struct({
@@ -181,14 +185,14 @@ export const RouteRequirements = Schema.Struct({
   risk: Schema.Literal("LOW", "MEDIUM", "HIGH"),
   segment: Schema.optional(Schema.String)
 }).annotations({ identifier: "@modelgate/core/RouteRequirements" })
-/** @since 0.6.0 */
+/** @since 0.2.0 */
 export interface RouteRequirements extends Schema.Schema.Type<typeof RouteRequirements> {}
 
 /**
  * The score of one eligible target under scored selection, term by term (each 0..1, rounded to
  * 4 decimals), and the weighted `total` the order follows. A plain object (built per decision).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const TargetScore = Schema.Struct({
@@ -209,7 +213,7 @@ export const TargetScore = Schema.Struct({
   penalty: Schema.Number,
   total: Schema.Number
 }).annotations({ identifier: "@modelgate/core/TargetScore" })
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export interface TargetScore extends Schema.Schema.Type<typeof TargetScore> {}
 
 /**
@@ -217,7 +221,7 @@ export interface TargetScore extends Schema.Schema.Type<typeof TargetScore> {}
  * `baseline` (the route as configured; also when the candidate side's candidate was not eligible,
  * which `skipped` then says).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const CanaryAssignment = Schema.Struct({
@@ -226,7 +230,7 @@ export const CanaryAssignment = Schema.Struct({
   /** Assigned to the candidate side but the candidate was not eligible (its reason is in `excluded`). */
   skipped: Schema.optional(Schema.Boolean)
 }).annotations({ identifier: "@modelgate/core/CanaryAssignment" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface CanaryAssignment extends Schema.Schema.Type<typeof CanaryAssignment> {}
 
 /**
@@ -275,8 +279,10 @@ export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/
 /**
  * FNV-1a (32-bit) over `parts` joined, as 8 hex digits: the decision's `routeId` (`route-…`).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const routeIdOf = (parts: ReadonlyArray<string>): string => {
   let h = 0x811c9dc5

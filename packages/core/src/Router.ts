@@ -17,6 +17,7 @@ import { type Failure, fromFailure, type GatewayError } from "./Errors.js"
 import { Health } from "./Health.js"
 import type { ModelCommand } from "./ModelCommand.js"
 import * as ModelOptions from "./ModelOptions.js"
+import * as Options from "./internal/options.js"
 import type { TargetRef } from "./ModelTarget.js"
 import { boundDetail } from "./RouteDecision.js"
 import * as TokenEstimator from "./TokenEstimator.js"
@@ -90,7 +91,7 @@ export const routed = (
  * `maxSessionKeys` keys per gateway, least recently used forgotten first. The memory is the state
  * `workflows` carries ({@link routed}); a bare map keeps none.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Routing
  */
 export const rememberServed = (
@@ -177,7 +178,7 @@ const checkCommand = (
       )
     })
   }
-  const resolved = ModelOptions.resolve(w, command)
+  const resolved = Options.resolve(w, command)
   if (Either.isLeft(resolved)) {
     return Either.left({ _tag: "InvalidRequest", reason: "invalid_command", detail: boundDetail(resolved.left) })
   }

@@ -23,7 +23,7 @@
  *
  * Publishing costs nothing for a call outside a run, or in a run without `events`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Effect, PubSub, Schema, type Scope, Stream } from "effect"
 import type { ToolCall } from "./ModelCommand.js"
@@ -35,7 +35,7 @@ const Millis = Schema.Number
 /**
  * A gateway call of the run starts.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Events
  */
 export const PreModel = Schema.TaggedStruct("PreModel", {
@@ -47,14 +47,14 @@ export const PreModel = Schema.TaggedStruct("PreModel", {
   /** Epoch millis (the fiber's `Clock`). */
   at: Millis
 }).annotations({ identifier: "@modelgate/core/RunEvents/PreModel" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface PreModel extends Schema.Schema.Type<typeof PreModel> {}
 
 /**
  * A gateway call of the run settled: its route, versions, outcome, usage and cost. `toolCalls`
  * names the tools the model asked for (names only).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Events
  */
 export const PostModel = Schema.TaggedStruct("PostModel", {
@@ -81,7 +81,7 @@ export const PostModel = Schema.TaggedStruct("PostModel", {
   latencyMs: Millis,
   at: Millis
 }).annotations({ identifier: "@modelgate/core/RunEvents/PostModel" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface PostModel extends Schema.Schema.Type<typeof PostModel> {}
 
 /** What `PreTool` and `PostTool` say of the tool call. */
@@ -98,7 +98,7 @@ const toolCallFields = {
 /**
  * The tool loop is about to run a tool call (or replay it from the ledger).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Events
  */
 export const PreTool = Schema.TaggedStruct("PreTool", {
@@ -107,7 +107,7 @@ export const PreTool = Schema.TaggedStruct("PreTool", {
   arguments: Schema.optional(Schema.String),
   at: Millis
 }).annotations({ identifier: "@modelgate/core/RunEvents/PreTool" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface PreTool extends Schema.Schema.Type<typeof PreTool> {}
 
 /**
@@ -116,17 +116,17 @@ export interface PreTool extends Schema.Schema.Type<typeof PreTool> {}
  * handler failed and the model got a tool error, or the ledger failed the loop; `errorTag` says
  * which).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const ToolOutcome = Schema.Literal("success", "replayed", "invalid_arguments", "unknown_tool", "failed")
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export type ToolOutcome = typeof ToolOutcome.Type
 
 /**
  * A tool call ended.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Events
  */
 export const PostTool = Schema.TaggedStruct("PostTool", {
@@ -138,14 +138,14 @@ export const PostTool = Schema.TaggedStruct("PostTool", {
   result: Schema.optional(Schema.String),
   at: Millis
 }).annotations({ identifier: "@modelgate/core/RunEvents/PostTool" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface PostTool extends Schema.Schema.Type<typeof PostTool> {}
 
 /**
  * A step's tool results are recorded (side-effecting ones in the ledger) before the next model
  * call, with what the run has spent and has left.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Events
  */
 export const Checkpoint = Schema.TaggedStruct("Checkpoint", {
@@ -163,7 +163,7 @@ export const Checkpoint = Schema.TaggedStruct("Checkpoint", {
   remainingMs: Millis,
   at: Millis
 }).annotations({ identifier: "@modelgate/core/RunEvents/Checkpoint" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface Checkpoint extends Schema.Schema.Type<typeof Checkpoint> {}
 
 /**
@@ -171,7 +171,7 @@ export interface Checkpoint extends Schema.Schema.Type<typeof Checkpoint> {}
  * step proposed a side-effecting call for a person to approve), `degraded` (a degraded answer
  * without one), `failed` (a typed error, named by `errorTag`).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Events
  */
 export const TaskCompleted = Schema.TaggedStruct("TaskCompleted", {
@@ -187,23 +187,23 @@ export const TaskCompleted = Schema.TaggedStruct("TaskCompleted", {
   latencyMs: Millis,
   at: Millis
 }).annotations({ identifier: "@modelgate/core/RunEvents/TaskCompleted" })
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export interface TaskCompleted extends Schema.Schema.Type<typeof TaskCompleted> {}
 
 /**
  * Every event of a run.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Events
  */
 export const RunEvent = Schema.Union(PreModel, PostModel, PreTool, PostTool, Checkpoint, TaskCompleted)
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export type RunEvent = PreModel | PostModel | PreTool | PostTool | Checkpoint | TaskCompleted
 
 /**
  * Where a run publishes its events.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export type Hub = PubSub.PubSub<RunEvent>
@@ -212,7 +212,7 @@ export type Hub = PubSub.PubSub<RunEvent>
  * A hub for one run's events (unbounded: publishing never blocks a call). Subscribe before the
  * run starts to see every event.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const make: Effect.Effect<Hub> = PubSub.unbounded<RunEvent>()
@@ -220,7 +220,7 @@ export const make: Effect.Effect<Hub> = PubSub.unbounded<RunEvent>()
 /**
  * The events published to `hub` from the moment the stream is run.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const stream = (hub: Hub): Stream.Stream<RunEvent> => Stream.fromPubSub(hub)
@@ -229,7 +229,7 @@ export const stream = (hub: Hub): Stream.Stream<RunEvent> => Stream.fromPubSub(h
  * Subscribes to `hub` now (for the scope): the stream has every event published from this moment,
  * even if it is run later. Ends after `TaskCompleted` when `untilCompleted` is set.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Accessors
  */
 export const subscribe = (

@@ -8,7 +8,7 @@
  * {@link ShadowRecord} — outcome, schema validity, agreement with the primary's structured fields,
  * latency and cost, never content — handed to the {@link ShadowRecorder}.
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Metric, Ref, Schema } from "effect"
 import type { Budgets } from "./Budgets.js"
@@ -16,7 +16,7 @@ import type * as Disposition from "./Disposition.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import * as Attempt from "./internal/attempt.js"
 import { validateOutput } from "./internal/output.js"
-import * as ModelOptions from "./ModelOptions.js"
+import * as Options from "./internal/options.js"
 import { type ModelCommand, TenantId } from "./ModelCommand.js"
 import type { ModelResult } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
@@ -29,7 +29,7 @@ import * as TokenEstimator from "./TokenEstimator.js"
 /**
  * How one shadow call went (no content).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class ShadowRecord extends Schema.Class<ShadowRecord>("@modelgate/core/ShadowRecord")({
@@ -56,7 +56,7 @@ export class ShadowRecord extends Schema.Class<ShadowRecord>("@modelgate/core/Sh
 /**
  * Where shadow records go.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Recorder {
@@ -64,7 +64,7 @@ export interface Recorder {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Context
  */
 export class ShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder")<ShadowRecorder, Recorder>() {}
@@ -72,7 +72,7 @@ export class ShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder"
 /**
  * One log line per shadow call (the gateway's default).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const recorderLog: Recorder = {
@@ -89,7 +89,7 @@ export const recorderLog: Recorder = {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerLog: Layer.Layer<ShadowRecorder> = Layer.succeed(ShadowRecorder, recorderLog)
@@ -97,7 +97,7 @@ export const layerLog: Layer.Layer<ShadowRecorder> = Layer.succeed(ShadowRecorde
 /**
  * A recorder that keeps every record in memory.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Memory extends Recorder {
@@ -105,7 +105,7 @@ export interface Memory extends Recorder {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Context
  */
 export class MemoryShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder/Memory")<
@@ -116,7 +116,7 @@ export class MemoryShadowRecorder extends Context.Tag("@modelgate/core/ShadowRec
 /**
  * Keeps records in memory (tests, demos); provides both tags.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerMemory: Layer.Layer<ShadowRecorder | MemoryShadowRecorder> = Layer.effectContext(
@@ -129,7 +129,7 @@ export const layerMemory: Layer.Layer<ShadowRecorder | MemoryShadowRecorder> = L
 /**
  * Metrics of shadow traffic.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Metrics
  */
 export const metrics = {
@@ -145,7 +145,7 @@ export const metrics = {
 /**
  * Whether the call `callId` is in the sampled `share` (a hash of the id: the same id, the same answer).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Utils
  */
 export const sampled = (callId: string, share: number): boolean =>
@@ -155,8 +155,10 @@ export const sampled = (callId: string, share: number): boolean =>
  * Share of the top-level fields of `primary` (a plain object) whose value `candidate` has too;
  * `undefined` when either is not a plain object or `primary` has no fields.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const agreementOf = (
   primary: unknown,
@@ -177,8 +179,10 @@ export const agreementOf = (
 /**
  * Starts shadow calls for a gateway.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
+ *
+ * @internal
  */
 export interface Runner {
   /**
@@ -229,8 +233,10 @@ const judge = (
 /**
  * A runner over the gateway's adapters, budgets and recorder.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
+ *
+ * @internal
  */
 export const makeRunner = (deps: {
   readonly adapter: (provider: string) => ProviderAdapter | undefined
@@ -258,7 +264,7 @@ export const makeRunner = (deps: {
         outputJsonSchema: compiled.jsonSchema
       })
       // The call's options against the workflow's bounds, as the router resolved them for the primary.
-      const options = ModelOptions.resolve(w, command)
+      const options = Options.resolve(w, command)
       if (Either.isLeft(options)) return yield* drop(w.name, target.ref, "policy")
       const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target)
       const worst = costAt(target, inputTokensAt(estimated, target), cap)

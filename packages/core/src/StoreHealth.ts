@@ -10,13 +10,13 @@
  *
  * The memory stores never fail and never update these.
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { Effect, Metric } from "effect"
 import type { StoreError } from "./Errors.js"
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Metrics
  */
 export const metrics = {
@@ -33,7 +33,7 @@ export const metrics = {
  * The health of one store as its operations report it; updates {@link metrics}. One per store
  * and client.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Tracker {
@@ -46,7 +46,7 @@ export interface Tracker {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const tracker = (store: StoreError["store"]): Tracker => {

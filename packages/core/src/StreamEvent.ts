@@ -46,7 +46,7 @@ export class ToolCallDelta extends Schema.TaggedClass<ToolCallDelta>()("ToolCall
  * validated: a string or array may still be cut short, numbers and booleans appear once complete.
  * Each value extends the previous one; `Final` carries the validated value.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export class PartialObject extends Schema.TaggedClass<PartialObject>()("PartialObject", { value: Schema.Unknown }) {}

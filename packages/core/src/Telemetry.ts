@@ -151,7 +151,7 @@ export const tenantHashed = (hash: (tenant: string) => string): TenantAttribute 
 export const SpanName = {
   generate: "modelgate.generate",
   stream: "modelgate.stream",
-  /** An embedding call (`ModelGateway.embed`). @since 0.5.0 */
+  /** An embedding call (`ModelGateway.embed`). @since 0.2.0 */
   embed: "modelgate.embed",
   attempt: "modelgate.attempt"
 } as const

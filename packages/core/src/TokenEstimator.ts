@@ -30,6 +30,8 @@ import type { Message, ToolDefinition } from "./ModelCommand.js"
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const mergeCacheEntries = 1_000
 setMergeCacheSize(mergeCacheEntries)
@@ -177,6 +179,8 @@ export const estimateInput = (input: {
  *
  * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const upperBound = (input: Input): number => {
   const m = measure(input)
@@ -201,6 +205,8 @@ export interface Input {
  *
  * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const inputCharacters = (input: Input): number => measure(input).characters
 
@@ -379,6 +385,8 @@ export const estimateInputYielding = (input: Input): Effect.Effect<number> =>
  *
  * @since 0.2.0
  * @category Utils
+ *
+ * @internal
  */
 export const countTextYielding = (text: string): Effect.Effect<number> =>
   text.length <= sliceCharacters

@@ -40,7 +40,7 @@ export class RequiredCapabilities extends Schema.Class<RequiredCapabilities>("@m
  * `capabilities.embeddings` match both serve it (others in its route are excluded with
  * `EMBEDDING_INCOMPATIBLE`), so a fallback never mixes vectors of two spaces.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class EmbeddingSpace extends Schema.Class<EmbeddingSpace>("@modelgate/core/EmbeddingSpace")({
@@ -98,22 +98,22 @@ export type DegradeSpec = typeof DegradeSpec.Type
  * Risk of a workflow's or a command's task. `HIGH` keeps only targets with a verified quality
  * score of at least the workflow's `qualityThreshold` on the task segment (`QUALITY_UNVERIFIED`).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const Risk = Schema.Literal("LOW", "MEDIUM", "HIGH")
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type Risk = typeof Risk.Type
 
 /**
  * How a workflow orders its eligible targets: `ordered` (route order, the default) or `scored`
  * (by `Router.score`, ties in route order).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export const Selection = Schema.Literal("ordered", "scored")
-/** @since 0.4.0 */
+/** @since 0.2.0 */
 export type Selection = typeof Selection.Type
 
 const Weight = Schema.Number.pipe(Schema.between(0, 1))
@@ -122,7 +122,7 @@ const Weight = Schema.Number.pipe(Schema.between(0, 1))
  * Weights of the score's terms; each omitted one keeps its default (`Router.defaultWeights`:
  * quality 0.45, latency 0.20, cost 0.15, health 0.10, affinity 0.10).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export class ScoreWeights extends Schema.Class<ScoreWeights>("@modelgate/core/ScoreWeights")({
@@ -136,7 +136,7 @@ export class ScoreWeights extends Schema.Class<ScoreWeights>("@modelgate/core/Sc
 /**
  * Settings of scored selection.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export class ScoringPolicy extends Schema.Class<ScoringPolicy>("@modelgate/core/ScoringPolicy")({
@@ -160,7 +160,7 @@ export class ScoringPolicy extends Schema.Class<ScoringPolicy>("@modelgate/core/
  * command's `escalate`, an answer failing the output schema (`onInvalidOutput`, after a repair
  * when the workflow repairs), and `check` on the validated value.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Models
  */
 export class EscalationPolicy extends Schema.Class<EscalationPolicy>("@modelgate/core/EscalationPolicy")({
@@ -181,11 +181,11 @@ export class EscalationPolicy extends Schema.Class<EscalationPolicy>("@modelgate
  * What a canary's assignment is sticky to: the command's `sessionKey` (a command without one is
  * assigned by its call id), its tenant, or the call id.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const CanaryStickiness = Schema.Literal("session", "tenant", "call")
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export type CanaryStickiness = typeof CanaryStickiness.Type
 
 /**
@@ -194,7 +194,7 @@ export type CanaryStickiness = typeof CanaryStickiness.Type
  * worse than the baseline by more than a threshold, else ramps the share to the next of `steps`
  * (the last step completes the canary). A window with fewer candidate calls changes nothing.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class CanaryRollout extends Schema.Class<CanaryRollout>("@modelgate/core/CanaryRollout")({
@@ -224,7 +224,7 @@ export class CanaryRollout extends Schema.Class<CanaryRollout>("@modelgate/core/
  * `GatewayConfig.validate` checks the targets, that there is a candidate and that the share is
  * within (0, 1].
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class CanaryPolicy extends Schema.Class<CanaryPolicy>("@modelgate/core/CanaryPolicy")({
@@ -252,17 +252,17 @@ export class CanaryPolicy extends Schema.Class<CanaryPolicy>("@modelgate/core/Ca
  * workflow: `switch` (every call moves to the new version) or `canary` (the new version starts as a
  * canary of the old one with `newVersionCanary`'s share, stickiness and rollout).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export const OnNewVersion = Schema.Literal("switch", "canary")
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export type OnNewVersion = typeof OnNewVersion.Type
 
 /**
  * The canary a new model version starts as under `onNewVersion: "canary"`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class NewVersionCanary extends Schema.Class<NewVersionCanary>("@modelgate/core/NewVersionCanary")({
@@ -279,7 +279,7 @@ export class NewVersionCanary extends Schema.Class<NewVersionCanary>("@modelgate
  * budget of tenant `budgetTenant`, and written as a `Shadow.ShadowRecord`. Never for a command that
  * offers side-effecting tools, never to a target outside the call's regions or data class.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class ShadowPolicy extends Schema.Class<ShadowPolicy>("@modelgate/core/ShadowPolicy")({
@@ -299,7 +299,7 @@ export class ShadowPolicy extends Schema.Class<ShadowPolicy>("@modelgate/core/Sh
  * at or below `recoverBelow`; past `excludeAbove` it is excluded (`QUALITY_REGRESSION`). An offline
  * eval score on the workflow's segment below `minEvalScore` also demotes it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export class QualityPolicy extends Schema.Class<QualityPolicy>("@modelgate/core/QualityPolicy")({
@@ -318,7 +318,7 @@ export class QualityPolicy extends Schema.Class<QualityPolicy>("@modelgate/core/
  * What a policy or prompt version left out of a workflow defaults to. Evidence then cannot tell
  * revisions apart, so building a gateway logs a warning once per such workflow.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const unversioned = "unversioned"

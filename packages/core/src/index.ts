@@ -51,7 +51,7 @@ export * as Pricing from "./Pricing.js"
 export * as ProviderAdapter from "./ProviderAdapter.js"
 /** @since 0.2.0 */
 export * as RateLimits from "./RateLimits.js"
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export * as RateLimitStore from "./RateLimitStore.js"
 /** @since 0.1.0 */
 export * as RouteDecision from "./RouteDecision.js"

@@ -18,7 +18,7 @@ import {
   ProviderAdapter,
   TokenEstimator
 } from "@modelgate/core"
-import { ProviderError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ModelCommand, TenantId } from "@modelgate/core/ModelCommand"
 import { Evidence, Usage } from "@modelgate/core/ModelResult"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { CallRecorder, GatewayConfig, ModelGateway } from "@modelgate/core"
-import { ProviderError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Clock, Effect, Exit, Fiber, Stream, TestClock } from "effect"
 import { command, definition, gatewayLayer, refs, target, targets, workflows } from "./fixtures.js"

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
-import { BudgetExceeded, type GatewayError, ProviderError } from "@modelgate/core/Errors"
+import { BudgetExceeded, type GatewayError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import * as ModelCommand from "@modelgate/core/ModelCommand"
 import { CallRecord } from "@modelgate/core/ModelResult"
 import * as Telemetry from "@modelgate/core/Telemetry"

@@ -254,6 +254,7 @@ const streamSteps = (provider: Provider, success: Success, answer: SseAnswer): A
  */
 export const make = (options: Options = {}): Effect.Effect<Service, HttpServerError.ServeError, Scope.Scope> =>
   Effect.gen(function* () {
+    // long: the mock server as a closure: its routes and recorded requests shared by the handlers it serves
     const record = options.record ?? true
     const fallback = options.defaultBehavior ?? success()
     let recorded: Array<RecordedRequest> = []
@@ -499,39 +500,39 @@ type MatchShape = Match
  * (`yield* MockProviderServer`), its constructors (`MockProviderServer.layer()`,
  * `MockProviderServer.success(…)`) and its types (`MockProviderServer.Behavior`).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Models
  */
 export declare namespace MockProviderServer {
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Service = ServiceShape
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Options = OptionsShape
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type RecordedRequest = RecordedRequestShape
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Handler = HandlerShape
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Match = MatchShape
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Provider = Script.Provider
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Behavior = Script.Behavior
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Success = Script.Success
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Failure = Script.Failure
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Drop = Script.Drop
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type Raw = Script.Raw
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type UsageSpec = Script.UsageSpec
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type ToolCallSpec = Script.ToolCallSpec
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type ErrorSpec = Script.ErrorSpec
-  /** @since 0.7.0 */
+  /** @since 0.2.0 */
   export type StreamEnd = Script.StreamEnd
 }
 

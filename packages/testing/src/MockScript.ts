@@ -16,7 +16,7 @@
  * `default` answers every request no queue answers (default: a success); each queue is consumed one
  * behaviour per matching request, in order (`MockProviderServer.Service.enqueue`).
  *
- * @since 0.7.0
+ * @since 0.2.0
  */
 import { Effect, Schema } from "effect"
 import type { Behavior, Provider } from "./internal/mockScript.js"
@@ -28,7 +28,7 @@ const Headers = Schema.Record({ key: Schema.String, value: Schema.String })
 /**
  * The wire formats, as `match.provider` names them.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Schemas
  */
 export const ProviderSchema = Schema.Literal("openai", "anthropic", "gemini", "openai-compatible", "openai-responses")
@@ -61,7 +61,7 @@ const Status = Schema.Int.pipe(Schema.between(100, 599))
 /**
  * One behaviour in JSON (the `Behavior` of `MockProviderServer`).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Schemas
  */
 export const BehaviorSchema = Schema.Union(
@@ -119,7 +119,7 @@ export const BehaviorSchema = Schema.Union(
 /**
  * A queue of behaviours for the requests that match it (omitted fields match anything).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Schemas
  */
 export const QueueSchema = Schema.Struct({
@@ -131,7 +131,7 @@ export const QueueSchema = Schema.Struct({
 /**
  * A script file: the default behaviour and the queues.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Schemas
  */
 export const ScriptSchema = Schema.Struct({
@@ -142,7 +142,7 @@ export const ScriptSchema = Schema.Struct({
 /**
  * A decoded script.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Script {
@@ -158,7 +158,7 @@ export interface Script {
  * Decodes a script from parsed JSON; a failure lists every bad field with its path. Unknown fields
  * are refused (a misspelled `lateny` would otherwise be ignored silently).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const decode = (json: unknown): Effect.Effect<Script, string> =>
@@ -170,7 +170,7 @@ export const decode = (json: unknown): Effect.Effect<Script, string> =>
 /**
  * Faults given as flags (`modelgate-mock --fail 503 --times 2 --retry-after 1`).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Flags {
@@ -194,7 +194,7 @@ export interface Flags {
  * provider or model is consulted before it, as `enqueue` orders them); `text` and `latencyMs` shape
  * the default success.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const withFlags = (base: Script, flags: Flags): Script => {

@@ -17,7 +17,7 @@
  * It serves until interrupted (Ctrl-C). No key is checked; requests are not kept (a long-running
  * mock holds no growing log).
  *
- * @since 0.7.0
+ * @since 0.2.0
  */
 import type { HttpServerError } from "@effect/platform"
 import { Effect, Either, Option, type Scope } from "effect"
@@ -29,7 +29,7 @@ import * as MockScript from "./MockScript.js"
 /**
  * What to serve.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Options extends MockScript.Flags {
@@ -43,7 +43,7 @@ export interface Options extends MockScript.Flags {
  * The lines printed when the server listens: the OpenAI base URL first, then one `NAME=url` line
  * per SDK variable.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Getters
  */
 export const banner = (mock: Pick<Service, "url" | "baseUrl">): ReadonlyArray<string> => [
@@ -57,7 +57,7 @@ export const banner = (mock: Pick<Service, "url" | "baseUrl">): ReadonlyArray<st
 /**
  * Reads and decodes the script of `options` (none: an empty script) and applies the flags.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const scriptOf = (options: Options): Effect.Effect<MockScript.Script, string> =>
@@ -85,7 +85,7 @@ export const scriptOf = (options: Options): Effect.Effect<MockScript.Script, str
  * Starts the server in the current scope with the script and flags of `options`, and hands the
  * {@link banner} lines to `print` once it listens. Returns the running server.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const start = (
@@ -112,7 +112,7 @@ export const start = (
 /**
  * {@link start}, then serves until interrupted.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const serve = (
@@ -124,7 +124,7 @@ export const serve = (
 /**
  * The usage text of the bin.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constants
  */
 export const usage = `usage: modelgate-mock [--port N] [--script file.json] [--text TEXT]
@@ -158,7 +158,7 @@ const integer = (
 /**
  * Parses the bin's arguments: the options, `"help"` for `--help`, or the problem (with the usage).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const parse = (argv: ReadonlyArray<string>): Effect.Effect<Option.Option<Options>, string> =>

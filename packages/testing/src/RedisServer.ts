@@ -5,7 +5,7 @@
  * `redis-server` on the PATH (Debian/Ubuntu: `apt-get install -y redis-server`; the repository's
  * `.ci/system-packages` installs it).
  *
- * @since 0.5.0
+ * @since 0.2.0
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as net from "node:net"
@@ -46,7 +46,7 @@ const ready = (port: number, timeoutMs: number) =>
 /**
  * A running server: its port and URL, and ways to end it.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface RedisServer {
@@ -64,7 +64,7 @@ export interface RedisServer {
 /**
  * Starts a `redis-server` (on `onPort`, or a free port) and resolves once it answers `PING`.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const startRedis = async (onPort?: number): Promise<RedisServer> => {

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { ProviderError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import { Usage } from "@modelgate/core/ModelResult"
@@ -205,7 +205,7 @@ export const hang: Outcome = { _tag: "Hang" }
 /**
  * A scripted completion that arrived after the engine had abandoned its attempt (see `lateWork`).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface LateResponse {
@@ -293,7 +293,7 @@ const splitText = (text: string, parts = 4): ReadonlyArray<string> => {
 /**
  * Options of {@link make} and {@link layer}.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Models
  */
 export interface MakeOptions {

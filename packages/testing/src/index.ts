@@ -13,9 +13,11 @@ export * as ScriptedProvider from "./ScriptedProvider.js"
  * @since 0.1.0
  */
 export { MockProviderServer } from "./MockProviderServer.js"
-/** @since 0.7.0 */
+/** @since 0.2.0 */
 export * as MockScript from "./MockScript.js"
-/** @since 0.7.0 */
+/** @since 0.2.0 */
 export * as MockServe from "./MockServe.js"
-/** @since 0.5.0 */
+/** @since 0.2.0 */
 export * as RedisServer from "./RedisServer.js"
+/** @since 0.2.0 */
+export * as AdapterFixtures from "./AdapterFixtures.js"

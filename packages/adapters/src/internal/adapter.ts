@@ -5,7 +5,7 @@
  * @internal
  */
 import type { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import type {
   ProviderAdapter,

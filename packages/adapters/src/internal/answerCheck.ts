@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
 import { Either } from "effect"

@@ -7,7 +7,7 @@
  */
 import type { Headers } from "@effect/platform"
 import { isTemporaryKind } from "@modelgate/core/Disposition"
-import { ProviderError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Usage } from "@modelgate/core/ModelResult"
 import { Duration } from "effect"
 import { otherCode, requestIdOf } from "./bounded.js"

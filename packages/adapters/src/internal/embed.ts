@@ -5,7 +5,7 @@
  * @internal
  */
 import type { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
-import { ProviderError } from "@modelgate/core/Errors"
+import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { Usage } from "@modelgate/core/ModelResult"
 import type { EmbedRequest, EmbedResponse } from "@modelgate/core/ProviderAdapter"
 import { Effect, Either } from "effect"

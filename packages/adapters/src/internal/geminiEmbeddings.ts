@@ -15,7 +15,8 @@ import { requestIdOf } from "./bounded.js"
 import { field, firstHeader, isRecord } from "./classify.js"
 import type { EmbedCodec } from "./embed.js"
 import { vectorsOf } from "./embed.js"
-import { classifyError, classifyErrorAfter200, modelPath } from "./geminiGenerate.js"
+import { modelPath } from "./geminiGenerate.js"
+import { classifyError, classifyErrorAfter200 } from "./geminiGenerateErrors.js"
 
 /** Gemini's `taskType` of each neutral task. @internal */
 export const taskTypes = {

@@ -6,7 +6,7 @@
  */
 import type { HttpClientError, HttpClientResponse } from "@effect/platform"
 import { Headers, HttpClient } from "@effect/platform"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { Effect, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { field, providerError } from "./classify.js"

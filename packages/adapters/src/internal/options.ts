@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { OptionName, ProviderOptionsAllowlist, RequestOptions } from "@modelgate/core/ModelOptions"
 import { ownedFields } from "@modelgate/core/ModelOptions"
 import { Schema } from "effect"

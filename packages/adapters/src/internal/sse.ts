@@ -12,7 +12,7 @@
  * @internal
  */
 import type { HttpClientError } from "@effect/platform"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Cause, Channel, Chunk, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
@@ -72,6 +72,7 @@ const isFailure = (step: Step): step is ProviderError => !Array.isArray(step)
  *
  * @internal
  */
+// long: one stream's decoder: the line and event buffers and byte counts its read steps share
 export const decode = (
   body: Stream.Stream<Uint8Array, HttpClientError.ResponseError>,
   options: {

@@ -5,7 +5,7 @@
  * @internal
  */
 import type { Headers } from "@effect/platform"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Usage } from "@modelgate/core/ModelResult"
 import type { Kind, Meta } from "./classify.js"
 import { applyShouldRetry, describe, kindForStatus, processedForStatus, providerError } from "./classify.js"

@@ -13,7 +13,7 @@
 import type { HttpClient } from "@effect/platform"
 import { assert, describe, layer } from "@effect/vitest"
 import type { Vitest } from "@effect/vitest"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { OptionName } from "@modelgate/core/ModelOptions"
 import { ownedFields, providerOptionsProblems, RequestOptions } from "@modelgate/core/ModelOptions"
 import type { FinishReason } from "@modelgate/core/ModelResult"

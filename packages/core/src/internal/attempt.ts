@@ -8,10 +8,12 @@
  */
 import { Cause, Duration, Effect, Exit, type Option, type Tracer } from "effect"
 import * as Disposition from "../Disposition.js"
-import type { Failure, ProviderError } from "../Errors.js"
+import type { Failure } from "../Errors.js"
+import type { ProviderError } from "../ProviderAdapter.js"
 import type { CompiledWorkflow } from "../GatewayConfig.js"
 import type { Message, ModelCommand } from "../ModelCommand.js"
-import * as ModelOptions from "../ModelOptions.js"
+import type * as ModelOptions from "../ModelOptions.js"
+import * as Options from "./options.js"
 import { Usage } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { inputTokensAt } from "../Pricing.js"
@@ -51,8 +53,8 @@ export const requestOf = (
   output: outputFormatOf(basis.compiled, target),
   maxOutputTokens,
   timeout: Duration.millis(timeoutMs),
-  options: ModelOptions.forTarget(basis.options, target.capabilities.options),
-  providerOptions: ModelOptions.forProvider(basis.options, target.provider)
+  options: Options.forTarget(basis.options, target.capabilities.options),
+  providerOptions: Options.forProvider(basis.options, target.provider)
 })
 
 /** `generate` under the attempt's bound: `None` when `until` came first. */

@@ -4,7 +4,7 @@
  * output) back through `progress`, which the pipeline reads when the attempt ends or is cut.
  */
 import type { Effect, Option } from "effect"
-import type { ProviderError } from "../Errors.js"
+import type { ProviderError } from "../ProviderAdapter.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import type { ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
 import type { RouteDecision } from "../RouteDecision.js"

@@ -21,7 +21,7 @@ import type * as GatewayConfig from "../GatewayConfig.js"
 /**
  * Options of `ModelGateway.layerCatalogue`; every one narrows or names, none widens.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Models
  */
 export interface CatalogueOptions {
@@ -43,7 +43,7 @@ export interface CatalogueOptions {
 /**
  * Catalogue ids, at least one, primary first (`Catalogue.ids` lists them).
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Models
  */
 export type CatalogueIds = NonEmptyReadonlyArray<Catalogue.Id>
@@ -51,7 +51,7 @@ export type CatalogueIds = NonEmptyReadonlyArray<Catalogue.Id>
 /**
  * The workflow name `layerCatalogue` gives its workflow by default.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constants
  */
 export const defaultWorkflow = "chat"
@@ -60,7 +60,7 @@ export const defaultWorkflow = "chat"
  * The configuration `layerCatalogue` decodes, in encoded (JSON) form: target `model://<id>` per
  * catalogue id, and the workflow routing over them in order.
  *
- * @since 0.7.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const catalogueConfig = (ids: CatalogueIds, options: CatalogueOptions = {}): GatewayConfig.Encoded => {

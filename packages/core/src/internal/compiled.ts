@@ -21,7 +21,7 @@ export type DegradeHandler = (command: ModelCommand) => Effect.Effect<unknown>
 /**
  * A check on a workflow's validated value: true when a stronger target should answer again.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Models
  */
 export type EscalationCheck = (value: unknown) => boolean

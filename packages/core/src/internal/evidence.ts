@@ -8,7 +8,7 @@ import type { Failure } from "../Errors.js"
 import type { Classified } from "../Disposition.js"
 import type { AttemptRecord, CallRecord, Cost, Evidence, ModelResult } from "../ModelResult.js"
 import { Usage } from "../ModelResult.js"
-import * as ModelOptions from "../ModelOptions.js"
+import * as Options from "./options.js"
 import type { Escalation } from "../RouteDecision.js"
 import * as RunEvents from "../RunEvents.js"
 import type { AttemptContext } from "./attemptContext.js"
@@ -123,7 +123,7 @@ export const evidenceOf = (call: Call, answer: Answer | undefined, at: number): 
         holds.settlement !== undefined && holds.settlement.overspent > 0 ? holds.settlement.overspent : undefined
     } satisfies Cost,
     schemaValid: answer !== undefined ? answer.schemaValid : tally.schemaValid,
-    options: ModelOptions.evidenceOf(route?.options, t),
+    options: Options.evidenceOf(route?.options, t),
     runId: call.runId,
     step: call.step,
     embedding: call.mode === "embed" ? embeddingEvidenceOf(call) : undefined

@@ -17,11 +17,11 @@ export type BreakerStatus = typeof BreakerStatus.Type
 /**
  * Status of a route ({@link statusOf}): `HEALTHY`, `DEGRADED` or `UNAVAILABLE`.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Models
  */
 export const RouteStatus = Schema.Literal("HEALTHY", "DEGRADED", "UNAVAILABLE")
-/** @since 0.6.0 */
+/** @since 0.2.0 */
 export type RouteStatus = typeof RouteStatus.Type
 
 /**
@@ -84,7 +84,7 @@ export class RouteHealth extends Schema.Class<RouteHealth>("@modelgate/core/Heal
 /**
  * Scores below this {@link healthScore} are `DEGRADED` (at or above, `HEALTHY`).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const degradedBelow = 0.8
@@ -93,7 +93,7 @@ export const degradedBelow = 0.8
  * Rate-limit headroom (the smaller of remaining / limit for requests and tokens) or concurrency
  * headroom below which the health score is scored down.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const lowHeadroom = 0.1
@@ -107,7 +107,7 @@ const headroomFactor = (share: number): number =>
 /**
  * What {@link healthScore} and {@link statusOf} read of a health record.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Models
  */
 export type HealthFacts = Pick<
@@ -132,7 +132,7 @@ const rateLimitExhausted = (record: HealthFacts): boolean => {
  * rate-limit headroom is below {@link lowHeadroom} and not yet reset (a 429 without headers: 0.5)
  * × the same factor for a concurrency headroom below {@link lowHeadroom}.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Routing
  */
 export const healthScore = (record: HealthFacts): number => {
@@ -163,7 +163,7 @@ export const healthScore = (record: HealthFacts): number => {
  *   half-open breaker, rate-limit or concurrency headroom under 10 %. Scored down by its score.
  * - `HEALTHY`: otherwise.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Routing
  */
 export const statusOf = (record: HealthFacts): RouteStatus =>

@@ -6,7 +6,7 @@
 import { Clock, Duration, Effect, Either, Option, Stream } from "effect"
 import { Allow, parse as parsePartialJson } from "partial-json"
 import type { GatewayError } from "../Errors.js"
-import { ProviderError } from "../Errors.js"
+import { ProviderError } from "../ProviderAdapter.js"
 import type { ModelCommand, ToolCall } from "../ModelCommand.js"
 import { ToolCall as ToolCallClass } from "../ModelCommand.js"
 import { Usage } from "../ModelResult.js"

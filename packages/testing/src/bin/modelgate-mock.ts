@@ -3,7 +3,7 @@
  * `modelgate-mock`: the mock provider server in its own process (see `MockServe`). Prints its base
  * URL on the first line, serves until Ctrl-C.
  *
- * @since 0.7.0
+ * @since 0.2.0
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Option } from "effect"

@@ -19,10 +19,10 @@
  */
 import type { AiError } from "@effect/ai"
 import { Headers, HttpClientError } from "@effect/platform"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Meta } from "../classify.js"
 import { field, invalidOutput, isRecord, providerError } from "../classify.js"
-import { classifyError, classifyErrorAfter200 } from "../chatCompletions.js"
+import { classifyError, classifyErrorAfter200 } from "../chatCompletionsErrors.js"
 import { parseJsonOrUndefined, transportError } from "../http.js"
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { Response, Toolkit } from "@effect/ai"
 import { type LanguageModel, Prompt, Tool } from "@effect/ai"
-import type { ProviderError } from "@modelgate/core/Errors"
+import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"

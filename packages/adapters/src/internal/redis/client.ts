@@ -89,6 +89,7 @@ const evalScript = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: Re
 /** @internal */
 export const makeClient = (settings: ClientSettings): Effect.Effect<Client, never, Scope.Scope> =>
   Effect.gen(function* () {
+    // long: one connection as a closure: the client, its timers and state shared by the commands it returns
     const commandTimeout = Duration.millis(settings.commandTimeoutMs)
     const connectionOptions = {
       ...(settings.password === undefined ? {} : { password: Redacted.value(settings.password) }),

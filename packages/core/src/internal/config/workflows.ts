@@ -9,6 +9,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as JsonSchemaFeatures from "../../JsonSchemaFeatures.js"
 import * as ModelOptions from "../../ModelOptions.js"
+import * as Options from "../options.js"
 import type { ModelTarget } from "../../ModelTarget.js"
 import type { Workflow } from "../../Workflow.js"
 import { segment } from "../issues.js"
@@ -156,7 +157,7 @@ const checkEscalationAndDegrade = (w: Workflow, shape: Shape, sources: Sources, 
 
 /** Sampling-option bounds and provider options (a provider of the route, fields its adapter allows). */
 const checkOptions = (w: Workflow, sources: Sources, at: At): void => {
-  for (const [option, detail] of ModelOptions.boundsProblems(w.options)) {
+  for (const [option, detail] of Options.boundsProblems(w.options)) {
     at(`.options.${option}`, { reason: "INVALID_OPTION_BOUNDS", detail })
   }
   const routeProviders = new Set<string>(w.route.flatMap((ref) => sources.targets.get(ref)?.provider ?? []))
@@ -210,7 +211,7 @@ const eligibilityFix = (w: Workflow, shape: Shape, t: ModelTarget, why: Exclusio
 
 /** Every route target: defined, listed once, eligible for the workflow (the router's rules), within its limits. */
 const checkRoute = (w: Workflow, shape: Shape, sources: Sources, at: At): void => {
-  const pinned = ModelOptions.pinned(w.options)
+  const pinned = Options.pinned(w.options)
   const seen = new Set<string>()
   w.route.forEach((ref, j) => {
     const sub = `.route[${j}]`

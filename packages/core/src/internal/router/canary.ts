@@ -22,7 +22,7 @@ import type { RouterState } from "./state.js"
  * FNV-1a (32-bit) of `text`, with a final avalanche step so that nearby keys spread over the whole
  * range; an unsigned 32-bit integer.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Canary
  */
 export const canaryHash = (text: string): number => {
@@ -43,7 +43,7 @@ export const canaryHash = (text: string): number => {
  * The side of `canary` a stickiness key lands on: `candidate` when the hash of the canary id and
  * the key, as a bucket in [0, 1), is below the share. The same key always lands on the same side.
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Canary
  */
 export const canarySide = (canary: Pick<CanaryPolicy, "id" | "share">, key: string): "candidate" | "baseline" =>
@@ -53,7 +53,7 @@ export const canarySide = (canary: Pick<CanaryPolicy, "id" | "share">, key: stri
  * The stickiness key of a command under `canary`: its `sessionKey` (else the call id), its tenant,
  * or the call id; `undefined` (the baseline) when there is none (a call id is unknown outside a call).
  *
- * @since 0.5.0
+ * @since 0.2.0
  * @category Canary
  */
 export const canaryKey = (

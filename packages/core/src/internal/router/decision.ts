@@ -186,7 +186,7 @@ export class Decided implements Route {
  * targets are left out; when the leader is dropped the reason becomes `ONLY_ELIGIBLE` (one left),
  * else `BEST_SCORE` (scored) or `PINNED_ORDER` (ordered).
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Routing
  */
 export const withoutTargets = (

@@ -6,7 +6,8 @@
  */
 import * as Embeddings from "../../Embeddings.js"
 import type { ModelCommand } from "../../ModelCommand.js"
-import * as ModelOptions from "../../ModelOptions.js"
+import type * as ModelOptions from "../../ModelOptions.js"
+import * as Options from "../options.js"
 import { type ModelTarget, type QualityTier, qualityRank } from "../../ModelTarget.js"
 import { costAt, inputTokensAt, minimumUsefulOutputTokens } from "../../Pricing.js"
 import { boundDetail } from "../../RouteDecision.js"
@@ -41,7 +42,7 @@ const noOptions: ReadonlyArray<ModelOptions.OptionName> = []
  * Lowest verified score on the segment a `HIGH`-risk call accepts when its workflow sets no
  * `qualityThreshold`.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const defaultQualityThreshold = 0.8
@@ -180,7 +181,7 @@ const schemaFeature: Rule = (compiled, view, target) => {
 
 const options: Rule = (_c, _v, target, requiredOptions) => {
   if (requiredOptions.length === 0) return undefined
-  const missing = ModelOptions.unsupported(requiredOptions, target.capabilities.options ?? noOptions)
+  const missing = Options.unsupported(requiredOptions, target.capabilities.options ?? noOptions)
   return missing === undefined
     ? undefined
     : { reason: "OPTION_UNSUPPORTED", detail: boundDetail(`does not accept options: ${missing.join(", ")}`) }

@@ -14,7 +14,7 @@ import type { Route } from "./decision.js"
  * explicit `targets` (other than `from`) when it names some; else of a stronger quality class than
  * `from` (an undeclared class is the weakest), and at least the policy's `tier` when it sets one.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Routing
  */
 export const isStronger = (
@@ -63,7 +63,7 @@ export const escalationOf = (signal: EscalationSignal, from: ModelTarget, to: Mo
  * is none). The route's targets passed every hard filter and the reservation covers each of them,
  * so the escalation stays within the call's constraints, deadline and reservation.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Routing
  */
 export const escalateFrom = (

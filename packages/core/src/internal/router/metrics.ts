@@ -13,7 +13,7 @@ import { metrics as telemetryMetrics } from "../../Telemetry.js"
  * `from_tier`, `to_tier`; a class that is not declared is `none`) counts escalations that found a
  * stronger target; the name is the routing spec's, outside the `modelgate.<area>.<name>` scheme.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Metrics
  */
 export const metrics = {
@@ -30,7 +30,7 @@ export const metrics = {
 /**
  * Counts `escalation` in {@link metrics}`.escalations` when it found a stronger target.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Metrics
  */
 export const countEscalation = (workflow: string, escalation: Escalation): Effect.Effect<void> =>

@@ -23,7 +23,7 @@ export const settled = (check: Effect.Effect<boolean, StoreError>): boolean | un
       ? check.value
       : undefined
 
-/** A health snapshot that is already settled (e.g. `Health.layerNoop`'s none): `null` for none, `undefined` when it must run. */
+/** A health snapshot that is already settled (e.g. `Health.layerOff`'s none): `null` for none, `undefined` when it must run. */
 const settledHealth = (
   check: Effect.Effect<Option.Option<RouteHealth>, StoreError>
 ): RouteHealth | null | undefined => {

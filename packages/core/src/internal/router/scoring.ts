@@ -25,7 +25,7 @@ export { LazyScores } from "./lazyScores.js"
  * Default weights of the score's terms (the routing spec's): quality 0.45, latency 0.20, cost 0.15,
  * health 0.10, affinity 0.10.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const defaultWeights = { quality: 0.45, latency: 0.2, cost: 0.15, health: 0.1, affinity: 0.1 } as const
@@ -34,7 +34,7 @@ export const defaultWeights = { quality: 0.45, latency: 0.2, cost: 0.15, health:
  * A call whose timeout is shorter than this (when its workflow sets no `scoring.shortDeadline`)
  * puts fast-latency targets first under scored selection.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const defaultShortDeadline: Duration.Duration = Duration.seconds(2)
@@ -42,7 +42,7 @@ export const defaultShortDeadline: Duration.Duration = Duration.seconds(2)
 /**
  * Subtracted from a deprecated target's score when the workflow sets no `scoring.deprecatedPenalty`.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const defaultDeprecatedPenalty = 0.2
@@ -61,7 +61,7 @@ const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
  * than this much higher (hysteresis against noisy health and latency), when the workflow sets no
  * `scoring.switchMargin`.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Constants
  */
 export const defaultSwitchMargin = 0.03
@@ -71,7 +71,7 @@ export const defaultSwitchMargin = 0.03
  * else its class, else 0.5, plus `adjustment` (the seam for quality signals measured in production,
  * e.g. a demotion: {@link BreakerView.qualityAdjustment}), clamped to 0..1.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Routing
  */
 export const qualityFit = (
@@ -97,7 +97,7 @@ const observedP95 = (record: RouteHealth | undefined, stream: boolean): number |
  * What scored selection reads besides the command: route health, session affinity, the
  * workflow's last best-scoring target, the time left and quality adjustments.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Models
  */
 export interface ScoreContext {
@@ -118,7 +118,7 @@ export interface ScoreContext {
 /**
  * Scores below this `health` term are `DEGRADED` (at or above, `HEALTHY`): `Health.degradedBelow`.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const degradedBelow = HealthThresholds.degradedBelow
@@ -126,7 +126,7 @@ export const degradedBelow = HealthThresholds.degradedBelow
 /**
  * Headroom below which the `health` term is scored down: `Health.lowHeadroom`.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const lowHeadroom = HealthThresholds.lowHeadroom
@@ -135,7 +135,7 @@ export const lowHeadroom = HealthThresholds.lowHeadroom
  * The `health` term of a route: `Health.healthScore` (success rate, half-open breaker, rate-limit
  * and concurrency headroom).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Routing
  */
 export const healthOf = (record: RouteHealth): number => healthScore(record)
@@ -144,7 +144,7 @@ export const healthOf = (record: RouteHealth): number => healthScore(record)
  * What {@link score} returns: the order, each target's score, why the first leads, whether a short
  * deadline put the fast latency class first, and the command's escalation if it asked for one.
  *
- * @since 0.6.0
+ * @since 0.2.0
  * @category Models
  */
 export interface Ranking {
@@ -186,7 +186,7 @@ export interface Ranking {
  * `escalation` policy) move first, in that order (`ESCALATION`); without any the order stays and
  * `escalation` has no `to`.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Routing
  */
 export const score = (

@@ -126,7 +126,7 @@ const select = (ctx: Ctx, pass: Pass): Effect.Effect<Route, Failure> => {
   const eligible = pass.eligible
   if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded: pass.excluded })
   if (w.selection === "scored") {
-    // Route health for the health term: read without a fiber step when settled (`Health.layerNoop`).
+    // Route health for the health term: read without a fiber step when settled (`Health.layerOff`).
     const health = readHealth(ctx.breakers, eligible)
     return Effect.isEffect(health) ? Effect.flatMap(health, (h) => scored(ctx, pass, h)) : scored(ctx, pass, health)
   }

@@ -14,7 +14,7 @@ import type { ClassTerms, Exclusion } from "./types.js"
  * Most session keys whose last target the router remembers per gateway (least recently used
  * forgotten first).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @category Constants
  */
 export const maxSessionKeys = 10_000

@@ -1,22 +1,31 @@
 /**
- * Fixtures of the gateway end-to-end and SDK fidelity tests (real adapters against the mock
- * provider server). The adapters' own wire tests have theirs beside the conformance suite
- * (`packages/adapters/test/adapters-fixtures.ts`); these are the subset the tests here use.
+ * Fixtures for testing a provider adapter against the {@link MockProviderServer}: a target and a
+ * request to send, a canary API key that must reach the auth header and nothing else, and helpers
+ * that run an adapter's stream to its events or its error and read what the mock recorded. The
+ * adapters' own conformance suite and the examples' SDK fidelity tests share them.
+ *
+ * @since 0.2.0
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import type { ProviderError } from "@modelgate/core/Errors"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
-import type { ProviderAdapter, ProviderRequest, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
-import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
+import type {
+  ProviderAdapter,
+  ProviderError,
+  ProviderRequest,
+  ProviderStreamEvent
+} from "@modelgate/core/ProviderAdapter"
 import { Chunk, Duration, Effect, Either, Layer, Redacted, Stream } from "effect"
+import { MockProviderServer } from "./MockProviderServer.js"
 
-/** The canary key: it must reach the auth header and nothing else. */
+/** The canary key: it must reach the auth header and nothing else. @since 0.2.0 */
 export const canary = "sk-CANARY-123"
+/** The canary as a redacted API key. @since 0.2.0 */
 export const apiKey = Redacted.make(canary)
 
-/** One mock server per test file, and the undici client. */
+/** One mock server per test file, and the undici client. @since 0.2.0 */
 export const TestLayer = Layer.merge(MockProviderServer.layer(), NodeHttpClient.layerUndici)
 
+/** A target of `provider`/`model` with small, fixed capabilities and prices. @since 0.2.0 */
 export const target = (provider: string, model: string): ModelTarget =>
   new ModelTarget({
     ref: TargetRef.make(`model://${provider}/${model}`),
@@ -28,6 +37,7 @@ export const target = (provider: string, model: string): ModelTarget =>
     pricing: new Pricing({ inputPerMillion: 1, outputPerMillion: 2, pricingVersion: "test-1" })
   })
 
+/** A one-message request to `provider`/`model`, with `overrides`. @since 0.2.0 */
 export const simpleRequest = (
   provider: string,
   model: string,
@@ -43,13 +53,13 @@ export const simpleRequest = (
   ...overrides
 })
 
-/** Runs a stream to the end, giving its events or its error. */
+/** Runs a stream to the end, giving its events or its error. @since 0.2.0 */
 export const collect = (adapter: Omit<ProviderAdapter, "provider">, request: ProviderRequest) =>
   Effect.either(Stream.runCollect(adapter.stream(request))).pipe(
     Effect.map(Either.map((chunk): ReadonlyArray<ProviderStreamEvent> => Chunk.toReadonlyArray(chunk)))
   )
 
-/** Events of a stream that must fail, and the error. */
+/** Events of a stream that must fail, and the error. @since 0.2.0 */
 export const collectFailure = (adapter: Omit<ProviderAdapter, "provider">, request: ProviderRequest) =>
   Effect.gen(function* () {
     const events: Array<ProviderStreamEvent> = []
@@ -60,11 +70,11 @@ export const collectFailure = (adapter: Omit<ProviderAdapter, "provider">, reque
     return { events, error }
   })
 
-/** The text of a stream's deltas. */
+/** The text of a stream's deltas. @since 0.2.0 */
 export const textOf = (events: ReadonlyArray<ProviderStreamEvent>) =>
   events.flatMap((e) => (e._tag === "TextDelta" ? [e.text] : [])).join("")
 
-/** The last request the mock recorded for `model`. */
+/** The last request the mock recorded for `model`. @since 0.2.0 */
 export const lastRequestFor = (model: string) =>
   Effect.gen(function* () {
     const mock = yield* MockProviderServer
