@@ -12,13 +12,13 @@ import * as CallRecorderModule from "./CallRecorder.js"
 import { CallRecorder } from "./CallRecorder.js"
 import * as ConcurrencyModule from "./Concurrency.js"
 import { Concurrency } from "./Concurrency.js"
-import { GatewayConfigError, type GatewayError, InvalidOutput } from "./Errors.js"
+import { type GatewayConfigError, type GatewayError, InvalidOutput } from "./Errors.js"
 import * as GatewayConfig from "./GatewayConfig.js"
 import * as HealthModule from "./Health.js"
 import { Health } from "./Health.js"
 import * as engine from "./internal/pipeline.js"
-import * as Lifecycle from "./internal/lifecycle.js"
 import { makeHooks } from "./internal/lifecycleHooks.js"
+import { type Builder, prepare } from "./internal/prepareConfig.js"
 import * as CanaryController from "./CanaryController.js"
 import * as QualitySignals from "./QualitySignals.js"
 import * as RateLimitStore from "./RateLimitStore.js"
@@ -30,10 +30,8 @@ import { issuesOf } from "./internal/issues.js"
 import * as streaming from "./internal/stream.js"
 import type { ModelCommand } from "./ModelCommand.js"
 import * as ModelCommandModule from "./ModelCommand.js"
-import type * as ModelOptions from "./ModelOptions.js"
 import type * as StreamEvent from "./StreamEvent.js"
 import type { ModelResult } from "./ModelResult.js"
-import * as ProviderAdapter from "./ProviderAdapter.js"
 import * as Router from "./Router.js"
 import * as Telemetry from "./Telemetry.js"
 import * as BudgetsModule from "./Budgets.js"
@@ -106,20 +104,6 @@ export type ReloadSource =
       readonly version?: string | undefined
     }
 
-const encodeConfig = Schema.encodeEither(GatewayConfig.GatewayConfig)
-
-/** `cfg_` and the FNV-1a hash (32 bits, hex) of the configuration's encoded JSON. */
-const hashVersion = (config: GatewayConfig.GatewayConfig): ConfigVersion => {
-  const encoded = encodeConfig(config)
-  const text = JSON.stringify(Either.isRight(encoded) ? encoded.right : null)
-  let h = 0x811c9dc5
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i)
-    h = Math.imul(h, 0x01000193)
-  }
-  return `cfg_${(h >>> 0).toString(16).padStart(8, "0")}`
-}
-
 /**
  * @since 0.1.0
  * @category Context
@@ -156,47 +140,15 @@ export const make = (
         recorder: shadowRecorder
       })
     })
-    /** What the router remembers (session affinity, hysteresis, the lifecycle view), across reloads. */
-    const routerState = Router.makeState(hooks)
-    /** New model versions running as canaries (`onNewVersion: "canary"`), across reloads. */
-    const versionPins = new Map<string, Lifecycle.VersionPin>()
-    /** Validates and compiles one configuration; returns it with the adapters it uses. */
-    const prepare = (
-      def: GatewayConfig.Definition,
-      version: string | undefined,
-      previous: ReadonlyMap<string, GatewayConfig.CompiledWorkflow> | undefined
-    ) =>
-      Effect.gen(function* () {
-        const adapters = new Map<string, ProviderAdapter.ProviderAdapter>()
-        for (const t of def.config.targets) {
-          const found = Context.getOption(built, ProviderAdapter.tag(t.provider))
-          if (found._tag === "Some") adapters.set(t.provider, found.value)
-        }
-        // Every workflow timeout must be shorter than the budgets' reservation TTL (checked with the rest).
-        // The adapters' provider-option allowlists check workflows here and commands when they are routed.
-        const providerOptions = new Map<string, ModelOptions.ProviderOptionsAllowlist>()
-        for (const [p, adapter] of adapters)
-          if (adapter.providerOptions) providerOptions.set(p, adapter.providerOptions)
-        const embedders = new Set<string>()
-        for (const [p, adapter] of adapters) if (adapter.embed !== undefined) embedders.add(p)
-        const checks: GatewayConfig.ValidateOptions = {
-          reservationTtl: budgets.reservationTtl,
-          providerOptions,
-          embedders
-        }
-        const problems = GatewayConfig.validate(def, new Set(adapters.keys()), checks)
-        if (problems.length > 0) return yield* new GatewayConfigError({ problems })
-        // Once per build: a workflow without policy or prompt version is recorded as "unversioned".
-        yield* GatewayConfig.warnUnversioned(def.config)
-        const workflows = Lifecycle.versionCanaries(previous, GatewayConfig.compile(def, checks), versionPins)
-        for (const c of workflows.values()) {
-          if (c.workflow.canary?.rollout !== undefined) yield* canaries.register(c.workflow.name, c.workflow.canary)
-        }
-        const router = yield* Effect.provideService(Router.make(workflows, routerState), Health, health)
-        const live: engine.LiveConfig = { router, version: version ?? hashVersion(def.config) }
-        return { live, adapters, definition: def }
-      })
-    const first = yield* prepare(definition, options?.version, undefined)
+    const builder: Builder = {
+      built,
+      reservationTtl: budgets.reservationTtl,
+      health,
+      canaries,
+      routerState: Router.makeState(hooks),
+      versionPins: new Map()
+    }
+    const first = yield* prepare(builder, definition, options?.version, undefined)
     // Only ever added to: a call in flight keeps the adapters of the configuration it started on.
     const adapters = new Map(first.adapters)
     const concurrency = yield* Concurrency
@@ -226,7 +178,7 @@ export const make = (
                   config: yield* GatewayConfig.decode(source.json)
                 }
               : source
-          const next = yield* prepare(def, source.version, ctx.live.current.router.workflows)
+          const next = yield* prepare(builder, def, source.version, ctx.live.current.router.workflows)
           // All or nothing: one assignment, after everything was validated and compiled.
           for (const [p, adapter] of next.adapters) adapters.set(p, adapter)
           ctx.live.current = next.live

@@ -219,7 +219,7 @@ const FieldName = Schema.String.pipe(
  * says which fields it accepts and what their values may be ({@link ProviderOptionsAllowlist}); a
  * field outside the allowlist, one that could carry a URL, key or header, or one the gateway owns
  * (model, messages, output cap, stream, tools, response format, the neutral options) is refused.
- * At most {@link maxProviderOptions} providers and fields.
+ * At most 8 providers and 32 fields.
  *
  * @since 0.2.0
  * @category Models

@@ -66,7 +66,7 @@ export interface Service {
   /** One settled call of a workflow with a `quality` policy: a sample per target that answered. */
   readonly record: (record: CallRecord, policy: QualityPolicy, segment: string | undefined) => Effect.Effect<void>
   /**
-   * A caller's verdict on the call `callId` (one of the last {@link maxRememberedCalls} calls of a
+   * A caller's verdict on the call `callId` (one of the last 10,000 calls of a
    * workflow with a `quality` policy); `false` when the call is not known.
    */
   readonly feedback: (callId: string, feedback: Feedback) => Effect.Effect<boolean>

@@ -43,7 +43,7 @@ export type ExclusionReason = typeof ExclusionReason.Type
 
 /**
  * Longest `detail` of an {@link ExcludedTarget}; a longer one (e.g. a long region list) is cut and
- * ends with {@link truncationMark}.
+ * ends with the mark `…(truncated)`.
  *
  * @since 0.2.0
  * @category Constants
