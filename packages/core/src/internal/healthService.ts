@@ -5,7 +5,6 @@
 import { Clock, Duration, Effect, Metric, Option } from "effect"
 import type * as Store from "../BreakerStore.js"
 import type { StoreError } from "../Errors.js"
-import type { AttemptSignal, Service } from "../Health.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import * as Breaker from "./breaker.js"
 import * as FastPath from "./fastPath.js"
@@ -13,6 +12,7 @@ import { type TripReason, storeFailed, transitions } from "./healthBreakers.js"
 import { type HealthConfig, type Resolved, resolve } from "./healthConfig.js"
 import { metrics, RetryBudgetSnapshot, RouteHealth, statusOf } from "./healthRecord.js"
 import { RetryBudget } from "./healthRetryBudget.js"
+import type { AttemptSignal, Service } from "./healthTypes.js"
 import { Kind, RouteWindow } from "./healthWindow.js"
 
 const kindOf = (signal: AttemptSignal): Kind => {
