@@ -242,7 +242,7 @@ export class NoEligibleRoute extends Schema.TaggedError<NoEligibleRoute>()("NoEl
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   ...common,
   /** `ratelimit` since 0.5.0 (provider rate limits, `RateLimits`). */
-  store: Schema.Literal("budget", "permit", "breaker", "ledger", "ratelimit"),
+  store: Schema.Literal("budget", "permit", "breaker", "ledger", "ratelimit", "cache"),
   operation: Schema.String,
   detail: Schema.optionalWith(Schema.String, { default: () => "" })
 }) {

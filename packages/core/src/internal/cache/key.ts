@@ -1,0 +1,74 @@
+/**
+ * The response cache's one key function. A key is a SHA-256 digest over a canonical encoding of
+ * everything that decides an answer: the scope (which, for `tenant`, cannot be made without the
+ * tenant), the workflow, its policy, prompt and schema versions, the sampling options, and the
+ * messages and tools. The visible key id is a 12-hex-digit prefix of the digest: no content.
+ *
+ * @internal
+ */
+import { createHash } from "node:crypto"
+
+/** Where a cached answer may be served: to its tenant only, or to every tenant. */
+export type Scope = { readonly _tag: "Tenant"; readonly tenant: string } | { readonly _tag: "Global" }
+
+/** The tenant scope: the only way to make one is from a tenant id. */
+export const tenantScope = (tenant: string): Scope => ({ _tag: "Tenant", tenant })
+
+/** The global scope (only for workflows whose configuration allows it; checked at startup). */
+export const globalScope: Scope = { _tag: "Global" }
+
+/** What decides an answer. */
+export interface KeyInput {
+  readonly scope: Scope
+  readonly workflow: string
+  readonly policyVersion: string
+  readonly promptVersion: string
+  readonly schemaVersion: string | undefined
+  /** Sampling and output options (temperature, top-p, max output tokens, tool choice…). */
+  readonly sampling: unknown
+  readonly messages: unknown
+  readonly tools: unknown
+}
+
+/** A key: the digest the store is addressed by, and its short visible id. */
+export interface Key {
+  readonly digest: string
+  readonly id: string
+}
+
+/**
+ * A canonical JSON encoding: object keys sorted, `undefined` members left out, so that two equal
+ * values encode alike whatever their key order.
+ */
+export const canonical = (value: unknown): string => {
+  if (value === null || typeof value !== "object") {
+    return value === undefined ? "null" : JSON.stringify(value)
+  }
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`
+  const entries: Array<[string, unknown]> = Object.entries(value)
+  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  const parts: Array<string> = []
+  for (const [k, v] of entries) if (v !== undefined) parts.push(`${JSON.stringify(k)}:${canonical(v)}`)
+  return `{${parts.join(",")}}`
+}
+
+/** The key of `input`. */
+export const keyOf = (input: KeyInput): Key => {
+  const scope = input.scope._tag === "Tenant" ? ["tenant", input.scope.tenant] : ["global"]
+  const digest = createHash("sha256")
+    .update(
+      canonical([
+        "modelgate.cache.v1",
+        scope,
+        input.workflow,
+        input.policyVersion,
+        input.promptVersion,
+        input.schemaVersion ?? null,
+        input.sampling ?? null,
+        input.messages ?? null,
+        input.tools ?? null
+      ])
+    )
+    .digest("hex")
+  return { digest, id: digest.slice(0, 12) }
+}
