@@ -112,8 +112,14 @@ export const make = (store: ResponseCacheStore.Service): Service => {
     (value: string): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => store.set(key.digest, { value, storedAt: now }, ttlMs)).pipe(
         Effect.matchEffect({
-          onFailure: () => Effect.sync(() => void counts.errors++),
-          onSuccess: () => Effect.sync(() => void (counts.bytesStored += value.length))
+          onFailure: () =>
+            Effect.sync(() => {
+              counts.errors++
+            }),
+          onSuccess: () =>
+            Effect.sync(() => {
+              counts.bytesStored += value.length
+            })
         })
       )
 
