@@ -30,9 +30,41 @@ export interface Tokens {
   readonly reasoningTokens: number
 }
 
+/** Store units (billionths of a currency unit) per currency unit. */
+const unitsPerCurrency = 1_000_000_000
+
+/**
+ * A price per million tokens as whole store units (billionths) per million tokens: the one
+ * conversion from a float price, rounded to the nearest unit (prices are decimals such as 0.075).
+ */
+const unitsPerMillion = (pricePerMillion: number): number => Math.round(pricePerMillion * unitsPerCurrency)
+
+/**
+ * Store units of `tokens` at `perMillion` units per million tokens, rounded up, in exact integer
+ * arithmetic: the price is split into whole units per token and a remainder per million, so no
+ * product exceeds 2^53 for any realistic count (no BigInt).
+ */
+const unitsOfTokens = (tokens: number, perMillion: number): number => {
+  if (tokens <= 0 || perMillion === 0) return 0
+  const perToken = Math.floor(perMillion / 1_000_000)
+  const rest = perMillion - perToken * 1_000_000
+  return tokens * perToken + Math.ceil((tokens * rest) / 1_000_000)
+}
+
+/**
+ * Store units of `inputTokens` in and `outputTokens` out at `target` (each part rounded up to a
+ * whole unit): the integer every reservation, charge and affordability check is computed in.
+ *
+ * @since 0.2.0
+ * @category Pricing
+ */
+export const costUnitsAt = (target: ModelTarget, inputTokens: number, outputTokens: number): number =>
+  unitsOfTokens(inputTokens, unitsPerMillion(target.pricing.inputPerMillion)) +
+  unitsOfTokens(outputTokens, unitsPerMillion(target.pricing.outputPerMillion))
+
 /**
  * Cost in currency units of `usage` at `target`'s prices (cached input at the cached price when
- * the target has one).
+ * the target has one): a whole number of store units (each part rounded up), as currency.
  *
  * @since 0.2.0
  * @category Pricing
@@ -40,12 +72,11 @@ export interface Tokens {
 export const costOf = (target: ModelTarget, usage: Tokens): number => {
   const p = target.pricing
   const cached = Math.min(usage.cachedInputTokens, usage.inputTokens)
-  return (
-    ((usage.inputTokens - cached) * p.inputPerMillion +
-      cached * (p.cachedInputPerMillion ?? p.inputPerMillion) +
-      usage.outputTokens * p.outputPerMillion) /
-    1_000_000
-  )
+  const units =
+    unitsOfTokens(usage.inputTokens - cached, unitsPerMillion(p.inputPerMillion)) +
+    unitsOfTokens(cached, unitsPerMillion(p.cachedInputPerMillion ?? p.inputPerMillion)) +
+    unitsOfTokens(usage.outputTokens, unitsPerMillion(p.outputPerMillion))
+  return units / unitsPerCurrency
 }
 
 /**
@@ -74,27 +105,33 @@ export const outputCapAt = (
 }
 
 /**
- * Cost of `inputTokens` in and `outputTokens` out at `target`.
+ * Cost of `inputTokens` in and `outputTokens` out at `target`: {@link costUnitsAt} as currency.
  *
  * @since 0.2.0
  * @category Pricing
  */
 export const costAt = (target: ModelTarget, inputTokens: number, outputTokens: number): number =>
-  (inputTokens * target.pricing.inputPerMillion + outputTokens * target.pricing.outputPerMillion) / 1_000_000
+  costUnitsAt(target, inputTokens, outputTokens) / unitsPerCurrency
 
 /**
  * Output tokens that `amountLeft` still pays for at `target` after `inputTokens` of input;
- * `Infinity` when output is free, 0 when the input alone does not fit.
+ * `Infinity` when output is free, 0 when the input alone does not fit. Computed in whole store
+ * units: `amountLeft` is a sum of amounts that are whole units (reservations and costs), so it is
+ * read back exactly, and an amount equal to the input cost fits it.
  *
  * @since 0.2.0
  * @category Pricing
  */
 export const affordableOutput = (amountLeft: number, inputTokens: number, target: ModelTarget): number => {
-  const left = amountLeft - (inputTokens * target.pricing.inputPerMillion) / 1_000_000
+  const left = Math.round(amountLeft * unitsPerCurrency) - costUnitsAt(target, inputTokens, 0)
   if (left < 0) return 0
-  if (target.pricing.outputPerMillion === 0) return Infinity
-  // A tiny epsilon keeps float error from costing a token.
-  return Math.floor((left * 1_000_000) / target.pricing.outputPerMillion + 1e-9)
+  const perMillion = unitsPerMillion(target.pricing.outputPerMillion)
+  if (perMillion === 0) return Infinity
+  // The float quotient is within a token of the answer; the integer checks make it exact.
+  let n = Math.max(0, Math.floor((left / perMillion) * 1_000_000))
+  while (n > 0 && unitsOfTokens(n, perMillion) > left) n--
+  while (unitsOfTokens(n + 1, perMillion) <= left) n++
+  return n
 }
 
 /**

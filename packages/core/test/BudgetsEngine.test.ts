@@ -597,3 +597,32 @@ describe("router: BUDGET_DOES_NOT_FIT", () => {
     )
   )
 })
+
+describe("exact money", () => {
+  // Priced input and free output: the worst case is the input cost alone, and whether the float
+  // product of a price and a token count rounds below it depends on the price; none may refuse.
+  for (const inputPerMillion of [
+    0.1, 0.13, 0.15, 0.2, 0.3, 0.6, 1.1, 0.075, 0.02, 0.07, 0.14, 0.43, 0.61, 0.86, 1.09
+  ]) {
+    it.effect(`priced input ($${inputPerMillion}/M) and free output fit a $5 budget`, () =>
+      Effect.gen(function* () {
+        const { exit } = yield* runFor(cmd, 1_000)
+        assert.isTrue(Exit.isSuccess(exit), `refused: ${JSON.stringify(errorOf(exit))}`)
+        const [record] = yield* records
+        assert.isTrue(units(record!.evidence.cost.reserved) >= Math.ceil(nLong * inputPerMillion * 1e3 - 1e-6))
+      }).pipe(
+        Effect.provide(
+          layer({
+            definition: definitionWith([priced(targetP, 0, inputPerMillion), targetF]),
+            budgets: { tenants: { acme: { limit: 5 } } },
+            scripts: {
+              [P]: [
+                ScriptedProvider.success({ after: 10, value: "ok", usage: { inputTokens: nLong, outputTokens: 7 } })
+              ]
+            }
+          })
+        )
+      )
+    )
+  }
+})
