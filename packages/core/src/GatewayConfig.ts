@@ -56,7 +56,12 @@ import { unversioned, Workflow } from "./Workflow.js"
  */
 export class GatewayConfig extends Schema.Class<GatewayConfig>("@modelgate/core/GatewayConfig")({
   targets: Schema.Array(ModelTarget),
-  workflows: Schema.Array(Workflow)
+  workflows: Schema.Array(Workflow),
+  /**
+   * Every call needs a tenant the host vouched for (`Tenancy.vouch`); a call without one is refused
+   * (`PolicyViolation` `TENANT_NOT_VOUCHED`). Omitted: only workflows bound to tenants need one.
+   */
+  requireVouchedTenant: Schema.optional(Schema.Boolean)
 }) {}
 
 export type { CompiledWorkflow, DegradeHandler, EscalationCheck } from "./internal/compiled.js"
@@ -389,7 +394,8 @@ export const compile = (
       degrade,
       providerOptionAllowlists,
       canaryTarget: w.canary?.target === undefined ? undefined : targets.get(w.canary.target),
-      escalationCheck: w.escalation?.check === undefined ? undefined : checkNamed(definition, w.escalation.check)
+      escalationCheck: w.escalation?.check === undefined ? undefined : checkNamed(definition, w.escalation.check),
+      vouchedOnly: definition.config.requireVouchedTenant === true || w.tenants !== undefined
     })
   }
   return Lifecycle.compileLifecycle(out, targets)

@@ -34,19 +34,16 @@ import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Issues from "./internal/issues.js"
 import { ProviderOptions, RequestOptions } from "./ModelOptions.js"
 import { Label, Labels, Millis, QualityTier, SchemaFeature, Segment } from "./ModelTarget.js"
+import { TenantId } from "./Tenancy.js"
 import { Risk, WorkflowName } from "./Workflow.js"
 
 /**
+ * A tenant id (defined in `Tenancy`, below every module that names one).
+ *
  * @since 0.1.0
  * @category Models
  */
-export const TenantId = Schema.NonEmptyTrimmedString.pipe(
-  Schema.maxLength(200),
-  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/),
-  Schema.brand("TenantId")
-)
-/** @since 0.1.0 */
-export type TenantId = typeof TenantId.Type
+export { TenantId } from "./Tenancy.js"
 
 /** Bounded text so a hostile command cannot make the gateway hold unbounded memory. @internal */
 const Text = Schema.String.pipe(Schema.maxLength(2_000_000))

@@ -14,6 +14,7 @@ import { ToolCall } from "./ModelCommand.js"
 import { OptionsEvidence } from "./ModelOptions.js"
 import { TargetRef } from "./ModelTarget.js"
 import { CanaryAssignment, Escalation, ExcludedTarget, SelectionReason, TargetScore } from "./RouteDecision.js"
+import { Identity } from "./Tenancy.js"
 
 /**
  * @since 0.1.0
@@ -236,7 +237,9 @@ export const Evidence = Schema.Struct({
   /** The call's step in its agent run (the command's `step`, else the run's). */
   step: Schema.optional(Schema.Int),
   /** An embedding call: its vector space and input count (absent for other calls). */
-  embedding: Schema.optional(EmbeddingEvidence)
+  embedding: Schema.optional(EmbeddingEvidence),
+  /** The tenant the host vouched for, who vouched and the subject (`Tenancy`); absent: nobody vouched. */
+  identity: Schema.optional(Identity)
 }).annotations({ identifier: "@modelgate/core/Evidence" })
 /** @since 0.1.0 */
 export interface Evidence extends Schema.Schema.Type<typeof Evidence> {}

@@ -6,6 +6,7 @@
 import { Duration, Schema } from "effect"
 import { OptionName } from "./ModelOptions.js"
 import { RateLimit } from "./RateLimits.js"
+import { TenantId } from "./Tenancy.js"
 
 /**
  * Stable id of a target, e.g. `model://openai/gpt-4.1-mini@eu`.
@@ -408,7 +409,13 @@ export class ModelTarget extends Schema.Class<ModelTarget>("@modelgate/core/Mode
   /** The catalogue version it was resolved from (recorded in evidence); must be this release's. */
   catalogueVersion: Schema.optional(Name),
   /** Provider rate limit (requests and tokens per minute), enforced before dispatch (`RateLimits`). */
-  rateLimit: Schema.optional(RateLimit)
+  rateLimit: Schema.optional(RateLimit),
+  /**
+   * A deployment dedicated to these tenants (at most 1,000; its credential is its provider's): it
+   * serves only calls the host vouched for one of them (`Tenancy.vouch`), and is excluded as
+   * `TENANT_NOT_ALLOWED` for every other call. Absent: shared by every tenant.
+   */
+  tenants: Schema.optional(Schema.Array(TenantId).pipe(Schema.minItems(1), Schema.maxItems(1_000)))
 }) {
   /** The quality class: `classes.quality`, else the legacy `tier` mapped, else `undefined`. */
   get qualityTier(): QualityTier | undefined {

@@ -36,7 +36,16 @@ export const ExclusionReason = Schema.Literal(
   /** The target's quality regressed on this workflow past its `quality.excludeAbove` (`QualitySignals`). */
   "QUALITY_REGRESSION",
   /** The target's provider rate limit (`ModelTarget.rateLimit`) has no headroom in this minute (`RateLimits`). */
-  "RATE_LIMITED_LOCAL"
+  "RATE_LIMITED_LOCAL",
+  /**
+   * A target dedicated to other tenants (`ModelTarget.tenants`), or a workflow bound to other
+   * tenants (`Workflow.tenants`): the call's tenant is not vouched for one of them (`Tenancy`).
+   */
+  "TENANT_NOT_ALLOWED",
+  /** The call needs a tenant the host vouched for (`Tenancy.vouch`) and runs without one. */
+  "TENANT_NOT_VOUCHED",
+  /** The command names a tenant other than the one the host vouched for. */
+  "TENANT_MISMATCH"
 )
 /** @since 0.1.0 */
 export type ExclusionReason = typeof ExclusionReason.Type

@@ -19,6 +19,7 @@ import type { ModelCommand } from "./ModelCommand.js"
 import * as ModelOptions from "./ModelOptions.js"
 import * as Options from "./internal/options.js"
 import type { TargetRef } from "./ModelTarget.js"
+import type * as Tenancy from "./Tenancy.js"
 import { boundDetail } from "./RouteDecision.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 import type { CompiledWorkflow } from "./internal/compiled.js"
@@ -118,7 +119,9 @@ export const decide = (
   mode: "generate" | "stream",
   budgetLimited: boolean,
   /** The call's id: the stickiness key of a `call` (or keyless `session`) canary. */
-  callId?: string
+  callId?: string,
+  /** The tenant the host vouched for (`Tenancy`): only it opens tenant-dedicated targets. */
+  identity?: Tenancy.Identity
 ): Effect.Effect<Route, Failure> => {
   const state = stateOf(workflows)
   const compiled = variantOf(state, workflows.get(command.workflow), command, callId)
@@ -156,7 +159,7 @@ export const decide = (
   const images = command.hasImages
   const options = checked.right
   const withCount = (inputTokens: number | undefined) =>
-    withTokens({ state, compiled, breakers, command, mode, options, callId, images, inputTokens }, limit)
+    withTokens({ state, compiled, breakers, command, mode, options, callId, images, inputTokens, identity }, limit)
   if (!needsCount) return withCount(undefined)
   // Small inputs are counted at once; large ones in slices that give the event loop turns.
   if (characters <= TokenEstimator.sliceCharacters) return withCount(TokenEstimator.estimateInput(input))

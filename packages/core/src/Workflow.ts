@@ -6,6 +6,7 @@
 import { Duration, Schema } from "effect"
 import { ProviderOptions, WorkflowOptions } from "./ModelOptions.js"
 import { Label, Labels, maxEmbeddingDimensions, Millis, Name, QualityTier, Segment, TargetRef } from "./ModelTarget.js"
+import { TenantId } from "./Tenancy.js"
 
 /**
  * @since 0.1.0
@@ -403,5 +404,11 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
   /** A candidate target sent a sampled share of calls off the caller's path. */
   shadow: Schema.optional(ShadowPolicy),
   /** Demotion of targets whose quality regresses on this workflow. */
-  quality: Schema.optional(QualityPolicy)
+  quality: Schema.optional(QualityPolicy),
+  /**
+   * The tenants this workflow serves (at most 1,000): only calls the host vouched for one of them
+   * (`Tenancy.vouch`); every other call is refused (`PolicyViolation` `TENANT_NOT_ALLOWED`). Each
+   * must be servable by a route target (checked at startup). Absent: every tenant.
+   */
+  tenants: Schema.optional(Schema.Array(TenantId).pipe(Schema.minItems(1), Schema.maxItems(1_000)))
 }) {}

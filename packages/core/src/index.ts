@@ -69,6 +69,9 @@ export * as StoreHealth from "./StoreHealth.js"
 export * as StreamEvent from "./StreamEvent.js"
 /** @since 0.1.0 */
 export * as Telemetry from "./Telemetry.js"
+
+/** @since 0.2.0 */
+export * as Tenancy from "./Tenancy.js"
 /** @since 0.1.0 */
 export * as TokenEstimator from "./TokenEstimator.js"
 /** @since 0.1.0 */

@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import { Tenancy } from "@modelgate/core"
 import { Effect, ParseResult, Schema } from "effect"
 
 /** A SHA-256 digest in lower-case hex (64 characters). */
@@ -37,7 +38,8 @@ export const ApiKey = Schema.Struct({
   /** A name for logs and evidence (never the key). */
   id: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/)),
   sha256: Sha256Hex,
-  tenant: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/)),
+  /** The tenant every call made with the key runs for: vouched for by the key (`Tenancy`). */
+  tenant: Tenancy.TenantId,
   /** Workflows (or aliases) the key may call; `["*"]` for every workflow. */
   workflows: Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))).pipe(Schema.minItems(1)),
   rateLimit: Schema.optional(KeyRateLimit)

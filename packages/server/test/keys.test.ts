@@ -1,6 +1,7 @@
 /**
  * Keys, tenants, rate limits and budgets on the wire; the key ring and the JSON Schema codec.
  */
+import { Tenancy } from "@modelgate/core"
 import { Either, Schema } from "effect"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -9,10 +10,10 @@ import { bearerOf, hashKey, makeKeyRing } from "../src/Keys.js"
 import * as ServerConfig from "../src/ServerConfig.js"
 import { type Harness, startHarness } from "./fixtures.js"
 
-const key = (id: string, secret: string, workflows: Array<string>) => ({
+const key = (id: string, secret: string, workflows: Array<string>): ServerConfig.ApiKey => ({
   id,
   sha256: hashKey(secret),
-  tenant: `tenant-${id}`,
+  tenant: Schema.decodeSync(Tenancy.TenantId)(`tenant-${id}`),
   workflows
 })
 
@@ -160,5 +161,7 @@ describe("rate limits and budgets", () => {
     const records = await broke.run(broke.recorder.records)
     expect(records.map((r) => r.tenant)).toEqual(records.map(() => "dev"))
     expect(records.length).toBeGreaterThan(0)
+    // The key vouched for its tenant: the record says so (the key's id, never the key).
+    expect(records.at(-1)?.evidence.identity).toEqual({ tenant: "dev", authority: "api-key", subject: "dev" })
   })
 })

@@ -91,6 +91,9 @@ describe("chat completions", () => {
       attempts: 1,
       fallback: false
     })
+    // The stream ran vouched for the key's tenant, like a plain call.
+    const streamed = (await h.run(h.recorder.records)).filter((r) => r.mode === "stream").at(-1)
+    expect(streamed?.evidence.identity).toEqual({ tenant: "dev", authority: "api-key", subject: "dev" })
   })
 
   it("tools: proposed tool calls, in create and in the stream helper", async () => {

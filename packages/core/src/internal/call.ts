@@ -29,6 +29,7 @@ import type * as RateLimitStore from "../RateLimitStore.js"
 import type { Escalation, ExcludedTarget } from "../RouteDecision.js"
 import type * as Router from "../Router.js"
 import type * as Telemetry from "../Telemetry.js"
+import type * as Tenancy from "../Tenancy.js"
 import type { AttemptContext } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
 import type * as Lifecycle from "./lifecycle.js"
@@ -163,6 +164,8 @@ export interface Call {
   readonly run: AgentRun.Run | undefined
   readonly runId: string | undefined
   readonly step: number | undefined
+  /** The tenant the host vouched for in the caller's context (`Tenancy.vouch`), if any. */
+  readonly identity: Tenancy.Identity | undefined
   readonly tally: Tally
   readonly holds: Holds
 }
@@ -176,6 +179,7 @@ export interface CallStart {
   readonly config: LiveConfig
   readonly clock: Clock.Clock
   readonly scope: AgentRun.Scope | undefined
+  readonly identity: Tenancy.Identity | undefined
 }
 
 /** The call's deadline: the command's and the workflow's timeout, within its run's deadline. */
@@ -208,6 +212,7 @@ export const make = (start: CallStart, span: Tracer.Span | undefined): Call => {
     run,
     runId: start.command.runId ?? run?.runId,
     step: start.command.step ?? (run === undefined ? undefined : (start.scope?.step ?? run.calls)),
+    identity: start.identity,
     tally: {
       attempts: [],
       skipped: [],

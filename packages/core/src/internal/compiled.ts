@@ -61,4 +61,6 @@ export interface CompiledWorkflow {
   readonly canaryVariant?: CompiledWorkflow | undefined
   /** The lifecycle features the workflow uses (absent: none, nothing runs per call for them). */
   readonly lifecycle?: Features | undefined
+  /** Calls need a tenant the host vouched for (`Workflow.tenants`, `GatewayConfig.requireVouchedTenant`). */
+  readonly vouchedOnly?: boolean | undefined
 }

@@ -126,7 +126,8 @@ export const evidenceOf = (call: Call, answer: Answer | undefined, at: number): 
     options: Options.evidenceOf(route?.options, t),
     runId: call.runId,
     step: call.step,
-    embedding: call.mode === "embed" ? embeddingEvidenceOf(call) : undefined
+    embedding: call.mode === "embed" ? embeddingEvidenceOf(call) : undefined,
+    identity: call.identity
   } satisfies Evidence
 }
 

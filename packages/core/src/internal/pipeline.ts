@@ -22,6 +22,7 @@ import { type Content, ModelResult } from "../ModelResult.js"
 import type { Route } from "../Router.js"
 import * as Router from "../Router.js"
 import * as RunEvents from "../RunEvents.js"
+import * as Tenancy from "../Tenancy.js"
 import { admit, releasePermit, settleMoney } from "./admission.js"
 import { billSent, invokeGenerate } from "./attempt.js"
 import type { Invoke } from "./attemptContext.js"
@@ -58,7 +59,8 @@ export const execute = (
       mode,
       config: config ?? ctx.live.current,
       clock,
-      scope: fiber.getFiberRef(AgentRun.currentScope)
+      scope: fiber.getFiberRef(AgentRun.currentScope),
+      identity: Context.get(fiber.currentContext, Tenancy.CurrentIdentity)
     }
     return fiber.currentTracer === defaultTracer
       ? run(ctx, Call.make(start, undefined), invoke)
@@ -100,7 +102,8 @@ const stages = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effec
     cmd,
     call.mode === "stream" ? "stream" : "generate",
     limited,
-    call.id
+    call.id,
+    call.identity
   )
   // A decision that has to wait (a large input counted in slices, a breaker store round trip)
   // waits within the deadline; a settled one is read as it is.
@@ -122,6 +125,8 @@ const refusalOf = (call: Call.Call): Failure | undefined => {
       detail: w.embedding !== undefined ? "an embedding workflow: use embed" : "not an embedding workflow"
     }
   }
+  const tenancy = tenancyRefusal(call)
+  if (tenancy !== undefined) return tenancy
   const run = call.run
   if (run === undefined) return undefined
   // A run is one tenant's: another tenant's call inside it is refused before anything else.
@@ -143,6 +148,26 @@ const refusalOf = (call: Call.Call): Failure | undefined => {
         steps: AgentRun.completedSteps(run),
         records: run.records.slice()
       }
+}
+
+const tenancyFailure = (reason: "TENANT_MISMATCH" | "TENANT_NOT_VOUCHED" | "TENANT_NOT_ALLOWED"): Failure => ({
+  _tag: "PolicyViolation",
+  reason,
+  excluded: []
+})
+
+/**
+ * The call's tenant against the one the host vouched for (`Tenancy`): a command cannot name another
+ * tenant; a workflow bound to tenants (or a gateway that requires it) needs a vouched one of them.
+ */
+const tenancyRefusal = (call: Call.Call): Failure | undefined => {
+  const identity = call.identity
+  if (identity !== undefined && identity.tenant !== call.command.tenant) return tenancyFailure("TENANT_MISMATCH")
+  const compiled = call.compiled
+  if (compiled === undefined || !compiled.vouchedOnly) return undefined
+  if (identity === undefined) return tenancyFailure("TENANT_NOT_VOUCHED")
+  const bound = compiled.workflow.tenants
+  return bound === undefined || bound.includes(identity.tenant) ? undefined : tenancyFailure("TENANT_NOT_ALLOWED")
 }
 
 /**

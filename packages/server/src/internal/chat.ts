@@ -6,7 +6,7 @@
  * @internal
  */
 import { HttpServerResponse } from "@effect/platform"
-import { type Errors, ModelCommand, type ModelResult, type StreamEvent } from "@modelgate/core"
+import { type Errors, ModelCommand, type ModelResult, type StreamEvent, Tenancy } from "@modelgate/core"
 import { Chunk, Effect, Option, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import * as ChatWire from "./chatWire.js"
@@ -71,6 +71,7 @@ export const handler = (env: Request.Env) =>
       const created = env.createdAt()
       if (body.stream !== true) {
         const result = yield* env.gateway.generate(command).pipe(
+          Tenancy.vouch(Request.identityOf(key)),
           Effect.interruptible,
           Effect.tapError((e) =>
             Effect.sync(() => settle(e.attempts.reduce((n, a) => n + (a.usage ? totalTokens(a.usage) : 0), 0)))
@@ -82,7 +83,9 @@ export const handler = (env: Request.Env) =>
           headers: evidenceHeaders(result.evidence)
         })
       }
-      const pull = yield* Stream.toPull(env.gateway.stream(command))
+      const pull = yield* Stream.toPull(
+        Stream.provideService(env.gateway.stream(command), Tenancy.CurrentIdentity, Request.identityOf(key))
+      )
       const head = yield* pullUntilContent(pull)
       const render = ChatWire.makeChunker(
         `chatcmpl-${randomUUID()}`,

@@ -5,7 +5,7 @@
  * @internal
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Embeddings } from "@modelgate/core"
+import { Embeddings, Tenancy } from "@modelgate/core"
 import { Effect, Schema } from "effect"
 import * as ErrorWire from "./errorWire.js"
 import { evidenceHeaders } from "./evidenceWire.js"
@@ -41,6 +41,7 @@ export const handler = (env: Request.Env) =>
       }).pipe(Effect.mapError(Request.invalidCommand))
       const settle = yield* Request.takeRate(env, key)
       const result = yield* env.gateway.embed(command).pipe(
+        Tenancy.vouch(Request.identityOf(key)),
         Effect.interruptible,
         Effect.mapError((e) => new Request.WireFailure({ error: ErrorWire.fromGatewayError(e) }))
       )

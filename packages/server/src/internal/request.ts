@@ -6,7 +6,7 @@
  * @internal
  */
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import type { ModelGateway, RateLimitStore } from "@modelgate/core"
+import type { ModelGateway, RateLimitStore, Tenancy } from "@modelgate/core"
 import { Clock, Data, Effect, Option, type ParseResult, Schema } from "effect"
 import { bearerOf, type KeyRing } from "../Keys.js"
 import { type ApiKey, issuePaths, type Limits } from "../ServerConfig.js"
@@ -65,6 +65,13 @@ export const admit = (env: Env) =>
       : Effect.void
 
 /** The key of the request's bearer token, else 401. */
+/** The identity a key vouches for: its tenant, by the server's key check, with the key's id as subject. */
+export const identityOf = (key: ApiKey): Tenancy.Identity => ({
+  tenant: key.tenant,
+  authority: "api-key",
+  subject: key.id
+})
+
 export const authenticate = (env: Env) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const token = bearerOf(request.headers.authorization)

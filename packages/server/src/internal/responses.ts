@@ -10,7 +10,7 @@
  * @internal
  */
 import { HttpServerResponse } from "@effect/platform"
-import { ModelCommand, type ModelResult, type StreamEvent } from "@modelgate/core"
+import { ModelCommand, type ModelResult, type StreamEvent, Tenancy } from "@modelgate/core"
 import { Effect, Schema, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { pullUntilContent, rest } from "./chat.js"
@@ -384,6 +384,7 @@ export const handler = (env: Request.Env) =>
       }
       if (body.stream !== true) {
         const result = yield* env.gateway.generate(command).pipe(
+          Tenancy.vouch(Request.identityOf(key)),
           Effect.interruptible,
           Effect.mapError((e) => new Request.WireFailure({ error: ErrorWire.fromGatewayError(e) }))
         )
@@ -392,7 +393,9 @@ export const handler = (env: Request.Env) =>
           headers: evidenceHeaders(result.evidence)
         })
       }
-      const pull = yield* Stream.toPull(env.gateway.stream(command))
+      const pull = yield* Stream.toPull(
+        Stream.provideService(env.gateway.stream(command), Tenancy.CurrentIdentity, Request.identityOf(key))
+      )
       const head = yield* pullUntilContent(pull)
       const framer = makeFramer(shell)
       const frames = Stream.concat(

@@ -42,6 +42,7 @@ export const checkWorkflow = (w: Workflow, path: string, sources: Sources, add: 
   checkOptions(w, sources, at)
   checkRoute(w, shape, sources, at)
   checkCanary(w, sources, at)
+  checkTenants(w, sources, at)
   if (w.shadow !== undefined && !sources.targets.has(w.shadow.target)) {
     at(".shadow.target", { target: w.shadow.target, reason: "UNKNOWN_TARGET", detail: "no target with this ref" })
   }
@@ -249,6 +250,26 @@ const checkRoute = (w: Workflow, shape: Shape, sources: Sources, at: At): void =
         "raise the workflow's timeout, or lower the target's limits.minimumAttemptTime"
       )
     }
+  })
+}
+
+/**
+ * A workflow bound to tenants: each of them must be servable by one of its route targets (a shared
+ * one, or one dedicated to that tenant), else its calls could never be served.
+ */
+const checkTenants = (w: Workflow, sources: Sources, at: At): void => {
+  if (w.tenants === undefined) return
+  const route = w.route.flatMap((ref) => {
+    const t = sources.targets.get(ref)
+    return t === undefined ? [] : [t]
+  })
+  w.tenants.forEach((tenant, j) => {
+    if (route.some((t) => t.tenants === undefined || t.tenants.includes(tenant))) return
+    at(`.tenants[${j}]`, {
+      reason: "TENANT_UNSERVED",
+      detail: `tenant ${tenant}: every route target is dedicated to other tenants`,
+      fix: `add ${tenant} to the tenants of a route target, or route to a shared target (no tenants)`
+    })
   })
 }
 

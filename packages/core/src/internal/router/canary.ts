@@ -13,7 +13,7 @@ import type { CanaryPolicy } from "../../Workflow.js"
 import type { CompiledWorkflow } from "../compiled.js"
 import { type Ctx, viewOf } from "./context.js"
 import type { Decided, Route } from "./decision.js"
-import { type Exclusion, requestReason, sizeReason } from "./eligibility.js"
+import { type Exclusion, requestReason, sizeReason, tenantReason } from "./eligibility.js"
 import { countAssignment } from "./metrics.js"
 import { settled, storeFailure } from "./routeHealth.js"
 import type { RouterState } from "./state.js"
@@ -110,6 +110,7 @@ export const applyCanary = (ctx: Ctx, route: Decided, then: Then): Effect.Effect
   // A candidate policy or prompt alone: its variant of the workflow decided the route.
   if (candidate === undefined) return assigned(ctx, route, canary, { id: canary.id, side: "candidate" }, then)
   const reason =
+    tenantReason(candidate, ctx.identity) ??
     requestReason(ctx.compiled, viewOf(ctx), candidate, ctx.options.required) ??
     sizeReason(ctx.compiled, ctx.command, candidate, ctx.inputTokens)
   if (reason !== undefined) return skipped(ctx, route, canary, candidate, reason, then)

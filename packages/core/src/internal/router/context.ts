@@ -9,6 +9,7 @@ import type { RouteHealth } from "../../Health.js"
 import type { ModelCommand } from "../../ModelCommand.js"
 import type * as ModelOptions from "../../ModelOptions.js"
 import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
+import type * as Tenancy from "../../Tenancy.js"
 import type { CompiledWorkflow } from "../compiled.js"
 import { type RequestView, requestView } from "./eligibility.js"
 import type { RouterState } from "./state.js"
@@ -50,6 +51,8 @@ export interface Ctx {
   readonly images: boolean
   /** Estimated input tokens, `undefined` when no limit needed a count. */
   readonly inputTokens: number | undefined
+  /** The tenant the host vouched for (`Tenancy`), if any: what opens tenant-dedicated targets. */
+  readonly identity: Tenancy.Identity | undefined
 }
 
 /** The request view of the decision's command. */

@@ -12,6 +12,7 @@ import { type ModelTarget, type QualityTier, qualityRank } from "../../ModelTarg
 import { costAt, inputTokensAt, minimumUsefulOutputTokens } from "../../Pricing.js"
 import { boundDetail } from "../../RouteDecision.js"
 import * as TokenEstimator from "../../TokenEstimator.js"
+import * as Tenancy from "../../Tenancy.js"
 import type { Risk, Workflow } from "../../Workflow.js"
 import type { CompiledWorkflow } from "../compiled.js"
 import type * as Lifecycle from "../lifecycle.js"
@@ -299,6 +300,15 @@ export const sizeReason = (
     detail: `input and ${minimumUsefulOutputTokens} output tokens cost ${minimumCost.toPrecision(3)}, maxCost ${maxCost}`
   }
 }
+
+const notAllowed: Exclusion = { reason: "TENANT_NOT_ALLOWED", detail: "dedicated to other tenants" }
+
+/**
+ * `TENANT_NOT_ALLOWED` for a target dedicated to tenants (`ModelTarget.tenants`) unless the call's
+ * tenant was vouched for and is one of them. The detail never names the other tenants.
+ */
+export const tenantReason = (target: ModelTarget, identity: Tenancy.Identity | undefined): Exclusion | undefined =>
+  Tenancy.serves(target.tenants, identity) ? undefined : notAllowed
 
 /** `QUALITY_REGRESSION` when the target's quality on the workflow is past its exclusion threshold. */
 export const qualityReason = (

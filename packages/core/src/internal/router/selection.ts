@@ -12,7 +12,15 @@ import { applyCanary } from "./canary.js"
 import { type Ctx, viewOf } from "./context.js"
 import { Decided, type Facts, type Route } from "./decision.js"
 import { escalationOf, escalationOrder } from "./escalation.js"
-import { type Exclusion, isPlain, plainReasonsOf, qualityReason, requestReason, sizeReason } from "./eligibility.js"
+import {
+  type Exclusion,
+  isPlain,
+  plainReasonsOf,
+  qualityReason,
+  requestReason,
+  sizeReason,
+  tenantReason
+} from "./eligibility.js"
 import { countSwitch } from "./metrics.js"
 import { readHealth, type Records, settled, storeFailure, withHeadroom } from "./routeHealth.js"
 import { classTermsOf, rank } from "./scoring.js"
@@ -77,6 +85,7 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
   /** The breaker check to run, or `undefined` when the target is excluded before (recorded). */
   const check = (target: ModelTarget, index: number): Effect.Effect<boolean, StoreError> | undefined => {
     const why =
+      tenantReason(target, ctx.identity) ??
       (view === undefined ? plain?.[index] : requestReason(compiled, view, target, ctx.options.required)) ??
       sizeReason(compiled, command, target, ctx.inputTokens) ??
       (quality === undefined ? undefined : qualityReason(quality, w, command, target))
