@@ -191,3 +191,82 @@ describe("refusals that say how to fix them (issue 23 item 6)", () => {
     }).pipe(Effect.provide(layerOf(single, { tenants: { acme: { limit: 1 } } })))
   )
 })
+
+describe("pick what fits before availability fallback (issue 25 class 4)", () => {
+  /** P costs ten times F. */
+  const pickDefinition = (allowFallback: boolean): GatewayConfig.Definition => ({
+    config: GatewayConfig.GatewayConfig.make({
+      targets: [
+        priced(target(P, "openai", { limits }), 10_000, 20_000),
+        wholeUnits(target(F, "anthropic", { limits }))
+      ],
+      workflows: [
+        workflow({ name: "w.pinned", route: [P, F], allowFallback, timeout: 10_000, maxOutputTokens: 100 }),
+        workflow({
+          name: "w.degraded",
+          route: [P, F],
+          allowFallback,
+          timeout: 10_000,
+          maxOutputTokens: 100,
+          degrade: { _tag: "static", value: "try again later" }
+        })
+      ]
+    }),
+    schemas: {}
+  })
+  const balance = Effect.flatMap(Budgets.Budgets, (b) => b.balance(command("x").tenant))
+
+  it.effect("allowFallback: false and a budget the primary cannot afford: the cheaper eligible target serves", () =>
+    Effect.gen(function* () {
+      const cmd = command("w.pinned")
+      const n = yield* inputOf(cmd)
+      // F's worst case fits; P's is ten times as much.
+      const limit = (n * 1_000 + 100 * 2_000) / 1e6
+      const exit = yield* runCall(cmd).pipe(
+        Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit } } }))
+      )
+      assert.isTrue(Exit.isSuccess(exit), JSON.stringify(errorOf(exit)))
+      if (!Exit.isSuccess(exit)) return
+      const e = exit.value.evidence
+      assert.deepStrictEqual([e.target, e.eligible, e.selectionReason], [F, [F], "ONLY_ELIGIBLE"])
+      assert.deepStrictEqual(
+        e.excluded.map((x) => [x.target, x.reason]),
+        [[P, "BUDGET_DOES_NOT_FIT"]]
+      )
+      assert.deepStrictEqual(
+        e.attempts.map((a) => String(a.target)),
+        [F]
+      )
+      assert.strictEqual(e.cost.reserved, limit)
+    }).pipe(Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit: 1_000 } } })))
+  )
+
+  for (const allowFallback of [true, false]) {
+    it.effect(
+      `nothing fits and the workflow degrades: the degraded answer serves (allowFallback: ${allowFallback})`,
+      () =>
+        Effect.gen(function* () {
+          const exit = yield* runCall(command("w.degraded"))
+          assert.isTrue(Exit.isSuccess(exit), JSON.stringify(errorOf(exit)))
+          if (!Exit.isSuccess(exit)) return
+          const e = exit.value.evidence
+          assert.deepStrictEqual(
+            [exit.value.content.text, e.degraded, e.target, e.attempts.length, e.cost.reserved],
+            ["try again later", true, undefined, 0, 0]
+          )
+          assert.deepStrictEqual(
+            e.excluded.map((x) => [x.target, x.reason]),
+            [
+              [P, "BUDGET_DOES_NOT_FIT"],
+              [F, "BUDGET_DOES_NOT_FIT"]
+            ]
+          )
+          const b = yield* balance
+          assert.deepStrictEqual([b.committed, b.reserved], [0, 0])
+          // Without a degraded mode the same call is refused.
+          const refused = errorOf(yield* runCall(command("w.pinned")))
+          assert.strictEqual(refused?._tag, "BudgetExceeded")
+        }).pipe(Effect.provide(layerOf(pickDefinition(allowFallback), { tenants: { acme: { limit: 0.01 } } })))
+    )
+  }
+})
