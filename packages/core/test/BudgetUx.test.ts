@@ -9,7 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import type { GatewayError } from "@modelgate/core/Errors"
 import type { ModelResult } from "@modelgate/core/ModelResult"
-import { ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
+import { Capabilities, ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
+import * as Workflow from "@modelgate/core/Workflow"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Cause, Effect, Exit, Fiber, Layer, TestClock } from "effect"
 import { keyOn } from "./lifecycleFixtures.js"
@@ -269,4 +270,55 @@ describe("pick what fits before availability fallback (issue 25 class 4)", () =>
         }).pipe(Effect.provide(layerOf(pickDefinition(allowFallback), { tenants: { acme: { limit: 0.01 } } })))
     )
   }
+})
+
+describe("the output cap a reservation pays for (issue 23 item 6)", () => {
+  /** `t` with an output limit of `maxOutputTokens` (the catalogue's gpt-4.1-mini has 32,768). */
+  const withOutputLimit = (t: ModelTarget, maxOutputTokens: number) =>
+    new ModelTarget({ ...t, capabilities: new Capabilities({ ...t.capabilities, maxOutputTokens }) })
+  const uncapped: GatewayConfig.Definition = {
+    config: GatewayConfig.GatewayConfig.make({
+      targets: [
+        withOutputLimit(wholeUnits(target(P, "openai", { limits })), 32_768),
+        withOutputLimit(wholeUnits(target(F, "anthropic", { limits })), 1_000)
+      ],
+      workflows: [
+        workflow({ name: "w.large", route: [P], timeout: 10_000 }),
+        workflow({ name: "w.small", route: [F], timeout: 10_000 })
+      ]
+    }),
+    schemas: {}
+  }
+
+  it.effect("a workflow without maxOutputTokens reserves for and asks for the default cap, not the model's limit", () =>
+    Effect.gen(function* () {
+      assert.strictEqual(Workflow.defaultMaxOutputTokens, 4_096)
+      const cmd = command("w.large")
+      const n = yield* inputOf(cmd)
+      const exit = yield* runCall(cmd)
+      assert.isTrue(Exit.isSuccess(exit), JSON.stringify(errorOf(exit)))
+      if (!Exit.isSuccess(exit)) return
+      // Worst case: the input and 4,096 output tokens (not 32,768).
+      assert.strictEqual(exit.value.evidence.cost.reserved, (n * 1_000 + 4_096 * 2_000) / 1e6)
+      // A target whose own limit is lower: its limit.
+      const small = yield* runCall(command("w.small"))
+      assert.isTrue(Exit.isSuccess(small))
+      if (Exit.isSuccess(small)) {
+        assert.strictEqual(small.value.evidence.cost.reserved, (n * 1_000 + 1_000 * 2_000) / 1e6)
+      }
+      // A command's own cap is what it asks for, up to the target's limit.
+      const asked = yield* runCall(command("w.large", { maxOutputTokens: 8_000 }))
+      assert.isTrue(Exit.isSuccess(asked))
+      // The adapter is asked for exactly what was reserved.
+      const logs = yield* (yield* ScriptedProvider.ScriptedProvider).attempts
+      assert.deepStrictEqual(
+        logs.map((l) => [String(l.target), l.maxOutputTokens]),
+        [
+          [P, 4_096],
+          [F, 1_000],
+          [P, 8_000]
+        ]
+      )
+    }).pipe(Effect.provide(layerOf(uncapped, { tenants: { acme: { limit: 100 } } })))
+  )
 })
