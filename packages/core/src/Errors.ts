@@ -179,7 +179,29 @@ export class AmbiguousOutcome extends Schema.TaggedError<AmbiguousOutcome>()("Am
 }
 
 /**
+ * Why a budget refused a reservation: the tenant's `limit`, or an `undeclared_tenant` under
+ * `undeclaredTenants: "reject"`.
+ *
+ * @since 0.3.0
+ * @category Errors
+ */
+export const BudgetRefusal = Schema.Literal("limit", "undeclared_tenant")
+/** @since 0.3.0 */
+export type BudgetRefusal = typeof BudgetRefusal.Type
+
+/** The fix of an undeclared tenant's refusal. */
+const undeclaredFix = (tenant: string) =>
+  `declare ${tenant} under budgets.tenants, or set budgets.undeclaredTenants to "unlimited" or a default budget`
+
+/** An amount of money in a message: at most 6 significant digits. */
+const amount = (x: number): string => `${Number(x.toPrecision(6))}`
+
+/**
  * The tenant's budget cannot cover the worst case of this call (or of the next attempt).
+ * `reason` says which: `limit` (the tenant's limit, less what is committed and reserved, is below
+ * `requested`) or `undeclared_tenant` (the tenant is not declared and `undeclaredTenants` is
+ * `"reject"`; `limit` is then 0). `fix` says what to change (lower the output cap, raise the
+ * limit, declare the tenant); it names the tenant, amounts and targets, never content.
  *
  * @since 0.1.0
  * @category Errors
@@ -190,10 +212,18 @@ export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("Budget
   limit: Schema.Number,
   committed: Schema.Number,
   reserved: Schema.Number,
-  requested: Schema.Number
+  requested: Schema.Number,
+  /** Why the reservation was refused (since 0.3.0; absent in older records: `limit`). */
+  reason: Schema.optionalWith(BudgetRefusal, { default: () => "limit" as const }),
+  /** How to make the call fit (since 0.3.0). */
+  fix: Schema.optional(Schema.String)
 }) {
   override get message(): string {
-    return `budget of ${this.tenant} exceeded: limit ${this.limit}, committed ${this.committed}, reserved ${this.reserved}, requested ${this.requested}`
+    if (this.reason === "undeclared_tenant") {
+      return `tenant ${this.tenant} is not declared and undeclared tenants are rejected (fix: ${this.fix ?? undeclaredFix(this.tenant)})`
+    }
+    const left = Math.max(0, this.limit - this.committed - this.reserved)
+    return `budget of ${this.tenant} exceeded: limit ${this.limit}, committed ${this.committed}, reserved ${this.reserved}, requested ${this.requested} (fix: ${this.fix ?? `request at most the ${amount(left)} left, or raise the tenant's limit`})`
   }
 }
 

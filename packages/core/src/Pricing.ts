@@ -6,6 +6,7 @@
  * @since 0.2.0
  */
 import type { ModelTarget } from "./ModelTarget.js"
+import { defaultMaxOutputTokens } from "./Workflow.js"
 
 /**
  * Smallest output cap worth starting an attempt with: a target that cannot be paid for this many
@@ -89,8 +90,9 @@ export const inputTokensAt = (estimatedInputTokens: number, target: ModelTarget)
   Math.ceil(estimatedInputTokens * target.tokenizerSafetyFactor)
 
 /**
- * Output cap an attempt at `target` asks for before budget shrinking: the command's cap (else the
- * workflow's, else the target's), never above the workflow's or the target's.
+ * Output cap an attempt at `target` asks for before budget shrinking, and what a reservation pays
+ * for: the command's cap (else the workflow's, else `Workflow.defaultMaxOutputTokens`), never above
+ * the workflow's or the target's.
  *
  * @since 0.2.0
  * @category Pricing
@@ -101,7 +103,7 @@ export const outputCapAt = (
   target: ModelTarget
 ): number => {
   const targetMax = target.capabilities.maxOutputTokens
-  return Math.min(commandMax ?? workflowMax ?? targetMax, workflowMax ?? Infinity, targetMax)
+  return Math.min(commandMax ?? workflowMax ?? defaultMaxOutputTokens, workflowMax ?? Infinity, targetMax)
 }
 
 /**

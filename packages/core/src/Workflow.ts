@@ -325,6 +325,18 @@ export class QualityPolicy extends Schema.Class<QualityPolicy>("@modelgate/core/
 export const unversioned = "unversioned"
 
 /**
+ * The output-token cap of a call when neither its command nor its workflow sets
+ * `maxOutputTokens`: 4,096 tokens, or the target's `capabilities.maxOutputTokens` when that is
+ * lower. A budget reserves for this many output tokens and the provider is asked for no more, so a
+ * call never costs more than it reserved — and a model's full output limit (32,768 tokens and more)
+ * is never reserved by default.
+ *
+ * @since 0.3.0
+ * @category Constants
+ */
+export const defaultMaxOutputTokens = 4_096
+
+/**
  * The policy of one workflow.
  *
  * @since 0.1.0
@@ -356,7 +368,11 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
    * checked before anything is counted or sent. Default `Router.defaultMaxInputCharacters`.
    */
   maxInputCharacters: Schema.optional(Schema.Int.pipe(Schema.positive())),
-  /** Default output-token cap of one call. */
+  /**
+   * Output-token cap of one call (a command's `maxOutputTokens` may lower it). Omitted: the
+   * command's, else {@link defaultMaxOutputTokens} (4,096); never above the target's own limit. The
+   * cap is what the reservation pays for and what the provider is asked for.
+   */
   maxOutputTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** Default cost cap of one call, in currency units. */
   maxCost: Schema.optional(Schema.Number.pipe(Schema.positive(), Schema.finite())),

@@ -14,11 +14,13 @@ import * as AgentRun from "../AgentRun.js"
 import { BudgetExceeded, type Failure } from "../Errors.js"
 import type { ModelCommand } from "../ModelCommand.js"
 import type { ModelTarget } from "../ModelTarget.js"
-import { costAt, inputTokensAt, outputCapAt } from "../Pricing.js"
-import * as Router from "../Router.js"
-import { reportOverspend } from "./budgetReservation.js"
+import { affordableOutput, costAt, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../Pricing.js"
+import { ExcludedTarget } from "../RouteDecision.js"
+import type * as Router from "../Router.js"
+import { reportOverspend, settledReservation } from "./budgetReservation.js"
 import { type Call, deadlineFailure, type EngineContext, type Holds, storeFailure } from "./call.js"
 import * as FastPath from "./fastPath.js"
+import { replanned } from "./router/decision.js"
 
 /**
  * Reserves the worst case of `route` and takes the tenant's permit: the route the call runs on
@@ -38,7 +40,10 @@ export const admit = (ctx: EngineContext, call: Call, route: Router.Route): Effe
       // Budget-aware: the targets whose worst case fits what is left, or why none does.
       const affordable = replanWithin(call, route, reserved)
       if (!("route" in affordable)) return Effect.fail(affordable)
-      reserved = reserveNow(cmd.tenant, affordable.amount, call.clock.unsafeCurrentTimeMillis())
+      reserved =
+        affordable.amount === undefined
+          ? settledReservation(cmd.tenant, 0)
+          : reserveNow(cmd.tenant, affordable.amount, call.clock.unsafeCurrentTimeMillis())
       if (reserved instanceof BudgetExceeded) return Effect.fail(budgetFailure(reserved))
       admitted = affordable.route
     }
@@ -50,7 +55,10 @@ export const admit = (ctx: EngineContext, call: Call, route: Router.Route): Effe
       (f): f is Extract<Failure, { readonly _tag: "BudgetExceeded" }> => f._tag === "BudgetExceeded",
       (f) => {
         const affordable = replanWithin(call, route, f)
-        return "route" in affordable ? reserve(ctx, call, affordable.amount) : Effect.fail(affordable)
+        if (!("route" in affordable)) return Effect.fail(affordable)
+        if (affordable.amount !== undefined) return reserve(ctx, call, affordable.amount)
+        holds.reservation = settledReservation(cmd.tenant, 0)
+        return Effect.void
       }
     )
   )
@@ -115,7 +123,9 @@ const budgetFailure = (e: BudgetExceeded): Failure => ({
   limit: e.limit,
   committed: e.committed,
   reserved: e.reserved,
-  requested: e.requested
+  requested: e.requested,
+  reason: e.reason,
+  ...(e.fix === undefined ? {} : { fix: e.fix })
 })
 
 /** The worst case of `target` for an input of `estimatedInput` tokens (before its safety factor). */
@@ -141,7 +151,8 @@ const reservationOf = (call: Call, route: Router.Route): number => {
   const cmd = call.command
   let worst = 0
   for (const t of route.targets) worst = Math.max(worst, worstCaseAt(route.inputTokens, route, cmd, t))
-  call.holds.estimatedCost = worstCaseAt(route.inputTokens, route, cmd, route.targets[0]!)
+  const first = route.targets[0]
+  call.holds.estimatedCost = first === undefined ? undefined : worstCaseAt(route.inputTokens, route, cmd, first)
   let amount = cappedCost(call, route, worst)
   const run = call.run
   if (run !== undefined && run.budget !== undefined) {
@@ -157,12 +168,24 @@ const reservationOf = (call: Call, route: Router.Route): number => {
 const cappedCost = (call: Call, route: Router.Route, cost: number): number =>
   Math.min(cost, call.command.maxCost ?? Infinity, route.compiled.workflow.maxCost ?? Infinity)
 
+/** What a refused reservation re-plans to: the route and the amount to reserve for it (none: degrade). */
+interface Replan {
+  readonly route: Router.Route
+  /** `undefined`: nothing fits and the workflow degrades; nothing is reserved. */
+  readonly amount: number | undefined
+}
+
 /**
  * Budget-aware choice, after the tenant's budget refused the reservation: what is left (read from
  * the refusal: limit − committed − reserved) keeps only the targets whose capped worst case fits;
- * the others are excluded as `BUDGET_DOES_NOT_FIT`. The call's route becomes that route and the
- * amount to reserve its worst case; when no target fits, `BudgetExceeded` names what the cheapest
- * would need. Runs only when a reservation was refused: the happy path pays nothing for it.
+ * the others are excluded as `BUDGET_DOES_NOT_FIT` (by target, not ref: a new model version and
+ * the running one share a ref). Under `allowFallback: false` with no routed target that fits, the
+ * targets the fallback rule held back are tried in their order and the first that fits serves
+ * alone: picking what the budget affords is not a fallback. The call's route becomes that route
+ * and the amount to reserve its worst case. When no target fits, a workflow with a degrade handler
+ * degrades (an empty route, nothing reserved); otherwise `BudgetExceeded` names what the cheapest
+ * would need and how to fit. An undeclared tenant is refused as it is. Runs only when a
+ * reservation was refused: the happy path pays nothing for it.
  */
 const replanWithin = (
   call: Call,
@@ -172,40 +195,118 @@ const replanWithin = (
     readonly committed: number
     readonly reserved: number
     readonly requested: number
+    readonly reason?: "limit" | "undeclared_tenant" | undefined
   }
-): { readonly route: Router.Route; readonly amount: number } | Failure => {
-  const left = Math.max(0, refused.limit - refused.committed - refused.reserved)
-  const input = route.inputTokens
-  const needs = route.targets.map((t) =>
-    input === undefined ? 0 : cappedCost(call, route, worstCaseAt(input, route, call.command, t))
-  )
-  const drop: Array<{ target: ModelTarget; reason: "BUDGET_DOES_NOT_FIT"; detail: string }> = []
-  let cheapest = Infinity
-  route.targets.forEach((t, i) => {
-    const need = needs[i]!
-    cheapest = Math.min(cheapest, need)
-    if (need > left) {
-      drop.push({
-        target: t,
-        reason: "BUDGET_DOES_NOT_FIT",
-        detail: `worst case ${money(need)} exceeds the ${money(left)} left of the tenant's budget`
-      })
-    }
-  })
-  if (drop.length === route.targets.length || drop.length === 0) {
+): Replan | Failure => {
+  const tenant = call.command.tenant
+  const { limit, committed, reserved } = refused
+  if (refused.reason === "undeclared_tenant") {
     return {
       _tag: "BudgetExceeded",
-      tenant: call.command.tenant,
-      limit: refused.limit,
-      committed: refused.committed,
-      reserved: refused.reserved,
-      // Nothing fits: what the cheapest would need (everything fits: the amount that was refused).
-      requested: drop.length === 0 ? refused.requested : cheapest
+      tenant,
+      limit,
+      committed,
+      reserved,
+      requested: refused.requested,
+      reason: "undeclared_tenant"
     }
   }
-  const affordable = Router.withoutTargets(route, drop)
+  const left = Math.max(0, limit - committed - reserved)
+  const input = route.inputTokens
+  const kept: Array<ModelTarget> = []
+  const dropped: Array<ExcludedTarget> = []
+  let cheapest: { readonly target: ModelTarget; readonly need: number } | undefined
+  /** Whether `t` fits what is left; the ones that do not are dropped, the cheapest remembered. */
+  const fits = (t: ModelTarget): boolean => {
+    const need = input === undefined ? 0 : cappedCost(call, route, worstCaseAt(input, route, call.command, t))
+    if (cheapest === undefined || need < cheapest.need) cheapest = { target: t, need }
+    if (need <= left) return true
+    dropped.push(budgetExclusion(route, t, need, left))
+    return false
+  }
+  for (const t of route.targets) if (fits(t)) kept.push(t)
+  let excluded = route.excluded
+  if (kept.length === 0 && !route.compiled.workflow.allowFallback) {
+    const considered = new Set<string>()
+    for (const t of heldBack(route)) {
+      considered.add(t.ref)
+      if (fits(t)) {
+        kept.push(t)
+        break
+      }
+    }
+    excluded = excluded.filter((e) => e.reason !== "FALLBACK_NOT_ALLOWED" || !considered.has(e.target))
+  }
+  if (dropped.length === 0 || kept.length === 0) {
+    const requested = dropped.length === 0 || cheapest === undefined ? refused.requested : cheapest.need
+    const failure: Failure = {
+      _tag: "BudgetExceeded",
+      tenant,
+      limit,
+      committed,
+      reserved,
+      // Nothing fits: what the cheapest would need (everything fits: the amount that was refused).
+      requested,
+      reason: "limit",
+      fix: fixFor(route, cheapest?.target, left, requested)
+    }
+    if (dropped.length === 0 || route.compiled.degrade === undefined) return failure
+    // Nothing fits, and the workflow has a degraded mode: it serves ("cheaper eligible model or degrade").
+    const empty = replanned(route, [], [...excluded, ...dropped])
+    call.holds.route = empty
+    call.holds.budgetRefusal = failure
+    call.holds.estimatedCost = undefined
+    return { route: empty, amount: undefined }
+  }
+  const affordable = replanned(route, kept, [...excluded, ...dropped])
   call.holds.route = affordable
   return { route: affordable, amount: reservationOf(call, affordable) }
+}
+
+/**
+ * The targets the fallback rule held back (`FALLBACK_NOT_ALLOWED`): past every hard filter and
+ * their breaker, so each may serve alone. In the selection's order: by score when scored, else in
+ * route order (a new version's canary held back the running version of its ref: it comes first).
+ */
+const heldBack = (route: Router.Route): Array<ModelTarget> => {
+  const out: Array<ModelTarget> = []
+  const { targets } = route.compiled
+  for (const e of route.excluded) {
+    if (e.reason !== "FALLBACK_NOT_ALLOWED") continue
+    const t = targets.find((c) => c.ref === e.target)
+    if (t !== undefined && !route.targets.includes(t) && !out.includes(t)) out.push(t)
+  }
+  const scores = route.scores
+  const rank = (t: ModelTarget) => {
+    const scored = scores === undefined ? -1 : scores.findIndex((s) => s.target === t.ref)
+    return scored >= 0 ? scored : targets.indexOf(t)
+  }
+  return out.sort((a, b) => rank(a) - rank(b))
+}
+
+/** `BUDGET_DOES_NOT_FIT` for `t`; naming its model when another version shares its ref. */
+const budgetExclusion = (route: Router.Route, t: ModelTarget, need: number, left: number): ExcludedTarget => {
+  const other = (o: ModelTarget | undefined) => o !== undefined && o !== t && o.ref === t.ref
+  const shared = route.targets.some(other) || route.compiled.targets.some(other) || other(route.compiled.canaryTarget)
+  const detail = `worst case ${money(need)} exceeds the ${money(left)} left of the tenant's budget${shared ? ` (model ${t.model})` : ""}`
+  return new ExcludedTarget({ target: t.ref, reason: "BUDGET_DOES_NOT_FIT", detail }, { disableValidation: true })
+}
+
+/**
+ * How a refused call could fit: the output cap the `left` amount pays for on the cheapest target
+ * after its input, when that is still a useful answer; else a limit that covers `requested`.
+ */
+const fixFor = (route: Router.Route, cheapest: ModelTarget | undefined, left: number, requested: number): string => {
+  const raise = `raise the tenant's limit by at least ${money(Math.max(0, requested - left))}`
+  const input = route.inputTokens
+  if (cheapest === undefined || input === undefined) return raise
+  const tokens = Math.min(
+    affordableOutput(left, inputTokensAt(input, cheapest), cheapest),
+    cheapest.capabilities.maxOutputTokens
+  )
+  return tokens >= minimumUsefulOutputTokens
+    ? `lower maxOutputTokens to ${tokens} (what the ${money(left)} left pays for on ${cheapest.ref} after its input), or ${raise}`
+    : `the input and ${minimumUsefulOutputTokens} output tokens cost more than the ${money(left)} left: ${raise}, or shorten the input`
 }
 
 /** A cost in evidence details: at most 6 significant digits. */

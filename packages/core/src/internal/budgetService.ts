@@ -21,7 +21,7 @@ import * as FastPath from "./fastPath.js"
 
 /** The rejection of an undeclared tenant under the `"reject"` policy. */
 const rejected = (tenant: TenantId, amount: number) =>
-  new BudgetExceeded({ tenant, limit: 0, committed: 0, reserved: 0, requested: amount })
+  new BudgetExceeded({ tenant, limit: 0, committed: 0, reserved: 0, requested: amount, reason: "undeclared_tenant" })
 
 const exceeded = (tenant: TenantId, amount: number, budget: TenantBudget, outcome: Store.ReserveOutcome) =>
   new BudgetExceeded({

@@ -129,6 +129,11 @@ export interface Holds {
   /** The worst case of the route's first target (evidence). */
   estimatedCost: number | undefined
   reservation: Reservation | undefined
+  /**
+   * No target of the route fit the tenant's budget and the workflow degrades: the refusal its
+   * degraded answer stands in for (the route is then empty and nothing is reserved).
+   */
+  budgetRefusal: Failure | undefined
   /** What settling the reservation found; set once it is settled. */
   settlement: Settlement | undefined
   permit: Concurrency.Permit | undefined
@@ -235,6 +240,7 @@ export const make = (start: CallStart, span: Tracer.Span | undefined): Call => {
       route: undefined,
       estimatedCost: undefined,
       reservation: undefined,
+      budgetRefusal: undefined,
       settlement: undefined,
       permit: undefined,
       permitWaitMs: undefined,

@@ -72,10 +72,12 @@ export const attempts = (walk: Walk): Effect.Effect<Answer, Failure> => {
     retry: undefined,
     started: false
   }
-  const first = loop(
-    walk,
-    route.targets.length === 0 ? { _tag: "End", cursor: start } : { _tag: "Next", cursor: start }
-  )
+  // Nothing on the route fit the tenant's budget: the degraded answer stands in for the refusal.
+  const refusal = walk.call.holds.budgetRefusal
+  const first =
+    refusal !== undefined && route.targets.length === 0
+      ? degraded(walk, { ...start, last: refusal })
+      : loop(walk, route.targets.length === 0 ? { _tag: "End", cursor: start } : { _tag: "Next", cursor: start })
   // The command's escalation signal, counted once the call runs.
   return route.escalation?.to === undefined
     ? first

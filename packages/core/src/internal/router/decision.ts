@@ -182,9 +182,11 @@ export class Decided implements Route {
 
 /**
  * `route` without the targets of `drop`, which join its exclusions with their reasons (the engine
- * uses it for `BUDGET_DOES_NOT_FIT` once the tenant's remaining budget is known). Scores of dropped
- * targets are left out; when the leader is dropped the reason becomes `ONLY_ELIGIBLE` (one left),
- * else `BEST_SCORE` (scored) or `PINNED_ORDER` (ordered).
+ * uses it for `BUDGET_DOES_NOT_FIT` once the tenant's remaining budget is known). Targets are
+ * dropped by identity: two model versions of one ref (a new version on canary and the running
+ * one) are two targets, and dropping one keeps the other. Scores of refs no longer routed are left
+ * out; when the leader is dropped the reason becomes `ONLY_ELIGIBLE` (one left), else `BEST_SCORE`
+ * (scored) or `PINNED_ORDER` (ordered).
  *
  * @since 0.2.0
  * @category Routing
@@ -194,8 +196,7 @@ export const withoutTargets = (
   drop: ReadonlyArray<{ readonly target: ModelTarget; readonly reason: ExclusionReason; readonly detail: string }>
 ): Route => {
   if (drop.length === 0) return route
-  const gone = new Set(drop.map((d) => d.target.ref))
-  const targets = route.targets.filter((t) => !gone.has(t.ref))
+  const targets = route.targets.filter((t) => !drop.some((d) => d.target === t))
   const excluded = [
     ...route.excluded,
     ...drop.map(
@@ -203,8 +204,21 @@ export const withoutTargets = (
         new ExcludedTarget({ target: d.target.ref, reason: d.reason, detail: d.detail }, { disableValidation: true })
     )
   ]
-  const scores = route.scores?.filter((s) => !gone.has(s.target))
-  const leaderKept = targets[0] !== undefined && targets[0].ref === route.targets[0]?.ref
+  return replanned(route, targets, excluded)
+}
+
+/**
+ * `route` with `targets` (in order) and `excluded` in place of its own, as the budget re-plan
+ * decided them: scores of refs no longer routed are left out; when the leader changed the reason
+ * becomes `ONLY_ELIGIBLE` (one left), else `BEST_SCORE` (scored) or `PINNED_ORDER` (ordered).
+ */
+export const replanned = (
+  route: Route,
+  targets: ReadonlyArray<ModelTarget>,
+  excluded: ReadonlyArray<ExcludedTarget>
+): Route => {
+  const scores = route.scores?.filter((s) => targets.some((t) => t.ref === s.target))
+  const leaderKept = targets[0] !== undefined && targets[0] === route.targets[0]
   const reason: SelectionReason | undefined = leaderKept
     ? route.selectionReason
     : targets.length === 1
