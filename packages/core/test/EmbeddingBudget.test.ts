@@ -103,7 +103,7 @@ const worstCaseOf = (target: ModelTarget, inputs: ReadonlyArray<string>) =>
 
 const embed = (inputs: ReadonlyArray<string>) =>
   ModelGateway.embed(
-    Schema.decodeSync(Embeddings.EmbedCommand)({ workflow: "docs.embed", tenant: "acme", inputs: [...inputs] })
+    Schema.decodeUnknownSync(Embeddings.EmbedCommand)({ workflow: "docs.embed", tenant: "acme", inputs: [...inputs] })
   )
 
 /** Prices as list prices are written: up to 4 decimals per million tokens (embeddings: up to $2). */
