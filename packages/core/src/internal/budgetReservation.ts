@@ -21,10 +21,22 @@ export const metrics = {
   })
 } as const
 
-/** Currency → store units for what is reserved: rounded up, ignoring float noise below 10⁻⁶ unit. */
-export const reserveUnits = (amount: number) => Math.max(0, Math.ceil(amount * Store.unitsPerCurrency - 1e-6))
-/** Currency → store units for a limit: rounded down. */
-export const limitUnits = (amount: number) => Math.floor(amount * Store.unitsPerCurrency + 1e-6)
+/**
+ * `amount` in store units when it is a whole number of them up to float noise, else `undefined`.
+ * Amounts the gateway computes (costs, reservations) are whole units divided by 10⁹; read back, they
+ * are off the whole unit by float noise that grows with the amount (past ~10¹⁰ units it exceeds any
+ * fixed tolerance), so the tolerance is relative: a few ulps of the product, 10⁻⁶ unit at least.
+ */
+const wholeUnits = (amount: number): number | undefined => {
+  const x = amount * Store.unitsPerCurrency
+  const whole = Math.round(x)
+  return Math.abs(x - whole) <= Math.max(1e-6, Math.abs(x) * 8 * Number.EPSILON) ? whole : undefined
+}
+/** Currency → store units for what is reserved: rounded up, a whole number of units read back exactly. */
+export const reserveUnits = (amount: number) =>
+  Math.max(0, wholeUnits(amount) ?? Math.ceil(amount * Store.unitsPerCurrency))
+/** Currency → store units for a limit: rounded down, a whole number of units read back exactly. */
+export const limitUnits = (amount: number) => wholeUnits(amount) ?? Math.floor(amount * Store.unitsPerCurrency)
 export const fromUnits = (units: number) => units / Store.unitsPerCurrency
 
 /** Store units of spend for `actual`, capped at the reservation's `units`. */
