@@ -12,6 +12,7 @@ import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
+import { anthropicFamilies, anthropicRequestId } from "./internal/echo.js"
 import { codec } from "./internal/anthropicMessages.js"
 import { client } from "./internal/http.js"
 
@@ -54,6 +55,12 @@ export const make = (
       http,
       codec({
         provider: options.id ?? "anthropic",
+        echo: {
+          provider: options.id ?? "anthropic",
+          requestId: anthropicRequestId,
+          families: anthropicFamilies,
+          secrets: [options.apiKey]
+        },
         url: `${options.baseUrl.replace(/\/+$/, "")}/messages`,
         authorize: (request) => {
           let out = HttpClientRequest.setHeader(request, "anthropic-version", options.version ?? "2023-06-01")

@@ -54,9 +54,10 @@ import { Evidence } from "@modelgate/core/ModelResult"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import * as ToolLoop from "@modelgate/core/ToolLoop"
 import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
-import type { Scope } from "effect"
+import type { Redacted, Scope } from "effect"
 import { Clock, Context, Effect, Either, Layer, Option, Predicate, Schema, Stream } from "effect"
 import { responseToEvents } from "./internal/adapter.js"
+import * as Echo from "./internal/echo.js"
 import { classifyAiError } from "./internal/effectAi/classify.js"
 import { messagesFromPrompt, toolChoiceFromEffectAi, toolFromEffectAi } from "./internal/effectAi/prompt.js"
 import { responsesCompat } from "./internal/effectAi/responsesCompat.js"
@@ -256,6 +257,12 @@ export interface ProviderAdapterOptions<R> {
    * them here, or they are not sent).
    */
   readonly requestContext?: ((request: ProviderRequest) => Context.Context<never>) | undefined
+  /**
+   * The API key the provider's client sends. Never recorded: a model version or response id that
+   * holds it (or a piece of it) is dropped, like one holding an e-mail address or a card number,
+   * a model version not of the target's model, and a response id that is not an opaque id.
+   */
+  readonly apiKey?: Redacted.Redacted<string> | undefined
 }
 
 /**
@@ -290,6 +297,26 @@ export const makeProviderAdapter = <R>(
       )
     )
     const withRequest = options.requestContext
+    const rules: Echo.EchoRules = {
+      provider,
+      requestId: Echo.opaqueRequestId,
+      families: [],
+      secrets: [options.apiKey]
+    }
+    const echoError = (error: ProviderError) => Echo.checkError(rules, error)
+    const echoEvent =
+      (model: string) =>
+      (event: ProviderStreamEvent): ProviderStreamEvent => {
+        if (event._tag === "Started") {
+          const requestId = Echo.checkRequestId(rules, event.requestId)
+          return requestId === event.requestId ? event : { ...event, requestId }
+        }
+        if (event._tag === "Finish") {
+          const modelVersion = Echo.checkModelVersion(rules, model, event.modelVersion)
+          return modelVersion === event.modelVersion ? event : { ...event, modelVersion }
+        }
+        return event
+      }
     const classify = (error: AiError.AiError) =>
       Effect.flatMap(Clock.currentTimeMillis, (nowMs) => Effect.fail(classifyAiError(provider, error, nowMs)))
 
@@ -333,7 +360,11 @@ export const makeProviderAdapter = <R>(
           )
         return yield* Used.fromParts(provider, response === undefined ? seen : response.content)
       })
-      return withRequest === undefined ? call : Effect.mapInputContext(call, Context.merge(withRequest(request)))
+      const checked = call.pipe(
+        Effect.map((response) => Echo.checkAnswer(rules, request.target.model, response)),
+        Effect.mapError(echoError)
+      )
+      return withRequest === undefined ? checked : Effect.mapInputContext(checked, Context.merge(withRequest(request)))
     }
 
     const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> => {
@@ -357,7 +388,8 @@ export const makeProviderAdapter = <R>(
           )
         )
       )
-      return withRequest === undefined ? events : Stream.mapInputContext(events, Context.merge(withRequest(request)))
+      const checked = events.pipe(Stream.map(echoEvent(request.target.model)), Stream.mapError(echoError))
+      return withRequest === undefined ? checked : Stream.mapInputContext(checked, Context.merge(withRequest(request)))
     }
 
     return { generate, stream }

@@ -15,6 +15,7 @@ import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
+import { geminiFamilies, opaqueRequestId } from "./internal/echo.js"
 import { makeEmbed } from "./internal/embed.js"
 import { codec } from "./internal/geminiGenerate.js"
 import { codec as embeddingsCodec } from "./internal/geminiEmbeddings.js"
@@ -53,6 +54,12 @@ export const make = (
   Effect.map(client, (http) => {
     const settings = {
       provider: options.id ?? "gemini",
+      echo: {
+        provider: options.id ?? "gemini",
+        requestId: opaqueRequestId,
+        families: geminiFamilies,
+        secrets: [options.apiKey]
+      },
       baseUrl: options.baseUrl,
       authorize: (request: HttpClientRequest.HttpClientRequest) =>
         options.apiKey === undefined

@@ -23,6 +23,7 @@ import type { ConfigError } from "effect"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
+import { openAiFamilies, openAiRequestId } from "./internal/echo.js"
 import { codec } from "./internal/chatCompletions.js"
 import { makeEmbed } from "./internal/embed.js"
 import { codec as embeddingsCodec } from "./internal/openAiEmbeddings.js"
@@ -75,6 +76,7 @@ export const make = (
     }
     const root = options.baseUrl.replace(/\/+$/, "")
     const provider = options.id ?? "openai"
+    const echo = { provider, requestId: openAiRequestId, families: openAiFamilies, secrets: [options.apiKey] }
     return {
       ...makeAdapter(
         http,
@@ -84,12 +86,13 @@ export const make = (
           maxTokensField: "max_completion_tokens",
           systemRole: options.systemRole ?? "system",
           streamUsage: true,
-          authorize
+          authorize,
+          echo
         }),
         options
       ),
       // `POST {baseUrl}/embeddings`
-      embed: makeEmbed(http, embeddingsCodec({ provider, url: `${root}/embeddings`, authorize }), options)
+      embed: makeEmbed(http, embeddingsCodec({ provider, url: `${root}/embeddings`, authorize, echo }), options)
     }
   })
 

@@ -25,6 +25,7 @@ import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { makeAdapter } from "./internal/adapter.js"
+import { compatibleRequestId } from "./internal/echo.js"
 import { codec, compatibleProviderOptions } from "./internal/chatCompletions.js"
 import { client } from "./internal/http.js"
 
@@ -67,6 +68,12 @@ export const make = (
       http,
       codec({
         provider: options.id ?? "openai-compatible",
+        echo: {
+          provider: options.id ?? "openai-compatible",
+          requestId: compatibleRequestId,
+          families: [],
+          secrets: [options.apiKey]
+        },
         url: `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`,
         maxTokensField: options.maxTokensField ?? "max_tokens",
         systemRole: "system",

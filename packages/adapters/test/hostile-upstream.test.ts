@@ -448,8 +448,10 @@ describe("a hostile upstream, through the real adapters", () => {
 
   it.live("item 5: a 5 MB model, a 12 KB request id and prose in them are bounded or dropped, marked", () =>
     Effect.gen(function* () {
-      const cut = (c: string, max: number) => `${c.repeat(max)}${truncatedMark}`
-      const longId = "r".repeat(12 * 1024)
+      // Of the provider's request-id shape and of the requested model's family, but too long.
+      const cut = (value: string, max: number) => `${value.slice(0, max)}${truncatedMark}`
+      const longId = `req_${"r".repeat(12 * 1024)}`
+      const longModel = (length: number) => `bounded${"m".repeat(length)}`
       // The mock sends `requestId` in the provider's request-id header (and body id where there is one).
       const ids = { requestId: longId }
       const prose = "my model has spaces"
@@ -458,9 +460,9 @@ describe("a hostile upstream, through the real adapters", () => {
         const request = simpleRequest(provider, "bounded")
         yield* script(
           provider,
-          MockProviderServer.success({ ...ids, model: "m".repeat(5 * 1024 * 1024) }),
+          MockProviderServer.success({ ...ids, model: longModel(5 * 1024 * 1024) }),
           // Streams repeat the model in every chunk; under the event cap it is still cut.
-          MockProviderServer.success({ ...ids, model: "m".repeat(512 * 1024) }),
+          MockProviderServer.success({ ...ids, model: longModel(512 * 1024) }),
           MockProviderServer.failure(429, ids),
           MockProviderServer.success({
             model: prose,
@@ -469,18 +471,23 @@ describe("a hostile upstream, through the real adapters", () => {
           })
         )
         const generated = yield* adapter.generate(request)
-        assert.strictEqual(generated.modelVersion?.startsWith(cut("m", maxModelLength)), true, provider)
-        assert.strictEqual(generated.requestId, cut("r", maxRequestIdLength), provider)
+        assert.strictEqual(
+          generated.modelVersion?.startsWith(cut(longModel(maxModelLength), maxModelLength)),
+          true,
+          provider
+        )
+        assert.strictEqual(generated.requestId, cut(longId, maxRequestIdLength), provider)
         const events = Chunk.toReadonlyArray(yield* Stream.runCollect(adapter.stream(request)))
         const started = events[0]
         const finish = events[events.length - 1]
-        assert.strictEqual(started?._tag === "Started" ? started.requestId : undefined, cut("r", maxRequestIdLength))
+        assert.strictEqual(started?._tag === "Started" ? started.requestId : undefined, cut(longId, maxRequestIdLength))
         assert.isTrue(
-          finish?._tag === "Finish" && finish.modelVersion?.startsWith(cut("m", maxModelLength)) === true,
+          finish?._tag === "Finish" &&
+            finish.modelVersion?.startsWith(cut(longModel(maxModelLength), maxModelLength)) === true,
           provider
         )
         const error = yield* Effect.flip(adapter.generate(request))
-        assert.strictEqual(error.requestId, cut("r", maxRequestIdLength), provider)
+        assert.strictEqual(error.requestId, cut(longId, maxRequestIdLength), provider)
         const spoken = yield* adapter.generate(request)
         assert.isUndefined(spoken.modelVersion, provider)
         // OpenAI-style bodies fall back to the completion id, which the mock makes `chatcmpl-mock-N`.

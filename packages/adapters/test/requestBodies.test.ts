@@ -6,6 +6,7 @@ import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
 import { Duration, Either } from "effect"
 import { requestBody as anthropicBody } from "../src/internal/anthropicMessages.js"
 import { requestBody as chatBody } from "../src/internal/chatCompletions.js"
+import { openAiFamilies, openAiRequestId } from "../src/internal/echo.js"
 import { modelPath, requestBody as geminiBody } from "../src/internal/geminiGenerate.js"
 
 const request = (overrides: Partial<ProviderRequest>): ProviderRequest => ({
@@ -33,7 +34,8 @@ const dialect = (systemRole: "system" | "developer", maxTokensField: "max_tokens
   maxTokensField,
   systemRole,
   streamUsage: true,
-  authorize: <A>(r: A) => r
+  authorize: <A>(r: A) => r,
+  echo: { provider: "openai", requestId: openAiRequestId, families: openAiFamilies, secrets: [] }
 })
 
 describe("request bodies", () => {

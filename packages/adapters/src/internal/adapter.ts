@@ -18,6 +18,8 @@ import { Clock, Effect, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
 import { checkAnswer } from "./answerCheck.js"
+import type { EchoRules } from "./echo.js"
+import * as Echo from "./echo.js"
 import {
   defaultMaxResponseBytes,
   parseJson,
@@ -54,7 +56,20 @@ export interface Codec {
     readonly requestId: string | undefined
   }) => ProviderError
   readonly streamMachine: (meta: Meta) => StreamMachine
+  /** What the provider's echoes (model version, request ids) are checked against (`echo.ts`). */
+  readonly echo: EchoRules
 }
+
+/**
+ * The codec with its header request ids held to the echo check (`Meta`, `Started`, the errors of
+ * non-2xx answers all read them from there).
+ *
+ * @internal
+ */
+export const echoChecked = <C extends Pick<Codec, "requestId">>(codec: C, rules: EchoRules): C => ({
+  ...codec,
+  requestId: (headers: Headers.Headers) => Echo.checkRequestId(rules, codec.requestId(headers))
+})
 
 const isSuccess = (status: number) => status >= 200 && status < 300
 
@@ -145,9 +160,11 @@ export const exchangeJson = <A extends { readonly rateLimit?: RateLimitHeadroom 
  */
 export const makeAdapter = (
   http: HttpClient.HttpClient,
-  codec: Codec,
+  raw: Codec,
   limits: Limits
 ): Omit<ProviderAdapter, "provider"> => {
+  const rules = raw.echo
+  const codec = echoChecked(raw, rules)
   const provider = codec.provider
   const maxResponseBytes = limitOr(limits.maxResponseBytes, defaultMaxResponseBytes)
   const maxEventBytes = limitOr(limits.maxEventBytes, defaultMaxEventBytes)
@@ -172,6 +189,8 @@ export const makeAdapter = (
           const answer = { text, toolCalls: [...calls.values()], finishReason: event.finishReason }
           const problem = checkAnswer(provider, request, answer, meta, event.usage)
           if (problem !== undefined) return Effect.fail(problem)
+          const modelVersion = Echo.checkModelVersion(rules, request.target.model, event.modelVersion)
+          if (modelVersion !== event.modelVersion) return Effect.succeed({ ...event, modelVersion })
         }
         return Effect.succeed(event)
       })
@@ -183,13 +202,17 @@ export const makeAdapter = (
     return codec.decodeResponse(json.right, meta)
   }
 
+  const echoError = (error: ProviderError) => Echo.checkError(rules, error)
+
   const generate = (request: ProviderRequest): Effect.Effect<ProviderResponse, ProviderError> =>
     Effect.flatMap(codec.build(request, false), (httpRequest) =>
       Effect.flatMap(exchangeJson(http, codec, httpRequest, maxResponseBytes, codec.decodeResponse), (response) => {
         const problem = checkAnswer(provider, request, response, response, response.usage)
-        return problem === undefined ? Effect.succeed(response) : Effect.fail(problem)
+        return problem === undefined
+          ? Effect.succeed(Echo.checkAnswer(rules, request.target.model, response))
+          : Effect.fail(problem)
       })
-    )
+    ).pipe(Effect.mapError(echoError))
 
   const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> =>
     Stream.unwrap(
@@ -226,7 +249,7 @@ export const makeAdapter = (
         })
         return Stream.concat(Stream.succeed(started), checked(request, meta, events))
       })
-    )
+    ).pipe(Stream.mapError(echoError))
 
   return { generate, stream, providerOptions: codec.providerOptions }
 }

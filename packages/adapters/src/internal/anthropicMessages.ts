@@ -3,6 +3,7 @@
  *
  * @internal
  */
+import type { EchoRules } from "./echo.js"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
@@ -29,6 +30,8 @@ export interface Settings {
   /** Full URL of the messages endpoint. */
   readonly url: string
   readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+  /** What the provider's echoes are checked against (`echo.ts`). */
+  readonly echo: EchoRules
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -526,6 +529,7 @@ export const streamMachine =
 /** @internal */
 export const codec = (settings: Settings): Codec => ({
   provider: settings.provider,
+  echo: settings.echo,
   providerOptions: anthropicProviderOptions,
   build: (request, stream) =>
     Either.map(requestBody(request, settings.provider, stream), (body) =>

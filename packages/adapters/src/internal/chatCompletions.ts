@@ -13,6 +13,7 @@ import type { FinishReason } from "@modelgate/core/ModelResult"
 import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Either, Schema } from "effect"
 import type { Codec } from "./adapter.js"
+import type { EchoRules } from "./echo.js"
 import type { Meta } from "./classify.js"
 import { firstHeader, invalidOutput } from "./classify.js"
 import { modelVersionOf, requestIdOf } from "./bounded.js"
@@ -39,6 +40,8 @@ export interface Dialect {
   readonly userField?: "safety_identifier" | "user" | undefined
   /** Fields `providerOptions` may set. Default {@link openAiProviderOptions}. */
   readonly providerOptions?: ProviderOptionsAllowlist | undefined
+  /** What the server's echoes are checked against (`echo.ts`). */
+  readonly echo: EchoRules
 }
 
 /**
@@ -461,6 +464,7 @@ export const streamMachine =
  */
 export const codec = (dialect: Dialect): Codec => ({
   provider: dialect.provider,
+  echo: dialect.echo,
   providerOptions: dialect.providerOptions ?? openAiProviderOptions,
   build: (request, stream) => {
     const refused = firstSet(request.options, unmappableOptions)

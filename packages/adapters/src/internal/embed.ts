@@ -10,7 +10,9 @@ import { Usage } from "@modelgate/core/ModelResult"
 import type { EmbedRequest, EmbedResponse } from "@modelgate/core/ProviderAdapter"
 import { Effect, Either } from "effect"
 import type { Codec, Limits } from "./adapter.js"
-import { exchangeJson, limitOr } from "./adapter.js"
+import { echoChecked, exchangeJson, limitOr } from "./adapter.js"
+import type { EchoRules } from "./echo.js"
+import * as Echo from "./echo.js"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
 
@@ -33,6 +35,8 @@ export interface EmbedCodec {
   readonly classifyError: Codec["classifyError"]
   /** Most inputs of one HTTP request; more are sent in consecutive batches within the attempt. */
   readonly maxBatch?: number | undefined
+  /** What the provider's echoes (model version, request ids) are checked against (`echo.ts`). */
+  readonly echo: EchoRules
 }
 
 /**
@@ -76,13 +80,18 @@ export const vectorsOf = (
  */
 export const makeEmbed = (
   http: HttpClient.HttpClient,
-  codec: EmbedCodec,
+  raw: EmbedCodec,
   limits: Limits
 ): ((request: EmbedRequest) => Effect.Effect<EmbedResponse, ProviderError>) => {
+  const rules = raw.echo
+  const codec = echoChecked(raw, rules)
   const provider = codec.provider
   const maxResponseBytes = limitOr(limits.maxResponseBytes, defaultMaxEmbeddingResponseBytes)
   const one = (request: EmbedRequest): Effect.Effect<EmbedResponse, ProviderError> =>
-    exchangeJson(http, codec, codec.build(request), maxResponseBytes, codec.decode)
+    exchangeJson(http, codec, codec.build(request), maxResponseBytes, codec.decode).pipe(
+      Effect.map((answer) => Echo.checkAnswer(rules, request.target.model, answer)),
+      Effect.mapError((error) => Echo.checkError(rules, error))
+    )
   const maxBatch = codec.maxBatch
   if (maxBatch === undefined) return one
   return (request) => {

@@ -7,6 +7,7 @@
  *
  * @internal
  */
+import type { EchoRules } from "./echo.js"
 import type { HttpClientRequest as Request } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import type { EmbedRequest } from "@modelgate/core/ProviderAdapter"
@@ -50,6 +51,8 @@ export interface Settings {
   /** API root including the version (`…/v1beta`). */
   readonly baseUrl: string
   readonly authorize: (request: Request.HttpClientRequest) => Request.HttpClientRequest
+  /** What the provider's echoes are checked against (`echo.ts`). */
+  readonly echo: EchoRules
 }
 
 /** @internal */
@@ -57,6 +60,7 @@ export const codec = (settings: Settings): EmbedCodec => {
   const root = settings.baseUrl.replace(/\/+$/, "")
   return {
     provider: settings.provider,
+    echo: settings.echo,
     build: (request) =>
       HttpClientRequest.post(`${root}/models/${modelPath(request.target.model)}:batchEmbedContents`).pipe(
         settings.authorize,

@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import type { EchoRules } from "./echo.js"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
@@ -30,6 +31,8 @@ export interface Settings {
   /** API root including the version, e.g. `https://generativelanguage.googleapis.com/v1beta`. */
   readonly baseUrl: string
   readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+  /** What the provider's echoes are checked against (`echo.ts`). */
+  readonly echo: EchoRules
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -437,6 +440,7 @@ export const codec = (settings: Settings): Codec => {
   const root = settings.baseUrl.replace(/\/+$/, "")
   return {
     provider: settings.provider,
+    echo: settings.echo,
     providerOptions: geminiProviderOptions,
     build: (request, stream) =>
       Either.map(requestBody(request, settings.provider), (body) =>

@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import type { EchoRules } from "./echo.js"
 import type { HttpClientRequest as Request } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import type { EmbedRequest } from "@modelgate/core/ProviderAdapter"
@@ -30,11 +31,14 @@ export interface Settings {
   /** The full endpoint URL (`…/v1/embeddings`). */
   readonly url: string
   readonly authorize: (request: Request.HttpClientRequest) => Request.HttpClientRequest
+  /** What the provider's echoes are checked against (`echo.ts`). */
+  readonly echo: EchoRules
 }
 
 /** @internal */
 export const codec = (settings: Settings): EmbedCodec => ({
   provider: settings.provider,
+  echo: settings.echo,
   build: (request) =>
     HttpClientRequest.post(settings.url).pipe(
       settings.authorize,

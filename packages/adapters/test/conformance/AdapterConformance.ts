@@ -211,7 +211,7 @@ export const describeAdapter = (descriptor: Descriptor, specific: (it: Methods) 
             MockProviderServer.success({
               text: "Hi there",
               usage: { input: 120, output: 40, cached: 64, reasoning: 16 },
-              model: "model-x-2026-05-01",
+              model: "ok-model-2026-05-01",
               systemFingerprint: "fp_abc",
               requestId: "req_123"
             })
@@ -223,7 +223,7 @@ export const describeAdapter = (descriptor: Descriptor, specific: (it: Methods) 
           assert.deepStrictEqual(response.toolCalls, [])
           assert.strictEqual(response.requestId, "req_123")
           assert.strictEqual(response.httpStatus, 200)
-          assert.strictEqual(response.modelVersion, descriptor.modelVersion("model-x-2026-05-01", "fp_abc"))
+          assert.strictEqual(response.modelVersion, descriptor.modelVersion("ok-model-2026-05-01", "fp_abc"))
           assert.deepStrictEqual(
             { ...response.usage },
             { inputTokens: 120, cachedInputTokens: 64, outputTokens: 40, reasoningTokens: 16 }

@@ -10,7 +10,7 @@ import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason } from "@modelgate/core/ModelResult"
 import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Effect, Either, Option, Schema, Stream } from "effect"
-import { requestIdOf } from "../bounded.js"
+import { modelVersionOf, requestIdOf } from "../bounded.js"
 import { providerError } from "../classify.js"
 import { classifyStreamError } from "./classify.js"
 import { promptFromMessages } from "./prompt.js"
@@ -115,7 +115,7 @@ export const fromParts = (
         break
       }
       case "response-metadata":
-        modelVersion = Option.getOrUndefined(part.modelId)
+        modelVersion = modelVersionOf(Option.getOrUndefined(part.modelId))
         responseId = Option.getOrUndefined(part.id)
         break
       case "finish":
@@ -157,7 +157,7 @@ export const streamEvents = <E>(
       if (finished) return Either.right(out)
       switch (part.type) {
         case "response-metadata":
-          modelVersion = Option.getOrUndefined(part.modelId) ?? modelVersion
+          modelVersion = modelVersionOf(Option.getOrUndefined(part.modelId)) ?? modelVersion
           break
         case "text-delta":
           if (part.delta !== "") out.push({ _tag: "TextDelta", text: part.delta })
