@@ -26,6 +26,8 @@ import * as FastPath from "../src/internal/fastPath.js"
 const acme = TenantId.make("acme")
 const globex = TenantId.make("globex")
 const units = (x: number) => Math.round(x * Budgets.unitsPerCurrency)
+/** A balance with `committed` units spent and nothing reserved or overspent. */
+const settled = (committed: number) => ({ committed, reserved: 0, overspent: 0 })
 
 const withBudgets = (options: Budgets.Options) => Effect.provide(Budgets.layerMemory(options))
 const budgets = Budgets.Budgets
@@ -315,11 +317,7 @@ describe("Budgets (memory)", () => {
         Effect.provideService(BudgetStore.BudgetStore, store)
       )
       yield* spend(b, acme, 1, 1)
-      assert.deepStrictEqual(yield* store.balance(`acme/${Budgets.windowOf("monthly", 0).key}`, 0), {
-        committed: units(1),
-        reserved: 0,
-        overspent: 0
-      })
+      assert.deepStrictEqual(yield* store.balance(`acme/${Budgets.windowOf("monthly", 0).key}`, 0), settled(units(1)))
     })
   )
 })
@@ -501,11 +499,7 @@ describe("Budgets with a failing or slow store", () => {
       const r = yield* b.reserve(acme, 2)
       assert.isTrue((yield* r.settle(1.5)).pending)
       yield* TestClock.adjust("1 second")
-      assert.deepStrictEqual(yield* inner.balance("acme/total", 1_000), {
-        committed: units(1.5),
-        reserved: 0,
-        overspent: 0
-      })
+      assert.deepStrictEqual(yield* inner.balance("acme/total", 1_000), settled(units(1.5)))
     })
   )
 
@@ -522,11 +516,7 @@ describe("Budgets with a failing or slow store", () => {
       assert.strictEqual((yield* inner.balance("acme/total", 699)).committed, 0)
       yield* TestClock.adjust("1 millis")
       assert.deepStrictEqual((yield* calls).filter((c) => c === "commit").length, 4)
-      assert.deepStrictEqual(yield* inner.balance("acme/total", 700), {
-        committed: units(1.5),
-        reserved: 0,
-        overspent: 0
-      })
+      assert.deepStrictEqual(yield* inner.balance("acme/total", 700), settled(units(1.5)))
     })
   )
 
@@ -588,11 +578,7 @@ describe("Budgets with a failing or slow store", () => {
       yield* TestClock.adjust(50)
       yield* Fiber.join(interrupter)
       assert.isTrue(Exit.isInterrupted(yield* Fiber.await(fiber)))
-      assert.deepStrictEqual(yield* inner.balance("acme/total", 100), {
-        committed: units(1),
-        reserved: 0,
-        overspent: 0
-      })
+      assert.deepStrictEqual(yield* inner.balance("acme/total", 100), settled(units(1)))
     })
   )
 })

@@ -16,8 +16,9 @@ import { type ModelResult, Usage } from "@modelgate/core/ModelResult"
 import { ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
-import { Clock, Effect, Exit, Fiber, Layer, Option, TestClock } from "effect"
+import { Clock, Effect, Exit, Fiber, Layer, TestClock } from "effect"
 import { Classification, command, target, workflow } from "./fixtures.js"
+import { generateFor } from "./virtualTime.js"
 
 const P = "model://openai/small@eu"
 const F = "model://anthropic/haiku@eu"
@@ -110,20 +111,7 @@ const inputTokens = (cmd: ReturnType<typeof command>) =>
 const errorOf = (exit: Exit.Exit<ModelResult, GatewayError>): GatewayError | undefined =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
 
-/** Forks `generate`, advances virtual time by `ms`, and returns the exit with the instant it ended. */
-const runFor = (cmd: ReturnType<typeof command>, ms: number) =>
-  Effect.gen(function* () {
-    const g = yield* gateway
-    const fiber = yield* Effect.fork(
-      g.generate(cmd).pipe(
-        Effect.exit,
-        Effect.flatMap((exit) => Effect.map(Clock.currentTimeMillis, (at) => ({ exit, at })))
-      )
-    )
-    yield* TestClock.adjust(ms)
-    assert.isTrue(Option.isSome(yield* Fiber.poll(fiber)), "call did not finish in time")
-    return yield* Fiber.join(fiber)
-  })
+const runFor = generateFor
 
 const cmd = command("w.reply", {
   messages: [

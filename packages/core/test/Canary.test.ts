@@ -4,13 +4,14 @@
  * passes every hard constraint, the baseline route is its fallback, and evidence says which side.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { GatewayConfig, ModelGateway, Router } from "@modelgate/core"
+import { GatewayConfig, Router } from "@modelgate/core"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import * as Telemetry from "@modelgate/core/Telemetry"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, Exit, Fiber, Metric, TestClock } from "effect"
+import { Effect, Exit, Metric } from "effect"
 import { command, gatewayLayer, providers, refs, target, targets, workflow } from "./fixtures.js"
 import { candidateRef, keyOn as keyOnCanary } from "./lifecycleFixtures.js"
+import { driven, generateExit } from "./virtualTime.js"
 
 const ref = {
   primary: TargetRef.make(refs.primary),
@@ -37,13 +38,7 @@ const definitionWith = (fields: { readonly target?: string; readonly share?: num
 const keyOn = (side: "candidate" | "baseline") => keyOnCanary(canary(), side, "session-")
 
 /** Runs `generate` in a fiber and moves virtual time until it is done. */
-const run = (cmd: ReturnType<typeof command>, ms = 5_000) =>
-  Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
-    const fiber = yield* Effect.fork(Effect.exit(gateway.generate(cmd)))
-    yield* TestClock.adjust(ms)
-    return yield* Fiber.join(fiber)
-  })
+const run = (cmd: ReturnType<typeof command>, ms = 5_000) => driven(generateExit(cmd), ms)
 
 describe("canary assignment", () => {
   it("the same key always lands on the same side", () => {

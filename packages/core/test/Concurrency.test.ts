@@ -13,6 +13,8 @@ const C = TenantId.make("tenant-c")
 
 const service = Concurrency.Concurrency
 const snapshot = Effect.flatMap(service, (c) => c.snapshot)
+/** Asserts no permit is in use, nobody waits and no tenant has state. */
+const assertIdle = Effect.map(snapshot, (s) => assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0]))
 
 /**
  * Forks a job that holds a permit of `tenant` for `holdMs` virtual millis, and logs
@@ -73,8 +75,7 @@ describe("Concurrency (memory)", () => {
           ["a5", 1_000],
           ["b2", 1_000]
         ])
-        s = yield* snapshot
-        assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
+        yield* assertIdle
       }).pipe(
         Effect.provide(
           Concurrency.layerMemory({ permits: 4, tenants: { [A]: { reserved: 1, max: 3 }, [B]: { reserved: 1 } } })
@@ -198,13 +199,12 @@ describe("Concurrency (memory)", () => {
       assert.strictEqual((yield* snapshot).waiting, 2)
       yield* Fiber.interrupt(bounded)
       yield* Fiber.interrupt(unbounded)
-      let s = yield* snapshot
+      const s = yield* snapshot
       assert.deepStrictEqual([s.inUse, s.waiting, s.tenants, [...s.byTenant.keys()]], [1, 0, 1, [A]])
       // the freed permit finds no ghost waiter, and the bounded waiter's `until` does nothing
       held?.release()
       yield* TestClock.adjust(2_000)
-      s = yield* snapshot
-      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
+      yield* assertIdle
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
   )
 
@@ -240,8 +240,7 @@ describe("Concurrency (memory)", () => {
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(holder)
       yield* Fiber.interrupt(waiter)
-      const s = yield* snapshot
-      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
+      yield* assertIdle
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
   )
 
@@ -257,8 +256,7 @@ describe("Concurrency (memory)", () => {
         held?.release()
       })
       yield* Fiber.await(waiter)
-      const s = yield* snapshot
-      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
+      yield* assertIdle
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
   )
 
@@ -361,8 +359,7 @@ describe("Concurrency: the synchronous step (internal/fastPath: acquire / acquir
       const next = tryAcquire(C, "wf")
       assert.isDefined(next)
       next?.release()
-      s = yield* snapshot
-      assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0])
+      yield* assertIdle
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 1 })))
   )
 

@@ -74,6 +74,10 @@ const config = (fields: {
     ...(fields.maxRoutes !== undefined ? { maxRoutes: fields.maxRoutes } : {})
   })
 
+/** The memory health layer with these breaker settings (everything else default). */
+const breakerLayer = (breaker: ConstructorParameters<typeof Health.BreakerSettings>[0]) =>
+  Health.layerMemory(config({ breaker }))
+
 interface LogLine {
   readonly message: string
   readonly level: string
@@ -161,11 +165,7 @@ describe("Health breaker", () => {
       )
       assert.strictEqual(opened.count, 1)
     }).pipe(
-      Effect.provide(
-        Health.layerMemory(
-          config({ breaker: { consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(1) } })
-        )
-      ),
+      Effect.provide(breakerLayer({ consecutiveFailures: 3, failureRatio: 0, coolDown: Duration.seconds(1) })),
       Effect.provide(logs.layer)
     )
   })
@@ -211,11 +211,7 @@ describe("Health breaker", () => {
       )
     }).pipe(
       Effect.provide(
-        Health.layerMemory(
-          config({
-            breaker: { consecutiveFailures: 2, failureRatio: 0, coolDown: Duration.millis(500), halfOpenProbes: 2 }
-          })
-        )
+        breakerLayer({ consecutiveFailures: 2, failureRatio: 0, coolDown: Duration.millis(500), halfOpenProbes: 2 })
       ),
       Effect.provide(logs.layer)
     )
@@ -246,11 +242,7 @@ describe("Health breaker", () => {
       assert.isFalse(yield* h.isOpen(t))
     }).pipe(
       Effect.provide(
-        Health.layerMemory(
-          config({
-            breaker: { consecutiveFailures: 0, failureRatio: 0.5, minimumCalls: 4, coolDown: Duration.seconds(1) }
-          })
-        )
+        breakerLayer({ consecutiveFailures: 0, failureRatio: 0.5, minimumCalls: 4, coolDown: Duration.seconds(1) })
       )
     )
   })
@@ -280,11 +272,7 @@ describe("Health breaker", () => {
       assert.strictEqual((yield* snapshot(t.ref)).breaker, "closed")
     }).pipe(
       Effect.provide(
-        Health.layerMemory(
-          config({
-            breaker: { consecutiveFailures: 2, failureRatio: 0.5, minimumCalls: 2, coolDown: Duration.seconds(1) }
-          })
-        )
+        breakerLayer({ consecutiveFailures: 2, failureRatio: 0.5, minimumCalls: 2, coolDown: Duration.seconds(1) })
       )
     )
   })
@@ -303,13 +291,7 @@ describe("Health breaker", () => {
       yield* TestClock.adjust(1)
       assert.isFalse(yield* h.isOpen(t), "the lost probe's lease ran out")
       assert.isTrue(yield* h.tryAcquire(t))
-    }).pipe(
-      Effect.provide(
-        Health.layerMemory(
-          config({ breaker: { consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.millis(100) } })
-        )
-      )
-    )
+    }).pipe(Effect.provide(breakerLayer({ consecutiveFailures: 1, failureRatio: 0, coolDown: Duration.millis(100) })))
   })
 
   it.effect("per-target overrides: a disabled breaker never opens, others use their own threshold", () => {

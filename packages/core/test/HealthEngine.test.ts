@@ -1,11 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Budgets, CallRecorder, Concurrency, GatewayConfig, ModelGateway } from "@modelgate/core"
 import * as Health from "@modelgate/core/Health"
+import type { GatewayError } from "@modelgate/core/Errors"
 import type { ModelTarget } from "@modelgate/core/ModelTarget"
 import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Cause, Clock, Duration, Effect, Exit, Fiber, HashMap, Layer, Logger, Metric, Option, TestClock } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, HashMap, Layer, Logger, Metric, Option, TestClock } from "effect"
 import { Classification, command, providers, target, workflow } from "./fixtures.js"
+import { failureOf, generateFor } from "./virtualTime.js"
 
 const primary = "model://openai/small@eu"
 const fallback = "model://anthropic/haiku@eu"
@@ -51,25 +53,29 @@ const healthConfig = (breaker: ConstructorParameters<typeof Health.BreakerSettin
 
 /** Runs `cmd` starting at absolute virtual instant `startAt`, lets `window` ms pass, returns its exit and end. */
 const callAt = (startAt: number, cmd: ReturnType<typeof command>, window = 1000) =>
-  Effect.gen(function* () {
-    yield* TestClock.setTime(startAt)
-    const gw = yield* ModelGateway.ModelGateway
-    const fiber = yield* Effect.fork(
-      gw.generate(cmd).pipe(
-        Effect.exit,
-        Effect.flatMap((exit) => Effect.map(Clock.currentTimeMillis, (endedAt) => ({ exit, endedAt })))
-      )
-    )
-    yield* TestClock.adjust(window)
-    const done = yield* Fiber.poll(fiber)
-    assert.isTrue(Option.isSome(done), `call at ${startAt} did not finish within ${window} ms`)
-    return yield* Fiber.join(fiber)
-  })
-
-const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
-  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+  Effect.zipRight(
+    TestClock.setTime(startAt),
+    Effect.map(generateFor(cmd, window, `call at ${startAt} did not finish within ${window} ms`), ({ exit, at }) => ({
+      exit,
+      endedAt: at
+    }))
+  )
 
 const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
+
+/** Asserts the call ended at virtual 0 with NoEligibleRoute excluding exactly `excluded` (target, reason). */
+const excludedAtOnce = (exit: Exit.Exit<unknown, GatewayError>, excluded: ReadonlyArray<readonly [string, string]>) =>
+  Effect.map(Clock.currentTimeMillis, (now) => {
+    assert.strictEqual(now, 0)
+    const error = failureOf(exit)
+    assert.strictEqual(error?._tag, "NoEligibleRoute")
+    if (error?._tag === "NoEligibleRoute") {
+      assert.deepStrictEqual(
+        error.excluded.map((e) => [e.target, e.reason]),
+        excluded.map(([target, reason]) => [target, reason])
+      )
+    }
+  })
 const attemptsOn = (ref: string) =>
   Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) =>
     Effect.map(p.attemptsOn(ref), (l) => l.map((a) => a.startedAt))
@@ -287,19 +293,11 @@ describe("breakers in routing", () => {
       }
       // the only other route runs in the US, which this request does not allow
       const exit = yield* Effect.exit(gw.generate(command("h.multi", { regions: ["eu"] })))
-      assert.strictEqual(yield* Clock.currentTimeMillis, 0)
-      const error = failureOf(exit)
-      assert.strictEqual(error?._tag, "NoEligibleRoute")
-      if (error?._tag === "NoEligibleRoute") {
-        assert.deepStrictEqual(
-          error.excluded.map((e) => [e.target, e.reason]),
-          [
-            [primary, "BREAKER_OPEN"],
-            [fallback, "BREAKER_OPEN"],
-            [us, "DATA_REGION_MISMATCH"]
-          ]
-        )
-      }
+      yield* excludedAtOnce(exit, [
+        [primary, "BREAKER_OPEN"],
+        [fallback, "BREAKER_OPEN"],
+        [us, "DATA_REGION_MISMATCH"]
+      ])
       assert.deepStrictEqual(yield* Effect.flatMap(ScriptedProvider.ScriptedProvider, (s) => s.attempts), [])
       const [record] = yield* records
       assert.deepStrictEqual([record?.outcome, record?.errorTag], ["failed", "NoEligibleRoute"])
@@ -312,18 +310,10 @@ describe("breakers in routing", () => {
       Effect.gen(function* () {
         const gw = yield* ModelGateway.ModelGateway
         const exit = yield* Effect.exit(gw.generate(command("h.reply")))
-        assert.strictEqual(yield* Clock.currentTimeMillis, 0)
-        const error = failureOf(exit)
-        assert.strictEqual(error?._tag, "NoEligibleRoute")
-        if (error?._tag === "NoEligibleRoute") {
-          assert.deepStrictEqual(
-            error.excluded.map((e) => [e.target, e.reason]),
-            [
-              [primary, "BREAKER_OPEN"],
-              [fallback, "BREAKER_OPEN"]
-            ]
-          )
-        }
+        yield* excludedAtOnce(exit, [
+          [primary, "BREAKER_OPEN"],
+          [fallback, "BREAKER_OPEN"]
+        ])
         assert.deepStrictEqual(yield* Effect.flatMap(ScriptedProvider.ScriptedProvider, (s) => s.attempts), [])
       }).pipe(
         Effect.provide(

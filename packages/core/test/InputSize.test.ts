@@ -65,6 +65,27 @@ describe("input size limit", () => {
   )
 })
 
+/**
+ * Counts `input` in slices while a ticker runs whenever the event loop gets a turn (the counting
+ * itself is synchronous JavaScript: without turns between slices the ticker would not run until the
+ * end); the count and how many turns the ticker got meanwhile.
+ */
+const countingTicks = (input: TokenEstimator.Input) =>
+  Effect.suspend(() => {
+    let ticks = 0
+    let running = true
+    const tick = () => {
+      if (!running) return
+      ticks++
+      setImmediate(tick)
+    }
+    setImmediate(tick)
+    return Effect.map(TokenEstimator.estimateInputYielding(input), (counted) => {
+      running = false
+      return [counted, ticks] as const
+    })
+  })
+
 describe("counting large inputs in slices", () => {
   // Live clock: the turns between slices are real event-loop turns (timers and I/O run).
   it.live("the count matches the one-shot count up to one token per slice, with event-loop turns between slices", () =>
@@ -72,19 +93,7 @@ describe("counting large inputs in slices", () => {
       const words = Array.from({ length: 12_000 }, (_, i) => `word${i % 97} and more text ${i}`).join(" ")
       const input = { messages: [{ _tag: "user" as const, content: words }] }
       const once = TokenEstimator.estimateInput(input)
-      // A ticker that runs whenever the event loop gets a turn (the counting itself is synchronous
-      // JavaScript: without turns between slices the ticker would not run until the end).
-      let ticks = 0
-      let running = true
-      const tick = () => {
-        if (!running) return
-        ticks++
-        setImmediate(tick)
-      }
-      setImmediate(tick)
-      const counted = yield* TokenEstimator.estimateInputYielding(input)
-      const ticksWhileCounting = ticks
-      running = false
+      const [counted, ticksWhileCounting] = yield* countingTicks(input)
       const slices = Math.ceil(words.length / TokenEstimator.sliceCharacters)
       assert.isAtLeast(counted, once)
       assert.isAtMost(counted, once + slices)
@@ -98,17 +107,7 @@ describe("counting large inputs under TestClock", () => {
     Effect.gen(function* () {
       const words = Array.from({ length: 12_000 }, (_, i) => `word${i % 97} and more text ${i}`).join(" ")
       const input = { messages: [{ _tag: "user" as const, content: words }] }
-      let ticks = 0
-      let running = true
-      const tick = () => {
-        if (!running) return
-        ticks++
-        setImmediate(tick)
-      }
-      setImmediate(tick)
-      const counted = yield* TokenEstimator.estimateInputYielding(input)
-      const ticksWhileCounting = ticks
-      running = false
+      const [counted, ticksWhileCounting] = yield* countingTicks(input)
       const live = yield* Effect.provide(TokenEstimator.estimateInputYielding(input), Layer.setClock(Clock.make()))
       assert.strictEqual(counted, live)
       assert.isAbove(words.length, 4 * TokenEstimator.sliceCharacters)

@@ -1,12 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Clock, Effect, Exit, Fiber, Layer, Logger, LogLevel, Option, Random, Ref, Schema, TestClock } from "effect"
+import { Clock, Effect, Exit, Fiber, Layer, Logger, LogLevel, Random, Ref, Schema, TestClock } from "effect"
 import {
   Classification,
   command,
   definition,
   gatewayLayer,
+  invalidOnEveryRoute,
   providers,
   refs,
   target,
@@ -14,22 +15,9 @@ import {
   workflow,
   workflows
 } from "./fixtures.js"
+import { generateFor } from "./virtualTime.js"
 
-/** Forks `generate`, advances virtual time by `ms`, and returns the exit with the instant it ended. */
-const runFor = (cmd: ReturnType<typeof command>, ms: number) =>
-  Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
-    const fiber = yield* Effect.fork(
-      gateway.generate(cmd).pipe(
-        Effect.exit,
-        Effect.flatMap((exit) => Effect.map(Clock.currentTimeMillis, (at) => ({ exit, at })))
-      )
-    )
-    yield* TestClock.adjust(ms)
-    const done = yield* Fiber.poll(fiber)
-    assert.isTrue(Option.isSome(done), "call did not finish in time")
-    return yield* Fiber.join(fiber)
-  })
+const runFor = generateFor
 
 const starts = (logs: ReadonlyArray<ScriptedProvider.AttemptLog>) =>
   logs.map((l) => [l.target, l.startedAt, l.timeoutMs])
@@ -347,14 +335,7 @@ describe("ModelGateway.generate", () => {
         assert.notInclude(error.message, "shipping")
         assert.strictEqual(error.attempts.length, 2)
       }
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.success({ after: 40, value: { category: "shipping", confidence: 2 } })],
-          [refs.fallback]: [ScriptedProvider.invalidJson({ after: 30 })]
-        })
-      )
-    )
+    }).pipe(Effect.provide(gatewayLayer(invalidOnEveryRoute)))
   )
 
   it.effect("degrade answers availability failures with a non-model value, marked degraded", () =>

@@ -3,7 +3,7 @@ import { CallRecorder, GatewayConfig, ModelGateway } from "@modelgate/core"
 import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Clock, Effect, Exit, Fiber, Stream, TestClock } from "effect"
-import { command, definition, gatewayLayer, refs, target, targets, workflows } from "./fixtures.js"
+import { command, definition, gatewayLayer, primaryAnswers, refs, target, targets, workflows } from "./fixtures.js"
 
 const collect = (cmd: ReturnType<typeof command>, ms: number) =>
   Effect.gen(function* () {
@@ -51,14 +51,9 @@ describe("ModelGateway.stream", () => {
       assert.strictEqual(record?.outcome, "success")
     }).pipe(
       Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 0,
-              text: "Hello there, friend",
-              stream: { ttft: 50, interval: 20, chunks: ["Hello", " there,", " friend"] }
-            })
-          ]
+        primaryAnswers({
+          text: "Hello there, friend",
+          stream: { ttft: 50, interval: 20, chunks: ["Hello", " there,", " friend"] }
         })
       )
     )
@@ -110,20 +105,17 @@ describe("ModelGateway.stream", () => {
       assert.isTrue((record?.evidence.cost.actual ?? 0) > 0)
     }).pipe(
       Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 0,
-              stream: {
-                ttft: 40,
-                interval: 20,
-                chunks: ["one two", " three four", " five"],
-                failAfterChunks: { count: 2, error: new ProviderError({ kind: "server_error", processed: "maybe" }) }
-              }
-            })
-          ],
-          [refs.fallback]: [ScriptedProvider.success({ after: 0 })]
-        })
+        primaryAnswers(
+          {
+            stream: {
+              ttft: 40,
+              interval: 20,
+              chunks: ["one two", " three four", " five"],
+              failAfterChunks: { count: 2, error: new ProviderError({ kind: "server_error", processed: "maybe" }) }
+            }
+          },
+          { [refs.fallback]: [ScriptedProvider.success({ after: 0 })] }
+        )
       )
     )
   )
@@ -165,13 +157,8 @@ describe("ModelGateway.stream", () => {
       }
     }).pipe(
       Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 0,
-              stream: { ttft: 10, interval: 1, chunks: Array.from({ length: 40 }, (_, i) => ` word${i}`) }
-            })
-          ]
+        primaryAnswers({
+          stream: { ttft: 10, interval: 1, chunks: Array.from({ length: 40 }, (_, i) => ` word${i}`) }
         })
       )
     )

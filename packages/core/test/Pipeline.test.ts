@@ -16,8 +16,9 @@ import {
   TokenEstimator
 } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Cause, Effect, Exit, Fiber, Layer, Logger, LogLevel, Option, TestClock } from "effect"
+import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import { command, definition, providers, refs, target, targets, workflow } from "./fixtures.js"
+import { driven, generateExit } from "./virtualTime.js"
 
 const services = (parts: {
   readonly budgets?: Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError>
@@ -42,13 +43,7 @@ const gatewayWith = (
   )
 
 /** Runs `generate` in a fiber and moves virtual time until it is done. */
-const run = (cmd: ReturnType<typeof command>, ms = 5_000) =>
-  Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
-    const fiber = yield* Effect.fork(Effect.exit(gateway.generate(cmd)))
-    yield* TestClock.adjust(ms)
-    return yield* Fiber.join(fiber)
-  })
+const run = (cmd: ReturnType<typeof command>, ms = 5_000) => driven(generateExit(cmd), ms)
 
 const errorOf = <A>(exit: Exit.Exit<A, Errors.GatewayError>) =>
   Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined

@@ -13,26 +13,27 @@ import type { StreamEvent } from "@modelgate/core/StreamEvent"
 import { countText } from "@modelgate/core/TokenEstimator"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Clock, Effect, Exit, Fiber, Layer, Option, Schema, Stream, TestClock } from "effect"
-import { command, definition, gatewayLayer, providers, refs, target, targets, workflow, workflows } from "./fixtures.js"
+import {
+  command,
+  definition,
+  gatewayLayer,
+  imageMessages,
+  invalidOnEveryRoute,
+  lookupTool,
+  primaryAnswers,
+  providers,
+  refs,
+  target,
+  targets,
+  workflow,
+  workflows
+} from "./fixtures.js"
+import { generateFor } from "./virtualTime.js"
 
 const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
 const scripted = ScriptedProvider.ScriptedProvider
 
-/** Forks `generate`, advances virtual time by `ms`, and returns the exit with the instant it ended. */
-const runFor = (cmd: ReturnType<typeof command>, ms: number) =>
-  Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
-    const fiber = yield* Effect.fork(
-      gateway.generate(cmd).pipe(
-        Effect.exit,
-        Effect.flatMap((exit) => Effect.map(Clock.currentTimeMillis, (at) => ({ exit, at })))
-      )
-    )
-    yield* TestClock.adjust(ms)
-    const done = yield* Fiber.poll(fiber)
-    assert.isTrue(Option.isSome(done), "call did not finish in time")
-    return yield* Fiber.join(fiber)
-  })
+const runFor = generateFor
 
 /** Forks `stream`, advances virtual time by `ms`; every event with the instant it reached the consumer. */
 const streamFor = (cmd: ReturnType<typeof command>, ms: number) =>
@@ -111,19 +112,6 @@ const layerObservingHealth = (
     )
   )
 
-const imageMessages = [
-  { _tag: "system", content: "You read receipts." },
-  {
-    _tag: "user",
-    content: [
-      { _tag: "text", text: "What is the total on this receipt?" },
-      { _tag: "image", url: "https://example.com/receipt.png" }
-    ]
-  }
-] as const
-
-const lookupTool = { name: "lookup", description: "Looks up an order.", parameters: { type: "object" } }
-
 describe("schemaValid", () => {
   it.effect("false when every route's answer fails validation: InvalidOutput, and the record says so", () =>
     Effect.gen(function* () {
@@ -141,14 +129,7 @@ describe("schemaValid", () => {
           [refs.fallback, "invalid_output", "InvalidOutput"]
         ]
       )
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.success({ after: 40, value: { category: "shipping", confidence: 2 } })],
-          [refs.fallback]: [ScriptedProvider.invalidJson({ after: 30 })]
-        })
-      )
-    )
+    }).pipe(Effect.provide(gatewayLayer(invalidOnEveryRoute)))
   )
 
   it.effect("absent for a free-text workflow (no output schema), in the envelope and the record", () =>
@@ -373,18 +354,13 @@ describe("ModelGateway.stream", () => {
       assert.strictEqual(record?.finishReason, "tool_calls")
     }).pipe(
       Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 0,
-              text: "Looking.",
-              toolCalls: [
-                { id: "call_1", name: "lookup", arguments: '{"q":"invoice 42"}' },
-                { id: "call_2", name: "ping", arguments: "{}" }
-              ],
-              stream: { ttft: 20, interval: 10, chunks: ["Looking."], toolCallChunks: 3 }
-            })
-          ]
+        primaryAnswers({
+          text: "Looking.",
+          toolCalls: [
+            { id: "call_1", name: "lookup", arguments: '{"q":"invoice 42"}' },
+            { id: "call_2", name: "ping", arguments: "{}" }
+          ],
+          stream: { ttft: 20, interval: 10, chunks: ["Looking."], toolCallChunks: 3 }
         })
       )
     )

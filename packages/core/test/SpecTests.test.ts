@@ -7,9 +7,10 @@ import { Budgets, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Duration, Effect, Either, Fiber, type Layer, Option, TestClock } from "effect"
-import { command } from "./fixtures.js"
+import { Duration, Effect, Either, type Layer, Option, TestClock } from "effect"
+import { command, imageMessages, lookupTool } from "./fixtures.js"
 import { classedTarget, routingGateway, routingWorkflow, tierRefs, verified } from "./routingFixtures.js"
+import { driven } from "./virtualTime.js"
 
 const refs = {
   ...tierRefs,
@@ -79,12 +80,7 @@ const layerWith = (
 
 /** Runs a call to its end under the TestClock and returns how it ended. */
 const runCall = (cmd: ReturnType<typeof command>, advance = 5_000) =>
-  Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
-    const fiber = yield* Effect.fork(Effect.either(gateway.generate(cmd)))
-    yield* TestClock.adjust(advance)
-    return yield* Fiber.join(fiber)
-  })
+  driven(Effect.either(ModelGateway.generate(cmd)), advance)
 
 describe("routing spec tests", () => {
   it.effect("spec T3: an expensive target is rejected or degraded when the reservation doesn't fit", () =>
@@ -153,17 +149,6 @@ describe("routing spec tests", () => {
     }).pipe(Effect.provide(layerWith({}, Budgets.layerMemory({ tenants: { acme: { limit: 0.0001 } } }))))
   )
 
-  const imageMessages = [
-    { _tag: "system", content: "You read receipts." },
-    {
-      _tag: "user",
-      content: [
-        { _tag: "text", text: "What is the total on this receipt?" },
-        { _tag: "image", url: "https://example.com/receipt.png" }
-      ]
-    }
-  ] as const
-  const lookupTool = { name: "lookup", description: "Looks up an order.", parameters: { type: "object" } }
   const reasons = (excluded: ReadonlyArray<{ target: string; reason: string; detail: string }>) =>
     excluded.map((x) => [x.target, x.reason, x.detail])
   const resolve = (name: string, extra: Parameters<typeof command>[1] = {}) =>

@@ -642,6 +642,12 @@ const outValue = (after = 10) =>
   ScriptedProvider.success({ after, text: `{"category":"${CANARY}-value","confidence":1}` })
 const outJunk = (after = 10) => ScriptedProvider.success({ after, text: `{${CANARY}-not-json` })
 
+/** The same outcome on both routes of the fixture workflows. */
+const onEveryRoute = (outcome: ScriptedProvider.Outcome): ScriptedProvider.Scripts => ({
+  [refs.primary]: [outcome],
+  [refs.fallback]: [outcome]
+})
+
 interface Scenario {
   readonly name: string
   readonly command: ModelCommand.ModelCommand
@@ -684,25 +690,19 @@ const scenarios: ReadonlyArray<Scenario> = [
   {
     name: "rate limited everywhere",
     command: canaryCommand("ticket.reply"),
-    scripts: {
-      [refs.primary]: [ScriptedProvider.rateLimited({ after: 10 })],
-      [refs.fallback]: [ScriptedProvider.rateLimited({ after: 10 })]
-    },
+    scripts: onEveryRoute(ScriptedProvider.rateLimited({ after: 10 })),
     expect: "RateLimited"
   },
   {
     name: "unavailable everywhere",
     command: canaryCommand("ticket.reply"),
-    scripts: {
-      [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-      [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
-    },
+    scripts: onEveryRoute(ScriptedProvider.unavailable({ after: 10 })),
     expect: "ProviderUnavailable"
   },
   {
     name: "attempt timeouts until the deadline",
     command: canaryCommand("ticket.reply"),
-    scripts: { [refs.primary]: [ScriptedProvider.hang], [refs.fallback]: [ScriptedProvider.hang] },
+    scripts: onEveryRoute(ScriptedProvider.hang),
     expect: "DeadlineExceeded"
   },
   {
@@ -772,10 +772,7 @@ const scenarios: ReadonlyArray<Scenario> = [
   {
     name: "degraded answer",
     command: canaryCommand("tele.degraded"),
-    scripts: {
-      [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-      [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
-    },
+    scripts: onEveryRoute(ScriptedProvider.unavailable({ after: 10 })),
     expect: "degraded"
   },
   {

@@ -2,7 +2,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { ModelGateway, type StreamEvent } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Clock, Effect, Exit, Fiber, Schema, Stream, TestClock } from "effect"
-import { Classification, command, gatewayLayer, refs } from "./fixtures.js"
+import { Classification, command, gatewayLayer, primaryAnswers, refs } from "./fixtures.js"
+
+/** The primary target streams a valid classification in five chunks: the first 50 ms in, then every 20 ms. */
+const streamedClassification = primaryAnswers({
+  value: { category: "billing", confidence: 0.75 },
+  stream: { ttft: 50, interval: 20, chunks: ['{"cat', 'egory":"bi', 'lling","con', 'fidence":0.7', "5}"] }
+})
 
 const classify = ModelGateway.workflow("ticket.classify", Classification)
 const input: ModelGateway.CommandInput = {
@@ -157,19 +163,7 @@ describe("typed workflows", () => {
         assert.isTrue(final.result.evidence.schemaValid)
         assert.isTrue(extendsValue(values[values.length - 1], final.result.content.value))
       }
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 0,
-              value: { category: "billing", confidence: 0.75 },
-              stream: { ttft: 50, interval: 20, chunks: ['{"cat', 'egory":"bi', 'lling","con', 'fidence":0.7', "5}"] }
-            })
-          ]
-        })
-      )
-    )
+    }).pipe(Effect.provide(streamedClassification))
   )
 
   it.effect("streamWith: the same events, with Final carrying the value typed by the handle's schema", () =>
@@ -209,19 +203,7 @@ describe("typed workflows", () => {
       if (Exit.isFailure(failed.exit) && failed.exit.cause._tag === "Fail") {
         assert.strictEqual(failed.exit.cause.error._tag, "InvalidOutput")
       }
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 0,
-              value: { category: "billing", confidence: 0.75 },
-              stream: { ttft: 50, interval: 20, chunks: ['{"cat', 'egory":"bi', 'lling","con', 'fidence":0.7', "5}"] }
-            })
-          ]
-        })
-      )
-    )
+    }).pipe(Effect.provide(streamedClassification))
   )
 
   it.effect("a long structured answer is re-parsed a bounded number of times, each value extending the last", () =>
@@ -244,14 +226,9 @@ describe("typed workflows", () => {
         assert.deepStrictEqual(final.result.content.value, { category: "technical", confidence: 0.5 })
     }).pipe(
       Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 0,
-              text: longText,
-              stream: { ttft: 50, interval: 5, chunks: longChunks }
-            })
-          ]
+        primaryAnswers({
+          text: longText,
+          stream: { ttft: 50, interval: 5, chunks: longChunks }
         })
       )
     )
@@ -269,14 +246,9 @@ describe("typed workflows", () => {
       assert.deepStrictEqual(partials(events), [])
     }).pipe(
       Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [
-            ScriptedProvider.success({
-              after: 0,
-              text: '{"looks":"like json"}',
-              stream: { ttft: 50, interval: 20, chunks: ['{"looks"', ':"like', ' json"}'] }
-            })
-          ]
+        primaryAnswers({
+          text: '{"looks":"like json"}',
+          stream: { ttft: 50, interval: 20, chunks: ['{"looks"', ':"like', ' json"}'] }
         })
       )
     )

@@ -116,3 +116,33 @@ export const command = (workflowName: string, extra: Partial<typeof ModelCommand
     ],
     ...extra
   })
+
+/**
+ * The gateway whose primary target answers at once (`after: 0`) with `answer` (the stream tests'
+ * setup), plus `more` scripts for other targets.
+ */
+export const primaryAnswers = (
+  answer: Omit<Parameters<typeof ScriptedProvider.success>[0], "after">,
+  more: ScriptedProvider.Scripts = {}
+) => gatewayLayer({ [refs.primary]: [ScriptedProvider.success({ after: 0, ...answer })], ...more })
+
+/** Scripts whose answers fail the `Classification` schema on both routes of `ticket.classify`. */
+export const invalidOnEveryRoute: ScriptedProvider.Scripts = {
+  [refs.primary]: [ScriptedProvider.success({ after: 40, value: { category: "shipping", confidence: 2 } })],
+  [refs.fallback]: [ScriptedProvider.invalidJson({ after: 30 })]
+}
+
+/** A conversation holding an image (for vision exclusion). */
+export const imageMessages = [
+  { _tag: "system", content: "You read receipts." },
+  {
+    _tag: "user",
+    content: [
+      { _tag: "text", text: "What is the total on this receipt?" },
+      { _tag: "image", url: "https://example.com/receipt.png" }
+    ]
+  }
+] as const
+
+/** A tool definition (for tool-support exclusion). */
+export const lookupTool = { name: "lookup", description: "Looks up an order.", parameters: { type: "object" } }
