@@ -322,3 +322,62 @@ describe("the output cap a reservation pays for (issue 23 item 6)", () => {
     }).pipe(Effect.provide(layerOf(uncapped, { tenants: { acme: { limit: 100 } } })))
   )
 })
+
+describe("the budget's exclusions on the caller's error (issue 23 item 6)", () => {
+  /** F, the fallback, costs ten times P. */
+  const expensiveFallback: GatewayConfig.Definition = {
+    config: GatewayConfig.GatewayConfig.make({
+      targets: [
+        wholeUnits(target(P, "openai", { limits })),
+        priced(target(F, "anthropic", { limits }), 10_000, 20_000)
+      ],
+      workflows: [workflow({ name: "w.fallback", route: [P, F], timeout: 10_000, maxOutputTokens: 100 })]
+    }),
+    schemas: {}
+  }
+
+  it.effect("the budget removed the fallback and the primary failed: the error says so", () =>
+    Effect.gen(function* () {
+      const cmd = command("w.fallback")
+      const n = yield* inputOf(cmd)
+      // P's worst case fits, F's does not.
+      const limit = (n * 1_000 + 100 * 2_000) / 1e6
+      const exit = yield* runCall(cmd).pipe(
+        Effect.provide(
+          layerOf(
+            expensiveFallback,
+            { tenants: { acme: { limit } } },
+            { [P]: [ScriptedProvider.unavailable({ after: 10, status: 503 })] }
+          )
+        )
+      )
+      const error = errorOf(exit)
+      assert.strictEqual(error?._tag, "ProviderUnavailable")
+      if (error?._tag !== "ProviderUnavailable") return
+      assert.deepStrictEqual(
+        error.budgetExcluded?.map((x) => [String(x.target), x.reason]),
+        [[F, "BUDGET_DOES_NOT_FIT"]]
+      )
+      assert.include(error.message, `the budget excluded ${F} (BUDGET_DOES_NOT_FIT)`)
+      // Without a budget in the way the error carries nothing of the kind.
+      const plain = errorOf(
+        yield* runCall(cmd).pipe(
+          Effect.provide(
+            layerOf(
+              expensiveFallback,
+              { tenants: { acme: { limit: 100 } } },
+              {
+                [P]: [ScriptedProvider.unavailable({ after: 10, status: 503 })],
+                [F]: [ScriptedProvider.unavailable({ after: 10, status: 503 })]
+              }
+            )
+          )
+        )
+      )
+      assert.deepStrictEqual(
+        [plain?._tag, plain !== undefined && "budgetExcluded" in plain],
+        ["ProviderUnavailable", false]
+      )
+    }).pipe(Effect.provide(layerOf(expensiveFallback, { tenants: { acme: { limit: 100 } } })))
+  )
+})
