@@ -292,7 +292,6 @@ describe("the output cap a reservation pays for (issue 23 item 6)", () => {
 
   it.effect("a workflow without maxOutputTokens reserves for and asks for the default cap, not the model's limit", () =>
     Effect.gen(function* () {
-      assert.strictEqual(Workflow.defaultMaxOutputTokens, 4_096)
       const cmd = command("w.large")
       const n = yield* inputOf(cmd)
       const exit = yield* runCall(cmd)
@@ -319,6 +318,7 @@ describe("the output cap a reservation pays for (issue 23 item 6)", () => {
           [P, 8_000]
         ]
       )
+      assert.strictEqual(Workflow.defaultMaxOutputTokens, 4_096)
     }).pipe(Effect.provide(layerOf(uncapped, { tenants: { acme: { limit: 100 } } })))
   )
 })
