@@ -6,7 +6,7 @@
  * budget re-plan. Virtual time throughout; providers are scripted.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, BudgetStore, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import type { GatewayError } from "@modelgate/core/Errors"
 import type { ModelResult } from "@modelgate/core/ModelResult"
 import { Capabilities, ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
@@ -28,18 +28,44 @@ const priced = (t: ModelTarget, inputPerMillion: number, outputPerMillion: numbe
     pricing: new Pricing({ inputPerMillion, outputPerMillion, currency: "USD", pricingVersion: "prices-test-1" })
   })
 
-/** The gateway over scripted providers, in-memory budgets and records. */
+/**
+ * A budget store answering through Effects only, as a remote one does: the engine takes its Effect
+ * path (no synchronous reserve), where the memory store takes the fast path.
+ */
+const remoteStore = Layer.effect(
+  BudgetStore.BudgetStore,
+  Effect.map(
+    BudgetStore.makeMemory,
+    (inner): BudgetStore.Service => ({
+      reserve: inner.reserve,
+      commit: inner.commit,
+      release: inner.release,
+      balance: inner.balance
+    })
+  )
+)
+
+/** The gateway over scripted providers, budgets over a `store` (in memory by default), records in memory. */
 const layerOf = (
   definition: GatewayConfig.Definition,
   budgets: Budgets.Options,
-  scripts: ScriptedProvider.Scripts = {}
+  scripts: ScriptedProvider.Scripts = {},
+  store: "memory" | "remote" = "memory"
 ) =>
   ModelGateway.layer(definition).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers: ["openai", "anthropic"], scripts })),
     Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerMemory(budgets), Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
+      Layer.mergeAll(
+        store === "memory" ? Budgets.layerMemory(budgets) : Budgets.layer(budgets).pipe(Layer.provide(remoteStore)),
+        Concurrency.layerOff,
+        Health.layerOff,
+        CallRecorder.layerMemory
+      )
     )
   )
+
+/** Each case over the in-memory store (fast path) and over a store with I/O (Effect path). */
+const stores = ["memory", "remote"] as const
 
 /** Runs `generate` to its end under the TestClock: its exit. */
 const runCall = (cmd: ReturnType<typeof command>) =>
@@ -84,9 +110,9 @@ describe("model versions within a ref (issue 25 class 1)", () => {
     schemas: {}
   })
 
-  for (const allowFallback of [true, false]) {
+  for (const [allowFallback, store] of stores.flatMap((s) => [true, false].map((a) => [a, s] as const))) {
     it.effect(
-      `a canary of a new version the budget cannot afford: the running version serves (allowFallback: ${allowFallback})`,
+      `a canary of a new version the budget cannot afford: the running version serves (allowFallback: ${allowFallback}, ${store} store)`,
       () =>
         Effect.gen(function* () {
           const gateway = yield* ModelGateway.ModelGateway
@@ -110,7 +136,9 @@ describe("model versions within a ref (issue 25 class 1)", () => {
           }
           const balance = yield* noBudgetBalance
           assert.strictEqual(balance.reserved, 0)
-        }).pipe(Effect.provide(layerOf(versioned(oldP, allowFallback), { tenants: { acme: { limit: 0.01 } } })))
+        }).pipe(
+          Effect.provide(layerOf(versioned(oldP, allowFallback), { tenants: { acme: { limit: 0.01 } } }, {}, store))
+        )
     )
   }
 })
@@ -175,22 +203,24 @@ describe("refusals that say how to fix them (issue 23 item 6)", () => {
     }).pipe(Effect.provide(layerOf(single, { tenants: { acme: { limit: 1_000 } } })))
   )
 
-  it.effect("an undeclared tenant is refused with its own reason, not a limit of 0", () =>
-    Effect.gen(function* () {
-      const budgets = yield* Budgets.Budgets
-      const direct = yield* Effect.flip(budgets.reserve(command("x", { tenant: "globex" }).tenant, 0.01))
-      const exit = yield* runCall(command("w.reply", { tenant: "globex" }))
-      const error = errorOf(exit)
-      for (const e of [direct, error]) {
-        assert.strictEqual(e?._tag, "BudgetExceeded")
-        if (e?._tag !== "BudgetExceeded") return
-        assert.deepStrictEqual([e.tenant, e.reason], ["globex", "undeclared_tenant"])
-        assert.include(e.message, "tenant globex is not declared")
-        assert.include(e.message, "declare globex under budgets.tenants")
-      }
-      assert.deepStrictEqual((yield* (yield* ScriptedProvider.ScriptedProvider).attempts).length, 0)
-    }).pipe(Effect.provide(layerOf(single, { tenants: { acme: { limit: 1 } } })))
-  )
+  for (const store of stores) {
+    it.effect(`an undeclared tenant is refused with its own reason, not a limit of 0 (${store} store)`, () =>
+      Effect.gen(function* () {
+        const budgets = yield* Budgets.Budgets
+        const direct = yield* Effect.flip(budgets.reserve(command("x", { tenant: "globex" }).tenant, 0.01))
+        const exit = yield* runCall(command("w.reply", { tenant: "globex" }))
+        const error = errorOf(exit)
+        for (const e of [direct, error]) {
+          assert.strictEqual(e?._tag, "BudgetExceeded")
+          if (e?._tag !== "BudgetExceeded") return
+          assert.deepStrictEqual([e.tenant, e.reason], ["globex", "undeclared_tenant"])
+          assert.include(e.message, "tenant globex is not declared")
+          assert.include(e.message, "declare globex under budgets.tenants")
+        }
+        assert.deepStrictEqual((yield* (yield* ScriptedProvider.ScriptedProvider).attempts).length, 0)
+      }).pipe(Effect.provide(layerOf(single, { tenants: { acme: { limit: 1 } } }, {}, store)))
+    )
+  }
 })
 
 describe("pick what fits before availability fallback (issue 25 class 4)", () => {
@@ -217,34 +247,38 @@ describe("pick what fits before availability fallback (issue 25 class 4)", () =>
   })
   const balance = Effect.flatMap(Budgets.Budgets, (b) => b.balance(command("x").tenant))
 
-  it.effect("allowFallback: false and a budget the primary cannot afford: the cheaper eligible target serves", () =>
-    Effect.gen(function* () {
-      const cmd = command("w.pinned")
-      const n = yield* inputOf(cmd)
-      // F's worst case fits; P's is ten times as much.
-      const limit = (n * 1_000 + 100 * 2_000) / 1e6
-      const exit = yield* runCall(cmd).pipe(
-        Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit } } }))
-      )
-      assert.isTrue(Exit.isSuccess(exit), JSON.stringify(errorOf(exit)))
-      if (!Exit.isSuccess(exit)) return
-      const e = exit.value.evidence
-      assert.deepStrictEqual([e.target, e.eligible, e.selectionReason], [F, [F], "ONLY_ELIGIBLE"])
-      assert.deepStrictEqual(
-        e.excluded.map((x) => [x.target, x.reason]),
-        [[P, "BUDGET_DOES_NOT_FIT"]]
-      )
-      assert.deepStrictEqual(
-        e.attempts.map((a) => String(a.target)),
-        [F]
-      )
-      assert.strictEqual(e.cost.reserved, limit)
-    }).pipe(Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit: 1_000 } } })))
-  )
-
-  for (const allowFallback of [true, false]) {
+  for (const store of stores) {
     it.effect(
-      `nothing fits and the workflow degrades: the degraded answer serves (allowFallback: ${allowFallback})`,
+      `allowFallback: false and a budget the primary cannot afford: the cheaper eligible target serves (${store} store)`,
+      () =>
+        Effect.gen(function* () {
+          const cmd = command("w.pinned")
+          const n = yield* inputOf(cmd)
+          // F's worst case fits; P's is ten times as much.
+          const limit = (n * 1_000 + 100 * 2_000) / 1e6
+          const exit = yield* runCall(cmd).pipe(
+            Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit } } }, {}, store))
+          )
+          assert.isTrue(Exit.isSuccess(exit), JSON.stringify(errorOf(exit)))
+          if (!Exit.isSuccess(exit)) return
+          const e = exit.value.evidence
+          assert.deepStrictEqual([e.target, e.eligible, e.selectionReason], [F, [F], "ONLY_ELIGIBLE"])
+          assert.deepStrictEqual(
+            e.excluded.map((x) => [x.target, x.reason]),
+            [[P, "BUDGET_DOES_NOT_FIT"]]
+          )
+          assert.deepStrictEqual(
+            e.attempts.map((a) => String(a.target)),
+            [F]
+          )
+          assert.strictEqual(e.cost.reserved, limit)
+        }).pipe(Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit: 1_000 } } })))
+    )
+  }
+
+  for (const [allowFallback, store] of stores.flatMap((s) => [true, false].map((a) => [a, s] as const))) {
+    it.effect(
+      `nothing fits and the workflow degrades: the degraded answer serves (allowFallback: ${allowFallback}, ${store} store)`,
       () =>
         Effect.gen(function* () {
           const exit = yield* runCall(command("w.degraded"))
@@ -267,7 +301,9 @@ describe("pick what fits before availability fallback (issue 25 class 4)", () =>
           // Without a degraded mode the same call is refused.
           const refused = errorOf(yield* runCall(command("w.pinned")))
           assert.strictEqual(refused?._tag, "BudgetExceeded")
-        }).pipe(Effect.provide(layerOf(pickDefinition(allowFallback), { tenants: { acme: { limit: 0.01 } } })))
+        }).pipe(
+          Effect.provide(layerOf(pickDefinition(allowFallback), { tenants: { acme: { limit: 0.01 } } }, {}, store))
+        )
     )
   }
 })
