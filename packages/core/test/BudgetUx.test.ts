@@ -6,13 +6,23 @@
  * budget re-plan. Virtual time throughout; providers are scripted.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, BudgetStore, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import {
+  Budgets,
+  BudgetStore,
+  CallRecorder,
+  Catalogue,
+  Concurrency,
+  GatewayConfig,
+  Health,
+  ModelGateway
+} from "@modelgate/core"
 import type { GatewayError } from "@modelgate/core/Errors"
 import type { ModelResult } from "@modelgate/core/ModelResult"
 import { Capabilities, ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
+import * as Cost from "@modelgate/core/Pricing"
 import * as Workflow from "@modelgate/core/Workflow"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
-import { Cause, Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, Schema, TestClock } from "effect"
 import { keyOn } from "./lifecycleFixtures.js"
 import { command, refs, target, workflow } from "./fixtures.js"
 
@@ -416,4 +426,25 @@ describe("the budget's exclusions on the caller's error (issue 23 item 6)", () =
       )
     }).pipe(Effect.provide(layerOf(expensiveFallback, { tenants: { acme: { limit: 100 } } })))
   )
+})
+
+describe("docs/budgets.md: the worked example", () => {
+  it("a 100-token ticket on the catalogue's gpt-4.1-mini: the figures the page gives", () => {
+    const mini = Schema.decodeUnknownSync(ModelTarget)(
+      Catalogue.merge("openai/gpt-4.1-mini", {
+        ref: "model://openai/gpt-4.1-mini",
+        regions: ["eu"],
+        dataClasses: ["internal"]
+      })
+    )
+    assert.strictEqual(mini.capabilities.maxOutputTokens, 32_768)
+    // No cap anywhere: the default 4,096 output tokens, not the model's 32,768.
+    assert.strictEqual(Cost.outputCapAt(undefined, undefined, mini), 4_096)
+    assert.strictEqual(Cost.costAt(mini, 100, 4_096), 0.0065936)
+    assert.strictEqual(Cost.costAt(mini, 100, 32_768), 0.0524688)
+    assert.strictEqual(Cost.costAt(mini, 100, 20), 0.000072)
+    // The fix a $0.0002 budget's refusal names, and what it then reserves.
+    assert.strictEqual(Cost.affordableOutput(0.0002, 100, mini), 100)
+    assert.strictEqual(Cost.costAt(mini, 100, 100), 0.0002)
+  })
 })
