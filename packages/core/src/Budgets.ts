@@ -252,7 +252,7 @@ export type TenantBudget = typeof TenantBudget.Type
  *
  * Undeclared tenants (`undeclaredTenants`), the policy chosen here:
  * - `"reject"` (default): a tenant not listed in `tenants` has no budget; its calls fail with
- *   `BudgetExceeded` (limit 0) before any traffic. Tenants must be declared.
+ *   `BudgetExceeded` (`reason: "undeclared_tenant"`, limit 0) before any traffic. Tenants must be declared.
  * - `"unlimited"`: undeclared tenants are not limited (spend is not tracked).
  * - a {@link TenantBudget}: each undeclared tenant gets its own account with that limit.
  *

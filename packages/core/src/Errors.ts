@@ -12,8 +12,20 @@ import { ExcludedTarget, ExclusionReason } from "./RouteDecision.js"
 
 const common = {
   callId: Schema.optional(CallId),
-  attempts: Schema.optionalWith(Schema.Array(AttemptRecord), { default: () => [] })
+  attempts: Schema.optionalWith(Schema.Array(AttemptRecord), { default: () => [] }),
+  /**
+   * The targets the budget kept off the call's route (`BUDGET_DOES_NOT_FIT`: the tenant's budget
+   * or `maxCost`), e.g. the fallback that could have served when the primary failed. Absent when
+   * the budget excluded nothing. Since 0.3.0.
+   */
+  budgetExcluded: Schema.optional(Schema.Array(ExcludedTarget))
 }
+
+/** What a message adds when the budget kept targets off the route. */
+const budgetNote = (e: { readonly budgetExcluded?: ReadonlyArray<ExcludedTarget> | undefined }): string =>
+  e.budgetExcluded === undefined || e.budgetExcluded.length === 0
+    ? ""
+    : `; the budget excluded ${e.budgetExcluded.map((x) => x.target).join(", ")} (BUDGET_DOES_NOT_FIT)`
 
 /**
  * The model declined, or a provider safety filter blocked the input or output. Never retried and
@@ -28,7 +40,7 @@ export class Refusal extends Schema.TaggedError<Refusal>()("Refusal", {
   source: Schema.Literal("model", "safety_filter")
 }) {
   override get message(): string {
-    return `${this.target} refused (${this.source})`
+    return `${this.target} refused (${this.source})${budgetNote(this)}`
   }
 }
 
@@ -45,7 +57,7 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
 }) {
   override get message(): string {
     const hint = this.retryAfter ? `, retry after ${Duration.toMillis(this.retryAfter)} ms` : ""
-    return `${this.target} rate limited${hint}`
+    return `${this.target} rate limited${hint}${budgetNote(this)}`
   }
 }
 
@@ -72,7 +84,7 @@ export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>
   retryAfter: Schema.optional(Schema.DurationFromMillis)
 }) {
   override get message(): string {
-    return `${this.target} unavailable (${this.reason}${this.httpStatus ? ` ${this.httpStatus}` : ""})`
+    return `${this.target} unavailable (${this.reason}${this.httpStatus ? ` ${this.httpStatus}` : ""})${budgetNote(this)}`
   }
 }
 
@@ -89,7 +101,7 @@ export class InvalidOutput extends Schema.TaggedError<InvalidOutput>()("InvalidO
   issues: Schema.Array(Schema.String)
 }) {
   override get message(): string {
-    return `invalid output${this.target ? ` from ${this.target}` : ""}: ${this.issues.join("; ")}`
+    return `invalid output${this.target ? ` from ${this.target}` : ""}: ${this.issues.join("; ")}${budgetNote(this)}`
   }
 }
 
@@ -141,7 +153,7 @@ export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("Pr
   httpStatus: Schema.optional(Schema.Int)
 }) {
   override get message(): string {
-    return `${this.target} rejected the call (${this.reason})`
+    return `${this.target} rejected the call (${this.reason})${budgetNote(this)}`
   }
 }
 
@@ -174,7 +186,7 @@ export class AmbiguousOutcome extends Schema.TaggedError<AmbiguousOutcome>()("Am
   cause: Schema.String
 }) {
   override get message(): string {
-    return `outcome on ${this.target} is unknown (${this.cause}); not retried because the command allows state-changing tools`
+    return `outcome on ${this.target} is unknown (${this.cause}); not retried because the command allows state-changing tools${budgetNote(this)}`
   }
 }
 
@@ -240,7 +252,7 @@ export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("De
   elapsedMs: Schema.Number
 }) {
   override get message(): string {
-    return `deadline of ${this.timeoutMs} ms exceeded at ${this.elapsedMs} ms (${this.stage})`
+    return `deadline of ${this.timeoutMs} ms exceeded at ${this.elapsedMs} ms (${this.stage})${budgetNote(this)}`
   }
 }
 
@@ -384,7 +396,7 @@ export class GatewayConfigError extends Schema.TaggedError<GatewayConfigError>()
 
 type FieldsOf<C extends abstract new (...args: never) => unknown> = Omit<
   ConstructorParameters<C>[0],
-  "callId" | "attempts"
+  "callId" | "attempts" | "budgetExcluded"
 >
 
 /**
@@ -418,6 +430,8 @@ export type Failure =
 export interface CallContext {
   readonly callId?: CallId | undefined
   readonly attempts?: ReadonlyArray<AttemptRecord> | undefined
+  /** The route's `BUDGET_DOES_NOT_FIT` exclusions (set on the error only when there are some). */
+  readonly budgetExcluded?: ReadonlyArray<ExcludedTarget> | undefined
 }
 
 /**
@@ -428,7 +442,11 @@ export interface CallContext {
  * @internal
  */
 export const fromFailure = (failure: Failure, call: CallContext): GatewayError => {
-  const props = { callId: call.callId, attempts: call.attempts ?? [] }
+  const excluded = call.budgetExcluded
+  const props =
+    excluded === undefined || excluded.length === 0
+      ? { callId: call.callId, attempts: call.attempts ?? [] }
+      : { callId: call.callId, attempts: call.attempts ?? [], budgetExcluded: excluded }
   const unchecked = { disableValidation: true }
   switch (failure._tag) {
     case "Refusal":

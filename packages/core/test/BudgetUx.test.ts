@@ -6,13 +6,23 @@
  * budget re-plan. Virtual time throughout; providers are scripted.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import {
+  Budgets,
+  BudgetStore,
+  CallRecorder,
+  Catalogue,
+  Concurrency,
+  GatewayConfig,
+  Health,
+  ModelGateway
+} from "@modelgate/core"
 import type { GatewayError } from "@modelgate/core/Errors"
 import type { ModelResult } from "@modelgate/core/ModelResult"
 import { Capabilities, ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
+import * as Cost from "@modelgate/core/Pricing"
 import * as Workflow from "@modelgate/core/Workflow"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
-import { Cause, Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, Schema, TestClock } from "effect"
 import { keyOn } from "./lifecycleFixtures.js"
 import { command, refs, target, workflow } from "./fixtures.js"
 
@@ -28,18 +38,44 @@ const priced = (t: ModelTarget, inputPerMillion: number, outputPerMillion: numbe
     pricing: new Pricing({ inputPerMillion, outputPerMillion, currency: "USD", pricingVersion: "prices-test-1" })
   })
 
-/** The gateway over scripted providers, in-memory budgets and records. */
+/**
+ * A budget store answering through Effects only, as a remote one does: the engine takes its Effect
+ * path (no synchronous reserve), where the memory store takes the fast path.
+ */
+const remoteStore = Layer.effect(
+  BudgetStore.BudgetStore,
+  Effect.map(
+    BudgetStore.makeMemory,
+    (inner): BudgetStore.Service => ({
+      reserve: inner.reserve,
+      commit: inner.commit,
+      release: inner.release,
+      balance: inner.balance
+    })
+  )
+)
+
+/** The gateway over scripted providers, budgets over a `store` (in memory by default), records in memory. */
 const layerOf = (
   definition: GatewayConfig.Definition,
   budgets: Budgets.Options,
-  scripts: ScriptedProvider.Scripts = {}
+  scripts: ScriptedProvider.Scripts = {},
+  store: "memory" | "remote" = "memory"
 ) =>
   ModelGateway.layer(definition).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers: ["openai", "anthropic"], scripts })),
     Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerMemory(budgets), Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
+      Layer.mergeAll(
+        store === "memory" ? Budgets.layerMemory(budgets) : Budgets.layer(budgets).pipe(Layer.provide(remoteStore)),
+        Concurrency.layerOff,
+        Health.layerOff,
+        CallRecorder.layerMemory
+      )
     )
   )
+
+/** Each case over the in-memory store (fast path) and over a store with I/O (Effect path). */
+const stores = ["memory", "remote"] as const
 
 /** Runs `generate` to its end under the TestClock: its exit. */
 const runCall = (cmd: ReturnType<typeof command>) =>
@@ -84,9 +120,9 @@ describe("model versions within a ref (issue 25 class 1)", () => {
     schemas: {}
   })
 
-  for (const allowFallback of [true, false]) {
+  for (const [allowFallback, store] of stores.flatMap((s) => [true, false].map((a) => [a, s] as const))) {
     it.effect(
-      `a canary of a new version the budget cannot afford: the running version serves (allowFallback: ${allowFallback})`,
+      `a canary of a new version the budget cannot afford: the running version serves (allowFallback: ${allowFallback}, ${store} store)`,
       () =>
         Effect.gen(function* () {
           const gateway = yield* ModelGateway.ModelGateway
@@ -110,7 +146,9 @@ describe("model versions within a ref (issue 25 class 1)", () => {
           }
           const balance = yield* noBudgetBalance
           assert.strictEqual(balance.reserved, 0)
-        }).pipe(Effect.provide(layerOf(versioned(oldP, allowFallback), { tenants: { acme: { limit: 0.01 } } })))
+        }).pipe(
+          Effect.provide(layerOf(versioned(oldP, allowFallback), { tenants: { acme: { limit: 0.01 } } }, {}, store))
+        )
     )
   }
 })
@@ -175,22 +213,24 @@ describe("refusals that say how to fix them (issue 23 item 6)", () => {
     }).pipe(Effect.provide(layerOf(single, { tenants: { acme: { limit: 1_000 } } })))
   )
 
-  it.effect("an undeclared tenant is refused with its own reason, not a limit of 0", () =>
-    Effect.gen(function* () {
-      const budgets = yield* Budgets.Budgets
-      const direct = yield* Effect.flip(budgets.reserve(command("x", { tenant: "globex" }).tenant, 0.01))
-      const exit = yield* runCall(command("w.reply", { tenant: "globex" }))
-      const error = errorOf(exit)
-      for (const e of [direct, error]) {
-        assert.strictEqual(e?._tag, "BudgetExceeded")
-        if (e?._tag !== "BudgetExceeded") return
-        assert.deepStrictEqual([e.tenant, e.reason], ["globex", "undeclared_tenant"])
-        assert.include(e.message, "tenant globex is not declared")
-        assert.include(e.message, "declare globex under budgets.tenants")
-      }
-      assert.deepStrictEqual((yield* (yield* ScriptedProvider.ScriptedProvider).attempts).length, 0)
-    }).pipe(Effect.provide(layerOf(single, { tenants: { acme: { limit: 1 } } })))
-  )
+  for (const store of stores) {
+    it.effect(`an undeclared tenant is refused with its own reason, not a limit of 0 (${store} store)`, () =>
+      Effect.gen(function* () {
+        const budgets = yield* Budgets.Budgets
+        const direct = yield* Effect.flip(budgets.reserve(command("x", { tenant: "globex" }).tenant, 0.01))
+        const exit = yield* runCall(command("w.reply", { tenant: "globex" }))
+        const error = errorOf(exit)
+        for (const e of [direct, error]) {
+          assert.strictEqual(e?._tag, "BudgetExceeded")
+          if (e?._tag !== "BudgetExceeded") return
+          assert.deepStrictEqual([e.tenant, e.reason], ["globex", "undeclared_tenant"])
+          assert.include(e.message, "tenant globex is not declared")
+          assert.include(e.message, "declare globex under budgets.tenants")
+        }
+        assert.deepStrictEqual((yield* (yield* ScriptedProvider.ScriptedProvider).attempts).length, 0)
+      }).pipe(Effect.provide(layerOf(single, { tenants: { acme: { limit: 1 } } }, {}, store)))
+    )
+  }
 })
 
 describe("pick what fits before availability fallback (issue 25 class 4)", () => {
@@ -217,34 +257,38 @@ describe("pick what fits before availability fallback (issue 25 class 4)", () =>
   })
   const balance = Effect.flatMap(Budgets.Budgets, (b) => b.balance(command("x").tenant))
 
-  it.effect("allowFallback: false and a budget the primary cannot afford: the cheaper eligible target serves", () =>
-    Effect.gen(function* () {
-      const cmd = command("w.pinned")
-      const n = yield* inputOf(cmd)
-      // F's worst case fits; P's is ten times as much.
-      const limit = (n * 1_000 + 100 * 2_000) / 1e6
-      const exit = yield* runCall(cmd).pipe(
-        Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit } } }))
-      )
-      assert.isTrue(Exit.isSuccess(exit), JSON.stringify(errorOf(exit)))
-      if (!Exit.isSuccess(exit)) return
-      const e = exit.value.evidence
-      assert.deepStrictEqual([e.target, e.eligible, e.selectionReason], [F, [F], "ONLY_ELIGIBLE"])
-      assert.deepStrictEqual(
-        e.excluded.map((x) => [x.target, x.reason]),
-        [[P, "BUDGET_DOES_NOT_FIT"]]
-      )
-      assert.deepStrictEqual(
-        e.attempts.map((a) => String(a.target)),
-        [F]
-      )
-      assert.strictEqual(e.cost.reserved, limit)
-    }).pipe(Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit: 1_000 } } })))
-  )
-
-  for (const allowFallback of [true, false]) {
+  for (const store of stores) {
     it.effect(
-      `nothing fits and the workflow degrades: the degraded answer serves (allowFallback: ${allowFallback})`,
+      `allowFallback: false and a budget the primary cannot afford: the cheaper eligible target serves (${store} store)`,
+      () =>
+        Effect.gen(function* () {
+          const cmd = command("w.pinned")
+          const n = yield* inputOf(cmd)
+          // F's worst case fits; P's is ten times as much.
+          const limit = (n * 1_000 + 100 * 2_000) / 1e6
+          const exit = yield* runCall(cmd).pipe(
+            Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit } } }, {}, store))
+          )
+          assert.isTrue(Exit.isSuccess(exit), JSON.stringify(errorOf(exit)))
+          if (!Exit.isSuccess(exit)) return
+          const e = exit.value.evidence
+          assert.deepStrictEqual([e.target, e.eligible, e.selectionReason], [F, [F], "ONLY_ELIGIBLE"])
+          assert.deepStrictEqual(
+            e.excluded.map((x) => [x.target, x.reason]),
+            [[P, "BUDGET_DOES_NOT_FIT"]]
+          )
+          assert.deepStrictEqual(
+            e.attempts.map((a) => String(a.target)),
+            [F]
+          )
+          assert.strictEqual(e.cost.reserved, limit)
+        }).pipe(Effect.provide(layerOf(pickDefinition(false), { tenants: { acme: { limit: 1_000 } } })))
+    )
+  }
+
+  for (const [allowFallback, store] of stores.flatMap((s) => [true, false].map((a) => [a, s] as const))) {
+    it.effect(
+      `nothing fits and the workflow degrades: the degraded answer serves (allowFallback: ${allowFallback}, ${store} store)`,
       () =>
         Effect.gen(function* () {
           const exit = yield* runCall(command("w.degraded"))
@@ -267,7 +311,9 @@ describe("pick what fits before availability fallback (issue 25 class 4)", () =>
           // Without a degraded mode the same call is refused.
           const refused = errorOf(yield* runCall(command("w.pinned")))
           assert.strictEqual(refused?._tag, "BudgetExceeded")
-        }).pipe(Effect.provide(layerOf(pickDefinition(allowFallback), { tenants: { acme: { limit: 0.01 } } })))
+        }).pipe(
+          Effect.provide(layerOf(pickDefinition(allowFallback), { tenants: { acme: { limit: 0.01 } } }, {}, store))
+        )
     )
   }
 })
@@ -292,7 +338,6 @@ describe("the output cap a reservation pays for (issue 23 item 6)", () => {
 
   it.effect("a workflow without maxOutputTokens reserves for and asks for the default cap, not the model's limit", () =>
     Effect.gen(function* () {
-      assert.strictEqual(Workflow.defaultMaxOutputTokens, 4_096)
       const cmd = command("w.large")
       const n = yield* inputOf(cmd)
       const exit = yield* runCall(cmd)
@@ -319,6 +364,87 @@ describe("the output cap a reservation pays for (issue 23 item 6)", () => {
           [P, 8_000]
         ]
       )
+      assert.strictEqual(Workflow.defaultMaxOutputTokens, 4_096)
     }).pipe(Effect.provide(layerOf(uncapped, { tenants: { acme: { limit: 100 } } })))
   )
+})
+
+describe("the budget's exclusions on the caller's error (issue 23 item 6)", () => {
+  /** F, the fallback, costs ten times P. */
+  const expensiveFallback: GatewayConfig.Definition = {
+    config: GatewayConfig.GatewayConfig.make({
+      targets: [
+        wholeUnits(target(P, "openai", { limits })),
+        priced(target(F, "anthropic", { limits }), 10_000, 20_000)
+      ],
+      workflows: [workflow({ name: "w.fallback", route: [P, F], timeout: 10_000, maxOutputTokens: 100 })]
+    }),
+    schemas: {}
+  }
+
+  it.effect("the budget removed the fallback and the primary failed: the error says so", () =>
+    Effect.gen(function* () {
+      const cmd = command("w.fallback")
+      const n = yield* inputOf(cmd)
+      // P's worst case fits, F's does not.
+      const limit = (n * 1_000 + 100 * 2_000) / 1e6
+      const exit = yield* runCall(cmd).pipe(
+        Effect.provide(
+          layerOf(
+            expensiveFallback,
+            { tenants: { acme: { limit } } },
+            { [P]: [ScriptedProvider.unavailable({ after: 10, status: 503 })] }
+          )
+        )
+      )
+      const error = errorOf(exit)
+      assert.strictEqual(error?._tag, "ProviderUnavailable")
+      if (error?._tag !== "ProviderUnavailable") return
+      assert.deepStrictEqual(
+        error.budgetExcluded?.map((x) => [String(x.target), x.reason]),
+        [[F, "BUDGET_DOES_NOT_FIT"]]
+      )
+      assert.include(error.message, `the budget excluded ${F} (BUDGET_DOES_NOT_FIT)`)
+      // Without a budget in the way the error carries nothing of the kind.
+      const plain = errorOf(
+        yield* runCall(cmd).pipe(
+          Effect.provide(
+            layerOf(
+              expensiveFallback,
+              { tenants: { acme: { limit: 100 } } },
+              {
+                [P]: [ScriptedProvider.unavailable({ after: 10, status: 503 })],
+                [F]: [ScriptedProvider.unavailable({ after: 10, status: 503 })]
+              }
+            )
+          )
+        )
+      )
+      assert.deepStrictEqual(
+        [plain?._tag, plain !== undefined && "budgetExcluded" in plain],
+        ["ProviderUnavailable", false]
+      )
+    }).pipe(Effect.provide(layerOf(expensiveFallback, { tenants: { acme: { limit: 100 } } })))
+  )
+})
+
+describe("docs/budgets.md: the worked example", () => {
+  it("a 100-token ticket on the catalogue's gpt-4.1-mini: the figures the page gives", () => {
+    const mini = Schema.decodeUnknownSync(ModelTarget)(
+      Catalogue.merge("openai/gpt-4.1-mini", {
+        ref: "model://openai/gpt-4.1-mini",
+        regions: ["eu"],
+        dataClasses: ["internal"]
+      })
+    )
+    assert.strictEqual(mini.capabilities.maxOutputTokens, 32_768)
+    // No cap anywhere: the default 4,096 output tokens, not the model's 32,768.
+    assert.strictEqual(Cost.outputCapAt(undefined, undefined, mini), 4_096)
+    assert.strictEqual(Cost.costAt(mini, 100, 4_096), 0.0065936)
+    assert.strictEqual(Cost.costAt(mini, 100, 32_768), 0.0524688)
+    assert.strictEqual(Cost.costAt(mini, 100, 20), 0.000072)
+    // The fix a $0.0002 budget's refusal names, and what it then reserves.
+    assert.strictEqual(Cost.affordableOutput(0.0002, 100, mini), 100)
+    assert.strictEqual(Cost.costAt(mini, 100, 100), 0.0002)
+  })
 })

@@ -79,7 +79,13 @@ export const generate = (ctx: Call.EngineContext, command: ModelCommand): Effect
 const run = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effect.Effect<ModelResult, GatewayError> =>
   stages(ctx, call, invoke).pipe(
     Effect.onExit((exit) => settle(ctx, call, exit)),
-    Effect.mapError((failure) => fromFailure(failure, { callId: call.id, attempts: call.tally.attempts.slice() }))
+    Effect.mapError((failure) =>
+      fromFailure(failure, {
+        callId: call.id,
+        attempts: call.tally.attempts.slice(),
+        budgetExcluded: call.holds.route?.excluded.filter((e) => e.reason === "BUDGET_DOES_NOT_FIT")
+      })
+    )
   )
 
 /** refusals → resolve → admission → attempts → envelope. */

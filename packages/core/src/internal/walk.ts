@@ -174,13 +174,16 @@ const outputCap = (walk: Walk, target: ModelTarget, inputTokens: number | undefi
     : Math.min(cap, affordableOutput(walk.reservation.amount - walk.call.tally.spent, inputTokens, target))
 }
 
+/** The rest of the call's reservation no longer pays for an attempt at `target`. */
 const unaffordable = (walk: Walk, target: ModelTarget, inputTokens: number): Failure => ({
   _tag: "BudgetExceeded",
   tenant: walk.command.tenant,
   limit: walk.reservation.amount,
   committed: walk.call.tally.spent,
   reserved: walk.reservation.amount,
-  requested: costAt(target, inputTokens, minimumUsefulOutputTokens)
+  requested: costAt(target, inputTokens, minimumUsefulOutputTokens),
+  reason: "limit",
+  fix: `the rest of the call's reservation no longer pays for the input and ${minimumUsefulOutputTokens} output tokens on ${target.ref}: raise maxCost or the tenant's limit`
 })
 
 const takeRateLimit = (
