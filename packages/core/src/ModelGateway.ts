@@ -137,7 +137,10 @@ export const make = (
       shadow: Shadow.makeRunner({
         adapter: (provider) => ctx.adapters.get(provider),
         budgets,
-        recorder: shadowRecorder
+        recorder: shadowRecorder,
+        // Read when a shadow call starts (the engine context is built below).
+        concurrency: () => ctx.concurrency,
+        rateLimits: () => ctx.rateLimits
       })
     })
     const builder: Builder = {

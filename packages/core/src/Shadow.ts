@@ -8,21 +8,34 @@
  * {@link ShadowRecord} — outcome, schema validity, agreement with the primary's structured fields,
  * latency and cost, never content — handed to the {@link ShadowRecorder}.
  *
+ * A shadow call is an ordinary attempt on its candidate: it takes the candidate's concurrency
+ * permit (when the target has a cap) and its provider rate-limit headroom, at once or not at all —
+ * it never waits, so it never takes what a caller waits for, and one that finds none is dropped
+ * and counted (`concurrency`, `rate_limit`). Its attempt is bounded by the candidate's
+ * `perAttemptTimeout` (a candidate that hangs is cut then, as `timeout`), and whatever its exit —
+ * an answer, a timeout, a defect, an adapter that throws — its permit, rate-limit take and
+ * reservation are given back (the reservation committed with what it cost: its input once sent).
+ * The input is the primary's count when the router made one, else counted in slices that yield.
+ *
  * @since 0.2.0
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Metric, Ref, Schema } from "effect"
-import type { Budgets } from "./Budgets.js"
+import type { Budgets, Reservation } from "./Budgets.js"
+import type * as Concurrency from "./Concurrency.js"
 import type * as Disposition from "./Disposition.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import * as Attempt from "./internal/attempt.js"
 import { validateOutput } from "./internal/output.js"
 import * as Options from "./internal/options.js"
+import * as RateLimit from "./internal/rateLimit.js"
 import { type ModelCommand, TenantId } from "./ModelCommand.js"
-import type { ModelResult } from "./ModelResult.js"
+import type { ModelResult, Usage } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
 import { TargetRef } from "./ModelTarget.js"
 import { costAt, costOf, inputTokensAt, outputCapAt } from "./Pricing.js"
 import type { ProviderAdapter } from "./ProviderAdapter.js"
+import type * as RateLimitStore from "./RateLimitStore.js"
+import { ExcludedTarget } from "./RouteDecision.js"
 import { canarySide, checkTarget } from "./Router.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
@@ -135,9 +148,14 @@ export const layerMemory: Layer.Layer<ShadowRecorder | MemoryShadowRecorder> = L
 export const metrics = {
   /** Shadow calls made, by workflow, candidate and outcome. */
   calls: Metric.counter("modelgate.shadow.calls", { description: "Shadow calls made", incremental: true }),
-  /** Sampled calls not shadowed, by workflow, candidate and reason (tools, policy, load, budget). */
+  /**
+   * Sampled calls not shadowed, by workflow, candidate and reason: `side_effecting_tools`, `policy`,
+   * `load` (the workflow's `maxConcurrent`), `concurrency` (no permit of the candidate's cap free at
+   * once), `rate_limit` (no headroom in the candidate's provider rate limit), `budget`.
+   */
   dropped: Metric.counter("modelgate.shadow.dropped", {
-    description: "Sampled calls not shadowed (side-effecting tools, policy, load, budget)",
+    description:
+      "Sampled calls not shadowed (side-effecting tools, policy, load, candidate concurrency cap, rate limit, budget)",
     incremental: true
   })
 } as const
@@ -193,7 +211,9 @@ export interface Runner {
     compiled: CompiledWorkflow,
     target: ModelTarget,
     command: ModelCommand,
-    primary: ModelResult
+    primary: ModelResult,
+    /** The primary's input count (before any safety factor) when the router made one: not counted again. */
+    counted?: number | undefined
   ) => Effect.Effect<void>
 }
 
@@ -230,19 +250,83 @@ const judge = (
     : { ...none, outcome: "invalid_output", schemaValid: false }
 }
 
+/** What a shadow call holds while it runs: given back by its one exit handler, whatever the exit. */
+interface ShadowHolds {
+  permit: Concurrency.Permit | undefined
+  rated: RateLimit.Held | undefined
+  reservation: Reservation | undefined
+  /** What the reservation is committed with: the input once sent, the attempt's cost once it ended. */
+  spent: number
+  /** The attempt's reported usage (the rate limit's correction). */
+  usage: Usage | undefined
+  sent: boolean
+}
+
+/** Gives back what `holds` holds: the permit, the rate limit (corrected to the usage), the reservation (settled). */
+const giveBack = (holds: ShadowHolds): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const { permit, rated, reservation } = holds
+    holds.permit = undefined
+    holds.rated = undefined
+    holds.reservation = undefined
+    if (permit !== undefined) permit.release()
+    if (rated !== undefined) RateLimit.settle(rated, holds.usage, holds.sent)
+    return reservation === undefined ? Effect.void : Effect.asVoid(reservation.settle(holds.spent))
+  })
+
+/** What a {@link makeRunner} runner runs with. @internal */
+export interface RunnerDeps {
+  readonly adapter: (provider: string) => ProviderAdapter | undefined
+  readonly budgets: Budgets["Type"]
+  readonly recorder: Recorder
+  readonly concurrency?: (() => Concurrency.Service) | undefined
+  readonly rateLimits?: (() => RateLimitStore.Service | undefined) | undefined
+}
+
 /**
- * A runner over the gateway's adapters, budgets and recorder.
+ * Takes what the shadow call needs before it is sent, at once or not at all (a shadow call never
+ * waits, so it never takes what a caller is waiting for): the candidate's concurrency permit, its
+ * rate-limit headroom, the shadow tenant's reservation. The reason of a drop, or `undefined`.
+ */
+const admit = (
+  deps: RunnerDeps,
+  target: ModelTarget,
+  tenant: string,
+  tokens: number,
+  worst: number,
+  holds: ShadowHolds
+): Effect.Effect<string | undefined> =>
+  Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    const concurrency = deps.concurrency?.()
+    if (concurrency?.isCapped(target.ref)) {
+      // `until` now: a permit free at once, or none (never queued behind callers).
+      const permit = yield* Effect.either(concurrency.acquireTarget(target.ref, now))
+      if (Either.isLeft(permit) || permit.right === undefined) return "concurrency"
+      holds.permit = permit.right
+    }
+    const store = deps.rateLimits?.()
+    if (store !== undefined && target.rateLimit !== undefined) {
+      const taken = yield* Effect.either(RateLimit.take(store, target, target.rateLimit, tokens, now))
+      if (Either.isLeft(taken) || taken.right instanceof ExcludedTarget) return "rate_limit"
+      holds.rated = taken.right
+    }
+    const reservation = yield* Effect.either(deps.budgets.reserve(TenantId.make(tenant), worst))
+    if (Either.isLeft(reservation)) return "budget"
+    holds.reservation = reservation.right
+    return undefined
+  })
+
+/**
+ * A runner over the gateway's adapters, budgets, concurrency caps, rate limits and recorder
+ * (`concurrency` and `rateLimits` are read when a shadow call starts).
  *
  * @since 0.2.0
  * @category Constructors
  *
  * @internal
  */
-export const makeRunner = (deps: {
-  readonly adapter: (provider: string) => ProviderAdapter | undefined
-  readonly budgets: Budgets["Type"]
-  readonly recorder: Recorder
-}): Runner => {
+export const makeRunner = (deps: RunnerDeps): Runner => {
   const inFlight = new Map<string, number>()
   const tagged = <A extends Metric.Metric.Counter<number>>(m: A, workflow: string, candidate: string) =>
     Metric.tagged(Metric.tagged(m, "workflow", workflow), "candidate", candidate)
@@ -253,60 +337,92 @@ export const makeRunner = (deps: {
     target: ModelTarget,
     command: ModelCommand,
     primary: ModelResult,
-    adapter: ProviderAdapter
+    adapter: ProviderAdapter,
+    counted: number | undefined
   ): Effect.Effect<void> =>
-    Effect.gen(function* () {
-      const w = compiled.workflow
-      const shadow = w.shadow!
-      const estimated = TokenEstimator.estimateInput({
-        messages: command.messages,
-        tools: command.tools,
-        outputJsonSchema: compiled.jsonSchema
+    Effect.uninterruptibleMask((restore) => {
+      const holds: ShadowHolds = {
+        permit: undefined,
+        rated: undefined,
+        reservation: undefined,
+        spent: 0,
+        usage: undefined,
+        sent: false
+      }
+      const body = Effect.gen(function* () {
+        const w = compiled.workflow
+        const shadow = w.shadow!
+        // The call's options against the workflow's bounds, as the router resolved them for the primary.
+        const options = Options.resolve(w, command)
+        if (Either.isLeft(options)) return yield* drop(w.name, target.ref, "policy")
+        // The primary's count when the router made one; otherwise counted here, in slices that yield.
+        const estimated =
+          counted ??
+          (yield* restore(
+            TokenEstimator.estimateInputYielding({
+              messages: command.messages,
+              tools: command.tools,
+              outputJsonSchema: compiled.jsonSchema
+            })
+          ))
+        const inputTokens = inputTokensAt(estimated, target)
+        const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target)
+        const refused = yield* admit(
+          deps,
+          target,
+          shadow.budgetTenant,
+          inputTokens + cap,
+          costAt(target, inputTokens, cap),
+          holds
+        )
+        if (refused !== undefined) return yield* drop(w.name, target.ref, refused)
+        // Built, bounded and classified by the pipeline's own attempt module: the same request
+        // (sampling and provider options included) a production attempt on this target sends.
+        const basis = { compiled, command, options: options.right }
+        const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)
+        const request = Attempt.requestOf(basis, target, command.messages, cap, perAttemptMs)
+        const startedAt = yield* Clock.currentTimeMillis
+        const until = startedAt + perAttemptMs
+        // Sent: its input is likely billed, whatever happens next.
+        const inputCost = costAt(target, inputTokens, 0)
+        holds.sent = true
+        holds.spent = inputCost
+        // Interruptible: the attempt's own bound (its timeout) cuts a candidate that hangs.
+        const exit = yield* Effect.exit(restore(Effect.suspend(() => Attempt.generateUntil(adapter, request, until))))
+        const endedAt = yield* Clock.currentTimeMillis
+        const ended = Attempt.classifyEnd(target, exit, startedAt, until, endedAt)
+        const usage = ended.response?.usage ?? ended.error?.usage
+        // Sent without a reported usage (cut by its timeout, a failure): its input was likely billed.
+        const cost = usage === undefined ? inputCost : costOf(target, usage)
+        holds.usage = usage
+        holds.spent = cost
+        yield* giveBack(holds)
+        const judged = judge(compiled, target, primary, ended)
+        const record = new ShadowRecord(
+          {
+            callId: primary.evidence.callId,
+            workflow: w.name,
+            candidate: target.ref,
+            primary: primary.evidence.target,
+            outcome: judged.outcome,
+            errorTag: judged.errorTag,
+            schemaValid: judged.schemaValid,
+            agreement: judged.agreement?.agreement,
+            fieldsCompared: judged.agreement?.fields,
+            latencyMs: endedAt - startedAt,
+            cost,
+            startedAt
+          },
+          { disableValidation: true }
+        )
+        yield* Metric.increment(Metric.tagged(tagged(metrics.calls, w.name, target.ref), "outcome", judged.outcome))
+        yield* restore(deps.recorder.record(record))
       })
-      // The call's options against the workflow's bounds, as the router resolved them for the primary.
-      const options = Options.resolve(w, command)
-      if (Either.isLeft(options)) return yield* drop(w.name, target.ref, "policy")
-      const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target)
-      const worst = costAt(target, inputTokensAt(estimated, target), cap)
-      const reservation = yield* Effect.either(deps.budgets.reserve(TenantId.make(shadow.budgetTenant), worst))
-      if (Either.isLeft(reservation)) return yield* drop(w.name, target.ref, "budget")
-      // Built, bounded and classified by the pipeline's own attempt module: the same request
-      // (sampling and provider options included) a production attempt on this target sends.
-      const basis = { compiled, command, options: options.right }
-      const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)
-      const request = Attempt.requestOf(basis, target, command.messages, cap, perAttemptMs)
-      const startedAt = yield* Clock.currentTimeMillis
-      const until = startedAt + perAttemptMs
-      const exit = yield* Effect.exit(Attempt.generateUntil(adapter, request, until))
-      const endedAt = yield* Clock.currentTimeMillis
-      const ended = Attempt.classifyEnd(target, exit, startedAt, until, endedAt)
-      const usage = ended.response?.usage ?? ended.error?.usage
-      // Sent without a reported usage (cut by its timeout, a failure): its input was likely billed.
-      const cost = usage === undefined ? costAt(target, inputTokensAt(estimated, target), 0) : costOf(target, usage)
-      yield* reservation.right.settle(cost)
-      const judged = judge(compiled, target, primary, ended)
-      const record = new ShadowRecord(
-        {
-          callId: primary.evidence.callId,
-          workflow: w.name,
-          candidate: target.ref,
-          primary: primary.evidence.target,
-          outcome: judged.outcome,
-          errorTag: judged.errorTag,
-          schemaValid: judged.schemaValid,
-          agreement: judged.agreement?.agreement,
-          fieldsCompared: judged.agreement?.fields,
-          latencyMs: endedAt - startedAt,
-          cost,
-          startedAt
-        },
-        { disableValidation: true }
-      )
-      yield* Metric.increment(Metric.tagged(tagged(metrics.calls, w.name, target.ref), "outcome", judged.outcome))
-      yield* deps.recorder.record(record)
+      // Whatever the exit (a defect, an adapter that throws, an interruption): nothing is kept.
+      return Effect.ensuring(body, giveBack(holds))
     })
   return {
-    start: (compiled, target, command, primary) =>
+    start: (compiled, target, command, primary, counted) =>
       Effect.suspend(() => {
         const w = compiled.workflow
         const shadow = w.shadow
@@ -322,12 +438,14 @@ export const makeRunner = (deps: {
         inFlight.set(w.name, running + 1)
         const done = Effect.sync(() => inFlight.set(w.name, (inFlight.get(w.name) ?? 1) - 1))
         // Its own fiber: nothing of it is on the caller's path; whatever happens, it only logs.
-        const body = run(compiled, target, command, primary, adapter).pipe(
+        const body = run(compiled, target, command, primary, adapter, counted).pipe(
           // A defect's message may quote content: only that it happened is logged.
           Effect.catchAllCause(() => Effect.logWarning(`modelgate: shadow call for ${primary.evidence.callId} failed`)),
           Effect.ensuring(done)
         )
-        return Effect.asVoid(Effect.forkDaemon(body))
+        // Forked from the settle handler's uninterruptible region: made interruptible, or its
+        // attempt's timeout could never cut it.
+        return Effect.asVoid(Effect.forkDaemon(Effect.interruptible(body)))
       })
   }
 }

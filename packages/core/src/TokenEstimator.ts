@@ -253,13 +253,25 @@ const jsonLength = (schema: Record<string, unknown>): number => {
 }
 
 /**
- * Characters counted in one synchronous step by {@link estimateInputYielding}: ~16 K characters
- * take 2–6 ms here (prose to base64), so the event loop is never held long (outside `TestClock`).
+ * Characters counted in one step by {@link estimateInputYielding} (and what the router counts at
+ * once): a slice of 1 K characters takes well under 1 ms of prose and a few ms of base64 (its
+ * worst case here: ~3 ms idle, ~15 ms with the machine's two cores shared by many processes).
+ * The slices are the same whatever the timing, so a count does not depend on when it yields.
  *
  * @since 0.2.0
  * @category Constants
  */
-export const sliceCharacters = 16_384
+export const sliceCharacters = 1_024
+
+/**
+ * Milliseconds of counting after which {@link estimateInputYielding} gives the event loop a turn:
+ * a turn holds the loop for this long plus one slice at most. Inputs counted within it never
+ * yield (a typical prompt), so most counts cost one synchronous pass.
+ *
+ * @since 0.3.0
+ * @category Constants
+ */
+export const turnMilliseconds = 8
 
 /** Gives the event loop a turn (timers, I/O): the yield between slices outside `TestClock`. */
 const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
@@ -329,11 +341,15 @@ const textsOf = (input: Input): { readonly texts: Array<string>; readonly fixed:
   return { texts, fixed }
 }
 
-/** Where to cut `text` at or before `end`: after whitespace when there is some in the last 256 characters, never inside a surrogate pair. */
+/**
+ * Where to cut `text` at or before `end`: before a whitespace character when there is one in the
+ * last 256 characters (the tokenizer joins a space to the word after it, so the next slice starts
+ * as the whole text's piece would: the count is the same), never inside a surrogate pair.
+ */
 const cutAt = (text: string, start: number, end: number): number => {
   if (end >= text.length) return text.length
   for (let i = end; i > Math.max(start + 1, end - maxPieceLength); i--) {
-    const c = text.charCodeAt(i - 1)
+    const c = text.charCodeAt(i)
     if (c === 32 || c === 10 || c === 9 || c === 13) return i
   }
   const last = text.charCodeAt(end - 1)
@@ -343,10 +359,12 @@ const cutAt = (text: string, start: number, end: number): number => {
 /**
  * {@link estimateInput} for inputs of any size without holding the event loop: inputs up to
  * {@link sliceCharacters} are counted at once; larger ones in slices of at most that many
- * characters (cut after whitespace where possible), yielding between slices. The yield is a real
- * event-loop turn, except under `TestClock`, where it is a turn of Effect's scheduler that never
- * waits for a timer, so virtual time cannot move while a count is under way. A slice boundary inside a word can add a token, so a sliced
- * count may exceed `estimateInput`'s by at most one token per slice.
+ * characters (cut after whitespace where possible), giving the event loop a turn whenever
+ * {@link turnMilliseconds} of counting went by (measured with `performance.now`). The yield is a
+ * real event-loop turn, except under `TestClock`, where it is a turn of Effect's scheduler that
+ * never waits for a timer, so virtual time cannot move while a count is under way. The slices do
+ * not depend on timing, so neither does the count; a slice boundary inside a word can add a token,
+ * so a sliced count may exceed `estimateInput`'s by at most one token per slice.
  *
  * @since 0.2.0
  * @category Utils
@@ -360,12 +378,12 @@ export const estimateInputYielding = (input: Input): Effect.Effect<number> =>
       let t = 0
       let offset = 0
       const step: Effect.Effect<number> = Effect.suspend(() => {
-        let budget = sliceCharacters
-        while (t < texts.length && budget > 0) {
+        const turnStart = performance.now()
+        while (t < texts.length && performance.now() - turnStart < turnMilliseconds) {
           const text = texts[t]!
-          const end = cutAt(text, offset, Math.min(text.length, offset + budget))
-          total += countText(offset === 0 && end === text.length ? text : text.slice(offset, end))
-          budget -= end - offset
+          const end = cutAt(text, offset, Math.min(text.length, offset + sliceCharacters))
+          // A whole (short) text through the memo; a slice of a long one never (it would keep the text).
+          total += offset === 0 && end === text.length ? countText(text) : countUncached(text.slice(offset, end))
           offset = end
           if (offset >= text.length) {
             t++

@@ -17,6 +17,7 @@ import * as Options from "./options.js"
 import { Usage } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { inputTokensAt } from "../Pricing.js"
+import type { AttemptRecord } from "../ModelResult.js"
 import type { ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
 import type { Route } from "../Router.js"
 import * as TokenEstimator from "../TokenEstimator.js"
@@ -173,7 +174,7 @@ const runTraced = (
     const target = request.target
     const adapter = ctx.adapters.get(target.provider)!
     const start = clock.unsafeCurrentTimeMillis()
-    const context = contextOf(route, attempt, start)
+    const context = contextOf(call, route, attempt, start)
     const { tally, holds } = call
     // Only an attempt actually dispatched to a later target makes this a fallback.
     if (attempt.index > 0) tally.fallbackUsed = true
@@ -193,50 +194,89 @@ const runTraced = (
             )
           )
     return Effect.flatMap(Effect.exit(traced), (exit) => {
-      holds.inFlight = undefined
-      holds.admitted = undefined
       const end = clock.unsafeCurrentTimeMillis()
       const c = classifyEnd(target, exit, start, context.until, end)
-      if (context.progress.committed) tally.committed = true
-      if (c.response?.modelVersion !== undefined) tally.modelVersion = c.response.modelVersion
-      const record = recordAttempt(call, context, end, request.maxOutputTokens, c)
-      tally.attempts.push(record)
-      if (span !== undefined) Report.annotateAttempt(span, record)
-      // Health without route state (off) records at once: nothing to run.
-      const recordNow = FastPath.health(ctx.health)?.record
-      if (recordNow !== undefined) recordNow()
-      const reported =
-        recordNow !== undefined
-          ? Effect.succeed(c)
-          : Effect.as(
-              ctx.health.record(target, {
-                outcome: record.outcome,
-                availabilityFailure: c.breaker,
-                latencyMs: record.latencyMs,
-                ttftMs: record.ttftMs,
-                errorTag: record.errorTag,
-                retryAfterMs: record.retryAfterMs,
-                rateLimit: c.response?.rateLimit
-              }),
-              c
-            )
-      // A bug, reported loudly; by the defect's kind only (its message may quote content).
-      return Exit.isFailure(exit) && c.error === undefined
-        ? Effect.zipRight(
-            Effect.logError(
-              `modelgate: adapter defect on ${target.ref} (${defectKind(Cause.squash(exit.cause))}); attempt recorded as unavailable`
-            ),
-            reported
+      // Sent without a reported usage: billed what was sent (counted, uninterruptibly, if the
+      // router did not count), while the attempt is still the call's attempt in flight.
+      if (c.billSent) {
+        return Effect.flatMap(Effect.uninterruptible(billSent(tally, context)), (billed) =>
+          ended(
+            frame,
+            context,
+            span,
+            exit,
+            c,
+            recordOf(call, context, end, request.maxOutputTokens, c, billed.usage, billed.cost)
           )
-        : reported
+        )
+      }
+      const usage = c.response !== undefined ? c.response.usage : c.error?.usage
+      const cost = addUsage(tally, target, usage)
+      const record = recordOf(
+        call,
+        context,
+        end,
+        request.maxOutputTokens,
+        c,
+        usage,
+        c.response !== undefined || usage !== undefined ? cost : undefined
+      )
+      return ended(frame, context, span, exit, c, record)
     })
   })
 
+/** An attempt that ended and was recorded: kept in the call's tally, annotated, reported to health. */
+const ended = (
+  frame: Frame,
+  context: AttemptContext,
+  span: Tracer.Span | undefined,
+  exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>,
+  c: Disposition.Classified,
+  record: AttemptRecord
+): Effect.Effect<Disposition.Classified> => {
+  const { ctx, call } = frame
+  const { tally, holds } = call
+  const target = context.target
+  holds.inFlight = undefined
+  holds.admitted = undefined
+  if (context.progress.committed) tally.committed = true
+  if (c.response?.modelVersion !== undefined) tally.modelVersion = c.response.modelVersion
+  tally.attempts.push(record)
+  if (span !== undefined) Report.annotateAttempt(span, record)
+  // Health without route state (off) records at once: nothing to run.
+  const recordNow = FastPath.health(ctx.health)?.record
+  if (recordNow !== undefined) recordNow()
+  const reported =
+    recordNow !== undefined
+      ? Effect.succeed(c)
+      : Effect.as(
+          ctx.health.record(target, {
+            outcome: record.outcome,
+            availabilityFailure: c.breaker,
+            latencyMs: record.latencyMs,
+            ttftMs: record.ttftMs,
+            errorTag: record.errorTag,
+            retryAfterMs: record.retryAfterMs,
+            rateLimit: c.response?.rateLimit
+          }),
+          c
+        )
+  // A bug, reported loudly; by the defect's kind only (its message may quote content).
+  return Exit.isFailure(exit) && c.error === undefined
+    ? Effect.zipRight(
+        Effect.logError(
+          `modelgate: adapter defect on ${target.ref} (${defectKind(Cause.squash(exit.cause))}); attempt recorded as unavailable`
+        ),
+        reported
+      )
+    : reported
+}
+
 /** What the adapter and the stream driver see of the attempt. */
-const contextOf = (route: Route, attempt: Attempt, start: number): AttemptContext => {
+const contextOf = (call: Call, route: Route, attempt: Attempt, start: number): AttemptContext => {
   const { request } = attempt
   const target = request.target
-  let counted = attempt.inputTokens
+  const counted = attempt.inputTokens
   return {
     target,
     startedAt: start,
@@ -245,42 +285,47 @@ const contextOf = (route: Route, attempt: Attempt, start: number): AttemptContex
     get decision() {
       return route.decision
     },
-    inputTokens: () => {
-      if (counted === undefined) counted = inputTokensAt(estimateInput(route, request), target)
-      return counted
-    },
+    inputTokens:
+      counted !== undefined
+        ? Effect.succeed(counted)
+        : Effect.map(countInput(call, route, request.messages), (n) => inputTokensAt(n, target)),
     until: start + Duration.toMillis(request.timeout),
     progress: { ttftMs: undefined, outputTokens: 0, committed: false }
   }
 }
 
-/** The attempt's record, its usage added to the call's tally (what was sent, when nothing was reported). */
-const recordAttempt = (call: Call, context: AttemptContext, end: number, cap: number, c: Disposition.Classified) => {
-  if (c.billSent) {
-    const billed = billSent(call.tally, context)
-    return recordOf(call, context, end, cap, c, billed.usage, billed.cost)
-  }
-  const usage = c.response !== undefined ? c.response.usage : c.error?.usage
-  const cost = addUsage(call.tally, context.target, usage)
-  return recordOf(call, context, end, cap, c, usage, c.response !== undefined || usage !== undefined ? cost : undefined)
+/**
+ * Input tokens of `messages` sent with the call's tools and output schema, before any safety
+ * factor: the router's count for the command's own messages; otherwise counted once per call (the
+ * one sliced counter, which gives the event loop turns) and kept in the call's holds, so no path
+ * counts the caller's text twice.
+ */
+export const countInput = (call: Call, route: Route, messages: ReadonlyArray<Message>): Effect.Effect<number> => {
+  if (route.inputTokens !== undefined && messages === call.command.messages) return Effect.succeed(route.inputTokens)
+  const kept = call.holds.counted
+  if (kept !== undefined && kept.messages === messages) return Effect.succeed(kept.tokens)
+  return Effect.map(
+    TokenEstimator.estimateInputYielding({
+      messages,
+      tools: call.command.tools,
+      outputJsonSchema: route.compiled.jsonSchema
+    }),
+    (tokens) => {
+      call.holds.counted = { messages, tokens }
+      return tokens
+    }
+  )
 }
-
-/** Input tokens of `request` before the target's safety factor (counted when nothing limited the call). */
-const estimateInput = (route: Route, request: ProviderRequest): number =>
-  TokenEstimator.estimateInput({
-    messages: request.messages,
-    tools: request.tools,
-    outputJsonSchema: route.compiled.jsonSchema
-  })
 
 /**
  * Bills an attempt that was sent and reported no usage of its own (cut by its timeout, a defect or
  * the caller's cancellation): its input, and the output delivered so far.
  */
-export const billSent = (tally: Tally, attempt: AttemptContext): { readonly usage: Usage; readonly cost: number } => {
-  const usage = new Usage(
-    { inputTokens: attempt.inputTokens(), outputTokens: attempt.progress.outputTokens },
-    { disableValidation: true }
-  )
-  return { usage, cost: addUsage(tally, attempt.target, usage) }
-}
+export const billSent = (
+  tally: Tally,
+  attempt: AttemptContext
+): Effect.Effect<{ readonly usage: Usage; readonly cost: number }> =>
+  Effect.map(attempt.inputTokens, (inputTokens) => {
+    const usage = new Usage({ inputTokens, outputTokens: attempt.progress.outputTokens }, { disableValidation: true })
+    return { usage, cost: addUsage(tally, attempt.target, usage) }
+  })

@@ -31,9 +31,10 @@ export interface AttemptContext {
   readonly decision: RouteDecision
   /**
    * Input tokens at this target (after its safety factor): the router's count, or counted on first
-   * use when no limit needed one (billing a cut attempt, a stream without usage).
+   * use when no limit needed one (billing a cut attempt, a stream without usage) — once per call,
+   * in slices that give the event loop turns.
    */
-  readonly inputTokens: () => number
+  readonly inputTokens: Effect.Effect<number>
   /** Epoch-ms instant the attempt must end by: the earliest of its own limit and the call's deadline. */
   readonly until: number
   readonly progress: AttemptProgress

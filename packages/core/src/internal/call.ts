@@ -20,7 +20,7 @@ import type * as Concurrency from "../Concurrency.js"
 import type { Failure, StoreError } from "../Errors.js"
 import type { CompiledWorkflow } from "../GatewayConfig.js"
 import type * as Health from "../Health.js"
-import type { ModelCommand } from "../ModelCommand.js"
+import type { Message, ModelCommand } from "../ModelCommand.js"
 import { type AttemptRecord, CallId, type FinishReason, type ModelResult, type Usage } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { costOf } from "../Pricing.js"
@@ -144,6 +144,12 @@ export interface Holds {
   admitted: ModelTarget | undefined
   /** The attempt in flight, billed if the call is cancelled. */
   inFlight: AttemptContext | undefined
+  /**
+   * Input tokens (before any safety factor) counted after routing, when the router did not count
+   * (billing a cut attempt, a rate limit, an answer without usage): counted once, in slices that
+   * yield, and kept for the messages they were counted for.
+   */
+  counted: { readonly messages: ReadonlyArray<Message>; readonly tokens: number } | undefined
   /** The successful envelope, once built, and the target whose answer it is. */
   result: ModelResult | undefined
   answered: ModelTarget | undefined
@@ -247,6 +253,7 @@ export const make = (start: CallStart, span: Tracer.Span | undefined): Call => {
       runReserved: 0,
       admitted: undefined,
       inFlight: undefined,
+      counted: undefined,
       result: undefined,
       answered: undefined
     }

@@ -5,7 +5,7 @@
  * attempt calls the adapter's `embed` instead of `generate`. The vectors of the answering attempt
  * are kept by this call's invoke; the evidence is the pipeline's.
  */
-import { Array as Arr, Effect, Either } from "effect"
+import { Array as Arr, Effect, Either, Option } from "effect"
 import type { EmbedCommand } from "../Embeddings.js"
 import { EmbeddingResult } from "../Embeddings.js"
 import type { GatewayError } from "../Errors.js"
@@ -88,7 +88,7 @@ export const embed = (ctx: EngineContext, command: EmbedCommand): Effect.Effect<
           })
         )
       }
-      const call = Effect.flatMap(
+      const answered = bounded(
         adapter.embed({
           target,
           inputs: command.inputs,
@@ -96,31 +96,41 @@ export const embed = (ctx: EngineContext, command: EmbedCommand): Effect.Effect<
           task: command.task,
           timeout: request.timeout
         }),
-        (response) => {
-          // A provider that reports no usage (Gemini) is billed the estimated input.
-          const usage =
-            response.usage ??
-            new Usage({ inputTokens: attempt.inputTokens(), outputTokens: 0 }, { disableValidation: true })
-          return Either.map(
-            checked(response, command.inputs.length, produced.dimensions, usage, target.provider),
-            (ok): ProviderResponse => {
-              vectors = ok.vectors
-              return {
-                text: undefined,
-                toolCalls: [],
-                finishReason: "stop",
-                refusal: false,
-                usage,
-                modelVersion: ok.modelVersion,
-                requestId: ok.requestId,
-                httpStatus: ok.httpStatus,
-                rateLimit: ok.rateLimit
-              }
-            }
-          )
-        }
+        attempt.until
       )
-      return bounded(call, attempt.until)
+      // A provider that reports no usage (Gemini) is billed the estimated input: counted (when the
+      // router did not) once the answer is in, by the one sliced counter, outside the attempt's bound.
+      const usageOf = (response: EmbedResponse): Effect.Effect<Usage> =>
+        response.usage !== undefined
+          ? Effect.succeed(response.usage)
+          : Effect.map(
+              attempt.inputTokens,
+              (inputTokens) => new Usage({ inputTokens, outputTokens: 0 }, { disableValidation: true })
+            )
+      return Effect.flatMap(answered, (maybe) =>
+        Option.isNone(maybe)
+          ? Effect.succeedNone
+          : Effect.flatMap(usageOf(maybe.value), (usage) => {
+              const response = maybe.value
+              return Either.map(
+                checked(response, command.inputs.length, produced.dimensions, usage, target.provider),
+                (ok): Option.Option<ProviderResponse> => {
+                  vectors = ok.vectors
+                  return Option.some({
+                    text: undefined,
+                    toolCalls: [],
+                    finishReason: "stop",
+                    refusal: false,
+                    usage,
+                    modelVersion: ok.modelVersion,
+                    requestId: ok.requestId,
+                    httpStatus: ok.httpStatus,
+                    rateLimit: ok.rateLimit
+                  })
+                }
+              )
+            })
+      )
     }
     return Effect.map(
       execute(ctx, carrierOf(command), "embed", invoke),

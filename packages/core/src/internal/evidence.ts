@@ -236,8 +236,10 @@ export const recordCall = (
       ? recorded
       : Effect.zipRight(
           recorded,
-          Effect.catchAllCause(lifecycle.settled(compiled, callRecord, call.command, holds.result), (cause) =>
-            Effect.logError(`modelgate: a lifecycle hook failed for ${call.id} (${defectKind(Cause.squash(cause))})`)
+          Effect.catchAllCause(
+            lifecycle.settled(compiled, callRecord, call.command, holds.result, route?.inputTokens),
+            (cause) =>
+              Effect.logError(`modelgate: a lifecycle hook failed for ${call.id} (${defectKind(Cause.squash(cause))})`)
           )
         )
   return Report.outsideCallSpanEvents(call.span, observed)

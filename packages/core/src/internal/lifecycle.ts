@@ -35,7 +35,9 @@ export interface Hooks extends View {
     compiled: CompiledWorkflow,
     record: CallRecord,
     command: ModelCommand,
-    result: ModelResult | undefined
+    result: ModelResult | undefined,
+    /** The call's input count (before any safety factor), when the router made one. */
+    inputTokens?: number | undefined
   ) => Effect.Effect<void>
 }
 

@@ -20,7 +20,7 @@ export const makeHooks = (parts: {
     workflow.quality === undefined
       ? undefined
       : parts.quality.standing(workflow.name, target.ref, workflow.quality, segment),
-  settled: (compiled, record, command, result) => {
+  settled: (compiled, record, command, result, inputTokens) => {
     const features = compiled.lifecycle
     if (features === undefined) return Effect.void
     const w = compiled.workflow
@@ -31,7 +31,7 @@ export const makeHooks = (parts: {
     }
     const shadowTarget = features.shadowTarget
     if (shadowTarget !== undefined && result !== undefined && record.outcome === "success") {
-      steps.push(parts.shadow.start(compiled, shadowTarget, command, result))
+      steps.push(parts.shadow.start(compiled, shadowTarget, command, result, inputTokens))
     }
     return steps.length === 0 ? Effect.void : steps.length === 1 ? steps[0]! : Effect.all(steps, { discard: true })
   }

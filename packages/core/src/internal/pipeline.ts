@@ -238,24 +238,36 @@ const settle = (ctx: Call.EngineContext, call: Call.Call, exit: Exit.Exit<ModelR
   Effect.clockWith((clock) => {
     const at = clock.unsafeCurrentTimeMillis()
     const interrupted = Exit.isInterrupted(exit)
-    const { tally, holds } = call
-    const flight = holds.inFlight
-    if (interrupted && flight !== undefined) {
-      // Cancelled with an attempt in flight: its input was likely billed.
-      holds.inFlight = undefined
-      billSent(tally, flight)
-      if (flight.progress.committed) tally.committed = true
-      tally.attempts.push(cancelledRecord(call, flight, at))
-    }
-    // Admitted by its breaker but never recorded: give the probe slot back.
-    const admitted = holds.admitted
-    holds.admitted = undefined
-    releasePermit(holds)
-    // Money first, so that the record says what the settlement found (an overspend).
-    const money = settleMoney(holds, tally.spent)
-    const bookkeeping = admitted === undefined ? money : Effect.zipRight(ctx.health.release(admitted), money)
-    return Effect.zipRight(
-      bookkeeping,
-      Effect.suspend(() => recordCall(ctx, call, exit, interrupted, at))
-    )
+    const flight = call.holds.inFlight
+    if (!interrupted || flight === undefined) return settleHeld(ctx, call, exit, interrupted, at)
+    // Cancelled with an attempt in flight: its input was likely billed (counted, when the router
+    // did not count, by the one sliced counter).
+    call.holds.inFlight = undefined
+    return Effect.flatMap(billSent(call.tally, flight), () => {
+      if (flight.progress.committed) call.tally.committed = true
+      call.tally.attempts.push(cancelledRecord(call, flight, at))
+      return settleHeld(ctx, call, exit, interrupted, at)
+    })
   })
+
+/** The rest of the exit handler: the breaker slot, the permit, the reservation, the record. */
+const settleHeld = (
+  ctx: Call.EngineContext,
+  call: Call.Call,
+  exit: Exit.Exit<ModelResult, Failure>,
+  interrupted: boolean,
+  at: number
+): Effect.Effect<void> => {
+  const { tally, holds } = call
+  // Admitted by its breaker but never recorded: give the probe slot back.
+  const admitted = holds.admitted
+  holds.admitted = undefined
+  releasePermit(holds)
+  // Money first, so that the record says what the settlement found (an overspend).
+  const money = settleMoney(holds, tally.spent)
+  const bookkeeping = admitted === undefined ? money : Effect.zipRight(ctx.health.release(admitted), money)
+  return Effect.zipRight(
+    bookkeeping,
+    Effect.suspend(() => recordCall(ctx, call, exit, interrupted, at))
+  )
+}

@@ -85,11 +85,18 @@ const invokeStream =
         let finish:
           | { finishReason: FinishReason; refusal: boolean; usage: Usage | undefined; modelVersion: string | undefined }
           | undefined
-        const counted = () =>
-          new Usage({ inputTokens: attempt.inputTokens(), outputTokens }, { disableValidation: true })
+        // What was sent and delivered (the input counted, when the router did not, by the one sliced counter).
+        const counted = Effect.map(
+          attempt.inputTokens,
+          (inputTokens) => new Usage({ inputTokens, outputTokens }, { disableValidation: true })
+        )
         // A failure after the first delta: the provider may have billed the output delivered so far.
-        const afterCommit = (e: ProviderError) =>
-          firstAt === undefined ? e : new ProviderError({ ...e, processed: "maybe", usage: e.usage ?? counted() })
+        const afterCommit = (e: ProviderError): Effect.Effect<never, ProviderError> =>
+          firstAt === undefined
+            ? Effect.fail(e)
+            : e.usage !== undefined
+              ? Effect.fail(new ProviderError({ ...e, processed: "maybe" }))
+              : Effect.flatMap(counted, (usage) => Effect.fail(new ProviderError({ ...e, processed: "maybe", usage })))
         while (finish === undefined) {
           const now = yield* Clock.currentTimeMillis
           const until = firstAt === undefined ? ttftEnd : Math.min(attemptEnd, now + idleMs)
@@ -99,34 +106,30 @@ const invokeStream =
             // Out of total time (the attempt's own limit or the call's deadline) is a timeout, as for
             // `generate`; only a gap longer than the idle limit is a stall.
             const kind = firstAt === undefined || until >= attemptEnd ? "timeout" : "stream_stalled"
-            return yield* Effect.fail(
-              afterCommit(
-                new ProviderError({
-                  kind,
-                  processed: "maybe",
-                  requestId,
-                  detail:
-                    firstAt === undefined
-                      ? `no first token within ${ttftEnd - start} ms`
-                      : until >= attemptEnd
-                        ? "stream exceeded its total time"
-                        : `no chunk for ${idleMs} ms`
-                })
-              )
+            return yield* afterCommit(
+              new ProviderError({
+                kind,
+                processed: "maybe",
+                requestId,
+                detail:
+                  firstAt === undefined
+                    ? `no first token within ${ttftEnd - start} ms`
+                    : until >= attemptEnd
+                      ? "stream exceeded its total time"
+                      : `no chunk for ${idleMs} ms`
+              })
             )
           }
           const chunk = pulled.value
           if (Either.isLeft(chunk)) {
-            if (Option.isSome(chunk.left)) return yield* Effect.fail(afterCommit(chunk.left.value))
-            return yield* Effect.fail(
-              afterCommit(
-                new ProviderError({
-                  kind: "stream_truncated",
-                  processed: "maybe",
-                  requestId,
-                  detail: "stream ended without its terminator"
-                })
-              )
+            if (Option.isSome(chunk.left)) return yield* afterCommit(chunk.left.value)
+            return yield* afterCommit(
+              new ProviderError({
+                kind: "stream_truncated",
+                processed: "maybe",
+                requestId,
+                detail: "stream ended without its terminator"
+              })
             )
           }
           for (const event of chunk.right) {
@@ -188,7 +191,7 @@ const invokeStream =
           toolCalls,
           finishReason: finish.finishReason,
           refusal: finish.refusal,
-          usage: finish.usage ?? counted(),
+          usage: finish.usage ?? (yield* counted),
           modelVersion: finish.modelVersion,
           requestId,
           httpStatus,

@@ -16,8 +16,7 @@ import type { ModelTarget } from "../ModelTarget.js"
 import { affordableOutput, costAt, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../Pricing.js"
 import { ExcludedTarget } from "../RouteDecision.js"
 import * as Router from "../Router.js"
-import * as TokenEstimator from "../TokenEstimator.js"
-import { dispatch, type Frame, type RequestBasis, requestOf } from "./attempt.js"
+import { countInput, dispatch, type Frame, type RequestBasis, requestOf } from "./attempt.js"
 import { type Answer, deadlineFailure, storeFailure, withinDeadline } from "./call.js"
 import * as FastPath from "./fastPath.js"
 import { validateOutput } from "./output.js"
@@ -195,14 +194,13 @@ const takeRateLimit = (
   start: number
 ): Effect.Effect<RateLimit.Held | ExcludedTarget | undefined, Failure> => {
   const limits = walk.ctx.rateLimits
-  if (target.rateLimit === undefined || limits === undefined) return Effect.succeed(undefined)
-  const counted =
-    inputTokens ??
-    inputTokensAt(
-      TokenEstimator.estimateInput({ messages, tools: walk.command.tools, outputJsonSchema: walk.compiled.jsonSchema }),
-      target
-    )
-  return Effect.mapError(RateLimit.take(limits, target, target.rateLimit, counted + cap, start), storeFailure)
+  const limit = target.rateLimit
+  if (limit === undefined || limits === undefined) return Effect.succeed(undefined)
+  const take = (counted: number) =>
+    Effect.mapError(RateLimit.take(limits, target, limit, counted + cap, start), storeFailure)
+  if (inputTokens !== undefined) return take(inputTokens)
+  // Not counted by the router: counted once for the call, by the one sliced counter.
+  return Effect.flatMap(countInput(walk.call, walk.route, messages), (n) => take(inputTokensAt(n, target)))
 }
 
 /** Breaker admission; a breaker store that cannot answer fails the call (closed). */
