@@ -197,7 +197,10 @@ const takeRateLimit = (
       TokenEstimator.estimateInput({ messages, tools: walk.command.tools, outputJsonSchema: walk.compiled.jsonSchema }),
       target
     )
-  return Effect.mapError(RateLimit.take(limits, target, target.rateLimit, counted + cap, start), storeFailure)
+  return Effect.mapError(
+    RateLimit.take(limits, target, target.rateLimit, counted + cap, start, walk.call.deadline),
+    storeFailure
+  )
 }
 
 /** Breaker admission; a breaker store that cannot answer fails the call (closed). */
