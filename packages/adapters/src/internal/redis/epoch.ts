@@ -130,8 +130,14 @@ export const makeEpoch = (
     return { check, lost: () => lost, acknowledge, onLoss: (listener) => listeners.push(listener) }
   })
 
-/** `effect` pipelined with an epoch check (one round trip); fails closed after an unacknowledged loss. @internal */
+/**
+ * `effect` pipelined with an epoch check (one round trip); fails closed after an unacknowledged
+ * loss. A failed check leaves the verdict to `effect` (Redis down fails it too) and to the last
+ * check that answered.
+ *
+ * @internal
+ */
 export const guarded = <A>(epoch: Epoch, operation: string, effect: Effect.Effect<A, StoreError>) =>
-  Effect.flatMap(Effect.zip(epoch.check, effect, { concurrent: true }), ([, a]) =>
+  Effect.flatMap(Effect.zip(Effect.either(epoch.check), effect, { concurrent: true }), ([, a]) =>
     epoch.lost() ? Effect.fail(storeError("ledger", operation, lostDetail)) : Effect.succeed(a)
   )
