@@ -234,9 +234,12 @@ export const maxInputValues = Issues.maxInputValues
 
 const decodeChecked = Schema.decodeUnknownEither(ModelCommand, { errors: "all", onExcessProperty: "error" })
 
-/** A ParseError that names paths and kinds of problems only, never the offending values. */
+/**
+ * A ParseError that names paths and kinds of problems only, never the offending values. (On an AST
+ * of its own: the class's message annotation would replace `message`.)
+ */
 const rejected = (message: string) =>
-  new ParseResult.ParseError({ issue: new ParseResult.Type(ModelCommand.ast, undefined, message) })
+  new ParseResult.ParseError({ issue: new ParseResult.Type(Schema.Unknown.ast, undefined, message) })
 
 /**
  * Decodes a command from untrusted input. Unknown fields are an error, so a caller cannot smuggle a
