@@ -3,6 +3,7 @@
  * engine's model, the page script is small (the engine is not bundled into it), and playback reveals
  * stages at 7.5 s boundaries and the result only at 60 s.
  */
+import { request } from "node:http"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { parseScenarioArgs } from "../fallback-lab/cli.js"
@@ -47,6 +48,60 @@ describe("fallback lab server", () => {
       assert.strictEqual(bad.status, 400)
       assert.include(JSON.stringify(await bad.json()), 'deadline: \\"900\\" is not one of 400, 800, 1600')
       assert.strictEqual((await fetch(new URL("nope", lab.url))).status, 404)
+    } finally {
+      await lab.close()
+    }
+  })
+
+  it("answers only its own Host (127.0.0.1 or localhost with its port): DNS rebinding gets 403", async () => {
+    const lab = await startLabServer({ port: 0 })
+    try {
+      const port = new URL(lab.url).port
+      const statusWith = (host: string) =>
+        new Promise<number>((resolve, reject) => {
+          const req = request({ host: "127.0.0.1", port, path: "/api/model", headers: { host } }, (res) => {
+            res.resume()
+            resolve(res.statusCode ?? 0)
+          })
+          req.once("error", reject)
+          req.end()
+        })
+      assert.strictEqual(await statusWith(`127.0.0.1:${port}`), 200)
+      assert.strictEqual(await statusWith(`localhost:${port}`), 200)
+      assert.strictEqual(await statusWith(`attacker.example:${port}`), 403)
+      assert.strictEqual(await statusWith("localhost"), 403)
+      assert.strictEqual(await statusWith(`localhost:${Number(port) + 1}`), 403)
+    } finally {
+      await lab.close()
+    }
+  })
+
+  it("computes a bounded number of scenarios at once: past the bound, a fast 503 with retry-after", async () => {
+    const lab = await startLabServer({ port: 0, maxComputations: 1 })
+    try {
+      const queries = ["250&deadline=400", "500&deadline=800", "1000&deadline=1600", "250&deadline=1600"].map(
+        (rest) => `api/model?primary=slow&routeTimeout=${rest}`
+      )
+      const answers = await Promise.all(
+        queries.map(async (query) => {
+          const response = await fetch(new URL(query, lab.url))
+          await response.text()
+          const at = performance.now()
+          return { query, status: response.status, retryAfter: response.headers.get("retry-after"), at }
+        })
+      )
+      const computed = answers.filter((a) => a.status === 200)
+      const refused = answers.filter((a) => a.status === 503)
+      assert.strictEqual(computed.length, 1)
+      assert.strictEqual(refused.length, 3)
+      for (const r of refused) assert.strictEqual(r.retryAfter, "1")
+      // refused before the one computation ended
+      assert.isBelow(Math.max(...refused.map((r) => r.at)), Math.min(...computed.map((c) => c.at)))
+      // once computed, a scenario is served from the cache even while the bound is taken
+      const busy = fetch(new URL(refused[0]?.query ?? "", lab.url))
+      const again = await fetch(new URL(computed[0]?.query ?? "", lab.url))
+      assert.strictEqual(again.status, 200)
+      assert.strictEqual((await busy).status, 200)
     } finally {
       await lab.close()
     }

@@ -44,6 +44,7 @@
  * @since 0.2.0
  */
 import * as BreakerStore from "@modelgate/core/BreakerStore"
+import type { StoreError } from "@modelgate/core/Errors"
 import * as BudgetStore from "@modelgate/core/BudgetStore"
 import * as ToolLedgerStore from "@modelgate/core/ToolLedgerStore"
 import * as PermitStore from "@modelgate/core/PermitStore"
@@ -53,7 +54,8 @@ import type { Redis as IORedis } from "ioredis"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { makeBreakerStore } from "./internal/redis/breakers.js"
 import { makeBudgetStore } from "./internal/redis/budgets.js"
-import { type Client, makeClient } from "./internal/redis/client.js"
+import { bad, type Client, makeClient } from "./internal/redis/client.js"
+import { type Epoch, makeEpoch } from "./internal/redis/epoch.js"
 import { makePermitStore } from "./internal/redis/permits.js"
 import { makeRateLimitStore } from "./internal/redis/rateLimits.js"
 import { makeToolLedgerStore } from "./internal/redis/toolLedger.js"
@@ -90,6 +92,28 @@ export interface Options {
    * `polling` alone (2 ms doubling to 50 ms).
    */
   readonly permitWakeup?: "pubsub" | "polling" | undefined
+  /**
+   * How often the stores read the epoch key that tells them Redis came back empty (besides every
+   * tool-ledger claim, which reads it in the same round trip). Default 1 second.
+   */
+  readonly epochCheckInterval?: Duration.DurationInput | undefined
+  /**
+   * Called when this client finds Redis empty after having seen it initialised (the epoch key is
+   * gone): the budget spend it had seen committed, now forgotten by Redis. Logged either way.
+   */
+  readonly onDataLoss?: ((loss: DataLoss) => void) | undefined
+}
+
+/**
+ * What a client knew when it found Redis empty: the committed spend of each budget account it had
+ * seen (store units, `BudgetStore.unitsPerCurrency` per currency unit), which Redis no longer has.
+ * Tool-ledger claims fail closed from then on until {@link acknowledgeDataLoss}.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface DataLoss {
+  readonly budgets: ReadonlyArray<{ readonly account: string; readonly committedUnits: number }>
 }
 
 /**
@@ -161,6 +185,15 @@ export interface Stores {
   readonly rateLimit: RateLimitStore.Service
   /** The client's connection, for measurements and tests (command counts); the stores own it. @since 0.2.0 */
   readonly connection: IORedis
+  /**
+   * The operator's acknowledgement of a data loss (see {@link DataLoss}): writes a new epoch;
+   * claims resume here at once and in every other process at its next epoch read.
+   *
+   * @since 0.3.0
+   */
+  readonly acknowledgeDataLoss: Effect.Effect<void, StoreError>
+  /** Whether this client detected a data loss not yet acknowledged. @since 0.3.0 */
+  readonly dataLost: () => boolean
 }
 
 /**
@@ -186,17 +219,47 @@ const millisOf = (d: Duration.DurationInput) => Math.max(1, Math.ceil(Duration.t
  * @category Constructors
  */
 export const make = (options: Options): Effect.Effect<Stores, never, Scope.Scope> =>
-  Effect.map(clientOf(options), (client) => {
+  Effect.gen(function* () {
+    const client = yield* clientOf(options)
+    const epoch = yield* epochOf(client, options)
     const prefix = prefixOf(options)
     return {
-      budget: makeBudgetStore(client, prefix),
+      budget: budgetStoreOf(client, options, epoch),
       breaker: makeBreakerStore(client, prefix),
-      ledger: ledgerStoreOf(client, options),
+      ledger: ledgerStoreOf(client, options, epoch),
       permit: permitStoreOf(client, options),
       rateLimit: makeRateLimitStore(client, prefix),
-      connection: client.redis
+      connection: client.redis,
+      acknowledgeDataLoss: epoch.acknowledge,
+      dataLost: epoch.lost
     }
   })
+
+/**
+ * The operator's acknowledgement that Redis lost its data, from anywhere (a CLI, an admin task):
+ * writes a new epoch; every client adopts it at its next epoch read and its tool-ledger claims
+ * resume.
+ *
+ * @since 0.3.0
+ * @category Constructors
+ */
+export const acknowledgeDataLoss = (options: Options): Effect.Effect<void, StoreError> =>
+  Effect.scoped(
+    Effect.flatMap(clientOf(options), (client) =>
+      client.command(
+        "ledger",
+        "acknowledge",
+        (r) => r.set(`${prefixOf(options)}epoch`, `${Date.now().toString(36)}.ack`),
+        (reply) => (reply === "OK" ? undefined : bad)
+      )
+    )
+  )
+
+const epochOf = (client: Client, options: Options) =>
+  makeEpoch(client, prefixOf(options), millisOf(options.epochCheckInterval ?? Duration.seconds(1)))
+
+const budgetStoreOf = (client: Client, options: Options, epoch: Epoch) =>
+  makeBudgetStore(client, prefixOf(options), epoch, (lost) => options.onDataLoss?.({ budgets: lost }))
 
 const clientOf = (options: Options): Effect.Effect<Client, never, Scope.Scope> =>
   makeClient({
@@ -208,8 +271,8 @@ const clientOf = (options: Options): Effect.Effect<Client, never, Scope.Scope> =
 
 const prefixOf = (options: Options) => options.keyPrefix ?? "modelgate:"
 
-const ledgerStoreOf = (client: Client, options: Options) =>
-  makeToolLedgerStore(client, prefixOf(options), millisOf(options.ledgerRetention ?? defaultLedgerRetention))
+const ledgerStoreOf = (client: Client, options: Options, epoch: Epoch) =>
+  makeToolLedgerStore(client, prefixOf(options), millisOf(options.ledgerRetention ?? defaultLedgerRetention), epoch)
 
 const permitStoreOf = (client: Client, options: Options) => {
   const wakeup = options.permitWakeup ?? "pubsub"
@@ -243,7 +306,12 @@ const layerOf = <I, S>(
  * @category Layers
  */
 export const layerBudgetStore = (options: Options): Layer.Layer<BudgetStore.BudgetStore> =>
-  layerOf(BudgetStore.BudgetStore, options, (client) => makeBudgetStore(client, prefixOf(options)))
+  Layer.scoped(
+    BudgetStore.BudgetStore,
+    Effect.flatMap(clientOf(options), (client) =>
+      Effect.map(epochOf(client, options), (epoch) => budgetStoreOf(client, options, epoch))
+    )
+  )
 
 /**
  * `BreakerStore` on Redis (a client of its own).
@@ -261,7 +329,12 @@ export const layerBreakerStore = (options: Options): Layer.Layer<BreakerStore.Br
  * @category Layers
  */
 export const layerToolLedgerStore = (options: Options): Layer.Layer<ToolLedgerStore.ToolLedgerStore> =>
-  layerOf(ToolLedgerStore.ToolLedgerStore, options, ledgerStoreOf)
+  Layer.scoped(
+    ToolLedgerStore.ToolLedgerStore,
+    Effect.flatMap(clientOf(options), (client) =>
+      Effect.map(epochOf(client, options), (epoch) => ledgerStoreOf(client, options, epoch))
+    )
+  )
 
 /**
  * `PermitStore` on Redis (a client of its own): give it to `Concurrency.layer`.

@@ -143,59 +143,74 @@ const Positive = Schema.Number.pipe(Schema.positive(), Schema.finite())
 const PositiveInt = Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(100_000_000))
 
 /**
+ * Errors of every decode of {@link ModelCommand} (`Schema.decodeSync(ModelCommand)` too) name
+ * paths and kinds of problems, never the values, which may be prompt text or a pasted key.
+ */
+const valueFree = {
+  message: (issue: ParseResult.ParseIssue) => ({
+    message: `invalid command: ${Issues.issueLines(new ParseResult.ParseError({ issue })).join("; ")}`,
+    override: true
+  })
+}
+
+/**
  * One request.
  *
  * @since 0.1.0
  * @category Models
  */
-export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/ModelCommand")({
-  workflow: WorkflowName,
-  tenant: TenantId,
-  messages: Schema.NonEmptyArray(Message).pipe(Schema.maxItems(10_000)),
-  tools: Schema.optional(Schema.Array(ToolDefinition).pipe(Schema.maxItems(128))),
-  toolChoice: Schema.optional(ToolChoice),
-  /** End-to-end deadline; at most the workflow's. */
-  timeout: Schema.optional(Millis),
-  /** Cost cap for this call in currency units; at most the workflow's. */
-  maxCost: Schema.optional(Positive),
-  maxOutputTokens: Schema.optional(PositiveInt),
-  maxInputTokens: Schema.optional(PositiveInt),
-  /** Data class of this request (at most 64 characters); defaults to the workflow's. */
-  dataClass: Schema.optional(Label),
-  /** Regions allowed for this request (at most 32, each at most 64 characters); within the workflow's. */
-  regions: Schema.optional(Labels),
-  requires: Schema.optional(RequestRequirements),
-  /** Agent run id and step, for tool idempotency keys. */
-  runId: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
-  step: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
-  /**
-   * Sampling options (`ModelOptions.RequestOptions`: `temperature`, `topP`, `seed`, `stop`,
-   * `reasoningEffort`, `reasoningBudget`, `parallelToolCalls`, `presencePenalty`,
-   * `frequencyPenalty`, `userId`), within the workflow's bounds. Only targets that accept every
-   * option set here are eligible.
-   */
-  options: Schema.optional(RequestOptions),
-  /**
-   * Wire fields per provider id the neutral options do not model, within each adapter's
-   * allowlist (never a URL, key, header or a field the gateway owns); not the workflow's own.
-   */
-  providerOptions: Schema.optional(ProviderOptions),
-  /** Risk of this call; only raises the workflow's (`HIGH` needs verified quality on the segment). */
-  risk: Schema.optional(Risk),
-  /** Task segment of this call (at most 100 characters); defaults to the workflow's. */
-  segment: Schema.optional(Segment),
-  /** Quality class scored selection should prefer for this call; defaults to the workflow's. */
-  preferredTier: Schema.optional(QualityTier),
-  /** Lowest quality class for this call; only raises the workflow's. */
-  minQualityTier: Schema.optional(QualityTier),
-  /**
-   * Escalation signal (e.g. a follow-up after a weak answer): prefer an eligible target of a
-   * stronger quality class than the one the router would pick, under the same hard filters.
-   */
-  escalate: Schema.optional(Schema.Boolean),
-  /** Session of this call: scored selection keeps the session's last target (affinity, `STICKY`). */
-  sessionKey: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
-}) {
+export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/ModelCommand")(
+  {
+    workflow: WorkflowName,
+    tenant: TenantId,
+    messages: Schema.NonEmptyArray(Message).pipe(Schema.maxItems(10_000)),
+    tools: Schema.optional(Schema.Array(ToolDefinition).pipe(Schema.maxItems(128))),
+    toolChoice: Schema.optional(ToolChoice),
+    /** End-to-end deadline; at most the workflow's. */
+    timeout: Schema.optional(Millis),
+    /** Cost cap for this call in currency units; at most the workflow's. */
+    maxCost: Schema.optional(Positive),
+    maxOutputTokens: Schema.optional(PositiveInt),
+    maxInputTokens: Schema.optional(PositiveInt),
+    /** Data class of this request (at most 64 characters); defaults to the workflow's. */
+    dataClass: Schema.optional(Label),
+    /** Regions allowed for this request (at most 32, each at most 64 characters); within the workflow's. */
+    regions: Schema.optional(Labels),
+    requires: Schema.optional(RequestRequirements),
+    /** Agent run id and step, for tool idempotency keys. */
+    runId: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+    step: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+    /**
+     * Sampling options (`ModelOptions.RequestOptions`: `temperature`, `topP`, `seed`, `stop`,
+     * `reasoningEffort`, `reasoningBudget`, `parallelToolCalls`, `presencePenalty`,
+     * `frequencyPenalty`, `userId`), within the workflow's bounds. Only targets that accept every
+     * option set here are eligible.
+     */
+    options: Schema.optional(RequestOptions),
+    /**
+     * Wire fields per provider id the neutral options do not model, within each adapter's
+     * allowlist (never a URL, key, header or a field the gateway owns); not the workflow's own.
+     */
+    providerOptions: Schema.optional(ProviderOptions),
+    /** Risk of this call; only raises the workflow's (`HIGH` needs verified quality on the segment). */
+    risk: Schema.optional(Risk),
+    /** Task segment of this call (at most 100 characters); defaults to the workflow's. */
+    segment: Schema.optional(Segment),
+    /** Quality class scored selection should prefer for this call; defaults to the workflow's. */
+    preferredTier: Schema.optional(QualityTier),
+    /** Lowest quality class for this call; only raises the workflow's. */
+    minQualityTier: Schema.optional(QualityTier),
+    /**
+     * Escalation signal (e.g. a follow-up after a weak answer): prefer an eligible target of a
+     * stronger quality class than the one the router would pick, under the same hard filters.
+     */
+    escalate: Schema.optional(Schema.Boolean),
+    /** Session of this call: scored selection keeps the session's last target (affinity, `STICKY`). */
+    sessionKey: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
+  },
+  // On the class, its transformation and its fields: every decode path is value-free.
+  [valueFree, valueFree, valueFree]
+) {
   /** True when a tool offered to the model changes the world. */
   get allowsStateChangingTools(): boolean {
     return this.tools?.some((t) => t.sideEffecting) ?? false
@@ -216,9 +231,12 @@ export const maxInputValues = Issues.maxInputValues
 
 const decodeChecked = Schema.decodeUnknownEither(ModelCommand, { errors: "all", onExcessProperty: "error" })
 
-/** A ParseError that names paths and kinds of problems only, never the offending values. */
+/**
+ * A ParseError that names paths and kinds of problems only, never the offending values. (On an AST
+ * of its own: the class's message annotation would replace `message`.)
+ */
 const rejected = (message: string) =>
-  new ParseResult.ParseError({ issue: new ParseResult.Type(ModelCommand.ast, undefined, message) })
+  new ParseResult.ParseError({ issue: new ParseResult.Type(Schema.Unknown.ast, undefined, message) })
 
 /**
  * Decodes a command from untrusted input. Unknown fields are an error, so a caller cannot smuggle a

@@ -27,6 +27,12 @@ export interface TakeRequest {
   readonly tokensPerMinute: number | undefined
   /** Epoch ms (the caller's clock): picks the window. */
   readonly now: number
+  /**
+   * Epoch ms (the caller's clock) after which the caller no longer waits: a store with I/O fails
+   * with `StoreError` ("timed out") by then at the latest, and gives back what an answer arriving
+   * later counted.
+   */
+  readonly deadline?: number | undefined
 }
 
 /**

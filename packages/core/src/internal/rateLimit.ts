@@ -27,7 +27,8 @@ export const take = (
   target: ModelTarget,
   limit: RateLimits.RateLimit,
   tokens: number,
-  now: number
+  now: number,
+  deadline?: number
 ): Effect.Effect<Held | ExcludedTarget, StoreError> => {
   const key = limit.key ?? target.ref
   return Effect.map(
@@ -36,7 +37,8 @@ export const take = (
       tokens,
       requestsPerMinute: limit.requestsPerMinute,
       tokensPerMinute: limit.tokensPerMinute,
-      now
+      now,
+      deadline
     }),
     (admission): Held | ExcludedTarget =>
       admission._tag === "Taken"

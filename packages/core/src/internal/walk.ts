@@ -197,7 +197,7 @@ const takeRateLimit = (
   const limit = target.rateLimit
   if (limit === undefined || limits === undefined) return Effect.succeed(undefined)
   const take = (counted: number) =>
-    Effect.mapError(RateLimit.take(limits, target, limit, counted + cap, start), storeFailure)
+    Effect.mapError(RateLimit.take(limits, target, limit, counted + cap, start, walk.call.deadline), storeFailure)
   if (inputTokens !== undefined) return take(inputTokens)
   // Not counted by the router: counted once for the call, by the one sliced counter.
   return Effect.flatMap(countInput(walk.call, walk.route, messages), (n) => take(inputTokensAt(n, target)))

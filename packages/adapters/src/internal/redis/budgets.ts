@@ -8,9 +8,37 @@ import * as BudgetStore from "@modelgate/core/BudgetStore"
 import { Effect } from "effect"
 import { bad, type Client, int, ints } from "./client.js"
 import * as BudgetScripts from "./budgetScripts.js"
+import type { Epoch } from "./epoch.js"
 
-/** @internal */
-export const makeBudgetStore = (client: Client, prefix: string): BudgetStore.Service => {
+/** What a budget store had seen committed when Redis came back empty (store units). @internal */
+export interface LostSpend {
+  readonly account: string
+  readonly committedUnits: number
+}
+
+/**
+ * @internal
+ *
+ * With an `epoch`, the store keeps the last committed amount it saw per account and, when the epoch
+ * reports a loss, hands them to `onLoss` (and logs them): the spend Redis forgot.
+ */
+export const makeBudgetStore = (
+  client: Client,
+  prefix: string,
+  epoch?: Epoch,
+  onLoss?: (lost: ReadonlyArray<LostSpend>) => void
+): BudgetStore.Service => {
+  const seen = new Map<string, number>()
+  const saw = (account: string, committed: number) => {
+    if (epoch !== undefined) seen.set(account, committed)
+  }
+  epoch?.onLoss(() => {
+    const lost = [...seen].flatMap(([account, committedUnits]) =>
+      committedUnits > 0 ? [{ account, committedUnits }] : []
+    )
+    seen.clear()
+    onLoss?.(lost)
+  })
   const keys = (account: string) => {
     const h = `${prefix}budget:{${account}}`
     return [h, `${h}:r`]
@@ -32,7 +60,9 @@ export const makeBudgetStore = (client: Client, prefix: string): BudgetStore.Ser
       [id, int(spend), int(limit), retry ? "1" : "0"],
       (reply): BudgetStore.CommitOutcome | typeof bad => {
         const v = ints(reply, 2)
-        return v === bad ? bad : { committed: v[0] ?? 0, overspent: v[1] ?? 0 }
+        if (v === bad) return bad
+        saw(account, v[0] ?? 0)
+        return { committed: v[0] ?? 0, overspent: v[1] ?? 0 }
       },
       maxWaitMs
     )
@@ -56,6 +86,7 @@ export const makeBudgetStore = (client: Client, prefix: string): BudgetStore.Ser
           if (v === bad) return bad
           const committed = v[1] ?? 0
           const reserved = v[2] ?? 0
+          saw(r.account, committed)
           return v[0] === 1 ? { _tag: "Reserved", committed, reserved } : { _tag: "Rejected", committed, reserved }
         },
         // never waits past the caller's deadline (the caller releases the id if the answer is lost)

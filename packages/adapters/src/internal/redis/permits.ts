@@ -134,12 +134,15 @@ const take = (p: PoolState, key: string, until: number, at: number): Effect.Effe
     ],
     (reply) => (reply === 1 ? lease : reply === 0 ? undefined : bad)
   )
-  // Never past the waiter's `until`: the deadline answers `undefined`, not a store error.
+  // Never past the waiter's `until`: the deadline answers `undefined`, not a store error. The ask
+  // runs uninterruptibly (its callers mask it), so the deadline must be able to cut it: it is made
+  // interruptible for the timer alone; an answer that lands after the cut is given back.
   const left = until - at
   if (!(left < client.commandTimeoutMs)) return giveBackOnFailure(p, ask, lease)
+  const cut = Effect.timeoutOption(Effect.interruptible(ask), Math.max(1, left))
   return giveBackOnFailure(
     p,
-    Effect.map(Effect.timeoutOption(ask, Math.max(1, left)).pipe(Effect.withClock(realClock)), (o) => {
+    Effect.map(cut.pipe(Effect.withClock(realClock)), (o) => {
       if (o._tag === "Some") return o.value
       // Cut by `until`: its answer may still grant the lease.
       giveBack(p, lease)

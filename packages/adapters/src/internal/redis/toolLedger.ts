@@ -4,9 +4,12 @@
  *
  * @internal
  */
+import type { StoreError } from "@modelgate/core/Errors"
 import * as ToolLedgerStore from "@modelgate/core/ToolLedgerStore"
 import { Effect, Option, Schema } from "effect"
 import { bad, type Client, int, storeError } from "./client.js"
+import type { Epoch } from "./epoch.js"
+import { guarded } from "./epoch.js"
 import * as LedgerScripts from "./ledgerScripts.js"
 
 const decodeToolRecord = Schema.decodeUnknownOption(ToolLedgerStore.ToolRecord)
@@ -41,34 +44,40 @@ const toRecord = (fields: unknown): ToolLedgerStore.ToolRecord | typeof bad => {
 export const makeToolLedgerStore = (
   client: Client,
   prefix: string,
-  retentionMillis: number
+  retentionMillis: number,
+  epoch?: Epoch
 ): ToolLedgerStore.Service => {
+  // After Redis came back empty, claims fail closed until the loss is acknowledged.
+  const checked = <A>(effect: Effect.Effect<A, StoreError>) =>
+    epoch === undefined ? effect : guarded(epoch, "claim", effect)
   const recordPrefix = `${prefix}ledger:`
   const runKey = (runId: string) => `${prefix}ledger-run:${runId}`
   return ToolLedgerStore.ToolLedgerStore.of({
     claim: (record) =>
-      client.script(
-        "ledger",
-        "claim",
-        LedgerScripts.ledgerClaim,
-        [recordPrefix + record.key, runKey(record.runId), `${prefix}ledger-seq`],
-        [
-          JSON.stringify({
-            key: record.key,
-            runId: record.runId,
-            step: record.step,
-            index: record.index,
-            tool: record.tool,
-            startedAt: record.startedAt
-          }),
-          int(retentionMillis),
-          record.key
-        ],
-        (reply): ToolLedgerStore.ClaimOutcome | typeof bad => {
-          if (Array.isArray(reply) && reply.length === 0) return { _tag: "Claimed" }
-          const existing = toRecord(reply)
-          return existing === bad ? bad : { _tag: "Existing", record: existing }
-        }
+      checked(
+        client.script(
+          "ledger",
+          "claim",
+          LedgerScripts.ledgerClaim,
+          [recordPrefix + record.key, runKey(record.runId), `${prefix}ledger-seq`],
+          [
+            JSON.stringify({
+              key: record.key,
+              runId: record.runId,
+              step: record.step,
+              index: record.index,
+              tool: record.tool,
+              startedAt: record.startedAt
+            }),
+            int(retentionMillis),
+            record.key
+          ],
+          (reply): ToolLedgerStore.ClaimOutcome | typeof bad => {
+            if (Array.isArray(reply) && reply.length === 0) return { _tag: "Claimed" }
+            const existing = toRecord(reply)
+            return existing === bad ? bad : { _tag: "Existing", record: existing }
+          }
+        )
       ),
     complete: (key, result, completedAt) =>
       Effect.flatMap(
