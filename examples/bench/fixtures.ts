@@ -24,7 +24,6 @@ export const target = (ref: string, provider: string): ModelTarget =>
     model: "bench-model",
     capabilities: {
       tools: true,
-      streaming: true,
       structuredOutput: { mode: "json_schema" },
       contextWindow: 128_000,
       maxOutputTokens: 4096

@@ -61,9 +61,7 @@ const targetOf = (
     provider: ref.split("/")[2],
     model: ref.split("/")[3]!.split("@")[0],
     capabilities: {
-      vision: false,
       tools: true,
-      streaming: true,
       structuredOutput: { mode: "json_schema" },
       contextWindow: 128_000,
       maxOutputTokens: 4096

@@ -170,14 +170,10 @@ export const sideStrip = (records: ReadonlyArray<CallRecord>): string => {
 const encodeRecord = Schema.encodeSync(CallRecord)
 
 /** Runs the canary scenario on virtual time; prints the timeline (or the CallRecords as JSON lines). */
-export const runCanary = (options: {
-  readonly json: boolean
-  readonly style: Render.Style
-  readonly write: (text: string) => void
-}): Effect.Effect<DemoReport> =>
+export const runCanary = (options: Render.Output): Effect.Effect<DemoReport> =>
   Effect.gen(function* () {
     const { style, write } = options
-    const line = (s = "") => (options.json ? undefined : write(`${s}\n`))
+    const line = Render.lineOf(options)
     const gateway = yield* ModelGateway.ModelGateway
     const controller = yield* CanaryController.CanaryController
     line(style.bold("modelgate demo · scenario canary"))

@@ -17,6 +17,21 @@ export interface Style {
 
 const sgr = (open: number, close: number) => (s: string) => `\u001b[${open}m${s}\u001b[${close}m`
 
+/** Where a scenario prints: the readable report in `style` (or JSON lines when `json`), through `write`. */
+export interface Output {
+  readonly json: boolean
+  readonly style: Style
+  /** Writes text to the output as is (the caller adds no newline). */
+  readonly write: (text: string) => void
+}
+
+/** Writes one line of the readable report; nothing in JSON mode. */
+export const lineOf =
+  (output: Output) =>
+  (s = ""): void => {
+    if (!output.json) output.write(`${s}\n`)
+  }
+
 export const colors: Style = {
   bold: sgr(1, 22),
   dim: sgr(2, 22),

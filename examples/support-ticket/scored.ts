@@ -152,14 +152,10 @@ export const scoreLines = (record: CallRecord, style: Render.Style): Array<strin
 }
 
 /** Runs the scored scenario on virtual time; prints decisions and timelines (or the CallRecords as JSON lines). */
-export const runScored = (options: {
-  readonly json: boolean
-  readonly style: Render.Style
-  readonly write: (text: string) => void
-}): Effect.Effect<DemoReport> =>
+export const runScored = (options: Render.Output): Effect.Effect<DemoReport> =>
   Effect.gen(function* () {
     const { style, write } = options
-    const line = (s = "") => (options.json ? undefined : write(`${s}\n`))
+    const line = Render.lineOf(options)
     const gateway = yield* ModelGateway.ModelGateway
     line(style.bold("modelgate demo · scenario scored"))
     line(

@@ -5,19 +5,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { runCanary } from "../support-ticket/canary.js"
-import * as Render from "../support-ticket/render.js"
+
+import { plainOutput } from "./plainOutput.js"
 
 describe("demo scenario canary", () => {
   it.effect("prints a ramp and an automatic rollback on its timeline", () =>
     Effect.gen(function* () {
-      let out = ""
-      const report = yield* runCanary({
-        json: false,
-        style: Render.plain,
-        write: (s) => {
-          out += s
-        }
-      })
+      const { output, text } = plainOutput()
+      const report = yield* runCanary(output)
+      const out = text()
       const lines = out.split("\n").map((l) => l.trim())
       const verdicts = lines.filter((l) => l.startsWith("clean window") || l.startsWith("ROLLED BACK"))
       assert.deepStrictEqual(

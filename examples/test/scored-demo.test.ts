@@ -5,20 +5,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import { Effect } from "effect"
-import * as Render from "../support-ticket/render.js"
 import { runScored } from "../support-ticket/scored.js"
+
+import { plainOutput } from "./plainOutput.js"
 
 describe("demo scenario scored", () => {
   it.effect("prints the scores and an escalation on the timeline", () =>
     Effect.gen(function* () {
-      let out = ""
-      const report = yield* runScored({
-        json: false,
-        style: Render.plain,
-        write: (s) => {
-          out += s
-        }
-      })
+      const { output, text } = plainOutput()
+      const report = yield* runScored(output)
+      const out = text()
       const [sure, unsure] = report.records
       assert.strictEqual(sure?.evidence.selectionReason, "BEST_SCORE")
       assert.strictEqual(sure?.evidence.target, "model://openai/gpt-4.1-nano@eu")

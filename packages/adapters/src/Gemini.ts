@@ -14,6 +14,7 @@ import { HttpClientRequest } from "@effect/platform"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
+import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
 import { geminiFamilies, opaqueRequestId } from "./internal/echo.js"
 import { makeEmbed } from "./internal/embed.js"
@@ -25,21 +26,13 @@ import { client } from "./internal/http.js"
  * @since 0.1.0
  * @category Models
  */
-export interface Options {
+export interface Options extends Limits {
   /** Provider id the adapter is registered under. Default `"gemini"`. */
   readonly id?: string | undefined
   /** API root including the version, e.g. `https://generativelanguage.googleapis.com/v1beta`. */
   readonly baseUrl: string
   /** Sent as `x-goog-api-key` (never in the URL); stays redacted until the header is set. */
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** Largest response body accepted (streams included). Default 8 MiB; embeddings 64 MiB. */
-  readonly maxResponseBytes?: number | undefined
-  /**
-   * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
-   * `invalid_output` as soon as its bytes arrive, before it is parsed. Default 1 MiB (also used
-   * for a value below 1).
-   */
-  readonly maxEventBytes?: number | undefined
 }
 
 /**

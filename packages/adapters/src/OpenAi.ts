@@ -22,6 +22,7 @@ import { HttpClientRequest } from "@effect/platform"
 import type { ConfigError } from "effect"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Config, Effect, Layer, Redacted } from "effect"
+import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
 import { openAiFamilies, openAiRequestId } from "./internal/echo.js"
 import { codec } from "./internal/chatCompletions.js"
@@ -33,21 +34,13 @@ import { client } from "./internal/http.js"
  * @since 0.1.0
  * @category Models
  */
-export interface Options {
+export interface Options extends Limits {
   /** Provider id the adapter is registered under. Default `"openai"`. */
   readonly id?: string | undefined
   /** API root including the version, e.g. `https://api.openai.com/v1`. */
   readonly baseUrl: string
   /** Sent as `Authorization: Bearer …`; stays redacted until the header is set. */
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** Largest response body accepted (streams included). Default 8 MiB; embeddings 64 MiB. */
-  readonly maxResponseBytes?: number | undefined
-  /**
-   * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
-   * `invalid_output` as soon as its bytes arrive, before it is parsed. Default 1 MiB (also used
-   * for a value below 1).
-   */
-  readonly maxEventBytes?: number | undefined
   /** Role of system messages. Default `"system"` (accepted by every chat model). */
   readonly systemRole?: "system" | "developer" | undefined
   /** `OpenAI-Organization` header. */

@@ -24,6 +24,7 @@ import { HttpClientRequest } from "@effect/platform"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
+import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
 import { compatibleRequestId } from "./internal/echo.js"
 import { codec, compatibleProviderOptions } from "./internal/chatCompletions.js"
@@ -33,21 +34,13 @@ import { client } from "./internal/http.js"
  * @since 0.1.0
  * @category Models
  */
-export interface Options {
+export interface Options extends Limits {
   /** Provider id the adapter is registered under. Default `"openai-compatible"`. */
   readonly id?: string | undefined
   /** API root including the version, e.g. `http://127.0.0.1:11434/v1`. */
   readonly baseUrl: string
   /** Sent as `Authorization: Bearer …` when set (vLLM `--api-key`, llama.cpp `--api-key`). */
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** Largest response body accepted (streams included). Default 8 MiB. */
-  readonly maxResponseBytes?: number | undefined
-  /**
-   * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
-   * `invalid_output` as soon as its bytes arrive, before it is parsed. Default 1 MiB (also used
-   * for a value below 1).
-   */
-  readonly maxEventBytes?: number | undefined
   /** Field of the output cap. Default `"max_tokens"` (the only one Ollama reads). */
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
   /** Ask for a usage chunk at the end of streams. Default `true`. */

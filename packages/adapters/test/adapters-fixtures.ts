@@ -2,7 +2,10 @@
  * Fixtures of the adapter-vs-mock integration tests: the shared ones from
  * `@modelgate/testing/AdapterFixtures`, plus a representative conversation and leak checks.
  */
+import { assert } from "@effect/vitest"
 import { ToolCall, ToolDefinition } from "@modelgate/core/ModelCommand"
+import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
+import { Duration } from "effect"
 import type { Message } from "@modelgate/core/ModelCommand"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
 import { canary, simpleRequest } from "@modelgate/testing/AdapterFixtures"
@@ -51,6 +54,24 @@ export const conversation: ReadonlyArray<Message> = [
   { _tag: "tool", toolCallId: "call_1", name: "lookup", content: '{"found":true}' }
 ]
 
+/** {@link conversation} as Chat Completions `messages` (what the OpenAI-style adapters send). */
+export const chatConversation = [
+  { role: "system", content: "Be terse." },
+  {
+    role: "user",
+    content: [
+      { type: "text", text: "What is in this picture?" },
+      { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }
+    ]
+  },
+  {
+    role: "assistant",
+    content: "Let me look.",
+    tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } }]
+  },
+  { role: "tool", tool_call_id: "call_1", content: '{"found":true}' }
+]
+
 export const representativeRequest = (provider: string, model: string): ProviderRequest =>
   simpleRequest(provider, model, {
     messages: conversation,
@@ -59,6 +80,42 @@ export const representativeRequest = (provider: string, model: string): Provider
     output: { name: "answer", jsonSchema: answerSchema, strict: true },
     maxOutputTokens: 512
   })
+
+/** A one-word request to a small target `model://x/m` of provider `x`, with `overrides`. */
+export const hiRequest = (model = "m", overrides: Partial<ProviderRequest> = {}): ProviderRequest => ({
+  target: new ModelTarget({
+    ref: TargetRef.make("model://x/m"),
+    provider: ProviderId.make("x"),
+    model,
+    capabilities: new Capabilities({ contextWindow: 1000, maxOutputTokens: 100 }),
+    regions: ["eu"],
+    dataClasses: ["public"],
+    pricing: new Pricing({ inputPerMillion: 1, outputPerMillion: 1, pricingVersion: "1" })
+  }),
+  messages: [{ _tag: "user", content: "hi" }],
+  tools: [],
+  toolChoice: undefined,
+  output: undefined,
+  maxOutputTokens: 64,
+  timeout: Duration.seconds(1),
+  ...overrides
+})
+
+/** Asserts the canary key reached only `header` (as `value`) of `recorded`: no other header, the URL nor the body. */
+export const assertKeyOnlyIn = (
+  recorded: { readonly headers: Readonly<Record<string, string>>; readonly url: string; readonly rawBody: string },
+  header: string,
+  value: string
+) => {
+  assert.strictEqual(recorded.headers[header], value)
+  const others = Object.entries(recorded.headers).filter(([name]) => name !== header)
+  assert.deepStrictEqual(
+    others.filter(([, v]) => v.includes(canary)),
+    []
+  )
+  assert.isFalse(recorded.url.includes(canary))
+  assert.isFalse(recorded.rawBody.includes(canary))
+}
 
 /** Asserts nothing in `value` (error, body) holds the canary. */
 export const leaks = (value: unknown): boolean =>

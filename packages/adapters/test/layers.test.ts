@@ -5,30 +5,14 @@ import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as Gemini from "@modelgate/adapters/gemini"
 import * as OpenAi from "@modelgate/adapters/openai"
 import * as Compatible from "@modelgate/adapters/openai-compatible"
-import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
-import { Config, ConfigProvider, Duration, Effect, Exit, Layer, Redacted, Tracer } from "effect"
+import { hiRequest } from "./adapters-fixtures.js"
+import { Config, ConfigProvider, Effect, Exit, Layer, Redacted, Tracer } from "effect"
 
 const canary = "sk-CANARY-123"
 
-const request = (model: string): ProviderRequest => ({
-  target: new ModelTarget({
-    ref: TargetRef.make("model://x/m"),
-    provider: ProviderId.make("x"),
-    model,
-    capabilities: new Capabilities({ contextWindow: 1000, maxOutputTokens: 100 }),
-    regions: ["eu"],
-    dataClasses: ["public"],
-    pricing: new Pricing({ inputPerMillion: 1, outputPerMillion: 1, pricingVersion: "1" })
-  }),
-  messages: [{ _tag: "user", content: "hi" }],
-  tools: [],
-  toolChoice: undefined,
-  output: undefined,
-  maxOutputTokens: 64,
-  timeout: Duration.seconds(1)
-})
+const request = (model: string): ProviderRequest => hiRequest(model)
 
 /** An HttpClient that records requests and answers `body` with 200. */
 const fakeClient = (body: unknown) => {

@@ -221,14 +221,16 @@ const command = (workflow: string, tenant = "acme-7") =>
     ]
   })
 
+/** The three HTTP adapters over `http`, configured from `providerConfig`, and the instant adapter. */
+const adaptersOver = (http: Layer.Layer<HttpClient.HttpClient>) =>
+  Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
+    Layer.provide(http),
+    Layer.provide(Layer.setConfigProvider(providerConfig))
+  )
+
 const gatewayLayer = (http: Layer.Layer<HttpClient.HttpClient>, recorder: Layer.Layer<CallRecorder.CallRecorder>) =>
   ModelGateway.layerJson(config).pipe(
-    Layer.provideMerge(
-      Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
-        Layer.provide(http),
-        Layer.provide(Layer.setConfigProvider(providerConfig))
-      )
-    ),
+    Layer.provideMerge(adaptersOver(http)),
     Layer.provide(Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, recorder))
   )
 
@@ -505,12 +507,7 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
         Effect.provide(
           ModelGateway.layerJson(config).pipe(
             Layer.provide(settings),
-            Layer.provide(
-              Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
-                Layer.provide(http.layer),
-                Layer.provide(Layer.setConfigProvider(providerConfig))
-              )
-            ),
+            Layer.provide(adaptersOver(http.layer)),
             ModelGateway.withDefaults()
           )
         ),
@@ -537,6 +534,13 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
 })
 
 describe("OTLP export configured from Config", () => {
+  /** The gateway with defaults over the adapters, exporting over `http` with the OTLP `env`. */
+  const otlpGateway = (http: Layer.Layer<HttpClient.HttpClient>, env: ReadonlyArray<readonly [string, string]>) =>
+    ModelGateway.layerJson(config).pipe(
+      Layer.provide(adaptersOver(http)),
+      ModelGateway.withDefaults(),
+      Layer.merge(otlpLayer(env, http))
+    )
   const otlpLayer = (env: ReadonlyArray<readonly [string, string]>, http: Layer.Layer<HttpClient.HttpClient>) =>
     Otel.layerConfig().pipe(
       Layer.provide(http),
@@ -574,26 +578,12 @@ describe("OTLP export configured from Config", () => {
       // the collector refuses the traces: the exporter logs the failed request at Debug
       const http = makeFakeHttp({ mode: "ok", collectorStatus: 400 })
       const logs = captureLogs()
-      const layer = ModelGateway.layerJson(config).pipe(
-        Layer.provide(
-          Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
-            Layer.provide(http.layer),
-            Layer.provide(Layer.setConfigProvider(providerConfig))
-          )
-        ),
-        ModelGateway.withDefaults(),
-        Layer.merge(
-          otlpLayer(
-            [
-              ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector.test:4318/"],
-              ["OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"],
-              ["OTEL_SERVICE_NAME", "support-bot"],
-              ["OTEL_EXPORTER_OTLP_HEADERS", "x-honeycomb-team=hc-canarysecret"]
-            ],
-            http.layer
-          )
-        )
-      )
+      const layer = otlpGateway(http.layer, [
+        ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector.test:4318/"],
+        ["OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"],
+        ["OTEL_SERVICE_NAME", "support-bot"],
+        ["OTEL_EXPORTER_OTLP_HEADERS", "x-honeycomb-team=hc-canarysecret"]
+      ])
       // the layer's scope closes after the call: the exporters flush
       yield* ModelGateway.generate(command("otlp.reply")).pipe(
         Effect.provide(layer),
@@ -626,25 +616,11 @@ describe("OTLP export configured from Config", () => {
   it.effect('OTLP/JSON: a failed attempt\'s span has status ERROR, lists are arrays, no attribute is "undefined"', () =>
     Effect.gen(function* () {
       const http = makeFakeHttp({ mode: "unauthorized" })
-      const layer = ModelGateway.layerJson(config).pipe(
-        Layer.provide(
-          Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
-            Layer.provide(http.layer),
-            Layer.provide(Layer.setConfigProvider(providerConfig))
-          )
-        ),
-        ModelGateway.withDefaults(),
-        Layer.merge(
-          otlpLayer(
-            [
-              ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector.test:4318"],
-              ["OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"],
-              ["OTEL_METRICS_EXPORTER", "none"]
-            ],
-            http.layer
-          )
-        )
-      )
+      const layer = otlpGateway(http.layer, [
+        ["OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector.test:4318"],
+        ["OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"],
+        ["OTEL_METRICS_EXPORTER", "none"]
+      ])
       const exit = yield* Effect.exit(
         ModelGateway.generate(command("sec.openai")).pipe(
           Effect.provide(layer),

@@ -1,32 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ToolCall, ToolDefinition } from "@modelgate/core/ModelCommand"
-import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
-import { Duration, Either } from "effect"
+import { Either } from "effect"
+import { hiRequest } from "./adapters-fixtures.js"
 import { requestBody as anthropicBody } from "../src/internal/anthropicMessages.js"
 import { requestBody as chatBody } from "../src/internal/chatCompletions.js"
 import { openAiFamilies, openAiRequestId } from "../src/internal/echo.js"
 import { modelPath, requestBody as geminiBody } from "../src/internal/geminiGenerate.js"
 
-const request = (overrides: Partial<ProviderRequest>): ProviderRequest => ({
-  target: new ModelTarget({
-    ref: TargetRef.make("model://x/m"),
-    provider: ProviderId.make("x"),
-    model: "m",
-    capabilities: new Capabilities({ contextWindow: 1000, maxOutputTokens: 100 }),
-    regions: ["eu"],
-    dataClasses: ["public"],
-    pricing: new Pricing({ inputPerMillion: 1, outputPerMillion: 1, pricingVersion: "1" })
-  }),
-  messages: [{ _tag: "user", content: "hi" }],
-  tools: [],
-  toolChoice: undefined,
-  output: undefined,
-  maxOutputTokens: 64,
-  timeout: Duration.seconds(1),
-  ...overrides
-})
+const request = (overrides: Partial<ProviderRequest>): ProviderRequest => hiRequest("m", overrides)
 
 const dialect = (systemRole: "system" | "developer", maxTokensField: "max_tokens" | "max_completion_tokens") => ({
   provider: "openai",

@@ -22,6 +22,7 @@ import {
 } from "effect"
 import { reportOverspend } from "../src/internal/budgetReservation.js"
 import * as FastPath from "../src/internal/fastPath.js"
+import { capturingLogger } from "./fixtures.js"
 
 const acme = TenantId.make("acme")
 const globex = TenantId.make("globex")
@@ -773,18 +774,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
       ? ["BudgetExceeded", o.tenant, o.limit, units(o.committed), units(o.reserved), o.requested]
       : ["Reservation", o.tenant, units(o.amount)]
 
-  /** A logger that keeps level, message and annotations of every entry. */
-  const capture = () => {
-    const logs: Array<readonly [string, string, object]> = []
-    const logger = Logger.make(({ annotations, logLevel, message }) => {
-      logs.push([
-        logLevel.label,
-        Array.isArray(message) ? message.join(" ") : String(message),
-        Object.fromEntries(HashMap.toEntries(annotations))
-      ])
-    })
-    return { logs, layer: Logger.add(logger) }
-  }
+  const capture = capturingLogger
 
   it.effect(
     "the synchronous reserve and settle give the same outcomes, store operations, balances, logs and metrics as reserve and settle",

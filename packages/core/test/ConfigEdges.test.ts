@@ -11,7 +11,18 @@ import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Schema, TestClock } from "effect"
 import { inspect } from "node:util"
-import { Classification, command, definition, gatewayLayer, refs, targets, workflow, workflows } from "./fixtures.js"
+import {
+  Classification,
+  command,
+  definition,
+  gatewayLayer,
+  plainTarget,
+  plainWorkflow,
+  refs,
+  targets,
+  workflow,
+  workflows
+} from "./fixtures.js"
 
 /** The failure of `effect` when it is a `GatewayConfigError`; throws on success or on a defect. */
 const configError = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -33,26 +44,8 @@ const renderings = (error: GatewayConfigError) => [
   inspect(error, { depth: 20 })
 ]
 
-const validTarget = {
-  ref: "model://openai/small@eu",
-  provider: "openai",
-  model: "small",
-  capabilities: { contextWindow: 128000, maxOutputTokens: 4096 },
-  regions: ["eu"],
-  dataClasses: ["internal"],
-  pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, pricingVersion: "p1" },
-  limits: { maxAttempts: 2, perAttemptTimeout: 1000, minimumAttemptTime: 100 }
-}
-
-const validWorkflow = {
-  name: "ticket.reply",
-  policyVersion: "v1",
-  prompt: { id: "p", version: "1" },
-  route: ["model://openai/small@eu"],
-  timeout: 3000,
-  regions: ["eu"],
-  dataClass: "internal"
-}
+const validTarget = plainTarget
+const validWorkflow = plainWorkflow
 
 /** `1e309` is what `JSON.parse` makes of a number too large for a double: `Infinity`. */
 const infinity: unknown = JSON.parse("1e309")

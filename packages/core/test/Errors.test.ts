@@ -3,41 +3,29 @@ import { Disposition, Errors, ModelGateway } from "@modelgate/core"
 import { Duration, Effect, Match } from "effect"
 import { command, gatewayLayer } from "./fixtures.js"
 
+const descriptions = {
+  Refusal: () => "refused",
+  RateLimited: () => "rate limited",
+  ProviderUnavailable: () => "unavailable",
+  InvalidOutput: () => "invalid output",
+  InvalidRequest: () => "invalid request",
+  ProviderRejected: () => "rejected",
+  PolicyViolation: () => "policy",
+  AmbiguousOutcome: () => "ambiguous",
+  BudgetExceeded: () => "budget",
+  DeadlineExceeded: () => "deadline",
+  NoEligibleRoute: () => "no route",
+  StoreError: () => "store",
+  RunExhausted: () => "run exhausted"
+}
+const { NoEligibleRoute: _noRoute, ...allButNoRoute } = descriptions
+
 /** Handles every tag of the closed union; adding a tag to the union makes this fail to compile. */
-export const describeError = Match.type<Errors.GatewayError>().pipe(
-  Match.tagsExhaustive({
-    Refusal: () => "refused",
-    RateLimited: () => "rate limited",
-    ProviderUnavailable: () => "unavailable",
-    InvalidOutput: () => "invalid output",
-    InvalidRequest: () => "invalid request",
-    ProviderRejected: () => "rejected",
-    PolicyViolation: () => "policy",
-    AmbiguousOutcome: () => "ambiguous",
-    BudgetExceeded: () => "budget",
-    DeadlineExceeded: () => "deadline",
-    NoEligibleRoute: () => "no route",
-    StoreError: () => "store",
-    RunExhausted: () => "run exhausted"
-  })
-)
+export const describeError = Match.type<Errors.GatewayError>().pipe(Match.tagsExhaustive(descriptions))
 
 export const missingTag = Match.type<Errors.GatewayError>().pipe(
   // @ts-expect-error NoEligibleRoute is not handled: tagsExhaustive must reject this
-  Match.tagsExhaustive({
-    Refusal: () => "refused",
-    RateLimited: () => "rate limited",
-    ProviderUnavailable: () => "unavailable",
-    InvalidOutput: () => "invalid output",
-    InvalidRequest: () => "invalid request",
-    ProviderRejected: () => "rejected",
-    PolicyViolation: () => "policy",
-    AmbiguousOutcome: () => "ambiguous",
-    BudgetExceeded: () => "budget",
-    DeadlineExceeded: () => "deadline",
-    StoreError: () => "store",
-    RunExhausted: () => "run exhausted"
-  })
+  Match.tagsExhaustive(allButNoRoute)
 )
 
 describe("errors", () => {

@@ -718,6 +718,17 @@ const collect = (): (() => void) => {
   return () => void gc()
 }
 
+/** Measures heap and array-buffer bytes in use, after two full collections. */
+const heapUsage = () => {
+  const gc = collect()
+  return () => {
+    gc()
+    gc()
+    const m = process.memoryUsage()
+    return m.heapUsed + m.arrayBuffers
+  }
+}
+
 describe("Health memory", () => {
   // Stated bound (Health.maxBytesPerRoute): per route, window.samples × 17 B of ring (Float64
   // instant, Float32 latency and TTFT, Uint8 kind) plus 1.5 KiB for the objects around it. With the
@@ -730,14 +741,8 @@ describe("Health memory", () => {
     "10,000 routes with full windows and every 10th breaker open stay within the stated bound",
     () =>
       Effect.gen(function* () {
-        const gc = collect()
+        const used = heapUsage()
         const targets = Array.from({ length: routes }, (_, i) => target(`model://mem/m${i}@eu`, "openai"))
-        const used = () => {
-          gc()
-          gc()
-          const m = process.memoryUsage()
-          return m.heapUsed + m.arrayBuffers
-        }
         const baseline = used()
         const h = yield* Health.make(config({ breaker: { consecutiveFailures: 3, failureRatio: 0 } })).pipe(
           Effect.provide(BreakerStore.layerMemory)
@@ -765,14 +770,8 @@ describe("Health memory", () => {
     "10,000 routes with a few attempts each hold a small ring",
     () =>
       Effect.gen(function* () {
-        const gc = collect()
+        const used = heapUsage()
         const targets = Array.from({ length: routes }, (_, i) => target(`model://few/m${i}@eu`, "openai"))
-        const used = () => {
-          gc()
-          gc()
-          const m = process.memoryUsage()
-          return m.heapUsed + m.arrayBuffers
-        }
         const baseline = used()
         const h = yield* Health.make(config({})).pipe(Effect.provide(BreakerStore.layerMemory))
         for (const t of targets)

@@ -5,7 +5,7 @@ import { TargetRef } from "@modelgate/core/ModelTarget"
 import * as RouteDecision from "@modelgate/core/RouteDecision"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Arbitrary, Cause, Effect, Exit, FastCheck as fc, Fiber, Option, ParseResult, Schema, TestClock } from "effect"
-import { gatewayLayer, refs } from "./fixtures.js"
+import { gatewayLayer, plainTarget, plainWorkflow, refs } from "./fixtures.js"
 
 /** Decoding untrusted input: a value or a typed ParseError, never a throw or a defect. */
 const decodeCommand = (input: unknown): "ok" | "rejected" => {
@@ -35,29 +35,8 @@ const validCommand = {
 }
 
 const validConfig = {
-  targets: [
-    {
-      ref: "model://openai/small@eu",
-      provider: "openai",
-      model: "small",
-      capabilities: { contextWindow: 128000, maxOutputTokens: 4096 },
-      regions: ["eu"],
-      dataClasses: ["internal"],
-      pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, pricingVersion: "p1" },
-      limits: { maxAttempts: 2, perAttemptTimeout: 1000, minimumAttemptTime: 100 }
-    }
-  ],
-  workflows: [
-    {
-      name: "ticket.reply",
-      policyVersion: "v1",
-      prompt: { id: "p", version: "1" },
-      route: ["model://openai/small@eu"],
-      timeout: 3000,
-      regions: ["eu"],
-      dataClass: "internal"
-    }
-  ]
+  targets: [plainTarget],
+  workflows: [plainWorkflow]
 }
 
 /** Replaces the value at a random path of `value` with `replacement`. */

@@ -5,12 +5,8 @@
  * store that cannot answer fails the call closed.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as Budgets from "@modelgate/core/Budgets"
-import * as CallRecorder from "@modelgate/core/CallRecorder"
-import * as Concurrency from "@modelgate/core/Concurrency"
 import { type GatewayError, StoreError } from "@modelgate/core/Errors"
 import * as GatewayConfig from "@modelgate/core/GatewayConfig"
-import * as Health from "@modelgate/core/Health"
 import type { ModelResult } from "@modelgate/core/ModelResult"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
@@ -18,7 +14,7 @@ import type * as RateLimits from "@modelgate/core/RateLimits"
 import * as RateLimitStore from "@modelgate/core/RateLimitStore"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Effect, Exit, Fiber, Layer, TestClock } from "effect"
-import { command, target, workflow } from "./fixtures.js"
+import { command, servicesOff, target, workflow } from "./fixtures.js"
 
 const P = "model://openai/small@eu"
 const Q = "model://openai/mini@eu"
@@ -52,11 +48,8 @@ const layer = (targets: readonly [ModelTarget, ...Array<ModelTarget>], store?: R
       })
     ),
     Layer.provideMerge(
-      Layer.mergeAll(
-        Budgets.layerOff,
-        Concurrency.layerOff,
-        Health.layerOff,
-        CallRecorder.layerMemory,
+      Layer.merge(
+        servicesOff,
         store === undefined ? RateLimitStore.layerMemory : Layer.succeed(RateLimitStore.RateLimitStore, store)
       )
     )

@@ -16,14 +16,13 @@ import {
   Exit,
   FastCheck as fc,
   Fiber,
-  HashMap,
   Logger,
   LogLevel,
   Option,
   Schema,
   TestClock
 } from "effect"
-import { command, gatewayLayer } from "./fixtures.js"
+import { capturingLogger, command, gatewayLayer } from "./fixtures.js"
 import {
   classedTarget,
   closedBreakers,
@@ -299,17 +298,10 @@ describe("scored selection", () => {
 
   it.effect("a deprecated target is eligible, scored down, and warned about once", () =>
     Effect.gen(function* () {
-      const logs: Array<readonly [string, string, object]> = []
-      const logger = Logger.make(({ annotations, logLevel, message }) => {
-        logs.push([
-          logLevel.label,
-          Array.isArray(message) ? message.join(" ") : String(message),
-          Object.fromEntries(HashMap.toEntries(annotations))
-        ])
-      })
-      const penalised = yield* resolve("scored").pipe(Effect.provide(Logger.add(logger)))
-      const unpenalised = yield* resolve("scored.noPenalty").pipe(Effect.provide(Logger.add(logger)))
-      yield* resolve("ordered").pipe(Effect.provide(Logger.add(logger)))
+      const { logs, layer: logging } = capturingLogger()
+      const penalised = yield* resolve("scored").pipe(Effect.provide(logging))
+      const unpenalised = yield* resolve("scored.noPenalty").pipe(Effect.provide(logging))
+      yield* resolve("ordered").pipe(Effect.provide(logging))
       const totalOf = (d: RouteDecision) => d.scores?.find((s) => s.target === refs.old)?.total
       assert.isTrue(penalised.decision.eligible.includes(refs.old))
       assert.strictEqual(totalOf(penalised.decision), 0.44)

@@ -10,6 +10,23 @@ const streamedClassification = primaryAnswers({
   stream: { ttft: 50, interval: 20, chunks: ['{"cat', 'egory":"bi', 'lling","con', 'fidence":0.7', "5}"] }
 })
 
+/** The event tags of {@link streamedClassification}, streamed. */
+const streamedClassificationTags = [
+  "RouteSelected",
+  "TextDelta",
+  "PartialObject",
+  "TextDelta",
+  "PartialObject",
+  "TextDelta",
+  "PartialObject",
+  "TextDelta",
+  "PartialObject",
+  // 2 characters on 38: under an eighth, not re-parsed.
+  "TextDelta",
+  "UsageReported",
+  "Final"
+]
+
 const classify = ModelGateway.workflow("ticket.classify", Classification)
 const input: ModelGateway.CommandInput = {
   tenant: "acme",
@@ -131,21 +148,7 @@ describe("typed workflows", () => {
       assert.strictEqual(at, 130)
       assert.deepStrictEqual(
         events.map((e) => e._tag),
-        [
-          "RouteSelected",
-          "TextDelta",
-          "PartialObject",
-          "TextDelta",
-          "PartialObject",
-          "TextDelta",
-          "PartialObject",
-          "TextDelta",
-          "PartialObject",
-          // 2 characters on 38: under an eighth, not re-parsed.
-          "TextDelta",
-          "UsageReported",
-          "Final"
-        ]
+        streamedClassificationTags
       )
       const values = partials(events)
       assert.deepStrictEqual(values, [
@@ -175,15 +178,7 @@ describe("typed workflows", () => {
         const events = Chunk.toReadonlyArray(exit.value)
         assert.deepStrictEqual(
           events.map((e) => e._tag),
-          [
-            "RouteSelected",
-            "TextDelta",
-            "PartialObject",
-            "TextDelta",
-            "PartialObject",
-            "TextDelta",
-            "PartialObject"
-          ].concat(["TextDelta", "PartialObject", "TextDelta", "UsageReported", "Final"])
+          streamedClassificationTags
         )
         const final = events[events.length - 1]
         if (final?._tag === "Final") {

@@ -3,7 +3,7 @@ import { ModelCommand } from "@modelgate/core/ModelCommand"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Layer, Schema } from "effect"
+import { HashMap, Layer, Logger, Schema } from "effect"
 
 export const Classification = Schema.Struct({
   category: Schema.Literal("billing", "technical", "other"),
@@ -95,13 +95,19 @@ export const definition: GatewayConfig.Definition = {
 
 export const providers = ["openai", "anthropic", "gemini", "vllm"]
 
+/** The gateway's services with budgets, concurrency and health off, and in-memory records. */
+export const servicesOff = Layer.mergeAll(
+  Budgets.layerOff,
+  Concurrency.layerOff,
+  Health.layerOff,
+  CallRecorder.layerMemory
+)
+
 /** The gateway over scripted providers, unlimited budgets, in-memory records. */
 export const gatewayLayer = (scripts: ScriptedProvider.Scripts, def: GatewayConfig.Definition = definition) =>
   ModelGateway.layer(def).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
-    Layer.provideMerge(
-      Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
-    )
+    Layer.provideMerge(servicesOff)
   )
 
 const decodeCommand = Schema.decodeSync(ModelCommand)
@@ -146,3 +152,39 @@ export const imageMessages = [
 
 /** A tool definition (for tool-support exclusion). */
 export const lookupTool = { name: "lookup", description: "Looks up an order.", parameters: { type: "object" } }
+
+/** A logger that keeps level, message and annotations of every entry, and the layer adding it. */
+export const capturingLogger = () => {
+  const logs: Array<readonly [string, string, object]> = []
+  const logger = Logger.make(({ annotations, logLevel, message }) => {
+    logs.push([
+      logLevel.label,
+      Array.isArray(message) ? message.join(" ") : String(message),
+      Object.fromEntries(HashMap.toEntries(annotations))
+    ])
+  })
+  return { logs, layer: Logger.add(logger) }
+}
+
+/** A valid target as plain JSON (for decoding tests). */
+export const plainTarget = {
+  ref: "model://openai/small@eu",
+  provider: "openai",
+  model: "small",
+  capabilities: { contextWindow: 128000, maxOutputTokens: 4096 },
+  regions: ["eu"],
+  dataClasses: ["internal"],
+  pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, pricingVersion: "p1" },
+  limits: { maxAttempts: 2, perAttemptTimeout: 1000, minimumAttemptTime: 100 }
+}
+
+/** A valid workflow over {@link plainTarget} as plain JSON. */
+export const plainWorkflow = {
+  name: "ticket.reply",
+  policyVersion: "v1",
+  prompt: { id: "p", version: "1" },
+  route: ["model://openai/small@eu"],
+  timeout: 3000,
+  regions: ["eu"],
+  dataClass: "internal"
+}

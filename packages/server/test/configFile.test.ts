@@ -12,6 +12,7 @@ import { gatewayConfig } from "../src/DevDefault.js"
 import { hashKey } from "../src/Keys.js"
 import * as Launch from "../src/Launch.js"
 import * as ServerConfig from "../src/ServerConfig.js"
+import { ticketSchemas } from "./fixtures.js"
 
 const scope = Effect.runSync(Scope.make())
 let url = ""
@@ -27,16 +28,7 @@ const fileJson = (mockUrl: string) => ({
   aliases: { ticket: "extract" },
   providers: [{ id: "openai", kind: "openai", baseUrl: `${mockUrl}/v1`, apiKeyEnv: "MODELGATE_TEST_UPSTREAM_KEY" }],
   gateway: gatewayConfig,
-  schemas: {
-    Ticket: {
-      type: "object",
-      properties: {
-        category: { type: "string", enum: ["billing", "technical", "other"] },
-        summary: { type: "string" }
-      },
-      required: ["category", "summary"]
-    }
-  },
+  schemas: ticketSchemas,
   budgets: { tenants: { acme: { limit: 5 }, globex: { limit: 5 } } },
   concurrency: { permits: 64, tenants: { acme: { max: 32 } } },
   recorder: "none"

@@ -68,3 +68,15 @@ export const startHarness = async (options: HarnessOptions = {}): Promise<Harnes
     close: () => Effect.runPromise(Scope.close(scope, Exit.void))
   }
 }
+
+/** The `schemas` of a JSON server configuration: the dev workflow's `Ticket` output as JSON Schema. */
+export const ticketSchemas = {
+  Ticket: {
+    type: "object",
+    properties: {
+      category: { type: "string", enum: ["billing", "technical", "other"] },
+      summary: { type: "string" }
+    },
+    required: ["category", "summary"]
+  }
+}

@@ -10,6 +10,7 @@ import { gatewayConfig } from "../src/DevDefault.js"
 import { hashKey } from "../src/Keys.js"
 import * as Launch from "../src/Launch.js"
 import * as ServerConfig from "../src/ServerConfig.js"
+import { ticketSchemas } from "./fixtures.js"
 
 const scope = Effect.runSync(Scope.make())
 let redis: RedisServer.RedisServer
@@ -36,16 +37,7 @@ beforeAll(async () => {
         ],
         providers: [{ id: "openai", kind: "openai", baseUrl: `${mock.url}/v1` }],
         gateway: gatewayConfig,
-        schemas: {
-          Ticket: {
-            type: "object",
-            properties: {
-              category: { type: "string", enum: ["billing", "technical", "other"] },
-              summary: { type: "string" }
-            },
-            required: ["category", "summary"]
-          }
-        },
+        schemas: ticketSchemas,
         // globex: room for about one worst-case reservation of `chat` (4096 output tokens at $1.6/M).
         budgets: { tenants: { acme: { limit: 100 }, globex: { limit: 0.01 } } },
         redis: { url: redis.url },

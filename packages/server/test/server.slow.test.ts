@@ -14,7 +14,7 @@ import { gatewayConfig } from "../src/DevDefault.js"
 import { hashKey } from "../src/Keys.js"
 import * as Launch from "../src/Launch.js"
 import * as ServerConfig from "../src/ServerConfig.js"
-import { devKey, type Harness, startHarness } from "./fixtures.js"
+import { devKey, type Harness, startHarness, ticketSchemas } from "./fixtures.js"
 
 const longText = "All work and no play makes a long streamed answer. ".repeat(40)
 
@@ -112,16 +112,7 @@ describe("the provider request on a disconnect", () => {
           keys: [{ id: "dev", sha256: hashKey(devKey), tenant: "dev", workflows: ["*"] }],
           providers: [{ id: "openai", kind: "openai", baseUrl: `http://127.0.0.1:${port}/v1` }],
           gateway: gatewayConfig,
-          schemas: {
-            Ticket: {
-              type: "object",
-              properties: {
-                category: { type: "string", enum: ["billing", "technical", "other"] },
-                summary: { type: "string" }
-              },
-              required: ["category", "summary"]
-            }
-          },
+          schemas: ticketSchemas,
           recorder: "none"
         })
       )

@@ -1,30 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ModelTarget } from "@modelgate/core/ModelTarget"
+import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Duration, Effect, Fiber, Schema, Stream, TestClock } from "effect"
+import { Duration, Effect, Fiber, Stream, TestClock } from "effect"
+import { target } from "../src/AdapterFixtures.js"
 import * as ScriptedProvider from "../src/ScriptedProvider.js"
 
-const decodeTarget = Schema.decodeSync(ModelTarget)
-
+/** A target of `provider` under `ref` (the scripted provider reads only these two). */
 const targetOf = (ref: string, provider: string) =>
-  decodeTarget({
-    ref,
-    provider,
-    model: "m",
-    capabilities: {
-      vision: false,
-      tools: true,
-      streaming: true,
-      structuredOutput: { mode: "json_schema" },
-      contextWindow: 128_000,
-      maxOutputTokens: 4096
-    },
-    regions: ["eu"],
-    dataClasses: ["internal"],
-    pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, currency: "USD", pricingVersion: "p-1" },
-    limits: { maxAttempts: 3, perAttemptTimeout: 400, minimumAttemptTime: 100 },
-    status: "active"
-  })
+  new ModelTarget({ ...target(provider, "m"), ref: TargetRef.make(ref) })
 
 const a = targetOf("model://openai/small@eu", "openai")
 const b = targetOf("model://anthropic/haiku@eu", "anthropic")

@@ -92,11 +92,20 @@ export const responseToEvents = (response: ProviderResponse): ReadonlyArray<Prov
   }
 ]
 
-/** Size limits of an adapter's answers. @internal */
+/**
+ * Size limits of an adapter's answers: the options every HTTP adapter's `Options` take.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
 export interface Limits {
-  /** Largest response body (streams included), in bytes. Default 8 MiB. */
+  /** Largest response body accepted (streams included). Default 8 MiB (embeddings: 64 MiB). */
   readonly maxResponseBytes?: number | undefined
-  /** Largest single SSE event of a stream, in bytes. Default 1 MiB. */
+  /**
+   * Largest single server-sent event of a stream, in bytes; a larger one fails the attempt as
+   * `invalid_output` as soon as its bytes arrive, before it is parsed. Default 1 MiB (also used
+   * for a value below 1).
+   */
   readonly maxEventBytes?: number | undefined
 }
 

@@ -7,10 +7,8 @@ import { assert } from "@effect/vitest"
 import * as Anthropic from "@modelgate/adapters/anthropic"
 import { Duration, Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
-import type { Behavior } from "@modelgate/testing/MockProviderServer"
 import {
   answerSchema,
-  apiKey,
   canary,
   collect,
   lastRequestFor,
@@ -20,14 +18,11 @@ import {
   textOf
 } from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import { describeAdapter } from "./AdapterConformance.js"
+import { adapterFor, describeAdapter, scriptFor } from "./AdapterConformance.js"
 
-const adapter = Effect.flatMap(MockProviderServer, (mock) =>
-  Anthropic.make({ baseUrl: mock.baseUrl("anthropic"), apiKey })
-)
+const adapter = adapterFor("anthropic", Anthropic.make)
 
-const script = (model: string, ...behaviors: ReadonlyArray<Behavior>) =>
-  Effect.flatMap(MockProviderServer, (mock) => mock.enqueue(behaviors, { provider: "anthropic", model }))
+const script = scriptFor("anthropic")
 
 const classification: ReadonlyArray<ClassificationRow> = [
   {

@@ -7,10 +7,8 @@ import { assert } from "@effect/vitest"
 import * as Gemini from "@modelgate/adapters/gemini"
 import { Duration, Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
-import type { Behavior } from "@modelgate/testing/MockProviderServer"
 import {
   answerSchema,
-  apiKey,
   canary,
   collect,
   lastRequestFor,
@@ -19,12 +17,11 @@ import {
   simpleRequest
 } from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import { describeAdapter } from "./AdapterConformance.js"
+import { adapterFor, describeAdapter, scriptFor } from "./AdapterConformance.js"
 
-const adapter = Effect.flatMap(MockProviderServer, (mock) => Gemini.make({ baseUrl: mock.baseUrl("gemini"), apiKey }))
+const adapter = adapterFor("gemini", Gemini.make)
 
-const script = (model: string, ...behaviors: ReadonlyArray<Behavior>) =>
-  Effect.flatMap(MockProviderServer, (mock) => mock.enqueue(behaviors, { provider: "gemini", model }))
+const script = scriptFor("gemini")
 
 const quotaFailure = (quotaId: string) => ({
   "@type": "type.googleapis.com/google.rpc.QuotaFailure",

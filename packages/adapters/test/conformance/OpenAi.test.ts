@@ -6,11 +6,10 @@ import { assert } from "@effect/vitest"
 import * as OpenAi from "@modelgate/adapters/openai"
 import { Duration, Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
-import type { Behavior } from "@modelgate/testing/MockProviderServer"
 import {
   answerSchema,
-  apiKey,
   canary,
+  chatConversation,
   collect,
   lastRequestFor,
   recordOf,
@@ -18,12 +17,11 @@ import {
   simpleRequest
 } from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import { describeAdapter } from "./AdapterConformance.js"
+import { adapterFor, describeAdapter, scriptFor } from "./AdapterConformance.js"
 
-const adapter = Effect.flatMap(MockProviderServer, (mock) => OpenAi.make({ baseUrl: mock.baseUrl("openai"), apiKey }))
+const adapter = adapterFor("openai", OpenAi.make)
 
-const script = (model: string, ...behaviors: ReadonlyArray<Behavior>) =>
-  Effect.flatMap(MockProviderServer, (mock) => mock.enqueue(behaviors, { provider: "openai", model }))
+const script = scriptFor("openai")
 
 const classification: ReadonlyArray<ClassificationRow> = [
   {
@@ -234,22 +232,7 @@ describeAdapter(
         const recorded = yield* lastRequestFor("body-model")
         assert.deepStrictEqual(recorded.body, {
           model: "body-model",
-          messages: [
-            { role: "system", content: "Be terse." },
-            {
-              role: "user",
-              content: [
-                { type: "text", text: "What is in this picture?" },
-                { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }
-              ]
-            },
-            {
-              role: "assistant",
-              content: "Let me look.",
-              tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } }]
-            },
-            { role: "tool", tool_call_id: "call_1", content: '{"found":true}' }
-          ],
+          messages: chatConversation,
           max_completion_tokens: 512,
           tools: [
             {

@@ -7,11 +7,11 @@ import { assert } from "@effect/vitest"
 import * as Compatible from "@modelgate/adapters/openai-compatible"
 import { Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
-import type { Behavior } from "@modelgate/testing/MockProviderServer"
 import {
   answerSchema,
   apiKey,
   canary,
+  chatConversation,
   collect,
   lastRequestFor,
   recordOf,
@@ -20,15 +20,14 @@ import {
   textOf
 } from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import { describeAdapter } from "./AdapterConformance.js"
+import { describeAdapter, scriptFor } from "./AdapterConformance.js"
 
 const adapter = (options: Partial<Compatible.Options> = {}) =>
   Effect.flatMap(MockProviderServer, (mock) =>
     Compatible.make({ baseUrl: mock.baseUrl("openai-compatible"), ...options })
   )
 
-const script = (model: string, ...behaviors: ReadonlyArray<Behavior>) =>
-  Effect.flatMap(MockProviderServer, (mock) => mock.enqueue(behaviors, { provider: "openai-compatible", model }))
+const script = scriptFor("openai-compatible")
 
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: "chatcmpl-local", object: "chat.completion.chunk", model: "llama", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
@@ -231,22 +230,7 @@ describeAdapter(
         const body = recordOf(recorded.body)
         assert.strictEqual(body.max_tokens, 512)
         assert.isUndefined(body.max_completion_tokens)
-        assert.deepStrictEqual(body.messages, [
-          { role: "system", content: "Be terse." },
-          {
-            role: "user",
-            content: [
-              { type: "text", text: "What is in this picture?" },
-              { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }
-            ]
-          },
-          {
-            role: "assistant",
-            content: "Let me look.",
-            tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: '{"q":"x"}' } }]
-          },
-          { role: "tool", tool_call_id: "call_1", content: '{"found":true}' }
-        ])
+        assert.deepStrictEqual(body.messages, chatConversation)
         assert.deepStrictEqual(body.response_format, {
           type: "json_schema",
           json_schema: { name: "answer", schema: answerSchema, strict: true }
