@@ -90,7 +90,9 @@ export const inputTokensAt = (estimatedInputTokens: number, target: ModelTarget)
 
 /**
  * Output cap an attempt at `target` asks for before budget shrinking: the command's cap (else the
- * workflow's, else the target's), never above the workflow's or the target's.
+ * workflow's, else the target's), never above the workflow's or the target's, and, when the input
+ * is known (`inputTokens`, at the target: safety factor applied), never above what is left of the
+ * target's context window after it (input + output ≤ window; 0 when nothing is left).
  *
  * @since 0.2.0
  * @category Pricing
@@ -98,10 +100,13 @@ export const inputTokensAt = (estimatedInputTokens: number, target: ModelTarget)
 export const outputCapAt = (
   commandMax: number | undefined,
   workflowMax: number | undefined,
-  target: ModelTarget
+  target: ModelTarget,
+  inputTokens?: number
 ): number => {
-  const targetMax = target.capabilities.maxOutputTokens
-  return Math.min(commandMax ?? workflowMax ?? targetMax, workflowMax ?? Infinity, targetMax)
+  const caps = target.capabilities
+  const targetMax = caps.maxOutputTokens
+  const cap = Math.min(commandMax ?? workflowMax ?? targetMax, workflowMax ?? Infinity, targetMax)
+  return inputTokens === undefined ? cap : Math.max(0, Math.min(cap, caps.contextWindow - inputTokens))
 }
 
 /**

@@ -32,7 +32,7 @@ import { type RouterState, remember, RoutedWorkflows, stateOf } from "./internal
 export { canaryHash, canaryKey, canarySide } from "./internal/router/canary.js"
 export type { BreakerView } from "./internal/router/context.js"
 export { type Route, withoutTargets } from "./internal/router/decision.js"
-export { checkTarget, defaultQualityThreshold } from "./internal/router/eligibility.js"
+export { checkTarget, defaultQualityThreshold, minimumContextOutputTokens } from "./internal/router/eligibility.js"
 export { escalateFrom, isStronger } from "./internal/router/escalation.js"
 export { countEscalation, metrics } from "./internal/router/metrics.js"
 export {
@@ -140,7 +140,7 @@ export const decide = (
   try {
     characters = TokenEstimator.inputCharacters(input)
     // Count only when a limit needs it, or when the input may not fit a context window.
-    needsCount = budgetLimited || limit < Infinity || maxCost < Infinity || !fitsEveryWindow(compiled, input)
+    needsCount = budgetLimited || limit < Infinity || maxCost < Infinity || !fitsEveryWindow(compiled, command, input)
   } catch {
     // e.g. tool parameters nested too deep to serialize: refuse the request, never crash
     return Effect.fail({ _tag: "InvalidRequest", reason: "invalid_command", detail: "the request cannot be measured" })

@@ -266,8 +266,11 @@ export const makeRunner = (deps: {
       // The call's options against the workflow's bounds, as the router resolved them for the primary.
       const options = Options.resolve(w, command)
       if (Either.isLeft(options)) return yield* drop(w.name, target.ref, "policy")
-      const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target)
-      const worst = costAt(target, inputTokensAt(estimated, target), cap)
+      const input = inputTokensAt(estimated, target)
+      // Input + output within the shadow target's window, as a production attempt there.
+      const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target, input)
+      if (cap < 1) return yield* drop(w.name, target.ref, "policy")
+      const worst = costAt(target, input, cap)
       const reservation = yield* Effect.either(deps.budgets.reserve(TenantId.make(shadow.budgetTenant), worst))
       if (Either.isLeft(reservation)) return yield* drop(w.name, target.ref, "budget")
       // Built, bounded and classified by the pipeline's own attempt module: the same request

@@ -126,9 +126,17 @@ const attemptAt = (walk: Walk, cursor: Cursor): Effect.Effect<Step, Failure> =>
     const remaining = call.deadline - start
     if (remaining < minimumMs) return moveTo(walk, { ...cursor, stoppedForTime: true }, cursor.index + 1)
     const inputTokens = route.inputTokens === undefined ? undefined : inputTokensAt(route.inputTokens, target)
-    const cap = outputCap(walk, target, inputTokens)
-    // An embedding produces no output: only its input must fit.
-    if (inputTokens !== undefined && cap < (call.mode === "embed" ? 1 : minimumUsefulOutputTokens)) {
+    // The output the call asks for, within the target's window after the input (input + output ≤ window).
+    const wanted = outputCapAt(
+      walk.command.maxOutputTokens,
+      walk.compiled.workflow.maxOutputTokens,
+      target,
+      inputTokens
+    )
+    const cap = outputCap(walk, target, wanted, inputTokens)
+    // What the reservation pays for must reach the minimum useful output, or what is asked when
+    // less (a small cap or window is the caller's; an embedding produces no output: its input must fit).
+    if (inputTokens !== undefined && cap < (call.mode === "embed" ? 1 : Math.min(wanted, minimumUsefulOutputTokens))) {
       return yield* Effect.fail(unaffordable(walk, target, inputTokens))
     }
     // A provider rate limit without headroom: the target is skipped (see `RateLimits`).
@@ -164,13 +172,11 @@ const attemptAt = (walk: Walk, cursor: Cursor): Effect.Effect<Step, Failure> =>
     return yield* judged(walk, here, target, c)
   })
 
-/** The output cap of an attempt: the command's, the workflow's and the target's, within what the reservation still pays for. */
-const outputCap = (walk: Walk, target: ModelTarget, inputTokens: number | undefined): number => {
-  const cap = outputCapAt(walk.command.maxOutputTokens, walk.compiled.workflow.maxOutputTokens, target)
-  return inputTokens === undefined
-    ? cap
-    : Math.min(cap, affordableOutput(walk.reservation.amount - walk.call.tally.spent, inputTokens, target))
-}
+/** The output cap of an attempt: `wanted` (the command's, the workflow's, the target's and its window's), within what the reservation still pays for. */
+const outputCap = (walk: Walk, target: ModelTarget, wanted: number, inputTokens: number | undefined): number =>
+  inputTokens === undefined
+    ? wanted
+    : Math.min(wanted, affordableOutput(walk.reservation.amount - walk.call.tally.spent, inputTokens, target))
 
 const unaffordable = (walk: Walk, target: ModelTarget, inputTokens: number): Failure => ({
   _tag: "BudgetExceeded",

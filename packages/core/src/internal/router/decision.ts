@@ -88,7 +88,9 @@ const requiredOf = (
   const preferred = command.preferredTier ?? w.preferredTier
   if (preferred !== undefined) out.preferredTier = preferred
   if (facts.fastTier) out.latencyTier = "fast"
-  if (inputTokens !== undefined) out.contextTokens = Math.ceil(inputTokens)
+  // The window the call needs: its counted input, or the command's minContextTokens when larger.
+  const context = Math.max(inputTokens === undefined ? 0 : Math.ceil(inputTokens), view.minContextTokens ?? 0)
+  if (context > 0) out.contextTokens = context
   if (view.segment !== undefined) out.segment = view.segment
   return out
 }

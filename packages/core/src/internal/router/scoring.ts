@@ -326,10 +326,14 @@ const pricesInto = (
   let cheapest = Infinity
   for (let i = 0; i < targets.length; i++) {
     const t = targets[i]!
-    const price =
-      inputTokens === undefined
-        ? listPrice(t)
-        : costAt(t, inputTokensAt(inputTokens, t), Math.min(outputCap, t.capabilities.maxOutputTokens))
+    let price: number
+    if (inputTokens === undefined) price = listPrice(t)
+    else {
+      const input = inputTokensAt(inputTokens, t)
+      // The output within the target's limit and what is left of its window after the input.
+      const output = Math.min(outputCap, t.capabilities.maxOutputTokens, t.capabilities.contextWindow - input)
+      price = costAt(t, input, Math.max(0, output))
+    }
     x[i * termCount + 2] = price
     if (price < cheapest) cheapest = price
   }

@@ -1,0 +1,134 @@
+/**
+ * Routing corners (issue 25): the context check counts the output, breakers keyed by version, one
+ * "time the call has" value, evidence written from what was executed.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Budgets from "@modelgate/core/Budgets"
+import * as CallRecorder from "@modelgate/core/CallRecorder"
+import * as Concurrency from "@modelgate/core/Concurrency"
+import * as GatewayConfig from "@modelgate/core/GatewayConfig"
+import * as Health from "@modelgate/core/Health"
+import * as ModelGateway from "@modelgate/core/ModelGateway"
+import { Capabilities, ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
+import * as TokenEstimator from "@modelgate/core/TokenEstimator"
+import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
+import { Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { command, target, workflow } from "./fixtures.js"
+
+const A = "model://openai/small@eu"
+const B = "model://anthropic/haiku@eu"
+const limits = { maxAttempts: 1, perAttemptTimeout: 5_000, minimumAttemptTime: 100 }
+
+/** `t` with a price and its own window and output limit. */
+const sized = (t: ModelTarget, contextWindow: number, maxOutputTokens = 16_000) =>
+  new ModelTarget({
+    ...t,
+    capabilities: new Capabilities({ ...t.capabilities, contextWindow, maxOutputTokens }),
+    pricing: new Pricing({ inputPerMillion: 1, outputPerMillion: 2, currency: "USD", pricingVersion: "p-1" })
+  })
+
+const gateway = (
+  targets: ReadonlyArray<ModelTarget>,
+  route: readonly [string, ...Array<string>],
+  scripts: ScriptedProvider.Scripts = {},
+  limit = 100
+) =>
+  ModelGateway.layer({
+    config: GatewayConfig.GatewayConfig.make({
+      targets,
+      workflows: [workflow({ name: "w.long", route, timeout: 10_000 })]
+    })
+  }).pipe(
+    Layer.provideMerge(ScriptedProvider.layer({ providers: ["openai", "anthropic"], scripts })),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        Budgets.layerMemory({ tenants: { acme: { limit } } }),
+        Concurrency.layerMemory({ permits: 4 }),
+        Health.layerOff,
+        CallRecorder.layerMemory
+      )
+    )
+  )
+
+const run = (cmd: ReturnType<typeof command>) =>
+  Effect.gen(function* () {
+    const g = yield* ModelGateway.ModelGateway
+    const fiber = yield* Effect.fork(Effect.exit(g.generate(cmd)))
+    yield* TestClock.adjust(1_000)
+    return yield* Fiber.join(fiber)
+  })
+
+const ok = ScriptedProvider.success({ after: 10, usage: { inputTokens: 10, outputTokens: 10 } })
+
+describe("class 3: the context check counts the output", () => {
+  // An input of about 6,000 tokens.
+  const long = command("w.long", {
+    messages: [{ _tag: "user", content: "ticket ".repeat(6_000) }],
+    maxOutputTokens: 8_000
+  })
+  const n = TokenEstimator.estimateInput({ messages: long.messages })
+
+  it.effect(
+    "input + maxOutputTokens over the window: the output is capped to what is left, in the request and the reservation",
+    () =>
+      Effect.gen(function* () {
+        const g = yield* ModelGateway.ModelGateway
+        const route = yield* g.router.resolve(long)
+        assert.deepStrictEqual(route.decision.eligible.map(String), [A])
+        // the gateway's count of what is sent
+        const n = route.inputTokens!
+        assert.isAtLeast(n, 5_900)
+        const exit = yield* run(long)
+        assert.isTrue(Exit.isSuccess(exit))
+        const attempts = yield* (yield* ScriptedProvider.ScriptedProvider).attempts
+        // input + output ≤ window: 10,000 − n output tokens at most
+        assert.deepStrictEqual(
+          attempts.map((a) => [a.target, a.maxOutputTokens]),
+          [[A, 10_000 - n]]
+        )
+        if (Exit.isSuccess(exit)) {
+          // the reservation is the worst case of the capped call: n in at $1/M, 10,000 − n out at $2/M
+          const expected = (n * 1 + (10_000 - n) * 2) / 1e6
+          assert.strictEqual(Math.round(exit.value.evidence.cost.reserved * 1e9), Math.round(expected * 1e9))
+        }
+      }).pipe(Effect.provide(gateway([sized(target(A, "openai", { limits }), 10_000)], [A], { [A]: [ok] })))
+  )
+
+  it.effect("no output fits after the input: CONTEXT_TOO_SMALL; the larger window serves", () =>
+    Effect.gen(function* () {
+      const g = yield* ModelGateway.ModelGateway
+      const route = yield* g.router.resolve(long)
+      assert.deepStrictEqual(
+        route.decision.excluded.map((e) => [e.target, e.reason]),
+        [[A, "CONTEXT_TOO_SMALL"]]
+      )
+      assert.deepStrictEqual(route.decision.eligible.map(String), [B])
+    }).pipe(
+      Effect.provide(
+        gateway([sized(target(A, "openai", { limits }), n), sized(target(B, "anthropic", { limits }), 100_000)], [A, B])
+      )
+    )
+  )
+
+  it.effect("minContextTokens is a hard filter on the window, input counted or not", () =>
+    Effect.gen(function* () {
+      const g = yield* ModelGateway.ModelGateway
+      const route = yield* g.router.resolve(command("w.long", { minContextTokens: 64_000 }))
+      assert.deepStrictEqual(
+        route.decision.excluded.map((e) => [e.target, e.reason, e.detail]),
+        [[A, "CONTEXT_TOO_SMALL", "window 10000, minContextTokens 64000"]]
+      )
+      assert.deepStrictEqual(route.decision.eligible.map(String), [B])
+      assert.strictEqual(route.decision.required?.contextTokens, 64_000)
+      const none = yield* Effect.exit(g.router.resolve(command("w.long", { minContextTokens: 200_000 })))
+      assert.isTrue(Exit.isFailure(none))
+    }).pipe(
+      Effect.provide(
+        gateway(
+          [sized(target(A, "openai", { limits }), 10_000), sized(target(B, "anthropic", { limits }), 100_000)],
+          [A, B]
+        )
+      )
+    )
+  )
+})
