@@ -9,10 +9,11 @@ import * as Concurrency from "@modelgate/core/Concurrency"
 import * as GatewayConfig from "@modelgate/core/GatewayConfig"
 import * as Health from "@modelgate/core/Health"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
-import { Capabilities, ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
+import { Capabilities, ModelTarget, Pricing, TargetClasses } from "@modelgate/core/ModelTarget"
+import * as Router from "@modelgate/core/Router"
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
-import { Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { Effect, Exit, Fiber, Layer, Metric, TestClock } from "effect"
 import { command, target, workflow } from "./fixtures.js"
 
 const A = "model://openai/small@eu"
@@ -130,5 +131,78 @@ describe("class 3: the context check counts the output", () => {
         )
       )
     )
+  )
+})
+
+describe("class 7: evidence written from what was executed", () => {
+  const classed = (t: ModelTarget, quality: "low" | "high", inputPerMillion: number) =>
+    new ModelTarget({
+      ...t,
+      classes: new TargetClasses({ quality }),
+      pricing: new Pricing({
+        inputPerMillion,
+        outputPerMillion: inputPerMillion,
+        currency: "USD",
+        pricingVersion: "p-1"
+      })
+    })
+  const cheap = classed(target(A, "openai", { limits }), "low", 1)
+  const strong = classed(target(B, "anthropic", { limits }), "high", 100_000)
+  const escalations = (workflowName: string) =>
+    Metric.value(
+      Metric.tagged(
+        Metric.tagged(Metric.tagged(Router.metrics.escalations, "workflow", workflowName), "from_tier", "low"),
+        "to_tier",
+        "high"
+      )
+    )
+
+  it.effect("the escalation target is then excluded by the budget: no escalation in evidence, record or metric", () =>
+    Effect.gen(function* () {
+      const before = (yield* escalations("w.long")).count
+      // The strong target's worst case (~$40) does not fit the $1 budget; the cheap one's does.
+      const exit = yield* run(command("w.long", { escalate: true, maxOutputTokens: 100 }))
+      assert.isTrue(Exit.isSuccess(exit), JSON.stringify(exit))
+      const attempts = yield* (yield* ScriptedProvider.ScriptedProvider).attempts
+      assert.deepStrictEqual(
+        attempts.map((a) => a.target),
+        [A]
+      )
+      if (Exit.isSuccess(exit)) {
+        const evidence = exit.value.evidence
+        assert.strictEqual(evidence.target, A)
+        // the signal is kept; it led nowhere
+        assert.deepStrictEqual(
+          evidence.escalations?.map((e) => [e.signal, String(e.from), e.to]),
+          [["command", A, undefined]]
+        )
+        assert.deepStrictEqual(
+          evidence.excluded.map((e) => [e.target, e.reason]),
+          [[B, "BUDGET_DOES_NOT_FIT"]]
+        )
+        assert.strictEqual(evidence.selectionReason, "ONLY_ELIGIBLE")
+      }
+      const [record] = yield* Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
+      assert.deepStrictEqual(
+        record?.evidence.escalations?.map((e) => e.to),
+        [undefined]
+      )
+      assert.strictEqual((yield* escalations("w.long")).count, before)
+    }).pipe(Effect.provide(gateway([cheap, strong], [A, B], { [A]: [ok] }, 1)))
+  )
+
+  it.effect("an escalation that ran is recorded and counted once", () =>
+    Effect.gen(function* () {
+      const before = (yield* escalations("w.long")).count
+      const exit = yield* run(command("w.long", { escalate: true, maxOutputTokens: 100 }))
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) {
+        assert.deepStrictEqual(
+          exit.value.evidence.escalations?.map((e) => [e.signal, String(e.from), String(e.to)]),
+          [["command", A, B]]
+        )
+      }
+      assert.strictEqual((yield* escalations("w.long")).count, before + 1)
+    }).pipe(Effect.provide(gateway([cheap, strong], [A, B], { [B]: [ok] }, 1_000)))
   )
 })

@@ -18,7 +18,7 @@ import { ExcludedTarget } from "../RouteDecision.js"
 import * as Router from "../Router.js"
 import * as TokenEstimator from "../TokenEstimator.js"
 import { dispatch, type Frame, type RequestBasis, requestOf } from "./attempt.js"
-import { type Answer, deadlineFailure, storeFailure, withinDeadline } from "./call.js"
+import { type Answer, deadlineFailure, ranOn, storeFailure, withinDeadline } from "./call.js"
 import * as FastPath from "./fastPath.js"
 import { validateOutput } from "./output.js"
 import * as RateLimit from "./rateLimit.js"
@@ -76,10 +76,19 @@ export const attempts = (walk: Walk): Effect.Effect<Answer, Failure> => {
     walk,
     route.targets.length === 0 ? { _tag: "End", cursor: start } : { _tag: "Next", cursor: start }
   )
-  // The command's escalation signal, counted once the call runs.
-  return route.escalation?.to === undefined
-    ? first
-    : Effect.zipRight(Router.countEscalation(route.compiled.workflow.name, route.escalation), first)
+  // The command's escalation, counted once the call made an attempt on its target (whatever the
+  // attempt's outcome): a target skipped at attempt time was not escalated to.
+  const escalation = route.escalation
+  const to = escalation?.to
+  if (escalation === undefined || to === undefined) return first
+  return Effect.ensuring(
+    first,
+    Effect.suspend(() =>
+      ranOn(walk.call.tally.attempts, to)
+        ? Router.countEscalation(route.compiled.workflow.name, escalation)
+        : Effect.void
+    )
+  )
 }
 
 const loop = (walk: Walk, step: Step): Effect.Effect<Answer, Failure> => {

@@ -17,6 +17,7 @@ import type {
 } from "../../RouteDecision.js"
 import type { CompiledWorkflow } from "../compiled.js"
 import { requestView } from "./eligibility.js"
+import { escalationWithin } from "./escalation.js"
 import { LazyScores } from "./lazyScores.js"
 
 /**
@@ -129,6 +130,7 @@ export class Decided implements Route {
     readonly selectionReason?: SelectionReason
     readonly scores?: ReadonlyArray<TargetScore> | undefined
     readonly canary?: CanaryAssignment | undefined
+    readonly escalation?: Escalation | undefined
   }): Decided {
     return new Decided(
       this.compiled,
@@ -140,7 +142,7 @@ export class Decided implements Route {
       "scores" in changes ? changes.scores : this.scoreSource,
       this.facts,
       "canary" in changes ? changes.canary : this.canary,
-      this.escalation
+      "escalation" in changes ? changes.escalation : this.escalation
     )
   }
   get routeId(): string {
@@ -186,7 +188,9 @@ export class Decided implements Route {
  * `route` without the targets of `drop`, which join its exclusions with their reasons (the engine
  * uses it for `BUDGET_DOES_NOT_FIT` once the tenant's remaining budget is known). Scores of dropped
  * targets are left out; when the leader is dropped the reason becomes `ONLY_ELIGIBLE` (one left),
- * else `BEST_SCORE` (scored) or `PINNED_ORDER` (ordered).
+ * else `ESCALATION` (the command's escalation still leads to a stronger target), `BEST_SCORE`
+ * (scored) or `PINNED_ORDER` (ordered). A command's escalation whose target was dropped leads to the
+ * new first target when that is still stronger, else it has no `to`.
  *
  * @since 0.2.0
  * @category Routing
@@ -207,15 +211,28 @@ export const withoutTargets = (
   ]
   const scores = route.scores?.filter((s) => !gone.has(s.target))
   const leaderKept = targets[0] !== undefined && targets[0].ref === route.targets[0]?.ref
+  // The command's escalation as the remaining targets make it (its target may be among the dropped).
+  const escalation =
+    route.escalation === undefined
+      ? undefined
+      : escalationWithin(route.escalation, targets, route.compiled.workflow.escalation)
   const reason: SelectionReason | undefined = leaderKept
     ? route.selectionReason
     : targets.length === 1
       ? "ONLY_ELIGIBLE"
-      : route.scores !== undefined
-        ? "BEST_SCORE"
-        : "PINNED_ORDER"
+      : escalation?.to !== undefined
+        ? "ESCALATION"
+        : route.scores !== undefined
+          ? "BEST_SCORE"
+          : "PINNED_ORDER"
   if (route instanceof Decided) {
-    return route.with({ targets, excluded, scores, ...(reason !== undefined ? { selectionReason: reason } : {}) })
+    return route.with({
+      targets,
+      excluded,
+      scores,
+      escalation,
+      ...(reason !== undefined ? { selectionReason: reason } : {})
+    })
   }
   return new Decided(
     route.compiled,
@@ -227,6 +244,6 @@ export const withoutTargets = (
     scores,
     { command: undefined, mode: "generate", images: false, fastTier: false },
     route.canary,
-    route.escalation
+    escalation
   )
 }
