@@ -11,6 +11,7 @@
  *
  * @since 0.1.0
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { type Failure, fromFailure, type GatewayError } from "./Errors.js"
@@ -118,7 +119,14 @@ export const decide = (
   mode: "generate" | "stream",
   budgetLimited: boolean,
   /** The call's id: the stickiness key of a `call` (or keyless `session`) canary. */
-  callId?: string
+  callId?: string,
+  /**
+   * The time the call has, ms: the earliest of the command's timeout, the workflow's and what is
+   * left of an enclosing agent run (the engine passes its call's deadline). Omitted: the command's
+   * and the workflow's timeout. Every time rule (the short-deadline fast class, the latency fit)
+   * reads this one value.
+   */
+  timeLeftMs?: number
 ): Effect.Effect<Route, Failure> => {
   const state = stateOf(workflows)
   const compiled = variantOf(state, workflows.get(command.workflow), command, callId)
@@ -156,12 +164,30 @@ export const decide = (
   const images = command.hasImages
   const options = checked.right
   const withCount = (inputTokens: number | undefined) =>
-    withTokens({ state, compiled, breakers, command, mode, options, callId, images, inputTokens }, limit)
+    withTokens(
+      {
+        state,
+        compiled,
+        breakers,
+        command,
+        mode,
+        options,
+        callId,
+        images,
+        inputTokens,
+        timeLeftMs: timeLeftMs ?? timeoutOf(command, w)
+      },
+      limit
+    )
   if (!needsCount) return withCount(undefined)
   // Small inputs are counted at once; large ones in slices that give the event loop turns.
   if (characters <= TokenEstimator.sliceCharacters) return withCount(TokenEstimator.estimateInput(input))
   return Effect.flatMap(TokenEstimator.estimateInputYielding(input), withCount)
 }
+
+/** The time a call has when nothing but its command and workflow bound it: the earlier timeout, ms. */
+const timeoutOf = (command: ModelCommand, w: CompiledWorkflow["workflow"]): number =>
+  Math.min(command.timeout === undefined ? Infinity : Duration.toMillis(command.timeout), Duration.toMillis(w.timeout))
 
 /** The command's own checks: regions within the workflow's, options within its bounds, provider options allowed. */
 const checkCommand = (

@@ -3,11 +3,13 @@
  * "time the call has" value, evidence written from what was executed.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as AgentRun from "@modelgate/core/AgentRun"
 import * as Budgets from "@modelgate/core/Budgets"
 import * as CallRecorder from "@modelgate/core/CallRecorder"
 import * as Concurrency from "@modelgate/core/Concurrency"
 import * as GatewayConfig from "@modelgate/core/GatewayConfig"
 import * as Health from "@modelgate/core/Health"
+import { TenantId } from "@modelgate/core/ModelCommand"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import { Capabilities, ModelTarget, Pricing, TargetClasses } from "@modelgate/core/ModelTarget"
 import * as Router from "@modelgate/core/Router"
@@ -204,5 +206,54 @@ describe("class 7: evidence written from what was executed", () => {
       }
       assert.strictEqual((yield* escalations("w.long")).count, before + 1)
     }).pipe(Effect.provide(gateway([cheap, strong], [A, B], { [B]: [ok] }, 1_000)))
+  )
+})
+
+describe("class 6: one time the call has, read by every rule", () => {
+  const M = A
+  const F = B
+  const classedAs = (t: ModelTarget, quality: "low" | "high", latency: "fast" | "medium") =>
+    new ModelTarget({ ...t, classes: new TargetClasses({ quality, latency }) })
+  const scoredLayer = () =>
+    ModelGateway.layer({
+      config: GatewayConfig.GatewayConfig.make({
+        targets: [
+          classedAs(target(M, "openai", { limits }), "high", "medium"),
+          classedAs(target(F, "anthropic", { limits }), "low", "fast")
+        ],
+        workflows: [workflow({ name: "w.scored", route: [M, F], timeout: 10_000, selection: "scored" })]
+      })
+    }).pipe(
+      Layer.provideMerge(
+        ScriptedProvider.layer({ providers: ["openai", "anthropic"], scripts: { [M]: [ok, ok], [F]: [ok, ok] } })
+      ),
+      Layer.provideMerge(
+        Layer.mergeAll(Budgets.layerOff, Concurrency.layerOff, Health.layerOff, CallRecorder.layerMemory)
+      )
+    )
+  const firstTarget = Effect.map(
+    Effect.flatMap(ScriptedProvider.ScriptedProvider, (s) => s.attempts),
+    (attempts) => attempts.map((a) => a.target)
+  )
+
+  it.effect("an agent run with 1.5 s left puts the fast class first, though the command and workflow allow 10 s", () =>
+    Effect.gen(function* () {
+      // alone: the call has 10 s, the stronger medium-latency target leads
+      assert.isTrue(Exit.isSuccess(yield* run(command("w.scored", { timeout: 10_000 }))))
+      assert.deepStrictEqual(yield* firstTarget, [M])
+      const inRun = yield* Effect.fork(
+        Effect.exit(
+          AgentRun.run(
+            { runId: "r-1", deadline: "1500 millis", tenant: TenantId.make("acme") },
+            Effect.flatMap(ModelGateway.ModelGateway, (g) => g.generate(command("w.scored", { timeout: 10_000 })))
+          )
+        )
+      )
+      yield* TestClock.adjust(1_000)
+      const exit = yield* Fiber.join(inRun)
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) assert.strictEqual(exit.value.evidence.selectionReason, "BEST_SCORE")
+      assert.deepStrictEqual(yield* firstTarget, [M, F])
+    }).pipe(Effect.provide(scoredLayer()))
   )
 })

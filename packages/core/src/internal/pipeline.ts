@@ -100,7 +100,9 @@ const stages = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effec
     cmd,
     call.mode === "stream" ? "stream" : "generate",
     limited,
-    call.id
+    call.id,
+    // The time the call has (command, workflow and run deadline), read by every time rule.
+    call.deadline - call.startedAt
   )
   // A decision that has to wait (a large input counted in slices, a breaker store round trip)
   // waits within the deadline; a settled one is read as it is.

@@ -50,6 +50,8 @@ export interface Ctx {
   readonly images: boolean
   /** Estimated input tokens, `undefined` when no limit needed a count. */
   readonly inputTokens: number | undefined
+  /** The time the call has, ms (`Router.decide`'s `timeLeftMs`): read by every time rule. */
+  readonly timeLeftMs: number
 }
 
 /** The request view of the decision's command. */
