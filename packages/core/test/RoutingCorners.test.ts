@@ -17,6 +17,7 @@ import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Effect, Exit, Fiber, Layer, Metric, TestClock } from "effect"
 import { command, target, workflow } from "./fixtures.js"
+import { keyOn } from "./lifecycleFixtures.js"
 
 const A = "model://openai/small@eu"
 const B = "model://anthropic/haiku@eu"
@@ -255,5 +256,75 @@ describe("class 6: one time the call has, read by every rule", () => {
       if (Exit.isSuccess(exit)) assert.strictEqual(exit.value.evidence.selectionReason, "BEST_SCORE")
       assert.deepStrictEqual(yield* firstTarget, [M, F])
     }).pipe(Effect.provide(scoredLayer()))
+  )
+})
+
+describe("class 2: a failing new version does not take the running version's health", () => {
+  const single = { maxAttempts: 1, perAttemptTimeout: 500, minimumAttemptTime: 100 }
+  const versioned = (model: string): GatewayConfig.Definition => ({
+    config: GatewayConfig.GatewayConfig.make({
+      targets: [
+        new ModelTarget({ ...target(A, "openai", { limits: single }), model }),
+        target(B, "anthropic", { limits: single })
+      ],
+      workflows: [
+        workflow({
+          name: "w.v",
+          route: [A, B],
+          allowFallback: false,
+          onNewVersion: "canary",
+          newVersionCanary: { share: 0.5 }
+        })
+      ]
+    }),
+    schemas: {}
+  })
+  const id = "new-version:small-v2"
+  const candidateKey = keyOn({ id, share: 0.5 }, "candidate")
+  const baselineKey = keyOn({ id, share: 0.5 }, "baseline")
+  const down = ScriptedProvider.unavailable({ after: 10, status: 503 })
+  const layer = ModelGateway.layer(versioned("small-v1")).pipe(
+    Layer.provideMerge(
+      ScriptedProvider.layer({ providers: ["openai", "anthropic"], scripts: { [A]: [down, down, ok] } })
+    ),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        Budgets.layerOff,
+        Concurrency.layerOff,
+        Health.layerMemory(
+          Health.HealthConfig.make({
+            breaker: Health.BreakerSettings.make({ consecutiveFailures: 2, failureRatio: 0 })
+          })
+        ),
+        CallRecorder.layerMemory
+      )
+    )
+  )
+
+  it.effect("the canary's 503s open the canary's breaker only; the baseline version keeps serving", () =>
+    Effect.gen(function* () {
+      const g = yield* ModelGateway.ModelGateway
+      yield* g.reload(versioned("small-v2"))
+      for (let i = 0; i < 2; i++) {
+        const exit = yield* run(command("w.v", { sessionKey: candidateKey }))
+        assert.isTrue(Exit.isFailure(exit))
+      }
+      const h = yield* Health.Health
+      const v1 = new ModelTarget({ ...target(A, "openai", { limits: single }), model: "small-v1" })
+      const v2 = new ModelTarget({ ...target(A, "openai", { limits: single }), model: "small-v2" })
+      assert.isTrue(yield* h.isOpen(v2))
+      assert.isFalse(yield* h.isOpen(v1))
+      // the baseline side: the running version serves
+      const baseline = yield* run(command("w.v", { sessionKey: baselineKey }))
+      assert.isTrue(Exit.isSuccess(baseline), JSON.stringify(baseline))
+      if (Exit.isSuccess(baseline)) {
+        assert.deepStrictEqual([baseline.value.evidence.target, baseline.value.evidence.model], [A, "small-v1"])
+      }
+      // the candidate side: the open candidate is skipped for the baseline
+      const decision = yield* g.router.resolve(command("w.v", { sessionKey: candidateKey }))
+      assert.deepStrictEqual(decision.decision.canary, { id, side: "baseline", skipped: true })
+      assert.deepStrictEqual(decision.decision.eligible.map(String), [A])
+      assert.strictEqual(decision.targets[0]?.model, "small-v1")
+    }).pipe(Effect.provide(layer))
   )
 })
