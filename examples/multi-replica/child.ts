@@ -244,7 +244,10 @@ const openBreaker = Effect.gen(function* () {
   const health = yield* Health.Health
   for (let i = 0; i < 20; i++) {
     yield* Effect.exit(g.generate(command("mr.breaker", i)))
-    const state = yield* Effect.orElseSucceed(health.snapshot(Plan.B), () => undefined)
+    const state = yield* Effect.orElseSucceed(
+      health.snapshot(Health.routeKey(targetOf(Plan.B, "gamma"))),
+      () => undefined
+    )
     if (state !== undefined && state._tag === "Some" && state.value.breaker !== "closed")
       return { opened: true, calls: i + 1 }
   }

@@ -1,6 +1,7 @@
 /**
- * Route health: a circuit breaker and a sliding-window health record per route (the target ref:
- * provider + pinned model + region endpoint), and a process-wide retry budget.
+ * Route health: a circuit breaker and a sliding-window health record per route (the target ref —
+ * provider, model and region endpoint — and its pinned model version: {@link routeKey}, so two
+ * versions of one ref never share a breaker), and a process-wide retry budget.
  *
  * **What trips a breaker.** Only availability failures count: 429, 5xx, overloads, transport
  * errors, stream stalls and attempts that hit the target's own `perAttemptTimeout`. Never counted:
@@ -66,6 +67,7 @@ export {
   RetryBudgetSnapshot,
   RouteHealth,
   RouteStatus,
+  routeKey,
   statusOf
 } from "./internal/healthRecord.js"
 

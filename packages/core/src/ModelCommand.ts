@@ -170,8 +170,14 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
     timeout: Schema.optional(Millis),
     /** Cost cap for this call in currency units; at most the workflow's. */
     maxCost: Schema.optional(Positive),
+    /** Output-token cap; capped further to what is left of a target's context window after the input. */
     maxOutputTokens: Schema.optional(PositiveInt),
     maxInputTokens: Schema.optional(PositiveInt),
+    /**
+     * Smallest context window (input plus output tokens) a target must have to serve this call: a
+     * hard filter (`CONTEXT_TOO_SMALL`), the spec's `min_context_tokens`.
+     */
+    minContextTokens: Schema.optional(PositiveInt),
     /** Data class of this request (at most 64 characters); defaults to the workflow's. */
     dataClass: Schema.optional(Label),
     /** Regions allowed for this request (at most 32, each at most 64 characters); within the workflow's. */

@@ -92,7 +92,9 @@ export const inputTokensAt = (estimatedInputTokens: number, target: ModelTarget)
 /**
  * Output cap an attempt at `target` asks for before budget shrinking, and what a reservation pays
  * for: the command's cap (else the workflow's, else `Workflow.defaultMaxOutputTokens`), never above
- * the workflow's or the target's.
+ * the workflow's or the target's, and, when the input is known (`inputTokens`, at the target:
+ * safety factor applied), never above what is left of the target's context window after it
+ * (input + output ≤ window; 0 when nothing is left).
  *
  * @since 0.2.0
  * @category Pricing
@@ -100,10 +102,13 @@ export const inputTokensAt = (estimatedInputTokens: number, target: ModelTarget)
 export const outputCapAt = (
   commandMax: number | undefined,
   workflowMax: number | undefined,
-  target: ModelTarget
+  target: ModelTarget,
+  inputTokens?: number
 ): number => {
-  const targetMax = target.capabilities.maxOutputTokens
-  return Math.min(commandMax ?? workflowMax ?? defaultMaxOutputTokens, workflowMax ?? Infinity, targetMax)
+  const caps = target.capabilities
+  const targetMax = caps.maxOutputTokens
+  const cap = Math.min(commandMax ?? workflowMax ?? defaultMaxOutputTokens, workflowMax ?? Infinity, targetMax)
+  return inputTokens === undefined ? cap : Math.max(0, Math.min(cap, caps.contextWindow - inputTokens))
 }
 
 /**

@@ -11,6 +11,7 @@
  *
  * @since 0.1.0
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { type Failure, fromFailure, type GatewayError } from "./Errors.js"
@@ -33,7 +34,7 @@ import { type RouterState, remember, RoutedWorkflows, stateOf } from "./internal
 export { canaryHash, canaryKey, canarySide } from "./internal/router/canary.js"
 export type { BreakerView } from "./internal/router/context.js"
 export { type Route, withoutTargets } from "./internal/router/decision.js"
-export { checkTarget, defaultQualityThreshold } from "./internal/router/eligibility.js"
+export { checkTarget, defaultQualityThreshold, minimumContextOutputTokens } from "./internal/router/eligibility.js"
 export { escalateFrom, isStronger } from "./internal/router/escalation.js"
 export { countEscalation, metrics } from "./internal/router/metrics.js"
 export {
@@ -120,6 +121,13 @@ export const decide = (
   budgetLimited: boolean,
   /** The call's id: the stickiness key of a `call` (or keyless `session`) canary. */
   callId?: string,
+  /**
+   * The time the call has, ms: the earliest of the command's timeout, the workflow's and what is
+   * left of an enclosing agent run (the engine passes its call's deadline). Omitted: the command's
+   * and the workflow's timeout. Every time rule (the short-deadline fast class, the latency fit)
+   * reads this one value.
+   */
+  timeLeftMs?: number,
   /** The tenant the host vouched for (`Tenancy`): only it opens tenant-dedicated targets. */
   identity?: Tenancy.Identity
 ): Effect.Effect<Route, Failure> => {
@@ -143,7 +151,7 @@ export const decide = (
   try {
     characters = TokenEstimator.inputCharacters(input)
     // Count only when a limit needs it, or when the input may not fit a context window.
-    needsCount = budgetLimited || limit < Infinity || maxCost < Infinity || !fitsEveryWindow(compiled, input)
+    needsCount = budgetLimited || limit < Infinity || maxCost < Infinity || !fitsEveryWindow(compiled, command, input)
   } catch {
     // e.g. tool parameters nested too deep to serialize: refuse the request, never crash
     return Effect.fail({ _tag: "InvalidRequest", reason: "invalid_command", detail: "the request cannot be measured" })
@@ -159,12 +167,31 @@ export const decide = (
   const images = command.hasImages
   const options = checked.right
   const withCount = (inputTokens: number | undefined) =>
-    withTokens({ state, compiled, breakers, command, mode, options, callId, images, inputTokens, identity }, limit)
+    withTokens(
+      {
+        state,
+        compiled,
+        breakers,
+        command,
+        mode,
+        options,
+        callId,
+        images,
+        inputTokens,
+        identity,
+        timeLeftMs: timeLeftMs ?? timeoutOf(command, w)
+      },
+      limit
+    )
   if (!needsCount) return withCount(undefined)
   // Small inputs are counted at once; large ones in slices that give the event loop turns.
   if (characters <= TokenEstimator.sliceCharacters) return withCount(TokenEstimator.estimateInput(input))
   return Effect.flatMap(TokenEstimator.estimateInputYielding(input), withCount)
 }
+
+/** The time a call has when nothing but its command and workflow bound it: the earlier timeout, ms. */
+const timeoutOf = (command: ModelCommand, w: CompiledWorkflow["workflow"]): number =>
+  Math.min(command.timeout === undefined ? Infinity : Duration.toMillis(command.timeout), Duration.toMillis(w.timeout))
 
 /** The command's own checks: regions within the workflow's, options within its bounds, provider options allowed. */
 const checkCommand = (

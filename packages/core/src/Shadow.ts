@@ -366,7 +366,9 @@ export const makeRunner = (deps: RunnerDeps): Runner => {
             })
           ))
         const inputTokens = inputTokensAt(estimated, target)
-        const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target)
+        // Input + output within the shadow target's window, as a production attempt there.
+        const cap = outputCapAt(command.maxOutputTokens, w.maxOutputTokens, target, inputTokens)
+        if (cap < 1) return yield* drop(w.name, target.ref, "policy")
         const refused = yield* admit(
           deps,
           target,

@@ -57,6 +57,9 @@ const neutral: ReadonlyArray<Signal> = [
 
 let seq = 0
 /** A target with a ref unique to this test file run, so global metrics do not mix between tests. */
+/** The health key of a target (its ref and model version). */
+const routeKey = Health.routeKey
+
 const route = (name: string) => target(`model://health-${name}-${++seq}/m@eu`, "openai")
 
 const config = (fields: {
@@ -126,7 +129,7 @@ describe("Health breaker", () => {
       // third availability failure at t=20: open from that instant for 1 s
       assert.isTrue(yield* h.isOpen(t))
       assert.isFalse(yield* h.tryAcquire(t))
-      const open = yield* snapshot(t.ref)
+      const open = yield* snapshot(routeKey(t))
       assert.deepStrictEqual(
         [open.breaker, open.breakerSince, open.probeAt, open.consecutiveFailures],
         ["open", 20, 1020, 3]
@@ -140,25 +143,25 @@ describe("Health breaker", () => {
       // the only probe slot is taken: everyone else still sees the route as open
       assert.isTrue(yield* h.isOpen(t))
       assert.isFalse(yield* h.tryAcquire(t))
-      assert.strictEqual((yield* snapshot(t.ref)).breaker, "half_open")
+      assert.strictEqual((yield* snapshot(routeKey(t))).breaker, "half_open")
       yield* TestClock.adjust(80)
       yield* h.record(t, ok(80))
       assert.isFalse(yield* h.isOpen(t))
-      const closed = yield* snapshot(t.ref)
+      const closed = yield* snapshot(routeKey(t))
       assert.deepStrictEqual([closed.breaker, closed.consecutiveFailures], ["closed", 0])
       assert.deepStrictEqual(
         logs.lines.map((l) => [l.message, l.level, l.route, l.from, l.to, l.at]),
         [
-          ["circuit breaker opened", "WARN", t.ref, "closed", "open", 20],
-          ["circuit breaker half-open", "INFO", t.ref, "open", "half_open", 1020],
-          ["circuit breaker closed", "INFO", t.ref, "half_open", "closed", 1100]
+          ["circuit breaker opened", "WARN", routeKey(t), "closed", "open", 20],
+          ["circuit breaker half-open", "INFO", routeKey(t), "open", "half_open", 1020],
+          ["circuit breaker closed", "INFO", routeKey(t), "half_open", "closed", 1100]
         ]
       )
-      const gauge = yield* Metric.value(Metric.tagged(Health.metrics.breakerState, "route", t.ref))
+      const gauge = yield* Metric.value(Metric.tagged(Health.metrics.breakerState, "route", routeKey(t)))
       assert.strictEqual(gauge.value, 0)
       const opened = yield* Metric.value(
         Health.metrics.breakerTransitions.pipe(
-          Metric.tagged("route", t.ref),
+          Metric.tagged("route", routeKey(t)),
           Metric.tagged("from", "closed"),
           Metric.tagged("to", "open")
         )
@@ -184,21 +187,21 @@ describe("Health breaker", () => {
       yield* TestClock.adjust(30)
       yield* h.record(t, unavailable)
       // re-opened at 530, open until 1030
-      const s = yield* snapshot(t.ref)
+      const s = yield* snapshot(routeKey(t))
       assert.deepStrictEqual([s.breaker, s.breakerSince, s.probeAt], ["open", 530, 1030])
       // the other probe's late answer changes nothing while open
       yield* h.record(t, ok())
-      assert.strictEqual((yield* snapshot(t.ref)).breaker, "open")
+      assert.strictEqual((yield* snapshot(routeKey(t))).breaker, "open")
       yield* TestClock.adjust(499)
       assert.isTrue(yield* h.isOpen(t))
       yield* TestClock.adjust(1)
       assert.isTrue(yield* h.tryAcquire(t))
       assert.isTrue(yield* h.tryAcquire(t))
       yield* h.record(t, ok())
-      assert.strictEqual((yield* snapshot(t.ref)).breaker, "half_open", "one success of two")
+      assert.strictEqual((yield* snapshot(routeKey(t))).breaker, "half_open", "one success of two")
       assert.isTrue(yield* h.isOpen(t), "no third probe while one is out")
       yield* h.record(t, ok())
-      assert.strictEqual((yield* snapshot(t.ref)).breaker, "closed")
+      assert.strictEqual((yield* snapshot(routeKey(t))).breaker, "closed")
       assert.deepStrictEqual(
         logs.lines.map((l) => [l.from, l.to, l.at]),
         [
@@ -252,12 +255,12 @@ describe("Health breaker", () => {
     return Effect.gen(function* () {
       const h = yield* Health.Health
       yield* recordAll(t, [...neutral, ...neutral, ...neutral])
-      let s = yield* snapshot(t.ref)
+      let s = yield* snapshot(routeKey(t))
       assert.deepStrictEqual([s.breaker, s.consecutiveFailures, s.samples, s.failureRate], ["closed", 0, 15, 0])
       assert.strictEqual(s.lastErrorClass, "deadline")
       yield* h.record(t, unavailable)
       yield* recordAll(t, neutral)
-      s = yield* snapshot(t.ref)
+      s = yield* snapshot(routeKey(t))
       assert.deepStrictEqual([s.breaker, s.consecutiveFailures], ["closed", 1])
       // the second availability failure in a row (neutral ones in between) opens it
       yield* h.record(t, unavailable)
@@ -266,10 +269,10 @@ describe("Health breaker", () => {
       yield* TestClock.adjust(1000)
       assert.isTrue(yield* h.tryAcquire(t))
       yield* h.record(t, neutral[0]!)
-      assert.strictEqual((yield* snapshot(t.ref)).breaker, "half_open")
+      assert.strictEqual((yield* snapshot(routeKey(t))).breaker, "half_open")
       assert.isTrue(yield* h.tryAcquire(t))
       yield* h.record(t, ok())
-      assert.strictEqual((yield* snapshot(t.ref)).breaker, "closed")
+      assert.strictEqual((yield* snapshot(routeKey(t))).breaker, "closed")
     }).pipe(
       Effect.provide(
         breakerLayer({ consecutiveFailures: 2, failureRatio: 0.5, minimumCalls: 2, coolDown: Duration.seconds(1) })
@@ -309,7 +312,7 @@ describe("Health breaker", () => {
       yield* recordAll(normal, [unavailable])
       assert.isTrue(yield* h.isOpen(normal))
       // the disabled route's health is still recorded
-      assert.strictEqual((yield* snapshot(off.ref)).failureRate, 1)
+      assert.strictEqual((yield* snapshot(routeKey(off))).failureRate, 1)
     }).pipe(
       Effect.provide(
         Health.layerMemory(
@@ -356,7 +359,7 @@ describe("Health record", () => {
       yield* recordAll(t, [timedOut, timedOut, neutral[1]!])
       yield* TestClock.adjust(1000)
       yield* h.record(t, rateLimited(2000))
-      const s = yield* snapshot(t.ref)
+      const s = yield* snapshot(routeKey(t))
       assert.strictEqual(s.samples, 24)
       assert.strictEqual(s.successRate, 20 / 24)
       assert.strictEqual(s.failureRate, 3 / 24)
@@ -383,20 +386,20 @@ describe("Health record", () => {
           reportedAt: 1000
         }
       })
-      const r = (yield* snapshot(t.ref)).rateLimit
+      const r = (yield* snapshot(routeKey(t))).rateLimit
       assert.deepStrictEqual(
         [r?.remainingRequests, r?.limitRequests, r?.remainingTokens, r?.limitTokens, r?.resetAt, r?.reportedAt],
         [40, 500, 9000, 100_000, 1700, 1000]
       )
       // at 60,000 the samples of t=0 are exactly 60 s old and still inside the window
       yield* TestClock.adjust(59_000)
-      assert.strictEqual((yield* snapshot(t.ref)).samples, 25)
+      assert.strictEqual((yield* snapshot(routeKey(t))).samples, 25)
       // 1 ms later only the two of t=1000 are
       yield* TestClock.adjust(1)
-      const later = yield* snapshot(t.ref)
+      const later = yield* snapshot(routeKey(t))
       assert.deepStrictEqual([later.samples, later.successRate, later.latencyP50Ms], [2, 0.5, 50])
       yield* TestClock.adjust(1000)
-      const empty = yield* snapshot(t.ref)
+      const empty = yield* snapshot(routeKey(t))
       assert.deepStrictEqual([empty.samples, empty.successRate, empty.latencyP95Ms], [0, undefined, undefined])
       assert.isTrue(Option.isNone(yield* h.snapshot("model://never/seen@eu")))
     }).pipe(Effect.provide(Health.layerMemory(config({}))))
@@ -407,7 +410,7 @@ describe("Health record", () => {
     return Effect.gen(function* () {
       const h = yield* Health.Health
       for (let i = 1; i <= 12; i++) yield* h.record(a, ok(i))
-      const s = yield* snapshot(a.ref)
+      const s = yield* snapshot(routeKey(a))
       // 12 recorded, the last 5 kept: 8..12
       assert.deepStrictEqual([s.samples, s.latencyP50Ms, s.latencyP95Ms], [5, 10, 12])
       yield* recordAll(b, [ok()])
@@ -417,7 +420,7 @@ describe("Health record", () => {
       const all = yield* h.snapshotAll
       assert.deepStrictEqual(
         all.map((x) => x.route),
-        [c.ref, a.ref, d.ref]
+        [routeKey(c), routeKey(a), routeKey(d)]
       )
     }).pipe(
       Effect.provide(Health.layerMemory(config({ breaker: { minimumCalls: 5 }, window: { samples: 5 }, maxRoutes: 3 })))
@@ -508,7 +511,7 @@ describe("Health with a failing breaker store", () => {
       // a store that reads but cannot write: the probe slot cannot be taken, so no attempt starts
       const half = yield* BreakerStore.makeMemory
       yield* half.modify(
-        t.ref,
+        routeKey(t),
         () => [undefined, { status: "half_open", since: 0, probes: 0, probeSuccesses: 0, lastProbeAt: 0 }] as const
       )
       const readOnly = yield* Health.make(config({})).pipe(
@@ -554,13 +557,13 @@ describe("Health with a failing breaker store", () => {
           [
             ...Array.from({ length: 3 }, () => [
               "breaker store failed; breaker bookkeeping skipped",
-              { route: t.ref, operation: "record" }
+              { route: routeKey(t), operation: "record" }
             ]),
-            ["breaker store failed; breaker bookkeeping skipped", { route: t.ref, operation: "release" }]
+            ["breaker store failed; breaker bookkeeping skipped", { route: routeKey(t), operation: "release" }]
           ]
         )
         broken.on = false
-        const s = yield* snapshot(t.ref)
+        const s = yield* snapshot(routeKey(t))
         // the health record has all three samples; the lost write left the breaker closed
         assert.deepStrictEqual([s.samples, s.consecutiveFailures, s.breaker], [3, 3, "closed"])
         // the next failure, with the store back, opens it
@@ -589,7 +592,7 @@ describe("Health layers", () => {
       const one = yield* Effect.provide(Health.Health, Health.layer(settings).pipe(Layer.provide(shared)))
       const two = yield* Effect.provide(Health.Health, Health.layer(settings).pipe(Layer.provide(shared)))
       yield* one.record(t, unavailable)
-      assert.strictEqual((yield* store.get(t.ref))?.status, "open")
+      assert.strictEqual((yield* store.get(routeKey(t)))?.status, "open")
       assert.isTrue(yield* two.isOpen(t))
       // layerMemory: a store of its own
       const alone = yield* Effect.provide(Health.Health, Health.layerMemory(settings))

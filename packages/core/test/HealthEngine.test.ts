@@ -80,9 +80,11 @@ const attemptsOn = (ref: string) =>
   Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) =>
     Effect.map(p.attemptsOn(ref), (l) => l.map((a) => a.startedAt))
   )
+/** The health key of the target `ref` (its ref and model version). */
+const keyOf = (ref: string) => Health.routeKey(targetsWith(1).find((t) => t.ref === ref)!)
 const breakerOf = (ref: string) =>
   Effect.flatMap(Health.Health, (h) =>
-    Effect.map(h.snapshot(ref), (s) => (Option.isSome(s) ? s.value.breaker : "closed"))
+    Effect.map(h.snapshot(keyOf(ref)), (s) => (Option.isSome(s) ? s.value.breaker : "closed"))
   )
 
 const transitionLogs = () => {
@@ -232,7 +234,7 @@ describe("breakers in routing", () => {
           yield* Fiber.interrupt(fiber)
         }
         const h = yield* Health.Health
-        const s = Option.getOrThrow(yield* h.snapshot(primary))
+        const s = Option.getOrThrow(yield* h.snapshot(keyOf(primary)))
         // 15 attempts recorded (cancelled ones are not), none an availability failure
         assert.deepStrictEqual(
           [s.breaker, s.consecutiveFailures, s.samples, s.failureRate, s.timeoutRate, s.lastErrorClass],

@@ -199,7 +199,9 @@ describe("health record: status and headroom", () => {
       yield* success(refs.a, 400, 100)
       yield* success(refs.a, 800, 200)
       const health = yield* Health.Health
-      const snapshot = yield* health.snapshot(refs.a)
+      const gateway = yield* ModelGateway.ModelGateway
+      const a = gateway.router.workflows.get("headroom")!.targets.find((t) => t.ref === refs.a)!
+      const snapshot = yield* health.snapshot(Health.routeKey(a))
       assert.isTrue(snapshot._tag === "Some")
       if (snapshot._tag !== "Some") return
       // mean 400 + (800 − 400)/8 = 450, deviation (|800 − 400|)/4 = 100: p95 450 + 2·100

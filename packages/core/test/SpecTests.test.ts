@@ -268,7 +268,7 @@ describe("routing spec tests", () => {
         closed.decision.scores?.find((x) => x.target === refs.fast),
         { health: 0.8182, status: "HEALTHY" }
       )
-      const record = yield* health.snapshot(refs.fast)
+      const record = yield* health.snapshot(Health.routeKey(fast))
       assert.strictEqual(Option.getOrUndefined(record)?.breaker, "closed")
     }).pipe(
       Effect.provide(

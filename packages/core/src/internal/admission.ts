@@ -134,12 +134,15 @@ export const worstCaseAt = (
   route: Router.Route,
   command: ModelCommand,
   target: ModelTarget
-): number =>
-  costAt(
+): number => {
+  const input = inputTokensAt(estimatedInput, target)
+  // The output capped to what is left of the target's window after the input (the attempt's cap).
+  return costAt(
     target,
-    inputTokensAt(estimatedInput, target),
-    outputCapAt(command.maxOutputTokens, route.compiled.workflow.maxOutputTokens, target)
+    input,
+    outputCapAt(command.maxOutputTokens, route.compiled.workflow.maxOutputTokens, target, input)
   )
+}
 
 /**
  * The call's reservation for `route`: the worst case over its targets, capped by the call's and

@@ -272,6 +272,12 @@ export const addUsage = (tally: Tally, target: ModelTarget, usage: Usage | undef
   return cost
 }
 
+/** Whether the call made an attempt on `ref`. */
+export const ranOn = (attempts: ReadonlyArray<AttemptRecord>, ref: string): boolean => {
+  for (const a of attempts) if (a.target === ref) return true
+  return false
+}
+
 /** A store that could not answer, as the call's failure. */
 export const storeFailure = (e: {
   readonly store: StoreError["store"]

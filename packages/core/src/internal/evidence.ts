@@ -12,7 +12,8 @@ import * as Options from "./options.js"
 import type { Escalation } from "../RouteDecision.js"
 import * as RunEvents from "../RunEvents.js"
 import type { AttemptContext } from "./attemptContext.js"
-import type { Answer, Call, EngineContext } from "./call.js"
+import { type Answer, type Call, type EngineContext, ranOn } from "./call.js"
+import { withoutTo } from "./router/escalation.js"
 import * as Report from "./telemetry.js"
 
 /**
@@ -139,9 +140,13 @@ const embeddingEvidenceOf = (call: Call): Evidence["embedding"] => {
     : { family: space.family, dimensions: space.dimensions, inputs: call.command.messages.length }
 }
 
-/** The call's escalations for its evidence: the command's (in the decision), then those inside the call. */
+/**
+ * The call's escalations for its evidence: the command's (in the decision; without its `to` when no
+ * attempt was made on that target), then those inside the call.
+ */
 const escalationsOf = (call: Call): ReadonlyArray<Escalation> | undefined => {
-  const decided = call.holds.route?.escalation
+  const routed = call.holds.route?.escalation
+  const decided = routed?.to === undefined || ranOn(call.tally.attempts, routed.to) ? routed : withoutTo(routed)
   const inside = call.tally.escalations
   if (decided === undefined) return inside === undefined ? undefined : inside.slice()
   return inside === undefined ? [decided] : [decided, ...inside]

@@ -95,7 +95,10 @@ export class RetryBudgetSettings extends Schema.Class<RetryBudgetSettings>(
  */
 export class HealthConfig extends Schema.Class<HealthConfig>("@modelgate/core/HealthConfig")({
   breaker: Schema.optionalWith(BreakerSettings, { default: () => BreakerSettings.make({}) }),
-  /** Breaker overrides by target ref (`__proto__`, `constructor`, `prototype` are refused as keys). */
+  /**
+   * Breaker overrides by target ref, for every model version of it (each version still has its own
+   * breaker); `__proto__`, `constructor`, `prototype` are refused as keys.
+   */
   targets: Schema.optionalWith(safeRecord(BreakerOverrides), { default: () => ({}) }),
   window: Schema.optionalWith(WindowSettings, { default: () => WindowSettings.make({}) }),
   retryBudget: Schema.optionalWith(RetryBudgetSettings, { default: () => RetryBudgetSettings.make({}) }),

@@ -25,6 +25,18 @@ export const RouteStatus = Schema.Literal("HEALTHY", "DEGRADED", "UNAVAILABLE")
 export type RouteStatus = typeof RouteStatus.Type
 
 /**
+ * The key of a target's route health (breaker, health record, metrics and logs `route` label,
+ * breaker store key): its ref and its pinned model version, `<ref>#<model>`. Two versions of one
+ * ref (a new model version on canary and the version it replaces) have their own breakers and
+ * records, so a failing new version does not take the running version's health.
+ *
+ * @since 0.3.0
+ * @category Routing
+ */
+export const routeKey = (target: { readonly ref: string; readonly model: string }): string =>
+  `${target.ref}#${target.model}`
+
+/**
  * Health of one route at one instant. Rates are over every attempt recorded in the window
  * (`samples`); latency percentiles are over successful attempts, TTFT over attempts that reported
  * one. Rates and percentiles are absent when the window is empty.
@@ -33,7 +45,7 @@ export type RouteStatus = typeof RouteStatus.Type
  * @category Models
  */
 export class RouteHealth extends Schema.Class<RouteHealth>("@modelgate/core/Health/RouteHealth")({
-  /** The target ref. */
+  /** The route key: the target's ref and model version ({@link routeKey}). */
   route: Schema.String,
   /** Instant (epoch ms) of this snapshot. */
   at: Schema.Number,

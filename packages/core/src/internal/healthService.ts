@@ -10,7 +10,7 @@ import * as Breaker from "./breaker.js"
 import * as FastPath from "./fastPath.js"
 import { type TripReason, storeFailed, transitions } from "./healthBreakers.js"
 import { type HealthConfig, type Resolved, resolve } from "./healthConfig.js"
-import { metrics, RetryBudgetSnapshot, RouteHealth, statusOf } from "./healthRecord.js"
+import { metrics, RetryBudgetSnapshot, RouteHealth, routeKey, statusOf } from "./healthRecord.js"
 import { RetryBudget } from "./healthRetryBudget.js"
 import type { AttemptSignal, Service } from "./healthTypes.js"
 import { Kind, RouteWindow } from "./healthWindow.js"
@@ -155,6 +155,22 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   const defaults = resolve(config.breaker, undefined)
   const overridden = new Map(Object.entries(config.targets).map(([ref, o]) => [ref, resolve(config.breaker, o)]))
   const settingsFor = (ref: string): Resolved => overridden.get(ref) ?? defaults
+  /** The settings of a route key (`<ref>#<model>`): its ref's override, else the defaults. */
+  const settingsOfKey = (route: string): Resolved => {
+    if (overridden.size === 0) return defaults
+    for (const [ref, rules] of overridden) if (route.length > ref.length && route.startsWith(`${ref}#`)) return rules
+    return overridden.get(route) ?? defaults
+  }
+  // Each target's route key, made once per target value (the hot path reads it per attempt).
+  const keys = new WeakMap<ModelTarget, string>()
+  const keyOf = (target: ModelTarget): string => {
+    let key = keys.get(target)
+    if (key === undefined) {
+      key = routeKey(target)
+      keys.set(target, key)
+    }
+    return key
+  }
   const { touch, windows } = routeWindows(config.window.samples, config.maxRoutes)
   const transit = transitions(store, windows)
   const retries = retryBudgetOf(config)
@@ -171,7 +187,7 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   const isOpen = (target: ModelTarget): Effect.Effect<boolean, StoreError> => {
     const rules = settingsFor(target.ref)
     if (!rules.enabled) return Effect.succeed(false)
-    return Effect.flatMap(store.get(target.ref), (s) =>
+    return Effect.flatMap(store.get(keyOf(target)), (s) =>
       s === undefined
         ? Effect.succeed(false)
         : Effect.map(Clock.currentTimeMillis, (now) => !Breaker.admits(s, now, rules))
@@ -181,11 +197,12 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   const tryAcquire = (target: ModelTarget): Effect.Effect<boolean, StoreError> => {
     const rules = settingsFor(target.ref)
     if (!rules.enabled) return Effect.succeed(true)
-    return Effect.flatMap(store.get(target.ref), (s) =>
+    const key = keyOf(target)
+    return Effect.flatMap(store.get(key), (s) =>
       s === undefined
         ? Effect.succeed(true)
         : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            transit(target.ref, now, rules, (cur) => Breaker.acquire(cur, now, rules))
+            transit(key, now, rules, (cur) => Breaker.acquire(cur, now, rules))
           )
     )
   }
@@ -193,25 +210,26 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   const release = (target: ModelTarget): Effect.Effect<void> => {
     const rules = settingsFor(target.ref)
     if (!rules.enabled) return Effect.void
+    const key = keyOf(target)
     return Effect.catchAll(
-      Effect.flatMap(store.get(target.ref), (s) =>
+      Effect.flatMap(store.get(key), (s) =>
         s === undefined
           ? Effect.void
           : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              transit(target.ref, now, rules, (cur) => [undefined, Breaker.release(cur, now, rules)] as const)
+              transit(key, now, rules, (cur) => [undefined, Breaker.release(cur, now, rules)] as const)
             )
       ),
-      () => storeFailed(target.ref, "release")
+      () => storeFailed(key, "release")
     )
   }
 
   const record = (target: ModelTarget, signal: AttemptSignal): Effect.Effect<void> =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const ref = target.ref
+      const ref = keyOf(target)
       const kind = kindOf(signal)
       const w = touch(ref)
       addSample(w, now, kind, signal)
-      const rules = settingsFor(ref)
+      const rules = settingsFor(target.ref)
       if (!rules.enabled) return Effect.void
       const result: Breaker.Result = kind === Kind.success ? "success" : kind === Kind.neutral ? "neutral" : "failure"
       const reason = result === "failure" ? tripReason(w, now, rules) : undefined
@@ -233,7 +251,7 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
     })
 
   const snapshotAt = (route: string, now: number, s: Store.BreakerState | undefined) =>
-    snapshotOf(route, now, windows.get(route), s, settingsFor(route), windowMs)
+    snapshotOf(route, now, windows.get(route), s, settingsOfKey(route), windowMs)
 
   const service: Service = {
     isOpen,

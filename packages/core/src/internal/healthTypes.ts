@@ -69,7 +69,7 @@ export interface Service {
   readonly onFirstAttempt: Effect.Effect<void>
   /** Takes one retry from the process-wide retry budget; false when exhausted (in process, no store). */
   readonly tryRetry: Effect.Effect<boolean>
-  /** Health of one route (by target ref); `None` when nothing is known about it. */
+  /** Health of one route (by route key, `Health.routeKey(target)`); `None` when nothing is known about it. */
   readonly snapshot: (route: string) => Effect.Effect<Option.Option<RouteHealth>, StoreError>
   /** Health of every route with a health record, least recently used first. */
   readonly snapshotAll: Effect.Effect<ReadonlyArray<RouteHealth>, StoreError>

@@ -109,6 +109,8 @@ const stages = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effec
     call.mode === "stream" ? "stream" : "generate",
     limited,
     call.id,
+    // The time the call has (command, workflow and run deadline), read by every time rule.
+    call.deadline - call.startedAt,
     call.identity
   )
   // A decision that has to wait (a large input counted in slices, a breaker store round trip)

@@ -17,7 +17,7 @@ import { affordableOutput, costAt, inputTokensAt, minimumUsefulOutputTokens, out
 import { ExcludedTarget } from "../RouteDecision.js"
 import * as Router from "../Router.js"
 import { countInput, dispatch, type Frame, type RequestBasis, requestOf } from "./attempt.js"
-import { type Answer, deadlineFailure, storeFailure, withinDeadline } from "./call.js"
+import { type Answer, deadlineFailure, ranOn, storeFailure, withinDeadline } from "./call.js"
 import * as FastPath from "./fastPath.js"
 import { validateOutput } from "./output.js"
 import * as RateLimit from "./rateLimit.js"
@@ -77,10 +77,19 @@ export const attempts = (walk: Walk): Effect.Effect<Answer, Failure> => {
     refusal !== undefined && route.targets.length === 0
       ? degraded(walk, { ...start, last: refusal })
       : loop(walk, route.targets.length === 0 ? { _tag: "End", cursor: start } : { _tag: "Next", cursor: start })
-  // The command's escalation signal, counted once the call runs.
-  return route.escalation?.to === undefined
-    ? first
-    : Effect.zipRight(Router.countEscalation(route.compiled.workflow.name, route.escalation), first)
+  // The command's escalation, counted once the call made an attempt on its target (whatever the
+  // attempt's outcome): a target skipped at attempt time was not escalated to.
+  const escalation = route.escalation
+  const to = escalation?.to
+  if (escalation === undefined || to === undefined) return first
+  return Effect.ensuring(
+    first,
+    Effect.suspend(() =>
+      ranOn(walk.call.tally.attempts, to)
+        ? Router.countEscalation(route.compiled.workflow.name, escalation)
+        : Effect.void
+    )
+  )
 }
 
 const loop = (walk: Walk, step: Step): Effect.Effect<Answer, Failure> => {
@@ -127,9 +136,17 @@ const attemptAt = (walk: Walk, cursor: Cursor): Effect.Effect<Step, Failure> =>
     const remaining = call.deadline - start
     if (remaining < minimumMs) return moveTo(walk, { ...cursor, stoppedForTime: true }, cursor.index + 1)
     const inputTokens = route.inputTokens === undefined ? undefined : inputTokensAt(route.inputTokens, target)
-    const cap = outputCap(walk, target, inputTokens)
-    // An embedding produces no output: only its input must fit.
-    if (inputTokens !== undefined && cap < (call.mode === "embed" ? 1 : minimumUsefulOutputTokens)) {
+    // The output the call asks for, within the target's window after the input (input + output ≤ window).
+    const wanted = outputCapAt(
+      walk.command.maxOutputTokens,
+      walk.compiled.workflow.maxOutputTokens,
+      target,
+      inputTokens
+    )
+    const cap = outputCap(walk, target, wanted, inputTokens)
+    // What the reservation pays for must reach the minimum useful output, or what is asked when
+    // less (a small cap or window is the caller's; an embedding produces no output: its input must fit).
+    if (inputTokens !== undefined && cap < (call.mode === "embed" ? 1 : Math.min(wanted, minimumUsefulOutputTokens))) {
       return yield* Effect.fail(unaffordable(walk, target, inputTokens))
     }
     // A provider rate limit without headroom: the target is skipped (see `RateLimits`).
@@ -165,13 +182,11 @@ const attemptAt = (walk: Walk, cursor: Cursor): Effect.Effect<Step, Failure> =>
     return yield* judged(walk, here, target, c)
   })
 
-/** The output cap of an attempt: the command's, the workflow's and the target's, within what the reservation still pays for. */
-const outputCap = (walk: Walk, target: ModelTarget, inputTokens: number | undefined): number => {
-  const cap = outputCapAt(walk.command.maxOutputTokens, walk.compiled.workflow.maxOutputTokens, target)
-  return inputTokens === undefined
-    ? cap
-    : Math.min(cap, affordableOutput(walk.reservation.amount - walk.call.tally.spent, inputTokens, target))
-}
+/** The output cap of an attempt: `wanted` (the command's, the workflow's, the target's and its window's), within what the reservation still pays for. */
+const outputCap = (walk: Walk, target: ModelTarget, wanted: number, inputTokens: number | undefined): number =>
+  inputTokens === undefined
+    ? wanted
+    : Math.min(wanted, affordableOutput(walk.reservation.amount - walk.call.tally.spent, inputTokens, target))
 
 /** The rest of the call's reservation no longer pays for an attempt at `target`. */
 const unaffordable = (walk: Walk, target: ModelTarget, inputTokens: number): Failure => ({

@@ -53,6 +53,8 @@ export interface Ctx {
   readonly inputTokens: number | undefined
   /** The tenant the host vouched for (`Tenancy`), if any: what opens tenant-dedicated targets. */
   readonly identity: Tenancy.Identity | undefined
+  /** The time the call has, ms (`Router.decide`'s `timeLeftMs`): read by every time rule. */
+  readonly timeLeftMs: number
 }
 
 /** The request view of the decision's command. */

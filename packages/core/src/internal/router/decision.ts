@@ -17,6 +17,7 @@ import type {
 } from "../../RouteDecision.js"
 import type { CompiledWorkflow } from "../compiled.js"
 import { requestView } from "./eligibility.js"
+import { escalationWithin } from "./escalation.js"
 import { LazyScores } from "./lazyScores.js"
 
 /**
@@ -88,7 +89,9 @@ const requiredOf = (
   const preferred = command.preferredTier ?? w.preferredTier
   if (preferred !== undefined) out.preferredTier = preferred
   if (facts.fastTier) out.latencyTier = "fast"
-  if (inputTokens !== undefined) out.contextTokens = Math.ceil(inputTokens)
+  // The window the call needs: its counted input, or the command's minContextTokens when larger.
+  const context = Math.max(inputTokens === undefined ? 0 : Math.ceil(inputTokens), view.minContextTokens ?? 0)
+  if (context > 0) out.contextTokens = context
   if (view.segment !== undefined) out.segment = view.segment
   return out
 }
@@ -127,6 +130,7 @@ export class Decided implements Route {
     readonly selectionReason?: SelectionReason
     readonly scores?: ReadonlyArray<TargetScore> | undefined
     readonly canary?: CanaryAssignment | undefined
+    readonly escalation?: Escalation | undefined
   }): Decided {
     return new Decided(
       this.compiled,
@@ -138,7 +142,7 @@ export class Decided implements Route {
       "scores" in changes ? changes.scores : this.scoreSource,
       this.facts,
       "canary" in changes ? changes.canary : this.canary,
-      this.escalation
+      "escalation" in changes ? changes.escalation : this.escalation
     )
   }
   get routeId(): string {
@@ -184,9 +188,7 @@ export class Decided implements Route {
  * `route` without the targets of `drop`, which join its exclusions with their reasons (the engine
  * uses it for `BUDGET_DOES_NOT_FIT` once the tenant's remaining budget is known). Targets are
  * dropped by identity: two model versions of one ref (a new version on canary and the running
- * one) are two targets, and dropping one keeps the other. Scores of refs no longer routed are left
- * out; when the leader is dropped the reason becomes `ONLY_ELIGIBLE` (one left), else `BEST_SCORE`
- * (scored) or `PINNED_ORDER` (ordered).
+ * one) are two targets, and dropping one keeps the other. See {@link replanned} for the rest.
  *
  * @since 0.2.0
  * @category Routing
@@ -210,7 +212,9 @@ export const withoutTargets = (
 /**
  * `route` with `targets` (in order) and `excluded` in place of its own, as the budget re-plan
  * decided them: scores of refs no longer routed are left out; when the leader changed the reason
- * becomes `ONLY_ELIGIBLE` (one left), else `BEST_SCORE` (scored) or `PINNED_ORDER` (ordered).
+ * becomes `ONLY_ELIGIBLE` (one left), else `ESCALATION` (the command's escalation still leads to a
+ * stronger target), `BEST_SCORE` (scored) or `PINNED_ORDER` (ordered). A command's escalation whose
+ * target was dropped leads to the new first target when that is still stronger, else it has no `to`.
  */
 export const replanned = (
   route: Route,
@@ -219,15 +223,28 @@ export const replanned = (
 ): Route => {
   const scores = route.scores?.filter((s) => targets.some((t) => t.ref === s.target))
   const leaderKept = targets[0] !== undefined && targets[0] === route.targets[0]
+  // The command's escalation as the remaining targets make it (its target may be among the dropped).
+  const escalation =
+    route.escalation === undefined
+      ? undefined
+      : escalationWithin(route.escalation, targets, route.compiled.workflow.escalation)
   const reason: SelectionReason | undefined = leaderKept
     ? route.selectionReason
     : targets.length === 1
       ? "ONLY_ELIGIBLE"
-      : route.scores !== undefined
-        ? "BEST_SCORE"
-        : "PINNED_ORDER"
+      : escalation?.to !== undefined
+        ? "ESCALATION"
+        : route.scores !== undefined
+          ? "BEST_SCORE"
+          : "PINNED_ORDER"
   if (route instanceof Decided) {
-    return route.with({ targets, excluded, scores, ...(reason !== undefined ? { selectionReason: reason } : {}) })
+    return route.with({
+      targets,
+      excluded,
+      scores,
+      escalation,
+      ...(reason !== undefined ? { selectionReason: reason } : {})
+    })
   }
   return new Decided(
     route.compiled,
@@ -239,6 +256,6 @@ export const replanned = (
     scores,
     { command: undefined, mode: "generate", images: false, fastTier: false },
     route.canary,
-    route.escalation
+    escalation
   )
 }

@@ -9,7 +9,7 @@ import type { ModelCommand } from "../../ModelCommand.js"
 import type * as ModelOptions from "../../ModelOptions.js"
 import * as Options from "../options.js"
 import { type ModelTarget, type QualityTier, qualityRank } from "../../ModelTarget.js"
-import { costAt, inputTokensAt, minimumUsefulOutputTokens } from "../../Pricing.js"
+import { costAt, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../../Pricing.js"
 import { boundDetail } from "../../RouteDecision.js"
 import * as TokenEstimator from "../../TokenEstimator.js"
 import * as Tenancy from "../../Tenancy.js"
@@ -35,6 +35,8 @@ export interface RequestView {
   readonly risk: Risk | undefined
   readonly segment: string | undefined
   readonly minQualityTier: QualityTier | undefined
+  /** Smallest context window the request needs (the command's `minContextTokens`). */
+  readonly minContextTokens: number | undefined
 }
 
 const noOptions: ReadonlyArray<ModelOptions.OptionName> = []
@@ -72,7 +74,8 @@ export const requestView = (
     // A command can raise the workflow's risk and minimum class, never lower them.
     risk: riskRank(command.risk) > riskRank(w.risk) ? command.risk : w.risk,
     segment: command.segment ?? w.segment,
-    minQualityTier: higherTier(w.minQualityTier, command.minQualityTier)
+    minQualityTier: higherTier(w.minQualityTier, command.minQualityTier),
+    minContextTokens: command.minContextTokens
   }
 }
 
@@ -86,7 +89,8 @@ export const workflowView = (w: Workflow): RequestView => ({
   schemaFeatures: undefined,
   risk: w.risk,
   segment: w.segment,
-  minQualityTier: w.minQualityTier
+  minQualityTier: w.minQualityTier,
+  minContextTokens: undefined
 })
 
 /** A request that asks for nothing beyond its workflow (the common case): its rules are the workflow's. */
@@ -98,6 +102,7 @@ export const isPlain = (command: ModelCommand, mode: "generate" | "stream", imag
   command.risk === undefined &&
   command.segment === undefined &&
   command.minQualityTier === undefined &&
+  command.minContextTokens === undefined &&
   (command.tools?.length ?? 0) === 0 &&
   !images
 
@@ -221,6 +226,15 @@ const verifiedQuality: Rule = (compiled, view, target) => {
   }
 }
 
+// The request's contract on the window, whatever its input (the input's own fit is `sizeReason`'s).
+const contextFloor: Rule = (_c, view, target) => {
+  const min = view.minContextTokens
+  const window = target.capabilities.contextWindow
+  return min === undefined || window >= min
+    ? undefined
+    : { reason: "CONTEXT_TOO_SMALL", detail: `window ${window}, minContextTokens ${min}` }
+}
+
 /** Every rule of a request, in the order the router applies them. */
 const requestRules: ReadonlyArray<Rule> = [
   disabled,
@@ -228,6 +242,7 @@ const requestRules: ReadonlyArray<Rule> = [
   dataClass,
   embedding,
   capability,
+  contextFloor,
   schemaFeature,
   options,
   minTier,
@@ -279,6 +294,18 @@ export const plainReasonsOf = (state: RouterState, compiled: CompiledWorkflow): 
     return compiled.targets.map((t) => requestReason(compiled, view, t, noOptions))
   })
 
+/**
+ * Fewest output tokens a context window must hold after the input for its target to stay eligible:
+ * the output of a call is capped to what is left of the window (`input + output ≤ window`), and a
+ * target with less room than this is excluded (`CONTEXT_TOO_SMALL`). A caller that needs more room
+ * states it with the command's `minContextTokens` (a hard filter on the window) or a larger input
+ * margin of its own.
+ *
+ * @since 0.3.0
+ * @category Constants
+ */
+export const minimumContextOutputTokens = 1
+
 /** Why the request's size excludes `target` (context window, cost cap), or `undefined`. */
 export const sizeReason = (
   compiled: CompiledWorkflow,
@@ -286,11 +313,13 @@ export const sizeReason = (
   target: ModelTarget,
   inputTokens: number | undefined
 ): Exclusion | undefined => {
-  // Not counted: nothing is limited and the input certainly fits every window.
+  // Not counted: nothing is limited and the input and its output cap certainly fit every window.
   if (inputTokens === undefined) return undefined
   const window = target.capabilities.contextWindow
   const tokens = inputTokensAt(inputTokens, target)
-  if (tokens + 1 > window) return { reason: "CONTEXT_TOO_SMALL", detail: `~${tokens} input tokens, window ${window}` }
+  if (tokens + minimumContextOutputTokens > window) {
+    return { reason: "CONTEXT_TOO_SMALL", detail: `~${tokens} input tokens, window ${window}` }
+  }
   const maxCost = Math.min(command.maxCost ?? Infinity, compiled.workflow.maxCost ?? Infinity)
   if (maxCost === Infinity) return undefined
   const minimumCost = costAt(target, tokens, minimumUsefulOutputTokens)
@@ -341,14 +370,20 @@ export const checkTarget = (
   requestReason(compiled, requestView(compiled, command, mode, command.hasImages), target, requiredOptions) ??
   sizeReason(compiled, command, target, inputTokens)
 
-/** Whether an upper bound of the input's tokens fits the context window of every target. */
+/**
+ * Whether an upper bound of the input's tokens and the call's output cap fit the context window of
+ * every target (then nothing needs counting for the windows, and no output is capped by one).
+ */
 export const fitsEveryWindow = (
   compiled: CompiledWorkflow,
+  command: ModelCommand,
   input: Parameters<typeof TokenEstimator.upperBound>[0]
 ): boolean => {
   const bound = TokenEstimator.upperBound(input)
-  for (const t of compiled.targets) {
-    if (inputTokensAt(bound, t) + 1 > t.capabilities.contextWindow) return false
-  }
-  return true
+  const w = compiled.workflow
+  const fits = (t: ModelTarget) =>
+    inputTokensAt(bound, t) + Math.max(outputCapAt(command.maxOutputTokens, w.maxOutputTokens, t), 1) <=
+    t.capabilities.contextWindow
+  for (const t of compiled.targets) if (!fits(t)) return false
+  return compiled.canaryTarget === undefined || fits(compiled.canaryTarget)
 }

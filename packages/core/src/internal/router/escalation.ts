@@ -57,6 +57,31 @@ export const escalationOf = (signal: EscalationSignal, from: ModelTarget, to: Mo
 }
 
 /**
+ * The command's escalation `decided` once the route's targets are `targets` (after some were
+ * dropped, e.g. by the tenant's budget): unchanged while its `to` is still first; else to the new
+ * first target when that is still stronger than `from`, else without `to` (the signal led nowhere).
+ */
+export const escalationWithin = (
+  decided: Escalation,
+  targets: ReadonlyArray<ModelTarget>,
+  policy: EscalationPolicy | undefined
+): Escalation => {
+  const first = targets[0]
+  if (decided.to === undefined || first?.ref === decided.to) return decided
+  const from = targets.find((t) => t.ref === decided.from)
+  if (from === undefined || first === undefined) return withoutTo(decided)
+  return isStronger(from, first, policy) ? escalationOf(decided.signal, from, first) : withoutTo(decided)
+}
+
+/** `escalation` that found no stronger target (evidence of a signal that led nowhere). */
+export const withoutTo = (escalation: Escalation): Escalation => {
+  if (escalation.to === undefined) return escalation
+  const out: { -readonly [K in keyof Escalation]: Escalation[K] } = { signal: escalation.signal, from: escalation.from }
+  if (escalation.fromTier !== undefined) out.fromTier = escalation.fromTier
+  return out
+}
+
+/**
  * Escalation inside a call (an answer failed validation, or the workflow's check fired on it): the
  * index of the best eligible target after `from` in the route's order that is stronger under the
  * workflow's escalation policy, and the escalation's evidence (`to` absent, index −1 when there

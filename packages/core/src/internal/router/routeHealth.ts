@@ -7,8 +7,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type { Failure, StoreError } from "../../Errors.js"
-import { noBreaker, noRecord, noSnapshot, RouteHealth, statusOf } from "../../Health.js"
-import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
+import { noBreaker, noRecord, noSnapshot, RouteHealth, routeKey, statusOf } from "../../Health.js"
+import type { ModelTarget } from "../../ModelTarget.js"
 import { ExcludedTarget } from "../../RouteDecision.js"
 import type { BreakerView } from "./context.js"
 
@@ -57,7 +57,7 @@ export const readHealth = (
   if (snapshot === undefined || snapshot === noSnapshot) return undefined
   let healths: Array<RouteHealth | undefined> | undefined
   for (let i = 0; i < eligible.length; i++) {
-    const check = snapshot(eligible[i]!.ref)
+    const check = snapshot(routeKey(eligible[i]!))
     if (check === noRecord) continue
     const known = settledHealth(check)
     if (known === null) continue
@@ -72,7 +72,7 @@ export const readHealth = (
       k < i
         ? Effect.succeed(before?.[k])
         : Effect.map(
-            Effect.orElseSucceed(k === i ? check : snapshot(t.ref), () => Option.none<RouteHealth>()),
+            Effect.orElseSucceed(k === i ? check : snapshot(routeKey(t)), () => Option.none<RouteHealth>()),
             Option.getOrUndefined
           )
     )
@@ -81,7 +81,7 @@ export const readHealth = (
 }
 
 /** A record for a target the health service knows nothing about (to carry its concurrency headroom). */
-const emptyHealth = (route: TargetRef) => ({
+const emptyHealth = (route: string) => ({
   route,
   at: 0,
   breaker: "closed" as const,
@@ -116,7 +116,7 @@ export const withHeadroom = (
     const headroom = headroomOf?.(t.ref)
     if (headroom !== undefined) {
       record = new RouteHealth(
-        { ...(record ?? emptyHealth(t.ref)), concurrencyHeadroom: headroom },
+        { ...(record ?? emptyHealth(routeKey(t))), concurrencyHeadroom: headroom },
         { disableValidation: true }
       )
       keptRecords ??= health === undefined ? new Array<RouteHealth | undefined>(i) : health.slice(0, i)

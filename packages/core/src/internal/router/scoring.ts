@@ -107,7 +107,11 @@ export interface ScoreContext {
   readonly sticky?: TargetRef | undefined
   /** The workflow's last best-scoring target (hysteresis: {@link defaultSwitchMargin}). */
   readonly incumbent?: TargetRef | undefined
-  /** Time the call has left, ms; omitted: the command's timeout, else the workflow's. */
+  /**
+   * The time the call has, ms (the router passes the call's: the earliest of the command's and the
+   * workflow's timeout and an enclosing agent run's remaining time); omitted: the earlier of the
+   * command's and the workflow's timeout. Read by the latency fit and the short-deadline rule.
+   */
   readonly timeLeftMs?: number | undefined
   /** `stream`: the latency term reads the route's TTFT. */
   readonly mode?: "generate" | "stream" | undefined
@@ -164,7 +168,7 @@ export interface Ranking {
  *   0.5, `standard` 0.75, `high` 0.9, else 0.5, plus any quality adjustment); minus 0.1 per class of
  *   distance from the preferred class (if both are known), floored at 0.
  * - `latency`: with an observed p95 on the route (smoothed; TTFT for streams), `1 − p95 / time
- *   left` (the call's timeout), 0 when the p95 does not fit; else the latency class: `fast` 1,
+ *   left` (the time the call has: {@link ScoreContext.timeLeftMs}), 0 when the p95 does not fit; else the latency class: `fast` 1,
  *   `medium` 0.6, `slow` 0.3, undeclared 0.5.
  * - `cost`: the cheapest candidate's price over this one's (1 for the cheapest). The price is the
  *   estimated worst-case cost of the call at the target when the input was counted (input tokens ×
@@ -177,8 +181,8 @@ export interface Ranking {
  *
  * `total = wq·quality + wl·latency + wc·cost + wh·health + wa·affinity − penalty` with the
  * workflow's weights over {@link defaultWeights}. Order: targets whose observed p95 does not fit
- * the time left come last; then total descending, ties in route order. When the call's timeout is
- * shorter than the workflow's short deadline (default 2 s), fast-latency targets that fit come
+ * the time left come last; then total descending, ties in route order. When the time the call has
+ * is shorter than the workflow's short deadline (default 2 s), fast-latency targets that fit come
  * first (`fastTier`). Without a session, the workflow's last best-scoring target (`incumbent`)
  * stays first while the leader's total is at most the switch margin (default 0.03) higher. The
  * reason is `STICKY` when the sticky target leads only thanks to its affinity. With the command's
@@ -307,7 +311,12 @@ const settingsOf = (compiled: CompiledWorkflow, command: ModelCommand, context: 
     deprecatedPenalty: round4(w.scoring?.deprecatedPenalty ?? defaultDeprecatedPenalty),
     segment: command.segment ?? w.segment,
     preferredRank: preferred === undefined ? -1 : qualityRank(preferred),
-    timeLeft: context?.timeLeftMs ?? Duration.toMillis(command.timeout ?? w.timeout),
+    timeLeft:
+      context?.timeLeftMs ??
+      Math.min(
+        command.timeout === undefined ? Infinity : Duration.toMillis(command.timeout),
+        Duration.toMillis(w.timeout)
+      ),
     stream: context?.mode === "stream",
     adjust: context?.qualityAdjustment
   }
@@ -326,10 +335,14 @@ const pricesInto = (
   let cheapest = Infinity
   for (let i = 0; i < targets.length; i++) {
     const t = targets[i]!
-    const price =
-      inputTokens === undefined
-        ? listPrice(t)
-        : costAt(t, inputTokensAt(inputTokens, t), Math.min(outputCap, t.capabilities.maxOutputTokens))
+    let price: number
+    if (inputTokens === undefined) price = listPrice(t)
+    else {
+      const input = inputTokensAt(inputTokens, t)
+      // The output within the target's limit and what is left of its window after the input.
+      const output = Math.min(outputCap, t.capabilities.maxOutputTokens, t.capabilities.contextWindow - input)
+      price = costAt(t, input, Math.max(0, output))
+    }
     x[i * termCount + 2] = price
     if (price < cheapest) cheapest = price
   }
@@ -507,7 +520,7 @@ export const rank = (
   let fastFirst = false
   if (n > 1 && t.anyFast) {
     const shortDeadline = Duration.toMillis(w.scoring?.shortDeadline ?? defaultShortDeadline)
-    fastFirst = Duration.toMillis(command.timeout ?? w.timeout) < shortDeadline
+    fastFirst = s.timeLeft < shortDeadline
   }
   /** The order's group of a target: those that fit the time left first, then (short deadline) fast ones. */
   const group = (i: number) => 2 * fits(i) + (fastFirst ? isFast(i) : 0)

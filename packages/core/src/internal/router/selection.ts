@@ -173,6 +173,7 @@ const scored = (ctx: Ctx, pass: Pass, health: Records): Effect.Effect<Route, Fai
     sticky: stickyTarget(state, w.name, command.sessionKey),
     incumbent,
     mode: ctx.mode,
+    timeLeftMs: ctx.timeLeftMs,
     qualityAdjustment:
       lifecycle === undefined
         ? adjustment
