@@ -77,8 +77,8 @@ describe("Tenancy: targets dedicated to tenants", () => {
       const exit = yield* generate(command("ticket.reply"), acme)
       assert.isTrue(Exit.isSuccess(exit))
       if (Exit.isSuccess(exit)) {
-        assert.strictEqual(exit.value.evidence.target, dedicated)
-        assert.deepStrictEqual(exit.value.evidence.identity, { tenant: "acme", authority: "api-key" })
+        assert.strictEqual<string | undefined>(exit.value.evidence.target, dedicated)
+        assert.deepStrictEqual(exit.value.evidence.identity, acme)
       }
       assert.deepStrictEqual(yield* attempted, [dedicated])
       const [record] = yield* records
@@ -91,7 +91,7 @@ describe("Tenancy: targets dedicated to tenants", () => {
       const exit = yield* generate(command("ticket.reply", { tenant: "globex" }), globex)
       assert.isTrue(Exit.isSuccess(exit))
       if (Exit.isSuccess(exit)) {
-        assert.strictEqual(exit.value.evidence.target, refs.primary)
+        assert.strictEqual<string | undefined>(exit.value.evidence.target, refs.primary)
         const excluded = exit.value.evidence.excluded.find((e) => e.target === dedicated)
         assert.strictEqual(excluded?.reason, "TENANT_NOT_ALLOWED")
         assert.notInclude(excluded?.detail ?? "", "acme")
@@ -106,7 +106,7 @@ describe("Tenancy: targets dedicated to tenants", () => {
       const exit = yield* generate(command("ticket.reply"))
       assert.isTrue(Exit.isSuccess(exit))
       if (Exit.isSuccess(exit)) {
-        assert.strictEqual(exit.value.evidence.target, refs.primary)
+        assert.strictEqual<string | undefined>(exit.value.evidence.target, refs.primary)
         assert.isUndefined(exit.value.evidence.identity)
       }
       const only = yield* generate(command("acme.only"))
