@@ -216,14 +216,16 @@ const replay = (
       if (value !== undefined) emit(new StreamEvent.PartialObject({ value }, { disableValidation: true }))
     }
   }
-  result.content.toolCalls.forEach((call, index) =>
+  const calls = result.content.toolCalls
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!
     emit(
       new StreamEvent.ToolCallDelta(
         { index, id: call.id, name: call.name, argumentsDelta: call.arguments },
         { disableValidation: true }
       )
     )
-  )
+  }
 }
 
 /**
