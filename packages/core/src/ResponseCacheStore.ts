@@ -14,7 +14,7 @@
  *
  * @since 0.2.0
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import type { StoreError } from "./Errors.js"
 
 /**
@@ -27,6 +27,16 @@ export interface Entry {
   readonly value: string
   readonly storedAt: number
 }
+
+/**
+ * An entry as JSON text, for stores that keep strings (`Schema.decodeUnknownEither(EntryFromJson)`).
+ *
+ * @since 0.2.0
+ * @category Schemas
+ */
+export const EntryFromJson: Schema.Schema<Entry, string> = Schema.parseJson(
+  Schema.Struct({ value: Schema.String, storedAt: Schema.Number })
+)
 
 /**
  * @since 0.2.0
