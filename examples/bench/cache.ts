@@ -140,5 +140,8 @@ const redisHits = async (hits: number): Promise<CacheResults["redis"]> => {
 
 export const run = async (profile: Profile, options: { readonly skipRedis?: boolean } = {}): Promise<CacheResults> => ({
   hit: await memoryHit(profile),
-  redis: options.skipRedis === true ? { skipped: "disabled by option" } : await redisHits(profile.name === "smoke" ? 100 : 500)
+  redis:
+    options.skipRedis === true
+      ? { skipped: "disabled by option" }
+      : await redisHits(profile.name === "smoke" ? 100 : 500)
 })

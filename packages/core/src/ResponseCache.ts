@@ -15,7 +15,7 @@
  *
  * @since 0.2.0
  */
-import { Clock, Context, Effect, Layer, Metric, Option } from "effect"
+import { Clock, Context, Effect, Layer, Metric, MetricLabel, Option } from "effect"
 import * as ResponseCacheStore from "./ResponseCacheStore.js"
 import { bounded } from "./internal/deadline.js"
 import { type Key, type KeyInput, keyOf } from "./internal/cache/key.js"
@@ -31,6 +31,8 @@ export interface Hit {
   readonly value: string
   readonly ageMs: number
   readonly keyId: string
+  /** The decoded answer saved with it, when the store is in this process's memory. */
+  readonly decoded?: unknown
 }
 
 /**
@@ -69,9 +71,18 @@ export interface Service {
     input: KeyInput,
     options: { readonly until: number; readonly ttlMs: number; readonly refresh?: boolean | undefined },
     onHit: (hit: Hit) => Effect.Effect<A, E, R>,
-    onMiss: (keyId: string, save: (value: string) => Effect.Effect<boolean>, lookup: Lookup) => Effect.Effect<A, E, R>
+    onMiss: (
+      keyId: string,
+      save: (value: string, decoded?: unknown) => Effect.Effect<boolean>,
+      lookup: Lookup
+    ) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E, R>
   readonly stats: Effect.Effect<Stats>
+  /**
+   * Counts one lookup of `workflow` in {@link metrics} (and `bytes` served for a `hit`, stored
+   * otherwise). Labels are made once per workflow and outcome. Synchronous: for the call path.
+   */
+  readonly unsafeCount: (workflow: string, outcome: Lookup | "hit" | "bypass", bytes: number | undefined) => void
 }
 
 /**
@@ -113,7 +124,12 @@ export const make = (store: ResponseCacheStore.Service): Service => {
   const entryHit = (entry: ResponseCacheStore.Entry, key: Key) =>
     Effect.map(
       Clock.currentTimeMillis,
-      (now): Hit => ({ value: entry.value, ageMs: Math.max(0, now - entry.storedAt), keyId: key.id })
+      (now): Hit => ({
+        value: entry.value,
+        ageMs: Math.max(0, now - entry.storedAt),
+        keyId: key.id,
+        decoded: entry.decoded
+      })
     )
 
   const failed = Effect.sync((): "error" => {
@@ -138,9 +154,15 @@ export const make = (store: ResponseCacheStore.Service): Service => {
   /** Stores `value` (bounded by `until`); `true` when the store took it. */
   const saver =
     (key: Key, ttlMs: number, until: number) =>
-    (value: string): Effect.Effect<boolean> =>
+    (value: string, decoded?: unknown): Effect.Effect<boolean> =>
       bounded(
-        Effect.flatMap(Clock.currentTimeMillis, (now) => store.set(key.digest, { value, storedAt: now }, ttlMs)),
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          store.set(
+            key.digest,
+            decoded === undefined ? { value, storedAt: now } : { value, storedAt: now, decoded },
+            ttlMs
+          )
+        ),
         until
       ).pipe(
         Effect.matchEffect({
@@ -161,8 +183,28 @@ export const make = (store: ResponseCacheStore.Service): Service => {
     return onHit(hit)
   }
 
+  // Metric labels per workflow and outcome, made once (a new label array per update would make
+  // the metric registry build a new key each time). Bounded: names from the configuration.
+  const labels = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+  const labelsOf = (workflow: string, outcome: string) => {
+    const id = `${outcome}\u0000${workflow}`
+    let l = labels.get(id)
+    if (l === undefined) {
+      if (labels.size >= 10_000) labels.clear()
+      l = [MetricLabel.make("workflow", workflow), MetricLabel.make("outcome", outcome)]
+      labels.set(id, l)
+    }
+    return l
+  }
+
   return ResponseCache.of({
     stats: Effect.sync(() => ({ ...counts })),
+    unsafeCount: (workflow, outcome, bytes) => {
+      metrics.lookups.unsafeUpdate(1, labelsOf(workflow, outcome))
+      if (bytes !== undefined && bytes > 0) {
+        metrics.bytes.unsafeUpdate(bytes, labelsOf(workflow, outcome === "hit" ? "served" : "stored"))
+      }
+    },
     cached: (input, options, onHit, onMiss) =>
       Effect.suspend(() => {
         const key = keyOf(input)

@@ -26,6 +26,11 @@ import type { StoreError } from "./Errors.js"
 export interface Entry {
   readonly value: string
   readonly storedAt: number
+  /**
+   * The decoded answer, kept beside `value` by a store in this process's memory so that a hit
+   * skips decoding; never encoded (a shared store keeps `value` and `storedAt` only).
+   */
+  readonly decoded?: unknown
 }
 
 /**

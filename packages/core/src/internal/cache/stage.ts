@@ -8,13 +8,14 @@
  * - `bypass` (the command's, or a command offering side-effecting tools) neither reads nor stores.
  *
  * The stored form is the envelope encoded with its Schema (the structured value encoded with the
- * workflow's output schema), without attempt records. A stored answer that no longer decodes is
- * a miss (`error`).
+ * workflow's output schema), without attempt records; a store in this process's memory keeps the
+ * decoded answer beside it (a hit then decodes nothing; every hit shares that readonly value). A
+ * stored answer that no longer decodes is a miss (`error`).
  */
-import { Duration, Effect, Either, MetricLabel, type ParseResult, Schema } from "effect"
+import { Duration, Effect, Either, type ParseResult, Schema } from "effect"
 import type { Failure } from "../../Errors.js"
 import { type CacheEvidence, type Evidence, ModelResult, Usage } from "../../ModelResult.js"
-import * as ResponseCache from "../../ResponseCache.js"
+import type * as ResponseCache from "../../ResponseCache.js"
 import { type CachePolicy, unversioned, type Workflow } from "../../Workflow.js"
 import type { Call, EngineContext } from "../call.js"
 import { globalScope, type KeyInput, tenantScope } from "./key.js"
@@ -65,15 +66,6 @@ export const keyInputOf = (call: Call, w: Workflow, policy: CachePolicy): KeyInp
   tools: call.command.tools
 })
 
-const count = (workflow: string, outcome: string, bytes?: number): void => {
-  const labels = [MetricLabel.make("workflow", workflow), MetricLabel.make("outcome", outcome)]
-  ResponseCache.metrics.lookups.unsafeUpdate(1, labels)
-  if (bytes !== undefined && bytes > 0) {
-    const byteLabels = [labels[0]!, MetricLabel.make("outcome", outcome === "hit" ? "served" : "stored")]
-    ResponseCache.metrics.bytes.unsafeUpdate(bytes, byteLabels)
-  }
-}
-
 /** The envelope with `cache` in its evidence; it becomes the call's result (and CallRecord). */
 const withCache = (call: Call, result: ModelResult, cache: CacheEvidence): ModelResult => {
   const r = new ModelResult(
@@ -100,6 +92,17 @@ const storable = (result: ModelResult, input: KeyInput): boolean => {
 const versionOf = (evidence: string, keyed: string) =>
   keyed === evidence || (evidence === unversioned && keyed.startsWith(`${unversioned}@`))
 
+/** What a store in this process's memory keeps beside the encoded form: the answer without attempt records. */
+const kept = (result: ModelResult): ModelResult =>
+  new ModelResult(
+    {
+      content: result.content,
+      finishReason: result.finishReason,
+      evidence: { ...result.evidence, attempts: [], cache: undefined }
+    },
+    { disableValidation: true }
+  )
+
 /** The stored form of `result`: its value encoded with the output schema, no attempt records. */
 const encode = (call: Call, result: ModelResult): string | undefined => {
   const schema = call.compiled?.schema
@@ -121,12 +124,14 @@ const encode = (call: Call, result: ModelResult): string | undefined => {
 
 /** The envelope of a hit, or `undefined` when the stored form no longer decodes. */
 const decode = (call: Call, hit: ResponseCache.Hit): ModelResult | undefined => {
-  const stored = decodeStored(hit.value)
+  // A store in this process's memory hands back the answer it was given: nothing to decode.
+  const inMemory = hit.decoded instanceof ModelResult ? hit.decoded : undefined
+  const stored = inMemory === undefined ? decodeStored(hit.value) : Either.right(inMemory)
   if (Either.isLeft(stored)) return undefined
   const s = stored.right
   const decodeValue = call.compiled?.decode
   let value = s.content.value
-  if (decodeValue !== undefined && value !== undefined) {
+  if (inMemory === undefined && decodeValue !== undefined && value !== undefined) {
     const decoded: Either.Either<unknown, ParseResult.ParseError> = decodeValue(value)
     if (Either.isLeft(decoded)) return undefined
     value = decoded.right
@@ -181,21 +186,21 @@ export const cached = (
   if (cache === undefined) return run()
   const cmd = call.command
   if (cmd.cache === "bypass" || cmd.allowsStateChangingTools) {
-    count(w.name, "bypass")
+    cache.unsafeCount(w.name, "bypass", undefined)
     return Effect.map(run(), (result) => withCache(call, result, { hit: false, lookup: "bypass" }))
   }
   const input = keyInputOf(call, w, policy)
   const onMiss = (
     keyId: string,
-    save: (value: string) => Effect.Effect<boolean>,
+    save: (value: string, decoded?: unknown) => Effect.Effect<boolean>,
     lookup: ResponseCache.Lookup
   ): Effect.Effect<ModelResult, Failure> =>
     Effect.flatMap(run(), (result) => {
       const encoded = storable(result, input) ? encode(call, result) : undefined
-      const saved = encoded === undefined ? Effect.succeed(false) : save(encoded)
+      const saved = encoded === undefined ? Effect.succeed(false) : save(encoded, kept(result))
       return Effect.map(saved, (stored) => {
         const bytes = stored ? encoded?.length : undefined
-        count(w.name, lookup, bytes)
+        cache.unsafeCount(w.name, lookup, bytes)
         return withCache(call, result, { hit: false, lookup, keyId, stored, bytes })
       })
     })
@@ -206,7 +211,7 @@ export const cached = (
       Effect.suspend(() => {
         const r = decode(call, hit)
         if (r !== undefined) {
-          count(w.name, "hit", hit.value.length)
+          cache.unsafeCount(w.name, "hit", hit.value.length)
           return Effect.succeed(r)
         }
         // A stored form this version cannot read: a normal call (not stored; the entry expires).
