@@ -19,6 +19,7 @@ import { Clock, Context, Effect, Layer, Metric, MetricLabel, Option } from "effe
 import * as ResponseCacheStore from "./ResponseCacheStore.js"
 import { bounded } from "./internal/deadline.js"
 import { type Key, type KeyInput, keyOf } from "./internal/cache/key.js"
+import { fastGetOf } from "./internal/cache/fastGet.js"
 import { makeSingleFlight, type Turn } from "./internal/cache/singleFlight.js"
 
 /**
@@ -137,8 +138,24 @@ export const make = (store: ResponseCacheStore.Service): Service => {
     return "error"
   })
 
+  // A store in this process's memory answers at once: nothing to bound.
+  const fastGet = fastGetOf(store)
+
   /** The stored answer, `miss`, or `error` (the store failed or did not answer by `until`). */
   const read = (key: Key, until: number): Effect.Effect<Hit | "miss" | "error"> =>
+    fastGet !== undefined
+      ? Effect.clockWith((clock) => {
+          const now = clock.unsafeCurrentTimeMillis()
+          const entry = fastGet(key.digest, now)
+          return Effect.succeed(
+            entry === undefined
+              ? "miss"
+              : { value: entry.value, ageMs: Math.max(0, now - entry.storedAt), keyId: key.id, decoded: entry.decoded }
+          )
+        })
+      : boundedRead(key, until)
+
+  const boundedRead = (key: Key, until: number): Effect.Effect<Hit | "miss" | "error"> =>
     bounded(store.get(key.digest), until).pipe(
       Effect.flatMap(
         (found): Effect.Effect<Hit | "miss" | "error"> =>
