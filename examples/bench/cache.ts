@@ -122,10 +122,14 @@ const redisHits = async (hits: number): Promise<CacheResults["redis"]> => {
     }
     const after = await admin.info("commandstats")
     Reflect.deleteProperty(socket, "write")
-    const commands = (x: string) =>
-      [...x.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)]
-        .filter((m) => m[1] !== "info")
-        .reduce((sum, m) => sum + Number(m[2]), 0)
+    const byCommand = (x: string) =>
+      new Map([...x.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].map((m) => [m[1] ?? "", Number(m[2])]))
+    const commands = (x: string) => [...byCommand(x)].filter(([c]) => c !== "info").reduce((sum, [, n]) => sum + n, 0)
+    process.stderr.write(
+      `bench cache: commands during the hits: ${[...byCommand(after)]
+        .map(([c, n]) => `${c} ${n - (byCommand(before).get(c) ?? 0)}`)
+        .join(", ")}; client writes ${writes}\n`
+    )
     return {
       roundTripsPerHit: writes / hits,
       commandsPerHit: (commands(after) - commands(before)) / hits,
