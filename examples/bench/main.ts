@@ -2,6 +2,7 @@
  * `pnpm bench`: runs the suite, prints the markdown table and writes `bench/results.json` and
  * `bench/results.md`. `--smoke` runs the few-iteration profile (what CI runs) and writes nothing
  * unless `--write` is given too. `--no-http` skips the HTTP section, `--no-redis` the Redis one.
+ * `--only-cache` runs the response cache section alone and prints its verdicts (writes nothing).
  *
  * Run with `node --expose-gc --conditions=source --import tsx bench/main.ts` (the `bench` script runs
  * an esbuild bundle of it with `--expose-gc`) so that the memory figures are taken after a full GC.
@@ -9,12 +10,27 @@
 import { writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { collectGarbage, profiles } from "./harness.js"
-import { markdown, verdicts } from "./report.js"
+import * as Cache from "./cache.js"
+import { fmt } from "./harness.js"
+import { cacheVerdicts, markdown, verdicts } from "./report.js"
 import { runSuite } from "./suite.js"
 
 const args = new Set(process.argv.slice(2))
 const profile = args.has("--smoke") ? profiles.smoke : profiles.full
 if (!collectGarbage()) process.stderr.write("bench: run with --expose-gc for meaningful memory figures\n")
+
+if (args.has("--only-cache")) {
+  const cache = await Cache.run(profile, { skipRedis: args.has("--no-redis") })
+  for (const v of cacheVerdicts({ cache })) {
+    process.stdout.write(
+      `${v.pass ? "PASS" : "MISS"} ${v.id}: ${fmt(v.measured)} ${v.unit} (target ${v.comparison} ${fmt(v.target)}; ${v.baseline})\n`
+    )
+  }
+  process.stdout.write(
+    `cache hit p50 ${fmt(cache.hit.subject.p50)} µs, p99 ${fmt(cache.hit.subject.p99)} µs (batch ${cache.hit.batch.subject})\n`
+  )
+  process.exit(0)
+}
 
 const results = await runSuite({ profile, skipHttp: args.has("--no-http"), skipRedis: args.has("--no-redis") })
 const v = verdicts(results)

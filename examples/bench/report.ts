@@ -4,6 +4,7 @@
 import type { Client, HttpLevel, HttpResults } from "./http.js"
 import type { InProcessResults } from "./inProcess.js"
 import type { MemoryResults } from "./memory.js"
+import type { CacheResults } from "./cache.js"
 import type { RedisResults } from "./redis.js"
 import type { RoutingResults } from "./routing.js"
 import type { TokenResults } from "./tokens.js"
@@ -27,6 +28,8 @@ export interface Results {
   readonly tokens: TokenResults
   /** Shared state on Redis (issue 15); skipped without `redis-server`. */
   readonly redis?: RedisResults | { readonly skipped: string } | undefined
+  /** The response cache (issue 28): a hit's cost and its Redis round trips. */
+  readonly cache?: CacheResults | undefined
 }
 
 export interface Verdict {
@@ -152,6 +155,37 @@ const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
 }
 
 /** The Redis targets (issue 15): `NaN` (a MISS) when the section did not run. */
+/** The response cache's verdicts (also printed alone by `--only-cache`). */
+export const cacheVerdicts = (r: Pick<Results, "cache">): ReadonlyArray<Verdict> => {
+  const c = r.cache
+  if (c === undefined) return []
+  const redis = "roundTripsPerHit" in c.redis ? c.redis : undefined
+  return [
+    check(
+      "cache.hit.p50Us",
+      "response cache hit, p50 per call, memory store (classification workflow with an output schema, sequential)",
+      c.hit.subject.p50,
+      "µs",
+      "<=",
+      10,
+      `an empty Effect.runPromise: ${fmt(c.hit.baseline.p50)} µs p50`
+    ),
+    check(
+      "cache.redis.roundTripsPerHit",
+      "Redis round trips per cache hit (client connection writes per hit, sequential hits)",
+      redis?.roundTripsPerHit ?? Number.NaN,
+      "",
+      "<=",
+      1,
+      redis === undefined
+        ? "skipped" in c.redis
+          ? c.redis.skipped
+          : "not measured"
+        : `${fmt(redis.commandsPerHit)} server commands per hit over ${redis.hits} hits`
+    )
+  ]
+}
+
 const redisVerdicts = (r: Results): ReadonlyArray<Verdict> => {
   const x = r.redis !== undefined && "throughput" in r.redis ? r.redis : undefined
   const notMeasured = r.redis !== undefined && "skipped" in r.redis ? r.redis.skipped : "not measured"
@@ -182,7 +216,7 @@ const redisVerdicts = (r: Results): ReadonlyArray<Verdict> => {
 }
 
 export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
-  const out: Array<Verdict> = [...engineV2(r), ...redisVerdicts(r)]
+  const out: Array<Verdict> = [...engineV2(r), ...redisVerdicts(r), ...cacheVerdicts(r)]
   for (const c of r.inProcess.cases) {
     if (c.name.includes("schema")) continue
     out.push(

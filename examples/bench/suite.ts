@@ -3,6 +3,7 @@
  */
 import * as os from "node:os"
 import { collectGarbage, type Profile } from "./harness.js"
+import * as Cache from "./cache.js"
 import * as Http from "./http.js"
 import * as InProcess from "./inProcess.js"
 import * as Memory from "./memory.js"
@@ -44,6 +45,7 @@ export const runSuite = async (options: SuiteOptions): Promise<Results> => {
   const redis = options.skipRedis
     ? { skipped: "disabled by option" }
     : await section("shared state on Redis", () => Redis.run(profile))
+  const cache = await section("response cache", () => Cache.run(profile, { skipRedis: options.skipRedis === true }))
   const cpus = os.cpus()
   return {
     profile: profile.name,
@@ -61,6 +63,7 @@ export const runSuite = async (options: SuiteOptions): Promise<Results> => {
     routing,
     memory,
     tokens,
-    redis
+    redis,
+    cache
   }
 }

@@ -49,6 +49,8 @@ import * as BudgetStore from "@modelgate/core/BudgetStore"
 import * as ToolLedgerStore from "@modelgate/core/ToolLedgerStore"
 import * as PermitStore from "@modelgate/core/PermitStore"
 import * as RateLimitStore from "@modelgate/core/RateLimitStore"
+import * as ResponseCache from "@modelgate/core/ResponseCache"
+import * as ResponseCacheStore from "@modelgate/core/ResponseCacheStore"
 import type { ConfigError, Scope } from "effect"
 import type { Redis as IORedis } from "ioredis"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
@@ -58,6 +60,7 @@ import { bad, type Client, makeClient } from "./internal/redis/client.js"
 import { type Epoch, makeEpoch } from "./internal/redis/epoch.js"
 import { makePermitStore } from "./internal/redis/permits.js"
 import { makeRateLimitStore } from "./internal/redis/rateLimits.js"
+import { makeResponseCacheStore } from "./internal/redis/responseCache.js"
 import { makeToolLedgerStore } from "./internal/redis/toolLedger.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -183,6 +186,8 @@ export interface Stores {
   readonly permit: PermitStore.Service
   /** @since 0.2.0 */
   readonly rateLimit: RateLimitStore.Service
+  /** Answers of workflows with `cache` (give it to `ResponseCache.make`). @since 0.2.0 */
+  readonly responseCache: ResponseCacheStore.Service
   /** The client's connection, for measurements and tests (command counts); the stores own it. @since 0.2.0 */
   readonly connection: IORedis
   /**
@@ -229,6 +234,7 @@ export const make = (options: Options): Effect.Effect<Stores, never, Scope.Scope
       ledger: ledgerStoreOf(client, options, epoch),
       permit: permitStoreOf(client, options),
       rateLimit: makeRateLimitStore(client, prefix),
+      responseCache: makeResponseCacheStore(client, prefix),
       connection: client.redis,
       acknowledgeDataLoss: epoch.acknowledge,
       dataLost: epoch.lost
@@ -353,6 +359,26 @@ export const layerPermitStore = (options: Options): Layer.Layer<PermitStore.Perm
  */
 export const layerRateLimitStore = (options: Options): Layer.Layer<RateLimitStore.RateLimitStore> =>
   layerOf(RateLimitStore.RateLimitStore, options, (client) => makeRateLimitStore(client, prefixOf(options)))
+
+/**
+ * `ResponseCacheStore` on Redis (a client of its own): cached answers shared by every process,
+ * expiring by Redis (`PX`). Reads fail open (see `ResponseCache`).
+ *
+ * @since 0.2.0
+ * @category Layers
+ */
+export const layerResponseCacheStore = (options: Options): Layer.Layer<ResponseCacheStore.ResponseCacheStore> =>
+  layerOf(ResponseCacheStore.ResponseCacheStore, options, (client) => makeResponseCacheStore(client, prefixOf(options)))
+
+/**
+ * The gateway's `ResponseCache` over {@link layerResponseCacheStore}: provide it to the gateway
+ * layer and workflows with `cache` share their answers through Redis.
+ *
+ * @since 0.2.0
+ * @category Layers
+ */
+export const layerResponseCache = (options: Options): Layer.Layer<ResponseCache.ResponseCache> =>
+  Layer.provide(ResponseCache.layer, layerResponseCacheStore(options))
 
 /**
  * Every store on Redis over one client (budgets, permits, breakers, tool ledger, rate limits).

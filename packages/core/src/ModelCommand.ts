@@ -26,6 +26,7 @@
  * | `providerOptions` | at most 8 providers × 32 fields, each allowed by the provider's adapter |
  * | `segment` | 1–100 characters, `[A-Za-z0-9][A-Za-z0-9._:-]*` |
  * | `sessionKey` | 1–200 characters |
+ * | `cache` | `bypass` or `refresh` |
  * | the raw input | plain objects and arrays only, nested at most 64 levels, at most 1 000 000 values, no `__proto__` key |
  *
  * @since 0.1.0
@@ -212,7 +213,12 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
      */
     escalate: Schema.optional(Schema.Boolean),
     /** Session of this call: scored selection keeps the session's last target (affinity, `STICKY`). */
-    sessionKey: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)))
+    sessionKey: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
+    /**
+     * The response cache for this call (a workflow with `cache` only): `bypass` neither reads nor
+     * stores; `refresh` skips the read and stores the new answer. Omitted: read, then store.
+     */
+    cache: Schema.optional(Schema.Literal("bypass", "refresh"))
   },
   // On the class, its transformation and its fields: every decode path is value-free.
   [valueFree, valueFree, valueFree]

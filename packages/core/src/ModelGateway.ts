@@ -23,7 +23,7 @@ import * as CanaryController from "./CanaryController.js"
 import * as QualitySignals from "./QualitySignals.js"
 import * as RateLimitStore from "./RateLimitStore.js"
 import * as Shadow from "./Shadow.js"
-import { fromContextOr, optionalServices } from "./internal/gatewayServices.js"
+import { fromContextOr, optionalServices, responseCacheOrMemory } from "./internal/gatewayServices.js"
 import * as embedding from "./internal/embed.js"
 import type * as Embeddings from "./Embeddings.js"
 import { issuesOf } from "./internal/issues.js"
@@ -166,7 +166,8 @@ export const make = (
       routeView: engine.routeViewOf(health, concurrency),
       telemetry: yield* Telemetry.TelemetrySettings,
       lifecycle: hooks,
-      rateLimits: yield* RateLimitStore.RateLimitStore
+      rateLimits: yield* RateLimitStore.RateLimitStore,
+      cache: yield* responseCacheOrMemory
     }
     let running = first.definition
     const oneAtATime = yield* Effect.makeSemaphore(1)

@@ -178,6 +178,32 @@ export const EmbeddingEvidence = Schema.Struct({
 export interface EmbeddingEvidence extends Schema.Schema.Type<typeof EmbeddingEvidence> {}
 
 /**
+ * What the response cache did for a call (a workflow with `cache` only). `lookup`: `hit` (served
+ * from the cache: no provider call, no spend), `miss`, `error` (the store failed or was too slow: a
+ * normal call), `refresh` (the read was skipped) or `bypass` (neither read nor stored: the
+ * command's `cache: "bypass"`, or side-effecting tools offered). `keyId` is 12 hex digits of the
+ * key, never content.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export const CacheEvidence = Schema.Struct({
+  hit: Schema.Boolean,
+  lookup: Schema.Literal("hit", "miss", "error", "refresh", "bypass"),
+  keyId: Schema.optional(Schema.String),
+  /** A hit: how long ago the answer was stored (ms). */
+  ageMs: Schema.optional(Schema.Number),
+  /** A hit: the id of the call whose answer it is. */
+  callId: Schema.optional(Schema.String),
+  /** A miss or refresh: whether the answer was stored. */
+  stored: Schema.optional(Schema.Boolean),
+  /** Encoded bytes served (a hit) or stored. */
+  bytes: Schema.optional(Count)
+}).annotations({ identifier: "@modelgate/core/CacheEvidence" })
+/** @since 0.2.0 */
+export interface CacheEvidence extends Schema.Schema.Type<typeof CacheEvidence> {}
+
+/**
  * The evidence of one call: versions, route, attempts, timing, usage and cost. Never content.
  *
  * @since 0.1.0
@@ -239,7 +265,9 @@ export const Evidence = Schema.Struct({
   /** An embedding call: its vector space and input count (absent for other calls). */
   embedding: Schema.optional(EmbeddingEvidence),
   /** The tenant the host vouched for, who vouched and the subject (`Tenancy`); absent: nobody vouched. */
-  identity: Schema.optional(Identity)
+  identity: Schema.optional(Identity),
+  /** What the response cache did (a workflow with `cache` only; absent otherwise). */
+  cache: Schema.optional(CacheEvidence)
 }).annotations({ identifier: "@modelgate/core/Evidence" })
 /** @since 0.1.0 */
 export interface Evidence extends Schema.Schema.Type<typeof Evidence> {}

@@ -15,10 +15,11 @@
  *
  * @since 0.2.0
  */
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Metric, MetricLabel, Option } from "effect"
 import * as ResponseCacheStore from "./ResponseCacheStore.js"
 import { bounded } from "./internal/deadline.js"
 import { type Key, type KeyInput, keyOf } from "./internal/cache/key.js"
+import { fastGetOf } from "./internal/cache/fastGet.js"
 import { makeSingleFlight, type Turn } from "./internal/cache/singleFlight.js"
 
 /**
@@ -31,7 +32,19 @@ export interface Hit {
   readonly value: string
   readonly ageMs: number
   readonly keyId: string
+  /** The decoded answer saved with it, when the store is in this process's memory. */
+  readonly decoded?: unknown
 }
+
+/**
+ * Why a lookup did not serve a stored answer: `miss` (nothing stored, or the single flight's leader
+ * stored nothing), `error` (the store failed or did not answer before the deadline: fail-open),
+ * `refresh` (the read was skipped).
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export type Lookup = "miss" | "error" | "refresh"
 
 /**
  * @since 0.2.0
@@ -59,10 +72,39 @@ export interface Service {
     input: KeyInput,
     options: { readonly until: number; readonly ttlMs: number; readonly refresh?: boolean | undefined },
     onHit: (hit: Hit) => Effect.Effect<A, E, R>,
-    onMiss: (keyId: string, save: (value: string) => Effect.Effect<void>) => Effect.Effect<A, E, R>
+    onMiss: (
+      keyId: string,
+      save: (value: string, decoded?: unknown) => Effect.Effect<boolean>,
+      lookup: Lookup
+    ) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E, R>
   readonly stats: Effect.Effect<Stats>
+  /**
+   * Counts one lookup of `workflow` in {@link metrics} (and `bytes` served for a `hit`, stored
+   * otherwise). Labels are made once per workflow and outcome. Synchronous: for the call path.
+   */
+  readonly unsafeCount: (workflow: string, outcome: Lookup | "hit" | "bypass", bytes: number | undefined) => void
 }
+
+/**
+ * The cache's metrics, labelled by `workflow` and `outcome` only (bounded: names from the
+ * configuration and closed sets; never a key or content).
+ *
+ * @since 0.2.0
+ * @category Metrics
+ */
+export const metrics = {
+  /** Lookups by outcome: `hit`, `miss`, `error` (fail-open), `refresh`, `bypass`. */
+  lookups: Metric.counter("modelgate.cache.lookups", {
+    description: "Response cache lookups by outcome (hit, miss, error, refresh, bypass)",
+    incremental: true
+  }),
+  /** Encoded bytes, `outcome` `served` (hits) or `stored`. */
+  bytes: Metric.counter("modelgate.cache.bytes", {
+    description: "Response cache bytes served and stored",
+    incremental: true
+  })
+} as const
 
 /**
  * @since 0.2.0
@@ -80,46 +122,75 @@ export const make = (store: ResponseCacheStore.Service): Service => {
   const counts = { hits: 0, misses: 0, errors: 0, bytesServed: 0, bytesStored: 0 }
   const flight = makeSingleFlight()
 
-  const entryHit = (entry: ResponseCacheStore.Entry | undefined, key: Key) =>
-    entry === undefined
-      ? Effect.succeed(undefined)
-      : Effect.map(Clock.currentTimeMillis, (now) => ({
-          value: entry.value,
-          ageMs: Math.max(0, now - entry.storedAt),
-          keyId: key.id
-        }))
-
-  const read = (key: Key, until: number): Effect.Effect<Hit | undefined> =>
-    bounded(store.get(key.digest), until).pipe(
-      Effect.flatMap((found) =>
-        Option.isNone(found)
-          ? Effect.sync(() => {
-              counts.errors++
-              return undefined
-            })
-          : entryHit(found.value, key)
-      ),
-      Effect.catchAll(() =>
-        Effect.sync(() => {
-          counts.errors++
-          return undefined
-        })
-      )
+  const entryHit = (entry: ResponseCacheStore.Entry, key: Key) =>
+    Effect.map(
+      Clock.currentTimeMillis,
+      (now): Hit => ({
+        value: entry.value,
+        ageMs: Math.max(0, now - entry.storedAt),
+        keyId: key.id,
+        decoded: entry.decoded
+      })
     )
 
+  const failed = Effect.sync((): "error" => {
+    counts.errors++
+    return "error"
+  })
+
+  // A store in this process's memory answers at once: nothing to bound.
+  const fastGet = fastGetOf(store)
+
+  /** The stored answer, `miss`, or `error` (the store failed or did not answer by `until`). */
+  const read = (key: Key, until: number): Effect.Effect<Hit | "miss" | "error"> =>
+    fastGet !== undefined
+      ? Effect.clockWith((clock) => {
+          const now = clock.unsafeCurrentTimeMillis()
+          const entry = fastGet(key.digest, now)
+          return Effect.succeed(
+            entry === undefined
+              ? "miss"
+              : { value: entry.value, ageMs: Math.max(0, now - entry.storedAt), keyId: key.id, decoded: entry.decoded }
+          )
+        })
+      : boundedRead(key, until)
+
+  const boundedRead = (key: Key, until: number): Effect.Effect<Hit | "miss" | "error"> =>
+    bounded(store.get(key.digest), until).pipe(
+      Effect.flatMap(
+        (found): Effect.Effect<Hit | "miss" | "error"> =>
+          Option.isNone(found)
+            ? failed
+            : found.value === undefined
+              ? Effect.succeed("miss" as const)
+              : entryHit(found.value, key)
+      ),
+      Effect.catchAll(() => failed)
+    )
+
+  /** Stores `value` (bounded by `until`); `true` when the store took it. */
   const saver =
-    (key: Key, ttlMs: number) =>
-    (value: string): Effect.Effect<void> =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => store.set(key.digest, { value, storedAt: now }, ttlMs)).pipe(
+    (key: Key, ttlMs: number, until: number) =>
+    (value: string, decoded?: unknown): Effect.Effect<boolean> =>
+      bounded(
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          store.set(
+            key.digest,
+            decoded === undefined ? { value, storedAt: now } : { value, storedAt: now, decoded },
+            ttlMs
+          )
+        ),
+        until
+      ).pipe(
         Effect.matchEffect({
-          onFailure: () =>
-            Effect.sync(() => {
-              counts.errors++
-            }),
-          onSuccess: () =>
-            Effect.sync(() => {
-              counts.bytesStored += value.length
-            })
+          onFailure: () => Effect.as(failed, false),
+          onSuccess: (done) =>
+            Option.isNone(done)
+              ? Effect.as(failed, false)
+              : Effect.sync(() => {
+                  counts.bytesStored += value.length
+                  return true
+                })
         })
       )
 
@@ -129,25 +200,46 @@ export const make = (store: ResponseCacheStore.Service): Service => {
     return onHit(hit)
   }
 
+  // Metric labels per workflow and outcome, made once (a new label array per update would make
+  // the metric registry build a new key each time). Bounded: names from the configuration.
+  const labels = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+  const labelsOf = (workflow: string, outcome: string) => {
+    const id = `${outcome}\u0000${workflow}`
+    let l = labels.get(id)
+    if (l === undefined) {
+      if (labels.size >= 10_000) labels.clear()
+      l = [MetricLabel.make("workflow", workflow), MetricLabel.make("outcome", outcome)]
+      labels.set(id, l)
+    }
+    return l
+  }
+
   return ResponseCache.of({
     stats: Effect.sync(() => ({ ...counts })),
+    unsafeCount: (workflow, outcome, bytes) => {
+      metrics.lookups.unsafeUpdate(1, labelsOf(workflow, outcome))
+      if (bytes !== undefined && bytes > 0) {
+        metrics.bytes.unsafeUpdate(bytes, labelsOf(workflow, outcome === "hit" ? "served" : "stored"))
+      }
+    },
     cached: (input, options, onHit, onMiss) =>
       Effect.suspend(() => {
         const key = keyOf(input)
-        const save = saver(key, options.ttlMs)
-        const miss = () => {
+        const save = saver(key, options.ttlMs, options.until)
+        const miss = (lookup: Lookup) => {
           counts.misses++
-          return onMiss(key.id, save)
+          return onMiss(key.id, save, lookup)
         }
-        const first = options.refresh === true ? Effect.succeed(undefined) : read(key, options.until)
+        const first: Effect.Effect<Hit | Lookup> =
+          options.refresh === true ? Effect.succeed("refresh") : read(key, options.until)
         return Effect.flatMap(first, (hit) =>
-          hit !== undefined
+          typeof hit !== "string"
             ? served(hit, onHit)
             : flight.run(key.digest, options.until, (turn: Turn) =>
                 turn !== "followed"
-                  ? miss()
+                  ? miss(hit)
                   : Effect.flatMap(read(key, options.until), (again) =>
-                      again !== undefined ? served(again, onHit) : miss()
+                      typeof again !== "string" ? served(again, onHit) : miss(again)
                     )
               )
         )

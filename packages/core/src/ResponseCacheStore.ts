@@ -14,8 +14,9 @@
  *
  * @since 0.2.0
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import type { StoreError } from "./Errors.js"
+import { attachFastGet } from "./internal/cache/fastGet.js"
 
 /**
  * One stored answer: its encoded form and the epoch-ms instant it was stored.
@@ -26,7 +27,22 @@ import type { StoreError } from "./Errors.js"
 export interface Entry {
   readonly value: string
   readonly storedAt: number
+  /**
+   * The decoded answer, kept beside `value` by a store in this process's memory so that a hit
+   * skips decoding; never encoded (a shared store keeps `value` and `storedAt` only).
+   */
+  readonly decoded?: unknown
 }
+
+/**
+ * An entry as JSON text, for stores that keep strings (`Schema.decodeUnknownEither(EntryFromJson)`).
+ *
+ * @since 0.2.0
+ * @category Schemas
+ */
+export const EntryFromJson: Schema.Schema<Entry, string> = Schema.parseJson(
+  Schema.Struct({ value: Schema.String, storedAt: Schema.Number })
+)
 
 /**
  * @since 0.2.0
@@ -63,16 +79,16 @@ export const makeMemory = (options?: { readonly maxEntries?: number | undefined 
   const max = Math.max(1, options?.maxEntries ?? 10_000)
   // A Map keeps insertion order: re-inserting on read moves an entry to the most recent end.
   const slots = new Map<string, Slot>()
-  return ResponseCacheStore.of({
-    get: (key) =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
-        const slot = slots.get(key)
-        if (slot === undefined) return undefined
-        slots.delete(key)
-        if (slot.expiresAt <= now) return undefined
-        slots.set(key, slot)
-        return slot.entry
-      }),
+  const get = (key: string, now: number): Entry | undefined => {
+    const slot = slots.get(key)
+    if (slot === undefined) return undefined
+    slots.delete(key)
+    if (slot.expiresAt <= now) return undefined
+    slots.set(key, slot)
+    return slot.entry
+  }
+  const store = ResponseCacheStore.of({
+    get: (key) => Effect.map(Clock.currentTimeMillis, (now) => get(key, now)),
     set: (key, entry, ttlMs) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         slots.delete(key)
@@ -84,6 +100,8 @@ export const makeMemory = (options?: { readonly maxEntries?: number | undefined 
         }
       })
   })
+  // The cache reads this store at once (no round trip to bound by the deadline).
+  return attachFastGet(store, get)
 }
 
 /**

@@ -316,6 +316,41 @@ export class QualityPolicy extends Schema.Class<QualityPolicy>("@modelgate/core/
 }) {}
 
 /**
+ * Where a cached answer may be served: `tenant` (to the tenant whose call made it; the default) or
+ * `global` (to every tenant; only for a workflow whose `dataClass` is `"public"`, checked at startup).
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export const CacheScope = Schema.Literal("tenant", "global")
+/** @since 0.2.0 */
+export type CacheScope = typeof CacheScope.Type
+
+/**
+ * The response cache of a workflow (`docs/caching.md`): successful, validated, non-degraded answers
+ * are kept for `ttl` and served again to an identical request in `scope`, with no provider call and
+ * no spend. Not for embedding workflows; a command offering side-effecting tools is never cached.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export class CachePolicy extends Schema.Class<CachePolicy>("@modelgate/core/CachePolicy")({
+  /** How long an answer is served from the cache (> 0, at most 24 h). */
+  ttl: Millis,
+  /** `tenant` (default) or `global` (a `"public"` data class only). */
+  scope: Schema.optionalWith(CacheScope, { default: () => "tenant" as const })
+}) {}
+
+/**
+ * The data class a workflow must have for a `global` cache scope: its inputs hold nothing of a
+ * tenant's, so one tenant's answer may be served to another.
+ *
+ * @since 0.2.0
+ * @category Constants
+ */
+export const globalCacheDataClass = "public"
+
+/**
  * What a policy or prompt version left out of a workflow defaults to. Evidence then cannot tell
  * revisions apart, so building a gateway logs a warning once per such workflow.
  *
@@ -426,5 +461,7 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
    * (`Tenancy.vouch`); every other call is refused (`PolicyViolation` `TENANT_NOT_ALLOWED`). Each
    * must be servable by a route target (checked at startup). Absent: every tenant.
    */
-  tenants: Schema.optional(Schema.Array(TenantId).pipe(Schema.minItems(1), Schema.maxItems(1_000)))
+  tenants: Schema.optional(Schema.Array(TenantId).pipe(Schema.minItems(1), Schema.maxItems(1_000))),
+  /** The response cache (`docs/caching.md`); omitted: no answer is cached. */
+  cache: Schema.optional(CachePolicy)
 }) {}

@@ -53,6 +53,10 @@ export * as ProviderAdapter from "./ProviderAdapter.js"
 export * as RateLimits from "./RateLimits.js"
 /** @since 0.2.0 */
 export * as RateLimitStore from "./RateLimitStore.js"
+/** @since 0.2.0 */
+export * as ResponseCache from "./ResponseCache.js"
+/** @since 0.2.0 */
+export * as ResponseCacheStore from "./ResponseCacheStore.js"
 /** @since 0.1.0 */
 export * as RouteDecision from "./RouteDecision.js"
 /** @since 0.2.0 */

@@ -3,6 +3,7 @@ import * as Budgets from "@modelgate/core/Budgets"
 import * as CanaryController from "@modelgate/core/CanaryController"
 import * as Health from "@modelgate/core/Health"
 import * as QualitySignals from "@modelgate/core/QualitySignals"
+import * as ResponseCache from "@modelgate/core/ResponseCache"
 import * as Router from "@modelgate/core/Router"
 import * as Shadow from "@modelgate/core/Shadow"
 import * as StoreHealth from "@modelgate/core/StoreHealth"
@@ -47,6 +48,8 @@ describe("metric names", () => {
         "QualitySignals.standing": yield* nameOf("QualitySignals.standing", QualitySignals.metrics.standing),
         "Shadow.calls": yield* nameOf("Shadow.calls", Shadow.metrics.calls),
         "Shadow.dropped": yield* nameOf("Shadow.dropped", Shadow.metrics.dropped),
+        "ResponseCache.lookups": yield* nameOf("ResponseCache.lookups", ResponseCache.metrics.lookups),
+        "ResponseCache.bytes": yield* nameOf("ResponseCache.bytes", ResponseCache.metrics.bytes),
         "Budgets.settleFailures": yield* nameOf("Budgets.settleFailures", b.settleFailures),
         "Budgets.overspend": yield* nameOf("Budgets.overspend", b.overspend),
         "Health.breakerState": yield* nameOf("Health.breakerState", h.breakerState),
@@ -69,7 +72,8 @@ describe("metric names", () => {
           ...Object.keys(s).map((k) => `StoreHealth.${k}`),
           ...Object.keys(CanaryController.metrics).map((k) => `CanaryController.${k}`),
           ...Object.keys(QualitySignals.metrics).map((k) => `QualitySignals.${k}`),
-          ...Object.keys(Shadow.metrics).map((k) => `Shadow.${k}`)
+          ...Object.keys(Shadow.metrics).map((k) => `Shadow.${k}`),
+          ...Object.keys(ResponseCache.metrics).map((k) => `ResponseCache.${k}`)
         ].sort()
       )
       assert.deepStrictEqual(names, {
@@ -90,6 +94,8 @@ describe("metric names", () => {
         "QualitySignals.standing": "modelgate.quality.standing_changes",
         "Shadow.calls": "modelgate.shadow.calls",
         "Shadow.dropped": "modelgate.shadow.dropped",
+        "ResponseCache.lookups": "modelgate.cache.lookups",
+        "ResponseCache.bytes": "modelgate.cache.bytes",
         "Budgets.settleFailures": "modelgate.budget.settle_failures",
         "Budgets.overspend": "modelgate.budget.overspend_usd",
         "Health.breakerState": "modelgate.breaker.state",

@@ -26,6 +26,7 @@ import type { ModelTarget } from "../ModelTarget.js"
 import { costOf } from "../Pricing.js"
 import type { ProviderAdapter, ProviderResponse } from "../ProviderAdapter.js"
 import type * as RateLimitStore from "../RateLimitStore.js"
+import type * as ResponseCache from "../ResponseCache.js"
 import type { Escalation, ExcludedTarget } from "../RouteDecision.js"
 import type * as Router from "../Router.js"
 import type * as Telemetry from "../Telemetry.js"
@@ -81,6 +82,8 @@ export interface EngineContext {
   readonly callIds: CallIds
   /** What the router reads of route health ({@link routeViewOf}), built once. */
   readonly routeView: Router.BreakerView
+  /** The response cache of workflows with `cache` (`internal/cache/stage.ts`); none: nothing is cached. */
+  readonly cache?: ResponseCache.Service | undefined
 }
 
 /** How a call runs: `embed` calls the adapter's `embed`, the command's messages being its inputs. */

@@ -2,10 +2,12 @@
  * The services a gateway layer builds for itself when its context has none (`ModelGateway.layer`,
  * `ModelGateway.withDefaults`).
  */
-import { type Context, Effect, Layer } from "effect"
+import { type Context, Effect, Layer, Option } from "effect"
 import * as CanaryController from "../CanaryController.js"
 import * as QualitySignals from "../QualitySignals.js"
 import * as RateLimitStore from "../RateLimitStore.js"
+import * as ResponseCache from "../ResponseCache.js"
+import * as ResponseCacheStore from "../ResponseCacheStore.js"
 import * as Shadow from "../Shadow.js"
 
 /** A service from the context the layer is built in, or `fallback` when there is none. */
@@ -30,4 +32,13 @@ export const optionalServices: Layer.Layer<
   ),
   fromContextOr(QualitySignals.QualitySignals, QualitySignals.layer),
   fromContextOr(Shadow.ShadowRecorder, Shadow.layerLog)
+)
+
+/**
+ * The response cache of the context (e.g. over a Redis store, `ResponseCache.layer`), else one in
+ * this gateway's memory (`ResponseCacheStore.makeMemory`). Read without requiring it.
+ */
+export const responseCacheOrMemory: Effect.Effect<ResponseCache.Service> = Effect.map(
+  Effect.serviceOption(ResponseCache.ResponseCache),
+  Option.getOrElse(() => ResponseCache.make(ResponseCacheStore.makeMemory()))
 )

@@ -3,6 +3,7 @@
  *
  *   the call (`call.ts`: id, deadline, span, run)
  *   → refusals before anything (wrong mode, another tenant's run, an exhausted run)
+ *   → the response cache (`cache/stage.ts`, a workflow with `cache` only: a hit answers here)
  *   → resolve (the router, within the deadline)
  *   → admission (`admission.ts`: reservation and permit, in one path)
  *   → attempts (`walk.ts`: the cursor over the route; `attempt.ts`: one attempt; the policy of
@@ -24,6 +25,7 @@ import * as Router from "../Router.js"
 import * as RunEvents from "../RunEvents.js"
 import * as Tenancy from "../Tenancy.js"
 import { admit, releasePermit, settleMoney } from "./admission.js"
+import * as CacheStage from "./cache/stage.js"
 import { billSent, invokeGenerate } from "./attempt.js"
 import type { Invoke } from "./attemptContext.js"
 import * as Call from "./call.js"
@@ -88,7 +90,7 @@ const run = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effect.E
     )
   )
 
-/** refusals → resolve → admission → attempts → envelope. */
+/** refusals → the response cache (a workflow with `cache`) → resolve → admission → attempts → envelope. */
 const stages = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effect.Effect<ModelResult, Failure> => {
   const refused = refusalOf(call)
   if (refused !== undefined) return Effect.fail(refused)
@@ -99,6 +101,23 @@ const stages = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effec
       RunEvents.preModel(call.runId ?? run.runId, call.step, call.id, cmd.workflow, call.config.version, call.startedAt)
     )
   }
+  // --- response cache (internal/cache/stage.ts): only a workflow with `cache` pays for a key ---
+  const w = call.compiled?.workflow
+  if (w?.cache !== undefined && call.mode !== "embed") {
+    return CacheStage.cached(ctx, call, w, w.cache, () => routeAndAnswer(ctx, call, invoke))
+  }
+  // --- end response cache ---
+  return routeAndAnswer(ctx, call, invoke)
+}
+
+/** resolve → admission → attempts → envelope. */
+const routeAndAnswer = (
+  ctx: Call.EngineContext,
+  call: Call.Call,
+  invoke: Invoke
+): Effect.Effect<ModelResult, Failure> => {
+  const cmd = call.command
+  const run = call.run
   // Input is counted only when a limit needs it: the tenant's budget or the run's.
   const limited = ctx.budgets.isLimited(cmd.tenant) || (run !== undefined && run.budget !== undefined)
   const workflows = call.config.router.workflows

@@ -202,8 +202,38 @@ const invokeStream =
     )
 
 /**
+ * The deltas of an answer served from the response cache, as a stream that received its whole text
+ * in one delta would deliver them (no `RouteSelected`: no attempt is made): the text, its partial
+ * object (a structured workflow), then each tool call whole.
+ */
+const replay = (
+  result: { readonly content: { readonly text?: string | undefined; readonly toolCalls: ReadonlyArray<ToolCall> } },
+  structured: boolean,
+  emit: (event: StreamEvent.StreamEvent) => void
+): void => {
+  const text = result.content.text
+  if (text !== undefined && text.length > 0) {
+    emit(new StreamEvent.TextDelta({ text }, { disableValidation: true }))
+    if (structured && text.length <= maxPartialCharacters) {
+      const value = parsePartial(text)
+      if (value !== undefined) emit(new StreamEvent.PartialObject({ value }, { disableValidation: true }))
+    }
+  }
+  const calls = result.content.toolCalls
+  for (let index = 0; index < calls.length; index++) {
+    const call = calls[index]!
+    emit(
+      new StreamEvent.ToolCallDelta(
+        { index, id: call.id, name: call.name, argumentsDelta: call.arguments },
+        { disableValidation: true }
+      )
+    )
+  }
+}
+
+/**
  * Streams one command: `RouteSelected` per attempt, deltas from the commit point on, then
- * `UsageReported` and `Final`. Failures end the stream with the typed error; a failure after the
+ * `UsageReported` and `Final`. An answer from the response cache replays its deltas ({@link replay}). Failures end the stream with the typed error; a failure after the
  * first delta is recorded as `incomplete`.
  */
 export const stream = (
@@ -214,18 +244,17 @@ export const stream = (
     (emit) => {
       // The running configuration, read once: the call and its output format both use it.
       const config = ctx.live.current
+      const structured = config.router.workflows.get(command.workflow)?.schema !== undefined
       return execute(
         ctx,
         command,
         "stream",
-        invokeStream(
-          (event) => void emit.single(event),
-          config.router.workflows.get(command.workflow)?.schema !== undefined
-        ),
+        invokeStream((event) => void emit.single(event), structured),
         config
       ).pipe(
         Effect.matchCause({
           onSuccess: (result) => {
+            if (result.evidence.cache?.hit === true) replay(result, structured, (event) => void emit.single(event))
             emit.single(new StreamEvent.UsageReported({ usage: result.evidence.usage }, { disableValidation: true }))
             emit.single(new StreamEvent.Final({ result }, { disableValidation: true }))
             emit.end()

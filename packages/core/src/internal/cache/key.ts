@@ -6,7 +6,7 @@
  *
  * @internal
  */
-import { createHash } from "node:crypto"
+import * as crypto from "node:crypto"
 
 /** Where a cached answer may be served: to its tenant only, or to every tenant. */
 export type Scope = { readonly _tag: "Tenant"; readonly tenant: string } | { readonly _tag: "Global" }
@@ -41,34 +41,47 @@ export interface Key {
  * values encode alike whatever their key order.
  */
 export const canonical = (value: unknown): string => {
-  if (value === null || typeof value !== "object") {
-    return value === undefined ? "null" : JSON.stringify(value)
+  if (typeof value === "string") return JSON.stringify(value)
+  if (value === null || typeof value !== "object") return value === undefined ? "null" : JSON.stringify(value)
+  if (Array.isArray(value)) {
+    let out = "["
+    for (let i = 0; i < value.length; i++) out += i === 0 ? canonical(value[i]) : `,${canonical(value[i])}`
+    return `${out}]`
   }
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`
-  const entries: Array<[string, unknown]> = Object.entries(value)
-  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-  const parts: Array<string> = []
-  for (const [k, v] of entries) if (v !== undefined) parts.push(`${JSON.stringify(k)}:${canonical(v)}`)
-  return `{${parts.join(",")}}`
+  // Own enumerable keys in code-unit order; `undefined` members left out.
+  const keys = Object.keys(value).sort()
+  let out = "{"
+  let first = true
+  for (const k of keys) {
+    const v: unknown = Reflect.get(value, k)
+    if (v === undefined) continue
+    out += `${first ? "" : ","}${JSON.stringify(k)}:${canonical(v)}`
+    first = false
+  }
+  return `${out}}`
 }
+
+/** SHA-256 in hex: the one-shot `crypto.hash` where Node has it (20.12+), else a `Hash` object. */
+const sha256 = (text: string): string =>
+  typeof crypto.hash === "function"
+    ? crypto.hash("sha256", text, "hex")
+    : crypto.createHash("sha256").update(text).digest("hex")
 
 /** The key of `input`. */
 export const keyOf = (input: KeyInput): Key => {
   const scope = input.scope._tag === "Tenant" ? ["tenant", input.scope.tenant] : ["global"]
-  const digest = createHash("sha256")
-    .update(
-      canonical([
-        "modelgate.cache.v1",
-        scope,
-        input.workflow,
-        input.policyVersion,
-        input.promptVersion,
-        input.schemaVersion ?? null,
-        input.sampling ?? null,
-        input.messages ?? null,
-        input.tools ?? null
-      ])
-    )
-    .digest("hex")
+  const digest = sha256(
+    canonical([
+      "modelgate.cache.v1",
+      scope,
+      input.workflow,
+      input.policyVersion,
+      input.promptVersion,
+      input.schemaVersion ?? null,
+      input.sampling ?? null,
+      input.messages ?? null,
+      input.tools ?? null
+    ])
+  )
   return { digest, id: digest.slice(0, 12) }
 }

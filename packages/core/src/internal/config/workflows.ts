@@ -2,7 +2,7 @@
  * Startup checks of one workflow, per concern and in this order: name and timing, output schema,
  * escalation and degraded answer, sampling and provider options, the route (the router's own
  * eligibility rules, `internal/router/eligibility`, plus what only a configuration can get wrong),
- * the canary and the shadow target.
+ * the canary, the response cache and the shadow target.
  */
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
@@ -14,6 +14,7 @@ import type { ModelTarget } from "../../ModelTarget.js"
 import type { Workflow } from "../../Workflow.js"
 import { segment } from "../issues.js"
 import { type Exclusion, type Shape, startupReasons } from "../router/eligibility.js"
+import { checkCache } from "./cache.js"
 import { type Add, listOf } from "./problems.js"
 import { ms, tooLong, tooLongDetail } from "./targets.js"
 
@@ -43,6 +44,7 @@ export const checkWorkflow = (w: Workflow, path: string, sources: Sources, add: 
   checkRoute(w, shape, sources, at)
   checkCanary(w, sources, at)
   checkTenants(w, sources, at)
+  checkCache(w, at)
   if (w.shadow !== undefined && !sources.targets.has(w.shadow.target)) {
     at(".shadow.target", { target: w.shadow.target, reason: "UNKNOWN_TARGET", detail: "no target with this ref" })
   }

@@ -1,0 +1,183 @@
+/**
+ * The response cache on Redis, against a real `redis-server`: entries expire by Redis (`PX`), two
+ * gateways share answers through it, a hit is one `GET` (one round trip) and nothing else, and a
+ * Redis that is down fails open (a normal call, counted as `error`).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Redis from "@modelgate/adapters/redis"
+import { CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway, Budgets, ResponseCache } from "@modelgate/core"
+import { ModelCommand } from "@modelgate/core/ModelCommand"
+import { ModelTarget } from "@modelgate/core/ModelTarget"
+import { Workflow } from "@modelgate/core/Workflow"
+import { startRedis } from "@modelgate/testing/RedisServer"
+import { ScriptedProvider } from "@modelgate/testing"
+import { Duration, Effect, Layer, Schema } from "effect"
+import { Redis as IORedis } from "ioredis"
+import { redisPerFile } from "./redis-fixtures.js"
+
+const { server, freshOptions } = redisPerFile()
+
+const ref = "model://openai/small@eu"
+
+const definition: GatewayConfig.Definition = {
+  config: GatewayConfig.GatewayConfig.make({
+    targets: [
+      Schema.decodeSync(ModelTarget)({
+        ref,
+        provider: "openai",
+        model: "small",
+        capabilities: {
+          vision: false,
+          tools: true,
+          streaming: true,
+          structuredOutput: { mode: "json_schema" },
+          contextWindow: 128_000,
+          maxOutputTokens: 4096
+        },
+        regions: ["eu"],
+        dataClasses: ["internal"],
+        pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, currency: "USD", pricingVersion: "p1" },
+        limits: { maxAttempts: 1, perAttemptTimeout: 5_000, minimumAttemptTime: 10 },
+        status: "active"
+      })
+    ],
+    workflows: [
+      Schema.decodeSync(Workflow)({
+        name: "ticket.reply",
+        policyVersion: "policy-1",
+        prompt: { id: "reply", version: "1" },
+        route: [ref],
+        timeout: 5_000,
+        regions: ["eu"],
+        dataClass: "internal",
+        cache: { ttl: 600_000, scope: "tenant" }
+      })
+    ]
+  })
+}
+
+const command = Schema.decodeSync(ModelCommand)({
+  workflow: "ticket.reply",
+  tenant: "acme",
+  messages: [{ _tag: "user", content: "Where is my order?" }]
+})
+
+/** A gateway over scripted providers whose response cache is on Redis (`options`). */
+const gatewayOn = (options: Redis.Options) =>
+  ModelGateway.layer(definition).pipe(
+    Layer.provideMerge(
+      ScriptedProvider.layer({
+        providers: ["openai"],
+        scripts: { [ref]: [ScriptedProvider.success({ after: 0, text: "It ships today." })] }
+      })
+    ),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        Budgets.layerOff,
+        Concurrency.layerOff,
+        Health.layerOff,
+        CallRecorder.layerMemory,
+        Redis.layerResponseCache(options)
+      )
+    )
+  )
+
+const generate = ModelGateway.generate(command)
+const providerCalls = Effect.map(
+  Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.attempts),
+  (a) => a.length
+)
+
+/** Calls per command name on the server (`INFO commandstats`), read on a connection of its own. */
+const commandStats = (url: string) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new IORedis(url)),
+    (admin) =>
+      Effect.promise(async () => {
+        const info = await admin.info("commandstats")
+        const counts: Record<string, number> = {}
+        for (const m of info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) counts[m[1]!] = Number(m[2])
+        return counts
+      }),
+    (admin) => Effect.sync(() => admin.disconnect())
+  )
+
+describe("ResponseCacheStore on Redis", () => {
+  it.live("stores the entry encoded with its Schema, with a PX TTL, and reads it back", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const options = freshOptions()
+        const stores = yield* Redis.make(options)
+        const entry = { value: '{"content":"x"}', storedAt: 1_234 }
+        yield* stores.responseCache.set("abc", entry, 60_000)
+        assert.deepStrictEqual(yield* stores.responseCache.get("abc"), entry)
+        assert.isUndefined(yield* stores.responseCache.get("missing"))
+        const ttl = yield* Effect.promise(() => stores.connection.pttl(`${options.keyPrefix}cache:abc`))
+        assert.isTrue(ttl > 59_000 && ttl <= 60_000, `PTTL ${ttl}`)
+        // Redis expires it: 50 ms later it is gone.
+        yield* stores.responseCache.set("short", entry, 50)
+        yield* Effect.sleep(Duration.millis(120))
+        assert.isUndefined(yield* stores.responseCache.get("short"))
+      })
+    )
+  )
+
+  it.live("two gateways share answers through Redis; a hit is one GET and no other command", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const first = yield* Effect.provide(Effect.zip(generate, providerCalls), gatewayOn(options))
+      assert.strictEqual(first[0].evidence.cache?.lookup, "miss")
+      assert.strictEqual(first[0].evidence.cache?.stored, true)
+      assert.strictEqual(first[1], 1)
+      // Another gateway (another process): its first call is served from Redis.
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const context = yield* Layer.build(gatewayOn(options))
+          const before = yield* commandStats(server().url)
+          const hit = yield* Effect.provide(generate, context)
+          const after = yield* commandStats(server().url)
+          assert.strictEqual(hit.evidence.cache?.hit, true)
+          assert.strictEqual(hit.evidence.cache?.callId, first[0].evidence.callId)
+          assert.strictEqual(hit.content.text, "It ships today.")
+          assert.strictEqual(yield* Effect.provide(providerCalls, context), 0)
+          const delta = Object.fromEntries(
+            Object.keys(after)
+              .filter((k) => k !== "info" && (after[k] ?? 0) !== (before[k] ?? 0))
+              .map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)])
+          )
+          assert.deepStrictEqual(delta, { get: 1 })
+        })
+      )
+    })
+  )
+
+  it.live("fails open when Redis is down: a normal call, counted as an error, no failure", () =>
+    Effect.gen(function* () {
+      const own = yield* Effect.promise(() => startRedis())
+      const options = {
+        ...freshOptions({ commandTimeout: Duration.millis(200), connectTimeout: Duration.millis(200) }),
+        url: own.url
+      }
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const context = yield* Layer.build(gatewayOn(options))
+          own.kill()
+          const started = Date.now()
+          const result = yield* Effect.provide(generate, context)
+          assert.isBelow(Date.now() - started, 1_000)
+          assert.deepStrictEqual(result.evidence.cache?.lookup, "error")
+          assert.strictEqual(result.evidence.cache?.stored, false)
+          assert.strictEqual(result.content.text, "It ships today.")
+          assert.strictEqual(yield* Effect.provide(providerCalls, context), 1)
+          const stats = yield* Effect.provide(
+            Effect.flatMap(ResponseCache.ResponseCache, (c) => c.stats),
+            context
+          )
+          // the failed read and the failed write
+          assert.strictEqual(stats.errors, 2)
+        })
+      )
+      yield* Effect.promise(() => own.stop())
+    })
+  )
+})
