@@ -17,7 +17,7 @@ import type {
 import { Clock, Effect, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
-import { checkAnswer } from "./answerCheck.js"
+import { AnswerSoFar, checkAnswer } from "./answerCheck.js"
 import type { EchoRules } from "./echo.js"
 import * as Echo from "./echo.js"
 import {
@@ -185,17 +185,11 @@ export const makeAdapter = (
     events: Stream.Stream<ProviderStreamEvent, ProviderError>
   ): Stream.Stream<ProviderStreamEvent, ProviderError> =>
     Stream.suspend(() => {
-      let text = ""
-      const calls = new Map<number, { name: string; arguments: string }>()
+      const soFar = new AnswerSoFar()
       return Stream.mapEffect(events, (event) => {
-        if (event._tag === "TextDelta") text += event.text
-        else if (event._tag === "ToolCallDelta") {
-          const call = calls.get(event.index) ?? { name: "", arguments: "" }
-          if (call.name === "" && event.name) call.name = event.name
-          call.arguments += event.argumentsDelta
-          calls.set(event.index, call)
-        } else if (event._tag === "Finish") {
-          const answer = { text, toolCalls: [...calls.values()], finishReason: event.finishReason }
+        soFar.add(event)
+        if (event._tag === "Finish") {
+          const answer = { text: soFar.text, toolCalls: [...soFar.calls.values()], finishReason: event.finishReason }
           const problem = checkAnswer(provider, request, answer, meta, event.usage)
           if (problem !== undefined) return Effect.fail(problem)
           const modelVersion = Echo.checkModelVersion(rules, request.target.model, event.modelVersion)

@@ -9,7 +9,7 @@
  */
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { FinishReason } from "@modelgate/core/ModelResult"
-import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
+import type { ProviderRequest, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Either } from "effect"
 import type { Meta } from "./classify.js"
 import { invalidOutput, isRecord } from "./classify.js"
@@ -20,6 +20,22 @@ export interface Answer {
   readonly text: string | undefined
   readonly toolCalls: ReadonlyArray<{ readonly name: string; readonly arguments: string }>
   readonly finishReason: FinishReason
+}
+
+/** The text and tool calls of a stream so far, folded from its deltas (tool calls by index). @internal */
+export class AnswerSoFar {
+  text = ""
+  readonly calls = new Map<number, { name: string; arguments: string }>()
+  /** Folds in a text or tool-call delta; other events change nothing. */
+  add(event: ProviderStreamEvent): void {
+    if (event._tag === "TextDelta") this.text += event.text
+    else if (event._tag === "ToolCallDelta") {
+      const call = this.calls.get(event.index) ?? { name: "", arguments: "" }
+      if (call.name === "" && event.name) call.name = event.name
+      call.arguments += event.argumentsDelta
+      this.calls.set(event.index, call)
+    }
+  }
 }
 
 const typeMatches = (type: unknown, value: unknown): boolean => {

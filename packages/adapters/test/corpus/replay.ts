@@ -23,6 +23,7 @@ import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Chunk, Context, Duration, Effect, Either, Layer, Option, Schema, Stream } from "effect"
 import type { Scope } from "effect"
+import { AnswerSoFar } from "../../src/internal/answerCheck.js"
 import { apiKey, lookupTool, simpleRequest } from "../adapters-fixtures.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -278,20 +279,14 @@ const fromResponse = (response: ProviderResponse): Outcome => ({
 
 /** Folds stream events the way a client does: text concatenated, tool calls by index. */
 export const fromEvents = (events: ReadonlyArray<ProviderStreamEvent>): Outcome | undefined => {
-  let text = ""
-  const calls = new Map<number, { name: string; arguments: string }>()
+  const soFar = new AnswerSoFar()
   for (const event of events) {
-    if (event._tag === "TextDelta") text += event.text
-    else if (event._tag === "ToolCallDelta") {
-      const call = calls.get(event.index) ?? { name: "", arguments: "" }
-      if (call.name === "" && event.name) call.name = event.name
-      call.arguments += event.argumentsDelta
-      calls.set(event.index, call)
-    } else if (event._tag === "Finish") {
+    soFar.add(event)
+    if (event._tag === "Finish") {
       return {
         _tag: "ok",
-        text,
-        toolCalls: [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call),
+        text: soFar.text,
+        toolCalls: [...soFar.calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call),
         finishReason: event.finishReason,
         refusal: event.refusal,
         usage: event.usage
