@@ -102,7 +102,8 @@ const holdsSecret = (value: string, secrets: EchoRules["secrets"]): boolean => {
   for (const secret of secrets) {
     if (secret === undefined) continue
     const key = Redacted.value(secret)
-    if (key.length === 0) continue
+    // (A key of a few characters, e.g. a local server's placeholder, guards nothing.)
+    if (key.length < 4) continue
     if (value.includes(key)) return true
     if (value.length >= minSecretPiece && key.includes(value)) return true
     // A piece of the key inside the value.
