@@ -30,37 +30,42 @@ const subset = <A>(of: ReadonlyArray<A>) =>
 
 const targetArb = fc.record({
   vision: fc.boolean(),
-  tools: fc.boolean(),
-  streaming: fc.boolean(),
-  contextWindow: fc.constantFrom(40, 200, 320, 1_000, 128_000),
+  tools: fc.constantFrom(true, true, false),
+  streaming: fc.constantFrom(true, true, true, false),
+  contextWindow: fc.constantFrom(40, 200, 320, 1_000, 128_000, 128_000, 128_000),
   maxOutputTokens: fc.constantFrom(16, 256, 4_096, 32_000),
-  regions: subset(allRegions),
-  dataClasses: subset(allClasses),
+  regions: fc.constantFrom<readonly [string, ...Array<string>]>(["eu"], ["eu"], ["us"], ["eu", "us"]),
+  dataClasses: fc.constantFrom<readonly [string, ...Array<string>]>(
+    ["public", "internal", "confidential"],
+    ["public", "internal", "confidential"],
+    ["public", "internal"],
+    ["public"]
+  ),
   inputPerMillion: fc.constantFrom(0, 0.1, 0.4, 3, 15),
   outputPerMillion: fc.constantFrom(0, 0.4, 1.6, 15, 75),
-  status: fc.constantFrom<"active" | "deprecated" | "disabled">("active", "active", "deprecated", "disabled"),
+  status: fc.constantFrom<"active" | "deprecated" | "disabled">("active", "active", "active", "deprecated", "disabled"),
   version: fc.constantFrom("v1", "v2"),
   quality: fc.constantFrom<"low" | "standard" | "high" | undefined>("low", "standard", "high", undefined),
   latency: fc.constantFrom<"fast" | "medium" | "slow" | undefined>("fast", "medium", "slow", undefined),
   factor: fc.constantFrom(1, 1, 1.2),
-  open: fc.boolean()
+  open: fc.constantFrom(false, false, false, true)
 })
 type TargetSpec = typeof targetArb extends fc.Arbitrary<infer A> ? A : never
 
 const requestArb = fc.record({
-  workflowRegions: subset(allRegions),
-  regions: fc.option(subset(allRegions), { nil: undefined }),
-  workflowClass: fc.constantFrom(...allClasses),
-  dataClass: fc.option(fc.constantFrom(...allClasses), { nil: undefined }),
-  tools: fc.boolean(),
+  workflowRegions: fc.constantFrom<readonly [string, ...Array<string>]>(["eu", "us"], ["eu", "us"], ["eu"]),
+  regions: fc.option(subset(allRegions), { nil: undefined, freq: 3 }),
+  workflowClass: fc.constantFrom("internal", "internal", "public", "confidential"),
+  dataClass: fc.option(fc.constantFrom(...allClasses), { nil: undefined, freq: 3 }),
+  tools: fc.constantFrom(false, false, true),
   words: fc.integer({ min: 1, max: 300 }),
   maxOutputTokens: fc.option(fc.constantFrom(1, 16, 500, 8_000, 100_000), { nil: undefined }),
-  minContextTokens: fc.option(fc.constantFrom(100, 1_000, 64_000), { nil: undefined }),
-  maxCost: fc.option(fc.constantFrom(0.00001, 0.001, 0.1), { nil: undefined }),
+  minContextTokens: fc.option(fc.constantFrom(100, 1_000, 64_000), { nil: undefined, freq: 3 }),
+  maxCost: fc.option(fc.constantFrom(0.00001, 0.001, 0.1), { nil: undefined, freq: 3 }),
   timeout: fc.constantFrom(500, 1_500, 10_000),
   selection: fc.constantFrom<"ordered" | "scored">("ordered", "scored"),
   allowFallback: fc.boolean(),
-  mode: fc.constantFrom<"generate" | "stream">("generate", "stream"),
+  mode: fc.constantFrom<"generate" | "stream">("generate", "generate", "stream"),
   timeLeftMs: fc.option(fc.integer({ min: 1, max: 20_000 }), { nil: undefined })
 })
 type RequestSpec = typeof requestArb extends fc.Arbitrary<infer A> ? A : never
@@ -131,8 +136,15 @@ const lookup = {
   parameters: { type: "object", properties: { id: { type: "string" } } }
 }
 
-/** Runs one generated case through `Router.decide` and checks it against the oracle. */
-export const check = (targetSpecs: ReadonlyArray<TargetSpec>, r: RequestSpec): void => {
+/** Cases checked and cases that routed (at least one eligible target), for the run's coverage. */
+export interface Tally {
+  cases: number
+  routed: number
+}
+
+/** Runs one generated case through `Router.decide` and checks it against the oracle; counts it in `tally`. */
+export const check = (targetSpecs: ReadonlyArray<TargetSpec>, r: RequestSpec, tally: Tally): void => {
+  tally.cases++
   const targets = targetSpecs.map(targetOf)
   const refs = targets.map((t) => t.ref) as unknown as readonly [string, ...Array<string>]
   const workflow = decodeWorkflow({
@@ -197,6 +209,7 @@ export const check = (targetSpecs: ReadonlyArray<TargetSpec>, r: RequestSpec): v
     return
   }
   assert.isFalse(requestRegionsOutside)
+  tally.routed++
   const route = exit.value
   const inputTokens = route.inputTokens!
   const eligible = new Set(route.targets)
