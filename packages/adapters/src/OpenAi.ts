@@ -22,11 +22,11 @@ import { HttpClientRequest } from "@effect/platform"
 import type { ConfigError } from "effect"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Config, Effect, Layer, Redacted } from "effect"
+import * as HttpTransport from "./HttpTransport.js"
 import { makeAdapter } from "./internal/adapter.js"
 import { codec } from "./internal/chatCompletions.js"
 import { makeEmbed } from "./internal/embed.js"
 import { codec as embeddingsCodec } from "./internal/openAiEmbeddings.js"
-import { client } from "./internal/http.js"
 
 /**
  * @since 0.1.0
@@ -64,34 +64,37 @@ export interface Options {
 export const make = (
   options: Options
 ): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(client, (http) => {
-    const authorize = (request: HttpClientRequest.HttpClientRequest) => {
-      let out = request
-      if (options.apiKey !== undefined) out = HttpClientRequest.bearerToken(out, Redacted.value(options.apiKey))
-      if (options.organization !== undefined)
-        out = HttpClientRequest.setHeader(out, "openai-organization", options.organization)
-      if (options.project !== undefined) out = HttpClientRequest.setHeader(out, "openai-project", options.project)
-      return out
-    }
-    const root = options.baseUrl.replace(/\/+$/, "")
-    const provider = options.id ?? "openai"
-    return {
-      ...makeAdapter(
-        http,
-        codec({
-          provider,
-          url: `${root}/chat/completions`,
-          maxTokensField: "max_completion_tokens",
-          systemRole: options.systemRole ?? "system",
-          streamUsage: true,
-          authorize
-        }),
-        options
-      ),
-      // `POST {baseUrl}/embeddings`
-      embed: makeEmbed(http, embeddingsCodec({ provider, url: `${root}/embeddings`, authorize }), options)
-    }
-  })
+  Effect.map(HttpTransport.orHttpClient, (http) => build(http, options))
+
+/** The adapter over `http`. */
+const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAdapter.ProviderAdapter, "provider"> => {
+  const authorize = (request: HttpClientRequest.HttpClientRequest) => {
+    let out = request
+    if (options.apiKey !== undefined) out = HttpClientRequest.bearerToken(out, Redacted.value(options.apiKey))
+    if (options.organization !== undefined)
+      out = HttpClientRequest.setHeader(out, "openai-organization", options.organization)
+    if (options.project !== undefined) out = HttpClientRequest.setHeader(out, "openai-project", options.project)
+    return out
+  }
+  const root = options.baseUrl.replace(/\/+$/, "")
+  const provider = options.id ?? "openai"
+  return {
+    ...makeAdapter(
+      http,
+      codec({
+        provider,
+        url: `${root}/chat/completions`,
+        maxTokensField: "max_completion_tokens",
+        systemRole: options.systemRole ?? "system",
+        streamUsage: true,
+        authorize
+      }),
+      options
+    ),
+    // `POST {baseUrl}/embeddings`
+    embed: makeEmbed(http, embeddingsCodec({ provider, url: `${root}/embeddings`, authorize }), options)
+  }
+}
 
 /**
  * Provides the adapter under `ProviderAdapter.tag(options.id ?? "openai")`.
@@ -116,12 +119,21 @@ export const defaultConfig: Config.Config.Wrap<Options> = {
 }
 
 /**
- * Like {@link layer}, with options read from `Config` (any field may be a `Config`).
+ * Like {@link layer}, with options read from `Config` (any field may be a `Config`), over the
+ * direct `undici` transport (its pool closed with the layer) unless an `HttpTransport` is provided:
+ * `Layer.provide(HttpTransport.layerHttpClient)` and an `HttpClient` send through that client.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options> = defaultConfig
-): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError, HttpClient.HttpClient> =>
-  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(
+    Effect.map(Config.unwrap(config), (options) =>
+      ProviderAdapter.layer(
+        options.id ?? "openai",
+        Effect.map(HttpTransport.orUndici, (http) => build(http, options))
+      )
+    )
+  )

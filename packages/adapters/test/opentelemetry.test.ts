@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { HttpClient, type HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as Gemini from "@modelgate/adapters/gemini"
+import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import * as OpenAi from "@modelgate/adapters/openai"
 import * as Otel from "@modelgate/adapters/opentelemetry"
 import * as Budgets from "@modelgate/core/Budgets"
@@ -225,6 +226,7 @@ const gatewayLayer = (http: Layer.Layer<HttpClient.HttpClient>, recorder: Layer.
   ModelGateway.layerJson(config).pipe(
     Layer.provideMerge(
       Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
+        Layer.provide(HttpTransport.layerHttpClient),
         Layer.provide(http),
         Layer.provide(Layer.setConfigProvider(providerConfig))
       )
@@ -507,6 +509,7 @@ describe("OpenTelemetry export of gateway calls (InMemorySpanExporter through th
             Layer.provide(settings),
             Layer.provide(
               Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
+                Layer.provide(HttpTransport.layerHttpClient),
                 Layer.provide(http.layer),
                 Layer.provide(Layer.setConfigProvider(providerConfig))
               )
@@ -577,6 +580,7 @@ describe("OTLP export configured from Config", () => {
       const layer = ModelGateway.layerJson(config).pipe(
         Layer.provide(
           Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
+            Layer.provide(HttpTransport.layerHttpClient),
             Layer.provide(http.layer),
             Layer.provide(Layer.setConfigProvider(providerConfig))
           )
@@ -629,6 +633,7 @@ describe("OTLP export configured from Config", () => {
       const layer = ModelGateway.layerJson(config).pipe(
         Layer.provide(
           Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
+            Layer.provide(HttpTransport.layerHttpClient),
             Layer.provide(http.layer),
             Layer.provide(Layer.setConfigProvider(providerConfig))
           )
@@ -688,6 +693,7 @@ describe("OTLP export configured from Config", () => {
         Layer.provide(instantAdapter),
         Layer.provide(
           Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig()).pipe(
+            Layer.provide(HttpTransport.layerHttpClient),
             Layer.provide(http.layer),
             Layer.provide(Layer.setConfigProvider(providerConfig))
           )

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
+import type { Headers, HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import type {
@@ -18,18 +18,11 @@ import { Clock, Effect, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
 import { checkAnswer } from "./answerCheck.js"
-import {
-  defaultMaxResponseBytes,
-  parseJson,
-  parseJsonOrUndefined,
-  readBody,
-  readErrorBody,
-  send,
-  withRedactedSecrets
-} from "./http.js"
+import { defaultMaxResponseBytes, parseJson, parseJsonOrUndefined, withRedactedSecrets } from "./http.js"
 import type { StreamMachine } from "./sse.js"
 import { rateLimitFromHeaders } from "./rateLimit.js"
 import { decode, defaultMaxEventBytes } from "./sse.js"
+import type { Transport } from "./transport.js"
 
 /** @internal */
 export interface Codec {
@@ -120,21 +113,22 @@ export const failStatus = (
  * @internal
  */
 export const exchangeJson = <A extends { readonly rateLimit?: RateLimitHeadroom | undefined }>(
-  http: HttpClient.HttpClient,
+  http: Transport,
   codec: Pick<Codec, "provider" | "classifyError" | "requestId">,
   httpRequest: HttpClientRequest.HttpClientRequest,
   maxBytes: number,
   decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>
 ): Effect.Effect<A, ProviderError> =>
   Effect.gen(function* () {
-    const response = yield* withRedactedSecrets(send(http, codec.provider, httpRequest))
-    if (!isSuccess(response.status)) return yield* failStatus(codec, response, yield* readErrorBody(response))
-    const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
-    const text = yield* readBody(response, codec.provider, maxBytes, meta)
-    const json = parseJson(text)
+    const answer = yield* withRedactedSecrets(
+      http.exchange(httpRequest, { provider: codec.provider, maxBytes, requestId: codec.requestId })
+    )
+    if (!isSuccess(answer.status)) return yield* failStatus(codec, answer, answer.body)
+    const meta: Meta = { httpStatus: answer.status, requestId: codec.requestId(answer.headers) }
+    const json = parseJson(answer.body ?? "")
     if (Either.isLeft(json)) return yield* Effect.fail(invalidOutput(codec.provider, "response body is not JSON", meta))
     const decoded = yield* decodeBody(json.right, meta)
-    const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)
+    const rateLimit = rateLimitFromHeaders(answer.headers, yield* Clock.currentTimeMillis)
     return rateLimit === undefined ? decoded : { ...decoded, rateLimit }
   })
 
@@ -143,11 +137,7 @@ export const exchangeJson = <A extends { readonly rateLimit?: RateLimitHeadroom 
  *
  * @internal
  */
-export const makeAdapter = (
-  http: HttpClient.HttpClient,
-  codec: Codec,
-  limits: Limits
-): Omit<ProviderAdapter, "provider"> => {
+export const makeAdapter = (http: Transport, codec: Codec, limits: Limits): Omit<ProviderAdapter, "provider"> => {
   const provider = codec.provider
   const maxResponseBytes = limitOr(limits.maxResponseBytes, defaultMaxResponseBytes)
   const maxEventBytes = limitOr(limits.maxEventBytes, defaultMaxEventBytes)
@@ -192,12 +182,12 @@ export const makeAdapter = (
     )
 
   const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> =>
-    Stream.unwrap(
+    Stream.unwrapScoped(
       Effect.gen(function* () {
         const httpRequest = yield* codec.build(request, true)
-        const response = yield* withRedactedSecrets(send(http, provider, httpRequest))
+        const response = yield* withRedactedSecrets(http.open(httpRequest, provider))
         if (!isSuccess(response.status)) {
-          return yield* failStatus(codec, response, yield* readErrorBody(response))
+          return yield* failStatus(codec, response, yield* response.readErrorBody)
         }
         const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
         const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)
@@ -210,14 +200,14 @@ export const makeAdapter = (
         const contentType = response.headers["content-type"] ?? ""
         if (contentType.includes("application/json")) {
           // The server answered in one piece (it ignored `stream: true`, or sent an error object).
-          const text = yield* readBody(response, provider, maxResponseBytes, meta)
+          const text = yield* response.readBody(maxResponseBytes, meta)
           const decoded = yield* decodeJson(text, meta)
           return Stream.concat(
             Stream.succeed(started),
             checked(request, meta, Stream.fromIterable(responseToEvents(decoded)))
           )
         }
-        const events = decode(response.stream, {
+        const events = decode(response.stream(meta), {
           provider,
           maxBytes: maxResponseBytes,
           maxEventBytes,

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
+import type { Headers, HttpClientRequest } from "@effect/platform"
 import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { Usage } from "@modelgate/core/ModelResult"
 import type { EmbedRequest, EmbedResponse } from "@modelgate/core/ProviderAdapter"
@@ -13,6 +13,7 @@ import type { Codec, Limits } from "./adapter.js"
 import { exchangeJson, limitOr } from "./adapter.js"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
+import type { Transport } from "./transport.js"
 
 /**
  * Default bound of an embeddings response body: 64 MiB (2 048 vectors of 1 536 floats as JSON is
@@ -75,7 +76,7 @@ export const vectorsOf = (
  * @internal
  */
 export const makeEmbed = (
-  http: HttpClient.HttpClient,
+  http: Transport,
   codec: EmbedCodec,
   limits: Limits
 ): ((request: EmbedRequest) => Effect.Effect<EmbedResponse, ProviderError>) => {
