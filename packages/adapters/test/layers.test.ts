@@ -63,7 +63,9 @@ describe("layers", () => {
     Effect.gen(function* () {
       const fake = fakeClient(chatCompletion)
       const response = yield* Effect.flatMap(ProviderAdapter.tag("openai"), (a) => a.generate(request("m"))).pipe(
-        Effect.provide(OpenAi.layerConfig().pipe(Layer.provide(HttpTransport.layerHttpClient), Layer.provide(fake.layer))),
+        Effect.provide(
+          OpenAi.layerConfig().pipe(Layer.provide(HttpTransport.layerHttpClient), Layer.provide(fake.layer))
+        ),
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["OPENAI_API_KEY", canary]])))
       )
       assert.strictEqual(response.text, "ok")
@@ -78,7 +80,9 @@ describe("layers", () => {
       const fake = fakeClient(chatCompletion)
       const exit = yield* Effect.exit(
         Effect.flatMap(ProviderAdapter.tag("openai"), (a) => a.generate(request("m"))).pipe(
-          Effect.provide(OpenAi.layerConfig().pipe(Layer.provide(HttpTransport.layerHttpClient), Layer.provide(fake.layer))),
+          Effect.provide(
+            OpenAi.layerConfig().pipe(Layer.provide(HttpTransport.layerHttpClient), Layer.provide(fake.layer))
+          ),
           Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
         )
       )

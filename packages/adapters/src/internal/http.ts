@@ -61,9 +61,6 @@ const notConnectedCodes = new Set([
   "ENETUNREACH",
   "UND_ERR_CONNECT_TIMEOUT",
   "UND_ERR_CONNECT",
-  // The dispatcher was closed (its layer released) before the request was dispatched.
-  "UND_ERR_DESTROYED",
-  "UND_ERR_CLOSED",
   "ERR_TLS_CERT_ALTNAME_INVALID",
   "CERT_HAS_EXPIRED",
   "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
