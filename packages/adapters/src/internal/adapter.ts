@@ -14,7 +14,7 @@ import type {
   ProviderStreamEvent,
   RateLimitHeadroom
 } from "@modelgate/core/ProviderAdapter"
-import { Clock, Effect, Either, Stream } from "effect"
+import { Clock, Effect, Either, Option, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
 import { checkAnswer } from "./answerCheck.js"
@@ -22,7 +22,7 @@ import { defaultMaxResponseBytes, parseJson, parseJsonOrUndefined, withRedactedS
 import type { StreamMachine } from "./sse.js"
 import { rateLimitFromHeaders } from "./rateLimit.js"
 import { decode, defaultMaxEventBytes } from "./sse.js"
-import type { Transport } from "./transport.js"
+import type { Answer, Transport } from "./transport.js"
 
 /** @internal */
 export interface Codec {
@@ -119,10 +119,23 @@ export const exchangeJson = <A extends { readonly rateLimit?: RateLimitHeadroom 
   maxBytes: number,
   decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>
 ): Effect.Effect<A, ProviderError> =>
+  Effect.flatMap(
+    withRedactedSecrets(http.exchange(httpRequest, { provider: codec.provider, maxBytes, requestId: codec.requestId })),
+    (answer) => answerOf(codec, answer, decodeBody)
+  )
+
+/**
+ * A whole answer as its decoded value: a non-2xx answer classified ({@link failStatus}), the body
+ * parsed (not JSON: `invalid_output`) and decoded by `decode`, the rate-limit headers attached.
+ *
+ * @internal
+ */
+export const answerOf = <A extends { readonly rateLimit?: RateLimitHeadroom | undefined }>(
+  codec: Pick<Codec, "provider" | "classifyError" | "requestId">,
+  answer: Answer,
+  decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>
+): Effect.Effect<A, ProviderError> =>
   Effect.gen(function* () {
-    const answer = yield* withRedactedSecrets(
-      http.exchange(httpRequest, { provider: codec.provider, maxBytes, requestId: codec.requestId })
-    )
     if (!isSuccess(answer.status)) return yield* failStatus(codec, answer, answer.body)
     const meta: Meta = { httpStatus: answer.status, requestId: codec.requestId(answer.headers) }
     const json = parseJson(answer.body ?? "")
@@ -173,13 +186,37 @@ export const makeAdapter = (http: Transport, codec: Codec, limits: Limits): Omit
     return codec.decodeResponse(json.right, meta)
   }
 
+  const checkResponse = (request: ProviderRequest, response: ProviderResponse) => {
+    const problem = checkAnswer(provider, request, response, response, response.usage)
+    return problem === undefined ? Effect.succeed(response) : Effect.fail(problem)
+  }
+
   const generate = (request: ProviderRequest): Effect.Effect<ProviderResponse, ProviderError> =>
     Effect.flatMap(codec.build(request, false), (httpRequest) =>
-      Effect.flatMap(exchangeJson(http, codec, httpRequest, maxResponseBytes, codec.decodeResponse), (response) => {
-        const problem = checkAnswer(provider, request, response, response, response.usage)
-        return problem === undefined ? Effect.succeed(response) : Effect.fail(problem)
-      })
+      Effect.flatMap(exchangeJson(http, codec, httpRequest, maxResponseBytes, codec.decodeResponse), (response) =>
+        checkResponse(request, response)
+      )
     )
+
+  // The attempt's deadline owned by the transport (one timer aborting the request), when it can.
+  const exchangeUntil = http.exchangeUntil
+  const exchangeOptions = { provider, maxBytes: maxResponseBytes, requestId: codec.requestId }
+  const generateUntil =
+    exchangeUntil === undefined
+      ? undefined
+      : (request: ProviderRequest, until: number): Effect.Effect<Option.Option<ProviderResponse>, ProviderError> =>
+          Effect.flatMap(codec.build(request, false), (httpRequest) =>
+            Effect.flatMap(withRedactedSecrets(exchangeUntil(httpRequest, exchangeOptions, until)), (answer) =>
+              answer === undefined
+                ? Effect.succeedNone
+                : Effect.map(
+                    Effect.flatMap(answerOf(codec, answer, codec.decodeResponse), (response) =>
+                      checkResponse(request, response)
+                    ),
+                    Option.some
+                  )
+            )
+          )
 
   const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> =>
     Stream.unwrapScoped(
@@ -218,5 +255,7 @@ export const makeAdapter = (http: Transport, codec: Codec, limits: Limits): Omit
       })
     )
 
-  return { generate, stream, providerOptions: codec.providerOptions }
+  return generateUntil === undefined
+    ? { generate, stream, providerOptions: codec.providerOptions }
+    : { generate, generateUntil, stream, providerOptions: codec.providerOptions }
 }

@@ -59,6 +59,18 @@ export interface Transport {
     request: HttpClientRequest.HttpClientRequest,
     options: ExchangeOptions
   ) => Effect.Effect<Answer, ProviderError>
+  /**
+   * `exchange` that owns its deadline (`ownedDeadline.ts`): `undefined` when the epoch-ms instant
+   * `until` (`Date.now`) came first, the request then aborted; a completion at `until` wins.
+   * Omitted when the transport cannot abort on its own timer (the engine then bounds the call).
+   */
+  readonly exchangeUntil?:
+    | ((
+        request: HttpClientRequest.HttpClientRequest,
+        options: ExchangeOptions,
+        until: number
+      ) => Effect.Effect<Answer | undefined, ProviderError>)
+    | undefined
   /** One request, up to its head; the body is released when the scope closes. */
   readonly open: (
     request: HttpClientRequest.HttpClientRequest,

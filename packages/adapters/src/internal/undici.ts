@@ -1,7 +1,8 @@
 /**
  * The direct transport: `undici` requests on a pooled `Dispatcher`, no `@effect/platform` client in
  * between. A JSON exchange is one `Effect.async` step (request, head, bounded body) whose
- * interruption aborts the request; a stream's body is read as it arrives. The answers, the size
+ * interruption aborts the request, and which can own the attempt's deadline (`exchangeUntil`: one
+ * native timer aborting the request, see `ownedDeadline.ts`); a stream's body is read as it arrives. The answers, the size
  * limits and the classified errors are those of the `HttpClient` transport (`transport.ts`); when a
  * tracer is installed, the exchange gets a client span with the platform client's name, attributes
  * and header redaction.
@@ -23,6 +24,7 @@ import {
   invalidUrl,
   requestFailure
 } from "./http.js"
+import { asyncUntil } from "./ownedDeadline.js"
 import type { Answer, ExchangeOptions, Opened, Transport } from "./transport.js"
 
 /** Pool settings of the direct transport. @internal */
@@ -154,6 +156,51 @@ const optionsOf = (
   bodyTimeout: 0
 })
 
+/**
+ * Sends `request` with `signal` and reads its whole answer (a 2xx body within `maxBytes`, at most
+ * `errorBodyLimit` of another), then calls `done` once.
+ */
+const startExchange = (
+  dispatcher: Dispatcher,
+  request: HttpClientRequest.HttpClientRequest,
+  target: Target,
+  options: ExchangeOptions,
+  signal: AbortSignal,
+  done: (result: Effect.Effect<Answer, ProviderError>) => void
+): void => {
+  const provider = options.provider
+  dispatcher.request(optionsOf(request, target, signal), (error, response) => {
+    if (error !== null) return done(Effect.fail(requestFailure(provider, error)))
+    const status = response.statusCode
+    const headers = Headers.fromInput(response.headers)
+    const declared = Number(headers["content-length"])
+    if (!isSuccess(status)) {
+      return collect(response.body, declared, errorBodyLimit, true, (failed, bytes) =>
+        done(
+          Effect.succeed({
+            status,
+            headers,
+            body: failed !== undefined || bytes === undefined ? undefined : decoder.decode(bytes)
+          })
+        )
+      )
+    }
+    collect(response.body, declared, options.maxBytes, false, (failed, bytes) => {
+      if (failed !== undefined || bytes === undefined) {
+        const meta: Meta = { httpStatus: status, requestId: options.requestId(headers) }
+        return done(
+          Effect.fail(
+            failed !== undefined
+              ? bodyFailure(provider, failed, status, meta)
+              : bodyTooLarge(provider, options.maxBytes, meta)
+          )
+        )
+      }
+      done(Effect.succeed({ status, headers, body: decoder.decode(bytes) }))
+    })
+  })
+}
+
 /** One request and its whole answer, as one asynchronous step. */
 const exchangeAsync = (
   dispatcher: Dispatcher,
@@ -163,37 +210,7 @@ const exchangeAsync = (
 ): Effect.Effect<Answer, ProviderError> =>
   Effect.async<Answer, ProviderError>((resume) => {
     const controller = new AbortController()
-    const provider = options.provider
-    dispatcher.request(optionsOf(request, target, controller.signal), (error, response) => {
-      if (error !== null) return resume(Effect.fail(requestFailure(provider, error)))
-      const status = response.statusCode
-      const headers = Headers.fromInput(response.headers)
-      const declared = Number(headers["content-length"])
-      if (!isSuccess(status)) {
-        return collect(response.body, declared, errorBodyLimit, true, (failed, bytes) =>
-          resume(
-            Effect.succeed({
-              status,
-              headers,
-              body: failed !== undefined || bytes === undefined ? undefined : decoder.decode(bytes)
-            })
-          )
-        )
-      }
-      collect(response.body, declared, options.maxBytes, false, (failed, bytes) => {
-        if (failed !== undefined || bytes === undefined) {
-          const meta: Meta = { httpStatus: status, requestId: options.requestId(headers) }
-          return resume(
-            Effect.fail(
-              failed !== undefined
-                ? bodyFailure(provider, failed, status, meta)
-                : bodyTooLarge(provider, options.maxBytes, meta)
-            )
-          )
-        }
-        resume(Effect.succeed({ status, headers, body: decoder.decode(bytes) }))
-      })
-    })
+    startExchange(dispatcher, request, target, options, controller.signal, resume)
     return Effect.sync(() => controller.abort())
   })
 
@@ -258,7 +275,7 @@ const traced = (fiber: Fiber.RuntimeFiber<unknown, unknown>, request: HttpClient
  * method, URL parts and request header names (values redacted as the fiber's
  * `Headers.currentRedactedNames` say), then the status and response header names.
  */
-const withClientSpan = <A extends { readonly status: number; readonly headers: Headers.Headers }, R>(
+const withClientSpan = <A extends { readonly status: number; readonly headers: Headers.Headers } | undefined, R>(
   fiber: Fiber.RuntimeFiber<unknown, unknown>,
   request: HttpClientRequest.HttpClientRequest,
   url: URL,
@@ -280,6 +297,8 @@ const withClientSpan = <A extends { readonly status: number; readonly headers: H
       span.attribute(`http.request.header.${header}`, String(requestHeaders[header]))
     }
     return Effect.map(effect, (answer) => {
+      // A cut exchange (its deadline came first) has no answer to describe.
+      if (answer === undefined) return answer
       span.attribute("http.response.status_code", answer.status)
       const responseHeaders = Headers.redact(answer.headers, redacted)
       for (const header in responseHeaders) {
@@ -301,6 +320,15 @@ export const fromDispatcher = (dispatcher: Dispatcher): Transport => ({
       const target = targetOf(request, options.provider)
       if (Either.isLeft(target)) return Effect.fail(target.left)
       const step = exchangeAsync(dispatcher, request, target.right, options)
+      return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
+    }),
+  exchangeUntil: (request, options, until) =>
+    Effect.withFiberRuntime((fiber) => {
+      const target = targetOf(request, options.provider)
+      if (Either.isLeft(target)) return Effect.fail(target.left)
+      const step = asyncUntil<Answer, ProviderError>(until, (signal, done) =>
+        startExchange(dispatcher, request, target.right, options, signal, done)
+      )
       return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
     }),
   open: (request, provider) =>
