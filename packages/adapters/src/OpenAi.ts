@@ -1,18 +1,19 @@
 /**
  * OpenAI Chat Completions adapter (`POST {baseUrl}/chat/completions`, and `POST {baseUrl}/embeddings`
- * for `ModelGateway.embed`) over `@effect/platform`'s
- * `HttpClient`, without the vendor SDK and without retries (the engine owns them).
+ * for `ModelGateway.embed`) over an `HttpTransport` (direct `undici` by default with `layerConfig`,
+ * or any `@effect/platform` `HttpClient`), without the vendor SDK and without retries (the engine
+ * owns them).
  *
  * @example
  * ```ts
  * import * as OpenAi from "@modelgate/adapters/openai"
- * import { NodeHttpClient } from "@effect/platform-node"
- * import { Config, Layer } from "effect"
+ * import { Config } from "effect"
  *
+ * // The direct undici transport, its pool closed with the layer.
  * const OpenAiLive = OpenAi.layerConfig({
  *   baseUrl: Config.succeed("https://api.openai.com/v1"),
  *   apiKey: Config.redacted("OPENAI_API_KEY")
- * }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+ * })
  * ```
  *
  * @since 0.1.0
