@@ -6,12 +6,15 @@
  * - `adapter`: the same OpenAI adapter called directly with the provider request the gateway built;
  * - `raw`: an `@effect/platform` `HttpClient` POST of the very request the adapter sends (URL,
  *   headers, body bytes), its JSON body read;
+ * - `undici`: the floor: `undici`'s `request` of that same request on its own pooled `Agent`, its
+ *   JSON body read;
  * - `openai`: the official `openai` client (`chat.completions.create`) with the same request body.
  *
- * The three Effect clients share one undici dispatcher (`NodeHttpClient.layerUndici`); the `openai`
+ * The gateway and the adapter use the adapters' default transport (`HttpTransport.layerUndici`,
+ * what `OpenAi.layerConfig` builds); the raw POST runs on `NodeHttpClient.layerUndici`; the `openai`
  * client uses Node's global `fetch`, as it does by default. At each concurrency (1 and 64), after
  * one unmeasured warm-up per client, every round runs every client once with the same number of
- * calls, in rotated order (round r starts with client r mod 4), each after a full GC. Figures are
+ * calls, in rotated order (round r starts with client r mod 5), each after a full GC. Figures are
  * medians over rounds with their range; ratios are medians of per-round ratios, so that a noisy
  * round hits both sides of a ratio alike.
  */
@@ -20,12 +23,14 @@ import { HttpClient } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import * as OpenAi from "@modelgate/adapters/openai"
 import type * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
+import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { Effect, Layer, ManagedRuntime, Redacted, Schema } from "effect"
 import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
 import { isDeepStrictEqual } from "node:util"
 import OpenAI from "openai"
+import { Agent } from "undici"
 import { VERSION as openaiVersion } from "openai/version"
 import { answerText, buildGateway, command, target, workflow } from "./fixtures.js"
 import {
@@ -41,7 +46,7 @@ import {
 } from "./harness.js"
 
 /** The clients compared, in the order of the first round. */
-export const clients = ["gateway", "adapter", "raw", "openai"] as const
+export const clients = ["gateway", "adapter", "raw", "undici", "openai"] as const
 export type Client = (typeof clients)[number]
 
 export interface HttpSide {
@@ -66,7 +71,10 @@ export interface HttpLevel {
   readonly gateway: HttpSide
   readonly adapter: HttpSide
   readonly raw: HttpSide
+  readonly undici: HttpSide
   readonly openai: HttpSide
+  /** Gateway vs the adapter alone: median over rounds of the per-round CPU difference, µs per call. */
+  readonly addedOverAdapterCpuUs: number
   /** Gateway vs raw POST: medians over rounds of the per-round differences / ratios. */
   readonly addedP50Ms: number
   readonly addedP99Ms: number
@@ -159,7 +167,7 @@ const level = async (profile: Profile, drivers: Record<Client, Driver>, concurre
   let rate = Number.POSITIVE_INFINITY
   for (const c of clients) rate = Math.min(rate, (await runRound(drivers[c], warm, concurrency, false)).throughput)
   const calls = callsFor(rate, profile.roundSeconds, Math.min(profile.httpCalls, 2 * concurrency), profile.httpCalls)
-  const rounds: Record<Client, Array<Round>> = { gateway: [], adapter: [], raw: [], openai: [] }
+  const rounds: Record<Client, Array<Round>> = { gateway: [], adapter: [], raw: [], undici: [], openai: [] }
   const order: Array<ReadonlyArray<Client>> = []
   for (let round = 0; round < profile.httpRounds; round++) {
     const thisRound = clients.map((_, i) => clients[(i + round) % clients.length]!)
@@ -187,7 +195,9 @@ const level = async (profile: Profile, drivers: Record<Client, Driver>, concurre
     gateway: side("gateway"),
     adapter: side("adapter"),
     raw: side("raw"),
+    undici: side("undici"),
     openai: side("openai"),
+    addedOverAdapterCpuUs: perRound((i) => g[i]!.cpuUsPerCall - rounds.adapter[i]!.cpuUsPerCall),
     addedP50Ms: perRound((i) => p(g[i]!, "p50") - p(r[i]!, "p50")),
     addedP99Ms: perRound((i) => p(g[i]!, "p99") - p(r[i]!, "p99")),
     addedCpuUs: perRound((i) => g[i]!.cpuUsPerCall - r[i]!.cpuUsPerCall),
@@ -227,6 +237,9 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
   const server = await startServer()
   // One undici client for the Effect clients: same pool, same dispatcher.
   const clientRuntime = ManagedRuntime.make(NodeHttpClient.layerUndici)
+  // The adapters' default transport, its own pool; and the floor's own undici pool.
+  const transportRuntime = ManagedRuntime.make(HttpTransport.layerUndici())
+  const agent = new Agent()
   try {
     const http = await clientRuntime.runPromise(HttpClient.HttpClient)
     // The adapter as users build it (`OpenAi.make` over the HttpClient in context).
@@ -297,8 +310,20 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
       throw new Error(`bench http: the openai client sent ${JSON.stringify(sdkBody)}, the adapter ${body}`)
     }
 
-    // The measured clients (no recording wrappers).
-    const adapter = await adapterOver(http)
+    // The measured clients (no recording wrappers); the adapter over the default transport.
+    const adapter = await transportRuntime.runPromise(
+      OpenAi.make({ baseUrl: server.baseUrl, apiKey: Redacted.make(apiKey) }).pipe(
+        Effect.provideService(HttpClient.HttpClient, http)
+      )
+    )
+    const url = new URL(request.url)
+    const undiciOptions = {
+      origin: url.origin,
+      path: url.pathname + url.search,
+      method: "POST" as const,
+      headers: { ...request.headers },
+      body: body
+    }
     const stack = await buildGateway({ targets: [t], workflows: [wf], adapters: { openai: adapter } })
     const sdk = new OpenAI({ baseURL: server.baseUrl, apiKey, maxRetries: 0 })
     try {
@@ -307,6 +332,7 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
         gateway: effectDriver(Effect.suspend(() => stack.gateway.generate(cmd))),
         adapter: effectDriver(Effect.suspend(() => adapter.generate(providerReq))),
         raw: effectDriver(Effect.suspend(() => Effect.flatMap(http.execute(request), (response) => response.json))),
+        undici: promiseDriver(() => agent.request(undiciOptions).then((response) => response.body.json())),
         openai: promiseDriver(() => sdk.chat.completions.create(params))
       }
       const levels = [await level(profile, drivers, 1), await level(profile, drivers, 64)]
@@ -316,6 +342,8 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
     }
   } finally {
     await clientRuntime.dispose()
+    await transportRuntime.dispose()
+    await agent.close()
     await server.stop()
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The benchmark suite with few iterations, so that it cannot rot: every section runs against the
- * real gateway (the HTTP section: gateway, adapter alone, raw POST and the official openai client,
- * all against the mock server in a child process) and produces finite figures and a verdict per
+ * real gateway (the HTTP section: gateway, adapter alone, raw POST, raw undici and the official
+ * openai client, all against the mock server in a child process) and produces finite figures and a verdict per
  * target. Figures are not asserted against the targets here: CI machines are too noisy to gate on
  * (the full `pnpm bench` reports PASS/MISS).
  */
@@ -20,7 +20,9 @@ describe("bench (smoke)", () => {
       "inprocess.p50.addedUs",
       "inprocess.throughput.1000",
       "http.cpu.vsOpenAiSdk",
+      "http.cpu.vsOpenAiSdk.c1",
       "http.throughput.vsOpenAiSdk",
+      "http.cpu.addedOverAdapterUs",
       "memory.inFlight.addedBytes",
       "routing.resolve.1000.us",
       "routing.resolve.scored.1000.us",

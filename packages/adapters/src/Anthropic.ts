@@ -11,11 +11,11 @@ import { HttpClientRequest } from "@effect/platform"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
+import * as HttpTransport from "./HttpTransport.js"
 import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
-import { anthropicFamilies, anthropicRequestId } from "./internal/echo.js"
 import { codec } from "./internal/anthropicMessages.js"
-import { client } from "./internal/http.js"
+import { anthropicFamilies, anthropicRequestId } from "./internal/echo.js"
 
 /**
  * @since 0.1.0
@@ -43,30 +43,32 @@ export interface Options extends Limits {
 export const make = (
   options: Options
 ): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(client, (http) =>
-    makeAdapter(
-      http,
-      codec({
+  Effect.map(HttpTransport.orHttpClient, (http) => build(http, options))
+
+/** The adapter over `http`. */
+const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAdapter.ProviderAdapter, "provider"> =>
+  makeAdapter(
+    http,
+    codec({
+      provider: options.id ?? "anthropic",
+      echo: {
         provider: options.id ?? "anthropic",
-        echo: {
-          provider: options.id ?? "anthropic",
-          requestId: anthropicRequestId,
-          families: anthropicFamilies,
-          secrets: [options.apiKey]
-        },
-        url: `${options.baseUrl.replace(/\/+$/, "")}/messages`,
-        authorize: (request) => {
-          let out = HttpClientRequest.setHeader(request, "anthropic-version", options.version ?? "2023-06-01")
-          if (options.apiKey !== undefined)
-            out = HttpClientRequest.setHeader(out, "x-api-key", Redacted.value(options.apiKey))
-          if (options.beta !== undefined && options.beta.length > 0) {
-            out = HttpClientRequest.setHeader(out, "anthropic-beta", options.beta.join(","))
-          }
-          return out
+        requestId: anthropicRequestId,
+        families: anthropicFamilies,
+        secrets: [options.apiKey]
+      },
+      url: `${options.baseUrl.replace(/\/+$/, "")}/messages`,
+      authorize: (request) => {
+        let out = HttpClientRequest.setHeader(request, "anthropic-version", options.version ?? "2023-06-01")
+        if (options.apiKey !== undefined)
+          out = HttpClientRequest.setHeader(out, "x-api-key", Redacted.value(options.apiKey))
+        if (options.beta !== undefined && options.beta.length > 0) {
+          out = HttpClientRequest.setHeader(out, "anthropic-beta", options.beta.join(","))
         }
-      }),
-      options
-    )
+        return out
+      }
+    }),
+    options
   )
 
 /**
@@ -106,12 +108,21 @@ export const defaultConfig: Config.Config.Wrap<Options> = {
 }
 
 /**
- * Like {@link layer}, with options read from `Config` (any field may be a `Config`).
+ * Like {@link layer}, with options read from `Config` (any field may be a `Config`), over the
+ * direct `undici` transport (its pool closed with the layer) unless an `HttpTransport` is provided:
+ * `Layer.provide(HttpTransport.layerHttpClient)` and an `HttpClient` send through that client.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options> = defaultConfig
-): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError, HttpClient.HttpClient> =>
-  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(
+    Effect.map(Config.unwrap(config), (options) =>
+      ProviderAdapter.layer(
+        options.id ?? "anthropic",
+        Effect.map(HttpTransport.orUndici, (http) => build(http, options))
+      )
+    )
+  )

@@ -14,13 +14,13 @@ import { HttpClientRequest } from "@effect/platform"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
+import * as HttpTransport from "./HttpTransport.js"
 import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
 import { geminiFamilies, opaqueRequestId } from "./internal/echo.js"
 import { makeEmbed } from "./internal/embed.js"
 import { codec } from "./internal/geminiGenerate.js"
 import { codec as embeddingsCodec } from "./internal/geminiEmbeddings.js"
-import { client } from "./internal/http.js"
 
 /**
  * @since 0.1.0
@@ -44,27 +44,30 @@ export interface Options extends Limits {
 export const make = (
   options: Options
 ): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(client, (http) => {
-    const settings = {
+  Effect.map(HttpTransport.orHttpClient, (http) => build(http, options))
+
+/** The adapter over `http`. */
+const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAdapter.ProviderAdapter, "provider"> => {
+  const settings = {
+    provider: options.id ?? "gemini",
+    echo: {
       provider: options.id ?? "gemini",
-      echo: {
-        provider: options.id ?? "gemini",
-        requestId: opaqueRequestId,
-        families: geminiFamilies,
-        secrets: [options.apiKey]
-      },
-      baseUrl: options.baseUrl,
-      authorize: (request: HttpClientRequest.HttpClientRequest) =>
-        options.apiKey === undefined
-          ? request
-          : HttpClientRequest.setHeader(request, "x-goog-api-key", Redacted.value(options.apiKey))
-    }
-    return {
-      ...makeAdapter(http, codec(settings), options),
-      // `POST {baseUrl}/models/{model}:batchEmbedContents`
-      embed: makeEmbed(http, embeddingsCodec(settings), options)
-    }
-  })
+      requestId: opaqueRequestId,
+      families: geminiFamilies,
+      secrets: [options.apiKey]
+    },
+    baseUrl: options.baseUrl,
+    authorize: (request: HttpClientRequest.HttpClientRequest) =>
+      options.apiKey === undefined
+        ? request
+        : HttpClientRequest.setHeader(request, "x-goog-api-key", Redacted.value(options.apiKey))
+  }
+  return {
+    ...makeAdapter(http, codec(settings), options),
+    // `POST {baseUrl}/models/{model}:batchEmbedContents`
+    embed: makeEmbed(http, embeddingsCodec(settings), options)
+  }
+}
 
 /**
  * Provides the adapter under `ProviderAdapter.tag(options.id ?? "gemini")`.
@@ -103,12 +106,21 @@ export const defaultConfig: Config.Config.Wrap<Options> = {
 }
 
 /**
- * Like {@link layer}, with options read from `Config` (any field may be a `Config`).
+ * Like {@link layer}, with options read from `Config` (any field may be a `Config`), over the
+ * direct `undici` transport (its pool closed with the layer) unless an `HttpTransport` is provided:
+ * `Layer.provide(HttpTransport.layerHttpClient)` and an `HttpClient` send through that client.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options> = defaultConfig
-): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError, HttpClient.HttpClient> =>
-  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(
+    Effect.map(Config.unwrap(config), (options) =>
+      ProviderAdapter.layer(
+        options.id ?? "gemini",
+        Effect.map(HttpTransport.orUndici, (http) => build(http, options))
+      )
+    )
+  )

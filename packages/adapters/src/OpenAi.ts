@@ -1,18 +1,19 @@
 /**
  * OpenAI Chat Completions adapter (`POST {baseUrl}/chat/completions`, and `POST {baseUrl}/embeddings`
- * for `ModelGateway.embed`) over `@effect/platform`'s
- * `HttpClient`, without the vendor SDK and without retries (the engine owns them).
+ * for `ModelGateway.embed`) over an `HttpTransport` (direct `undici` by default with `layerConfig`,
+ * or any `@effect/platform` `HttpClient`), without the vendor SDK and without retries (the engine
+ * owns them).
  *
  * @example
  * ```ts
  * import * as OpenAi from "@modelgate/adapters/openai"
- * import { NodeHttpClient } from "@effect/platform-node"
- * import { Config, Layer } from "effect"
+ * import { Config } from "effect"
  *
+ * // The direct undici transport, its pool closed with the layer.
  * const OpenAiLive = OpenAi.layerConfig({
  *   baseUrl: Config.succeed("https://api.openai.com/v1"),
  *   apiKey: Config.redacted("OPENAI_API_KEY")
- * }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+ * })
  * ```
  *
  * @since 0.1.0
@@ -22,13 +23,13 @@ import { HttpClientRequest } from "@effect/platform"
 import type { ConfigError } from "effect"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Config, Effect, Layer, Redacted } from "effect"
+import * as HttpTransport from "./HttpTransport.js"
 import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
-import { openAiFamilies, openAiRequestId } from "./internal/echo.js"
 import { codec } from "./internal/chatCompletions.js"
+import { openAiFamilies, openAiRequestId } from "./internal/echo.js"
 import { makeEmbed } from "./internal/embed.js"
 import { codec as embeddingsCodec } from "./internal/openAiEmbeddings.js"
-import { client } from "./internal/http.js"
 
 /**
  * @since 0.1.0
@@ -58,36 +59,39 @@ export interface Options extends Limits {
 export const make = (
   options: Options
 ): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(client, (http) => {
-    const authorize = (request: HttpClientRequest.HttpClientRequest) => {
-      let out = request
-      if (options.apiKey !== undefined) out = HttpClientRequest.bearerToken(out, Redacted.value(options.apiKey))
-      if (options.organization !== undefined)
-        out = HttpClientRequest.setHeader(out, "openai-organization", options.organization)
-      if (options.project !== undefined) out = HttpClientRequest.setHeader(out, "openai-project", options.project)
-      return out
-    }
-    const root = options.baseUrl.replace(/\/+$/, "")
-    const provider = options.id ?? "openai"
-    const echo = { provider, requestId: openAiRequestId, families: openAiFamilies, secrets: [options.apiKey] }
-    return {
-      ...makeAdapter(
-        http,
-        codec({
-          provider,
-          url: `${root}/chat/completions`,
-          maxTokensField: "max_completion_tokens",
-          systemRole: options.systemRole ?? "system",
-          streamUsage: true,
-          authorize,
-          echo
-        }),
-        options
-      ),
-      // `POST {baseUrl}/embeddings`
-      embed: makeEmbed(http, embeddingsCodec({ provider, url: `${root}/embeddings`, authorize, echo }), options)
-    }
-  })
+  Effect.map(HttpTransport.orHttpClient, (http) => build(http, options))
+
+/** The adapter over `http`. */
+const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAdapter.ProviderAdapter, "provider"> => {
+  const authorize = (request: HttpClientRequest.HttpClientRequest) => {
+    let out = request
+    if (options.apiKey !== undefined) out = HttpClientRequest.bearerToken(out, Redacted.value(options.apiKey))
+    if (options.organization !== undefined)
+      out = HttpClientRequest.setHeader(out, "openai-organization", options.organization)
+    if (options.project !== undefined) out = HttpClientRequest.setHeader(out, "openai-project", options.project)
+    return out
+  }
+  const root = options.baseUrl.replace(/\/+$/, "")
+  const provider = options.id ?? "openai"
+  const echo = { provider, requestId: openAiRequestId, families: openAiFamilies, secrets: [options.apiKey] }
+  return {
+    ...makeAdapter(
+      http,
+      codec({
+        provider,
+        url: `${root}/chat/completions`,
+        maxTokensField: "max_completion_tokens",
+        systemRole: options.systemRole ?? "system",
+        streamUsage: true,
+        authorize,
+        echo
+      }),
+      options
+    ),
+    // `POST {baseUrl}/embeddings`
+    embed: makeEmbed(http, embeddingsCodec({ provider, url: `${root}/embeddings`, authorize, echo }), options)
+  }
+}
 
 /**
  * Provides the adapter under `ProviderAdapter.tag(options.id ?? "openai")`.
@@ -112,12 +116,21 @@ export const defaultConfig: Config.Config.Wrap<Options> = {
 }
 
 /**
- * Like {@link layer}, with options read from `Config` (any field may be a `Config`).
+ * Like {@link layer}, with options read from `Config` (any field may be a `Config`), over the
+ * direct `undici` transport (its pool closed with the layer) unless an `HttpTransport` is provided:
+ * `Layer.provide(HttpTransport.layerHttpClient)` and an `HttpClient` send through that client.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options> = defaultConfig
-): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError, HttpClient.HttpClient> =>
-  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(
+    Effect.map(Config.unwrap(config), (options) =>
+      ProviderAdapter.layer(
+        options.id ?? "openai",
+        Effect.map(HttpTransport.orUndici, (http) => build(http, options))
+      )
+    )
+  )

@@ -24,11 +24,11 @@ import { HttpClientRequest } from "@effect/platform"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import type { ConfigError } from "effect"
 import { Config, Effect, Layer, Redacted } from "effect"
+import * as HttpTransport from "./HttpTransport.js"
 import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
-import { compatibleRequestId } from "./internal/echo.js"
 import { codec, compatibleProviderOptions } from "./internal/chatCompletions.js"
-import { client } from "./internal/http.js"
+import { compatibleRequestId } from "./internal/echo.js"
 
 /**
  * @since 0.1.0
@@ -56,30 +56,30 @@ export interface Options extends Limits {
 export const make = (
   options: Options
 ): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(client, (http) =>
-    makeAdapter(
-      http,
-      codec({
+  Effect.map(HttpTransport.orHttpClient, (http) => build(http, options))
+
+/** The adapter over `http`. */
+const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAdapter.ProviderAdapter, "provider"> =>
+  makeAdapter(
+    http,
+    codec({
+      provider: options.id ?? "openai-compatible",
+      echo: {
         provider: options.id ?? "openai-compatible",
-        echo: {
-          provider: options.id ?? "openai-compatible",
-          requestId: compatibleRequestId,
-          families: [],
-          secrets: [options.apiKey]
-        },
-        url: `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`,
-        maxTokensField: options.maxTokensField ?? "max_tokens",
-        systemRole: "system",
-        streamUsage: options.streamUsage ?? true,
-        userField: "user",
-        providerOptions: compatibleProviderOptions,
-        authorize: (request) =>
-          options.apiKey === undefined
-            ? request
-            : HttpClientRequest.bearerToken(request, Redacted.value(options.apiKey))
-      }),
-      options
-    )
+        requestId: compatibleRequestId,
+        families: [],
+        secrets: [options.apiKey]
+      },
+      url: `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`,
+      maxTokensField: options.maxTokensField ?? "max_tokens",
+      systemRole: "system",
+      streamUsage: options.streamUsage ?? true,
+      userField: "user",
+      providerOptions: compatibleProviderOptions,
+      authorize: (request) =>
+        options.apiKey === undefined ? request : HttpClientRequest.bearerToken(request, Redacted.value(options.apiKey))
+    }),
+    options
   )
 
 /**
@@ -92,12 +92,21 @@ export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAda
   ProviderAdapter.layer(options.id ?? "openai-compatible", make(options))
 
 /**
- * Like {@link layer}, with options read from `Config` (any field may be a `Config`).
+ * Like {@link layer}, with options read from `Config` (any field may be a `Config`), over the
+ * direct `undici` transport (its pool closed with the layer) unless an `HttpTransport` is provided:
+ * `Layer.provide(HttpTransport.layerHttpClient)` and an `HttpClient` send through that client.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
-): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError, HttpClient.HttpClient> =>
-  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(
+    Effect.map(Config.unwrap(config), (options) =>
+      ProviderAdapter.layer(
+        options.id ?? "openai-compatible",
+        Effect.map(HttpTransport.orUndici, (http) => build(http, options))
+      )
+    )
+  )

@@ -5,6 +5,7 @@
  * classifies the same answer (one classification per provider).
  */
 import type { HttpClient } from "@effect/platform"
+import type { HttpTransport } from "@modelgate/adapters/HttpTransport"
 import { assert, describe, layer } from "@effect/vitest"
 import type { Vitest } from "@effect/vitest"
 import * as Gemini from "@modelgate/adapters/gemini"
@@ -23,6 +24,7 @@ import type { Behavior, ErrorSpec } from "@modelgate/testing/MockProviderServer"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Duration, Effect } from "effect"
 import type { Redacted } from "effect"
+import type { TransportCase } from "./adapters-fixtures.js"
 import {
   apiKey,
   assertKeyOnlyIn,
@@ -31,10 +33,11 @@ import {
   leaks,
   recordOf,
   simpleRequest,
-  TestLayer
+  testLayerWith,
+  transports
 } from "./adapters-fixtures.js"
 
-type Methods = Vitest.MethodsNonLive<MockProviderServer | HttpClient.HttpClient, true>
+type Methods = Vitest.MethodsNonLive<MockProviderServer | HttpClient.HttpClient | HttpTransport, true>
 type Adapter = Omit<ProviderAdapter, "provider">
 
 /** How one provider's embeddings look on the wire. */
@@ -120,8 +123,19 @@ type Embedder = (options?: {
   readonly maxResponseBytes?: number
 }) => Effect.Effect<NonNullable<Adapter["embed"]>, never, MockProviderServer | HttpClient.HttpClient>
 
-const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods, embedder: Embedder) => void): void =>
-  layer(TestLayer, { excludeTestServices: true })(`${descriptor.provider} embeddings against the mock server`, (it) => {
+const describeEmbeddings = (descriptor: Descriptor, specific: (it: Methods, embedder: Embedder) => void): void => {
+  for (const transport of transports) describeOver(transport, descriptor, specific)
+}
+
+const titleOf = (descriptor: Descriptor, transport: TransportCase) =>
+  `${descriptor.provider} embeddings against the mock server (${transport.name})`
+
+const describeOver = (
+  transport: TransportCase,
+  descriptor: Descriptor,
+  specific: (it: Methods, embedder: Embedder) => void
+): void =>
+  layer(testLayerWith(transport), { excludeTestServices: true })(titleOf(descriptor, transport), (it) => {
     const { provider } = descriptor
     const adapter = (options: { readonly maxResponseBytes?: number } = {}) =>
       Effect.flatMap(MockProviderServer, (mock) =>

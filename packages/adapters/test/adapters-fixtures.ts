@@ -8,7 +8,10 @@ import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@mode
 import { Duration } from "effect"
 import type { Message } from "@modelgate/core/ModelCommand"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
-import { canary, simpleRequest } from "@modelgate/testing/AdapterFixtures"
+import type { HttpClient } from "@effect/platform"
+import * as HttpTransport from "@modelgate/adapters/HttpTransport"
+import { canary, simpleRequest, TestLayer } from "@modelgate/testing/AdapterFixtures"
+import { Layer } from "effect"
 
 export {
   apiKey,
@@ -21,6 +24,24 @@ export {
   TestLayer,
   textOf
 } from "@modelgate/testing/AdapterFixtures"
+
+/** A transport the wire tests run over, by name. */
+export interface TransportCase {
+  readonly name: string
+  readonly layer: Layer.Layer<HttpTransport.HttpTransport, never, HttpClient.HttpClient>
+}
+
+/**
+ * The two transports every wire test (conformance, hostile upstream, embeddings) runs over: the
+ * `@effect/platform` `HttpClient` one and the direct `undici` one.
+ */
+export const transports: ReadonlyArray<TransportCase> = [
+  { name: "HttpClient transport", layer: HttpTransport.layerHttpClient },
+  { name: "undici transport", layer: HttpTransport.layerUndici() }
+]
+
+/** The mock server and the HTTP client, with `transport` for the adapters. */
+export const testLayerWith = (transport: TransportCase) => Layer.provideMerge(transport.layer, TestLayer)
 
 export const lookupTool = new ToolDefinition({
   name: "lookup",

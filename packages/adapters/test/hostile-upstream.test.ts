@@ -23,7 +23,8 @@ import { defaultMaxEventBytes } from "../src/internal/sse.js"
 import { maxTokenCount } from "../src/internal/usage.js"
 import * as OpenAi from "../src/OpenAi.js"
 import * as OpenAiCompatible from "../src/OpenAiCompatible.js"
-import { apiKey, collectFailure, simpleRequest, TestLayer, textOf } from "./adapters-fixtures.js"
+import type { TransportCase } from "./adapters-fixtures.js"
+import { apiKey, collectFailure, simpleRequest, testLayerWith, textOf, transports } from "./adapters-fixtures.js"
 
 type Adapter = Omit<ProviderAdapter, "provider">
 
@@ -336,10 +337,12 @@ const gateway = ModelGateway.layerJson(gatewayConfig).pipe(
 )
 
 /** Records kept in memory (`MemoryRecorder`). */
-const MemoryGateway = gateway.pipe(Layer.provideMerge(CallRecorder.layerMemory), Layer.provideMerge(TestLayer))
+const memoryGateway = (transport: TransportCase) =>
+  gateway.pipe(Layer.provideMerge(CallRecorder.layerMemory), Layer.provideMerge(testLayerWith(transport)))
 
 /** Records logged, encoded with their schema (`CallRecorder.layerLog`). */
-const LogGateway = gateway.pipe(Layer.provideMerge(CallRecorder.layerLog), Layer.provideMerge(TestLayer))
+const logGateway = (transport: TransportCase) =>
+  gateway.pipe(Layer.provideMerge(CallRecorder.layerLog), Layer.provideMerge(testLayerWith(transport)))
 
 const command = (workflow: string, text: string = prompt) =>
   Schema.decodeSync(ModelCommand)({ workflow, tenant: "acme", messages: [{ _tag: "user", content: text }] })
@@ -370,7 +373,7 @@ const failureOf = <A>(exit: Exit.Exit<A, GatewayError>): GatewayError | undefine
 
 // ---------------------------------------------------------------------------------------------
 
-describe("a hostile upstream, through the real adapters", () => {
+describe.each(transports)("a hostile upstream, through the real adapters ($name)", (transport) => {
   it.live("item 6: a prompt echoed into codes, types, model, ids and headers reaches no error, span or log", () =>
     Effect.gen(function* () {
       const sinks = makeSinks()
@@ -410,7 +413,7 @@ describe("a hostile upstream, through the real adapters", () => {
       assert.isTrue(
         attributes.some(([key, value]) => key === "http.response.header.x-echo" && String(value) === "<redacted>")
       )
-    }).pipe(Effect.provide(TestLayer))
+    }).pipe(Effect.provide(testLayerWith(transport)))
   )
 
   it.live("item 6: through the gateway, the echoed prompt is in no CallRecord, error, span attribute or log line", () =>
@@ -443,7 +446,7 @@ describe("a hostile upstream, through the real adapters", () => {
         sinks.texts().filter((text) => text.includes(canary)),
         []
       )
-    }).pipe(Effect.provide(MemoryGateway))
+    }).pipe(Effect.provide(memoryGateway(transport)))
   )
 
   it.live("item 5: a 5 MB model, a 12 KB request id and prose in them are bounded or dropped, marked", () =>
@@ -493,11 +496,11 @@ describe("a hostile upstream, through the real adapters", () => {
         // OpenAI-style bodies fall back to the completion id, which the mock makes `chatcmpl-mock-N`.
         assert.isTrue(spoken.requestId === undefined || spoken.requestId.startsWith("chatcmpl-mock-"), provider)
       }
-    }).pipe(Effect.provide(TestLayer))
+    }).pipe(Effect.provide(testLayerWith(transport)))
   )
 })
 
-describe("oversized events and mid-stream errors", () => {
+describe.each(transports)("oversized events and mid-stream errors ($name)", (transport) => {
   it.live("item 3: a 6 MB SSE event fails as invalid_output under the default 1 MiB cap; maxEventBytes sets it", () =>
     Effect.gen(function* () {
       const big = `data: "${"x".repeat(6 * 1024 * 1024)}"\n\n`
@@ -525,7 +528,7 @@ describe("oversized events and mid-stream errors", () => {
         )
         assert.strictEqual(small.error.detail, `${provider}: stream event exceeds 64 bytes`, provider)
       }
-    }).pipe(Effect.provide(TestLayer))
+    }).pipe(Effect.provide(testLayerWith(transport)))
   )
 
   it.live("item 4: deltas sent in the same write as an error event reach the caller before the error", () =>
@@ -538,7 +541,7 @@ describe("oversized events and mid-stream errors", () => {
         assert.strictEqual(error.processed, "maybe", provider)
         assert.include(["server_error", "overloaded"], error.kind, provider)
       }
-    }).pipe(Effect.provide(TestLayer))
+    }).pipe(Effect.provide(testLayerWith(transport)))
   )
 
   it.live("item 4, gateway: those deltas reach the caller and the attempt's usage", () =>
@@ -550,7 +553,7 @@ describe("oversized events and mid-stream errors", () => {
       assert.isTrue(Exit.isFailure(exit))
       const [record] = yield* records
       assert.isAbove(record?.evidence.attempts[0]?.usage?.outputTokens ?? 0, 0)
-    }).pipe(Effect.provide(MemoryGateway))
+    }).pipe(Effect.provide(memoryGateway(transport)))
   )
 
   it.live("item 3, gateway: a 6 MB event ends the call typed, with its attempt recorded, inside a 1.2 s deadline", () =>
@@ -566,11 +569,11 @@ describe("oversized events and mid-stream errors", () => {
       assert.isBelow(elapsed, 1_200)
       const [record] = yield* records
       assert.strictEqual(record?.evidence.attempts[0]?.errorTag, "InvalidOutput")
-    }).pipe(Effect.provide(MemoryGateway))
+    }).pipe(Effect.provide(memoryGateway(transport)))
   )
 })
 
-describe("provider-reported usage", () => {
+describe.each(transports)("provider-reported usage ($name)", (transport) => {
   it.live("item 8: counts are non-negative integers clamped to 10^9 per field", () =>
     Effect.gen(function* () {
       const huge = 1e300
@@ -603,7 +606,7 @@ describe("provider-reported usage", () => {
       )
       const infinite = yield* Effect.flatMap(adapterFor("openai"), (a) => a.generate(simpleRequest("openai", "usage")))
       assert.deepInclude(infinite.usage, { inputTokens: maxTokenCount, outputTokens: 3 })
-    }).pipe(Effect.provide(TestLayer))
+    }).pipe(Effect.provide(testLayerWith(transport)))
   )
 
   it.live("item 8, gateway: usage summed over a fallback stays a safe integer and the logged record encodes", () =>
@@ -620,6 +623,6 @@ describe("provider-reported usage", () => {
       assert.isTrue(Number.isSafeInteger(result.evidence.usage.inputTokens))
       assert.isAtMost(result.evidence.usage.inputTokens, 2 * maxTokenCount)
       assert.isTrue(sinks.lines.some((line) => line.includes("modelgate call")))
-    }).pipe(Effect.provide(LogGateway))
+    }).pipe(Effect.provide(logGateway(transport)))
   )
 })

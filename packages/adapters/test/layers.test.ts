@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { HttpClient, HttpClientResponse } from "@effect/platform"
 import type { HttpClientRequest } from "@effect/platform"
 import * as Anthropic from "@modelgate/adapters/anthropic"
+import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import * as Gemini from "@modelgate/adapters/gemini"
 import * as OpenAi from "@modelgate/adapters/openai"
 import * as Compatible from "@modelgate/adapters/openai-compatible"
@@ -46,7 +47,9 @@ describe("layers", () => {
     Effect.gen(function* () {
       const fake = fakeClient(chatCompletion)
       const response = yield* Effect.flatMap(ProviderAdapter.tag("openai"), (a) => a.generate(request("m"))).pipe(
-        Effect.provide(OpenAi.layerConfig().pipe(Layer.provide(fake.layer))),
+        Effect.provide(
+          OpenAi.layerConfig().pipe(Layer.provide(HttpTransport.layerHttpClient), Layer.provide(fake.layer))
+        ),
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["OPENAI_API_KEY", canary]])))
       )
       assert.strictEqual(response.text, "ok")
@@ -61,7 +64,9 @@ describe("layers", () => {
       const fake = fakeClient(chatCompletion)
       const exit = yield* Effect.exit(
         Effect.flatMap(ProviderAdapter.tag("openai"), (a) => a.generate(request("m"))).pipe(
-          Effect.provide(OpenAi.layerConfig().pipe(Layer.provide(fake.layer))),
+          Effect.provide(
+            OpenAi.layerConfig().pipe(Layer.provide(HttpTransport.layerHttpClient), Layer.provide(fake.layer))
+          ),
           Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
         )
       )
@@ -79,7 +84,7 @@ describe("layers", () => {
             id: Config.succeed("vllm-eu"),
             baseUrl: Config.string("VLLM_URL"),
             apiKey: Config.redacted("VLLM_KEY")
-          }).pipe(Layer.provide(fake.layer))
+          }).pipe(Layer.provide(HttpTransport.layerHttpClient), Layer.provide(fake.layer))
         ),
         Effect.withConfigProvider(
           ConfigProvider.fromMap(

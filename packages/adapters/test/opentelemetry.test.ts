@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { HttpClient, type HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as Gemini from "@modelgate/adapters/gemini"
+import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import * as OpenAi from "@modelgate/adapters/openai"
 import * as Otel from "@modelgate/adapters/opentelemetry"
 import * as Budgets from "@modelgate/core/Budgets"
@@ -224,6 +225,7 @@ const command = (workflow: string, tenant = "acme-7") =>
 /** The three HTTP adapters over `http`, configured from `providerConfig`, and the instant adapter. */
 const adaptersOver = (http: Layer.Layer<HttpClient.HttpClient>) =>
   Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig(), instantAdapter).pipe(
+    Layer.provide(HttpTransport.layerHttpClient),
     Layer.provide(http),
     Layer.provide(Layer.setConfigProvider(providerConfig))
   )
@@ -664,6 +666,7 @@ describe("OTLP export configured from Config", () => {
         Layer.provide(instantAdapter),
         Layer.provide(
           Layer.mergeAll(OpenAi.layerConfig(), Anthropic.layerConfig(), Gemini.layerConfig()).pipe(
+            Layer.provide(HttpTransport.layerHttpClient),
             Layer.provide(http.layer),
             Layer.provide(Layer.setConfigProvider(providerConfig))
           )

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Scope, Stream } from "effect"
+import type { Duration, Option, Scope, Stream } from "effect"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { EmbeddingTask } from "./Embeddings.js"
 import type { Message, ToolCall, ToolChoice, ToolDefinition } from "./ModelCommand.js"
@@ -246,6 +246,18 @@ export interface ProviderAdapter {
    */
   readonly providerOptions?: ProviderOptionsAllowlist | undefined
   readonly generate: (request: ProviderRequest) => Effect.Effect<ProviderResponse, ProviderError>
+  /**
+   * `generate` that owns the attempt's deadline: `None` when the epoch-ms instant `until` (of the
+   * live clock, `Date.now`) came first, the request then aborted; an answer completed at exactly
+   * `until` wins. The engine uses it under the live clock instead of bounding `generate` itself (no
+   * forked fiber per attempt). Omitted: the engine bounds `generate`. An adapter that wraps another's
+   * `generate` must wrap or drop this too.
+   *
+   * @since 0.3.0
+   */
+  readonly generateUntil?:
+    | ((request: ProviderRequest, until: number) => Effect.Effect<Option.Option<ProviderResponse>, ProviderError>)
+    | undefined
   /** Must end with exactly one `Finish` event, or fail with a `ProviderError`. */
   readonly stream: (request: ProviderRequest) => Stream.Stream<ProviderStreamEvent, ProviderError>
   /**

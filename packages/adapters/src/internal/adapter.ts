@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
+import type { Headers, HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import type {
@@ -14,24 +14,17 @@ import type {
   ProviderStreamEvent,
   RateLimitHeadroom
 } from "@modelgate/core/ProviderAdapter"
-import { Clock, Effect, Either, Stream } from "effect"
+import { Clock, Effect, Either, Option, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
 import { AnswerSoFar, checkAnswer } from "./answerCheck.js"
 import type { EchoRules } from "./echo.js"
 import * as Echo from "./echo.js"
-import {
-  defaultMaxResponseBytes,
-  parseJson,
-  parseJsonOrUndefined,
-  readBody,
-  readErrorBody,
-  send,
-  withRedactedSecrets
-} from "./http.js"
+import { defaultMaxResponseBytes, parseJson, parseJsonOrUndefined, withRedactedSecrets } from "./http.js"
 import type { StreamMachine } from "./sse.js"
 import { rateLimitFromHeaders } from "./rateLimit.js"
 import { decode, defaultMaxEventBytes } from "./sse.js"
+import type { Answer, Transport } from "./transport.js"
 
 /** @internal */
 export interface Codec {
@@ -144,21 +137,35 @@ export const failStatus = (
  * @internal
  */
 export const exchangeJson = <A extends { readonly rateLimit?: RateLimitHeadroom | undefined }>(
-  http: HttpClient.HttpClient,
+  http: Transport,
   codec: Pick<Codec, "provider" | "classifyError" | "requestId">,
   httpRequest: HttpClientRequest.HttpClientRequest,
   maxBytes: number,
   decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>
 ): Effect.Effect<A, ProviderError> =>
+  Effect.flatMap(
+    withRedactedSecrets(http.exchange(httpRequest, { provider: codec.provider, maxBytes, requestId: codec.requestId })),
+    (answer) => answerOf(codec, answer, decodeBody)
+  )
+
+/**
+ * A whole answer as its decoded value: a non-2xx answer classified ({@link failStatus}), the body
+ * parsed (not JSON: `invalid_output`) and decoded by `decode`, the rate-limit headers attached.
+ *
+ * @internal
+ */
+export const answerOf = <A extends { readonly rateLimit?: RateLimitHeadroom | undefined }>(
+  codec: Pick<Codec, "provider" | "classifyError" | "requestId">,
+  answer: Answer,
+  decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>
+): Effect.Effect<A, ProviderError> =>
   Effect.gen(function* () {
-    const response = yield* withRedactedSecrets(send(http, codec.provider, httpRequest))
-    if (!isSuccess(response.status)) return yield* failStatus(codec, response, yield* readErrorBody(response))
-    const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
-    const text = yield* readBody(response, codec.provider, maxBytes, meta)
-    const json = parseJson(text)
+    if (!isSuccess(answer.status)) return yield* failStatus(codec, answer, answer.body)
+    const meta: Meta = { httpStatus: answer.status, requestId: codec.requestId(answer.headers) }
+    const json = parseJson(answer.body ?? "")
     if (Either.isLeft(json)) return yield* Effect.fail(invalidOutput(codec.provider, "response body is not JSON", meta))
     const decoded = yield* decodeBody(json.right, meta)
-    const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)
+    const rateLimit = rateLimitFromHeaders(answer.headers, yield* Clock.currentTimeMillis)
     return rateLimit === undefined ? decoded : { ...decoded, rateLimit }
   })
 
@@ -167,11 +174,7 @@ export const exchangeJson = <A extends { readonly rateLimit?: RateLimitHeadroom 
  *
  * @internal
  */
-export const makeAdapter = (
-  http: HttpClient.HttpClient,
-  raw: Codec,
-  limits: Limits
-): Omit<ProviderAdapter, "provider"> => {
+export const makeAdapter = (http: Transport, raw: Codec, limits: Limits): Omit<ProviderAdapter, "provider"> => {
   const rules = raw.echo
   const codec = echoChecked(raw, rules)
   const provider = codec.provider
@@ -207,23 +210,47 @@ export const makeAdapter = (
 
   const echoError = (error: ProviderError) => Echo.checkError(rules, error)
 
+  const checkResponse = (request: ProviderRequest, response: ProviderResponse) => {
+    const problem = checkAnswer(provider, request, response, response, response.usage)
+    return problem === undefined
+      ? Effect.succeed(Echo.checkAnswer(rules, request.target.model, response))
+      : Effect.fail(problem)
+  }
+
   const generate = (request: ProviderRequest): Effect.Effect<ProviderResponse, ProviderError> =>
     Effect.flatMap(codec.build(request, false), (httpRequest) =>
-      Effect.flatMap(exchangeJson(http, codec, httpRequest, maxResponseBytes, codec.decodeResponse), (response) => {
-        const problem = checkAnswer(provider, request, response, response, response.usage)
-        return problem === undefined
-          ? Effect.succeed(Echo.checkAnswer(rules, request.target.model, response))
-          : Effect.fail(problem)
-      })
+      Effect.flatMap(exchangeJson(http, codec, httpRequest, maxResponseBytes, codec.decodeResponse), (response) =>
+        checkResponse(request, response)
+      )
     ).pipe(Effect.mapError(echoError))
 
+  // The attempt's deadline owned by the transport (one timer aborting the request), when it can.
+  const exchangeUntil = http.exchangeUntil
+  const exchangeOptions = { provider, maxBytes: maxResponseBytes, requestId: codec.requestId }
+  const generateUntil =
+    exchangeUntil === undefined
+      ? undefined
+      : (request: ProviderRequest, until: number): Effect.Effect<Option.Option<ProviderResponse>, ProviderError> =>
+          Effect.flatMap(codec.build(request, false), (httpRequest) =>
+            Effect.flatMap(withRedactedSecrets(exchangeUntil(httpRequest, exchangeOptions, until)), (answer) =>
+              answer === undefined
+                ? Effect.succeedNone
+                : Effect.map(
+                    Effect.flatMap(answerOf(codec, answer, codec.decodeResponse), (response) =>
+                      checkResponse(request, response)
+                    ),
+                    Option.some
+                  )
+            )
+          ).pipe(Effect.mapError(echoError))
+
   const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> =>
-    Stream.unwrap(
+    Stream.unwrapScoped(
       Effect.gen(function* () {
         const httpRequest = yield* codec.build(request, true)
-        const response = yield* withRedactedSecrets(send(http, provider, httpRequest))
+        const response = yield* withRedactedSecrets(http.open(httpRequest, provider))
         if (!isSuccess(response.status)) {
-          return yield* failStatus(codec, response, yield* readErrorBody(response))
+          return yield* failStatus(codec, response, yield* response.readErrorBody)
         }
         const meta: Meta = { httpStatus: response.status, requestId: codec.requestId(response.headers) }
         const rateLimit = rateLimitFromHeaders(response.headers, yield* Clock.currentTimeMillis)
@@ -236,14 +263,14 @@ export const makeAdapter = (
         const contentType = response.headers["content-type"] ?? ""
         if (contentType.includes("application/json")) {
           // The server answered in one piece (it ignored `stream: true`, or sent an error object).
-          const text = yield* readBody(response, provider, maxResponseBytes, meta)
+          const text = yield* response.readBody(maxResponseBytes, meta)
           const decoded = yield* decodeJson(text, meta)
           return Stream.concat(
             Stream.succeed(started),
             checked(request, meta, Stream.fromIterable(responseToEvents(decoded)))
           )
         }
-        const events = decode(response.stream, {
+        const events = decode(response.stream(meta), {
           provider,
           maxBytes: maxResponseBytes,
           maxEventBytes,
@@ -254,5 +281,7 @@ export const makeAdapter = (
       })
     ).pipe(Stream.mapError(echoError))
 
-  return { generate, stream, providerOptions: codec.providerOptions }
+  return generateUntil === undefined
+    ? { generate, stream, providerOptions: codec.providerOptions }
+    : { generate, generateUntil, stream, providerOptions: codec.providerOptions }
 }

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
+import type { Headers, HttpClientRequest } from "@effect/platform"
 import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { Usage } from "@modelgate/core/ModelResult"
 import type { EmbedRequest, EmbedResponse } from "@modelgate/core/ProviderAdapter"
@@ -15,6 +15,7 @@ import type { EchoRules } from "./echo.js"
 import * as Echo from "./echo.js"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
+import type { Transport } from "./transport.js"
 
 /**
  * Default bound of an embeddings response body: 64 MiB (2 048 vectors of 1 536 floats as JSON is
@@ -79,7 +80,7 @@ export const vectorsOf = (
  * @internal
  */
 export const makeEmbed = (
-  http: HttpClient.HttpClient,
+  http: Transport,
   raw: EmbedCodec,
   limits: Limits
 ): ((request: EmbedRequest) => Effect.Effect<EmbedResponse, ProviderError>) => {

@@ -85,6 +85,55 @@ const errorCodes = (cause: unknown): Array<string> => {
 }
 
 /**
+ * A request that failed before its answer's head (`cause` is the runtime's error). A connection
+ * that never opened (refused, DNS, connect, TLS) is `processed: "no"`; one lost after the request
+ * may have been sent is `"maybe"`.
+ *
+ * @internal
+ */
+export const requestFailure = (provider: string, cause: unknown): ProviderError => {
+  const codes = errorCodes(cause)
+  const code = codes.find((c) => notConnectedCodes.has(c)) ?? codes[0]
+  const notConnected = code !== undefined && notConnectedCodes.has(code)
+  return providerError({
+    kind: "transport",
+    processed: notConnected ? "no" : "maybe",
+    providerCode: code,
+    detail: `${provider}: ${notConnected ? "connection failed" : "connection lost before response"}${code ? ` (${code})` : ""}`
+  })
+}
+
+/**
+ * A body that failed mid-read (`cause` is the runtime's error): `transport`, `processed: "maybe"`.
+ *
+ * @internal
+ */
+export const bodyFailure = (
+  provider: string,
+  cause: unknown,
+  httpStatus: number,
+  meta?: Meta | undefined
+): ProviderError => {
+  const code = errorCodes(cause)[0]
+  return providerError({
+    kind: "transport",
+    processed: "maybe",
+    httpStatus: meta?.httpStatus ?? httpStatus,
+    requestId: meta?.requestId,
+    providerCode: code,
+    detail: `${provider}: connection lost while reading the response${code ? ` (${code})` : ""}`
+  })
+}
+
+/** The endpoint URL does not parse. @internal */
+export const invalidUrl = (provider: string): ProviderError =>
+  providerError({ kind: "rejected", processed: "no", detail: `${provider}: invalid endpoint URL` })
+
+/** The request body cannot be encoded. @internal */
+export const encodeFailure = (provider: string): ProviderError =>
+  providerError({ kind: "invalid_request", processed: "no", detail: `${provider}: request encoding failed` })
+
+/**
  * Classifies a failure of the HTTP client. Connection refused (and DNS / connect failures) is
  * `processed: "no"`; a failure after the request may have been sent, or mid-body, is `"maybe"`.
  *
@@ -98,35 +147,14 @@ export const transportError = (
   if (error._tag === "RequestError") {
     switch (error.reason) {
       case "InvalidUrl":
-        return providerError({ kind: "rejected", processed: "no", detail: `${provider}: invalid endpoint URL` })
+        return invalidUrl(provider)
       case "Encode":
-        return providerError({
-          kind: "invalid_request",
-          processed: "no",
-          detail: `${provider}: request encoding failed`
-        })
-      case "Transport": {
-        const codes = errorCodes(error.cause)
-        const code = codes.find((c) => notConnectedCodes.has(c)) ?? codes[0]
-        const notConnected = code !== undefined && notConnectedCodes.has(code)
-        return providerError({
-          kind: "transport",
-          processed: notConnected ? "no" : "maybe",
-          providerCode: code,
-          detail: `${provider}: ${notConnected ? "connection failed" : "connection lost before response"}${code ? ` (${code})` : ""}`
-        })
-      }
+        return encodeFailure(provider)
+      case "Transport":
+        return requestFailure(provider, error.cause)
     }
   }
-  const code = errorCodes(error.cause)[0]
-  return providerError({
-    kind: "transport",
-    processed: "maybe",
-    httpStatus: meta?.httpStatus ?? error.response.status,
-    requestId: meta?.requestId,
-    providerCode: code,
-    detail: `${provider}: connection lost while reading the response${code ? ` (${code})` : ""}`
-  })
+  return bodyFailure(provider, error.cause, error.response.status, meta)
 }
 
 /**
@@ -160,6 +188,20 @@ export const concatBytes = (parts: ReadonlyArray<Uint8Array>, size: number): Uin
 const decoder = new TextDecoder()
 
 /**
+ * A body larger than `maxBytes`: the provider did answer, with more than we accept.
+ *
+ * @internal
+ */
+export const bodyTooLarge = (provider: string, maxBytes: number, meta: Meta): ProviderError =>
+  providerError({
+    kind: "invalid_output",
+    processed: "maybe",
+    httpStatus: meta.httpStatus,
+    requestId: meta.requestId,
+    detail: `${provider}: response body exceeds ${maxBytes} bytes`
+  })
+
+/**
  * Reads a body of at most `maxBytes`. A larger body fails with `invalid_output` (the provider did
  * answer, with more than we accept) and the rest of it is not read.
  *
@@ -173,14 +215,7 @@ export const readBody = (
 ): Effect.Effect<string, ProviderError> =>
   Effect.suspend(() => {
     // Built only when needed: an error captures a stack trace, which is not free on the hot path.
-    const tooLarge = () =>
-      providerError({
-        kind: "invalid_output",
-        processed: "maybe",
-        httpStatus: meta.httpStatus,
-        requestId: meta.requestId,
-        detail: `${provider}: response body exceeds ${maxBytes} bytes`
-      })
+    const tooLarge = () => bodyTooLarge(provider, maxBytes, meta)
     const declared = Number(response.headers["content-length"])
     if (Number.isFinite(declared) && declared > maxBytes) {
       // Reading one chunk and stopping closes the body, which aborts the request.

@@ -11,13 +11,12 @@
  *
  * @internal
  */
-import type { HttpClientError } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Cause, Channel, Chunk, Either, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { field, isRecord, providerError } from "./classify.js"
-import { concatBytes, parseJson, transportError } from "./http.js"
+import { concatBytes, parseJson } from "./http.js"
 
 /** Default bound of one SSE event (its field lines, in bytes): 1 MiB. @internal */
 export const defaultMaxEventBytes = 1024 * 1024
@@ -67,14 +66,14 @@ const isFailure = (step: Step): step is ProviderError => !Array.isArray(step)
 /**
  * Decodes an SSE body with `machine`. The body is bounded by `maxBytes` and each event by
  * `maxEventBytes` (both `invalid_output`, `processed: "maybe"`); a connection lost mid-body fails
- * with `transport` (`processed: "maybe"`). Events decoded before a failure, in the same read
+ * with the transport's error (`transport`, `processed: "maybe"`). Events decoded before a failure, in the same read
  * included, are emitted before it.
  *
  * @internal
  */
 // long: one stream's decoder: the line and event buffers and byte counts its read steps share
 export const decode = (
-  body: Stream.Stream<Uint8Array, HttpClientError.ResponseError>,
+  body: Stream.Stream<Uint8Array, ProviderError>,
   options: {
     readonly provider: string
     readonly maxBytes: number
@@ -269,10 +268,7 @@ export const decode = (
       }
     })
 
-    return Stream.pipeThroughChannel(
-      Stream.mapError(body, (error) => transportError(provider, error, meta)),
-      loop
-    )
+    return Stream.pipeThroughChannel(body, loop)
   })
 
 /**

@@ -11,6 +11,7 @@
  * are in `examples/test`.
  */
 import type { HttpClient } from "@effect/platform"
+import type { HttpTransport } from "@modelgate/adapters/HttpTransport"
 import { assert, describe, layer } from "@effect/vitest"
 import type { Vitest } from "@effect/vitest"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
@@ -33,12 +34,14 @@ import {
   lookupTool,
   recordOf,
   simpleRequest,
-  TestLayer,
-  textOf
+  testLayerWith,
+  textOf,
+  type TransportCase,
+  transports
 } from "../adapters-fixtures.js"
 
 /** The test methods a provider file registers its own cases with (one mock server per file). */
-export type Methods = Vitest.MethodsNonLive<MockProviderServer | HttpClient.HttpClient, true>
+export type Methods = Vitest.MethodsNonLive<MockProviderServer | HttpClient.HttpClient | HttpTransport, true>
 
 /** The adapter's `generate` and `stream`, as the adapters' `make` return them. */
 export type Adapter = Omit<ProviderAdapter, "provider">
@@ -175,12 +178,19 @@ export const scriptFor =
 export const adapterFor = (provider: Descriptor["provider"], make: Descriptor["make"]) =>
   Effect.flatMap(MockProviderServer, (mock) => make({ baseUrl: mock.baseUrl(provider), apiKey }))
 
+const titleOf = (descriptor: Descriptor, transport: TransportCase) =>
+  `${descriptor.provider} adapter against the mock server (${transport.name})`
+
 /**
  * Registers the conformance cases of `descriptor` and then `specific` (the provider's own cases)
- * under one mock server for the file.
+ * under one mock server for the file, once over each transport.
  */
-export const describeAdapter = (descriptor: Descriptor, specific: (it: Methods) => void): void =>
-  layer(TestLayer, { excludeTestServices: true })(`${descriptor.provider} adapter against the mock server`, (it) => {
+export const describeAdapter = (descriptor: Descriptor, specific: (it: Methods) => void): void => {
+  for (const transport of transports) describeOver(transport, descriptor, specific)
+}
+
+const describeOver = (transport: TransportCase, descriptor: Descriptor, specific: (it: Methods) => void): void =>
+  layer(testLayerWith(transport), { excludeTestServices: true })(titleOf(descriptor, transport), (it) => {
     const { provider } = descriptor
     const adapter = (options: { readonly maxResponseBytes?: number } = {}) =>
       Effect.flatMap(MockProviderServer, (mock) =>

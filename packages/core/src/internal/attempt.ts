@@ -23,7 +23,7 @@ import type { Route } from "../Router.js"
 import * as TokenEstimator from "../TokenEstimator.js"
 import type { AttemptContext, Invoke } from "./attemptContext.js"
 import { addUsage, type Call, type EngineContext, storeFailure, type Tally } from "./call.js"
-import { bounded } from "./deadline.js"
+import { bounded, boundedOrOwned } from "./deadline.js"
 import * as FastPath from "./fastPath.js"
 import { cancelledRecord, defectKind, recordOf } from "./evidence.js"
 import { outputFormatOf } from "./output.js"
@@ -58,12 +58,24 @@ export const requestOf = (
   providerOptions: Options.forProvider(basis.options, target.provider)
 })
 
-/** `generate` under the attempt's bound: `None` when `until` came first. */
+/**
+ * `generate` under the attempt's bound: `None` when `until` came first. An adapter that owns the
+ * deadline (`generateUntil`) bounds itself under the live clock (no fork per attempt).
+ */
 export const generateUntil = (
   adapter: ProviderAdapter,
   request: ProviderRequest,
   until: number
-): Effect.Effect<Option.Option<ProviderResponse>, ProviderError> => bounded(adapter.generate(request), until)
+): Effect.Effect<Option.Option<ProviderResponse>, ProviderError> => {
+  const owned = adapter.generateUntil
+  return owned === undefined
+    ? bounded(adapter.generate(request), until)
+    : boundedOrOwned(
+        () => adapter.generate(request),
+        () => owned(request, until),
+        until
+      )
+}
 
 /** How the pipeline's `generate` calls its adapter. */
 export const invokeGenerate: Invoke = (adapter, request, attempt) => generateUntil(adapter, request, attempt.until)

@@ -37,6 +37,21 @@ export const bounded = <A, E, R>(self: Effect.Effect<A, E, R>, until: number): E
     return clock.constructor === LiveClock && ms <= maxNativeDelay ? nativeTimer(self, ms) : clockTimer(self, ms)
   })
 
+/**
+ * Like {@link bounded}, for a step that can bound itself: under the live clock, `owned()` (which
+ * must keep the tie rule and abort its work when `until` comes first) instead of a forked fiber and
+ * a timer here; under any other clock, `self()` raced against the clock's `sleep`.
+ */
+export const boundedOrOwned = <A, E, R>(
+  self: () => Effect.Effect<A, E, R>,
+  owned: () => Effect.Effect<Option.Option<A>, E, R>,
+  until: number
+): Effect.Effect<Option.Option<A>, E, R> =>
+  Effect.clockWith((clock) => {
+    const ms = Math.max(0, until - clock.unsafeCurrentTimeMillis())
+    return clock.constructor === LiveClock && ms <= maxNativeDelay ? owned() : clockTimer(self(), ms)
+  })
+
 /** The generic path: the clock's `sleep` raced against `self`, the sleep registered first. */
 export const clockTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): Effect.Effect<Option.Option<A>, E, R> =>
   // `raceWith` starts its left side first: the timer's sleep is registered before the step's. The

@@ -1,0 +1,58 @@
+/**
+ * An asynchronous step that owns its deadline: one native timer, cleared when the step completes,
+ * and an `AbortSignal` the step's work listens to. It has the outcomes of the engine's `bounded`
+ * under the live clock (`Date.now` instants), without a forked fiber: the step's value, or
+ * `undefined` when the deadline came first — its work then aborted.
+ *
+ * Tie rule (as `bounded`'s): when the timer fires, a completion due at the same instant (its own
+ * timer fired earlier in this turn, its I/O callback queued in it) still wins — the step is cut one
+ * macrotask later only if it has not completed by then.
+ *
+ * @internal
+ */
+import { Effect } from "effect"
+
+/** `setTimeout` takes at most 2^31 − 1 ms. */
+const maxNativeDelay = 2 ** 31 - 1
+
+/**
+ * Runs `start(signal, done)` as one `Effect.async` step: `done` settles it (once); at the epoch-ms
+ * instant `until` (when given) the signal aborts and the step answers `undefined`. Interrupting the
+ * step aborts the signal and clears the timer.
+ *
+ * @internal
+ */
+export const asyncUntil = <A, E>(
+  until: number | undefined,
+  start: (signal: AbortSignal, done: (result: Effect.Effect<A, E>) => void) => void
+): Effect.Effect<A | undefined, E> =>
+  Effect.async<A | undefined, E>((resume) => {
+    const controller = new AbortController()
+    let settled = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const cut = () => {
+      if (settled) return
+      settled = true
+      controller.abort()
+      resume(Effect.succeed(undefined))
+    }
+    if (until !== undefined) {
+      timer = setTimeout(
+        () => {
+          if (!settled) setImmediate(cut)
+        },
+        Math.min(maxNativeDelay, Math.max(0, until - Date.now()))
+      )
+    }
+    start(controller.signal, (result) => {
+      if (settled) return
+      settled = true
+      if (timer !== undefined) clearTimeout(timer)
+      resume(result)
+    })
+    return Effect.sync(() => {
+      settled = true
+      if (timer !== undefined) clearTimeout(timer)
+      controller.abort()
+    })
+  })

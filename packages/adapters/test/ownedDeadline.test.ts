@@ -1,0 +1,166 @@
+/**
+ * The adapter-owned deadline (issue 27, item 2): `asyncUntil`, the one-timer step the direct
+ * transport bounds an exchange with under the live clock, gives the engine's `bounded` outcomes
+ * (core's Deadline.test.ts scenarios: a completion at exactly the bound wins; otherwise a cut at the
+ * bound) — driven by fake timers, never by real time — and aborts its work's signal when it cuts.
+ * Then the direct transport's `exchangeUntil` against a loopback server: an answer before the
+ * deadline, and a deadline already due with no answer (cut, the request aborted).
+ */
+import { createServer } from "node:http"
+import { HttpClientRequest } from "@effect/platform"
+import { assert, describe, it } from "@effect/vitest"
+import { NodeHttpClient } from "@effect/platform-node"
+import * as HttpTransport from "@modelgate/adapters/HttpTransport"
+import { Effect, Exit, Fiber } from "effect"
+import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
+import { asyncUntil } from "../src/internal/ownedDeadline.js"
+
+const bound = 100
+
+interface Scenario {
+  readonly name: string
+  /** Ms until the step settles; `undefined`: never. */
+  readonly after: number | undefined
+  readonly fails: boolean
+}
+
+/** The scenarios of core's `bounded` tests. */
+const scenarios: ReadonlyArray<Scenario> = [
+  { name: "completes before the bound", after: 50, fails: false },
+  { name: "completes exactly at the bound", after: bound, fails: false },
+  { name: "completes after the bound", after: 150, fails: false },
+  { name: "fails before the bound", after: 40, fails: true },
+  { name: "fails exactly at the bound", after: bound, fails: true },
+  { name: "never completes", after: undefined, fails: false }
+]
+
+interface Observed {
+  readonly outcome: "value" | "cut" | "failed"
+  readonly at: number
+  /** When the work's signal aborted, if it did. */
+  readonly abortedAt: number | undefined
+}
+
+/** `bounded`'s outcome (completion wins a tie); a cut lands 1 fake ms late (see core's test). */
+const expected = (s: Scenario): Observed =>
+  s.after !== undefined && s.after <= bound
+    ? { outcome: s.fails ? "failed" : "value", at: s.after, abortedAt: undefined }
+    : { outcome: "cut", at: bound + 1, abortedAt: bound + 1 }
+
+describe("asyncUntil: the adapter-owned timer (live clock, fake timers)", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"] })
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  plainIt("every scenario, in order, has bounded's outcome at bounded's instant", async () => {
+    const seen: Array<Observed> = []
+    for (const s of scenarios) {
+      const start = Date.now()
+      let abortedAt: number | undefined
+      let done: { exit: Exit.Exit<"done" | undefined, "boom">; at: number } | undefined
+      const step = asyncUntil<"done", "boom">(start + bound, (signal, finish) => {
+        signal.addEventListener("abort", () => {
+          abortedAt = Date.now() - start
+        })
+        if (s.after !== undefined) {
+          setTimeout(() => finish(s.fails ? Effect.fail("boom") : Effect.succeed("done")), s.after)
+        }
+      })
+      const running = Effect.runPromiseExit(step).then((exit) => {
+        done = { exit, at: Date.now() - start }
+      })
+      for (;;) {
+        await vi.advanceTimersByTimeAsync(0)
+        if (done !== undefined) break
+        await vi.advanceTimersByTimeAsync(1)
+      }
+      await running
+      const exit = done.exit
+      seen.push({
+        outcome: Exit.isFailure(exit) ? "failed" : exit.value === undefined ? "cut" : "value",
+        at: done.at,
+        abortedAt
+      })
+      // Nothing is left behind: the step's own timer is cleared when it completes or cuts.
+      await vi.runAllTimersAsync()
+    }
+    assert.deepStrictEqual(seen, scenarios.map(expected))
+  })
+
+  plainIt("interrupting the step aborts its work and clears its timer", async () => {
+    let aborted = false
+    let settled = false
+    const fiber = Effect.runFork(
+      asyncUntil<"done", never>(Date.now() + bound, (signal) => {
+        signal.addEventListener("abort", () => {
+          aborted = true
+        })
+      }).pipe(Effect.ensuring(Effect.sync(() => (settled = true))))
+    )
+    await vi.advanceTimersByTimeAsync(10)
+    const interrupted = Effect.runPromise(Fiber.interrupt(fiber))
+    await vi.advanceTimersByTimeAsync(0)
+    await interrupted
+    assert.isTrue(aborted)
+    assert.isTrue(settled)
+    assert.strictEqual(vi.getTimerCount(), 0)
+  })
+})
+
+describe("exchangeUntil over the direct transport (loopback)", () => {
+  /** A server that answers `/answer` at once and never answers anything else. */
+  const serve = Effect.acquireRelease(
+    Effect.async<{ readonly url: string; readonly close: () => void }>((resume) => {
+      const server = createServer((request, response) => {
+        request.resume()
+        if (request.url === "/answer") {
+          response.writeHead(200, { "content-type": "application/json" })
+          response.end('{"ok":true}')
+        }
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        const port = typeof address === "object" && address !== null ? address.port : 0
+        resume(
+          Effect.succeed({
+            url: `http://127.0.0.1:${port}`,
+            close: () => {
+              server.closeAllConnections()
+              server.close()
+            }
+          })
+        )
+      })
+    }),
+    (server) => Effect.sync(server.close)
+  )
+
+  const options = { provider: "test", maxBytes: 1024, requestId: () => undefined }
+
+  it.scoped("an answer before the deadline is the answer; a deadline already due cuts the exchange", () =>
+    Effect.gen(function* () {
+      const server = yield* serve
+      const http = yield* HttpTransport.makeUndici()
+      const exchangeUntil = http.exchangeUntil
+      if (exchangeUntil === undefined) return assert.fail("the direct transport owns deadlines")
+      const answer = yield* exchangeUntil(HttpClientRequest.post(`${server.url}/answer`), options, Date.now() + 60_000)
+      assert.strictEqual(answer?.status, 200)
+      assert.strictEqual(answer?.body, '{"ok":true}')
+      const cut = yield* exchangeUntil(HttpClientRequest.post(`${server.url}/never`), options, Date.now())
+      assert.isUndefined(cut)
+      // The pool still serves the next request.
+      const again = yield* exchangeUntil(HttpClientRequest.post(`${server.url}/answer`), options, Date.now() + 60_000)
+      assert.strictEqual(again?.status, 200)
+    })
+  )
+
+  it.scoped("the HttpClient transport does not own deadlines (the engine bounds it)", () =>
+    Effect.gen(function* () {
+      const http = yield* HttpTransport.HttpTransport
+      assert.isUndefined(http.exchangeUntil)
+    }).pipe(Effect.provide(HttpTransport.layerHttpClient), Effect.provide(NodeHttpClient.layerUndici))
+  )
+})
