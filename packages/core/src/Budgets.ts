@@ -188,18 +188,6 @@ export const reserveScoped = (
   )
 
 /**
- * Smallest output cap worth starting an attempt with: an attempt whose remaining reservation pays
- * for fewer output tokens fails with `BudgetExceeded` instead, and the router excludes a target
- * whose input plus this much output costs more than the call's `maxCost` (`BUDGET_DOES_NOT_FIT`).
- *
- * @since 0.1.0
- * @category Constants
- *
- * @internal
- */
-export const minimumUsefulOutputTokens = 16
-
-/**
  * Store units per currency unit (see `BudgetStore.unitsPerCurrency`).
  *
  * @since 0.1.0

@@ -50,18 +50,13 @@ export {
   BreakerSettings,
   decode,
   HealthConfig,
-  maxBytes,
-  maxBytesPerRoute,
   RetryBudgetSettings,
-  validate,
   WindowSettings
 } from "./internal/healthConfig.js"
 export {
   BreakerStatus,
-  degradedBelow,
   type HealthFacts,
   healthScore,
-  lowHeadroom,
   metrics,
   RetryBudgetSnapshot,
   RouteHealth,

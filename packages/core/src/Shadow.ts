@@ -23,7 +23,7 @@ import type { ModelTarget } from "./ModelTarget.js"
 import { TargetRef } from "./ModelTarget.js"
 import { costAt, costOf, inputTokensAt, outputCapAt } from "./Pricing.js"
 import type { ProviderAdapter } from "./ProviderAdapter.js"
-import { canarySide, checkTarget } from "./Router.js"
+import { canarySide, checkTarget } from "./internal/router/engine.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
 /**

@@ -15,7 +15,8 @@ import { BudgetExceeded, type Failure } from "../Errors.js"
 import type { ModelCommand } from "../ModelCommand.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { costAt, inputTokensAt, outputCapAt } from "../Pricing.js"
-import * as Router from "../Router.js"
+import type { Route } from "./router/decision.js"
+import * as Router from "./router/engine.js"
 import { reportOverspend } from "./budgetReservation.js"
 import { type Call, deadlineFailure, type EngineContext, type Holds, storeFailure } from "./call.js"
 import * as FastPath from "./fastPath.js"
@@ -25,7 +26,7 @@ import * as FastPath from "./fastPath.js"
  * (the affordable part of `route` when the budget refused the whole). Both are in `call.holds`
  * from the moment they are held; the exit handler settles them.
  */
-export const admit = (ctx: EngineContext, call: Call, route: Router.Route): Effect.Effect<Router.Route, Failure> => {
+export const admit = (ctx: EngineContext, call: Call, route: Route): Effect.Effect<Route, Failure> => {
   const holds = call.holds
   holds.route = route
   const amount = reservationOf(call, route)
@@ -119,12 +120,7 @@ const budgetFailure = (e: BudgetExceeded): Failure => ({
 })
 
 /** The worst case of `target` for an input of `estimatedInput` tokens (before its safety factor). */
-export const worstCaseAt = (
-  estimatedInput: number,
-  route: Router.Route,
-  command: ModelCommand,
-  target: ModelTarget
-): number =>
+export const worstCaseAt = (estimatedInput: number, route: Route, command: ModelCommand, target: ModelTarget): number =>
   costAt(
     target,
     inputTokensAt(estimatedInput, target),
@@ -136,7 +132,7 @@ export const worstCaseAt = (
  * the workflow's maxCost and by what is left of its run's budget (carved from the run until the
  * call settles); 0 when nothing needed a count. Sets the call's estimated cost.
  */
-const reservationOf = (call: Call, route: Router.Route): number => {
+const reservationOf = (call: Call, route: Route): number => {
   if (route.inputTokens === undefined) return 0
   const cmd = call.command
   let worst = 0
@@ -154,7 +150,7 @@ const reservationOf = (call: Call, route: Router.Route): number => {
 }
 
 /** `cost` capped by the call's and the workflow's maxCost. */
-const cappedCost = (call: Call, route: Router.Route, cost: number): number =>
+const cappedCost = (call: Call, route: Route, cost: number): number =>
   Math.min(cost, call.command.maxCost ?? Infinity, route.compiled.workflow.maxCost ?? Infinity)
 
 /**
@@ -166,14 +162,14 @@ const cappedCost = (call: Call, route: Router.Route, cost: number): number =>
  */
 const replanWithin = (
   call: Call,
-  route: Router.Route,
+  route: Route,
   refused: {
     readonly limit: number
     readonly committed: number
     readonly reserved: number
     readonly requested: number
   }
-): { readonly route: Router.Route; readonly amount: number } | Failure => {
+): { readonly route: Route; readonly amount: number } | Failure => {
   const left = Math.max(0, refused.limit - refused.committed - refused.reserved)
   const input = route.inputTokens
   const needs = route.targets.map((t) =>

@@ -28,6 +28,7 @@ import type { ProviderAdapter, ProviderResponse } from "../ProviderAdapter.js"
 import type * as RateLimitStore from "../RateLimitStore.js"
 import type { Escalation, ExcludedTarget } from "../RouteDecision.js"
 import type * as Router from "../Router.js"
+import type { BreakerView } from "./router/context.js"
 import type * as Telemetry from "../Telemetry.js"
 import type { AttemptContext } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
@@ -51,7 +52,7 @@ export const makeCallIds = (): CallIds => {
 }
 
 /** The router's view of route health: the health service, plus capped targets' concurrency headroom. */
-export const routeViewOf = (health: Health.Service, concurrency: Concurrency.Service): Router.BreakerView => {
+export const routeViewOf = (health: Health.Service, concurrency: Concurrency.Service): BreakerView => {
   const headroom = concurrency.targetHeadroom
   return headroom === undefined
     ? health
@@ -79,7 +80,7 @@ export interface EngineContext {
   /** The gateway's call-id sequence. */
   readonly callIds: CallIds
   /** What the router reads of route health ({@link routeViewOf}), built once. */
-  readonly routeView: Router.BreakerView
+  readonly routeView: BreakerView
 }
 
 /** How a call runs: `embed` calls the adapter's `embed`, the command's messages being its inputs. */

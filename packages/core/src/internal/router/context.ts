@@ -5,7 +5,7 @@
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { StoreError } from "../../Errors.js"
-import type { RouteHealth } from "../../Health.js"
+import type { RouteHealth } from "../healthRecord.js"
 import type { ModelCommand } from "../../ModelCommand.js"
 import type * as ModelOptions from "../../ModelOptions.js"
 import type { ModelTarget, TargetRef } from "../../ModelTarget.js"

@@ -5,8 +5,8 @@
  * arrays until the scores are read.
  */
 import * as Duration from "effect/Duration"
-import * as HealthThresholds from "../../Health.js"
-import { healthScore, type RouteHealth, statusOf } from "../../Health.js"
+import * as HealthThresholds from "../healthRecord.js"
+import { healthScore, type RouteHealth, statusOf } from "../healthRecord.js"
 import type { ModelCommand } from "../../ModelCommand.js"
 import { type ModelTarget, qualityRank, type TargetRef } from "../../ModelTarget.js"
 import { costAt, inputTokensAt, listPrice } from "../../Pricing.js"
