@@ -75,7 +75,7 @@ export class ShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder"
  * @since 0.2.0
  * @category Layers
  */
-export const recorderLog: Recorder = {
+const recorderLog: Recorder = {
   record: (r) =>
     Effect.annotateLogs(Effect.logInfo("modelgate shadow call"), {
       callId: r.callId,

@@ -23,6 +23,7 @@ import {
   Schema,
   TestClock
 } from "effect"
+import * as FastPath from "../src/internal/fastPath.js"
 import * as RouterEngine from "../src/internal/router/engine.js"
 import { command, gatewayLayer } from "./fixtures.js"
 import {
@@ -579,9 +580,16 @@ describe("scored selection: health, escalation, affinity", () => {
       const forgotten = yield* decide({ sessionKey: "s0" })
       assert.strictEqual(forgotten.selectionReason, "BEST_SCORE")
       assert.strictEqual(forgotten.eligible[0], refs.fast)
-      // A settled health answer (the noop's) keeps the decision synchronous: no fiber step.
-      const settledView = { ...breakers, snapshot: () => Effect.succeed(Option.none<Health.RouteHealth>()) }
-      const pendingView = { ...breakers, snapshot: () => Effect.sync(() => Option.none<Health.RouteHealth>()) }
+      // Health answered synchronously (the noop's: breakers closed, no records, on the view's private
+      // fast path) keeps the decision synchronous: no fiber step. A record to ask of a store does not.
+      const settledView = FastPath.attach(
+        { ...breakers, snapshot: () => Effect.succeed(Option.none<Health.RouteHealth>()) },
+        { _tag: "Health", isOpen: () => false, noRecords: true }
+      )
+      const pendingView = FastPath.attach(
+        { ...breakers, snapshot: () => Effect.sync(() => Option.none<Health.RouteHealth>()) },
+        { _tag: "Health", isOpen: () => false }
+      )
       assert.isTrue(Exit.isExit(RouterEngine.decide(workflows, settledView, command("scored"), "generate", false)))
       const pending = RouterEngine.decide(workflows, pendingView, command("scored"), "generate", false)
       assert.isFalse(Exit.isExit(pending))

@@ -32,6 +32,7 @@ import type { BreakerView } from "./router/context.js"
 import type * as Telemetry from "../Telemetry.js"
 import type { AttemptContext } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
+import * as FastPath from "./fastPath.js"
 import type * as Lifecycle from "./lifecycle.js"
 
 /** One running configuration: its router (compiled workflows) and its version. */
@@ -51,12 +52,16 @@ export const makeCallIds = (): CallIds => {
   return { next: (now) => CallId.make(`mg_${now.toString(36)}_${(++seq).toString(36)}`) }
 }
 
-/** The router's view of route health: the health service, plus capped targets' concurrency headroom. */
+/**
+ * The router's view of route health: the health service, plus capped targets' concurrency headroom
+ * (with the service's synchronous answers, `internal/fastPath`, carried over).
+ */
 export const routeViewOf = (health: Health.Service, concurrency: Concurrency.Service): BreakerView => {
   const headroom = concurrency.targetHeadroom
-  return headroom === undefined
-    ? health
-    : { isOpen: health.isOpen, snapshot: health.snapshot, concurrencyHeadroom: headroom }
+  if (headroom === undefined) return health
+  const view: BreakerView = { isOpen: health.isOpen, snapshot: health.snapshot, concurrencyHeadroom: headroom }
+  const fast = FastPath.health(health)
+  return fast === undefined ? view : FastPath.attach(view, fast)
 }
 
 /** Services and data the pipeline runs with, resolved once when the gateway is built. */
