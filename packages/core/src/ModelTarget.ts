@@ -122,8 +122,7 @@ const maxDurationMillis = Duration.toMillis(maxDuration)
  * A duration in configuration, written as milliseconds: finite, between 0 and {@link maxDuration}.
  * Checked on both sides, so a class built in code refuses `Duration.infinity` too.
  *
- * @since 0.1.0
- * @category Models
+ * @internal
  */
 export const Millis = Schema.transform(
   Schema.Number.pipe(
@@ -161,8 +160,7 @@ export const Label = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxLabel
 /**
  * A non-empty list of at most 32 {@link Label}s.
  *
- * @since 0.2.0
- * @category Models
+ * @internal
  */
 export const Labels = Schema.NonEmptyArray(Label).pipe(Schema.maxItems(maxLabels))
 
@@ -186,8 +184,7 @@ const NonNegative = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
 /**
  * Most dimensions an embedding vector may declare.
  *
- * @since 0.2.0
- * @category Constants
+ * @internal
  */
 export const maxEmbeddingDimensions = 65_536
 
@@ -345,8 +342,7 @@ const maxSegmentLength = 100
 /**
  * A task segment (task class) that quality is verified for.
  *
- * @since 0.2.0
- * @category Models
+ * @internal
  */
 export const Segment = Schema.NonEmptyTrimmedString.pipe(
   Schema.maxLength(maxSegmentLength),

@@ -594,6 +594,17 @@ describe("scored selection: health, escalation, affinity", () => {
       const pending = RouterEngine.decide(workflows, pendingView, command("scored"), "generate", false)
       assert.isFalse(Exit.isExit(pending))
       assert.deepStrictEqual((yield* pending).eligible, forgotten.eligible)
+      // Health off (the real layer) answers on its fast path: synchronous, the same decision.
+      const off = yield* Effect.provide(Health.Health, Health.layerOff)
+      const viaOff = RouterEngine.decide(workflows, off, command("scored"), "generate", false)
+      assert.isTrue(Exit.isExit(viaOff))
+      assert.deepStrictEqual((yield* viaOff).eligible, forgotten.eligible)
+      // An answer that is only an already-settled Effect is not peeked at: it runs (a fiber step),
+      // with the same decision.
+      const plainView = { ...breakers, snapshot: () => Effect.succeed(Option.none<Health.RouteHealth>()) }
+      const viaPlain = RouterEngine.decide(workflows, plainView, command("scored"), "generate", false)
+      assert.isFalse(Exit.isExit(viaPlain))
+      assert.deepStrictEqual((yield* viaPlain).eligible, forgotten.eligible)
     }).pipe(Effect.provide(layer()))
   )
 })

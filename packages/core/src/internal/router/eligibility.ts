@@ -332,10 +332,7 @@ export const checkTarget = (
   sizeReason(compiled, command, target, inputTokens)
 
 /** Whether an upper bound of the input's tokens fits the context window of every target. */
-export const fitsEveryWindow = (
-  compiled: CompiledWorkflow,
-  input: Parameters<typeof TokenEstimator.upperBound>[0]
-): boolean => {
+export const fitsEveryWindow = (compiled: CompiledWorkflow, input: TokenEstimator.Input): boolean => {
   const bound = TokenEstimator.upperBound(input)
   for (const t of compiled.targets) {
     if (inputTokensAt(bound, t) + 1 > t.capabilities.contextWindow) return false
