@@ -105,13 +105,13 @@ export interface ScoreContext {
   readonly health?: ReadonlyArray<RouteHealth | undefined> | undefined
   /** The target that served the call's session last time; it gets the affinity term while healthy. */
   readonly sticky?: TargetRef | undefined
-  /** The workflow's last best-scoring target (hysteresis: {@link defaultSwitchMargin}). */
+  /** The workflow's last best-scoring target (hysteresis: the workflow's switch margin, default 0.03). */
   readonly incumbent?: TargetRef | undefined
   /** Time the call has left, ms; omitted: the command's timeout, else the workflow's. */
   readonly timeLeftMs?: number | undefined
   /** `stream`: the latency term reads the route's TTFT. */
   readonly mode?: "generate" | "stream" | undefined
-  /** Added to a target's quality term (see {@link qualityFit}). */
+  /** Added to a target's quality term (its quality fit). */
   readonly qualityAdjustment?: ((target: ModelTarget, segment: string | undefined) => number | undefined) | undefined
 }
 
@@ -160,7 +160,7 @@ export interface Ranking {
  * with each one's score and the reason the first leads. Pure and deterministic.
  *
  * Per target, each term in 0..1 (rounded to 4 decimals):
- * - `quality`: {@link qualityFit} (the verified score on the call's segment, else the class: `low`
+ * - `quality`: the quality fit (the verified score on the call's segment, else the class: `low`
  *   0.5, `standard` 0.75, `high` 0.9, else 0.5, plus any quality adjustment); minus 0.1 per class of
  *   distance from the preferred class (if both are known), floored at 0.
  * - `latency`: with an observed p95 on the route (smoothed; TTFT for streams), `1 − p95 / time
