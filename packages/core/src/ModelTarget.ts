@@ -278,9 +278,7 @@ export class AttemptLimits extends Schema.Class<AttemptLimits>("@modelgate/core/
  * @since 0.1.0
  * @category Models
  */
-export const TargetStatus = Schema.Literal("active", "deprecated", "disabled")
-/** @since 0.1.0 */
-export type TargetStatus = typeof TargetStatus.Type
+const TargetStatus = Schema.Literal("active", "deprecated", "disabled")
 
 /**
  * Quality class of a target, weakest first. Order matters: `minQualityTier` keeps targets at or
@@ -299,9 +297,7 @@ export type QualityTier = typeof QualityTier.Type
  * @since 0.2.0
  * @category Models
  */
-export const LatencyTier = Schema.Literal("fast", "medium", "slow")
-/** @since 0.2.0 */
-export type LatencyTier = typeof LatencyTier.Type
+const LatencyTier = Schema.Literal("fast", "medium", "slow")
 
 /**
  * Cost class of a target, cheapest first (descriptive: scoring reads the prices).
@@ -309,9 +305,7 @@ export type LatencyTier = typeof LatencyTier.Type
  * @since 0.2.0
  * @category Models
  */
-export const CostTier = Schema.Literal("low", "medium", "high")
-/** @since 0.2.0 */
-export type CostTier = typeof CostTier.Type
+const CostTier = Schema.Literal("low", "medium", "high")
 
 /**
  * Rank of a quality class (`low` 0, `standard` 1, `high` 2).
