@@ -143,7 +143,7 @@ export class ScoringPolicy extends Schema.Class<ScoringPolicy>("@modelgate/core/
   deprecatedPenalty: Schema.optional(Weight),
   /**
    * Hysteresis: the workflow's last best-scoring target stays first until another one's score is
-   * higher by more than this. Default 0.03 (`Router.defaultSwitchMargin`).
+   * higher by more than this. Default 0.03.
    */
   switchMargin: Schema.optional(Weight)
 }) {}

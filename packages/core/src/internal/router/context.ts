@@ -31,7 +31,7 @@ export interface BreakerView {
   readonly concurrencyHeadroom?: ((target: TargetRef) => number | undefined) | undefined
   /**
    * The seam for quality measured in production (e.g. a demotion after a regression): a value
-   * added to a target's quality term on a segment (`Router.qualityFit`); omitted: none.
+   * added to a target's quality term on a segment (its quality fit); omitted: none.
    */
   readonly qualityAdjustment?: ((target: ModelTarget, segment: string | undefined) => number | undefined) | undefined
 }

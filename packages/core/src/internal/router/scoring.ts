@@ -116,7 +116,7 @@ export interface ScoreContext {
 }
 
 /**
- * Scores below this `health` term are `DEGRADED` (at or above, `HEALTHY`): `Health.degradedBelow`.
+ * Scores below this `health` term are `DEGRADED` (at or above, `HEALTHY`): `degradedBelow` of `internal/healthRecord`.
  *
  * @since 0.2.0
  * @category Constants
@@ -124,7 +124,7 @@ export interface ScoreContext {
 export const degradedBelow = HealthThresholds.degradedBelow
 
 /**
- * Headroom below which the `health` term is scored down: `Health.lowHeadroom`.
+ * Headroom below which the `health` term is scored down: `lowHeadroom` of `internal/healthRecord`.
  *
  * @since 0.2.0
  * @category Constants
@@ -182,7 +182,7 @@ export interface Ranking {
  * first (`fastTier`). Without a session, the workflow's last best-scoring target (`incumbent`)
  * stays first while the leader's total is at most the switch margin (default 0.03) higher. The
  * reason is `STICKY` when the sticky target leads only thanks to its affinity. With the command's
- * `escalate`, the targets stronger than the leader (`Router.isStronger` under the workflow's
+ * `escalate`, the targets stronger than the leader (`isStronger` under the workflow's
  * `escalation` policy) move first, in that order (`ESCALATION`); without any the order stays and
  * `escalation` has no `to`.
  *
