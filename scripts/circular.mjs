@@ -1,13 +1,15 @@
-// Fails when the packages' sources import each other in a circle. Type-only imports are skipped, as
-// Effect's own repo does (its `scripts/circular.mjs`): they are erased from the JavaScript, so they
-// order no module's initialisation, and a module's `internal/` implementation may name its types.
-// `--with-types` also follows `import type` (a stricter listing, not the gate).
+// Fails when the packages' sources (packages/*/src) import each other in a circle, checked twice:
+// runtime imports only (as Effect's own repo does in its `scripts/circular.mjs`: type-only imports
+// are erased from the JavaScript, so they order no module's initialisation), and with `import type`
+// followed too, so a module's data types live below both it and its `internal/` split instead of
+// the two naming each other.
 import { readdirSync } from "node:fs"
 import { join } from "node:path"
 import madge from "madge"
 
-const roots = ["packages/core/src", "packages/adapters/src", "packages/testing/src"]
-const skipTypeImports = !process.argv.includes("--with-types")
+const roots = readdirSync("packages", { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => join("packages", entry.name, "src"))
 
 const sources = (dir) =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -16,15 +18,22 @@ const sources = (dir) =>
     return entry.name.endsWith(".ts") ? [path] : []
   })
 
-const result = await madge(roots.flatMap(sources), {
-  fileExtensions: ["ts"],
-  tsConfig: "tsconfig.base.json",
-  detectiveOptions: { ts: { skipTypeImports } }
-})
-const circles = result.circular()
-if (circles.length > 0) {
-  console.error(`${circles.length} import circle(s)${skipTypeImports ? "" : " (type imports included)"}:`)
-  for (const circle of circles) console.error(`  ${[...circle, circle[0]].join(" -> ")}`)
-  process.exit(1)
+const files = roots.flatMap(sources)
+let failed = false
+for (const skipTypeImports of [true, false]) {
+  const label = skipTypeImports ? "runtime imports" : "type imports included"
+  const result = await madge(files, {
+    fileExtensions: ["ts"],
+    tsConfig: "tsconfig.base.json",
+    detectiveOptions: { ts: { skipTypeImports } }
+  })
+  const circles = result.circular()
+  if (circles.length > 0) {
+    failed = true
+    console.error(`${circles.length} import circle(s) (${label}):`)
+    for (const circle of circles) console.error(`  ${[...circle, circle[0]].join(" -> ")}`)
+  } else {
+    console.log(`No import circles (${label}).`)
+  }
 }
-console.log(`No import circles${skipTypeImports ? "" : " (type imports included)"}.`)
+if (failed) process.exit(1)

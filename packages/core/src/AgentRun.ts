@@ -181,8 +181,7 @@ export const completedStepOf = (record: CallRecord): CompletedStep => ({
  * What is left of `run`'s budget (after its settled spend and its calls in flight); `Infinity`
  * when it has none.
  *
- * @since 0.2.0
- * @category Accessors
+ * @internal
  */
 export const remainingBudget = (run: Run): number =>
   run.budget === undefined ? Infinity : Math.max(0, run.budget - run.spent - run.reserved)

@@ -65,105 +65,19 @@ import {
   segment
 } from "./internal/issues.js"
 import { TenantId } from "./ModelCommand.js"
+import {
+  type Balance,
+  type Options,
+  Period,
+  type Reservation,
+  type Service,
+  type Settlement,
+  TenantBudget,
+  type Window
+} from "./internal/budgetTypes.js"
 
-/**
- * What a settle did, in currency units.
- *
- * @since 0.2.0
- * @category Models
- */
-export interface Settlement {
-  /** Spend counted as committed (0 for a release, a repeated settle, an unlimited tenant or a store failure). */
-  readonly committed: number
-  /**
-   * Spend of a reservation that had expired before this settle and no longer fit the limit: spent
-   * at the provider, not counted as committed (0 normally).
-   */
-  readonly overspent: number
-  /**
-   * The commit could not be recorded yet (the store did not answer): it is retried in the
-   * background until shortly before the reservation expires; `committed` is 0 meanwhile.
-   * `undefined` otherwise.
-   *
-   * @since 0.2.0
-   */
-  readonly pending?: boolean | undefined
-}
-
-/**
- * Money held for one call. Not scoped: whoever reserved it settles it exactly once.
- *
- * @since 0.1.0
- * @category Models
- */
-export interface Reservation {
-  readonly tenant: TenantId
-  /** Amount reserved, in currency units (after rounding up to whole store units). */
-  readonly amount: number
-  /**
-   * Commits `actual` (capped at `amount`, the rest refunded); `0` releases. Idempotent: only the
-   * first settle counts. Never fails: a store failure is logged (tenant and operation only) and
-   * counted, and the store's reservation TTL frees the money. Tells what was counted and what was
-   * overspent (see the module doc).
-   */
-  readonly settle: (actual: number) => Effect.Effect<Settlement>
-}
-
-/**
- * Where a tenant stands in its current window, in currency units.
- *
- * @since 0.1.0
- * @category Models
- */
-export interface Balance {
-  readonly tenant: TenantId
-  /** `Infinity` for an unlimited tenant. */
-  readonly limit: number
-  readonly committed: number
-  readonly reserved: number
-  /** Spend of expired reservations that no longer fit the limit in this window (not in `committed`). */
-  readonly overspent: number
-  readonly period: Period | undefined
-  /** Epoch millis of the window's start (inclusive) and end (exclusive). */
-  readonly windowStart: number
-  readonly windowEnd: number
-}
-
-/**
- * @since 0.1.0
- * @category Models
- */
-export interface Service {
-  /**
-   * Reserves `amount` (currency units) of `tenant`'s current window, or fails with
-   * `BudgetExceeded` (naming limit, committed, reserved, requested) without reserving anything, or
-   * with `StoreError` when the store cannot answer (nothing reserved).
-   *
-   * The store round trip is uninterruptible. If the fiber is interrupted while it is in flight,
-   * the reservation is released before the interruption propagates. To own the reservation with
-   * no gap between `reserve` returning and a finalizer being installed, call it in an
-   * uninterruptible region (`Effect.uninterruptibleMask`, `Effect.acquireUseRelease`) and settle in
-   * the exit handler.
-   */
-  readonly reserve: (
-    tenant: TenantId,
-    amount: number,
-    /** Epoch ms (the `Clock`'s) by which a store with I/O must have answered (`StoreError` if not). */
-    deadline?: number
-  ) => Effect.Effect<Reservation, BudgetExceeded | StoreError>
-  /** The tenant's current window. */
-  readonly balance: (tenant: TenantId) => Effect.Effect<Balance, StoreError>
-  /**
-   * Whether `tenant`'s spending is limited (rejected tenants count as limited). The gateway counts
-   * input tokens only when a limit needs the count.
-   */
-  readonly isLimited: (tenant: TenantId) => boolean
-  /**
-   * How long an unsettled reservation holds its amount; `undefined` when nothing is ever held
-   * (unlimited budgets). The gateway checks at startup that every workflow timeout is shorter.
-   */
-  readonly reservationTtl?: Duration.Duration | undefined
-}
+export { Period, TenantBudget }
+export type { Balance, Options, Reservation, Service, Settlement, Window }
 
 /**
  * @since 0.1.0
@@ -188,18 +102,6 @@ export const reserveScoped = (
   )
 
 /**
- * Smallest output cap worth starting an attempt with: an attempt whose remaining reservation pays
- * for fewer output tokens fails with `BudgetExceeded` instead, and the router excludes a target
- * whose input plus this much output costs more than the call's `maxCost` (`BUDGET_DOES_NOT_FIT`).
- *
- * @since 0.1.0
- * @category Constants
- *
- * @internal
- */
-export const minimumUsefulOutputTokens = 16
-
-/**
  * Store units per currency unit (see `BudgetStore.unitsPerCurrency`).
  *
  * @since 0.1.0
@@ -222,30 +124,6 @@ export const metrics: typeof Internal.metrics = Internal.metrics
 // ---------------------------------------------------------------------------------------------
 // Configuration
 // ---------------------------------------------------------------------------------------------
-
-/**
- * Budget window: `daily` and `monthly` windows start at 00:00 UTC (of the day / of the 1st);
- * `total` never resets.
- *
- * @since 0.1.0
- * @category Models
- */
-export const Period = Schema.Literal("daily", "monthly", "total")
-/** @since 0.1.0 */
-export type Period = typeof Period.Type
-
-/**
- * @since 0.1.0
- * @category Models
- */
-export const TenantBudget = Schema.Struct({
-  /** Hard limit per window, in currency units (> 0). */
-  limit: Schema.Number,
-  /** Default `monthly`. */
-  period: Schema.optional(Period)
-})
-/** @since 0.1.0 */
-export type TenantBudget = typeof TenantBudget.Type
 
 /**
  * Budget configuration (decodable from JSON: `reservationTtl` in milliseconds).
@@ -278,18 +156,6 @@ export const BudgetsConfig = Schema.Struct({
     )
   )
 })
-
-/**
- * Options of {@link make}: the decoded {@link BudgetsConfig}, with any `DurationInput` as TTL.
- *
- * @since 0.1.0
- * @category Models
- */
-export interface Options {
-  readonly tenants?: Readonly<Record<string, TenantBudget>> | undefined
-  readonly undeclaredTenants?: "reject" | "unlimited" | TenantBudget | undefined
-  readonly reservationTtl?: Duration.DurationInput | undefined
-}
 
 /**
  * Default time an unsettled reservation lives. Must exceed the longest call deadline.
@@ -429,18 +295,6 @@ export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigErro
 // ---------------------------------------------------------------------------------------------
 // Windows
 // ---------------------------------------------------------------------------------------------
-
-/**
- * A budget window: its store key and its bounds in epoch millis.
- *
- * @since 0.1.0
- * @category Models
- */
-export interface Window {
-  readonly key: string
-  readonly start: number
-  readonly end: number
-}
 
 /**
  * The window of `period` that contains the instant `now` (epoch millis, UTC).

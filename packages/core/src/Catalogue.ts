@@ -444,7 +444,7 @@ export const get = (id: string): Option.Option<Entry> => (isId(id) ? Option.some
  * @since 0.2.0
  * @category Getters
  */
-export const targetFields = (id: Id) => {
+const targetFields = (id: Id) => {
   const e = entries[id]
   const c = e.capabilities
   return {
@@ -475,8 +475,7 @@ const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
  * `catalogue` / `catalogueVersion` are set to the entry and this {@link version}. The result is
  * still to be decoded as a `ModelTarget` (which checks every field).
  *
- * @since 0.2.0
- * @category Resolution
+ * @internal
  */
 export const merge = (id: Id, target: Readonly<Record<string, unknown>>): Record<string, unknown> => {
   const fields = targetFields(id)

@@ -196,14 +196,12 @@ export const layerOff: Layer.Layer<Concurrency> = Layer.sync(Concurrency, () =>
  * @since 0.1.0
  * @category Models
  */
-export const TenantPermits = Schema.Struct({
+const TenantPermits = Schema.Struct({
   /** Permits only this tenant may use, taken out of `permits`. Default 0. */
   reserved: Schema.optional(Schema.Number),
   /** Most permits this tenant holds at once. Default: reserved + the shared pool. */
   max: Schema.optional(Schema.Number)
 })
-/** @since 0.1.0 */
-export type TenantPermits = typeof TenantPermits.Type
 
 /**
  * Concurrency configuration (decodable from JSON).

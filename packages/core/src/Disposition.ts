@@ -51,7 +51,7 @@ import type { ProviderResponse } from "./ProviderAdapter.js"
  * - `Repair`: one more attempt on the same target with the validation issues (invalid output).
  * - `NextTarget`: the next eligible target.
  * - `NextLargerTarget`: the next eligible target with a larger context window.
- * - `Escalate`: the best eligible stronger target after this one (`Router.escalateFrom`), else as
+ * - `Escalate`: the best eligible stronger target after this one (`internal/router/escalation`), else as
  *   `NextTarget`.
  *
  * @since 0.2.0

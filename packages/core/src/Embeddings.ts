@@ -21,15 +21,6 @@ import { type EmbeddingCapability, Label, Labels, Millis, type ModelTarget } fro
 import type { ExclusionReason } from "./RouteDecision.js"
 import { type EmbeddingSpace, type Workflow, WorkflowName } from "./Workflow.js"
 
-export {
-  /** @since 0.2.0 */
-  EmbeddingCapability
-} from "./ModelTarget.js"
-export {
-  /** @since 0.2.0 */
-  EmbeddingSpace
-} from "./Workflow.js"
-
 /**
  * Most inputs of one embedding command (OpenAI's per-request limit).
  *

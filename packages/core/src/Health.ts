@@ -51,18 +51,13 @@ export {
   BreakerSettings,
   decode,
   HealthConfig,
-  maxBytes,
-  maxBytesPerRoute,
   RetryBudgetSettings,
-  validate,
   WindowSettings
 } from "./internal/healthConfig.js"
 export {
   BreakerStatus,
-  degradedBelow,
   type HealthFacts,
   healthScore,
-  lowHeadroom,
   metrics,
   RetryBudgetSnapshot,
   RouteHealth,
@@ -144,33 +139,18 @@ export const layerJson = (json: unknown): Layer.Layer<Health, GatewayConfigError
 
 /**
  * The settled "closed" answer of {@link layerOff}'s `isOpen` (one shared value).
- *
- * @since 0.2.0
- * @category Constants
- *
- * @internal
  */
-export const noBreaker: Effect.Effect<boolean> = Effect.succeed(false)
+const noBreaker: Effect.Effect<boolean> = Effect.succeed(false)
 
 /**
  * The settled "no health record" answer of {@link layerOff}'s `snapshot` (one shared value).
- *
- * @since 0.2.0
- * @category Constants
- *
- * @internal
  */
-export const noRecord: Effect.Effect<Option.Option<RouteHealth>> = Effect.succeed(Option.none())
+const noRecord: Effect.Effect<Option.Option<RouteHealth>> = Effect.succeed(Option.none())
 
 /**
- * {@link layerOff}'s `snapshot`: no record for any route (the router skips asking per target).
- *
- * @since 0.2.0
- * @category Constants
- *
- * @internal
+ * {@link layerOff}'s `snapshot`: no record for any route (the router reads `noRecords` on its fast path and skips asking).
  */
-export const noSnapshot = (_route: string): Effect.Effect<Option.Option<RouteHealth>> => noRecord
+const noSnapshot = (_route: string): Effect.Effect<Option.Option<RouteHealth>> => noRecord
 
 const nothing = () => {}
 
@@ -183,7 +163,7 @@ const nothing = () => {}
 export const layerOff: Layer.Layer<Health> = Layer.sync(Health, () =>
   FastPath.attach(
     Health.of({
-      // Shared settled answers: the router reads them per target without allocating.
+      // Shared answers; the router reads the synchronous ones attached below instead.
       isOpen: () => noBreaker,
       tryAcquire: () => Effect.succeed(true),
       release: () => Effect.void,
@@ -203,6 +183,13 @@ export const layerOff: Layer.Layer<Health> = Layer.sync(Health, () =>
         })
       )
     }),
-    { _tag: "Health", isOpen: () => false, tryAcquire: () => true, record: nothing, onFirstAttempt: nothing }
+    {
+      _tag: "Health",
+      isOpen: () => false,
+      tryAcquire: () => true,
+      record: nothing,
+      onFirstAttempt: nothing,
+      noRecords: true
+    }
   )
 )

@@ -32,8 +32,7 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 /**
  * The features a JSON Schema uses.
  *
- * @since 0.1.0
- * @category Utils
+ * @internal
  */
 export const featuresOf = (jsonSchema: Record<string, unknown>): ReadonlySet<SchemaFeature> => {
   const found = new Set<SchemaFeature>()

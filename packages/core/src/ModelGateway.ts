@@ -32,7 +32,8 @@ import type { ModelCommand } from "./ModelCommand.js"
 import * as ModelCommandModule from "./ModelCommand.js"
 import type * as StreamEvent from "./StreamEvent.js"
 import type { ModelResult } from "./ModelResult.js"
-import * as Router from "./Router.js"
+import * as RouterEngine from "./internal/router/engine.js"
+import type * as Router from "./Router.js"
 import * as Telemetry from "./Telemetry.js"
 import * as BudgetsModule from "./Budgets.js"
 import { type CatalogueIds, type CatalogueOptions, catalogueConfig } from "./internal/catalogueGateway.js"
@@ -148,7 +149,7 @@ export const make = (
       reservationTtl: budgets.reservationTtl,
       health,
       canaries,
-      routerState: Router.makeState(hooks),
+      routerState: RouterEngine.makeState(hooks),
       versionPins: new Map()
     }
     const first = yield* prepare(builder, definition, options?.version, undefined)

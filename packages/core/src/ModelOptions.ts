@@ -18,7 +18,7 @@
  * @since 0.2.0
  */
 import { Schema } from "effect"
-import * as Options from "./internal/options.js"
+import * as Options from "./internal/optionFacts.js"
 
 /**
  * The options of one call, resolved from the workflow's bounds and the command's overrides.
@@ -26,7 +26,14 @@ import * as Options from "./internal/options.js"
  * @since 0.2.0
  * @category Models
  */
-export type { ResolvedOptions } from "./internal/options.js"
+export interface ResolvedOptions {
+  /** The command's values, else the workflow's defaults. */
+  readonly values: RequestOptions
+  /** Options every target must accept: set by the command, or pinned by the workflow. */
+  readonly required: ReadonlyArray<OptionName>
+  /** Wire fields per provider id: the workflow's and the command's (never the same field). */
+  readonly providerOptions: ProviderOptions | undefined
+}
 
 // ---------------------------------------------------------------------------------------------
 // The neutral set

@@ -123,8 +123,7 @@ const maxDurationMillis = Duration.toMillis(maxDuration)
  * A duration in configuration, written as milliseconds: finite, between 0 and {@link maxDuration}.
  * Checked on both sides, so a class built in code refuses `Duration.infinity` too.
  *
- * @since 0.1.0
- * @category Models
+ * @internal
  */
 export const Millis = Schema.transform(
   Schema.Number.pipe(
@@ -162,8 +161,7 @@ export const Label = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxLabel
 /**
  * A non-empty list of at most 32 {@link Label}s.
  *
- * @since 0.2.0
- * @category Models
+ * @internal
  */
 export const Labels = Schema.NonEmptyArray(Label).pipe(Schema.maxItems(maxLabels))
 
@@ -187,8 +185,7 @@ const NonNegative = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
 /**
  * Most dimensions an embedding vector may declare.
  *
- * @since 0.2.0
- * @category Constants
+ * @internal
  */
 export const maxEmbeddingDimensions = 65_536
 
@@ -282,9 +279,7 @@ export class AttemptLimits extends Schema.Class<AttemptLimits>("@modelgate/core/
  * @since 0.1.0
  * @category Models
  */
-export const TargetStatus = Schema.Literal("active", "deprecated", "disabled")
-/** @since 0.1.0 */
-export type TargetStatus = typeof TargetStatus.Type
+const TargetStatus = Schema.Literal("active", "deprecated", "disabled")
 
 /**
  * Quality class of a target, weakest first. Order matters: `minQualityTier` keeps targets at or
@@ -303,9 +298,7 @@ export type QualityTier = typeof QualityTier.Type
  * @since 0.2.0
  * @category Models
  */
-export const LatencyTier = Schema.Literal("fast", "medium", "slow")
-/** @since 0.2.0 */
-export type LatencyTier = typeof LatencyTier.Type
+const LatencyTier = Schema.Literal("fast", "medium", "slow")
 
 /**
  * Cost class of a target, cheapest first (descriptive: scoring reads the prices).
@@ -313,9 +306,7 @@ export type LatencyTier = typeof LatencyTier.Type
  * @since 0.2.0
  * @category Models
  */
-export const CostTier = Schema.Literal("low", "medium", "high")
-/** @since 0.2.0 */
-export type CostTier = typeof CostTier.Type
+const CostTier = Schema.Literal("low", "medium", "high")
 
 /**
  * Rank of a quality class (`low` 0, `standard` 1, `high` 2).
@@ -346,8 +337,7 @@ const maxSegmentLength = 100
 /**
  * A task segment (task class) that quality is verified for.
  *
- * @since 0.2.0
- * @category Models
+ * @internal
  */
 export const Segment = Schema.NonEmptyTrimmedString.pipe(
   Schema.maxLength(maxSegmentLength),

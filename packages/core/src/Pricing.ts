@@ -13,8 +13,7 @@ import { defaultMaxOutputTokens } from "./Workflow.js"
  * output tokens after its input is excluded (`BUDGET_DOES_NOT_FIT`), and an attempt whose
  * remaining reservation pays for fewer does not start.
  *
- * @since 0.2.0
- * @category Constants
+ * @internal
  */
 export const minimumUsefulOutputTokens = 16
 
@@ -83,8 +82,7 @@ export const costOf = (target: ModelTarget, usage: Tokens): number => {
 /**
  * Input tokens at `target`: the estimate scaled by its tokenizer safety factor.
  *
- * @since 0.2.0
- * @category Pricing
+ * @internal
  */
 export const inputTokensAt = (estimatedInputTokens: number, target: ModelTarget): number =>
   Math.ceil(estimatedInputTokens * target.tokenizerSafetyFactor)
@@ -145,8 +143,7 @@ export const affordableOutput = (amountLeft: number, inputTokens: number, target
  * The target's list price: input plus output price per million tokens (what scored selection
  * compares when the input was not counted).
  *
- * @since 0.2.0
- * @category Pricing
+ * @internal
  */
 export const listPrice = (target: ModelTarget): number =>
   target.pricing.inputPerMillion + target.pricing.outputPerMillion

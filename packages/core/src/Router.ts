@@ -11,46 +11,20 @@
  *
  * @since 0.1.0
  */
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import { type Failure, fromFailure, type GatewayError } from "./Errors.js"
+import { fromFailure, type GatewayError } from "./Errors.js"
 import { Health } from "./Health.js"
 import type { ModelCommand } from "./ModelCommand.js"
-import * as ModelOptions from "./ModelOptions.js"
-import * as Options from "./internal/options.js"
-import type { TargetRef } from "./ModelTarget.js"
-import type * as Tenancy from "./Tenancy.js"
-import { boundDetail } from "./RouteDecision.js"
-import * as TokenEstimator from "./TokenEstimator.js"
 import type { CompiledWorkflow } from "./internal/compiled.js"
-import { variantOf } from "./internal/router/canary.js"
-import type { BreakerView } from "./internal/router/context.js"
 import type { Route } from "./internal/router/decision.js"
-import { fitsEveryWindow } from "./internal/router/eligibility.js"
-import { withTokens } from "./internal/router/selection.js"
-import { type RouterState, remember, RoutedWorkflows, stateOf } from "./internal/router/state.js"
+import { decide } from "./internal/router/engine.js"
+import { type RouterState, RoutedWorkflows, stateOf } from "./internal/router/state.js"
 
-export { canaryHash, canaryKey, canarySide } from "./internal/router/canary.js"
-export type { BreakerView } from "./internal/router/context.js"
-export { type Route, withoutTargets } from "./internal/router/decision.js"
-export { checkTarget, defaultQualityThreshold, minimumContextOutputTokens } from "./internal/router/eligibility.js"
-export { escalateFrom, isStronger } from "./internal/router/escalation.js"
-export { countEscalation, metrics } from "./internal/router/metrics.js"
-export {
-  defaultDeprecatedPenalty,
-  defaultShortDeadline,
-  defaultSwitchMargin,
-  defaultWeights,
-  degradedBelow,
-  healthOf,
-  lowHeadroom,
-  qualityFit,
-  type Ranking,
-  type ScoreContext,
-  score
-} from "./internal/router/scoring.js"
-export { makeState, maxSessionKeys, type RouterState } from "./internal/router/state.js"
+export type { Route } from "./internal/router/decision.js"
+export { defaultMaxInputCharacters } from "./internal/router/engine.js"
+export { metrics } from "./internal/router/metrics.js"
+export { defaultWeights, type Ranking, type ScoreContext, score } from "./internal/router/scoring.js"
+export type { RouterState } from "./internal/router/state.js"
 
 /**
  * @since 0.1.0
@@ -62,176 +36,6 @@ export interface Service {
   /** What the router remembers between decisions (owned by the gateway). */
   readonly state: RouterState
   readonly resolve: (command: ModelCommand, mode?: "generate" | "stream") => Effect.Effect<Route, GatewayError>
-}
-
-/**
- * Input-size limit of one call in characters, when its workflow sets none: about 1 M characters
- * (~250 K tokens of prose). Larger inputs are `InvalidRequest` (`input_too_large`) before anything
- * is counted, reserved or sent.
- *
- * @since 0.2.0
- * @category Constants
- */
-export const defaultMaxInputCharacters = 1_048_576
-
-/**
- * `workflows` routed with `state` (a fresh one when omitted): what {@link decide} and
- * {@link rememberServed} read the router's memory from. `make` does this for the gateway.
- *
- * @since 0.2.0
- * @category Constructors
- */
-export const routed = (
-  workflows: ReadonlyMap<string, CompiledWorkflow>,
-  state: RouterState = stateOf(workflows)
-): ReadonlyMap<string, CompiledWorkflow> => new RoutedWorkflows(workflows, state)
-
-/**
- * Session affinity: remembers that `target` served the last call of `sessionKey` on `workflow`
- * (the engine calls it with the target whose answer was used, after any fallback or escalation),
- * so the session's next scored decision gives it the affinity term while it is healthy. At most
- * `maxSessionKeys` keys per gateway, least recently used forgotten first. The memory is the state
- * `workflows` carries ({@link routed}); a bare map keeps none.
- *
- * @since 0.2.0
- * @category Routing
- */
-export const rememberServed = (
-  workflows: ReadonlyMap<string, CompiledWorkflow>,
-  workflow: string,
-  sessionKey: string,
-  target: TargetRef
-): void => remember(stateOf(workflows), workflow, sessionKey, target)
-
-/**
- * Routes `command` under the compiled `workflows` (with the router state they carry, see
- * {@link routed}): the route, or why there is none as a {@link Failure} (the caller turns it into
- * an error with its call id). Decides when called (wrap it in `Effect.suspend` to decide when
- * run); synchronous unless a breaker check has to wait for its store or a large input is counted
- * in slices.
- *
- * @since 0.2.0
- * @category Routing
- */
-export const decide = (
-  workflows: ReadonlyMap<string, CompiledWorkflow>,
-  breakers: BreakerView,
-  command: ModelCommand,
-  mode: "generate" | "stream",
-  budgetLimited: boolean,
-  /** The call's id: the stickiness key of a `call` (or keyless `session`) canary. */
-  callId?: string,
-  /**
-   * The time the call has, ms: the earliest of the command's timeout, the workflow's and what is
-   * left of an enclosing agent run (the engine passes its call's deadline). Omitted: the command's
-   * and the workflow's timeout. Every time rule (the short-deadline fast class, the latency fit)
-   * reads this one value.
-   */
-  timeLeftMs?: number,
-  /** The tenant the host vouched for (`Tenancy`): only it opens tenant-dedicated targets. */
-  identity?: Tenancy.Identity
-): Effect.Effect<Route, Failure> => {
-  const state = stateOf(workflows)
-  const compiled = variantOf(state, workflows.get(command.workflow), command, callId)
-  if (compiled === undefined) {
-    return Effect.fail({
-      _tag: "InvalidRequest",
-      reason: "unknown_workflow",
-      detail: `no workflow "${command.workflow}"`
-    })
-  }
-  const checked = checkCommand(compiled, command)
-  if (Either.isLeft(checked)) return Effect.fail(checked.left)
-  const w = compiled.workflow
-  const limit = Math.min(command.maxInputTokens ?? Infinity, w.maxInputTokens ?? Infinity)
-  const maxCost = Math.min(command.maxCost ?? Infinity, w.maxCost ?? Infinity)
-  const input = { messages: command.messages, tools: command.tools, outputJsonSchema: compiled.jsonSchema }
-  let characters: number
-  let needsCount: boolean
-  try {
-    characters = TokenEstimator.inputCharacters(input)
-    // Count only when a limit needs it, or when the input may not fit a context window.
-    needsCount = budgetLimited || limit < Infinity || maxCost < Infinity || !fitsEveryWindow(compiled, command, input)
-  } catch {
-    // e.g. tool parameters nested too deep to serialize: refuse the request, never crash
-    return Effect.fail({ _tag: "InvalidRequest", reason: "invalid_command", detail: "the request cannot be measured" })
-  }
-  const maxCharacters = w.maxInputCharacters ?? defaultMaxInputCharacters
-  if (characters > maxCharacters) {
-    return Effect.fail({
-      _tag: "InvalidRequest",
-      reason: "input_too_large",
-      detail: `input of ${characters} characters exceeds the limit of ${maxCharacters} characters`
-    })
-  }
-  const images = command.hasImages
-  const options = checked.right
-  const withCount = (inputTokens: number | undefined) =>
-    withTokens(
-      {
-        state,
-        compiled,
-        breakers,
-        command,
-        mode,
-        options,
-        callId,
-        images,
-        inputTokens,
-        identity,
-        timeLeftMs: timeLeftMs ?? timeoutOf(command, w)
-      },
-      limit
-    )
-  if (!needsCount) return withCount(undefined)
-  // Small inputs are counted at once; large ones in slices that give the event loop turns.
-  if (characters <= TokenEstimator.sliceCharacters) return withCount(TokenEstimator.estimateInput(input))
-  return Effect.flatMap(TokenEstimator.estimateInputYielding(input), withCount)
-}
-
-/** The time a call has when nothing but its command and workflow bound it: the earlier timeout, ms. */
-const timeoutOf = (command: ModelCommand, w: CompiledWorkflow["workflow"]): number =>
-  Math.min(command.timeout === undefined ? Infinity : Duration.toMillis(command.timeout), Duration.toMillis(w.timeout))
-
-/** The command's own checks: regions within the workflow's, options within its bounds, provider options allowed. */
-const checkCommand = (
-  compiled: CompiledWorkflow,
-  command: ModelCommand
-): Either.Either<ModelOptions.ResolvedOptions, Failure> => {
-  const w = compiled.workflow
-  if (command.regions?.some((r) => !w.regions.includes(r))) {
-    return Either.left({
-      _tag: "InvalidRequest",
-      reason: "invalid_command",
-      detail: boundDetail(
-        `regions [${(command.regions ?? []).join(", ")}] are not within the workflow's [${w.regions.join(", ")}]`
-      )
-    })
-  }
-  const resolved = Options.resolve(w, command)
-  if (Either.isLeft(resolved)) {
-    return Either.left({ _tag: "InvalidRequest", reason: "invalid_command", detail: boundDetail(resolved.left) })
-  }
-  const fields = resolved.right.providerOptions === undefined ? undefined : providerOptionsProblem(compiled, command)
-  if (fields !== undefined) {
-    return Either.left({ _tag: "InvalidRequest", reason: "invalid_command", detail: boundDetail(fields) })
-  }
-  return Either.right(resolved.right)
-}
-
-/**
- * The first problem of the command's provider options against the adapters' allowlists (a
- * provider without an adapter in the gateway has none), or `undefined`.
- */
-const providerOptionsProblem = (compiled: CompiledWorkflow, command: ModelCommand): string | undefined => {
-  const given = command.providerOptions
-  if (given === undefined) return undefined
-  for (const [provider, fields] of Object.entries(given)) {
-    const allowlist = compiled.providerOptionAllowlists.get(provider)
-    const problems = ModelOptions.providerOptionsProblems(provider, fields, allowlist)
-    if (problems.length > 0) return `providerOptions: ${problems.join("; ")}`
-  }
-  return undefined
 }
 
 /**

@@ -36,7 +36,7 @@ import { costAt, costOf, inputTokensAt, outputCapAt } from "./Pricing.js"
 import type { ProviderAdapter } from "./ProviderAdapter.js"
 import type * as RateLimitStore from "./RateLimitStore.js"
 import { ExcludedTarget } from "./RouteDecision.js"
-import { canarySide, checkTarget } from "./Router.js"
+import { canarySide, checkTarget } from "./internal/router/engine.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 
 /**
@@ -88,7 +88,7 @@ export class ShadowRecorder extends Context.Tag("@modelgate/core/ShadowRecorder"
  * @since 0.2.0
  * @category Layers
  */
-export const recorderLog: Recorder = {
+const recorderLog: Recorder = {
   record: (r) =>
     Effect.annotateLogs(Effect.logInfo("modelgate shadow call"), {
       callId: r.callId,

@@ -145,8 +145,7 @@ export const tenantHashed = (hash: (tenant: string) => string): TenantAttribute 
 /**
  * Span names.
  *
- * @since 0.1.0
- * @category Constants
+ * @internal
  */
 export const SpanName = {
   generate: "modelgate.generate",

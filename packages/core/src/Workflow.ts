@@ -88,12 +88,10 @@ export class RetryPolicy extends Schema.Class<RetryPolicy>("@modelgate/core/Retr
  * @since 0.1.0
  * @category Models
  */
-export const DegradeSpec = Schema.Union(
+const DegradeSpec = Schema.Union(
   Schema.TaggedStruct("static", { value: Schema.Unknown }),
   Schema.TaggedStruct("handler", { name: Name })
 )
-/** @since 0.1.0 */
-export type DegradeSpec = typeof DegradeSpec.Type
 
 /**
  * Risk of a workflow's or a command's task. `HIGH` keeps only targets with a verified quality
@@ -113,9 +111,7 @@ export type Risk = typeof Risk.Type
  * @since 0.2.0
  * @category Models
  */
-export const Selection = Schema.Literal("ordered", "scored")
-/** @since 0.2.0 */
-export type Selection = typeof Selection.Type
+const Selection = Schema.Literal("ordered", "scored")
 
 const Weight = Schema.Number.pipe(Schema.between(0, 1))
 
@@ -148,7 +144,7 @@ export class ScoringPolicy extends Schema.Class<ScoringPolicy>("@modelgate/core/
   deprecatedPenalty: Schema.optional(Weight),
   /**
    * Hysteresis: the workflow's last best-scoring target stays first until another one's score is
-   * higher by more than this. Default 0.03 (`Router.defaultSwitchMargin`).
+   * higher by more than this. Default 0.03.
    */
   switchMargin: Schema.optional(Weight)
 }) {}
@@ -185,9 +181,7 @@ export class EscalationPolicy extends Schema.Class<EscalationPolicy>("@modelgate
  * @since 0.2.0
  * @category Models
  */
-export const CanaryStickiness = Schema.Literal("session", "tenant", "call")
-/** @since 0.2.0 */
-export type CanaryStickiness = typeof CanaryStickiness.Type
+const CanaryStickiness = Schema.Literal("session", "tenant", "call")
 
 /**
  * How a canary's controller (`CanaryController`) moves its share: after each `window` in which the
@@ -256,9 +250,7 @@ export class CanaryPolicy extends Schema.Class<CanaryPolicy>("@modelgate/core/Ca
  * @since 0.2.0
  * @category Models
  */
-export const OnNewVersion = Schema.Literal("switch", "canary")
-/** @since 0.2.0 */
-export type OnNewVersion = typeof OnNewVersion.Type
+const OnNewVersion = Schema.Literal("switch", "canary")
 
 /**
  * The canary a new model version starts as under `onNewVersion: "canary"`.

@@ -4,11 +4,12 @@
  * passes every hard constraint, the baseline route is its fallback, and evidence says which side.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { GatewayConfig, Router } from "@modelgate/core"
+import { GatewayConfig, ModelGateway } from "@modelgate/core"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import * as Telemetry from "@modelgate/core/Telemetry"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, Exit, Metric } from "effect"
+import { Effect, Exit, Fiber, Metric, TestClock } from "effect"
+import * as RouterEngine from "../src/internal/router/engine.js"
 import { command, gatewayLayer, providers, refs, target, targets, workflow } from "./fixtures.js"
 import { candidateRef, keyOn as keyOnCanary } from "./lifecycleFixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
@@ -45,12 +46,12 @@ describe("canary assignment", () => {
     const policy = canary()
     for (let i = 0; i < 500; i++) {
       const key = `tenant-${i}`
-      const side = Router.canarySide(policy, key)
-      for (let k = 0; k < 3; k++) assert.strictEqual(Router.canarySide(policy, key), side)
+      const side = RouterEngine.canarySide(policy, key)
+      for (let k = 0; k < 3; k++) assert.strictEqual(RouterEngine.canarySide(policy, key), side)
     }
     // another canary id reshuffles the buckets
-    const sides = Array.from({ length: 200 }, (_, i) => Router.canarySide(policy, `k${i}`))
-    const other = Array.from({ length: 200 }, (_, i) => Router.canarySide({ ...policy, id: "other" }, `k${i}`))
+    const sides = Array.from({ length: 200 }, (_, i) => RouterEngine.canarySide(policy, `k${i}`))
+    const other = Array.from({ length: 200 }, (_, i) => RouterEngine.canarySide({ ...policy, id: "other" }, `k${i}`))
     assert.notDeepEqual(sides, other)
   })
 
@@ -59,22 +60,22 @@ describe("canary assignment", () => {
     for (const target of [0.01, 0.05, 0.2]) {
       let candidate = 0
       for (let i = 0; i < 10_000; i++) {
-        if (Router.canarySide({ ...policy, share: target }, `session-${i}`) === "candidate") candidate++
+        if (RouterEngine.canarySide({ ...policy, share: target }, `session-${i}`) === "candidate") candidate++
       }
       const share = candidate / 10_000
       assert.isTrue(Math.abs(share - target) <= 0.01, `share ${share} for ${target}`)
     }
     // share 1 puts every key on the candidate side
-    assert.strictEqual(Router.canarySide({ ...policy, share: 1 }, "any"), "candidate")
+    assert.strictEqual(RouterEngine.canarySide({ ...policy, share: 1 }, "any"), "candidate")
   })
 
   it("the stickiness key: sessionKey (else call id), tenant, or call id", () => {
     const cmd = command("ticket.reply", { sessionKey: "s-1" })
-    assert.strictEqual(Router.canaryKey({ stickiness: "session" }, cmd, "call-1"), "s-1")
-    assert.strictEqual(Router.canaryKey({ stickiness: "session" }, command("ticket.reply"), "call-1"), "call-1")
-    assert.strictEqual(Router.canaryKey({ stickiness: "tenant" }, cmd, "call-1"), "acme")
-    assert.strictEqual(Router.canaryKey({ stickiness: "call" }, cmd, "call-1"), "call-1")
-    assert.strictEqual(Router.canaryKey({ stickiness: "call" }, cmd, undefined), undefined)
+    assert.strictEqual(RouterEngine.canaryKey({ stickiness: "session" }, cmd, "call-1"), "s-1")
+    assert.strictEqual(RouterEngine.canaryKey({ stickiness: "session" }, command("ticket.reply"), "call-1"), "call-1")
+    assert.strictEqual(RouterEngine.canaryKey({ stickiness: "tenant" }, cmd, "call-1"), "acme")
+    assert.strictEqual(RouterEngine.canaryKey({ stickiness: "call" }, cmd, "call-1"), "call-1")
+    assert.strictEqual(RouterEngine.canaryKey({ stickiness: "call" }, cmd, undefined), undefined)
   })
 })
 

@@ -5,9 +5,10 @@
  * published; the router assigns sides with the controller's share.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { CanaryController, GatewayConfig, ModelGateway, Router } from "@modelgate/core"
+import { CanaryController, GatewayConfig, ModelGateway } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Effect, Fiber, Layer, Metric, Stream } from "effect"
+import * as RouterEngine from "../src/internal/router/engine.js"
 import { command, gatewayLayer, target, targets, workflow } from "./fixtures.js"
 import { at, candidateRef, concurrently } from "./lifecycleFixtures.js"
 
@@ -33,8 +34,8 @@ const keysIn = (from: number, to: number, count: number): Array<string> => {
   const out: Array<string> = []
   for (let i = 0; out.length < count; i++) {
     const key = `s-${i}`
-    const onFrom = from > 0 && Router.canarySide({ id: canaryId, share: from }, key) === "candidate"
-    if (!onFrom && Router.canarySide({ id: canaryId, share: to }, key) === "candidate") out.push(key)
+    const onFrom = from > 0 && RouterEngine.canarySide({ id: canaryId, share: from }, key) === "candidate"
+    if (!onFrom && RouterEngine.canarySide({ id: canaryId, share: to }, key) === "candidate") out.push(key)
   }
   return out
 }
@@ -45,7 +46,7 @@ const baselineKeys = (() => {
   const out: Array<string> = []
   for (let i = 0; out.length < 10; i++) {
     const key = `b-${i}`
-    if (Router.canarySide({ id: canaryId, share: 0.5 }, key) === "baseline") out.push(key)
+    if (RouterEngine.canarySide({ id: canaryId, share: 0.5 }, key) === "baseline") out.push(key)
   }
   return out
 })()

@@ -6,6 +6,7 @@ import { Cause, Config, Duration, Effect, Exit, HashMap, Layer, Logger, Metric, 
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import * as FastPath from "../src/internal/fastPath.js"
+import { maxBytesPerRoute } from "../src/internal/healthConfig.js"
 import { target } from "./fixtures.js"
 
 type Signal = Health.AttemptSignal
@@ -733,12 +734,12 @@ const heapUsage = () => {
 }
 
 describe("Health memory", () => {
-  // Stated bound (Health.maxBytesPerRoute): per route, window.samples × 17 B of ring (Float64
+  // Stated bound (maxBytesPerRoute, internal/healthConfig): per route, window.samples × 17 B of ring (Float64
   // instant, Float32 latency and TTFT, Uint8 kind) plus 1.5 KiB for the objects around it. With the
   // default 100 samples that is 3,236 B per route: 32.4 MB for 10,000 routes with full windows.
   // Rings grow on demand from 8 samples, so a route with a few attempts is bounded by 1,672 B.
   const routes = 10_000
-  const boundPerRoute = (samples: number) => Health.maxBytesPerRoute(config({ window: { samples } }))
+  const boundPerRoute = (samples: number) => maxBytesPerRoute(config({ window: { samples } }))
 
   it.effect(
     "10,000 routes with full windows and every 10th breaker open stay within the stated bound",

@@ -9,6 +9,7 @@ import { Concurrency, GatewayConfig, Health, ModelGateway, Router } from "@model
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { Effect, type Layer, Metric, Schema, TestClock } from "effect"
+import * as RouterEngine from "../src/internal/router/engine.js"
 import { command } from "./fixtures.js"
 import { routingGateway } from "./routingFixtures.js"
 
@@ -250,7 +251,7 @@ describe("health record: status and headroom", () => {
             [refs.a, 0.5, "DEGRADED"]
           ]
         )
-        const full = yield* Router.decide(
+        const full = yield* RouterEngine.decide(
           gateway.router.workflows,
           { isOpen: health.isOpen, snapshot: health.snapshot, concurrencyHeadroom: concurrency.targetHeadroom },
           command("headroom"),

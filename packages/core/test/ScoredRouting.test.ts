@@ -22,6 +22,8 @@ import {
   Schema,
   TestClock
 } from "effect"
+import * as FastPath from "../src/internal/fastPath.js"
+import * as RouterEngine from "../src/internal/router/engine.js"
 import { capturingLogger, command, gatewayLayer } from "./fixtures.js"
 import {
   classedTarget,
@@ -390,7 +392,7 @@ describe("scored selection: health, escalation, affinity", () => {
     }).pipe(Effect.provide(memoryLayer()))
   )
 
-  it("Router.healthOf: success rate, half-open breaker, low rate-limit headroom until its reset", () => {
+  it("RouterEngine.healthOf: success rate, half-open breaker, low rate-limit headroom until its reset", () => {
     const record = (fields: Partial<Health.RouteHealth>) =>
       new Health.RouteHealth({
         route: refs.fast,
@@ -400,22 +402,22 @@ describe("scored selection: health, escalation, affinity", () => {
         samples: 10,
         ...fields
       })
-    assert.strictEqual(Router.healthOf(record({ samples: 0 })), 1)
-    assert.strictEqual(Router.healthOf(record({ successRate: 0.9 })), 0.9)
-    assert.strictEqual(Router.healthOf(record({ successRate: 0.9, breaker: "half_open" })), 0.45)
+    assert.strictEqual(RouterEngine.healthOf(record({ samples: 0 })), 1)
+    assert.strictEqual(RouterEngine.healthOf(record({ successRate: 0.9 })), 0.9)
+    assert.strictEqual(RouterEngine.healthOf(record({ successRate: 0.9, breaker: "half_open" })), 0.45)
     // headroom 2/100 = 0.02 < 0.1: × (0.5 + 0.5·0.02/0.1) = × 0.6
     const low = { remainingRequests: 2, limitRequests: 100, reportedAt: 900, resetAt: 2000 }
-    assert.strictEqual(Router.healthOf(record({ successRate: 0.9, rateLimit: low })), 0.54)
+    assert.strictEqual(RouterEngine.healthOf(record({ successRate: 0.9, rateLimit: low })), 0.54)
     // a 429 without headers: nothing left, × 0.5
     assert.strictEqual(
-      Router.healthOf(record({ successRate: 1, rateLimit: { remainingRequests: 0, reportedAt: 900 } })),
+      RouterEngine.healthOf(record({ successRate: 1, rateLimit: { remainingRequests: 0, reportedAt: 900 } })),
       0.5
     )
     // reset already passed: no penalty
-    assert.strictEqual(Router.healthOf(record({ successRate: 0.9, rateLimit: { ...low, resetAt: 1000 } })), 0.9)
+    assert.strictEqual(RouterEngine.healthOf(record({ successRate: 0.9, rateLimit: { ...low, resetAt: 1000 } })), 0.9)
     // plenty of headroom: no penalty
     const plenty = { remainingTokens: 50_000, limitTokens: 100_000, reportedAt: 900 }
-    assert.strictEqual(Router.healthOf(record({ successRate: 0.9, rateLimit: plenty })), 0.9)
+    assert.strictEqual(RouterEngine.healthOf(record({ successRate: 0.9, rateLimit: plenty })), 0.9)
   })
 
   it.effect("spec T6: stronger-tier selection follows the escalation signal and the hard filters", () =>
@@ -556,25 +558,45 @@ describe("scored selection: health, escalation, affinity", () => {
         penalty: 0.2,
         total: 0.54
       })
-      // A router of its own (its own state): LRU of Router.maxSessionKeys keys.
-      const workflows = Router.routed(new Map([["scored", compiled]]))
+      // A router of its own (its own state): LRU of RouterEngine.maxSessionKeys keys.
+      const workflows = RouterEngine.routed(new Map([["scored", compiled]]))
       const breakers = closedBreakers
       const decide = (extra: Parameters<typeof command>[1]) =>
-        Router.decide(workflows, breakers, command("scored", extra), "generate", false)
-      Router.rememberServed(workflows, "scored", "s0", refs.standard)
-      for (let i = 1; i < Router.maxSessionKeys; i++) Router.rememberServed(workflows, "scored", `k${i}`, refs.fast)
+        RouterEngine.decide(workflows, breakers, command("scored", extra), "generate", false)
+      RouterEngine.rememberServed(workflows, "scored", "s0", refs.standard)
+      for (let i = 1; i < RouterEngine.maxSessionKeys; i++)
+        RouterEngine.rememberServed(workflows, "scored", `k${i}`, refs.fast)
       assert.strictEqual((yield* decide({ sessionKey: "s0" })).selectionReason, "STICKY")
-      for (let i = 0; i < Router.maxSessionKeys; i++) Router.rememberServed(workflows, "scored", `m${i}`, refs.fast)
+      for (let i = 0; i < RouterEngine.maxSessionKeys; i++)
+        RouterEngine.rememberServed(workflows, "scored", `m${i}`, refs.fast)
       const forgotten = yield* decide({ sessionKey: "s0" })
       assert.strictEqual(forgotten.selectionReason, "BEST_SCORE")
       assert.strictEqual(forgotten.eligible[0], refs.fast)
-      // A settled health answer (the noop's) keeps the decision synchronous: no fiber step.
-      const settledView = { ...breakers, snapshot: () => Effect.succeed(Option.none<Health.RouteHealth>()) }
-      const pendingView = { ...breakers, snapshot: () => Effect.sync(() => Option.none<Health.RouteHealth>()) }
-      assert.isTrue(Exit.isExit(Router.decide(workflows, settledView, command("scored"), "generate", false)))
-      const pending = Router.decide(workflows, pendingView, command("scored"), "generate", false)
+      // Health answered synchronously (the noop's: breakers closed, no records, on the view's private
+      // fast path) keeps the decision synchronous: no fiber step. A record to ask of a store does not.
+      const settledView = FastPath.attach(
+        { ...breakers, snapshot: () => Effect.succeed(Option.none<Health.RouteHealth>()) },
+        { _tag: "Health", isOpen: () => false, noRecords: true }
+      )
+      const pendingView = FastPath.attach(
+        { ...breakers, snapshot: () => Effect.sync(() => Option.none<Health.RouteHealth>()) },
+        { _tag: "Health", isOpen: () => false }
+      )
+      assert.isTrue(Exit.isExit(RouterEngine.decide(workflows, settledView, command("scored"), "generate", false)))
+      const pending = RouterEngine.decide(workflows, pendingView, command("scored"), "generate", false)
       assert.isFalse(Exit.isExit(pending))
       assert.deepStrictEqual((yield* pending).eligible, forgotten.eligible)
+      // Health off (the real layer) answers on its fast path: synchronous, the same decision.
+      const off = yield* Effect.provide(Health.Health, Health.layerOff)
+      const viaOff = RouterEngine.decide(workflows, off, command("scored"), "generate", false)
+      assert.isTrue(Exit.isExit(viaOff))
+      assert.deepStrictEqual((yield* viaOff).eligible, forgotten.eligible)
+      // An answer that is only an already-settled Effect is not peeked at: it runs (a fiber step),
+      // with the same decision.
+      const plainView = { ...breakers, snapshot: () => Effect.succeed(Option.none<Health.RouteHealth>()) }
+      const viaPlain = RouterEngine.decide(workflows, plainView, command("scored"), "generate", false)
+      assert.isFalse(Exit.isExit(viaPlain))
+      assert.deepStrictEqual((yield* viaPlain).eligible, forgotten.eligible)
     }).pipe(Effect.provide(layer()))
   )
 })
@@ -664,9 +686,9 @@ describe("scored selection over generated registries", () => {
         })
         const decideOnce = () =>
           Effect.runSync(
-            Effect.either(Router.decide(new Map([["gen", compiled]]), closedBreakers, cmd, "generate", false)).pipe(
-              Logger.withMinimumLogLevel(LogLevel.None)
-            )
+            Effect.either(
+              RouterEngine.decide(new Map([["gen", compiled]]), closedBreakers, cmd, "generate", false)
+            ).pipe(Logger.withMinimumLogLevel(LogLevel.None))
           )
         const first = decideOnce()
         const second = decideOnce()
@@ -676,7 +698,8 @@ describe("scored selection over generated registries", () => {
         const allowed = (t: ModelTarget) =>
           t.status !== "disabled" &&
           (min === undefined || (t.qualityTier !== undefined && qualityRank(t.qualityTier) >= min)) &&
-          (!high || (c.segment !== undefined && (t.quality?.extract?.score ?? -1) >= Router.defaultQualityThreshold))
+          (!high ||
+            (c.segment !== undefined && (t.quality?.extract?.score ?? -1) >= RouterEngine.defaultQualityThreshold))
         const expected = targets.filter(allowed)
         if (Either.isLeft(first)) {
           assert.strictEqual(expected.length, 0)

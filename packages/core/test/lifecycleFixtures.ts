@@ -2,8 +2,8 @@
  * Helpers shared by the model-lifecycle tests (canary assignment and controller, quality signals,
  * shadow traffic, model versions): the candidate target, virtual-time steps, canary keys.
  */
-import { Router } from "@modelgate/core"
 import { Effect, Fiber, TestClock } from "effect"
+import * as RouterEngine from "../src/internal/router/engine.js"
 
 /** The canary / shadow candidate of the lifecycle tests (a `vllm` target of the fixtures' `target`). */
 export const candidateRef = "model://vllm/candidate@eu" as const
@@ -27,6 +27,6 @@ export const keyOn = (
 ): string => {
   for (let i = 0; ; i++) {
     const key = `${prefix}${i}`
-    if (Router.canarySide(canary, key) === side) return key
+    if (RouterEngine.canarySide(canary, key) === side) return key
   }
 }

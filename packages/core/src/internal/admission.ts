@@ -27,7 +27,7 @@ import { replanned } from "./router/decision.js"
  * (the affordable part of `route` when the budget refused the whole). Both are in `call.holds`
  * from the moment they are held; the exit handler settles them.
  */
-export const admit = (ctx: EngineContext, call: Call, route: Router.Route): Effect.Effect<Router.Route, Failure> => {
+export const admit = (ctx: EngineContext, call: Call, route: Route): Effect.Effect<Route, Failure> => {
   const holds = call.holds
   holds.route = route
   const amount = reservationOf(call, route)
@@ -149,7 +149,7 @@ export const worstCaseAt = (
  * the workflow's maxCost and by what is left of its run's budget (carved from the run until the
  * call settles); 0 when nothing needed a count. Sets the call's estimated cost.
  */
-const reservationOf = (call: Call, route: Router.Route): number => {
+const reservationOf = (call: Call, route: Route): number => {
   if (route.inputTokens === undefined) return 0
   const cmd = call.command
   let worst = 0
@@ -168,7 +168,7 @@ const reservationOf = (call: Call, route: Router.Route): number => {
 }
 
 /** `cost` capped by the call's and the workflow's maxCost. */
-const cappedCost = (call: Call, route: Router.Route, cost: number): number =>
+const cappedCost = (call: Call, route: Route, cost: number): number =>
   Math.min(cost, call.command.maxCost ?? Infinity, route.compiled.workflow.maxCost ?? Infinity)
 
 /** What a refused reservation re-plans to: the route and the amount to reserve for it (none: degrade). */
@@ -192,7 +192,7 @@ interface Replan {
  */
 const replanWithin = (
   call: Call,
-  route: Router.Route,
+  route: Route,
   refused: {
     readonly limit: number
     readonly committed: number

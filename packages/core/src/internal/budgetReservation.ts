@@ -4,7 +4,7 @@
  * background, `pending` meanwhile), and the overspend report of a late commit.
  */
 import { Cause, Clock, Duration, Effect, Metric } from "effect"
-import type { Reservation, Settlement } from "../Budgets.js"
+import type { Reservation, Settlement } from "./budgetTypes.js"
 import * as Store from "../BudgetStore.js"
 import type { TenantId } from "../ModelCommand.js"
 import * as FastPath from "./fastPath.js"

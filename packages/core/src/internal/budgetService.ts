@@ -4,7 +4,7 @@
  * without I/O the same reserve done at once (the private fast path).
  */
 import { Cause, Duration, Effect, FiberRef, RuntimeFlags } from "effect"
-import type { Balance, Options, Reservation, Service, TenantBudget } from "../Budgets.js"
+import type { Balance, Options, Reservation, Service, TenantBudget } from "./budgetTypes.js"
 import type * as Store from "../BudgetStore.js"
 import { BudgetExceeded, type StoreError } from "../Errors.js"
 import type { TenantId } from "../ModelCommand.js"

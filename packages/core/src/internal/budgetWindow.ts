@@ -1,7 +1,7 @@
 /**
  * Budget windows: the UTC day, the UTC month, or the whole time (`total`), with their store keys.
  */
-import type { Period, Window } from "../Budgets.js"
+import type { Period, Window } from "./budgetTypes.js"
 
 const day = 86_400_000
 const pad = (n: number) => String(n).padStart(2, "0")

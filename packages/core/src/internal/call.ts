@@ -29,10 +29,12 @@ import type * as RateLimitStore from "../RateLimitStore.js"
 import type * as ResponseCache from "../ResponseCache.js"
 import type { Escalation, ExcludedTarget } from "../RouteDecision.js"
 import type * as Router from "../Router.js"
+import type { BreakerView } from "./router/context.js"
 import type * as Telemetry from "../Telemetry.js"
 import type * as Tenancy from "../Tenancy.js"
 import type { AttemptContext } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
+import * as FastPath from "./fastPath.js"
 import type * as Lifecycle from "./lifecycle.js"
 
 /** One running configuration: its router (compiled workflows) and its version. */
@@ -52,12 +54,16 @@ export const makeCallIds = (): CallIds => {
   return { next: (now) => CallId.make(`mg_${now.toString(36)}_${(++seq).toString(36)}`) }
 }
 
-/** The router's view of route health: the health service, plus capped targets' concurrency headroom. */
-export const routeViewOf = (health: Health.Service, concurrency: Concurrency.Service): Router.BreakerView => {
+/**
+ * The router's view of route health: the health service, plus capped targets' concurrency headroom
+ * (with the service's synchronous answers, `internal/fastPath`, carried over).
+ */
+export const routeViewOf = (health: Health.Service, concurrency: Concurrency.Service): BreakerView => {
   const headroom = concurrency.targetHeadroom
-  return headroom === undefined
-    ? health
-    : { isOpen: health.isOpen, snapshot: health.snapshot, concurrencyHeadroom: headroom }
+  if (headroom === undefined) return health
+  const view: BreakerView = { isOpen: health.isOpen, snapshot: health.snapshot, concurrencyHeadroom: headroom }
+  const fast = FastPath.health(health)
+  return fast === undefined ? view : FastPath.attach(view, fast)
 }
 
 /** Services and data the pipeline runs with, resolved once when the gateway is built. */
@@ -81,7 +87,7 @@ export interface EngineContext {
   /** The gateway's call-id sequence. */
   readonly callIds: CallIds
   /** What the router reads of route health ({@link routeViewOf}), built once. */
-  readonly routeView: Router.BreakerView
+  readonly routeView: BreakerView
   /** The response cache of workflows with `cache` (`internal/cache/stage.ts`); none: nothing is cached. */
   readonly cache?: ResponseCache.Service | undefined
 }

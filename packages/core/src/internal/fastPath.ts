@@ -16,10 +16,10 @@
  */
 import type { TenantId } from "../ModelCommand.js"
 import type { ModelTarget, TargetRef } from "../ModelTarget.js"
-import type * as Budgets from "../Budgets.js"
-import type * as BudgetStore from "../BudgetStore.js"
+import type * as Budgets from "./budgetTypes.js"
+import type * as BudgetStore from "./budgetStoreTypes.js"
 import type { BudgetExceeded } from "../Errors.js"
-import type * as PermitStore from "../PermitStore.js"
+import type * as PermitStore from "./permitTypes.js"
 
 /** The slot's key (shared across copies of this module). */
 export const TypeId: unique symbol = Symbol.for("@modelgate/core/FastPath")
@@ -84,6 +84,8 @@ export interface HealthFast {
   readonly record?: (() => void) | undefined
   /** `onFirstAttempt` at the caller's clock reading `now`. */
   readonly onFirstAttempt?: ((now: number) => void) | undefined
+  /** The service keeps no health record (health off): `snapshot` is none for every route, nothing to ask. */
+  readonly noRecords?: boolean | undefined
 }
 
 /** Every kind of synchronous implementation. */

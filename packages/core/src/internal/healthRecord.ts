@@ -141,8 +141,8 @@ const rateLimitExhausted = (record: HealthFacts): boolean => {
 /**
  * The health score of a route (0..1, 4 decimals): `successRate` in the window (1 without samples)
  * × 0.5 for a half-open breaker × `min(1, 0.5 + 0.5·headroom / lowHeadroom)` while a reported
- * rate-limit headroom is below {@link lowHeadroom} and not yet reset (a 429 without headers: 0.5)
- * × the same factor for a concurrency headroom below {@link lowHeadroom}.
+ * rate-limit headroom is below 10 % (`lowHeadroom`) and not yet reset (a 429 without headers: 0.5)
+ * × the same factor for a concurrency headroom below 10 %.
  *
  * @since 0.2.0
  * @category Routing
@@ -171,7 +171,7 @@ export const healthScore = (record: HealthFacts): number => {
  *
  * - `UNAVAILABLE`: the breaker is open, or the provider said its rate limit (requests or tokens)
  *   is used up until a reset still to come. Scored selection excludes it (`UNHEALTHY`).
- * - `DEGRADED`: {@link healthScore} below {@link degradedBelow} (0.8): a success rate under 80 %, a
+ * - `DEGRADED`: {@link healthScore} below 0.8 (`degradedBelow`): a success rate under 80 %, a
  *   half-open breaker, rate-limit or concurrency headroom under 10 %. Scored down by its score.
  * - `HEALTHY`: otherwise.
  *

@@ -3,22 +3,17 @@
  * call's options resolved from the workflow's bounds and the command's overrides, what each target
  * is sent, and what evidence records; plus the checks behind `ModelOptions.providerOptionsProblems`.
  */
-import { Either, Schema } from "effect"
-import type { OptionName, OptionsEvidence, ProviderOptions, RequestOptions, WorkflowOptions } from "../ModelOptions.js"
+import { Either } from "effect"
+import type {
+  OptionName,
+  OptionsEvidence,
+  ProviderOptions,
+  RequestOptions,
+  ResolvedOptions,
+  WorkflowOptions
+} from "../ModelOptions.js"
 
-/** Every neutral option, in a fixed order (the literals of `ModelOptions.OptionName`). */
-export const names = [
-  "temperature",
-  "topP",
-  "seed",
-  "stop",
-  "reasoningEffort",
-  "reasoningBudget",
-  "parallelToolCalls",
-  "presencePenalty",
-  "frequencyPenalty",
-  "userId"
-] as const
+import { names } from "./optionFacts.js"
 
 type MutableOptions = { -readonly [K in keyof RequestOptions]: RequestOptions[K] }
 
@@ -98,48 +93,9 @@ export const boundsProblems = (bounds: WorkflowOptions | undefined): ReadonlyArr
 // Provider options
 // ---------------------------------------------------------------------------------------------
 
-/** Names that could carry an endpoint, a credential or a header, at any depth. */
-export const sensitiveName = /url|uri|endpoint|host|key|secret|token|passw|credential|auth|header|cookie|proxy/i
-
-/** Whether `value` is valid for an allowlist's `schema` (Effect memoises the schema's parser). */
-export const isValid = (schema: Schema.Schema.AnyNoContext, value: unknown): boolean =>
-  Schema.is(schema, { onExcessProperty: "error" })(value)
-
-/** The first key at any depth of `value` that names a URL, key, header…; iterative and bounded. */
-export const sensitiveKeyIn = (value: unknown): boolean => {
-  const stack: Array<{ readonly v: unknown; readonly depth: number }> = [{ v: value, depth: 0 }]
-  let seen = 0
-  while (stack.length > 0) {
-    const { v, depth } = stack.pop()!
-    if (++seen > 10_000 || depth > 16) return true
-    if (typeof v !== "object" || v === null) continue
-    if (Array.isArray(v)) {
-      for (const item of v) stack.push({ v: item, depth: depth + 1 })
-      continue
-    }
-    for (const [key, child] of Object.entries(v)) {
-      if (sensitiveName.test(key)) return true
-      stack.push({ v: child, depth: depth + 1 })
-    }
-  }
-  return false
-}
-
 // ---------------------------------------------------------------------------------------------
 // Resolution
 // ---------------------------------------------------------------------------------------------
-
-/**
- * The options of one call, resolved from the workflow's bounds and the command's overrides.
- */
-export interface ResolvedOptions {
-  /** The command's values, else the workflow's defaults. */
-  readonly values: RequestOptions
-  /** Options every target must accept: set by the command, or pinned by the workflow. */
-  readonly required: ReadonlyArray<OptionName>
-  /** Wire fields per provider id: the workflow's and the command's (never the same field). */
-  readonly providerOptions: ProviderOptions | undefined
-}
 
 /**
  * No options: what a call resolves to when neither the workflow nor the command sets any.

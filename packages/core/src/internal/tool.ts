@@ -4,7 +4,7 @@
  */
 import { Effect, Either, Option, Schema } from "effect"
 import * as ToolLedger from "../ToolLedger.js"
-import type { Executed, Prepared, Tool, ToolContext, ToolOptions } from "../ToolLoop.js"
+import type { Executed, Prepared, Tool, ToolContext, ToolOptions } from "./toolTypes.js"
 import { callIdentity } from "./callIdentity.js"
 import { issueLines } from "./issues.js"
 import * as Loop from "./toolLoop.js"

@@ -12,7 +12,7 @@ import { Usage } from "../ModelResult.js"
 import type * as RunEvents from "../RunEvents.js"
 import * as ToolLedger from "../ToolLedger.js"
 import type { IdempotencyKey } from "../ToolLedgerStore.js"
-import type { Any, LedgerError, Options, Prepared } from "../ToolLoop.js"
+import type { Any, LedgerError, Options, Prepared } from "./toolTypes.js"
 import { issueLines } from "./issues.js"
 
 /** A tool name the providers accept. */

@@ -15,7 +15,7 @@ import { type Ctx, viewOf } from "./context.js"
 import type { Decided, Route } from "./decision.js"
 import { type Exclusion, requestReason, sizeReason, tenantReason } from "./eligibility.js"
 import { countAssignment } from "./metrics.js"
-import { settled, storeFailure } from "./routeHealth.js"
+import { openNow, storeFailure } from "./routeHealth.js"
 import type { RouterState } from "./state.js"
 
 /**
@@ -114,14 +114,13 @@ export const applyCanary = (ctx: Ctx, route: Decided, then: Then): Effect.Effect
     requestReason(ctx.compiled, viewOf(ctx), candidate, ctx.options.required) ??
     sizeReason(ctx.compiled, ctx.command, candidate, ctx.inputTokens)
   if (reason !== undefined) return skipped(ctx, route, canary, candidate, reason, then)
-  const breaker = ctx.breakers.isOpen(candidate)
   const onOpen = (isOpen: boolean) =>
     isOpen
       ? skipped(ctx, route, canary, candidate, { reason: "BREAKER_OPEN", detail: "circuit breaker open" }, then)
       : assigned(ctx, candidateFirst(ctx, route, candidate), canary, { id: canary.id, side: "candidate" }, then)
-  const open = settled(breaker)
+  const open = openNow(ctx.breakers)?.(candidate)
   if (open !== undefined) return onOpen(open)
-  return Effect.flatMap(Effect.mapError(breaker, storeFailure), onOpen)
+  return Effect.flatMap(Effect.mapError(ctx.breakers.isOpen(candidate), storeFailure), onOpen)
 }
 
 /** The route past the candidate side: the candidate first, then the route (or only it without fallback). */

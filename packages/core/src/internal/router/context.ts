@@ -5,7 +5,7 @@
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { StoreError } from "../../Errors.js"
-import type { RouteHealth } from "../../Health.js"
+import type { RouteHealth } from "../healthRecord.js"
 import type { ModelCommand } from "../../ModelCommand.js"
 import type * as ModelOptions from "../../ModelOptions.js"
 import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
@@ -32,7 +32,7 @@ export interface BreakerView {
   readonly concurrencyHeadroom?: ((target: TargetRef) => number | undefined) | undefined
   /**
    * The seam for quality measured in production (e.g. a demotion after a regression): a value
-   * added to a target's quality term on a segment (`Router.qualityFit`); omitted: none.
+   * added to a target's quality term on a segment (its quality fit); omitted: none.
    */
   readonly qualityAdjustment?: ((target: ModelTarget, segment: string | undefined) => number | undefined) | undefined
 }

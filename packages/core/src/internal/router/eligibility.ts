@@ -377,7 +377,7 @@ export const checkTarget = (
 export const fitsEveryWindow = (
   compiled: CompiledWorkflow,
   command: ModelCommand,
-  input: Parameters<typeof TokenEstimator.upperBound>[0]
+  input: TokenEstimator.Input
 ): boolean => {
   const bound = TokenEstimator.upperBound(input)
   const w = compiled.workflow

@@ -1,37 +1,24 @@
 /**
- * Route health as routing reads it: breaker answers and health records that are already settled
- * are read without a fiber step; the others are asked of their store, one by one. Concurrency
+ * Route health as routing reads it: breaker answers and health records that the view answers
+ * synchronously (its private fast path, `internal/fastPath`) are read without a fiber step; the
+ * others are asked of their store, one by one. Concurrency
  * headroom joins the records of capped targets, and an `UNAVAILABLE` route is excluded.
  */
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type { Failure, StoreError } from "../../Errors.js"
-import { noBreaker, noRecord, noSnapshot, RouteHealth, routeKey, statusOf } from "../../Health.js"
-import type { ModelTarget } from "../../ModelTarget.js"
+import * as FastPath from "../fastPath.js"
+import { RouteHealth, routeKey, statusOf } from "../healthRecord.js"
+import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
 import { ExcludedTarget } from "../../RouteDecision.js"
 import type { BreakerView } from "./context.js"
 
 /**
- * The value of a health check that is already settled (`Effect.succeed`, e.g. breakers off), read
- * without a generator step per target; `undefined` when it must run.
+ * The view's synchronous breaker answer (`internal/fastPath`), read without a fiber step:
+ * `undefined` when the view has none (or not for `target`), and the Effect must run.
  */
-export const settled = (check: Effect.Effect<boolean, StoreError>): boolean | undefined =>
-  check === noBreaker
-    ? false
-    : Exit.isExit(check) && Exit.isSuccess(check) && typeof check.value === "boolean"
-      ? check.value
-      : undefined
-
-/** A health snapshot that is already settled (e.g. `Health.layerOff`'s none): `null` for none, `undefined` when it must run. */
-const settledHealth = (
-  check: Effect.Effect<Option.Option<RouteHealth>, StoreError>
-): RouteHealth | null | undefined => {
-  if (!Exit.isExit(check) || !Exit.isSuccess(check) || !Option.isOption(check.value)) return undefined
-  const found = check.value
-  if (Option.isNone(found)) return null
-  return found.value instanceof RouteHealth ? found.value : undefined
-}
+export const openNow = (breakers: BreakerView): ((target: ModelTarget) => boolean | undefined) | undefined =>
+  FastPath.health(breakers)?.isOpen
 
 /** A store failure as the router reports it. */
 export const storeFailure = (e: StoreError): Failure => ({
@@ -53,31 +40,15 @@ export const readHealth = (
   eligible: ReadonlyArray<ModelTarget>
 ): Records | Effect.Effect<Records> => {
   const snapshot = breakers.snapshot
-  // No health service (or the noop's, which keeps no record): nothing to read per target.
-  if (snapshot === undefined || snapshot === noSnapshot) return undefined
-  let healths: Array<RouteHealth | undefined> | undefined
-  for (let i = 0; i < eligible.length; i++) {
-    const check = snapshot(routeKey(eligible[i]!))
-    if (check === noRecord) continue
-    const known = settledHealth(check)
-    if (known === null) continue
-    if (known !== undefined) {
-      healths ??= new Array<RouteHealth | undefined>(eligible.length)
-      healths[i] = known
-      continue
-    }
-    // A store to ask: the rest one by one.
-    const before = healths
-    return Effect.forEach(eligible, (t, k) =>
-      k < i
-        ? Effect.succeed(before?.[k])
-        : Effect.map(
-            Effect.orElseSucceed(k === i ? check : snapshot(routeKey(t)), () => Option.none<RouteHealth>()),
-            Option.getOrUndefined
-          )
+  // No health service (or one that keeps no record, e.g. health off): nothing to read per target.
+  if (snapshot === undefined || eligible.length === 0 || FastPath.health(breakers)?.noRecords === true) return undefined
+  // A store to ask: every record, one by one.
+  return Effect.forEach(eligible, (t) =>
+    Effect.map(
+      Effect.orElseSucceed(snapshot(routeKey(t)), () => Option.none<RouteHealth>()),
+      Option.getOrUndefined
     )
-  }
-  return healths
+  )
 }
 
 /** A record for a target the health service knows nothing about (to carry its concurrency headroom). */

@@ -5,8 +5,8 @@
  * arrays until the scores are read.
  */
 import * as Duration from "effect/Duration"
-import * as HealthThresholds from "../../Health.js"
-import { healthScore, type RouteHealth, statusOf } from "../../Health.js"
+import * as HealthThresholds from "../healthRecord.js"
+import { healthScore, type RouteHealth, statusOf } from "../healthRecord.js"
 import type { ModelCommand } from "../../ModelCommand.js"
 import { type ModelTarget, qualityRank, type TargetRef } from "../../ModelTarget.js"
 import { costAt, inputTokensAt, listPrice } from "../../Pricing.js"
@@ -105,7 +105,7 @@ export interface ScoreContext {
   readonly health?: ReadonlyArray<RouteHealth | undefined> | undefined
   /** The target that served the call's session last time; it gets the affinity term while healthy. */
   readonly sticky?: TargetRef | undefined
-  /** The workflow's last best-scoring target (hysteresis: {@link defaultSwitchMargin}). */
+  /** The workflow's last best-scoring target (hysteresis: the workflow's switch margin, default 0.03). */
   readonly incumbent?: TargetRef | undefined
   /**
    * The time the call has, ms (the router passes the call's: the earliest of the command's and the
@@ -115,12 +115,12 @@ export interface ScoreContext {
   readonly timeLeftMs?: number | undefined
   /** `stream`: the latency term reads the route's TTFT. */
   readonly mode?: "generate" | "stream" | undefined
-  /** Added to a target's quality term (see {@link qualityFit}). */
+  /** Added to a target's quality term (its quality fit). */
   readonly qualityAdjustment?: ((target: ModelTarget, segment: string | undefined) => number | undefined) | undefined
 }
 
 /**
- * Scores below this `health` term are `DEGRADED` (at or above, `HEALTHY`): `Health.degradedBelow`.
+ * Scores below this `health` term are `DEGRADED` (at or above, `HEALTHY`): `degradedBelow` of `internal/healthRecord`.
  *
  * @since 0.2.0
  * @category Constants
@@ -128,7 +128,7 @@ export interface ScoreContext {
 export const degradedBelow = HealthThresholds.degradedBelow
 
 /**
- * Headroom below which the `health` term is scored down: `Health.lowHeadroom`.
+ * Headroom below which the `health` term is scored down: `lowHeadroom` of `internal/healthRecord`.
  *
  * @since 0.2.0
  * @category Constants
@@ -164,7 +164,7 @@ export interface Ranking {
  * with each one's score and the reason the first leads. Pure and deterministic.
  *
  * Per target, each term in 0..1 (rounded to 4 decimals):
- * - `quality`: {@link qualityFit} (the verified score on the call's segment, else the class: `low`
+ * - `quality`: the quality fit (the verified score on the call's segment, else the class: `low`
  *   0.5, `standard` 0.75, `high` 0.9, else 0.5, plus any quality adjustment); minus 0.1 per class of
  *   distance from the preferred class (if both are known), floored at 0.
  * - `latency`: with an observed p95 on the route (smoothed; TTFT for streams), `1 − p95 / time
@@ -186,7 +186,7 @@ export interface Ranking {
  * first (`fastTier`). Without a session, the workflow's last best-scoring target (`incumbent`)
  * stays first while the leader's total is at most the switch margin (default 0.03) higher. The
  * reason is `STICKY` when the sticky target leads only thanks to its affinity. With the command's
- * `escalate`, the targets stronger than the leader (`Router.isStronger` under the workflow's
+ * `escalate`, the targets stronger than the leader (`isStronger` under the workflow's
  * `escalation` policy) move first, in that order (`ESCALATION`); without any the order stays and
  * `escalation` has no `to`.
  *

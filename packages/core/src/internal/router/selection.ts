@@ -22,7 +22,7 @@ import {
   tenantReason
 } from "./eligibility.js"
 import { countSwitch } from "./metrics.js"
-import { readHealth, type Records, settled, storeFailure, withHeadroom } from "./routeHealth.js"
+import { openNow, readHealth, type Records, storeFailure, withHeadroom } from "./routeHealth.js"
 import { classTermsOf, rank } from "./scoring.js"
 import { memo, stickyTarget } from "./state.js"
 
@@ -56,8 +56,8 @@ export const withTokens = (ctx: Ctx, limit: number): Effect.Effect<Route, Failur
 }
 
 /**
- * One pass in route order: why a target is excluded, else its breaker. A settled breaker answer
- * (breakers off, or a synchronous store) is read without a fiber step; from the first one that has
+ * One pass in route order: why a target is excluded, else its breaker. A breaker the view answers
+ * synchronously (breakers off, or off for the target) is read without a fiber step; from the first one that has
  * to wait for its store, the rest of the targets are decided one by one (the Effect returned).
  */
 const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined => {
@@ -82,14 +82,15 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
   const view = plain === undefined ? viewOf(ctx) : undefined
   // Quality signals (`workflow.quality`): read only by workflows that use them.
   const quality = compiled.lifecycle?.quality === true ? ctx.state.lifecycle : undefined
-  /** The breaker check to run, or `undefined` when the target is excluded before (recorded). */
-  const check = (target: ModelTarget, index: number): Effect.Effect<boolean, StoreError> | undefined => {
+  const open = openNow(ctx.breakers)
+  /** Whether the breaker is open (or the check to run), or `undefined` when the target is excluded before (recorded). */
+  const check = (target: ModelTarget, index: number): boolean | Effect.Effect<boolean, StoreError> | undefined => {
     const why =
       tenantReason(target, ctx.identity) ??
       (view === undefined ? plain?.[index] : requestReason(compiled, view, target, ctx.options.required)) ??
       sizeReason(compiled, command, target, ctx.inputTokens) ??
       (quality === undefined ? undefined : qualityReason(quality, w, command, target))
-    if (why === undefined) return ctx.breakers.isOpen(target)
+    if (why === undefined) return open?.(target) ?? ctx.breakers.isOpen(target)
     pass.excluded.push(exclusion(target, why))
     return undefined
   }
@@ -98,9 +99,8 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
     const target = targets[i]!
     const breaker = check(target, i)
     if (breaker === undefined) continue
-    const open = settled(breaker)
-    if (open !== undefined) {
-      place(target, open)
+    if (typeof breaker === "boolean") {
+      place(target, breaker)
       continue
     }
     const rest = targets.slice(i + 1)
@@ -111,7 +111,11 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
           rest,
           (next, k) => {
             const later = check(next, i + 1 + k)
-            return later === undefined ? Effect.void : Effect.map(later, (isOpen) => place(next, isOpen))
+            return later === undefined
+              ? Effect.void
+              : typeof later === "boolean"
+                ? Effect.sync(() => place(next, later))
+                : Effect.map(later, (isOpen) => place(next, isOpen))
           },
           { discard: true }
         )
@@ -135,7 +139,7 @@ const select = (ctx: Ctx, pass: Pass): Effect.Effect<Route, Failure> => {
   const eligible = pass.eligible
   if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded: pass.excluded })
   if (w.selection === "scored") {
-    // Route health for the health term: read without a fiber step when settled (`Health.layerOff`).
+    // Route health for the health term: none to read without a fiber step when the view keeps no records (`Health.layerOff`).
     const health = readHealth(ctx.breakers, eligible)
     return Effect.isEffect(health) ? Effect.flatMap(health, (h) => scored(ctx, pass, h)) : scored(ctx, pass, health)
   }
