@@ -475,7 +475,8 @@ const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
  * `catalogue` / `catalogueVersion` are set to the entry and this {@link version}. The result is
  * still to be decoded as a `ModelTarget` (which checks every field).
  *
- * @internal
+ * @since 0.2.0
+ * @category Utils
  */
 export const merge = (id: Id, target: Readonly<Record<string, unknown>>): Record<string, unknown> => {
   const fields = targetFields(id)

@@ -13,7 +13,8 @@ import { defaultMaxOutputTokens } from "./Workflow.js"
  * output tokens after its input is excluded (`BUDGET_DOES_NOT_FIT`), and an attempt whose
  * remaining reservation pays for fewer does not start.
  *
- * @internal
+ * @since 0.2.0
+ * @category Constants
  */
 export const minimumUsefulOutputTokens = 16
 
@@ -82,7 +83,8 @@ export const costOf = (target: ModelTarget, usage: Tokens): number => {
 /**
  * Input tokens at `target`: the estimate scaled by its tokenizer safety factor.
  *
- * @internal
+ * @since 0.2.0
+ * @category Utils
  */
 export const inputTokensAt = (estimatedInputTokens: number, target: ModelTarget): number =>
   Math.ceil(estimatedInputTokens * target.tokenizerSafetyFactor)

@@ -16,6 +16,7 @@
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import type { StoreError } from "./Errors.js"
+import type { Entry } from "./internal/cache/entry.js"
 import { attachFastGet } from "./internal/cache/fastGet.js"
 
 /**
@@ -24,15 +25,7 @@ import { attachFastGet } from "./internal/cache/fastGet.js"
  * @since 0.2.0
  * @category Models
  */
-export interface Entry {
-  readonly value: string
-  readonly storedAt: number
-  /**
-   * The decoded answer, kept beside `value` by a store in this process's memory so that a hit
-   * skips decoding; never encoded (a shared store keeps `value` and `storedAt` only).
-   */
-  readonly decoded?: unknown
-}
+export type { Entry } from "./internal/cache/entry.js"
 
 /**
  * An entry as JSON text, for stores that keep strings (`Schema.decodeUnknownEither(EntryFromJson)`).

@@ -4,11 +4,11 @@
  * passes every hard constraint, the baseline route is its fallback, and evidence says which side.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { GatewayConfig, ModelGateway } from "@modelgate/core"
+import { GatewayConfig } from "@modelgate/core"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import * as Telemetry from "@modelgate/core/Telemetry"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, Exit, Fiber, Metric, TestClock } from "effect"
+import { Effect, Exit, Metric } from "effect"
 import * as RouterEngine from "../src/internal/router/engine.js"
 import { command, gatewayLayer, providers, refs, target, targets, workflow } from "./fixtures.js"
 import { candidateRef, keyOn as keyOnCanary } from "./lifecycleFixtures.js"

@@ -13,10 +13,10 @@ import * as GatewayConfig from "@modelgate/core/GatewayConfig"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { costAt, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "@modelgate/core/Pricing"
-import * as Router from "@modelgate/core/Router"
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import { Workflow } from "@modelgate/core/Workflow"
 import { Cause, Effect, Exit, FastCheck as fc, Logger, LogLevel, Schema } from "effect"
+import * as Router from "../src/internal/router/engine.js"
 
 const decodeTarget = Schema.decodeSync(ModelTarget)
 const decodeWorkflow = Schema.decodeSync(Workflow)

@@ -20,7 +20,7 @@ import type * as Router from "../Router.js"
 import { reportOverspend, settledReservation } from "./budgetReservation.js"
 import { type Call, deadlineFailure, type EngineContext, type Holds, storeFailure } from "./call.js"
 import * as FastPath from "./fastPath.js"
-import { replanned } from "./router/decision.js"
+import { replanned, type Route } from "./router/decision.js"
 
 /**
  * Reserves the worst case of `route` and takes the tenant's permit: the route the call runs on

@@ -6,7 +6,7 @@
  *
  * @internal
  */
-import type { Entry } from "../../ResponseCacheStore.js"
+import type { Entry } from "./entry.js"
 
 const slot: unique symbol = Symbol.for("@modelgate/core/ResponseCacheStore/fastGet")
 

@@ -7,7 +7,6 @@ import type { ModelTarget } from "../../ModelTarget.js"
 import { qualityRank } from "../../ModelTarget.js"
 import type { Escalation, EscalationSignal } from "../../RouteDecision.js"
 import type { EscalationPolicy } from "../../Workflow.js"
-import type { Route } from "./decision.js"
 
 /**
  * Whether `candidate` is an escalation target from `from` under `policy`: one of the policy's
@@ -92,7 +91,10 @@ export const withoutTo = (escalation: Escalation): Escalation => {
  * @category Routing
  */
 export const escalateFrom = (
-  route: Route,
+  route: {
+    readonly targets: ReadonlyArray<ModelTarget>
+    readonly compiled: { readonly workflow: { readonly escalation?: EscalationPolicy | undefined } }
+  },
   from: number,
   signal: EscalationSignal
 ): { readonly index: number; readonly escalation: Escalation } => {

@@ -9,7 +9,7 @@ import * as Option from "effect/Option"
 import type { Failure, StoreError } from "../../Errors.js"
 import * as FastPath from "../fastPath.js"
 import { RouteHealth, routeKey, statusOf } from "../healthRecord.js"
-import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
+import type { ModelTarget } from "../../ModelTarget.js"
 import { ExcludedTarget } from "../../RouteDecision.js"
 import type { BreakerView } from "./context.js"
 
