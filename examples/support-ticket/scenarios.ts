@@ -88,7 +88,7 @@ export const scenarios: Record<ScenarioName, Scenario> = {
     name: "budget",
     setup: "tenant acme has a daily budget of $0.004",
     shows:
-      "every call reserves its worst case before any traffic; a call whose expensive targets do not fit what acme has left excludes them (BUDGET_DOES_NOT_FIT) and runs on a cheaper one; once no target fits, the call fails with BudgetExceeded and sends nothing (smaller calls may still fit); globex is unaffected",
+      "every call reserves its worst case before any traffic; a call whose expensive targets do not fit what acme has left excludes them (BUDGET_DOES_NOT_FIT) and runs on a cheaper one; once no target fits, the call sends nothing and gets the workflow's degraded answer where it has one, else fails with BudgetExceeded (smaller calls may still fit); globex is unaffected",
     budgets: { acme: 0.004, globex: 1 },
     fault: () => undefined
   },

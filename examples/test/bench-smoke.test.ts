@@ -28,6 +28,8 @@ describe("bench (smoke)", () => {
       "routing.resolve.scored.1000.us",
       "redis.throughput.vsMemory",
       "redis.roundTripsPerCall",
+      "cache.hit.p50Us",
+      "cache.redis.roundTripsPerHit",
       "overhead.sequential.instant adapter",
       "throughput.1000.instant adapter",
       "overhead.sequential.1 KB JSON adapter",

@@ -166,7 +166,7 @@ describe("ModelGateway over real adapters and the mock server", () => {
       )
       yield* ModelGateway.generate(command("ticket.classify"))
       const health = yield* Health.Health
-      const route = Option.getOrUndefined(yield* health.snapshot("model://openai/gpt-4.1-mini@eu"))
+      const route = Option.getOrUndefined(yield* health.snapshot("model://openai/gpt-4.1-mini@eu#gpt-4.1-mini"))
       assert.strictEqual(route?.rateLimit?.remainingRequests, 7)
       assert.strictEqual(route?.rateLimit?.limitRequests, 500)
       assert.strictEqual(route?.rateLimit?.remainingTokens, 1200)

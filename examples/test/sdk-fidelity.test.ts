@@ -61,7 +61,7 @@ layer(TestLayer, { excludeTestServices: true })("official SDKs against the mock 
           toolCalls: [{ id: "call_1", name: "lookup", arguments: { q: "x" } }],
           usage,
           requestId: "req_fid_1",
-          model: "gpt-x-2026-05-01",
+          model: "fid-openai-ok-2026-05-01",
           systemFingerprint: "fp_1"
         })
       )

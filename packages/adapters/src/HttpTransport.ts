@@ -25,7 +25,7 @@
  * )
  * ```
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 import { HttpClient as PlatformHttpClient } from "@effect/platform"
 import { Context, Effect, Layer, Option } from "effect"
@@ -41,14 +41,14 @@ export type {
    * What an adapter needs of the wire: one JSON exchange (`exchange`) and a response opened for a
    * stream (`open`).
    *
-   * @since 0.3.0
+   * @since 0.2.0
    * @category Models
    */
   Transport,
   /**
    * Pool settings of the direct transport.
    *
-   * @since 0.3.0
+   * @since 0.2.0
    * @category Models
    */
   UndiciOptions
@@ -57,7 +57,7 @@ export type {
 /**
  * The transport the adapters use, when one is provided.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Tags
  */
 export class HttpTransport extends Context.Tag("@modelgate/adapters/HttpTransport")<HttpTransport, Transport>() {}
@@ -66,7 +66,7 @@ export class HttpTransport extends Context.Tag("@modelgate/adapters/HttpTranspor
  * The transport over an `@effect/platform` `HttpClient` (sent without `traceparent`; its span is
  * the client's own).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const fromHttpClient = (http: PlatformHttpClient.HttpClient): Transport =>
@@ -75,7 +75,7 @@ export const fromHttpClient = (http: PlatformHttpClient.HttpClient): Transport =
 /**
  * The direct `undici` transport, its pool owned by the scope.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const makeUndici = (options: UndiciOptions = {}): Effect.Effect<Transport, never, Scope.Scope> =>
@@ -84,7 +84,7 @@ export const makeUndici = (options: UndiciOptions = {}): Effect.Effect<Transport
 /**
  * Provides the direct `undici` transport; its pool is closed with the layer.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerUndici = (options: UndiciOptions = {}): Layer.Layer<HttpTransport> =>
@@ -93,7 +93,7 @@ export const layerUndici = (options: UndiciOptions = {}): Layer.Layer<HttpTransp
 /**
  * Provides the transport over the `HttpClient` in context.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Layers
  */
 export const layerHttpClient: Layer.Layer<HttpTransport, never, PlatformHttpClient.HttpClient> = Layer.effect(
@@ -105,7 +105,7 @@ export const layerHttpClient: Layer.Layer<HttpTransport, never, PlatformHttpClie
  * The transport an adapter's `make` uses: the provided {@link HttpTransport}, else the
  * `HttpClient` in context.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const orHttpClient: Effect.Effect<Transport, never, PlatformHttpClient.HttpClient> = Effect.flatMap(
@@ -117,7 +117,7 @@ export const orHttpClient: Effect.Effect<Transport, never, PlatformHttpClient.Ht
  * The transport an adapter's `layerConfig` uses: the provided {@link HttpTransport}, else a direct
  * `undici` one owned by the scope.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const orUndici: Effect.Effect<Transport, never, Scope.Scope> = Effect.flatMap(

@@ -112,7 +112,7 @@ export interface Options {
  * seen (store units, `BudgetStore.unitsPerCurrency` per currency unit), which Redis no longer has.
  * Tool-ledger claims fail closed from then on until {@link acknowledgeDataLoss}.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface DataLoss {
@@ -194,10 +194,10 @@ export interface Stores {
    * The operator's acknowledgement of a data loss (see {@link DataLoss}): writes a new epoch;
    * claims resume here at once and in every other process at its next epoch read.
    *
-   * @since 0.3.0
+   * @since 0.2.0
    */
   readonly acknowledgeDataLoss: Effect.Effect<void, StoreError>
-  /** Whether this client detected a data loss not yet acknowledged. @since 0.3.0 */
+  /** Whether this client detected a data loss not yet acknowledged. @since 0.2.0 */
   readonly dataLost: () => boolean
 }
 
@@ -246,7 +246,7 @@ export const make = (options: Options): Effect.Effect<Stores, never, Scope.Scope
  * writes a new epoch; every client adopts it at its next epoch read and its tool-ledger claims
  * resume.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const acknowledgeDataLoss = (options: Options): Effect.Effect<void, StoreError> =>

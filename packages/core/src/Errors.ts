@@ -194,11 +194,11 @@ export class AmbiguousOutcome extends Schema.TaggedError<AmbiguousOutcome>()("Am
  * Why a budget refused a reservation: the tenant's `limit`, or an `undeclared_tenant` under
  * `undeclaredTenants: "reject"`.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Errors
  */
 export const BudgetRefusal = Schema.Literal("limit", "undeclared_tenant")
-/** @since 0.3.0 */
+/** @since 0.2.0 */
 export type BudgetRefusal = typeof BudgetRefusal.Type
 
 /** The fix of an undeclared tenant's refusal. */

@@ -253,7 +253,7 @@ export interface ProviderAdapter {
    * forked fiber per attempt). Omitted: the engine bounds `generate`. An adapter that wraps another's
    * `generate` must wrap or drop this too.
    *
-   * @since 0.3.0
+   * @since 0.2.0
    */
   readonly generateUntil?:
     | ((request: ProviderRequest, until: number) => Effect.Effect<Option.Option<ProviderResponse>, ProviderError>)

@@ -268,7 +268,7 @@ export const sliceCharacters = 1_024
  * a turn holds the loop for this long plus one slice at most. Inputs counted within it never
  * yield (a typical prompt), so most counts cost one synchronous pass.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const turnMilliseconds = 8

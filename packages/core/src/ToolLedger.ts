@@ -219,7 +219,7 @@ export const key = <A, I>(tool: Tool<A, I>, ref: StepRef): CallKey<A, I> => ({
  * identical calls of its pass (0 for the first). `step` is where it is asked now (recorded with a
  * first execution, not part of the id).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Models
  */
 export interface CallRef {
@@ -235,7 +235,7 @@ export interface CallRef {
  * key>` when the tool declares one. Full SHA-256, so distinct calls never share an identity in
  * practice, and no argument value appears in the key.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const callIdentity: (encodedArguments: unknown, declaredKey?: string | undefined) => string = (
@@ -247,7 +247,7 @@ export const callIdentity: (encodedArguments: unknown, declaredKey?: string | un
  * The stable id of a call by what it does: `tool/v2/<runId>/<tool>/<identity>[/<ordinal>]`. The
  * same call gets the same id whatever step or position it is asked at, in any process.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const callIdempotencyKey = (runId: string, tool: string, identity: string, ordinal = 0): IdempotencyKey => {
@@ -259,7 +259,7 @@ export const callIdempotencyKey = (runId: string, tool: string, identity: string
 /**
  * The key of `tool` for the call `ref` (see {@link callIdempotencyKey}).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constructors
  */
 export const callKey = <A, I>(tool: Tool<A, I>, ref: CallRef): CallKey<A, I> => ({

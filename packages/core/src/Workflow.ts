@@ -358,7 +358,7 @@ export const unversioned = "unversioned"
  * call never costs more than it reserved — and a model's full output limit (32,768 tokens and more)
  * is never reserved by default.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const defaultMaxOutputTokens = 4_096

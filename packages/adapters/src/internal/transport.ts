@@ -101,7 +101,10 @@ export const fromHttpClient = (http: HttpClient.HttpClient): Transport => ({
         ? Effect.map(
             readBody(response, options.provider, options.maxBytes, {
               httpStatus: response.status,
-              requestId: options.requestId(response.headers)
+              // Read only when the body fails (the answer's own meta reads it once otherwise).
+              get requestId() {
+                return options.requestId(response.headers)
+              }
             }),
             (body): Answer => ({ status: response.status, headers: response.headers, body })
           )

@@ -30,7 +30,7 @@ export type RouteStatus = typeof RouteStatus.Type
  * ref (a new model version on canary and the version it replaces) have their own breakers and
  * records, so a failing new version does not take the running version's health.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Routing
  */
 export const routeKey = (target: { readonly ref: string; readonly model: string }): string =>

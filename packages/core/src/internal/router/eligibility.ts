@@ -301,7 +301,7 @@ export const plainReasonsOf = (state: RouterState, compiled: CompiledWorkflow): 
  * states it with the command's `minContextTokens` (a hard filter on the window) or a larger input
  * margin of its own.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category Constants
  */
 export const minimumContextOutputTokens = 1
