@@ -5,7 +5,7 @@
  * - {@link layerUndici}: direct `undici` requests on a pooled dispatcher owned by the layer (closed
  *   with it). A JSON exchange is one asynchronous step; a tracer, when one is installed, gets a
  *   client span like the platform client's. The adapters' `layerConfig` use it by default.
- * - {@link layerHttpClient}: any `@effect/platform` `HttpClient` you provide (a proxy, your own
+ * - {@link layerHttpClient}: the `@effect/platform` `HttpClient` you provide (a proxy, your own
  *   tracing or middleware). The adapters' `make` and `layer` use the `HttpClient` in context when
  *   no `HttpTransport` is provided.
  *
