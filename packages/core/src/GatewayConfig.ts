@@ -33,16 +33,17 @@
  *
  * @since 0.1.0
  */
-import { type Duration, Effect, Either, Schema } from "effect"
+import { type Duration, Effect, Either, type ParseResult, Schema } from "effect"
 import * as Catalogue from "./Catalogue.js"
 import * as Embeddings from "./Embeddings.js"
 import { type ConfigProblem, GatewayConfigError } from "./Errors.js"
 import type { CompiledWorkflow, DegradeHandler, EscalationCheck } from "./internal/compiled.js"
 import { type Fields, problemOf } from "./internal/config/problems.js"
-import { checkTargets } from "./internal/config/targets.js"
+import { checkTarget } from "./internal/config/targets.js"
 import { checkWorkflow, type Sources } from "./internal/config/workflows.js"
 import { configPath, configProblemsOf } from "./internal/issues.js"
 import * as Lifecycle from "./internal/lifecycle.js"
+import { foldSliced, mapSliced, withSliceYield } from "./internal/sliceYield.js"
 import * as JsonSchemaFeatures from "./JsonSchemaFeatures.js"
 import type * as ModelOptions from "./ModelOptions.js"
 import { ModelTarget } from "./ModelTarget.js"
@@ -187,7 +188,75 @@ export const make = <const Name extends string>(config: Encoded<Name>): Encoded<
 // Decoding
 // ---------------------------------------------------------------------------------------------
 
-const decodeConfig = Schema.decodeUnknownEither(GatewayConfig, { errors: "all", onExcessProperty: "error" })
+const decodeOptions = { errors: "all", onExcessProperty: "error" } as const
+const decodeConfig = Schema.decodeUnknownEither(GatewayConfig, decodeOptions)
+const decodeTarget = Schema.decodeUnknownEither(ModelTarget, decodeOptions)
+const decodeWorkflow = Schema.decodeUnknownEither(Workflow, decodeOptions)
+
+/** Targets or workflows decoded per slice of a large configuration (about 7 ms of decoding). */
+const decodedPerSlice = 100
+
+type SchemaProblems = Array<Fields>
+
+const problemsAt =
+  (prefix: ReadonlyArray<PropertyKey>) =>
+  (error: ParseResult.ParseError): SchemaProblems =>
+    configProblemsOf(error, (path) => configPath([...prefix, ...path]))
+
+/**
+ * The configuration decoded, or its schema problems. A configuration of more than
+ * {@link decodedPerSlice} targets and workflows is decoded item by item, `yieldBetween` every
+ * slice, so decoding (and reloading) 10,000 targets never holds the event loop for long; the
+ * problems are the same, in the same order, as one pass over the whole.
+ */
+const decodeSchema = (
+  input: unknown,
+  yieldBetween: Effect.Effect<void>
+): Effect.Effect<Either.Either<GatewayConfig, SchemaProblems>> => {
+  const targetItems: unknown = isRecord(input) ? input.targets : undefined
+  const workflowItems: unknown = isRecord(input) ? input.workflows : undefined
+  if (
+    !isRecord(input) ||
+    !Array.isArray(targetItems) ||
+    !Array.isArray(workflowItems) ||
+    targetItems.length + workflowItems.length <= decodedPerSlice
+  ) {
+    return Effect.succeed(Either.mapLeft(decodeConfig(input), problemsAt([])))
+  }
+  const each = <A>(
+    name: string,
+    items: ReadonlyArray<unknown>,
+    decodeOne: (u: unknown) => Either.Either<A, ParseResult.ParseError>
+  ) =>
+    mapSliced(items, decodedPerSlice, yieldBetween, (item, i) => Either.mapLeft(decodeOne(item), problemsAt([name, i])))
+  return Effect.gen(function* () {
+    const targets = yield* each("targets", targetItems, decodeTarget)
+    const workflows = yield* each("workflows", workflowItems, decodeWorkflow)
+    const rest = Either.mapLeft(decodeConfig({ ...input, targets: [], workflows: [] }), problemsAt([]))
+    // One pass lists unknown keys first, then the fields in order (`targets`, `workflows`, the rest).
+    const restProblems = leftOf(rest)
+    const unknownKey = (p: Fields) => !declaredFields.some((f) => p.path === f || p.path.startsWith(`${f}.`))
+    const problems = [
+      ...restProblems.filter(unknownKey),
+      ...targets.flatMap(leftOf),
+      ...workflows.flatMap(leftOf),
+      ...restProblems.filter((p) => !unknownKey(p))
+    ]
+    if (problems.length > 0 || Either.isLeft(rest)) return Either.left(problems)
+    return Either.right(
+      new GatewayConfig(
+        { ...rest.right, targets: targets.flatMap(rightOf), workflows: workflows.flatMap(rightOf) },
+        true
+      )
+    )
+  })
+}
+
+/** The configuration's own fields, as problem paths. */
+const declaredFields = Object.keys(GatewayConfig.fields).map((key) => configPath([key]))
+
+const rightOf = <A, E>(e: Either.Either<A, E>): Array<A> => (Either.isRight(e) ? [e.right] : [])
+const leftOf = <A, E>(e: Either.Either<A, Array<E>>): Array<E> => (Either.isLeft(e) ? e.left : [])
 
 const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
@@ -257,17 +326,17 @@ const resolveCatalogue = (
  * @since 0.1.0
  * @category Constructors
  */
-export const decode = (input: unknown): Effect.Effect<GatewayConfig, GatewayConfigError> => {
-  const resolved = resolveCatalogue(input)
-  const decoded = decodeConfig(resolved.input)
-  if (Either.isRight(decoded) && resolved.problems.length === 0) return Effect.succeed(decoded.right)
-  const schemaProblems = Either.isLeft(decoded)
-    ? configProblemsOf(decoded.left, configPath)
-        .filter((p) => !(p.detail === "is missing" && resolved.explained.has(p.path)))
-        .map(problemOf)
-    : []
-  return Effect.fail(new GatewayConfigError({ problems: [...resolved.problems, ...schemaProblems] }))
-}
+export const decode = (input: unknown): Effect.Effect<GatewayConfig, GatewayConfigError> =>
+  withSliceYield((yieldBetween) => {
+    const resolved = resolveCatalogue(input)
+    return Effect.flatMap(decodeSchema(resolved.input, yieldBetween), (decoded) => {
+      if (Either.isRight(decoded) && resolved.problems.length === 0) return Effect.succeed(decoded.right)
+      const schemaProblems = Either.isLeft(decoded)
+        ? decoded.left.filter((p) => !(p.detail === "is missing" && resolved.explained.has(p.path))).map(problemOf)
+        : []
+      return Effect.fail(new GatewayConfigError({ problems: [...resolved.problems, ...schemaProblems] }))
+    })
+  })
 
 /** `record[name]` if `name` is an own property of `record` (nothing inherited from `Object.prototype`). */
 const own = <A>(record: Readonly<Record<string, A>> | undefined, name: string): A | undefined =>
@@ -329,10 +398,46 @@ export const validate = (
   providers: ReadonlySet<string>,
   options: ValidateOptions = {}
 ): ReadonlyArray<ConfigProblem> => {
+  const { problems, steps } = validationSteps(definition, providers, options)
+  for (const step of steps) step()
+  return problems
+}
+
+/**
+ * {@link validate} a slice of checks at a time, yielding between slices, so a 10,000-target
+ * configuration never holds the event loop for long (the gateway validates with it on `reload`).
+ *
+ * @internal
+ */
+export const validateYielding = (
+  definition: Definition,
+  providers: ReadonlySet<string>,
+  options: ValidateOptions = {}
+): Effect.Effect<ReadonlyArray<ConfigProblem>> =>
+  withSliceYield((yieldBetween) => {
+    const { problems, steps } = validationSteps(definition, providers, options)
+    return Effect.as(
+      foldSliced<() => void, void>(steps, checkedPerSlice, yieldBetween, undefined, (_, step) => step()),
+      problems
+    )
+  })
+
+/** Targets or workflows validated per slice by {@link validateYielding}. */
+const checkedPerSlice = 200
+
+/**
+ * The checks of {@link validate} as steps, in order: one per target, one per workflow (which read
+ * the targets the steps before them collected), then the embedding checks. Each adds to `problems`.
+ */
+const validationSteps = (
+  definition: Definition,
+  providers: ReadonlySet<string>,
+  options: ValidateOptions
+): { readonly problems: Array<ConfigProblem>; readonly steps: ReadonlyArray<() => void> } => {
   const problems: Array<ConfigProblem> = []
   const add = (p: Fields) => problems.push(problemOf(p))
   const { config } = definition
-  const targets = checkTargets(config.targets, providers, add)
+  const targets = new Map<string, ModelTarget>()
   const sources: Sources = {
     given: (map, name) => {
       const record = definition[map]
@@ -344,15 +449,21 @@ export const validate = (
     providerOptions: options.providerOptions
   }
   const names = new Set<string>()
-  config.workflows.forEach((w, i) => {
+  const checkOne = (w: Workflow, i: number) => {
     const path = `workflows[${i}]`
     if (names.has(w.name)) add({ path, workflow: w.name, reason: "DUPLICATE_WORKFLOW", detail: "name defined twice" })
     names.add(w.name)
     checkWorkflow(w, path, sources, add)
-  })
-  // Embedding targets and workflows (`Embeddings.configProblems`).
-  for (const p of Embeddings.configProblems(config, options.embedders)) add(p)
-  return problems
+  }
+  const steps = [
+    ...config.targets.map((t, i) => () => checkTarget(t, i, targets, providers, add)),
+    ...config.workflows.map((w, i) => () => checkOne(w, i)),
+    // Embedding targets and workflows (`Embeddings.configProblems`).
+    () => {
+      for (const p of Embeddings.configProblems(config, options.embedders)) add(p)
+    }
+  ]
+  return { problems, steps }
 }
 
 /**

@@ -17,8 +17,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Option, Scheduler, TestClock } from "effect"
+import { Effect } from "effect"
 import { countTokens, setMergeCacheSize } from "gpt-tokenizer"
+import { withSliceYield } from "./internal/sliceYield.js"
 import type { Message, ToolDefinition } from "./ModelCommand.js"
 
 /**
@@ -272,43 +273,6 @@ export const sliceCharacters = 1_024
  * @category Constants
  */
 export const turnMilliseconds = 8
-
-/** Gives the event loop a turn (timers, I/O): the yield between slices outside `TestClock`. */
-const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
-
-/**
- * Resumes a yielded fiber in a microtask. Effect's default scheduler resumes in microtasks too, but
- * after 2,048 consecutive yields of one fiber it waits for a `setTimeout` — which a `TestClock`
- * adjustment (it waits for timer turns before moving time) could overtake. Stateless.
- */
-const microtasks = Scheduler.make((task) => queueMicrotask(task))
-
-/**
- * Runs a sliced count with the yield between its slices chosen by the clock the fiber runs under:
- *
- * - a `TestClock` (the fiber's clock is the `TestClock` of its context, as under `it.effect`): a
- *   turn of Effect's scheduler that resumes in a microtask. Other fibers still run between slices,
- *   but no timer and no I/O: the count ends before anything waiting for a timer turn — such as
- *   `TestClock.adjust`, which lets fibers settle through `setTimeout` turns before it moves virtual
- *   time. So a test sees the count finished at the virtual instant it started, the same way every
- *   run, whatever the input size.
- * - any other clock (Effect's live clock, or an application's own): a real event-loop turn
- *   (`setImmediate`), so timers and I/O run between slices and the loop is held for one slice at
- *   most ({@link sliceCharacters}).
- *
- * The slices (and so the count) are the same under both.
- */
-const withSliceYield = (count: (yieldBetween: Effect.Effect<void>) => Effect.Effect<number>): Effect.Effect<number> =>
-  Effect.clockWith((clock) =>
-    Effect.flatMap(Effect.serviceOption(TestClock.TestClock), (test) =>
-      Option.exists(test, (t) => t === clock)
-        ? Effect.withScheduler(count(Effect.yieldNow()), microtasks)
-        : count(yieldToEventLoop)
-    )
-  )
 
 /** The texts `estimateInput` counts, and the tokens that do not depend on text. */
 const textsOf = (input: Input): { readonly texts: Array<string>; readonly fixed: number } => {

@@ -11,7 +11,10 @@ import { Health } from "../Health.js"
 import type * as ModelOptions from "../ModelOptions.js"
 import * as ProviderAdapter from "../ProviderAdapter.js"
 import * as Router from "../Router.js"
+import { ModelTarget } from "../ModelTarget.js"
+import { Workflow } from "../Workflow.js"
 import * as Lifecycle from "./lifecycle.js"
+import { foldSliced, withSliceYield } from "./sliceYield.js"
 import type * as engine from "./pipeline.js"
 
 /** What a gateway keeps across its configurations: the context, its services and remembered state. */
@@ -34,25 +37,80 @@ export interface Prepared {
 }
 
 const encodeConfig = Schema.encodeEither(GatewayConfig.GatewayConfig)
+const encodeTarget = Schema.encodeEither(ModelTarget)
+const encodeWorkflow = Schema.encodeEither(Workflow)
 
-/** `cfg_` and the FNV-1a hash (32 bits, hex) of the configuration's encoded JSON. */
-export const hashVersion = (config: GatewayConfig.GatewayConfig): string => {
-  const encoded = encodeConfig(config)
-  const text = JSON.stringify(Either.isRight(encoded) ? encoded.right : null)
-  let h = 0x811c9dc5
+/** Targets or workflows encoded per slice of a large configuration. */
+const encodedPerSlice = 100
+
+const fnvStart = 0x811c9dc5
+
+/** FNV-1a (32 bits) of `text`, continuing from `h` (start: {@link fnvStart}). */
+const fnv1a = (h: number, text: string): number => {
+  let out = h
   for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i)
-    h = Math.imul(h, 0x01000193)
+    out ^= text.charCodeAt(i)
+    out = Math.imul(out, 0x01000193)
   }
-  return `cfg_${(h >>> 0).toString(16).padStart(8, "0")}`
+  return out
 }
+
+/**
+ * The FNV-1a state `h` continued over `items`' encoded JSON joined by commas (`null` for an item
+ * that does not encode; `failed` then tells), a slice at a time.
+ */
+const hashEach = <A, I>(
+  items: ReadonlyArray<A>,
+  encode: (a: A) => Either.Either<I, unknown>,
+  yieldBetween: Effect.Effect<void>,
+  h: number
+): Effect.Effect<{ readonly h: number; readonly failed: boolean }> =>
+  foldSliced<A, { readonly h: number; readonly failed: boolean }>(
+    items,
+    encodedPerSlice,
+    yieldBetween,
+    { h, failed: false },
+    (state, item, i) => {
+      const encoded = encode(item)
+      const json = Either.isRight(encoded) ? JSON.stringify(encoded.right) : "null"
+      return { h: fnv1a(i === 0 ? state.h : fnv1a(state.h, ","), json), failed: state.failed || Either.isLeft(encoded) }
+    }
+  )
+
+/**
+ * `cfg_` and the FNV-1a hash (32 bits, hex) of the configuration's encoded JSON. The JSON is built
+ * and hashed a slice of targets and workflows at a time, so a 10,000-target configuration never
+ * holds the event loop for long; the text hashed is the same as `JSON.stringify` of the whole
+ * encoded configuration (its first two fields are `targets` and `workflows`).
+ */
+export const hashVersion = (config: GatewayConfig.GatewayConfig): Effect.Effect<string> =>
+  withSliceYield((yieldBetween) =>
+    Effect.gen(function* () {
+      const head = '{"targets":[],"workflows":[]'
+      const rest = encodeConfig(new GatewayConfig.GatewayConfig({ ...config, targets: [], workflows: [] }, true))
+      const restJson = JSON.stringify(Either.isRight(rest) ? rest.right : null)
+      const targets = yield* hashEach(config.targets, encodeTarget, yieldBetween, fnv1a(fnvStart, '{"targets":['))
+      const workflows = yield* hashEach(
+        config.workflows,
+        encodeWorkflow,
+        yieldBetween,
+        fnv1a(targets.h, '],"workflows":[')
+      )
+      // Whatever does not encode hashes as the whole did then: `null`.
+      if (targets.failed || workflows.failed || !restJson.startsWith(head)) return versionOf(fnv1a(fnvStart, "null"))
+      return versionOf(fnv1a(workflows.h, `]${restJson.slice(head.length)}`))
+    })
+  )
+
+const versionOf = (h: number): string => `cfg_${(h >>> 0).toString(16).padStart(8, "0")}`
 
 /** The adapters of the builder's context for the providers `def` names. */
 const adaptersOf = (builder: Builder, def: GatewayConfig.Definition) => {
   const adapters = new Map<string, ProviderAdapter.ProviderAdapter>()
-  for (const t of def.config.targets) {
-    const found = Context.getOption(builder.built, ProviderAdapter.tag(t.provider))
-    if (found._tag === "Some") adapters.set(t.provider, found.value)
+  // Once per provider: a configuration has thousands of targets but a handful of providers.
+  for (const provider of new Set(def.config.targets.map((t) => t.provider))) {
+    const found = Context.getOption(builder.built, ProviderAdapter.tag(provider))
+    if (found._tag === "Some") adapters.set(provider, found.value)
   }
   return adapters
 }
@@ -83,7 +141,7 @@ export const prepare = (
   Effect.gen(function* () {
     const adapters = adaptersOf(builder, def)
     const checks = checksOf(builder, adapters)
-    const problems = GatewayConfig.validate(def, new Set(adapters.keys()), checks)
+    const problems = yield* GatewayConfig.validateYielding(def, new Set(adapters.keys()), checks)
     if (problems.length > 0) return yield* new GatewayConfigError({ problems })
     // Once per build: a workflow without policy or prompt version is recorded as "unversioned".
     yield* GatewayConfig.warnUnversioned(def.config)
@@ -92,6 +150,6 @@ export const prepare = (
       if (c.workflow.canary?.rollout !== undefined) yield* builder.canaries.register(c.workflow.name, c.workflow.canary)
     }
     const router = yield* Effect.provideService(Router.make(workflows, builder.routerState), Health, builder.health)
-    const live: engine.LiveConfig = { router, version: version ?? hashVersion(def.config) }
+    const live: engine.LiveConfig = { router, version: version ?? (yield* hashVersion(def.config)) }
     return { live, adapters, definition: def }
   })

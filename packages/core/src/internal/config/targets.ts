@@ -69,30 +69,28 @@ const checkCatalogue = (t: ModelTarget, path: string, add: Add): void => {
 }
 
 /**
- * Checks every target; returns them by ref (of a duplicated ref the last one, the copy
- * reported).
+ * Checks target `i` against those before it (`byRef`, which it joins: of a duplicated ref the last
+ * one, the copy reported).
  */
-export const checkTargets = (
-  targets: ReadonlyArray<ModelTarget>,
+export const checkTarget = (
+  t: ModelTarget,
+  i: number,
+  byRef: Map<string, ModelTarget>,
   providers: ReadonlySet<string>,
   add: Add
-): ReadonlyMap<string, ModelTarget> => {
-  const byRef = new Map<string, ModelTarget>()
-  targets.forEach((t, i) => {
-    const path = `targets[${i}]`
-    if (byRef.has(t.ref)) add({ path, target: t.ref, reason: "DUPLICATE_TARGET", detail: "ref defined twice" })
-    byRef.set(t.ref, t)
-    checkLimits(t, path, add)
-    checkCatalogue(t, path, add)
-    if (t.status !== "disabled" && !providers.has(t.provider)) {
-      add({
-        path: `${path}.provider`,
-        target: t.ref,
-        reason: "NO_ADAPTER",
-        detail: `no adapter provided for provider "${t.provider}"; adapters provided: ${listOf([...providers].sort())}`,
-        fix: `provide the adapter layer of provider "${t.provider}" to the gateway, or set the target's status to "disabled"`
-      })
-    }
-  })
-  return byRef
+): void => {
+  const path = `targets[${i}]`
+  if (byRef.has(t.ref)) add({ path, target: t.ref, reason: "DUPLICATE_TARGET", detail: "ref defined twice" })
+  byRef.set(t.ref, t)
+  checkLimits(t, path, add)
+  checkCatalogue(t, path, add)
+  if (t.status !== "disabled" && !providers.has(t.provider)) {
+    add({
+      path: `${path}.provider`,
+      target: t.ref,
+      reason: "NO_ADAPTER",
+      detail: `no adapter provided for provider "${t.provider}"; adapters provided: ${listOf([...providers].sort())}`,
+      fix: `provide the adapter layer of provider "${t.provider}" to the gateway, or set the target's status to "disabled"`
+    })
+  }
 }
