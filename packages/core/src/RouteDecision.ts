@@ -108,7 +108,8 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
  * Why the first eligible target was selected (the routing spec's names): `PINNED_ORDER` (an
  * `ordered` workflow's route order), `BEST_SCORE` (the highest score; under a short deadline the
  * fast latency class first, which the decision's `required.latencyTier` then says), `STICKY`
- * (session affinity decided), `ESCALATION` (an escalation signal put a stronger quality class
+ * (session affinity decided), `PREFIX_AFFINITY` (the target that served the prompt's prefix
+ * recently leads only thanks to its affinity, `Workflow.prefixAffinity`), `ESCALATION` (an escalation signal put a stronger quality class
  * first), `ONLY_ELIGIBLE` (one target passed the hard filters), `CANARY` (the workflow's canary
  * candidate leads).
  *
@@ -124,6 +125,7 @@ export const SelectionReason = Schema.Literal(
   "BEST_SCORE",
   "ONLY_ELIGIBLE",
   "STICKY",
+  "PREFIX_AFFINITY",
   "ESCALATION",
   /** The workflow's canary assigned the call to the candidate side and the candidate leads. */
   "CANARY"

@@ -243,6 +243,26 @@ export class CanaryPolicy extends Schema.Class<CanaryPolicy>("@modelgate/core/Ca
 }) {}
 
 /**
+ * Prompt-prefix affinity of a scored workflow: a call whose prompt shares a long prefix (a system
+ * prompt, a document) with a recent call of the same tenant prefers, within the hard filters and
+ * the score, the target that answered it, so the provider's prompt cache is hit (cached input is
+ * billed at the target's `cachedInputPerMillion`). The prefix's target gets the affinity term
+ * (`scoring.weights.affinity`) while it is healthy; a session's own affinity comes first.
+ *
+ * @since 0.2.0
+ * @category Models
+ */
+export class PrefixAffinity extends Schema.Class<PrefixAffinity>("@modelgate/core/PrefixAffinity")({
+  /**
+   * Characters per block of the prompt (default 4,096, about 1,000 tokens: OpenAI caches prompts
+   * from 1,024 tokens, Anthropic from 1,024–2,048). Prompts shorter than one block get no affinity.
+   */
+  blockCharacters: Schema.optionalWith(Schema.Int.pipe(Schema.between(256, 65_536)), { default: () => 4_096 }),
+  /** How long a served prefix is remembered (default 5 minutes, the providers' shortest cache life). */
+  ttl: Schema.optionalWith(Millis, { default: () => Duration.minutes(5) })
+}) {}
+
+/**
  * What a reload that gives a route target a new model (same ref, another `model`) does to a
  * workflow: `switch` (every call moves to the new version) or `canary` (the new version starts as a
  * canary of the old one with `newVersionCanary`'s share, stickiness and rollout).
@@ -455,5 +475,7 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
    */
   tenants: Schema.optional(Schema.Array(TenantId).pipe(Schema.minItems(1), Schema.maxItems(1_000))),
   /** The response cache (`docs/caching.md`); omitted: no answer is cached. */
-  cache: Schema.optional(CachePolicy)
+  cache: Schema.optional(CachePolicy),
+  /** Prompt-prefix affinity (scored selection only); omitted: none. */
+  prefixAffinity: Schema.optional(PrefixAffinity)
 }) {}

@@ -248,6 +248,16 @@ const result = (call: Call.Call, answer: Call.Answer): Effect.Effect<ModelResult
     ) {
       Router.rememberServed(call.config.router.workflows, call.command.workflow, sessionKey, answer.target.ref)
     }
+    // Prompt-prefix affinity too (the decision carries the prefix keys when the workflow has it).
+    const prefix = call.holds.route?.prefix
+    if (prefix !== undefined && answer.target !== undefined) {
+      Router.rememberPrefixServed(
+        call.config.router.workflows,
+        prefix,
+        answer.target.ref,
+        clock.unsafeCurrentTimeMillis()
+      )
+    }
     return Effect.succeed(r)
   })
 

@@ -45,6 +45,13 @@ export const checkWorkflow = (w: Workflow, path: string, sources: Sources, add: 
   checkCanary(w, sources, at)
   checkTenants(w, sources, at)
   checkCache(w, at)
+  if (w.prefixAffinity !== undefined && w.selection !== "scored") {
+    at(".prefixAffinity", {
+      reason: "PREFIX_AFFINITY_NOT_SCORED",
+      detail: "prefix affinity is a term of scored selection; an ordered route always tries its first eligible target",
+      fix: 'set selection: "scored", or remove prefixAffinity'
+    })
+  }
   if (w.shadow !== undefined && !sources.targets.has(w.shadow.target)) {
     at(".shadow.target", { target: w.shadow.target, reason: "UNKNOWN_TARGET", detail: "no target with this ref" })
   }

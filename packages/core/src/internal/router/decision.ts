@@ -19,6 +19,7 @@ import type { CompiledWorkflow } from "../compiled.js"
 import { requestView } from "./eligibility.js"
 import { escalationWithin } from "./escalation.js"
 import { LazyScores } from "./lazyScores.js"
+import type { PrefixMemo } from "./prefix.js"
 
 /**
  * A decision with the resolved targets, as the engine uses it.
@@ -53,6 +54,8 @@ export interface Route {
   readonly routeId: string
   /** The command's `escalate` signal and where it led (the decision's `escalation`). */
   readonly escalation?: Escalation | undefined
+  /** Prompt-prefix affinity: what to remember for the target that answers (`Workflow.prefixAffinity`). */
+  readonly prefix?: PrefixMemo | undefined
 }
 
 /** What of the request a decision's `required` and `routeId` read. */
@@ -64,6 +67,8 @@ export interface Facts {
   readonly images: boolean
   /** A short deadline put the fast latency class first. */
   readonly fastTier: boolean
+  /** Prompt-prefix affinity: the prompt's prefix keys, remembered for the target that answers. */
+  readonly prefix?: PrefixMemo | undefined
 }
 
 /** The requirements a decision applied (the decision's `required`). */
@@ -113,6 +118,9 @@ export class Decided implements Route {
     readonly canary?: CanaryAssignment | undefined,
     readonly escalation?: Escalation | undefined
   ) {}
+  get prefix(): PrefixMemo | undefined {
+    return this.facts.prefix
+  }
   /** Eligible target refs, in order (made when first read). */
   get eligible(): ReadonlyArray<TargetRef> {
     if (this.refs === undefined) this.refs = this.targets.map((t) => t.ref)

@@ -12,6 +12,7 @@ import type { ModelCommand } from "../../ModelCommand.js"
 import * as ModelOptions from "../../ModelOptions.js"
 import type { TargetRef } from "../../ModelTarget.js"
 import type * as Tenancy from "../../Tenancy.js"
+import { type PrefixMemo, rememberPrefix } from "./prefix.js"
 import { boundDetail } from "../../RouteDecision.js"
 import * as TokenEstimator from "../../TokenEstimator.js"
 import type { CompiledWorkflow } from "../compiled.js"
@@ -64,6 +65,19 @@ export const rememberServed = (
   sessionKey: string,
   target: TargetRef
 ): void => remember(stateOf(workflows), workflow, sessionKey, target)
+
+/**
+ * Prompt-prefix affinity: remembers that `target` answered the prompt whose prefix keys `prefix`
+ * holds (the engine calls it with the target whose answer was used), until `now` plus the
+ * workflow's `prefixAffinity.ttl`. At most `maxPrefixKeys` keys per gateway, least recently used
+ * forgotten first.
+ */
+export const rememberPrefixServed = (
+  workflows: ReadonlyMap<string, CompiledWorkflow>,
+  prefix: PrefixMemo,
+  target: TargetRef,
+  now: number
+): void => rememberPrefix(stateOf(workflows), prefix.keys, target, now + prefix.ttlMs)
 
 /**
  * Routes `command` under the compiled `workflows` (with the router state they carry, see

@@ -105,6 +105,8 @@ export interface ScoreContext {
   readonly health?: ReadonlyArray<RouteHealth | undefined> | undefined
   /** The target that served the call's session last time; it gets the affinity term while healthy. */
   readonly sticky?: TargetRef | undefined
+  /** What made `sticky` sticky: the session (default) or the prompt's prefix (`PREFIX_AFFINITY`). */
+  readonly stickyBy?: "session" | "prefix" | undefined
   /** The workflow's last best-scoring target (hysteresis: the workflow's switch margin, default 0.03). */
   readonly incumbent?: TargetRef | undefined
   /**
@@ -537,7 +539,9 @@ export const rank = (
   let reason: SelectionReason = n === 1 ? "ONLY_ELIGIBLE" : "BEST_SCORE"
   const stickyAt = t.stickyAt
   if (n > 1 && stickyAt >= 0 && (order === undefined ? 0 : order[0]) === stickyAt && s.wa > 0) {
-    if (ledByAffinity(n, stickyAt, s.wa, totalOf, group)) reason = "STICKY"
+    if (ledByAffinity(n, stickyAt, s.wa, totalOf, group)) {
+      reason = context?.stickyBy === "prefix" ? "PREFIX_AFFINITY" : "STICKY"
+    }
   }
   let escalation: Escalation | undefined
   if (command.escalate === true) {

@@ -4,6 +4,7 @@
  * command's escalation, or scored over route health with hysteresis and session affinity), the
  * canary's side and a warning per deprecated target routed to.
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { Failure, StoreError } from "../../Errors.js"
 import type { ModelTarget } from "../../ModelTarget.js"
@@ -23,6 +24,7 @@ import {
 } from "./eligibility.js"
 import { countSwitch } from "./metrics.js"
 import { openNow, readHealth, type Records, storeFailure, withHeadroom } from "./routeHealth.js"
+import { type PrefixMemo, prefixKeys, prefixTarget } from "./prefix.js"
 import { classTermsOf, rank } from "./scoring.js"
 import { memo, stickyTarget } from "./state.js"
 
@@ -163,18 +165,41 @@ const select = (ctx: Ctx, pass: Pass): Effect.Effect<Route, Failure> => {
   )
 }
 
-/** Scored selection over the eligible targets' health records. */
+/**
+ * Scored selection over the eligible targets' health records; with `Workflow.prefixAffinity`, the
+ * prompt's prefix keys are read against the router's memory at the clock's time.
+ */
 const scored = (ctx: Ctx, pass: Pass, health: Records): Effect.Effect<Route, Failure> => {
+  const { command, compiled } = ctx
+  const affinity = compiled.workflow.prefixAffinity
+  if (affinity === undefined) return scoredWith(ctx, pass, health, undefined)
+  const keys = prefixKeys(command, compiled.workflow.name, command.tenant, affinity.blockCharacters)
+  if (keys.length === 0) return scoredWith(ctx, pass, health, undefined)
+  const memo: PrefixMemo = { keys, ttlMs: Duration.toMillis(affinity.ttl) }
+  return Effect.clockWith((clock) => scoredWith(ctx, pass, health, { memo, now: clock.unsafeCurrentTimeMillis() }))
+}
+
+const scoredWith = (
+  ctx: Ctx,
+  pass: Pass,
+  health: Records,
+  prefix: { readonly memo: PrefixMemo; readonly now: number } | undefined
+): Effect.Effect<Route, Failure> => {
   const { compiled, command, state } = ctx
   const w = compiled.workflow
   const { pool, records } = withHeadroom(ctx.breakers, pass.eligible, health, pass.excluded)
   if (pool.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded: pass.excluded })
   const incumbent = state.leaders.get(w.name)
+  // A session's own target comes first; else the target that served the prompt's prefix recently.
+  const session = stickyTarget(state, w.name, command.sessionKey)
+  const byPrefix =
+    session === undefined && prefix !== undefined ? prefixTarget(state, prefix.memo.keys, prefix.now) : undefined
   const lifecycle = compiled.lifecycle?.quality === true ? state.lifecycle : undefined
   const adjustment = ctx.breakers.qualityAdjustment
   const context = {
     health: records,
-    sticky: stickyTarget(state, w.name, command.sessionKey),
+    sticky: session ?? byPrefix,
+    stickyBy: session === undefined && byPrefix !== undefined ? ("prefix" as const) : ("session" as const),
     incumbent,
     mode: ctx.mode,
     timeLeftMs: ctx.timeLeftMs,
@@ -191,7 +216,13 @@ const scored = (ctx: Ctx, pass: Pass, health: Records): Effect.Effect<Route, Fai
   const cached = memo(state.classTerms, compiled, () => classTermsOf(compiled))
   const result = rank(compiled, command, pool, ctx.inputTokens, context, cached)
   const kept = keepFirst(ctx, pass, result.targets)
-  const facts: Facts = { command, mode: ctx.mode, images: ctx.images, fastTier: result.fastTier }
+  const facts: Facts = {
+    command,
+    mode: ctx.mode,
+    images: ctx.images,
+    fastTier: result.fastTier,
+    prefix: prefix?.memo
+  }
   const route = new Decided(
     compiled,
     kept,

@@ -1,6 +1,6 @@
 /**
  * The router's state, as one value owned by the gateway that routes with it: session affinity (the
- * target that served a session last), hysteresis (each scored workflow's last best-scoring
+ * target that served a session last), prompt-prefix affinity, hysteresis (each scored workflow's last best-scoring
  * target), the lifecycle view (canary controller, quality signals), the deprecated targets already
  * warned about, and per-workflow values computed once (plain-request exclusions, class terms).
  * Nothing here is module-level: two gateways never share a session or a leader.
@@ -23,6 +23,8 @@ export const maxSessionKeys = 10_000
 export interface RouterState {
   /** Workflow and session key → the target that served the session last, in LRU order. */
   readonly sessions: Map<string, TargetRef>
+  /** Prompt-prefix key → the target that served it and until when (ms), in LRU order (`prefix.ts`). */
+  readonly prefixes: Map<string, { readonly target: TargetRef; readonly until: number }>
   /** Scored workflow name → its last best-scoring target. */
   readonly leaders: Map<string, TargetRef>
   /** What routing reads of the model lifecycle; absent: configured canary shares, no quality signals. */
@@ -40,6 +42,7 @@ export interface RouterState {
 /** A fresh router state (one per gateway), reading `lifecycle` when given. */
 export const makeState = (lifecycle?: Lifecycle.View): RouterState => ({
   sessions: new Map(),
+  prefixes: new Map(),
   leaders: new Map(),
   lifecycle,
   warned: new WeakSet(),
