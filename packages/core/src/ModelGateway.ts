@@ -165,6 +165,7 @@ export const make = (
       health,
       callIds: engine.makeCallIds(),
       routeView: engine.routeViewOf(health, concurrency),
+      admitJointly: engine.jointAdmissionOf(budgets, concurrency),
       telemetry: yield* Telemetry.TelemetrySettings,
       lifecycle: hooks,
       rateLimits: yield* RateLimitStore.RateLimitStore,
