@@ -10,7 +10,7 @@ import * as BudgetStore from "@modelgate/core/BudgetStore"
 import { Effect } from "effect"
 import { bad, type Client, int, ints } from "./client.js"
 import * as BudgetScripts from "./budgetScripts.js"
-import type { Epoch } from "./epoch.js"
+import { afterObserving, type Epoch } from "./epoch.js"
 import { capabilitySlot, type JointContext, jointOf, type Links, reserveArgs, reserveReply, settleLinked } from "./joint.js"
 import * as JointScripts from "./jointScripts.js"
 import type { RedisPermitStore } from "./permits.js"
@@ -98,14 +98,12 @@ export const makeBudgetStore = (
         // never waits past the caller's deadline (the caller releases the id if the answer is lost)
         r.deadline === undefined ? undefined : r.deadline - r.now
       ),
-      (v) => {
-        const { committed, reserved } = v
-        saw(r.account, committed)
-        const outcome: BudgetStore.ReserveOutcome =
-          v.status === 1 ? { _tag: "Reserved", committed, reserved } : { _tag: "Rejected", committed, reserved }
-        const report = epoch?.observe(v.epoch)
-        return report === undefined ? Effect.succeed(outcome) : Effect.as(report, outcome)
-      }
+      (v) =>
+        afterObserving(epoch, v.epoch, (): BudgetStore.ReserveOutcome => {
+          const { committed, reserved } = v
+          saw(r.account, committed)
+          return v.status === 1 ? { _tag: "Reserved", committed, reserved } : { _tag: "Rejected", committed, reserved }
+        })
     )
   }
   const store = BudgetStore.BudgetStore.of({

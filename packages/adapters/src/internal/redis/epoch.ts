@@ -163,3 +163,14 @@ export const guarded = <A>(epoch: Epoch, operation: string, effect: Effect.Effec
   Effect.flatMap(Effect.zip(Effect.either(epoch.check), effect, { concurrent: true }), ([, a]) =>
     epoch.lost() ? Effect.fail(storeError("ledger", operation, lostDetail)) : Effect.succeed(a)
   )
+
+/**
+ * `f()` after the report of what `epoch` made of `reply` (the epoch another operation read): the
+ * spend a loss reports is what was seen before this reply.
+ *
+ * @internal
+ */
+export const afterObserving = <A>(epoch: Epoch | undefined, reply: string | null, f: () => A): Effect.Effect<A> => {
+  const report = epoch?.observe(reply)
+  return report === undefined ? Effect.succeed(f()) : Effect.zipRight(report, Effect.sync(f))
+}

@@ -20,7 +20,7 @@ import type { StoreError } from "@modelgate/core/Errors"
 import type * as PermitStore from "@modelgate/core/PermitStore"
 import { Effect } from "effect"
 import { bad, type Client, int } from "./client.js"
-import type { Epoch } from "./epoch.js"
+import { afterObserving, type Epoch } from "./epoch.js"
 import * as JointScripts from "./jointScripts.js"
 import { giveBack, type LinkedRelease, linkedPermit, newLease, type PoolState, type RedisPermitStore } from "./permits.js"
 
@@ -139,12 +139,11 @@ const admit = (
       client.send(JointScripts.undo, keys, [request.id, lease.id, state.channel])
       return Effect.failCause(cause)
     },
-    onSuccess: (reply) => {
-      const report = epoch?.observe(reply.epoch)
-      ctx.saw(request.account, reply.committed)
-      const outcome = outcomeOf(ctx, state, request.id, key, lease.id, reply)
-      return report === undefined ? Effect.succeed(outcome) : Effect.as(report, outcome)
-    }
+    onSuccess: (reply) =>
+      afterObserving(epoch, reply.epoch, () => {
+        ctx.saw(request.account, reply.committed)
+        return outcomeOf(ctx, state, request.id, key, lease.id, reply)
+      })
   })
 }
 
@@ -186,4 +185,13 @@ export const settleLinked = <A>(
       linked.link.sent()
     })
   )
+}
+
+const isJoint = (u: unknown): u is BudgetStoreJoint =>
+  typeof u === "object" && u !== null && "_tag" in u && u._tag === "BudgetStoreJoint" && "jointWith" in u
+
+/** The joint admission a budget store carries, if any (for tests and measurements). @internal */
+export const jointCapabilityOf = (store: object): BudgetStoreJoint | undefined => {
+  const value: unknown = Reflect.get(store, capabilitySlot)
+  return isJoint(value) ? value : undefined
 }

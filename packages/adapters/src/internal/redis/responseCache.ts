@@ -10,7 +10,7 @@ import * as ResponseCacheStore from "@modelgate/core/ResponseCacheStore"
 import { Effect, Either, Schema } from "effect"
 import type { Client } from "./client.js"
 import { bad } from "./client.js"
-import type { Epoch } from "./epoch.js"
+import { afterObserving, type Epoch } from "./epoch.js"
 
 const decodeEntry = Schema.decodeUnknownEither(ResponseCacheStore.EntryFromJson)
 const encodeEntry = Schema.encodeSync(ResponseCacheStore.EntryFromJson)
@@ -49,10 +49,7 @@ export const makeResponseCacheStore = (
                 return entry === bad || (seen !== null && typeof seen !== "string") ? bad : { entry, seen }
               }
             ),
-            ({ entry, seen }) => {
-              const report = epoch.observe(seen)
-              return report === undefined ? Effect.succeed(entry) : Effect.as(report, entry)
-            }
+            ({ entry, seen }) => afterObserving(epoch, seen, () => entry)
           )
   return ResponseCacheStore.ResponseCacheStore.of({
     get,
