@@ -133,10 +133,17 @@ const admitSeparately = (
   ).pipe(Effect.zipRight(admitted))
 }
 
-/** The joint admission of `budgets` and `concurrency`, when both are over one shared store that has one. */
-export const jointAdmissionOf = (budgets: object, concurrency: object): FastPath.JointAdmit | undefined => {
+/**
+ * The admission's services in the engine context: budgets, concurrency, and their joint admission
+ * when both are over one shared store that has one (resolved once).
+ */
+export const admissionServices = (
+  budgets: EngineContext["budgets"],
+  concurrency: EngineContext["concurrency"]
+): Pick<EngineContext, "budgets" | "concurrency" | "admitJointly"> => {
   const pools = FastPath.concurrencyPools(concurrency)
-  return pools === undefined ? undefined : FastPath.budgetsJoint(budgets)?.jointWith(pools.tenants)
+  const admitJointly = pools === undefined ? undefined : FastPath.budgetsJoint(budgets)?.jointWith(pools.tenants)
+  return { budgets, concurrency, admitJointly }
 }
 
 /** Takes the tenant's permit when the store answers at once; `false` when it has to wait. */

@@ -67,6 +67,8 @@ export interface Epoch {
   readonly onLoss: (listener: () => void) => void
 }
 
+const noInit = ["", "0"] as const
+
 const newEpoch = () => `${Date.now().toString(36)}.${Math.floor(Math.random() * 2 ** 31).toString(36)}`
 
 /**
@@ -112,7 +114,8 @@ export const makeEpoch = (
         })
       )
     }
-    const initArgs = () => [newEpoch(), seen === undefined ? "1" : "0"] as const
+    // Once an epoch is known, nothing is written: no new epoch to make per operation.
+    const initArgs = () => (seen === undefined ? ([newEpoch(), "1"] as const) : noInit)
     const check: Epoch["check"] = Effect.suspend(() =>
       client.script("ledger", "epoch", readEpoch, [key], initArgs(), (reply) =>
         reply === null || typeof reply === "string" ? reply : bad
