@@ -43,7 +43,9 @@ const poolOptions: PermitStore.PoolOptions = { name: "tenants", shared: 2, reser
 const jointOf = (stores: Redis.Stores, pool: PermitStore.Pool) =>
   Effect.suspend(() => {
     const joint = jointCapabilityOf(stores.budget)?.jointWith(pool)
-    return joint === undefined ? Effect.dieMessage("the Redis budget store has no joint admission") : Effect.succeed(joint)
+    return joint === undefined
+      ? Effect.dieMessage("the Redis budget store has no joint admission")
+      : Effect.succeed(joint)
   })
 
 /** Scripts run by the server so far (`EVALSHA` and `EVAL`), read on a connection of its own. */

@@ -36,7 +36,10 @@ describe("Redis PermitStore through Concurrency", () => {
         const two = yield* concurrencyOver(options, config)
         // no private synchronous fast path (`@modelgate/core` internal/fastPath): every permit is a store
         // operation (the slot only names the tenants' pool, for a joint admission with the budget store)
-        assert.strictEqual(Reflect.get(Reflect.get(one, Symbol.for("@modelgate/core/FastPath")), "_tag"), "ConcurrencyPools")
+        assert.strictEqual(
+          Reflect.get(Reflect.get(one, Symbol.for("@modelgate/core/FastPath")), "_tag"),
+          "ConcurrencyPools"
+        )
         const a = yield* one.acquire(acme, "w", far())
         const b = yield* two.acquire(acme, "w", far())
         assert.isDefined(a)

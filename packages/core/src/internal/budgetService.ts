@@ -158,7 +158,9 @@ export const makeService = (options: Options, store: Store.Service, instance: st
   }
   if (fast === undefined) {
     const joint = FastPath.budgetStoreJoint(store)
-    return joint === undefined ? service : FastPath.attach(service, jointOf(joint, { budgetOf, requestAt, reservationOf }))
+    return joint === undefined
+      ? service
+      : FastPath.attach(service, jointOf(joint, { budgetOf, requestAt, reservationOf }))
   }
   // A store without I/O: the same reserve, done at once (same account, window, TTL and ids).
   const reserveNow = (tenant: TenantId, amount: number, now: number): Reservation | BudgetExceeded => {

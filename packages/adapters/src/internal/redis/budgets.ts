@@ -11,7 +11,15 @@ import { Effect } from "effect"
 import { bad, type Client, int, ints } from "./client.js"
 import * as BudgetScripts from "./budgetScripts.js"
 import { afterObserving, type Epoch } from "./epoch.js"
-import { capabilitySlot, type JointContext, jointOf, type Links, reserveArgs, reserveReply, settleLinked } from "./joint.js"
+import {
+  capabilitySlot,
+  type JointContext,
+  jointOf,
+  type Links,
+  reserveArgs,
+  reserveReply,
+  settleLinked
+} from "./joint.js"
 import * as JointScripts from "./jointScripts.js"
 import type { RedisPermitStore } from "./permits.js"
 
@@ -83,7 +91,9 @@ export const makeBudgetStore = (
               maxWaitMs
             )
           )
-    return withRelease ?? client.script("budget", operation, BudgetScripts.settle, keys(account), args, decode, maxWaitMs)
+    return (
+      withRelease ?? client.script("budget", operation, BudgetScripts.settle, keys(account), args, decode, maxWaitMs)
+    )
   }
   const reserve: BudgetStore.Service["reserve"] = (r) => {
     const [h, z] = keys(r.account)

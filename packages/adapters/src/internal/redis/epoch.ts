@@ -141,9 +141,7 @@ export const makeEpoch = (
     })
     // In the background only when no operation read the epoch for `intervalMs`.
     const background = Effect.suspend(() => (Date.now() - lastReadAt < intervalMs ? Effect.void : Effect.ignore(check)))
-    yield* Effect.forkScoped(
-      Effect.repeat(background, Schedule.spaced(intervalMs)).pipe(Effect.withClock(realClock))
-    )
+    yield* Effect.forkScoped(Effect.repeat(background, Schedule.spaced(intervalMs)).pipe(Effect.withClock(realClock)))
     return {
       check,
       key,

@@ -22,7 +22,14 @@ import { Effect } from "effect"
 import { bad, type Client, int } from "./client.js"
 import { afterObserving, type Epoch } from "./epoch.js"
 import * as JointScripts from "./jointScripts.js"
-import { giveBack, type LinkedRelease, linkedPermit, newLease, type PoolState, type RedisPermitStore } from "./permits.js"
+import {
+  giveBack,
+  type LinkedRelease,
+  linkedPermit,
+  newLease,
+  type PoolState,
+  type RedisPermitStore
+} from "./permits.js"
 
 /** Core's capability slot (`internal/fastPath.ts` there). @internal */
 export const capabilitySlot: unique symbol = Symbol.for("@modelgate/core/FastPath")

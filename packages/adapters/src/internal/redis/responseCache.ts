@@ -21,11 +21,7 @@ const encodeEntry = Schema.encodeSync(ResponseCacheStore.EntryFromJson)
  *
  * @internal
  */
-export const makeResponseCacheStore = (
-  client: Client,
-  prefix: string,
-  epoch?: Epoch
-): ResponseCacheStore.Service => {
+export const makeResponseCacheStore = (client: Client, prefix: string, epoch?: Epoch): ResponseCacheStore.Service => {
   const keyOf = (key: string) => `${prefix}cache:${key}`
   const entryOf = (reply: unknown): ResponseCacheStore.Entry | undefined | typeof bad => {
     if (reply === null) return undefined
