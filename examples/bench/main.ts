@@ -2,7 +2,8 @@
  * `pnpm bench`: runs the suite, prints the markdown table and writes `bench/results.json` and
  * `bench/results.md`. `--smoke` runs the few-iteration profile (what CI runs) and writes nothing
  * unless `--write` is given too. `--no-http` skips the HTTP section, `--no-redis` the Redis one.
- * `--only-cache` runs the response cache section alone and prints its verdicts (writes nothing).
+ * `--only-cache` runs the response cache section alone and prints its verdicts (writes nothing);
+ * `--only-redis` the same for the Redis section (to compare two builds run after one another).
  *
  * Run with `node --expose-gc --conditions=source --import tsx bench/main.ts` (the `bench` script runs
  * an esbuild bundle of it with `--expose-gc`) so that the memory figures are taken after a full GC.
@@ -12,7 +13,8 @@ import { fileURLToPath } from "node:url"
 import { collectGarbage, profiles } from "./harness.js"
 import * as Cache from "./cache.js"
 import { fmt } from "./harness.js"
-import { cacheVerdicts, markdown, verdicts } from "./report.js"
+import * as Redis from "./redis.js"
+import { cacheVerdicts, markdown, redisVerdicts, verdicts } from "./report.js"
 import { runSuite } from "./suite.js"
 
 const args = new Set(process.argv.slice(2))
@@ -29,6 +31,16 @@ if (args.has("--only-cache")) {
   process.stdout.write(
     `cache hit p50 ${fmt(cache.hit.subject.p50)} µs, p99 ${fmt(cache.hit.subject.p99)} µs (batch ${cache.hit.batch.subject})\n`
   )
+  process.exit(0)
+}
+
+if (args.has("--only-redis")) {
+  const redis = await Redis.run(profile)
+  for (const v of redisVerdicts({ redis })) {
+    process.stdout.write(
+      `${v.pass ? "PASS" : "MISS"} ${v.id}: ${fmt(v.measured)} ${v.unit} (target ${v.comparison} ${fmt(v.target)}; ${v.baseline})\n`
+    )
+  }
   process.exit(0)
 }
 

@@ -58,7 +58,7 @@ import { makeBreakerStore } from "./internal/redis/breakers.js"
 import { makeBudgetStore } from "./internal/redis/budgets.js"
 import { bad, type Client, makeClient } from "./internal/redis/client.js"
 import { type Epoch, makeEpoch } from "./internal/redis/epoch.js"
-import { makePermitStore } from "./internal/redis/permits.js"
+import { makePermitStore, type RedisPermitStore } from "./internal/redis/permits.js"
 import { makeRateLimitStore } from "./internal/redis/rateLimits.js"
 import { makeResponseCacheStore } from "./internal/redis/responseCache.js"
 import { makeToolLedgerStore } from "./internal/redis/toolLedger.js"
@@ -228,13 +228,15 @@ export const make = (options: Options): Effect.Effect<Stores, never, Scope.Scope
     const client = yield* clientOf(options)
     const epoch = yield* epochOf(client, options)
     const prefix = prefixOf(options)
+    // One client: the budget store takes a reservation and a permit of this permit store in one script.
+    const permit = permitStoreOf(client, options)
     return {
-      budget: budgetStoreOf(client, options, epoch),
+      budget: budgetStoreOf(client, options, epoch, permit),
       breaker: makeBreakerStore(client, prefix),
       ledger: ledgerStoreOf(client, options, epoch),
-      permit: permitStoreOf(client, options),
+      permit,
       rateLimit: makeRateLimitStore(client, prefix),
-      responseCache: makeResponseCacheStore(client, prefix),
+      responseCache: makeResponseCacheStore(client, prefix, epoch),
       connection: client.redis,
       acknowledgeDataLoss: epoch.acknowledge,
       dataLost: epoch.lost
@@ -264,8 +266,8 @@ export const acknowledgeDataLoss = (options: Options): Effect.Effect<void, Store
 const epochOf = (client: Client, options: Options) =>
   makeEpoch(client, prefixOf(options), millisOf(options.epochCheckInterval ?? Duration.seconds(1)))
 
-const budgetStoreOf = (client: Client, options: Options, epoch: Epoch) =>
-  makeBudgetStore(client, prefixOf(options), epoch, (lost) => options.onDataLoss?.({ budgets: lost }))
+const budgetStoreOf = (client: Client, options: Options, epoch: Epoch, permits?: RedisPermitStore) =>
+  makeBudgetStore(client, prefixOf(options), epoch, (lost) => options.onDataLoss?.({ budgets: lost }), permits)
 
 const clientOf = (options: Options): Effect.Effect<Client, never, Scope.Scope> =>
   makeClient({

@@ -401,7 +401,9 @@ const withFastPath = (
     const fast = FastPath.pool(p)
     if (fast !== undefined) targetsFast.set(ref, fast)
   }
-  if (tenantsFast === undefined || targetsFast.size !== targets.size) return service
+  // A shared store: the tenants' pool, for an admission that takes its permit with the reservation.
+  if (tenantsFast === undefined) return FastPath.attach(service, { _tag: "ConcurrencyPools", tenants })
+  if (targetsFast.size !== targets.size) return service
   return FastPath.attach(service, {
     _tag: "Concurrency",
     acquire: (tenant) => tenantsFast.take(tenant),

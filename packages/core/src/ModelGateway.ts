@@ -159,8 +159,7 @@ export const make = (
     const ctx: engine.EngineContext = {
       live: { current: first.live },
       adapters,
-      budgets,
-      concurrency,
+      ...engine.admissionServices(budgets, concurrency),
       recorder: yield* CallRecorder,
       health,
       callIds: engine.makeCallIds(),

@@ -6,8 +6,11 @@
  *
  * In-memory stores answer at once: their synchronous answers are read through the one private
  * fast path (`fastPath.ts`), for budgets and permits in this module only, so that the happy path
- * runs no Effect for them. A shared store gets the reservation and the permit asked for
- * at once (one round trip on an auto-pipelined connection); nothing is sent before both are held.
+ * runs no Effect for them. A shared store that can take both in one atomic operation (Redis, both
+ * stores on one connection: `FastPath.JointAdmit`) does so, awaited once and with no fork; when no
+ * permit is free then, nothing is held and the call takes the two steps. Otherwise the reservation
+ * and the permit are asked for at once (one round trip on an auto-pipelined connection); nothing is
+ * sent before both are held.
  */
 import { Effect, Exit, Fiber } from "effect"
 import * as AgentRun from "../AgentRun.js"
@@ -50,7 +53,60 @@ export const admit = (ctx: EngineContext, call: Call, route: Route): Effect.Effe
     holds.reservation = reserved
     return takePermitNow(ctx, cmd, holds) ? Exit.succeed(admitted) : Effect.as(acquirePermit(ctx, call), admitted)
   }
-  const reserved = reserve(ctx, call, amount).pipe(
+  const joint = ctx.admitJointly
+  if (joint !== undefined) return admitJointly(ctx, call, route, amount, joint)
+  return admitSeparately(ctx, call, route, reserve(ctx, call, amount))
+}
+
+/**
+ * The reservation and the permit in one store operation (uninterruptible, so that its outcome is
+ * never lost halfway; bounded by the call's deadline); a refused reservation re-plans as below, and
+ * no free permit takes the two steps.
+ */
+const admitJointly = (
+  ctx: EngineContext,
+  call: Call,
+  route: Route,
+  amount: number,
+  joint: FastPath.JointAdmit
+): Effect.Effect<Route, Failure> =>
+  Effect.flatMap(
+    Effect.uninterruptible(
+      Effect.matchEffect(joint(call.command.tenant, amount, call.deadline), {
+        onFailure: (e) => Effect.fail(storeFailure(e)),
+        onSuccess: (outcome) => {
+          if (outcome !== undefined && !(outcome instanceof BudgetExceeded)) {
+            const holds = call.holds
+            holds.reservation = outcome.reservation
+            holds.permit = outcome.permit
+            holds.permitWaitMs = 0
+          }
+          return Effect.succeed(outcome)
+        }
+      })
+    ),
+    (outcome): Effect.Effect<Route, Failure> => {
+      if (outcome === undefined) return admitSeparately(ctx, call, route, reserve(ctx, call, amount))
+      if (outcome instanceof BudgetExceeded) {
+        return admitSeparately(ctx, call, route, Effect.fail(budgetFailure(outcome)))
+      }
+      return Effect.succeed(route)
+    }
+  )
+
+/**
+ * The reservation (`reserved`: its store operation, or the refusal to re-plan from) and the permit
+ * in two steps, over stores with I/O.
+ */
+const admitSeparately = (
+  ctx: EngineContext,
+  call: Call,
+  route: Route,
+  reservedFirst: Effect.Effect<void, Failure>
+): Effect.Effect<Route, Failure> => {
+  const holds = call.holds
+  const cmd = call.command
+  const reserved = reservedFirst.pipe(
     Effect.catchIf(
       (f): f is Extract<Failure, { readonly _tag: "BudgetExceeded" }> => f._tag === "BudgetExceeded",
       (f) => {
@@ -75,6 +131,19 @@ export const admit = (ctx: EngineContext, call: Call, route: Route): Effect.Effe
       onSuccess: () => Effect.flatten(Fiber.await(permit))
     })
   ).pipe(Effect.zipRight(admitted))
+}
+
+/**
+ * The admission's services in the engine context: budgets, concurrency, and their joint admission
+ * when both are over one shared store that has one (resolved once).
+ */
+export const admissionServices = (
+  budgets: EngineContext["budgets"],
+  concurrency: EngineContext["concurrency"]
+): Pick<EngineContext, "budgets" | "concurrency" | "admitJointly"> => {
+  const pools = FastPath.concurrencyPools(concurrency)
+  const admitJointly = pools === undefined ? undefined : FastPath.budgetsJoint(budgets)?.jointWith(pools.tenants)
+  return { budgets, concurrency, admitJointly }
 }
 
 /** Takes the tenant's permit when the store answers at once; `false` when it has to wait. */

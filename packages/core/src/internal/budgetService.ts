@@ -156,7 +156,12 @@ export const makeService = (options: Options, store: Store.Service, instance: st
     isLimited: (tenant) => budgetOf(tenant) !== "unlimited",
     reservationTtl: ttl
   }
-  if (fast === undefined) return service
+  if (fast === undefined) {
+    const joint = FastPath.budgetStoreJoint(store)
+    return joint === undefined
+      ? service
+      : FastPath.attach(service, jointOf(joint, { budgetOf, requestAt, reservationOf }))
+  }
   // A store without I/O: the same reserve, done at once (same account, window, TTL and ids).
   const reserveNow = (tenant: TenantId, amount: number, now: number): Reservation | BudgetExceeded => {
     if (!(amount >= 0)) throw negativeAmount(amount)
@@ -170,6 +175,49 @@ export const makeService = (options: Options, store: Store.Service, instance: st
   }
   return FastPath.attach(service, { _tag: "Budgets", reserve: reserveNow })
 }
+
+/** What {@link jointOf} needs of the service. */
+interface Parts {
+  readonly budgetOf: (tenant: TenantId) => TenantBudget | "unlimited" | "reject"
+  readonly requestAt: (
+    tenant: TenantId,
+    amount: number,
+    budget: TenantBudget,
+    now: number,
+    deadline?: number
+  ) => Store.ReserveRequest
+  readonly reservationOf: (tenant: TenantId, request: Store.ReserveRequest, deadline?: number) => Reservation
+}
+
+/**
+ * The reservation and the permit in one store operation (a shared store that can: the private
+ * `BudgetsJoint`): same account, window, TTL and ids as `reserve`.
+ */
+const jointOf = (joint: FastPath.BudgetStoreJoint, parts: Parts): FastPath.BudgetsJoint => ({
+  _tag: "BudgetsJoint",
+  jointWith: (pool) => {
+    const op = joint.jointWith(pool)
+    if (op === undefined) return undefined
+    return (tenant, amount, deadline) => {
+      if (!(amount >= 0)) return Effect.die(negativeAmount(amount))
+      const budget = parts.budgetOf(tenant)
+      // Nothing to reserve in the store: the permit alone, taken the usual way.
+      if (budget === "unlimited") return succeedUndefined
+      if (budget === "reject") return Effect.succeed(rejected(tenant, amount))
+      return Effect.clockWith((clock) => {
+        const request = parts.requestAt(tenant, amount, budget, clock.unsafeCurrentTimeMillis(), deadline)
+        return Effect.map(op(request, tenant, deadline), (outcome) => {
+          if (outcome._tag === "Admitted") {
+            return { reservation: parts.reservationOf(tenant, request, deadline), permit: outcome.permit }
+          }
+          return outcome._tag === "Rejected" ? exceeded(tenant, amount, budget, outcome) : undefined
+        })
+      })
+    }
+  }
+})
+
+const succeedUndefined = Effect.succeed(undefined)
 
 const unlimitedReserve = (tenant: TenantId, amount: number) => Effect.succeed(settledReservation(tenant, amount))
 

@@ -88,6 +88,11 @@ export interface EngineContext {
   readonly callIds: CallIds
   /** What the router reads of route health ({@link routeViewOf}), built once. */
   readonly routeView: BreakerView
+  /**
+   * The reservation and the tenant's permit in one store operation, when budgets and permits are
+   * on one shared store that can (`admission.jointAdmissionOf`); resolved once.
+   */
+  readonly admitJointly?: FastPath.JointAdmit | undefined
   /** The response cache of workflows with `cache` (`internal/cache/stage.ts`); none: nothing is cached. */
   readonly cache?: ResponseCache.Service | undefined
 }

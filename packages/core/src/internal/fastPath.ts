@@ -20,6 +20,8 @@ import type * as Budgets from "./budgetTypes.js"
 import type * as BudgetStore from "./budgetStoreTypes.js"
 import type { BudgetExceeded } from "../Errors.js"
 import type * as PermitStore from "./permitTypes.js"
+import type { Effect } from "effect"
+import type { StoreError } from "../Errors.js"
 
 /** The slot's key (shared across copies of this module). */
 export const TypeId: unique symbol = Symbol.for("@modelgate/core/FastPath")
@@ -88,8 +90,73 @@ export interface HealthFast {
   readonly noRecords?: boolean | undefined
 }
 
-/** Every kind of synchronous implementation. */
-export type FastPath = BudgetStoreFast | BudgetsFast | ReservationFast | ConcurrencyFast | PoolFast | HealthFast
+/**
+ * What a joint admission did, all or nothing: `Admitted` holds the reservation and the permit;
+ * `Rejected` (the budget refused: its balance) and `NoPermit` (none free now) hold nothing.
+ */
+export type JointOutcome =
+  | { readonly _tag: "Admitted"; readonly permit: PermitStore.Permit }
+  | { readonly _tag: "Rejected"; readonly committed: number; readonly reserved: number }
+  | { readonly _tag: "NoPermit" }
+
+/**
+ * A shared budget store (I/O) that reserves and takes a permit of a pool on its own connection in
+ * one atomic store operation (one round trip). `jointWith` answers the operation for `pool`, or
+ * `undefined` when `pool` is not on that connection. The operation never waits past `request.deadline`;
+ * a failed one (a lost or late answer) gives back whatever it may have taken, without waiting.
+ * `@modelgate/adapters/redis` attaches a structurally identical value under the same `Symbol.for`
+ * key (`internal/redis/joint.ts` there): keep the two in step.
+ */
+export interface BudgetStoreJoint {
+  readonly _tag: "BudgetStoreJoint"
+  readonly jointWith: (
+    pool: PermitStore.Pool
+  ) =>
+    | ((request: BudgetStore.ReserveRequest, key: string, until: number) => Effect.Effect<JointOutcome, StoreError>)
+    | undefined
+}
+
+/** A call admitted jointly: its reservation and its permit. */
+export interface JointAdmitted {
+  readonly reservation: Budgets.Reservation
+  readonly permit: PermitStore.Permit
+}
+
+/**
+ * `Budgets.reserve` of `amount` for `tenant` together with the tenant's permit (until `deadline`),
+ * in one store operation: both held, the `BudgetExceeded` a refused reservation fails with
+ * (returned; nothing held), or `undefined` when it cannot be done jointly (no permit free now, an
+ * unlimited tenant): nothing held, the caller takes the two steps.
+ */
+export type JointAdmit = (
+  tenant: TenantId,
+  amount: number,
+  deadline: number
+) => Effect.Effect<JointAdmitted | BudgetExceeded | undefined, StoreError>
+
+/** A `Budgets` service over a {@link BudgetStoreJoint} store. */
+export interface BudgetsJoint {
+  readonly _tag: "BudgetsJoint"
+  readonly jointWith: (pool: PermitStore.Pool) => JointAdmit | undefined
+}
+
+/** A `Concurrency` service over a shared store: its tenants' pool (for a joint admission). */
+export interface ConcurrencyPools {
+  readonly _tag: "ConcurrencyPools"
+  readonly tenants: PermitStore.Pool
+}
+
+/** Every kind of synchronous implementation (and of shared-store capability). */
+export type FastPath =
+  | BudgetStoreFast
+  | BudgetsFast
+  | ReservationFast
+  | ConcurrencyFast
+  | PoolFast
+  | HealthFast
+  | BudgetStoreJoint
+  | BudgetsJoint
+  | ConcurrencyPools
 
 interface Carrier {
   readonly [TypeId]: FastPath
@@ -139,4 +206,22 @@ export const pool = (pool: PermitStore.Pool): PoolFast | undefined => {
 export const health = (service: object): HealthFast | undefined => {
   const fast = of(service)
   return fast?._tag === "Health" ? fast : undefined
+}
+
+/** The budget store's joint admission with a permit pool, if it has one. */
+export const budgetStoreJoint = (store: BudgetStore.Service): BudgetStoreJoint | undefined => {
+  const fast = of(store)
+  return fast?._tag === "BudgetStoreJoint" ? fast : undefined
+}
+
+/** The budgets service's joint admission, if its store has one. */
+export const budgetsJoint = (service: object): BudgetsJoint | undefined => {
+  const fast = of(service)
+  return fast?._tag === "BudgetsJoint" ? fast : undefined
+}
+
+/** The concurrency service's tenants pool, when it is over a shared store. */
+export const concurrencyPools = (service: object): ConcurrencyPools | undefined => {
+  const fast = of(service)
+  return fast?._tag === "ConcurrencyPools" ? fast : undefined
 }

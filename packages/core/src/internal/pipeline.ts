@@ -35,6 +35,7 @@ import { attempts } from "./walk.js"
 
 export type { EngineContext, LiveConfig } from "./call.js"
 export { makeCallIds, routeViewOf } from "./call.js"
+export { admissionServices } from "./admission.js"
 
 /** The tracer Effect runs with when nobody installed one: spans are then not made at all. */
 const defaultTracer = Effect.runSync(Effect.tracer)

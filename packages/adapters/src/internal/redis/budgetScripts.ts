@@ -27,47 +27,113 @@ end
 `
 
 /**
- * KEYS: account hash, reservation set. ARGV: id, amount, limit, now, expiresAt, accountExpiresAt
- * (`-1` for never). Returns `{reserved (1|0), committed, reserved}`.
+ * `budget_check(h, z, id, amount, limit, now, accountExpiresAt)` (strings, as the script's
+ * arguments): initialises the account, frees expired reservations and returns `status, c, r`:
+ * status 2 when `id` is held already (a repeated request: not reserved twice), 1 when `amount`
+ * fits, 0 when it does not. `budget_take(h, z, id, amount, now, expiresAt, accountExpiresAt)`
+ * then reserves it. `read_epoch(key, new, init)`: the data-loss epoch (`epoch.ts`), written when
+ * missing and `init` is `'1'`; `false` without a key.
  *
  * @internal
  */
-export const reserve = script(`${purge}
+export const reserveFunctions = `${purge}
+local function budget_check(h, z, id, amountS, limitS, nowS, accountExpiresAtS)
+  local amount, limit, now = tonumber(amountS), tonumber(limitS), tonumber(nowS)
+  local accountExpiresAt = tonumber(accountExpiresAtS)
+  if redis.call('EXISTS', h) == 0 then
+    redis.call('HSET', h, 'c', '0', 'r', '0', 'o', '0', 'e', accountExpiresAtS)
+    if accountExpiresAt >= 0 then redis.call('PEXPIRE', h, string.format('%d', math.max(1, accountExpiresAt - now))) end
+  end
+  purge(h, z, nowS)
+  local c = tonumber(redis.call('HGET', h, 'c'))
+  local r = tonumber(redis.call('HGET', h, 'r'))
+  if redis.call('HEXISTS', h, 'h:' .. id) == 1 then return 2, c, r end
+  if c + r + amount > limit then return 0, c, r end
+  return 1, c, r
+end
+local function budget_take(h, z, id, amountS, nowS, expiresAtS, accountExpiresAtS)
+  local now, expiresAt, accountExpiresAt = tonumber(nowS), tonumber(expiresAtS), tonumber(accountExpiresAtS)
+  redis.call('HINCRBY', h, 'r', amountS)
+  redis.call('HSET', h, 'h:' .. id, amountS)
+  redis.call('ZADD', z, expiresAtS, id)
+  local e = tonumber(redis.call('HGET', h, 'e'))
+  if e >= 0 and (accountExpiresAt < 0 or accountExpiresAt > e) then
+    e = accountExpiresAt
+    redis.call('HSET', h, 'e', accountExpiresAtS)
+  end
+  if e < 0 then
+    redis.call('PERSIST', h)
+    redis.call('PERSIST', z)
+  else
+    -- The keys live until the account's window is over and every live reservation has expired.
+    local ttl = math.max(1, math.max(e, expiresAt) - now)
+    local current = redis.call('PTTL', h)
+    if current >= 0 and ttl > current then redis.call('PEXPIRE', h, string.format('%d', ttl)) else ttl = math.max(ttl, current) end
+    redis.call('PEXPIRE', z, string.format('%d', ttl))
+  end
+end
+local function read_epoch(key, new, init)
+  if not key then return false end
+  local v = redis.call('GET', key)
+  if v then return v end
+  if init == '1' then
+    redis.call('SET', key, new)
+    return new
+  end
+  return false
+end
+`
+
+/**
+ * KEYS: account hash, reservation set, the epoch key (optional). ARGV: id, amount, limit, now,
+ * expiresAt, accountExpiresAt (`-1` for never), a new epoch, `1` to write it when missing. Returns
+ * `{reserved (1|0), committed, reserved, epoch}` (the epoch `nil` without a key, or missing).
+ *
+ * @internal
+ */
+export const reserve = script(`${reserveFunctions}
 local h, z = KEYS[1], KEYS[2]
-local id = ARGV[1]
-local amount, limit, now = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local expiresAt, accountExpiresAt = tonumber(ARGV[5]), tonumber(ARGV[6])
-if redis.call('EXISTS', h) == 0 then
-  redis.call('HSET', h, 'c', '0', 'r', '0', 'o', '0', 'e', ARGV[6])
-  if accountExpiresAt >= 0 then redis.call('PEXPIRE', h, string.format('%d', math.max(1, accountExpiresAt - now))) end
-end
-purge(h, z, ARGV[4])
-local c = tonumber(redis.call('HGET', h, 'c'))
-local r = tonumber(redis.call('HGET', h, 'r'))
--- A reservation id already held (a repeated request) is not reserved twice.
-if redis.call('HEXISTS', h, 'h:' .. id) == 1 then return {1, c, r} end
-if c + r + amount > limit then return {0, c, r} end
-r = r + amount
-redis.call('HINCRBY', h, 'r', ARGV[2])
-redis.call('HSET', h, 'h:' .. id, ARGV[2])
-redis.call('ZADD', z, ARGV[5], id)
-local e = tonumber(redis.call('HGET', h, 'e'))
-if e >= 0 and (accountExpiresAt < 0 or accountExpiresAt > e) then
-  e = accountExpiresAt
-  redis.call('HSET', h, 'e', ARGV[6])
-end
-if e < 0 then
-  redis.call('PERSIST', h)
-  redis.call('PERSIST', z)
-else
-  -- The keys live until the account's window is over and every live reservation has expired.
-  local ttl = math.max(1, math.max(e, expiresAt) - now)
-  local current = redis.call('PTTL', h)
-  if current >= 0 and ttl > current then redis.call('PEXPIRE', h, string.format('%d', ttl)) else ttl = math.max(ttl, current) end
-  redis.call('PEXPIRE', z, string.format('%d', ttl))
-end
-return {1, c, r}
+local epoch = read_epoch(KEYS[3], ARGV[7], ARGV[8])
+local status, c, r = budget_check(h, z, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6])
+if status == 2 then return {1, c, r, epoch} end
+if status == 0 then return {0, c, r, epoch} end
+budget_take(h, z, ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6])
+return {1, c, r + tonumber(ARGV[2]), epoch}
 `)
+
+/**
+ * `budget_settle(h, z, id, spend, limit, retry)`: commits `spend` (already capped by the amount; 0
+ * releases) of reservation `id`; `retry` `'1'`: a retried commit, which counts nothing when the
+ * reservation is gone. Returns `{committed, overspent}`.
+ *
+ * @internal
+ */
+export const settleFunction = `
+local function budget_settle(h, z, id, spendS, limitS, retry)
+  local spend, limit = tonumber(spendS), tonumber(limitS)
+  if redis.call('EXISTS', h) == 0 then return {0, spend} end
+  local held = redis.call('HGET', h, 'h:' .. id)
+  if held then
+    held = tonumber(held)
+    redis.call('HDEL', h, 'h:' .. id)
+    redis.call('ZREM', z, id)
+    redis.call('HINCRBY', h, 'r', string.format('%d', -held))
+    local committed = math.min(spend, held)
+    if committed > 0 then redis.call('HINCRBY', h, 'c', string.format('%d', committed)) end
+    return {committed, 0}
+  end
+  -- A retried commit whose reservation is gone: its first attempt landed.
+  if retry == '1' then return {0, 0} end
+  -- The reservation expired before its holder settled: count what still fits the limit, keep the
+  -- rest apart (expired reservations not purged yet still count as reserved: the safe side).
+  local c = tonumber(redis.call('HGET', h, 'c'))
+  local r = tonumber(redis.call('HGET', h, 'r'))
+  local committed = math.min(spend, math.max(0, limit - c - r))
+  if committed > 0 then redis.call('HINCRBY', h, 'c', string.format('%d', committed)) end
+  if spend - committed > 0 then redis.call('HINCRBY', h, 'o', string.format('%d', spend - committed)) end
+  return {committed, spend - committed}
+end
+`
 
 /**
  * KEYS: account hash, reservation set. ARGV: id, spend (already capped by the amount), limit,
@@ -76,31 +142,8 @@ return {1, c, r}
  *
  * @internal
  */
-export const settle = script(`
-local h, z = KEYS[1], KEYS[2]
-local id = ARGV[1]
-local spend, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
-if redis.call('EXISTS', h) == 0 then return {0, spend} end
-local held = redis.call('HGET', h, 'h:' .. id)
-if held then
-  held = tonumber(held)
-  redis.call('HDEL', h, 'h:' .. id)
-  redis.call('ZREM', z, id)
-  redis.call('HINCRBY', h, 'r', string.format('%d', -held))
-  local committed = math.min(spend, held)
-  if committed > 0 then redis.call('HINCRBY', h, 'c', string.format('%d', committed)) end
-  return {committed, 0}
-end
--- A retried commit whose reservation is gone: its first attempt landed.
-if ARGV[4] == '1' then return {0, 0} end
--- The reservation expired before its holder settled: count what still fits the limit, keep the
--- rest apart (expired reservations not purged yet still count as reserved: the safe side).
-local c = tonumber(redis.call('HGET', h, 'c'))
-local r = tonumber(redis.call('HGET', h, 'r'))
-local committed = math.min(spend, math.max(0, limit - c - r))
-if committed > 0 then redis.call('HINCRBY', h, 'c', string.format('%d', committed)) end
-if spend - committed > 0 then redis.call('HINCRBY', h, 'o', string.format('%d', spend - committed)) end
-return {committed, spend - committed}
+export const settle = script(`${settleFunction}
+return budget_settle(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 `)
 
 /**

@@ -1,6 +1,8 @@
 /**
  * `BudgetStore` on Redis: `reserve`, `commit`, `release` and `balance` are one Lua script each
- * (atomic, one round trip), on integer store units, with the memory store's semantics.
+ * (atomic, one round trip), on integer store units, with the memory store's semantics. A reserve
+ * reads the data-loss epoch in its script. With the permit store of the same client, the store
+ * also takes a reservation and a permit in one script (`joint.ts`).
  *
  * @internal
  */
@@ -8,7 +10,18 @@ import * as BudgetStore from "@modelgate/core/BudgetStore"
 import { Effect } from "effect"
 import { bad, type Client, int, ints } from "./client.js"
 import * as BudgetScripts from "./budgetScripts.js"
-import type { Epoch } from "./epoch.js"
+import { afterObserving, type Epoch } from "./epoch.js"
+import {
+  capabilitySlot,
+  type JointContext,
+  jointOf,
+  type Links,
+  reserveArgs,
+  reserveReply,
+  settleLinked
+} from "./joint.js"
+import * as JointScripts from "./jointScripts.js"
+import type { RedisPermitStore } from "./permits.js"
 
 /** What a budget store had seen committed when Redis came back empty (store units). @internal */
 export interface LostSpend {
@@ -20,13 +33,15 @@ export interface LostSpend {
  * @internal
  *
  * With an `epoch`, the store keeps the last committed amount it saw per account and, when the epoch
- * reports a loss, hands them to `onLoss` (and logs them): the spend Redis forgot.
+ * reports a loss, hands them to `onLoss` (and logs them): the spend Redis forgot. With `permits` (on
+ * the same client), it carries the joint admission (`joint.ts`).
  */
 export const makeBudgetStore = (
   client: Client,
   prefix: string,
   epoch?: Epoch,
-  onLoss?: (lost: ReadonlyArray<LostSpend>) => void
+  onLoss?: (lost: ReadonlyArray<LostSpend>) => void,
+  permits?: RedisPermitStore
 ): BudgetStore.Service => {
   const seen = new Map<string, number>()
   const saw = (account: string, committed: number) => {
@@ -39,10 +54,13 @@ export const makeBudgetStore = (
     seen.clear()
     onLoss?.(lost)
   })
-  const keys = (account: string) => {
+  const keys = (account: string): readonly [string, string] => {
     const h = `${prefix}budget:{${account}}`
     return [h, `${h}:r`]
   }
+  const links: Links = new Map()
+  const joint: JointContext | undefined =
+    permits === undefined ? undefined : { client, keys, permits, epoch, links, saw }
   const settle = (
     operation: string,
     account: string,
@@ -51,47 +69,55 @@ export const makeBudgetStore = (
     limit: number,
     retry: boolean,
     maxWaitMs: number | undefined
-  ) =>
-    client.script(
-      "budget",
-      operation,
-      BudgetScripts.settle,
-      keys(account),
-      [id, int(spend), int(limit), retry ? "1" : "0"],
-      (reply): BudgetStore.CommitOutcome | typeof bad => {
-        const v = ints(reply, 2)
-        if (v === bad) return bad
-        saw(account, v[0] ?? 0)
-        return { committed: v[0] ?? 0, overspent: v[1] ?? 0 }
-      },
-      maxWaitMs
+  ) => {
+    const args = [id, int(spend), int(limit), retry ? "1" : "0"]
+    const decode = (reply: unknown): BudgetStore.CommitOutcome | typeof bad => {
+      const v = ints(reply, 2)
+      if (v === bad) return bad
+      saw(account, v[0] ?? 0)
+      return { committed: v[0] ?? 0, overspent: v[1] ?? 0 }
+    }
+    const withRelease =
+      joint === undefined
+        ? undefined
+        : settleLinked(joint, id, (poolKeys, release) =>
+            client.script(
+              "budget",
+              operation,
+              JointScripts.settleAndRelease,
+              [...keys(account), ...poolKeys],
+              [...args, ...release],
+              decode,
+              maxWaitMs
+            )
+          )
+    return (
+      withRelease ?? client.script("budget", operation, BudgetScripts.settle, keys(account), args, decode, maxWaitMs)
     )
-  return BudgetStore.BudgetStore.of({
-    reserve: (r) =>
+  }
+  const reserve: BudgetStore.Service["reserve"] = (r) => {
+    const [h, z] = keys(r.account)
+    return Effect.flatMap(
       client.script(
         "budget",
         "reserve",
         BudgetScripts.reserve,
-        keys(r.account),
-        [
-          r.id,
-          int(r.amount),
-          int(r.limit),
-          int(r.now),
-          int(r.expiresAt),
-          Number.isFinite(r.accountExpiresAt) ? int(r.accountExpiresAt) : "-1"
-        ],
-        (reply): BudgetStore.ReserveOutcome | typeof bad => {
-          const v = ints(reply, 3)
-          if (v === bad) return bad
-          const committed = v[1] ?? 0
-          const reserved = v[2] ?? 0
-          saw(r.account, committed)
-          return v[0] === 1 ? { _tag: "Reserved", committed, reserved } : { _tag: "Rejected", committed, reserved }
-        },
+        epoch === undefined ? [h, z] : [h, z, epoch.key],
+        [...reserveArgs(r), ...(epoch === undefined ? ["", "0"] : epoch.initArgs())],
+        reserveReply,
         // never waits past the caller's deadline (the caller releases the id if the answer is lost)
         r.deadline === undefined ? undefined : r.deadline - r.now
       ),
+      (v) =>
+        afterObserving(epoch, v.epoch, (): BudgetStore.ReserveOutcome => {
+          const { committed, reserved } = v
+          saw(r.account, committed)
+          return v.status === 1 ? { _tag: "Reserved", committed, reserved } : { _tag: "Rejected", committed, reserved }
+        })
+    )
+  }
+  const store = BudgetStore.BudgetStore.of({
+    reserve,
     commit: (r) =>
       settle(
         "commit",
@@ -116,4 +142,7 @@ export const makeBudgetStore = (
         }
       )
   })
+  if (joint === undefined) return store
+  // Core's private capability slot (not enumerable: a spread copy of the store has none).
+  return Object.defineProperty(store, capabilitySlot, { value: jointOf(joint), enumerable: false })
 }

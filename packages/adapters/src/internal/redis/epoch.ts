@@ -5,8 +5,9 @@
  * tool-ledger claims fail closed, and the budget store reports what it had seen committed, until an
  * operator acknowledges (which writes a new epoch; every other client adopts it).
  *
- * The epoch is checked on every ledger claim (pipelined with it: the same round trip) and in the
- * background every `intervalMs` (which is how budgets notice).
+ * The epoch is checked on every ledger claim (pipelined with it: the same round trip), read back by
+ * every budget reservation's script (the same round trip) and every response-cache read (the same
+ * command), and in the background when none of these read it for `intervalMs`.
  *
  * A client that starts against an empty Redis initialises it: an empty restart while no gateway
  * process runs is not detected.
@@ -49,6 +50,15 @@ export const lostDetail = "data lost: Redis came back empty; acknowledge it (Red
 export interface Epoch {
   /** One read of the epoch key (initialising it on first use). */
   readonly check: Effect.Effect<void, StoreError>
+  /** The epoch key (read by other stores' scripts and commands). */
+  readonly key: string
+  /** The arguments of a script that reads the epoch: a new epoch, and `"1"` to write it when missing. */
+  readonly initArgs: () => readonly [string, string]
+  /**
+   * The epoch another operation read (`null`: missing, and not written): what `check` does with
+   * its reply; the report of a loss detected now, or `undefined` (nothing to report).
+   */
+  readonly observe: (reply: string | null) => Effect.Effect<void> | undefined
   /** Whether a loss was detected and not yet acknowledged. */
   readonly lost: () => boolean
   /** The operator's acknowledgement: a new epoch; claims resume. */
@@ -56,6 +66,8 @@ export interface Epoch {
   /** Called once per detected loss (before `lost` turns true for the callers). */
   readonly onLoss: (listener: () => void) => void
 }
+
+const noInit = ["", "0"] as const
 
 const newEpoch = () => `${Date.now().toString(36)}.${Math.floor(Math.random() * 2 ** 31).toString(36)}`
 
@@ -84,28 +96,31 @@ export const makeEpoch = (
         Effect.logError("Redis came back empty (epoch key missing): tool-ledger claims fail closed until acknowledged")
       )
     })
+    let lastReadAt = 0
+    const observe: Epoch["observe"] = (reply) => {
+      lastReadAt = Date.now()
+      if (reply === null) return seen === undefined ? undefined : lost ? undefined : detected
+      if (seen === undefined || reply === seen) {
+        seen = reply
+        return undefined
+      }
+      // Another epoch: a loss was acknowledged elsewhere (perhaps one this client did not see).
+      const missed = lost ? Effect.void : detected
+      return Effect.zipRight(
+        missed,
+        Effect.sync(() => {
+          seen = reply
+          lost = false
+        })
+      )
+    }
+    // Once an epoch is known, nothing is written: no new epoch to make per operation.
+    const initArgs = () => (seen === undefined ? ([newEpoch(), "1"] as const) : noInit)
     const check: Epoch["check"] = Effect.suspend(() =>
-      client.script("ledger", "epoch", readEpoch, [key], [newEpoch(), seen === undefined ? "1" : "0"], (reply) =>
+      client.script("ledger", "epoch", readEpoch, [key], initArgs(), (reply) =>
         reply === null || typeof reply === "string" ? reply : bad
       )
-    ).pipe(
-      Effect.flatMap((reply) => {
-        if (reply === null) return seen === undefined ? Effect.void : detected
-        if (seen === undefined || reply === seen) {
-          seen = reply
-          return Effect.void
-        }
-        // Another epoch: a loss was acknowledged elsewhere (perhaps one this client did not see).
-        const missed = lost ? Effect.void : detected
-        return Effect.zipRight(
-          missed,
-          Effect.sync(() => {
-            seen = reply
-            lost = false
-          })
-        )
-      })
-    )
+    ).pipe(Effect.flatMap((reply) => observe(reply) ?? Effect.void))
     const acknowledge: Epoch["acknowledge"] = Effect.suspend(() => {
       const next = newEpoch()
       return client
@@ -124,10 +139,18 @@ export const makeEpoch = (
           )
         )
     })
-    yield* Effect.forkScoped(
-      Effect.repeat(Effect.ignore(check), Schedule.spaced(intervalMs)).pipe(Effect.withClock(realClock))
-    )
-    return { check, lost: () => lost, acknowledge, onLoss: (listener) => listeners.push(listener) }
+    // In the background only when no operation read the epoch for `intervalMs`.
+    const background = Effect.suspend(() => (Date.now() - lastReadAt < intervalMs ? Effect.void : Effect.ignore(check)))
+    yield* Effect.forkScoped(Effect.repeat(background, Schedule.spaced(intervalMs)).pipe(Effect.withClock(realClock)))
+    return {
+      check,
+      key,
+      initArgs,
+      observe,
+      lost: () => lost,
+      acknowledge,
+      onLoss: (listener) => listeners.push(listener)
+    }
   })
 
 /**
@@ -141,3 +164,14 @@ export const guarded = <A>(epoch: Epoch, operation: string, effect: Effect.Effec
   Effect.flatMap(Effect.zip(Effect.either(epoch.check), effect, { concurrent: true }), ([, a]) =>
     epoch.lost() ? Effect.fail(storeError("ledger", operation, lostDetail)) : Effect.succeed(a)
   )
+
+/**
+ * `f()` after the report of what `epoch` made of `reply` (the epoch another operation read): the
+ * spend a loss reports is what was seen before this reply.
+ *
+ * @internal
+ */
+export const afterObserving = <A>(epoch: Epoch | undefined, reply: string | null, f: () => A): Effect.Effect<A> => {
+  const report = epoch?.observe(reply)
+  return report === undefined ? Effect.succeed(f()) : Effect.zipRight(report, Effect.sync(f))
+}

@@ -11,7 +11,12 @@
  */
 import { script } from "./script.js"
 
-const common = `
+/**
+ * `now_ms()`, `free(h, info, lease)` and `purge(h, z, info, now)` of every permit script.
+ *
+ * @internal
+ */
+export const common = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

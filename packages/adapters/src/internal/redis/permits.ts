@@ -65,8 +65,8 @@ interface KeyQueue {
   readonly waiters: Array<Waiter>
 }
 
-/** One pool's state in this process. */
-interface PoolState {
+/** One pool's state in this process. @internal */
+export interface PoolState {
   readonly client: Client
   readonly settings: PermitSettings
   readonly options: PermitStore.PoolOptions
@@ -85,8 +85,8 @@ interface PoolState {
 
 const now = Effect.clockWith((c) => Effect.succeed(c.unsafeCurrentTimeMillis()))
 
-/** Sends the release of `lease` without waiting (a lost release is covered by the lease's end). */
-const giveBack = (p: PoolState, lease: string) => p.client.send(Scripts.release, p.keys, [lease, p.channel])
+/** Sends the release of `lease` without waiting (a lost release is covered by the lease's end). @internal */
+export const giveBack = (p: PoolState, lease: string) => p.client.send(Scripts.release, p.keys, [lease, p.channel])
 
 const permitOf = (p: PoolState, key: string, lease: string): PermitStore.Permit => {
   p.heldHere.set(key, (p.heldHere.get(key) ?? 0) + 1)
@@ -105,6 +105,61 @@ const permitOf = (p: PoolState, key: string, lease: string): PermitStore.Permit 
   }
 }
 
+/** A fresh lease id of `p`, and its length for a holder waiting until `until` (epoch ms, at `at`). @internal */
+export const newLease = (p: PoolState, until: number, at: number): { readonly id: string; readonly ms: number } => ({
+  id: `${p.instance}.${(++p.leaseSeq).toString(36)}`,
+  ms: Math.ceil(Number.isFinite(until) ? Math.max(0, until - at) + p.settings.leaseMs : p.settings.leaseMs)
+})
+
+/**
+ * The release of a permit taken with a budget reservation (`joint.ts`): `release` marks it released
+ * and sends it at the end of the current microtask run, unless the reservation's settle took it
+ * over first (`takeOver`: then it rides the settle's script; the caller sends and calls `sent`).
+ *
+ * @internal
+ */
+export interface LinkedRelease {
+  /** `true` once: the permit is released and not sent yet; the caller now sends it. */
+  readonly takeOver: () => boolean
+  /** Wakes this process's waiters (after the caller sent the release). */
+  readonly sent: () => void
+}
+
+/** A permit of `key` under `lease`, already taken in Redis, whose release a settle may carry. @internal */
+export const linkedPermit = (
+  p: PoolState,
+  key: string,
+  lease: string
+): { readonly permit: PermitStore.Permit; readonly link: LinkedRelease } => {
+  p.heldHere.set(key, (p.heldHere.get(key) ?? 0) + 1)
+  let state: "held" | "released" | "sent" = "held"
+  const send = () => {
+    if (state !== "released") return
+    state = "sent"
+    giveBack(p, lease)
+    p.freed.fire()
+  }
+  const permit: PermitStore.Permit = {
+    release: () => {
+      if (state !== "held") return
+      state = "released"
+      const n = (p.heldHere.get(key) ?? 1) - 1
+      if (n <= 0) p.heldHere.delete(key)
+      else p.heldHere.set(key, n)
+      queueMicrotask(send)
+    }
+  }
+  const link: LinkedRelease = {
+    takeOver: () => {
+      if (state !== "released") return false
+      state = "sent"
+      return true
+    },
+    sent: () => p.freed.fire()
+  }
+  return { permit, link }
+}
+
 /** An ask that failed (a lost answer, a timeout) may still have been granted: give that lease back. */
 const giveBackOnFailure = (
   p: PoolState,
@@ -115,9 +170,8 @@ const giveBackOnFailure = (
 
 /** One ask: the lease of a permit, or `undefined` when none is free (or `until` came first). */
 const take = (p: PoolState, key: string, until: number, at: number): Effect.Effect<string | undefined, StoreError> => {
-  const { client, options, settings } = p
-  const lease = `${p.instance}.${(++p.leaseSeq).toString(36)}`
-  const leaseMs = Number.isFinite(until) ? Math.max(0, until - at) + settings.leaseMs : settings.leaseMs
+  const { client, options } = p
+  const { id: lease, ms: leaseMs } = newLease(p, until, at)
   const ask = client.script(
     "permit",
     "acquire",
@@ -126,7 +180,7 @@ const take = (p: PoolState, key: string, until: number, at: number): Effect.Effe
     [
       key,
       lease,
-      String(Math.ceil(leaseMs)),
+      String(leaseMs),
       String(options.reservedOf(key)),
       String(options.maxOf(key)),
       String(options.shared),
@@ -292,7 +346,11 @@ const snapshotOf = (p: PoolState): Effect.Effect<PermitStore.PoolSnapshot> =>
     () => localSnapshot(p)
   )
 
-const makePool = (client: Client, settings: PermitSettings, options: PermitStore.PoolOptions): PermitStore.Pool => {
+const makePool = (
+  client: Client,
+  settings: PermitSettings,
+  options: PermitStore.PoolOptions
+): { readonly pool: PermitStore.Pool; readonly state: PoolState } => {
   const base = `${settings.prefix}permits:{${options.name}}`
   const p: PoolState = {
     client,
@@ -308,11 +366,22 @@ const makePool = (client: Client, settings: PermitSettings, options: PermitStore
     tickets: 0
   }
   if (settings.wakeup === "pubsub") client.subscribe(p.channel, () => p.freed.fire())
-  return {
+  const pool: PermitStore.Pool = {
     acquire: (key, until) => acquire(p, key, until),
     snapshot: snapshotOf(p),
     heldHere: (key) => p.heldHere.get(key) ?? 0
   }
+  return { pool, state: p }
+}
+
+/**
+ * The Redis permit store over `client`, and the state of each pool it made (`stateOf`: for an
+ * admission that takes a permit with a budget reservation on the same client).
+ *
+ * @internal
+ */
+export interface RedisPermitStore extends PermitStore.Service {
+  readonly stateOf: (pool: PermitStore.Pool) => PoolState | undefined
 }
 
 /**
@@ -320,6 +389,14 @@ const makePool = (client: Client, settings: PermitSettings, options: PermitStore
  *
  * @internal
  */
-export const makePermitStore = (client: Client, settings: PermitSettings): PermitStore.Service => ({
-  pool: (options) => makePool(client, settings, options)
-})
+export const makePermitStore = (client: Client, settings: PermitSettings): RedisPermitStore => {
+  const states = new Map<PermitStore.Pool, PoolState>()
+  return {
+    pool: (options) => {
+      const { pool, state } = makePool(client, settings, options)
+      states.set(pool, state)
+      return pool
+    },
+    stateOf: (pool) => states.get(pool)
+  }
+}
