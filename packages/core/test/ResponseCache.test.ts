@@ -69,9 +69,9 @@ const canonicalJson = (value: unknown): string => {
 /** JSON-like values with the strings that could confuse a delimiter-based encoding. */
 const tricky = fc.oneof(
   fc.string(),
-  fc.array(fc.constantFrom("s", "a", "1", "2", ":", "[", "]", "{", "}", "z", "n", ";", "t"), { maxLength: 6 }).map((c) =>
-    c.join("")
-  )
+  fc
+    .array(fc.constantFrom("s", "a", "1", "2", ":", "[", "]", "{", "}", "z", "n", ";", "t"), { maxLength: 6 })
+    .map((c) => c.join(""))
 )
 const jsonValue = fc.letrec((tie) => ({
   value: fc.oneof(

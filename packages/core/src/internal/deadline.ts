@@ -35,7 +35,10 @@ export const bounded = <A, E, R>(self: Effect.Effect<A, E, R>, until: number): E
   // A step that is already its outcome (an `Exit`: an adapter answering with `Effect.succeed`) has
   // nothing to wait for: it completes at the instant it starts, which the tie rule counts as a
   // completion, so it needs no fiber and no timer.
-  Exit.isExit(self) ? Effect.map(self, Option.some) : boundedWait(self, until)
+  isOutcome(self) ? Exit.map(self, Option.some) : boundedWait(self, until)
+
+/** An `Exit` made by a step of type `Effect<A, E, R>` is that step's outcome. */
+const isOutcome = <A, E, R>(self: Effect.Effect<A, E, R>): self is Exit.Exit<A, E> => Exit.isExit(self)
 
 const boundedWait = <A, E, R>(self: Effect.Effect<A, E, R>, until: number): Effect.Effect<Option.Option<A>, E, R> =>
   Effect.clockWith((clock) => {
