@@ -19,7 +19,7 @@ import { Clock, Context, Effect, Layer, Metric, MetricLabel, Option } from "effe
 import * as ResponseCacheStore from "./ResponseCacheStore.js"
 import { bounded } from "./internal/deadline.js"
 import { type Key, type KeyInput, keyOf } from "./internal/cache/key.js"
-import { fastGetOf } from "./internal/cache/fastGet.js"
+import { type FastGet, fastGetOf } from "./internal/cache/fastGet.js"
 import { makeSingleFlight, type Turn } from "./internal/cache/singleFlight.js"
 
 /**
@@ -141,18 +141,18 @@ export const make = (store: ResponseCacheStore.Service): Service => {
   // A store in this process's memory answers at once: nothing to bound.
   const fastGet = fastGetOf(store)
 
+  /** The entry of `key` in this process's memory at `now`, or `miss`. */
+  const readNow = (get: FastGet, key: Key, now: number): Hit | "miss" => {
+    const entry = get(key.digest, now)
+    return entry === undefined
+      ? "miss"
+      : { value: entry.value, ageMs: Math.max(0, now - entry.storedAt), keyId: key.id, decoded: entry.decoded }
+  }
+
   /** The stored answer, `miss`, or `error` (the store failed or did not answer by `until`). */
   const read = (key: Key, until: number): Effect.Effect<Hit | "miss" | "error"> =>
     fastGet !== undefined
-      ? Effect.clockWith((clock) => {
-          const now = clock.unsafeCurrentTimeMillis()
-          const entry = fastGet(key.digest, now)
-          return Effect.succeed(
-            entry === undefined
-              ? "miss"
-              : { value: entry.value, ageMs: Math.max(0, now - entry.storedAt), keyId: key.id, decoded: entry.decoded }
-          )
-        })
+      ? Effect.clockWith((clock) => Effect.succeed(readNow(fastGet, key, clock.unsafeCurrentTimeMillis())))
       : boundedRead(key, until)
 
   const boundedRead = (key: Key, until: number): Effect.Effect<Hit | "miss" | "error"> =>
@@ -225,14 +225,12 @@ export const make = (store: ResponseCacheStore.Service): Service => {
     cached: (input, options, onHit, onMiss) =>
       Effect.suspend(() => {
         const key = keyOf(input)
-        const save = saver(key, options.ttlMs, options.until)
+        // Made on a miss only: a hit runs none of it.
         const miss = (lookup: Lookup) => {
           counts.misses++
-          return onMiss(key.id, save, lookup)
+          return onMiss(key.id, saver(key, options.ttlMs, options.until), lookup)
         }
-        const first: Effect.Effect<Hit | Lookup> =
-          options.refresh === true ? Effect.succeed("refresh") : read(key, options.until)
-        return Effect.flatMap(first, (hit) =>
+        const answer = (hit: Hit | Lookup) =>
           typeof hit !== "string"
             ? served(hit, onHit)
             : flight.run(key.digest, options.until, (turn: Turn) =>
@@ -242,15 +240,15 @@ export const make = (store: ResponseCacheStore.Service): Service => {
                       typeof again !== "string" ? served(again, onHit) : miss(again)
                     )
               )
-        )
+        if (options.refresh === true) return answer("refresh")
+        // In this process's memory: read at once, in this step.
+        return fastGet !== undefined
+          ? Effect.clockWith((clock) => answer(readNow(fastGet, key, clock.unsafeCurrentTimeMillis())))
+          : Effect.flatMap(read(key, options.until), answer)
       })
   })
 }
 
-/**
- * @since 0.2.0
- * @category Layers
- */
 export const layer: Layer.Layer<ResponseCache, never, ResponseCacheStore.ResponseCacheStore> = Layer.effect(
   ResponseCache,
   Effect.map(ResponseCacheStore.ResponseCacheStore, make)

@@ -5,7 +5,7 @@
  * timers, never by real time) — give the same outcome sequence.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, Option, TestClock } from "effect"
+import { Clock, Effect, Exit, Fiber, Option, Supervisor, TestClock } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
 import { bounded } from "../src/internal/deadline.js"
 
@@ -174,4 +174,52 @@ describe("deadline scope: the native timer (live clock) gives the same outcomes 
       scenarios.map((s) => lateCut(expected(s)))
     )
   })
+})
+
+describe("deadline scope: a step that is already its outcome", () => {
+  /** Counts the fibers started under it. */
+  class Forks extends Supervisor.AbstractSupervisor<number> {
+    started = 0
+    value = Effect.sync(() => this.started)
+    override onStart() {
+      this.started++
+    }
+  }
+
+  /** The fibers `bounded(step, until)` forks, and its exit, under the live clock. */
+  const forksOf = <A, E>(step: Effect.Effect<A, E>, until: number) =>
+    Effect.gen(function* () {
+      const supervisor = new Forks()
+      const exit = yield* Effect.exit(Effect.supervised(bounded(step, until), supervisor))
+      return { exit, forked: yield* supervisor.value }
+    })
+
+  it.live("an `Exit` (an adapter answering with `Effect.succeed`) completes without a fiber or a timer", () =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const ok = yield* forksOf(Effect.succeed("done" as const), now + 1_000)
+      assert.deepStrictEqual(ok, { exit: Exit.succeed(Option.some("done" as const)), forked: 0 })
+      const failed = yield* forksOf(Effect.fail("boom" as const), now + 1_000)
+      assert.deepStrictEqual(failed, { exit: Exit.fail("boom" as const), forked: 0 })
+      // At exactly its bound (or past it), an outcome that is already there still counts (tie rule).
+      const atBound = yield* forksOf(Effect.succeed("done" as const), now)
+      assert.deepStrictEqual(atBound.exit, Exit.succeed(Option.some("done" as const)))
+      // A step that has to run still gets its own fiber and timer.
+      const running = yield* forksOf(
+        Effect.sync(() => "done" as const),
+        now + 1_000
+      )
+      assert.deepStrictEqual(running, { exit: Exit.succeed(Option.some("done" as const)), forked: 1 })
+    })
+  )
+
+  it.effect("under TestClock, the same outcomes at the instant the step starts", () =>
+    Effect.gen(function* () {
+      const ok = yield* bounded(Effect.succeed("done" as const), bound)
+      assert.deepStrictEqual(ok, Option.some("done" as const))
+      const failed = yield* Effect.exit(bounded(Effect.fail("boom" as const), bound))
+      assert.deepStrictEqual(failed, Exit.fail("boom" as const))
+      assert.strictEqual(yield* Clock.currentTimeMillis, 0)
+    })
+  )
 })

@@ -3,7 +3,7 @@ import { Effect, FastCheck as fc, Fiber, TestClock } from "effect"
 import { StoreError } from "../src/Errors.js"
 import * as ResponseCache from "../src/ResponseCache.js"
 import * as ResponseCacheStore from "../src/ResponseCacheStore.js"
-import { keyOf } from "../src/internal/cache/key.js"
+import { encode, keyOf } from "../src/internal/cache/key.js"
 
 const input = (tenant: string, over: Partial<ResponseCache.KeyInput> = {}): ResponseCache.KeyInput => ({
   scope: ResponseCache.tenantScope(tenant),
@@ -51,6 +51,62 @@ describe("ResponseCache key", () => {
     ] satisfies Array<Partial<ResponseCache.KeyInput>>) {
       expect(keyOf(input("t1", over)).digest).not.toBe(base)
     }
+  })
+})
+
+/** The oracle: canonical JSON (object keys sorted, `undefined` members left out). */
+const canonicalJson = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
+  const keys = Object.keys(value).sort()
+  const members = keys.flatMap((k) => {
+    const v: unknown = Reflect.get(value, k)
+    return v === undefined ? [] : [`${JSON.stringify(k)}:${canonicalJson(v)}`]
+  })
+  return `{${members.join(",")}}`
+}
+
+/** JSON-like values with the strings that could confuse a delimiter-based encoding. */
+const tricky = fc.oneof(
+  fc.string(),
+  fc
+    .array(fc.constantFrom("s", "a", "1", "2", ":", "[", "]", "{", "}", "z", "n", ";", "t"), { maxLength: 6 })
+    .map((c) => c.join(""))
+)
+const jsonValue = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small" },
+    tricky,
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie("value"), { maxLength: 4 }),
+    fc.dictionary(tricky, fc.option(tie("value"), { nil: undefined }), { maxKeys: 4 })
+  )
+})).value
+
+describe("ResponseCache key encoding", () => {
+  it("encodes two values alike exactly when their canonical JSON is the same", () => {
+    fc.assert(
+      fc.property(jsonValue, jsonValue, (a, b) => {
+        expect(encode(a) === encode(b)).toBe(canonicalJson(a) === canonicalJson(b))
+      }),
+      { numRuns: 3_000 }
+    )
+  })
+
+  it("cannot be confused by content that looks like its own delimiters", () => {
+    expect(encode(["ab", "c"])).not.toBe(encode(["a", "bc"]))
+    expect(encode(["a", "sb"])).not.toBe(encode(["as", "b"]))
+    expect(encode({ a: "1:b" })).not.toBe(encode({ a: "", b: "" }))
+    expect(encode({ a: "b", c: "d" })).not.toBe(encode({ "a:s1:bc": "d" }))
+    expect(encode([["a"], "b"])).not.toBe(encode([["a", "b"]]))
+    expect(encode({ a: { b: "c" } })).not.toBe(encode({ a: {}, b: "c" }))
+    // The same value whatever its key order; absent members are left out.
+    expect(encode({ b: 1, a: [true, null] })).toBe(encode({ a: [true, null], b: 1, c: undefined }))
+    // Tenants whose names run into the workflow name do not meet.
+    expect(keyOf(input("ab", { workflow: "c" })).digest).not.toBe(keyOf(input("a", { workflow: "bc" })).digest)
   })
 })
 

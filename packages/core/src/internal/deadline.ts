@@ -32,6 +32,15 @@ const maxNativeDelay = 2 ** 31 - 1
  * finalizers have run when this returns. Failures of `self` pass through.
  */
 export const bounded = <A, E, R>(self: Effect.Effect<A, E, R>, until: number): Effect.Effect<Option.Option<A>, E, R> =>
+  // A step that is already its outcome (an `Exit`: an adapter answering with `Effect.succeed`) has
+  // nothing to wait for: it completes at the instant it starts, which the tie rule counts as a
+  // completion, so it needs no fiber and no timer.
+  isOutcome(self) ? Exit.map(self, Option.some) : boundedWait(self, until)
+
+/** An `Exit` made by a step of type `Effect<A, E, R>` is that step's outcome. */
+const isOutcome = <A, E, R>(self: Effect.Effect<A, E, R>): self is Exit.Exit<A, E> => Exit.isExit(self)
+
+const boundedWait = <A, E, R>(self: Effect.Effect<A, E, R>, until: number): Effect.Effect<Option.Option<A>, E, R> =>
   Effect.clockWith((clock) => {
     const ms = Math.max(0, until - clock.unsafeCurrentTimeMillis())
     return clock.constructor === LiveClock && ms <= maxNativeDelay ? nativeTimer(self, ms) : clockTimer(self, ms)

@@ -1,5 +1,5 @@
 /**
- * The response cache's one key function. A key is a SHA-256 digest over a canonical encoding of
+ * The response cache's one key function. A key is a SHA-256 digest over a compact canonical encoding of
  * everything that decides an answer: the scope (which, for `tenant`, cannot be made without the
  * tenant), the workflow, its policy, prompt and schema versions, the sampling options, and the
  * messages and tools. The visible key id is a 12-hex-digit prefix of the digest: no content.
@@ -37,26 +37,44 @@ export interface Key {
 }
 
 /**
- * A canonical JSON encoding: object keys sorted, `undefined` members left out, so that two equal
- * values encode alike whatever their key order.
+ * A compact canonical encoding: object keys sorted, `undefined` members left out (so that two equal
+ * values encode alike whatever their key order), every string and key prefixed with its length
+ * and every array with its size (so that no two different values encode alike, with no escaping
+ * to do). It is only hashed, never parsed.
  */
-export const canonical = (value: unknown): string => {
-  if (typeof value === "string") return JSON.stringify(value)
-  if (value === null || typeof value !== "object") return value === undefined ? "null" : JSON.stringify(value)
-  if (Array.isArray(value)) {
-    let out = "["
-    for (let i = 0; i < value.length; i++) out += i === 0 ? canonical(value[i]) : `,${canonical(value[i])}`
-    return `${out}]`
+export const encode = (value: unknown): string => {
+  switch (typeof value) {
+    case "string":
+      return `s${value.length}:${value}`
+    case "number":
+      return `n${value};`
+    case "boolean":
+      return value ? "t" : "f"
+    case "bigint":
+      return `b${value};`
+    case "object":
+      return value === null ? "z" : Array.isArray(value) ? encodeArray(value) : encodeObject(value)
+    default:
+      // `undefined` (an array member), functions and symbols: what JSON would write as `null`.
+      return "z"
   }
+}
+
+const encodeArray = (value: ReadonlyArray<unknown>): string => {
+  let out = `a${value.length}[`
+  for (let i = 0; i < value.length; i++) out += encode(value[i])
+  return `${out}]`
+}
+
+const encodeObject = (value: object): string => {
   // Own enumerable keys in code-unit order; `undefined` members left out.
-  const keys = Object.keys(value).sort()
+  const keys = Object.keys(value)
+  if (keys.length > 1) keys.sort()
   let out = "{"
-  let first = true
-  for (const k of keys) {
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!
     const v: unknown = Reflect.get(value, k)
-    if (v === undefined) continue
-    out += `${first ? "" : ","}${JSON.stringify(k)}:${canonical(v)}`
-    first = false
+    if (v !== undefined) out += `${k.length}:${k}${encode(v)}`
   }
   return `${out}}`
 }
@@ -69,19 +87,10 @@ const sha256 = (text: string): string =>
 
 /** The key of `input`. */
 export const keyOf = (input: KeyInput): Key => {
-  const scope = input.scope._tag === "Tenant" ? ["tenant", input.scope.tenant] : ["global"]
+  const scope = input.scope._tag === "Tenant" ? `tenant${encode(input.scope.tenant)}` : "global"
   const digest = sha256(
-    canonical([
-      "modelgate.cache.v1",
-      scope,
-      input.workflow,
-      input.policyVersion,
-      input.promptVersion,
-      input.schemaVersion ?? null,
-      input.sampling ?? null,
-      input.messages ?? null,
-      input.tools ?? null
-    ])
+    `modelgate.cache.v2|${scope}|${encode(input.workflow)}${encode(input.policyVersion)}${encode(input.promptVersion)}` +
+      `${encode(input.schemaVersion)}${encode(input.sampling)}${encode(input.messages)}${encode(input.tools)}`
   )
   return { digest, id: digest.slice(0, 12) }
 }

@@ -16,6 +16,7 @@ import { Duration, Effect, Either, type ParseResult, Schema } from "effect"
 import type { Failure } from "../../Errors.js"
 import { type CacheEvidence, type Evidence, ModelResult, Usage } from "../../ModelResult.js"
 import type * as ResponseCache from "../../ResponseCache.js"
+import type { ModelCommand } from "../../ModelCommand.js"
 import { type CachePolicy, unversioned, type Workflow } from "../../Workflow.js"
 import type { Call, EngineContext } from "../call.js"
 import { globalScope, type KeyInput, tenantScope } from "./key.js"
@@ -25,26 +26,36 @@ const Stored = Schema.parseJson(ModelResult)
 const encodeStored = Schema.encodeEither(Stored)
 const decodeStored = Schema.decodeUnknownEither(Stored)
 
+/** The command's fields that decide the answer besides the scope, the versions, the messages and the tools. */
+const samplingFields = [
+  "options",
+  "providerOptions",
+  "toolChoice",
+  "maxOutputTokens",
+  "regions",
+  "dataClass",
+  "requires",
+  "risk",
+  "segment",
+  "preferredTier",
+  "minQualityTier",
+  "escalate"
+] as const satisfies ReadonlyArray<keyof ModelCommand>
+
 /**
  * What decides the answer besides the scope and the versions: the sampling and output options and
  * everything that changes which target answers. Never the deadline, the cost cap or the session.
+ * Only the fields the command sets (the key's encoding leaves absent members out either way), so
+ * that a command setting none of them encodes `{}` without sorting a dozen absent keys.
  */
-const samplingOf = (call: Call) => {
+const samplingOf = (call: Call): Partial<Record<(typeof samplingFields)[number], unknown>> => {
   const c = call.command
-  return {
-    options: c.options,
-    providerOptions: c.providerOptions,
-    toolChoice: c.toolChoice,
-    maxOutputTokens: c.maxOutputTokens,
-    regions: c.regions,
-    dataClass: c.dataClass,
-    requires: c.requires,
-    risk: c.risk,
-    segment: c.segment,
-    preferredTier: c.preferredTier,
-    minQualityTier: c.minQualityTier,
-    escalate: c.escalate
+  const sampling: Partial<Record<(typeof samplingFields)[number], unknown>> = {}
+  for (const field of samplingFields) {
+    const value = c[field]
+    if (value !== undefined) sampling[field] = value
   }
+  return sampling
 }
 
 /**
