@@ -41,7 +41,10 @@ const sockets = () => {
   const lines = out.split("\n").filter((l) => l.includes(`127.0.0.1:${mock.port}`))
   return `${lines.filter((l) => l.startsWith("ESTAB")).length} established, ${lines.filter((l) => l.startsWith("TIME-WAIT")).length} time-wait`
 }
-const tally = setTimeout(() => process.stdout.write(`sockets to the mock mid-run: ${sockets()}\n`), (Number(seconds) * 1000) / 2)
+const tally = setTimeout(
+  () => process.stdout.write(`sockets to the mock mid-run: ${sockets()}\n`),
+  (Number(seconds) * 1000) / 2
+)
 const result = await autocannon(options)
 clearTimeout(tally)
 const to = Number(process.hrtime.bigint() / 1000n)
@@ -58,7 +61,8 @@ const dt = new Map()
 let at = profile.startTime
 for (let i = 0; i < profile.samples.length; i++) {
   at += profile.timeDeltas[i] ?? 0
-  if (at >= from && at <= to) dt.set(profile.samples[i], (dt.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0))
+  if (at >= from && at <= to)
+    dt.set(profile.samples[i], (dt.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0))
 }
 let total = 0
 for (const node of profile.nodes) {
@@ -69,7 +73,9 @@ for (const node of profile.nodes) {
   self.set(name, (self.get(name) ?? 0) + us)
 }
 const idle = [...self].filter(([name]) => name.startsWith("(idle)")).reduce((n, [, us]) => n + us, 0)
-process.stdout.write(`${file}: ${((total - idle) / 1000).toFixed(0)} ms busy of ${(total / 1000).toFixed(0)} sampled; busy per request ${((total - idle) / result.requests.total).toFixed(0)} µs\n`)
+process.stdout.write(
+  `${file}: ${((total - idle) / 1000).toFixed(0)} ms busy of ${(total / 1000).toFixed(0)} sampled; busy per request ${((total - idle) / result.requests.total).toFixed(0)} µs\n`
+)
 process.stdout.write(`window, all samples per request ${(total / result.requests.total).toFixed(0)} µs\n`)
 for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 45))
   process.stdout.write(`${((us / total) * 100).toFixed(1).padStart(5)}%  ${name}\n`)

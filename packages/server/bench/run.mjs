@@ -23,7 +23,9 @@ await build({
   logLevel: "warning",
   // Portkey is started from its own install; autocannon loads its workers by file.
   external: ["autocannon", "@portkey-ai/gateway"],
-  banner: { js: "import { createRequire as __benchRequire } from 'node:module'; const require = __benchRequire(import.meta.url);" }
+  banner: {
+    js: "import { createRequire as __benchRequire } from 'node:module'; const require = __benchRequire(import.meta.url);"
+  }
 })
 if (process.argv.includes("--build-only")) process.exit(0)
 const result = spawnSync(

@@ -33,10 +33,7 @@ describe("server bench parsing", () => {
   })
 
   it("a run with no answer has no rate per request, not a fake zero", () => {
-    const row = rowOf(
-      { requests: { total: 0 }, latency: { p50: 0, p99: 0 }, duration: 1, errors: 3, non2xx: 0 },
-      500
-    )
+    const row = rowOf({ requests: { total: 0 }, latency: { p50: 0, p99: 0 }, duration: 1, errors: 3, non2xx: 0 }, 500)
     expect(row.rps).toBe(0)
     expect(Number.isNaN(row.cpuUsPerRequest)).toBe(true)
     expect(row.errors).toBe(3)

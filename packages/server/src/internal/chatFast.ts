@@ -12,8 +12,7 @@ import type { ChatRequest } from "./chatWire.js"
 type Message = ChatRequest["messages"][number]
 
 const isNumberOrNull = (v: unknown): v is number | null => v === null || typeof v === "number"
-const isIntOrNull = (v: unknown): v is number | null =>
-  v === null || (typeof v === "number" && Number.isSafeInteger(v))
+const isIntOrNull = (v: unknown): v is number | null => v === null || (typeof v === "number" && Number.isSafeInteger(v))
 const isBooleanOrNull = (v: unknown): v is boolean | null => v === null || typeof v === "boolean"
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
