@@ -6,6 +6,7 @@
  */
 import { MockProviderServer } from "@modelgate/testing"
 import { NodeHttpClient } from "@effect/platform-node"
+import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import * as OpenAi from "@modelgate/adapters/openai"
 import { Health, ModelCommand, ModelGateway } from "@modelgate/core"
 import { Effect, Layer, Logger, Schema } from "effect"
@@ -58,8 +59,8 @@ const server = (mockUrl: string) =>
   )
 
 /**
- * The gateway alone, in this process, over the same adapter and mock: `calls` calls at concurrency
- * 64, then reports the CPU per call (no HTTP server in front).
+ * The gateway alone, in this process, over the same adapter, transport and mock as the server:
+ * `calls` calls at concurrency 64, then reports the CPU per call (no HTTP server in front).
  */
 const inProcess = (mockUrl: string, calls: number) =>
   Effect.runPromise(
@@ -89,7 +90,10 @@ const inProcess = (mockUrl: string, calls: number) =>
       Effect.provide(
         ModelGateway.layerJson(gatewayConfig, { schemas: { Ticket } }).pipe(
           ModelGateway.withDefaults(process.env.BENCH_HEALTH === "memory" ? { health: Health.layerMemory() } : {}),
-          Layer.provide(OpenAi.layer({ id: "openai", baseUrl: `${mockUrl}/v1` })),
+          // The same adapter and transport as the server's (`Launch`: direct undici).
+          Layer.provide(
+            OpenAi.layer({ id: "openai", baseUrl: `${mockUrl}/v1` }).pipe(Layer.provide(HttpTransport.layerUndici()))
+          ),
           Layer.provide(NodeHttpClient.layerUndici)
         )
       ),

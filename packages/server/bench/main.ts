@@ -21,10 +21,15 @@ import * as Net from "node:net"
 import * as Os from "node:os"
 import { fileURLToPath } from "node:url"
 import { benchKey } from "./children.js"
+import { durationArg, type Run, rowOf } from "./row.js"
 
-const duration = Number(process.argv[process.argv.indexOf("--duration") + 1] || 4)
+const duration = durationArg(process.argv)
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
 const ticksPerSecond = 100
+/** Under `bench/run.mjs` this module is a bundle and forks the children's bundle; else tsx. */
+const bundled = import.meta.url.endsWith(".bundle.mjs")
+const childEntry = here(bundled ? "./children.bundle.mjs" : "./children.ts")
+const childArgv = bundled ? ["--enable-source-maps"] : ["--conditions=source", "--import", "tsx"]
 
 const cpuMicros = (pid: number): number => {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
@@ -37,8 +42,8 @@ const children: Array<ChildProcess> = []
 /** The gateway alone in a child process (see `children.ts`, role `inprocess`). */
 const gatewayInProcess = (mockUrl: string) =>
   new Promise<unknown>((resolve) => {
-    const child = fork(here("./children.ts"), ["inprocess", mockUrl, "600"], {
-      execArgv: ["--conditions=source", "--import", "tsx"],
+    const child = fork(childEntry, ["inprocess", mockUrl, "600"], {
+      execArgv: childArgv,
       stdio: ["ignore", "ignore", "inherit", "ipc"]
     })
     children.push(child)
@@ -52,8 +57,8 @@ const gatewayInProcess = (mockUrl: string) =>
 
 const startChild = (role: string, upstream = "") =>
   new Promise<{ child: ChildProcess; port: number }>((resolve, reject) => {
-    const child = fork(here("./children.ts"), [role, upstream], {
-      execArgv: ["--conditions=source", "--import", "tsx", "--expose-gc"],
+    const child = fork(childEntry, [role, upstream], {
+      execArgv: [...childArgv, "--expose-gc"],
       stdio: ["ignore", "ignore", "inherit", "ipc"]
     })
     children.push(child)
@@ -98,16 +103,6 @@ const startPortkey = async (): Promise<{ child: ChildProcess; port: number } | {
   return { skipped: "Portkey did not answer within 20 s" }
 }
 
-interface Run {
-  readonly rps: number
-  readonly p50Ms: number
-  readonly p99Ms: number
-  readonly cpuUsPerRequest: number
-  readonly requests: number
-  readonly errors: number
-  readonly non2xx: number
-}
-
 const load = async (
   pid: number,
   url: string,
@@ -128,16 +123,7 @@ const load = async (
   await autocannon({ ...options, duration: 1 })
   const before = cpuMicros(pid)
   const result = await autocannon({ ...options, duration })
-  const cpu = cpuMicros(pid) - before
-  return {
-    rps: result.requests.total / duration,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    cpuUsPerRequest: result.requests.total === 0 ? Number.NaN : cpu / result.requests.total,
-    requests: result.requests.total,
-    errors: result.errors,
-    non2xx: result.non2xx
-  }
+  return rowOf(result, cpuMicros(pid) - before)
 }
 
 /** The child's heap and external memory after a full GC (it answers the `memory` message). */

@@ -1,7 +1,8 @@
 /**
- * Virtual API keys: only SHA-256 digests are held; a presented key is hashed and compared with
- * every stored digest in constant time (`crypto.timingSafeEqual`), so neither the match nor its
- * position leaks through timing. A key names its tenant and the workflows it may call.
+ * Virtual API keys: only SHA-256 digests are held. A presented key is hashed once; its digest finds
+ * the entry in a map (one lookup, however many keys — what a lookup's timing could tell is about a
+ * digest, which does not lead back to a key), and the stored digest is then compared with it in
+ * constant time (`crypto.timingSafeEqual`). A key names its tenant and the workflows it may call.
  *
  * @since 0.1.0
  */
@@ -47,19 +48,18 @@ export interface KeyRing {
  * @category Constructors
  */
 export const makeKeyRing = (keys: ReadonlyArray<ApiKey>, aliases: Readonly<Record<string, string>>): KeyRing => {
-  const digests = keys.map((key) => Buffer.from(key.sha256, "hex"))
+  const byDigest = new Map<string, { readonly key: ApiKey; readonly digest: Buffer }>()
+  for (const key of keys) {
+    const hex = key.sha256.toLowerCase()
+    if (!byDigest.has(hex)) byDigest.set(hex, { key, digest: Buffer.from(hex, "hex") })
+  }
   const allowed = new Map(keys.map((key) => [key.id, new Set(key.workflows.map((w) => aliases[w] ?? w))]))
   return {
     verify: (presented) => {
       if (presented.length === 0 || presented.length > maxKeyLength) return undefined
       const digest = createHash("sha256").update(presented, "utf8").digest()
-      let found: ApiKey | undefined
-      // Every digest is compared, so the time does not depend on which one matched.
-      for (let i = 0; i < digests.length; i++) {
-        const stored = digests[i]
-        if (stored !== undefined && timingSafeEqual(stored, digest) && found === undefined) found = keys[i]
-      }
-      return found
+      const entry = byDigest.get(digest.toString("hex"))
+      return entry !== undefined && timingSafeEqual(entry.digest, digest) ? entry.key : undefined
     },
     allows: (key, workflow) => {
       const set = allowed.get(key.id)

@@ -10,6 +10,7 @@ import type { HttpClient } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as Gemini from "@modelgate/adapters/gemini"
+import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import * as OpenAi from "@modelgate/adapters/openai"
 import * as OpenAiCompatible from "@modelgate/adapters/openai-compatible"
 import {
@@ -115,9 +116,13 @@ export const start = (
       .filter(([, workflow]) => !gatewayConfig.workflows.some((w) => w.name === workflow))
       .map(([alias]) => `$.aliases.${alias} names no workflow`)
     if (unknownAliases.length > 0) return yield* new ServerConfigError({ problems: unknownAliases })
-    const adapters = Layer.mergeAll(extras.adapters ?? Layer.empty, ...config.providers.map(adapterOf)).pipe(
-      Layer.provide(NodeHttpClient.layerUndici)
-    )
+    // The configured providers send over the direct pooled `undici` transport (no HttpClient
+    // request/response objects per call); adapters built in code keep the HttpClient.
+    const transport = HttpTransport.layerUndici()
+    const adapters = Layer.mergeAll(
+      extras.adapters ?? Layer.empty,
+      ...config.providers.map((spec) => adapterOf(spec).pipe(Layer.provide(transport)))
+    ).pipe(Layer.provide(NodeHttpClient.layerUndici))
     const recorder = extras.recorder ?? (config.recorder === "none" ? noRecorder : CallRecorder.layerLog)
     const stores = yield* storesOf(config, extras)
     const gateway = ModelGateway.layer({ config: gatewayConfig, schemas }).pipe(

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { HttpMiddleware, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { HttpServerError } from "@effect/platform"
 import { type GatewayConfig, ModelGateway, RateLimitStore } from "@modelgate/core"
@@ -170,7 +170,11 @@ export const make = (
     const server = nodeServer(options.limits, tracker)
     const platform = yield* NodeHttpServer.make(() => server, { host: options.host, port: options.port })
     const app = yield* HttpRouter.toHttpApp(router(env))
-    yield* HttpServer.serveEffect(app).pipe(Effect.provideService(HttpServer.HttpServer, platform))
+    // No platform span per request: the gateway's call span carries the call (see docs/server.md).
+    yield* HttpServer.serveEffect(app).pipe(
+      HttpMiddleware.withTracerDisabledWhenEffect(() => true),
+      Effect.provideService(HttpServer.HttpServer, platform)
+    )
     const address = platform.address
     const port = address._tag === "TcpAddress" ? address.port : 0
     const drained = yield* Deferred.make<void>()

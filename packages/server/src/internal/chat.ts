@@ -9,6 +9,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { type Errors, ModelCommand, type ModelResult, type StreamEvent, Tenancy } from "@modelgate/core"
 import { Chunk, Effect, Option, Stream } from "effect"
 import { randomUUID } from "node:crypto"
+import * as ChatFast from "./chatFast.js"
 import * as ChatWire from "./chatWire.js"
 import * as ErrorWire from "./errorWire.js"
 import { evidenceHeaders } from "./evidenceWire.js"
@@ -51,12 +52,14 @@ export const pullUntilContent = (
 export const rest = <A, E>(buffered: Chunk.Chunk<A>, pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<E>>) =>
   Stream.concat(Stream.fromChunk(buffered), Stream.repeatEffectChunkOption(Effect.interruptible(pull)))
 
+const readBody = Request.bodyOf(ChatWire.ChatRequest, ChatFast.chatRequest)
+
 export const handler = (env: Request.Env) =>
   Request.answer(
     Effect.gen(function* () {
       yield* Request.admit(env)
       const key = yield* Request.authenticate(env)
-      const body = yield* Request.body(env, ChatWire.ChatRequest)
+      const body = yield* readBody(env)
       const workflow = yield* Request.workflowFor(env, key, body.model, "chat")
       const problem = ChatWire.unsupported(body, workflow.structured)
       if (problem !== undefined) return yield* Request.fail(ErrorWire.invalidBody([problem]))

@@ -22,12 +22,14 @@ const EmbeddingsRequest = Schema.Struct({
 const base64 = (vector: ReadonlyArray<number>): string =>
   Buffer.from(new Float32Array(vector).buffer).toString("base64")
 
+const readBody = Request.bodyOf(EmbeddingsRequest)
+
 export const handler = (env: Request.Env) =>
   Request.answer(
     Effect.gen(function* () {
       yield* Request.admit(env)
       const key = yield* Request.authenticate(env)
-      const body = yield* Request.body(env, EmbeddingsRequest)
+      const body = yield* readBody(env)
       const workflow = yield* Request.workflowFor(env, key, body.model, "embedding")
       if (body.dimensions !== undefined)
         return yield* Request.fail(ErrorWire.invalidBody(["$.dimensions: the workflow's vector space decides"]))

@@ -82,28 +82,37 @@ export const authenticate = (env: Env) =>
 const tooLarge = (limit: number) =>
   ErrorWire.wire(413, "invalid_request_error", "body_too_large", `the request body exceeds ${limit} bytes`)
 
-/** The JSON body decoded by `schema`, at most `maxBodyBytes`; problems by path, never values. */
-export const body = <A, I>(env: Env, schema: Schema.Schema<A, I>) =>
-  Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const limit = env.limits.maxBodyBytes
-    const declared = Number(request.headers["content-length"] ?? "0")
-    if (declared > limit) return yield* fail(tooLarge(limit))
-    const text = yield* request.text.pipe(
-      HttpIncomingMessage.withMaxBodySize(Option.some(limit)),
-      Effect.interruptible,
-      Effect.mapError(() => new WireFailure({ error: tooLarge(limit) }))
-    )
-    let json: unknown
-    try {
-      json = JSON.parse(text)
-    } catch {
-      return yield* fail(ErrorWire.invalidBody(["the body is not JSON"]))
-    }
-    return yield* Schema.decodeUnknown(schema, { errors: "all" })(json).pipe(
-      Effect.mapError((e: ParseResult.ParseError) => new WireFailure({ error: ErrorWire.invalidBody(issuePaths(e)) }))
-    )
-  })
+/**
+ * A reader of the JSON body decoded by `schema`, at most `maxBodyBytes`; problems by path, never
+ * values. The decoder is built once. `fast` may answer the common shapes without the Schema walk:
+ * it must return exactly what the schema decodes, or `undefined` to leave the body to the schema.
+ */
+export const bodyOf = <A, I>(schema: Schema.Schema<A, I>, fast?: (json: unknown) => A | undefined) => {
+  const decode = Schema.decodeUnknown(schema, { errors: "all" })
+  return (env: Env) =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const limit = env.limits.maxBodyBytes
+      const declared = Number(request.headers["content-length"] ?? "0")
+      if (declared > limit) return yield* fail(tooLarge(limit))
+      const text = yield* request.text.pipe(
+        HttpIncomingMessage.withMaxBodySize(Option.some(limit)),
+        Effect.interruptible,
+        Effect.mapError(() => new WireFailure({ error: tooLarge(limit) }))
+      )
+      let json: unknown
+      try {
+        json = JSON.parse(text)
+      } catch {
+        return yield* fail(ErrorWire.invalidBody(["the body is not JSON"]))
+      }
+      const quick = fast?.(json)
+      if (quick !== undefined) return quick
+      return yield* decode(json).pipe(
+        Effect.mapError((e: ParseResult.ParseError) => new WireFailure({ error: ErrorWire.invalidBody(issuePaths(e)) }))
+      )
+    })
+}
 
 /** The workflow a request's `model` names (or aliases) and the key may call, else 404. */
 export const workflowFor = (env: Env, key: ApiKey, model: string, kind: "chat" | "embedding") => {

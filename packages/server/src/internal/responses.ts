@@ -352,12 +352,14 @@ const makeFramer = (shell: Shell) => {
 
 const encoder = new TextEncoder()
 
+const readBody = Request.bodyOf(ResponsesRequest)
+
 export const handler = (env: Request.Env) =>
   Request.answer(
     Effect.gen(function* () {
       yield* Request.admit(env)
       const key = yield* Request.authenticate(env)
-      const body = yield* Request.body(env, ResponsesRequest)
+      const body = yield* readBody(env)
       const workflow = yield* Request.workflowFor(env, key, body.model, "chat")
       if (body.previous_response_id !== undefined && body.previous_response_id !== null)
         return yield* Request.fail(

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "@effect/vitest"
+import autocannon from "autocannon"
+import * as Http from "node:http"
+import { durationArg, rowOf } from "../bench/row.js"
+
+describe("server bench parsing", () => {
+  it("reads --duration, defaults when absent, refuses a non-number", () => {
+    // The root `pnpm bench` passes no argument: this was `NaN` (a window that ends at once).
+    expect(durationArg(["/usr/bin/node", "bench/main.ts"])).toBe(4)
+    expect(durationArg(["node", "main.ts", "--duration", "2.5"])).toBe(2.5)
+    expect(() => durationArg(["node", "main.ts", "--duration"])).toThrow(/positive number/)
+    expect(() => durationArg(["node", "main.ts", "--duration", "0"])).toThrow(/positive number/)
+  })
+
+  it("computes a row of numbers from a real autocannon result", async () => {
+    const server = Http.createServer((_req, res) => res.end("{}"))
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    try {
+      // `amount` ends the run after 40 answers (no timer).
+      const result = await autocannon({ url: `http://127.0.0.1:${port}/`, connections: 2, amount: 40 })
+      const row = rowOf(result, 8_000)
+      expect(row.requests).toBe(40)
+      expect(row.cpuUsPerRequest).toBe(200)
+      expect(Number.isFinite(row.rps) && row.rps > 0).toBe(true)
+      expect(row.rps).toBeCloseTo(40 / result.duration, 6)
+      expect(Number.isFinite(row.p50Ms)).toBe(true)
+      expect(JSON.parse(JSON.stringify(row)).rps).toBe(row.rps)
+    } finally {
+      server.close()
+    }
+  })
+
+  it("a run with no answer has no rate per request, not a fake zero", () => {
+    const row = rowOf({ requests: { total: 0 }, latency: { p50: 0, p99: 0 }, duration: 1, errors: 3, non2xx: 0 }, 500)
+    expect(row.rps).toBe(0)
+    expect(Number.isNaN(row.cpuUsPerRequest)).toBe(true)
+    expect(row.errors).toBe(3)
+  })
+})
