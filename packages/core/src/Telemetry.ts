@@ -51,8 +51,8 @@
  * | `modelgate.budget.rejections` | counter | workflow | {@link metrics}`.budgetRejections` |
  * | `modelgate.permit.wait_ms` | histogram | workflow | {@link metrics}`.permitWait` |
  * | `modelgate.canary.assignments` | counter | workflow, canary, side | {@link metrics}`.canaryAssignments` |
- * | `modelgate.tenant.spend.estimated_units` | counter | tenant, policy version | {@link metrics}`.tenantSpendEstimated` |
- * | `modelgate.tenant.spend.actual_units` | counter | tenant, policy version | {@link metrics}`.tenantSpendActual` |
+ * | `modelgate.spend.estimated_units` | counter | tenant, policy version | {@link metrics}`.tenantSpendEstimated` |
+ * | `modelgate.spend.actual_units` | counter | tenant, policy version | {@link metrics}`.tenantSpendActual` |
  * | `modelgate.fallback.routes` | counter | workflow, from, to | {@link metrics}`.fallbackRoutes` |
  * | `modelgate.segment.outcomes` | counter | workflow, segment, outcome, policy version | {@link metrics}`.segmentOutcomes` |
  * | `modelgate.tool.failures` | counter | tool, kind | {@link metrics}`.toolFailures` |
@@ -301,12 +301,12 @@ export const metrics = {
    * of the currency, `Budgets.unitsPerCurrency`), by tenant (declared, else `other`) and policy
    * version. Since 0.3.0.
    */
-  tenantSpendEstimated: Metric.counter("modelgate.tenant.spend.estimated_units", {
+  tenantSpendEstimated: Metric.counter("modelgate.spend.estimated_units", {
     description: "Estimated spend of calls (billionths of the currency)",
     incremental: true
   }),
   /** Actual cost of calls in store units, by tenant (declared, else `other`) and policy version. Since 0.3.0. */
-  tenantSpendActual: Metric.counter("modelgate.tenant.spend.actual_units", {
+  tenantSpendActual: Metric.counter("modelgate.spend.actual_units", {
     description: "Actual spend of calls (billionths of the currency)",
     incremental: true
   }),

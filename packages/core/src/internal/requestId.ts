@@ -9,7 +9,5 @@ import { Schema } from "effect"
 /** 1 to 128 characters of `A-Z a-z 0-9 . _ : -`. */
 export const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** The schema of a request id (its decode errors name the rule, never the value). */
-export const RequestId = Schema.String.pipe(
-  Schema.pattern(requestIdPattern, { message: () => "a request id is 1 to 128 characters of A-Z a-z 0-9 . _ : -" })
-)
+/** The schema of a request id (the commands' decoders name its path, never its value). */
+export const RequestId = Schema.String.pipe(Schema.pattern(requestIdPattern))
