@@ -116,7 +116,10 @@ describe("Redis PermitStore through Concurrency", () => {
         assert.isDefined(b2)
         assert.isUndefined(yield* one.acquire(beta, "chat", soon(), note))
         // each refusal names its limit once per ask; the last ask decides the name
-        assert.deepStrictEqual([...new Set(limits)], ["workflow_max", "workflow_reservations", "tenant_max", "shared_pool"])
+        assert.deepStrictEqual(
+          [...new Set(limits)],
+          ["workflow_max", "workflow_reservations", "tenant_max", "shared_pool"]
+        )
         // a batch release in process one frees the cap: process two's batch waiter gets it
         const waiting = yield* Effect.fork(two.acquire(acme, "batch", far()))
         yield* Effect.sleep("30 millis")

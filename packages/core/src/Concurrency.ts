@@ -433,7 +433,8 @@ export const makeWith = (options: Options, store: PermitStore.Service): Effect.E
       ...(shares === undefined ? {} : { shareOf: (sub) => shares.get(sub), sharesReserved: workflowsReserved(options) })
     })
     // Without declared shares the workflow plays no part: the pool is keyed by tenant alone.
-    const subOf = (capability: string | undefined): string | undefined => (shares === undefined ? undefined : capability)
+    const subOf = (capability: string | undefined): string | undefined =>
+      shares === undefined ? undefined : capability
     const targets = new Map<string, PermitStore.Pool>()
     for (const [ref, cap] of Object.entries(options.targets ?? {})) {
       targets.set(ref, store.pool({ name: `target:${ref}`, shared: cap, reservedOf: () => 0, maxOf: () => cap }))

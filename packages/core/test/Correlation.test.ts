@@ -55,7 +55,12 @@ const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
 /** The count of `metric` under exactly these labels (in the engine's label order). */
 const count = (metric: Metric.Metric.Counter<number>, labels: ReadonlyArray<readonly [string, string]>) =>
   Effect.map(
-    Metric.value(Metric.taggedWithLabels(metric, labels.map(([k, v]) => MetricLabel.make(k, v)))),
+    Metric.value(
+      Metric.taggedWithLabels(
+        metric,
+        labels.map(([k, v]) => MetricLabel.make(k, v))
+      )
+    ),
     (s) => s.count
   )
 
@@ -68,7 +73,9 @@ describe("the caller's request id", () => {
     Effect.gen(function* () {
       const g = yield* ModelGateway.ModelGateway
       const { spans, tracer } = keepingTracer()
-      const result = yield* driven(g.generate(command({ requestId: "req_01HZX-a.b:c" })).pipe(Effect.withTracer(tracer)))
+      const result = yield* driven(
+        g.generate(command({ requestId: "req_01HZX-a.b:c" })).pipe(Effect.withTracer(tracer))
+      )
       assert.strictEqual(result.evidence.requestId, "req_01HZX-a.b:c")
       const call = spans.find((s) => s.name === "modelgate.generate")
       assert.strictEqual(call?.attributes.get(A.requestId), "req_01HZX-a.b:c")
@@ -177,7 +184,10 @@ describe("production metrics with bounded labels", () => {
         (yield* count(m.tenantSpendEstimated, acme)) - before.estimated,
         units(r1?.evidence.cost.estimated ?? Number.NaN)
       )
-      assert.strictEqual((yield* count(m.tenantSpendActual, acme)) - before.actual, units(r1?.evidence.cost.actual ?? 0))
+      assert.strictEqual(
+        (yield* count(m.tenantSpendActual, acme)) - before.actual,
+        units(r1?.evidence.cost.actual ?? 0)
+      )
       // the failed call spent nothing (503s are not billed): no spend counted for `other`
       assert.strictEqual(r2?.evidence.cost.actual, 0)
       assert.strictEqual((yield* count(m.tenantSpendActual, other)) - before.otherActual, 0)

@@ -159,7 +159,9 @@ describe("Concurrency: a workflow's share of its tenant's permits (memory)", () 
           assert.isUndefined(yield* Fiber.join(waiter))
         })
       const take = (tenant: TenantId, wf: string) =>
-        Effect.flatMap(c.acquire(tenant, wf, 0), (p) => (p === undefined ? Effect.dieMessage("no permit") : Effect.void))
+        Effect.flatMap(c.acquire(tenant, wf, 0), (p) =>
+          p === undefined ? Effect.dieMessage("no permit") : Effect.void
+        )
       yield* take(A, "batch")
       // batch is at its cap (1)
       yield* refused(A, "batch", 100)
@@ -197,7 +199,8 @@ describe("Concurrency: a workflow's share of its tenant's permits (memory)", () 
         })
       )
       assert.isTrue(Exit.isFailure(exit))
-      const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? (exit.cause.error as GatewayConfigError) : undefined
+      const error =
+        Exit.isFailure(exit) && exit.cause._tag === "Fail" ? (exit.cause.error as GatewayConfigError) : undefined
       assert.deepStrictEqual(
         error?.problems.map((p) => [p.path, p.reason]),
         [
@@ -210,7 +213,9 @@ describe("Concurrency: a workflow's share of its tenant's permits (memory)", () 
       // the same through the JSON decoder
       const decoded = yield* Effect.exit(Concurrency.decode({ permits: 4, workflows: { chat: { reserved: 5 } } }))
       assert.deepStrictEqual(
-        Exit.isFailure(decoded) && decoded.cause._tag === "Fail" ? decoded.cause.error.problems.map((p) => p.reason) : [],
+        Exit.isFailure(decoded) && decoded.cause._tag === "Fail"
+          ? decoded.cause.error.problems.map((p) => p.reason)
+          : [],
         ["WORKFLOW_RESERVED_ABOVE_TENANT_LIMIT"]
       )
       // reservations that fit every tenant: valid
