@@ -89,6 +89,83 @@ describe("Redis PermitStore through Concurrency", () => {
     )
   )
 
+  it.live("workflow shares across processes: the cap, the reservation and the limit a refusal names", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const options = freshOptions()
+        // acme may hold 3; chat keeps 1 of them; batch holds at most 2 (the memory test's limits)
+        const config: Concurrency.Options = {
+          permits: 5,
+          tenants: { acme: { max: 3 } },
+          workflows: { batch: { max: 1 }, chat: { reserved: 1 } }
+        }
+        const one = yield* concurrencyOver(options, config)
+        const two = yield* concurrencyOver(options, config)
+        const limits: Array<string> = []
+        const note = (limit: string) => limits.push(limit)
+        const soon = () => Date.now() + 60
+        const batch = yield* one.acquire(acme, "batch", far())
+        assert.isDefined(batch)
+        assert.isUndefined(yield* two.acquire(acme, "batch", soon(), note))
+        const other = yield* two.acquire(acme, "other", far())
+        assert.isDefined(other)
+        assert.isUndefined(yield* one.acquire(acme, "other", soon(), note))
+        // chat's reserved permit, taken in the other process
+        const chat = yield* two.acquire(acme, "chat", far())
+        assert.isDefined(chat)
+        assert.isUndefined(yield* one.acquire(acme, "chat", soon(), note))
+        const b1 = yield* one.acquire(beta, "x", far())
+        const b2 = yield* two.acquire(beta, "x", far())
+        assert.isDefined(b1)
+        assert.isDefined(b2)
+        assert.isUndefined(yield* one.acquire(beta, "chat", soon(), note))
+        // each refusal names its limit once per ask; the last ask decides the name
+        assert.deepStrictEqual(
+          [...new Set(limits)],
+          ["workflow_max", "workflow_reservations", "tenant_max", "shared_pool"]
+        )
+        // a batch release in process one frees the cap: process two's batch waiter gets it
+        const waiting = yield* Effect.fork(two.acquire(acme, "batch", far()))
+        yield* Effect.sleep("30 millis")
+        batch?.release()
+        const handed = yield* Fiber.join(waiting)
+        assert.isDefined(handed)
+        const snapshot = yield* one.snapshot
+        assert.deepStrictEqual([snapshot.inUse, snapshot.byTenant.get("acme")?.held], [5, 3])
+        for (const p of [other, chat, b1, b2, handed]) p?.release()
+        yield* Effect.sleep("20 millis")
+        // every counter (held, beyond-reservation, per workflow) is back to nothing
+        assert.strictEqual((yield* one.snapshot).inUse, 0)
+        const again = yield* Effect.forEach([1, 2], () => one.acquire(acme, "other", far()))
+        assert.isTrue(again.every((p) => p !== undefined))
+        assert.isUndefined(yield* two.acquire(acme, "other", soon()))
+        for (const p of again) p?.release()
+      })
+    )
+  )
+
+  it.live("a lease from before workflow shares (old format) is freed without harm", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const options = freshOptions({ permitLease: Duration.millis(100) })
+        // a process without shares takes a permit, then "crashes" (never releases)
+        const old = yield* concurrencyOver(options, { permits: 2 })
+        assert.isDefined(yield* old.acquire(acme, "w", Date.now() + 50))
+        const config: Concurrency.Options = { permits: 2, workflows: { chat: { reserved: 1 } } }
+        const next = yield* concurrencyOver(options, config)
+        // its lease (50 ms to its deadline + 100 ms) ends and is freed by the new scripts; then the
+        // whole pool is there again
+        yield* Effect.sleep("250 millis")
+        const a = yield* next.acquire(acme, "other", far())
+        const b = yield* next.acquire(acme, "chat", far())
+        assert.isDefined(a)
+        assert.isDefined(b)
+        assert.strictEqual((yield* next.snapshot).inUse, 2)
+        for (const p of [a, b]) p?.release()
+      })
+    )
+  )
+
   it.live("a crashed holder's permit comes back when its lease ends", () =>
     Effect.gen(function* () {
       const options = freshOptions({ permitLease: Duration.millis(200) })

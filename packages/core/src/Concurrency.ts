@@ -31,6 +31,15 @@
  *   deadline; to reject unknown tenants outright, declare tenants in `Budgets` (its default
  *   rejects them before a permit is asked for).
  * - `targets` caps in-flight attempts per target ref, to protect a provider (a self-hosted model).
+ * - `workflows` declares a workflow's share of each tenant's permits (the tenant's permits per
+ *   workflow, `slot(tenant, workflow)`): `max` caps the permits one tenant's calls of the workflow
+ *   hold at once; `reserved` keeps that many of the tenant's permits for the workflow, so the
+ *   tenant's other workflows take at most the tenant's limit minus the others' reservations.
+ *   Reservations are kept from the tenant's other workflows, not from other tenants (that is the
+ *   tenant's own `reserved`). Waiting is FIFO per tenant and workflow: a workflow at its cap does not
+ *   hold up the tenant's other workflows. The reservations must fit every tenant's limit (checked
+ *   at startup: `WORKFLOW_RESERVED_ABOVE_TENANT_LIMIT`). A call still queued at its deadline fails
+ *   `DeadlineExceeded` (stage `queue`) naming the limit that held it (`permitLimit`).
  *
  * **Store.** Permits live in a `PermitStore`: `layerMemory` and `make` use this process's memory
  * (with the synchronous fast path); {@link layer} and {@link layerConfig} use the store in the
@@ -54,9 +63,11 @@ import {
   safeRecord,
   segment
 } from "./internal/issues.js"
+import type { PermitLimit, Share } from "./internal/permitTypes.js"
 import { TenantId } from "./ModelCommand.js"
 import * as PermitStore from "./PermitStore.js"
 import type { TargetRef } from "./ModelTarget.js"
+import { WorkflowName } from "./Workflow.js"
 
 /**
  * A held permit. `release` is synchronous and idempotent: the first call gives the permit back (to
@@ -109,12 +120,15 @@ export interface Service {
    * FIFO until the epoch-ms instant `until` (by Effect's `Clock`, so `TestClock` drives it;
    * `Infinity` waits without a bound). `undefined` when none came before `until` (see the tie rule
    * in the module doc). Interrupting the wait leaves nothing behind (no permit held, no waiter
-   * queued). `capability` (the workflow name) is informational for now.
+   * queued). `capability` (the workflow name) counts against the workflow's share of the
+   * tenant's permits (`workflows`); a wait that ends without a permit first tells `onRefused` the
+   * limit it hit (since 0.3.0).
    */
   readonly acquire: (
     tenant: TenantId,
     capability: string,
-    until: number
+    until: number,
+    onRefused?: ((limit: PermitLimit) => void) | undefined
   ) => Effect.Effect<Permit | undefined, StoreError>
   /**
    * Same for a target's concurrency cap; an uncapped target gets the shared {@link noopPermit} at
@@ -204,6 +218,19 @@ const TenantPermits = Schema.Struct({
 })
 
 /**
+ * A workflow's share of each tenant's permits.
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+const WorkflowPermits = Schema.Struct({
+  /** Permits of the tenant kept for this workflow (its other workflows cannot take them). Default 0. */
+  reserved: Schema.optional(Schema.Number),
+  /** Most of the tenant's permits this workflow holds at once. Default: no cap. */
+  max: Schema.optional(Schema.Number)
+})
+
+/**
  * Concurrency configuration (decodable from JSON).
  *
  * @since 0.1.0
@@ -217,7 +244,11 @@ export const ConcurrencyConfig = Schema.Struct({
   /** Most permits an undeclared tenant holds at once. Default: the whole shared pool. */
   undeclaredMax: Schema.optional(Schema.Number),
   /** In-flight attempts per target ref (reserved names refused as keys, like `tenants`). */
-  targets: Schema.optional(safeRecord(Schema.Number))
+  targets: Schema.optional(safeRecord(Schema.Number)),
+  /**
+   * By workflow name: its share of every tenant's permits (`max`, `reserved`). Since 0.3.0.
+   */
+  workflows: Schema.optional(safeRecord(WorkflowPermits))
 })
 
 /**
@@ -227,13 +258,17 @@ export const ConcurrencyConfig = Schema.Struct({
 export type Options = typeof ConcurrencyConfig.Type
 
 const isTenantId = Schema.is(TenantId)
+const isWorkflowName = Schema.is(WorkflowName)
 const isCount = (n: number, min: number) => Number.isInteger(n) && n >= min
 
 /**
  * Every problem of a concurrency configuration (empty when valid): counts that are not integers
  * or not positive, a reserved total above `permits`, a `max` below its tenant's `reserved` or
  * above what the tenant can ever reach, malformed tenant ids, reserved keys (`__proto__`,
- * `constructor`, `prototype`) among tenants or targets. Problems name paths, never values.
+ * `constructor`, `prototype`) among tenants, targets or workflows, a workflow's `max` below its
+ * `reserved`, workflow reservations adding up to more than a tenant's limit
+ * (`WORKFLOW_RESERVED_ABOVE_TENANT_LIMIT`, on the tenant's path, or `concurrency.undeclaredMax` for
+ * undeclared tenants). Problems name paths, never values.
  *
  * @since 0.1.0
  * @category Validation
@@ -288,7 +323,59 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
   for (const [ref, cap] of Object.entries(options.targets ?? {})) {
     if (!isReservedKey(ref)) count(`concurrency.targets.${segment(ref)}`, cap, 1)
   }
+  validateWorkflows(options, shared, add, count)
   return problems
+}
+
+/** The tenant's limit: its `max`, else its reserved permits plus the shared pool. */
+const tenantLimit = (t: typeof TenantPermits.Type, shared: number): number => t.max ?? (t.reserved ?? 0) + shared
+
+/** Sum of the valid workflow reservations. */
+const workflowsReserved = (options: Options): number => {
+  let total = 0
+  for (const [name, w] of Object.entries(options.workflows ?? {})) {
+    if (!isReservedKey(name) && w.reserved !== undefined && isCount(w.reserved, 0)) total += w.reserved
+  }
+  return total
+}
+
+/** The problems of `workflows`: counts, names, `max` below `reserved`, reservations above a tenant's limit. */
+const validateWorkflows = (
+  options: Options,
+  shared: number,
+  add: (path: string, reason: string, detail: string) => void,
+  count: (path: string, n: number, min: number) => boolean
+): void => {
+  for (const key of reservedKeysOf(options.workflows))
+    add(`concurrency.workflows.${key}`, "RESERVED_KEY", reservedKeyDetail)
+  for (const [name, w] of Object.entries(options.workflows ?? {})) {
+    if (isReservedKey(name)) continue
+    const path = `concurrency.workflows.${segment(name)}`
+    if (typeof w !== "object" || w === null) {
+      add(path, "INVALID_VALUE", "must be an object")
+      continue
+    }
+    if (!isWorkflowName(name)) add(path, "INVALID_WORKFLOW", "not a valid workflow name")
+    const reserved = w.reserved ?? 0
+    const reservedOk = count(`${path}.reserved`, reserved, 0)
+    if (w.max !== undefined && count(`${path}.max`, w.max, 1) && reservedOk && w.max < reserved) {
+      add(`${path}.max`, "MAX_BELOW_RESERVED", "max is below the workflow's reserved permits")
+    }
+  }
+  const kept = workflowsReserved(options)
+  if (kept === 0) return
+  const detail = "the workflows' reserved permits add up to more than this tenant's limit"
+  for (const [tenant, t] of Object.entries(options.tenants ?? {})) {
+    if (isReservedKey(tenant) || typeof t !== "object" || t === null) continue
+    if (kept > tenantLimit(t, shared)) {
+      add(`concurrency.tenants.${segment(tenant)}`, "WORKFLOW_RESERVED_ABOVE_TENANT_LIMIT", detail)
+    }
+  }
+  // Undeclared tenants can come whenever the shared pool or `undeclaredMax` lets them in.
+  const undeclared = options.undeclaredMax ?? shared
+  if (undeclared > 0 && kept > undeclared) {
+    add("concurrency.undeclaredMax", "WORKFLOW_RESERVED_ABOVE_TENANT_LIMIT", `${detail} (undeclared tenants)`)
+  }
 }
 
 const decodeConfig = Schema.decodeUnknownEither(ConcurrencyConfig, { errors: "all", onExcessProperty: "error" })
@@ -334,20 +421,26 @@ export const makeWith = (options: Options, store: PermitStore.Service): Effect.E
     let reservedTotal = 0
     for (const t of declared.values()) reservedTotal += t.reserved ?? 0
     const shared = options.permits - reservedTotal
+    const shares = sharesOf(options)
     const tenants = store.pool({
       name: "tenants",
       shared,
       reservedOf: (key) => declared.get(key)?.reserved ?? 0,
       maxOf: (key) => {
         const t = declared.get(key)
-        return t === undefined ? (options.undeclaredMax ?? shared) : (t.max ?? (t.reserved ?? 0) + shared)
-      }
+        return t === undefined ? (options.undeclaredMax ?? shared) : tenantLimit(t, shared)
+      },
+      ...(shares === undefined ? {} : { shareOf: (sub) => shares.get(sub), sharesReserved: workflowsReserved(options) })
     })
+    // Without declared shares the workflow plays no part: the pool is keyed by tenant alone.
+    const subOf = (capability: string | undefined): string | undefined =>
+      shares === undefined ? undefined : capability
     const targets = new Map<string, PermitStore.Pool>()
     for (const [ref, cap] of Object.entries(options.targets ?? {})) {
       targets.set(ref, store.pool({ name: `target:${ref}`, shared: cap, reservedOf: () => 0, maxOf: () => cap }))
     }
-    const acquire: Service["acquire"] = (tenant, _capability, until) => tenants.acquire(tenant, until)
+    const acquire: Service["acquire"] = (tenant, capability, until, onRefused) =>
+      tenants.acquire(tenant, until, subOf(capability), onRefused)
     const caps = new Map(Object.entries(options.targets ?? {}))
     const acquireTarget: Service["acquireTarget"] = (target, until) => {
       const permits = targets.get(target)
@@ -386,14 +479,24 @@ export const makeWith = (options: Options, store: PermitStore.Service): Effect.E
         }
       )
     })
-    return Effect.succeed(withFastPath(service, tenants, targets))
+    return Effect.succeed(withFastPath(service, tenants, targets, subOf))
   })
+
+/** The declared workflow shares (`max` defaults to no cap), `undefined` when there are none. */
+const sharesOf = (options: Options): ReadonlyMap<string, Share> | undefined => {
+  const entries = Object.entries(options.workflows ?? {})
+  if (entries.length === 0) return undefined
+  return new Map(
+    entries.map(([name, w]) => [name, { max: w.max ?? Number.POSITIVE_INFINITY, reserved: w.reserved ?? 0 }] as const)
+  )
+}
 
 /** The service with the synchronous fast path attached, when every pool answers without I/O. */
 const withFastPath = (
   service: Service,
   tenants: PermitStore.Pool,
-  targets: ReadonlyMap<string, PermitStore.Pool>
+  targets: ReadonlyMap<string, PermitStore.Pool>,
+  subOf: (capability: string | undefined) => string | undefined
 ): Service => {
   const tenantsFast = FastPath.pool(tenants)
   const targetsFast = new Map<string, FastPath.PoolFast>()
@@ -401,12 +504,16 @@ const withFastPath = (
     const fast = FastPath.pool(p)
     if (fast !== undefined) targetsFast.set(ref, fast)
   }
-  // A shared store: the tenants' pool, for an admission that takes its permit with the reservation.
-  if (tenantsFast === undefined) return FastPath.attach(service, { _tag: "ConcurrencyPools", tenants })
+  // A shared store: the tenants' pool, for an admission that takes its permit with the reservation
+  // (not with workflow shares: the joint script knows the tenant's limits only).
+  if (tenantsFast === undefined) {
+    const shares = subOf("") !== undefined
+    return shares ? service : FastPath.attach(service, { _tag: "ConcurrencyPools", tenants })
+  }
   if (targetsFast.size !== targets.size) return service
   return FastPath.attach(service, {
     _tag: "Concurrency",
-    acquire: (tenant) => tenantsFast.take(tenant),
+    acquire: (tenant, workflow) => tenantsFast.take(tenant, subOf(workflow)),
     acquireTarget: (target) => {
       const permits = targetsFast.get(target)
       return permits === undefined ? noopPermit : permits.take(target)

@@ -20,6 +20,7 @@ import { Evidence } from "./ModelResult.js"
 import { type EmbeddingCapability, Label, Labels, Millis, type ModelTarget } from "./ModelTarget.js"
 import type { ExclusionReason } from "./RouteDecision.js"
 import { type EmbeddingSpace, type Workflow, WorkflowName } from "./Workflow.js"
+import { RequestId } from "./internal/requestId.js"
 
 /**
  * Most inputs of one embedding command (OpenAI's per-request limit).
@@ -68,7 +69,9 @@ export class EmbedCommand extends Schema.Class<EmbedCommand>("@modelgate/core/Em
   regions: Schema.optional(Labels),
   /** Agent run id and step (evidence); inside an `AgentRun` they default to the run's. */
   runId: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
-  step: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
+  step: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+  /** The caller's request id, as `ModelCommand.requestId`. Since 0.3.0. */
+  requestId: Schema.optional(RequestId)
 }) {}
 
 const decodeChecked = Schema.decodeUnknownEither(EmbedCommand, { errors: "all", onExcessProperty: "error" })

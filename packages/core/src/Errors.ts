@@ -249,10 +249,17 @@ export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("De
   ...common,
   stage: Schema.Literal("queue", "before_attempt", "attempt", "call"),
   timeoutMs: Schema.Number,
-  elapsedMs: Schema.Number
+  elapsedMs: Schema.Number,
+  /**
+   * Stage `queue`: the concurrency limit that kept the call from a permit — its workflow's cap
+   * (`workflow_max`), its tenant's maximum (`tenant_max`), the tenant's permits kept for its other
+   * workflows (`workflow_reservations`) or the shared pool (`shared_pool`). Since 0.3.0.
+   */
+  permitLimit: Schema.optional(Schema.Literal("workflow_max", "tenant_max", "workflow_reservations", "shared_pool"))
 }) {
   override get message(): string {
-    return `deadline of ${this.timeoutMs} ms exceeded at ${this.elapsedMs} ms (${this.stage})${budgetNote(this)}`
+    const limit = this.permitLimit === undefined ? "" : `, ${this.permitLimit}`
+    return `deadline of ${this.timeoutMs} ms exceeded at ${this.elapsedMs} ms (${this.stage}${limit})${budgetNote(this)}`
   }
 }
 

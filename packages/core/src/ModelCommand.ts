@@ -37,6 +37,7 @@ import { ProviderOptions, RequestOptions } from "./ModelOptions.js"
 import { Label, Labels, Millis, QualityTier, SchemaFeature, Segment } from "./ModelTarget.js"
 import { TenantId } from "./Tenancy.js"
 import { Risk, WorkflowName } from "./Workflow.js"
+import { RequestId } from "./internal/requestId.js"
 
 /**
  * A tenant id (defined in `Tenancy`, below every module that names one).
@@ -218,7 +219,13 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
      * The response cache for this call (a workflow with `cache` only): `bypass` neither reads nor
      * stores; `refresh` skips the read and stores the new answer. Omitted: read, then store.
      */
-    cache: Schema.optional(Schema.Literal("bypass", "refresh"))
+    cache: Schema.optional(Schema.Literal("bypass", "refresh")),
+    /**
+     * The caller's request id, for correlation (1 to 128 characters of `A-Z a-z 0-9 . _ : -`):
+     * carried into the route decision, the evidence (so the CallRecord), the call span
+     * (`modelgate.request_id`) and the stream's `RouteSelected` decisions. Never content. Since 0.3.0.
+     */
+    requestId: Schema.optional(RequestId)
   },
   // On the class, its transformation and its fields: every decode path is value-free.
   [valueFree, valueFree, valueFree]

@@ -267,7 +267,9 @@ export const Evidence = Schema.Struct({
   /** The tenant the host vouched for, who vouched and the subject (`Tenancy`); absent: nobody vouched. */
   identity: Schema.optional(Identity),
   /** What the response cache did (a workflow with `cache` only; absent otherwise). */
-  cache: Schema.optional(CacheEvidence)
+  cache: Schema.optional(CacheEvidence),
+  /** The caller's request id (`ModelCommand.requestId`), for correlation. Since 0.3.0. */
+  requestId: Schema.optional(Schema.String)
 }).annotations({ identifier: "@modelgate/core/Evidence" })
 /** @since 0.1.0 */
 export interface Evidence extends Schema.Schema.Type<typeof Evidence> {}

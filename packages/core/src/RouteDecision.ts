@@ -284,7 +284,9 @@ export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/
   /** The selected target: the first eligible one (absent when none is). */
   selected: Schema.optional(TargetRef),
   /** The command's `escalate` signal and where it led (absent without one). */
-  escalation: Schema.optional(Escalation)
+  escalation: Schema.optional(Escalation),
+  /** The caller's request id (`ModelCommand.requestId`; not part of `routeId`). Since 0.3.0. */
+  requestId: Schema.optional(Schema.String)
 }) {}
 
 /**

@@ -18,11 +18,15 @@
  *
  * Attributes follow the OpenTelemetry GenAI semantic conventions where they fit
  * (`gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, …) and use the
- * `modelgate.` prefix otherwise. Tenant ids are recorded only when {@link TelemetrySettings} says so,
- * optionally hashed; they are never a metric label.
+ * `modelgate.` prefix otherwise. Tenant ids are recorded on spans only when {@link TelemetrySettings}
+ * says so, optionally hashed. As a metric label (the tenant spend counters) a tenant id appears only
+ * when the configuration names it (a target's or workflow's `tenants`, or
+ * `Settings.metricTenants`); every other tenant is counted as `other`.
  *
- * Metric labels only take values from the configuration (workflow names, target refs) or closed
- * sets (outcomes, error tags), so label cardinality is bounded whatever callers send.
+ * Metric labels only take values from the configuration (workflow names, target refs, declared
+ * tenants and task segments, policy versions, tool names) or closed sets (outcomes, error tags,
+ * failure kinds), so label cardinality is bounded whatever callers send: a caller's own segment or
+ * an unknown tool name is counted as `other` / `unknown`.
  *
  * **Metric names** follow one scheme, OpenTelemetry style: `modelgate.<area>.<name>[_<unit>]`, dot
  * separated, lowercase snake_case inside a segment. The area is what is measured (`call`,
@@ -47,6 +51,11 @@
  * | `modelgate.budget.rejections` | counter | workflow | {@link metrics}`.budgetRejections` |
  * | `modelgate.permit.wait_ms` | histogram | workflow | {@link metrics}`.permitWait` |
  * | `modelgate.canary.assignments` | counter | workflow, canary, side | {@link metrics}`.canaryAssignments` |
+ * | `modelgate.spend.estimated_units` | counter | tenant, policy version | {@link metrics}`.tenantSpendEstimated` |
+ * | `modelgate.spend.actual_units` | counter | tenant, policy version | {@link metrics}`.tenantSpendActual` |
+ * | `modelgate.fallback.routes` | counter | workflow, from, to | {@link metrics}`.fallbackRoutes` |
+ * | `modelgate.segment.outcomes` | counter | workflow, segment, outcome, policy version | {@link metrics}`.segmentOutcomes` |
+ * | `modelgate.tool.failures` | counter | tool, kind | {@link metrics}`.toolFailures` |
  * | `modelgate.budget.settle_failures` | counter | operation | `Budgets.metrics.settleFailures` |
  * | `modelgate.budget.overspend_usd` | counter | — | `Budgets.metrics.overspend` |
  * | `modelgate.breaker.state` | gauge (0 closed, 1 half-open, 2 open) | route | `Health.metrics.breakerState` |
@@ -88,6 +97,12 @@ export type TenantAttribute =
  */
 export interface Settings {
   readonly tenant: TenantAttribute
+  /**
+   * Tenants whose id may be a metric label (the tenant spend counters), besides those the
+   * configuration binds to targets or workflows: e.g. the tenants declared in `Budgets`. Every
+   * other tenant is counted as `other`. Since 0.3.0.
+   */
+  readonly metricTenants?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -177,6 +192,13 @@ export const Attr = {
   httpStatus: "http.response.status_code",
   // modelgate
   callId: "modelgate.call_id",
+  segment: "modelgate.segment",
+  fallbackFrom: "modelgate.fallback.from",
+  fallbackTo: "modelgate.fallback.to",
+  tool: "modelgate.tool",
+  toolFailureKind: "modelgate.tool.failure_kind",
+  /** The caller's request id (`ModelCommand.requestId`): a span attribute, never a metric label. */
+  requestId: "modelgate.request_id",
   mode: "modelgate.mode",
   workflow: "modelgate.workflow",
   tenant: "modelgate.tenant",
@@ -272,6 +294,42 @@ export const metrics = {
   /** Canary assignments, by workflow, canary id and side (`candidate` / `baseline`). */
   canaryAssignments: Metric.counter("modelgate.canary.assignments", {
     description: "Calls assigned a side of a workflow's canary",
+    incremental: true
+  }),
+  /**
+   * Estimated cost of calls (the worst case of the first routed target) in store units (billionths
+   * of the currency, `Budgets.unitsPerCurrency`), by tenant (declared, else `other`) and policy
+   * version. Since 0.3.0.
+   */
+  tenantSpendEstimated: Metric.counter("modelgate.spend.estimated_units", {
+    description: "Estimated spend of calls (billionths of the currency)",
+    incremental: true
+  }),
+  /** Actual cost of calls in store units, by tenant (declared, else `other`) and policy version. Since 0.3.0. */
+  tenantSpendActual: Metric.counter("modelgate.spend.actual_units", {
+    description: "Actual spend of calls (billionths of the currency)",
+    incremental: true
+  }),
+  /** Moves from one target to another between consecutive attempts of a call, by workflow, from and to. Since 0.3.0. */
+  fallbackRoutes: Metric.counter("modelgate.fallback.routes", {
+    description: "Fallbacks by route (from target, to target)",
+    incremental: true
+  }),
+  /**
+   * Calls by workflow, task segment (one the configuration names, else `other`; `none` without
+   * one), outcome and policy version: the pass rate per segment. Since 0.3.0.
+   */
+  segmentOutcomes: Metric.counter("modelgate.segment.outcomes", {
+    description: "Call outcomes by task segment",
+    incremental: true
+  }),
+  /**
+   * Tool calls of a `ToolLoop` that failed, by tool (`unknown` for a name the model made up) and
+   * kind (`unknown_tool`, `invalid_arguments`, `failed`: the handler failed, `ledger`: the tool
+   * ledger refused the call or could not answer). Since 0.3.0.
+   */
+  toolFailures: Metric.counter("modelgate.tool.failures", {
+    description: "Tool calls that failed",
     incremental: true
   })
 } as const

@@ -288,6 +288,43 @@ describe("errors", () => {
     expect(text).not.toContain("wizard")
   })
 
+  it("x-request-id reaches the record (plain and streamed); a malformed one is a 400 naming the header only", async () => {
+    const { response } = await h
+      .client()
+      .chat.completions.create(
+        { model: "chat", messages: [{ role: "user", content: "hello" }] },
+        { headers: { "x-request-id": "req_7f3a-1" } }
+      )
+      .withResponse()
+    const callId = response.headers.get("x-modelgate-call-id")
+    const record = (await h.run(h.recorder.records)).find((r) => r.evidence.callId === callId)
+    expect(record?.evidence.requestId).toBe("req_7f3a-1")
+    const stream = await h
+      .client()
+      .chat.completions.create(
+        { model: "chat", stream: true, messages: [{ role: "user", content: "hello" }] },
+        { headers: { "x-request-id": "req_7f3a-2" } }
+      )
+    for await (const _ of stream) {
+      // drain
+    }
+    const streamed = (await h.run(h.recorder.records)).filter((r) => r.mode === "stream").at(-1)
+    expect(streamed?.evidence.requestId).toBe("req_7f3a-2")
+    const bad = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: {
+        authorization: "Bearer mg-test-key-0123456789",
+        "content-type": "application/json",
+        "x-request-id": "secret value with spaces"
+      },
+      body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "x" }] })
+    })
+    expect(bad.status).toBe(400)
+    const text = await bad.text()
+    expect(text).toContain("x-request-id")
+    expect(text).not.toContain("secret value")
+  })
+
   it("a field the command cannot take (a target, a key) cannot reach the gateway", async () => {
     // Not OpenAI fields: ignored, never a route.
     const smuggled = { target: "model://evil/x@us", base_url: "http://evil.example" }

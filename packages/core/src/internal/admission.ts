@@ -23,6 +23,7 @@ import type * as Router from "../Router.js"
 import { reportOverspend, settledReservation } from "./budgetReservation.js"
 import { type Call, deadlineFailure, type EngineContext, type Holds, storeFailure } from "./call.js"
 import * as FastPath from "./fastPath.js"
+import type { PermitLimit } from "./permitTypes.js"
 import { replanned, type Route } from "./router/decision.js"
 
 /**
@@ -148,7 +149,7 @@ export const admissionServices = (
 
 /** Takes the tenant's permit when the store answers at once; `false` when it has to wait. */
 const takePermitNow = (ctx: EngineContext, cmd: ModelCommand, holds: Holds): boolean => {
-  const permit = FastPath.concurrency(ctx.concurrency)?.acquire(cmd.tenant)
+  const permit = FastPath.concurrency(ctx.concurrency)?.acquire(cmd.tenant, cmd.workflow)
   if (permit === undefined) return false
   holds.permit = permit
   holds.permitWaitMs = 0
@@ -159,13 +160,21 @@ const takePermitNow = (ctx: EngineContext, cmd: ModelCommand, holds: Holds): boo
 const acquirePermit = (ctx: EngineContext, call: Call): Effect.Effect<void, Failure> =>
   Effect.clockWith((clock) => {
     const queuedAt = clock.unsafeCurrentTimeMillis()
+    let limit: PermitLimit | undefined
+    const refused = (hit: PermitLimit) => {
+      limit = hit
+    }
+    const { tenant, workflow } = call.command
     return Effect.uninterruptibleMask((restore) =>
-      Effect.matchEffect(restore(ctx.concurrency.acquire(call.command.tenant, call.command.workflow, call.deadline)), {
+      Effect.matchEffect(restore(ctx.concurrency.acquire(tenant, workflow, call.deadline, refused)), {
         onFailure: (e) => Effect.fail(storeFailure(e)),
         onSuccess: (permit): Effect.Effect<void, Failure> => {
           const at = clock.unsafeCurrentTimeMillis()
           call.holds.permitWaitMs = at - queuedAt
-          if (permit === undefined) return Effect.fail(deadlineFailure(call, "queue", at))
+          if (permit === undefined) {
+            const failure = deadlineFailure(call, "queue", at)
+            return Effect.fail(limit === undefined ? failure : { ...failure, permitLimit: limit })
+          }
           call.holds.permit = permit
           return Effect.void
         }

@@ -41,6 +41,14 @@ import type * as Lifecycle from "./lifecycle.js"
 export interface LiveConfig {
   readonly router: Router.Service
   readonly version: string
+  /** The label values metrics may carry as they are (from the configuration); others are `other`. */
+  readonly labels?: MetricLabelValues | undefined
+}
+
+/** Tenants and task segments named in the configuration: metric labels, bounded by it. */
+export interface MetricLabelValues {
+  readonly tenants: ReadonlySet<string>
+  readonly segments: ReadonlySet<string>
 }
 
 /** The gateway's call ids: `mg_<start, base 36>_<sequence, base 36>`, one sequence per gateway. */

@@ -31,7 +31,8 @@ const carrierOf = (command: EmbedCommand): ModelCommand =>
       dataClass: command.dataClass,
       regions: command.regions,
       runId: command.runId,
-      step: command.step
+      step: command.step,
+      requestId: command.requestId
     },
     { disableValidation: true }
   )

@@ -12,7 +12,7 @@ import * as Options from "./options.js"
 import type { Escalation } from "../RouteDecision.js"
 import * as RunEvents from "../RunEvents.js"
 import type { AttemptContext } from "./attemptContext.js"
-import { type Answer, type Call, type EngineContext, ranOn } from "./call.js"
+import { type Answer, type Call, type EngineContext, type MetricLabelValues, ranOn } from "./call.js"
 import { withoutTo } from "./router/escalation.js"
 import * as Report from "./telemetry.js"
 
@@ -128,7 +128,8 @@ export const evidenceOf = (call: Call, answer: Answer | undefined, at: number): 
     runId: call.runId,
     step: call.step,
     embedding: call.mode === "embed" ? embeddingEvidenceOf(call) : undefined,
-    identity: call.identity
+    identity: call.identity,
+    requestId: call.command.requestId
   } satisfies Evidence
 }
 
@@ -222,11 +223,15 @@ export const recordCall = (
     }
   }
   const route = holds.route
+  const labels = call.config.labels
+  const segment = call.command.segment ?? route?.compiled.workflow.segment
   Report.unsafeEndCall(call.span, callRecord, {
     target: holds.answered ?? tally.lastTarget ?? route?.targets[0],
     workflow: route?.compiled.workflow.name,
     maxOutputTokens: tally.lastMaxOutputTokens,
-    permitWaitMs: holds.permitWaitMs
+    permitWaitMs: holds.permitWaitMs,
+    tenantLabel: declaredTenant(ctx, labels, call.command.tenant) ? call.command.tenant : "other",
+    segmentLabel: segment === undefined ? "none" : labels?.segments.has(segment) === true ? segment : "other"
   })
   // The recorder is the application's: whatever it does, it never changes the call's outcome.
   const recorded = Effect.catchAllCause(ctx.recorder.record(callRecord), (cause) =>
@@ -249,3 +254,7 @@ export const recordCall = (
         )
   return Report.outsideCallSpanEvents(call.span, observed)
 }
+
+/** Whether `tenant` may be a metric label: the configuration or the telemetry settings name it. */
+const declaredTenant = (ctx: EngineContext, labels: MetricLabelValues | undefined, tenant: string): boolean =>
+  labels?.tenants.has(tenant) === true || ctx.telemetry.metricTenants?.includes(tenant) === true

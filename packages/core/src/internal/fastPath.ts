@@ -63,14 +63,17 @@ export interface ReservationFast {
  */
 export interface ConcurrencyFast {
   readonly _tag: "Concurrency"
-  readonly acquire: (tenant: TenantId) => PermitStore.Permit | undefined
+  readonly acquire: (tenant: TenantId, workflow?: string | undefined) => PermitStore.Permit | undefined
   readonly acquireTarget: (target: TargetRef) => PermitStore.Permit | undefined
 }
 
-/** A permit pool without I/O: a permit of `key` if one is free now and no waiter of `key` is before. */
+/**
+ * A permit pool without I/O: a permit of `key` (and sub-key `sub`) if one is free now and no
+ * waiter of them is before.
+ */
 export interface PoolFast {
   readonly _tag: "Pool"
-  readonly take: (key: string) => PermitStore.Permit | undefined
+  readonly take: (key: string, sub?: string | undefined) => PermitStore.Permit | undefined
 }
 
 /**

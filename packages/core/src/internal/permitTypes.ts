@@ -18,7 +18,30 @@ export interface Permit {
 }
 
 /**
- * The limits of one pool. `reservedOf` and `maxOf` are pure functions of the key.
+ * Which limit kept a key (and sub-key) from a permit: the sub-key's own cap (`workflow_max`), the
+ * key's maximum (`tenant_max`), the key's permits kept for its other sub-keys
+ * (`workflow_reservations`), or the shared part of the pool (`shared_pool`).
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export type PermitLimit = "workflow_max" | "tenant_max" | "workflow_reservations" | "shared_pool"
+
+/**
+ * A sub-key's share of each key's permits (a workflow's share of its tenant's): it holds at most
+ * `max` of the key's permits, and `reserved` of them are kept for it (the key's other sub-keys can
+ * take at most `maxOf(key)` minus the reservations of the others).
+ *
+ * @since 0.3.0
+ * @category Models
+ */
+export interface Share {
+  readonly max: number
+  readonly reserved: number
+}
+
+/**
+ * The limits of one pool. `reservedOf`, `maxOf` and `shareOf` are pure functions of their key.
  *
  * @since 0.2.0
  * @category Models
@@ -32,6 +55,20 @@ export interface PoolOptions {
   readonly reservedOf: (key: string) => number
   /** Most permits `key` holds at once. */
   readonly maxOf: (key: string) => number
+  /**
+   * The declared share of a sub-key (a workflow) in every key; `undefined`: none (no cap, nothing
+   * reserved). Absent: the pool has no sub-keys.
+   *
+   * @since 0.3.0
+   */
+  readonly shareOf?: ((sub: string) => Share | undefined) | undefined
+  /**
+   * The sum of every declared share's `reserved` (at most each key's `maxOf`, checked by the
+   * caller). Default 0.
+   *
+   * @since 0.3.0
+   */
+  readonly sharesReserved?: number | undefined
 }
 
 /**
@@ -58,11 +95,17 @@ export interface PoolSnapshot {
  */
 export interface Pool {
   /**
-   * A permit of `key`: at once when one is free, else FIFO among this process's waiters of `key`
-   * until the epoch-ms instant `until` (`Infinity`: no bound); `undefined` when none came before.
-   * Interrupting the wait leaves nothing behind.
+   * A permit of `key` (for its sub-key `sub`, when given): at once when one is free, else FIFO
+   * among this process's waiters of `key` and `sub` until the epoch-ms instant `until`
+   * (`Infinity`: no bound); `undefined` when none came before, after calling `onRefused` with the
+   * limit the last try hit. Interrupting the wait leaves nothing behind.
    */
-  readonly acquire: (key: string, until: number) => Effect.Effect<Permit | undefined, StoreError>
+  readonly acquire: (
+    key: string,
+    until: number,
+    sub?: string | undefined,
+    onRefused?: ((limit: PermitLimit) => void) | undefined
+  ) => Effect.Effect<Permit | undefined, StoreError>
   /**
    * Permits of `key` this process holds now (synchronous, no I/O): a capped target's concurrency
    * headroom in scored routing. A pool without it reports no headroom.

@@ -15,19 +15,21 @@
 import type { Clock, Fiber } from "effect"
 import { Duration, Effect, FiberId } from "effect"
 import * as FastPath from "./fastPath.js"
+import type { PermitLimit, Share } from "./permitTypes.js"
 
-/** A permit of one key, given back at most once. */
+/** A permit of one key (and sub-key), given back at most once. */
 export class HeldPermit {
   private held = true
   constructor(
     private readonly permits: Permits,
-    private readonly key: string
+    private readonly key: string,
+    private readonly sub: string | undefined
   ) {}
   /** Gives the permit back; later calls do nothing. */
   readonly release = (): void => {
     if (this.held) {
       this.held = false
-      this.permits.giveBack(this.key)
+      this.permits.giveBack(this.key, this.sub)
     }
   }
 }
@@ -36,6 +38,10 @@ type Resume = (effect: Effect.Effect<HeldPermit | undefined>) => void
 
 interface Waiter {
   readonly key: string
+  /** The sub-key (workflow) it waits for, if any: FIFO holds per key and sub-key. */
+  readonly sub: string | undefined
+  /** Told the limit that kept it from a permit when its wait ends without one. */
+  readonly onRefused: ((limit: PermitLimit) => void) | undefined
   /** Epoch ms at which the wait ends without a permit; `Infinity` for an unbounded wait. */
   readonly until: number
   /** The waiting fiber's clock (only for a bounded wait). */
@@ -55,6 +61,10 @@ interface TimerSlot {
 
 interface KeyState {
   held: number
+  /** Permits held beyond their sub-key's reservation (every permit of a sub-key without a share). */
+  over: number
+  /** Permits held per sub-key with a declared share (created on first use, dropped at 0). */
+  readonly bySub: Map<string, number>
   readonly waiters: Set<Waiter>
 }
 
@@ -63,6 +73,8 @@ export interface PermitsOptions {
   readonly shared: number
   readonly reservedOf: (key: string) => number
   readonly maxOf: (key: string) => number
+  readonly shareOf?: ((sub: string) => Share | undefined) | undefined
+  readonly sharesReserved?: number | undefined
 }
 
 export interface PermitsSnapshot {
@@ -89,13 +101,13 @@ export class Permits {
 
   constructor(private readonly options: PermitsOptions) {
     // The pool answers without I/O: `Concurrency` takes free permits through this, without an Effect.
-    FastPath.attach(this, { _tag: "Pool", take: (key) => this.tryTake(key) })
+    FastPath.attach(this, { _tag: "Pool", take: (key, sub) => this.tryTake(key, sub) })
   }
 
   private state(key: string): KeyState {
     let s = this.states.get(key)
     if (s === undefined) {
-      s = { held: 0, waiters: new Set() }
+      s = { held: 0, over: 0, bySub: new Map(), waiters: new Set() }
       this.states.set(key, s)
     }
     return s
@@ -105,16 +117,60 @@ export class Permits {
     if (s.held === 0 && s.waiters.size === 0) this.states.delete(key)
   }
 
-  /** Whether `key` may take one more permit now (its reserved share first, then the pool). */
-  private canTake(key: string, held: number): boolean {
-    if (held >= this.options.maxOf(key)) return false
-    return held < this.options.reservedOf(key) || this.sharedInUse < this.options.shared
+  private shareOf(sub: string | undefined): Share | undefined {
+    return sub === undefined ? undefined : this.options.shareOf?.(sub)
   }
 
-  private take(key: string, s: KeyState) {
+  /**
+   * The limit that keeps `key` (for `sub`) from one more permit now, `undefined` when it may take
+   * one: the sub-key's cap, the key's maximum, the key's permits kept for its other sub-keys, the
+   * key's reserved share and then the shared part.
+   */
+  private blockedBy(key: string, s: KeyState, sub: string | undefined): PermitLimit | undefined {
+    const share = this.shareOf(sub)
+    const subHeld = share === undefined || sub === undefined ? 0 : (s.bySub.get(sub) ?? 0)
+    if (share !== undefined && subHeld >= share.max) return "workflow_max"
+    const max = this.options.maxOf(key)
+    if (s.held >= max) return "tenant_max"
+    // Beyond its own reservation a sub-key takes only what the others' reservations leave.
+    const kept = this.options.sharesReserved ?? 0
+    if (kept > 0 && !(share !== undefined && subHeld < share.reserved) && s.over >= max - kept) {
+      return "workflow_reservations"
+    }
+    if (s.held < this.options.reservedOf(key) || this.sharedInUse < this.options.shared) return undefined
+    return "shared_pool"
+  }
+
+  private take(key: string, s: KeyState, sub: string | undefined) {
     if (s.held >= this.options.reservedOf(key)) this.sharedInUse++
     s.held++
     this.inUse++
+    const share = this.shareOf(sub)
+    if (share === undefined || sub === undefined) {
+      s.over++
+      return
+    }
+    const subHeld = s.bySub.get(sub) ?? 0
+    if (subHeld >= share.reserved) s.over++
+    s.bySub.set(sub, subHeld + 1)
+  }
+
+  /** Gives one permit of `key` (and `sub`) back; whether it was one of the shared part. */
+  private untake(key: string, s: KeyState, sub: string | undefined): boolean {
+    const freedShared = s.held > this.options.reservedOf(key)
+    s.held--
+    this.inUse--
+    if (freedShared) this.sharedInUse--
+    const share = this.shareOf(sub)
+    if (share === undefined || sub === undefined) {
+      s.over--
+      return freedShared
+    }
+    const subHeld = s.bySub.get(sub) ?? 0
+    if (subHeld > share.reserved) s.over--
+    if (subHeld <= 1) s.bySub.delete(sub)
+    else s.bySub.set(sub, subHeld - 1)
+    return freedShared
   }
 
   private dequeue(w: Waiter, s: KeyState) {
@@ -129,8 +185,8 @@ export class Permits {
 
   private grant(w: Waiter, s: KeyState) {
     this.dequeue(w, s)
-    this.take(w.key, s)
-    const permit = new HeldPermit(this, w.key)
+    this.take(w.key, s, w.sub)
+    const permit = new HeldPermit(this, w.key, w.sub)
     w.state = "granted"
     w.permit = permit
     stopTimer(w.timer)
@@ -142,6 +198,8 @@ export class Permits {
     if (w.state !== "waiting") return
     const s = this.states.get(w.key)!
     this.dequeue(w, s)
+    const limit = this.blockedBy(w.key, s, w.sub)
+    if (limit !== undefined) w.onRefused?.(limit)
     this.dropIfIdle(w.key, s)
     w.state = "done"
     if (!byTimer) stopTimer(w.timer)
@@ -163,19 +221,25 @@ export class Permits {
   }
 
   /**
-   * Takes a permit now if one is free for `key` and nobody of `key` waits before; synchronous (the
-   * fast path of `acquire`, and of `Concurrency` without an Effect). It never jumps ahead of a waiter of
-   * another key either: a freed permit is handed to its waiter in `giveBack`, so a permit is free
-   * here only when no queued waiter may use it.
+   * Takes a permit now if one is free for `key` (and `sub`) and nobody of `key` and `sub` waits
+   * before; synchronous (the fast path of `acquire`, and of `Concurrency` without an Effect). It
+   * never jumps ahead of another waiter either: a freed permit is handed to every waiter that may
+   * use it in `giveBack`, so a permit is free here only when no queued waiter may use it.
    */
-  tryTake(key: string): HeldPermit | undefined {
+  tryTake(key: string, sub?: string | undefined): HeldPermit | undefined {
     const s = this.state(key)
-    if (s.waiters.size === 0 && this.canTake(key, s.held)) {
-      this.take(key, s)
-      return new HeldPermit(this, key)
+    if ((s.waiters.size === 0 || !this.queuedOf(s, sub)) && this.blockedBy(key, s, sub) === undefined) {
+      this.take(key, s, sub)
+      return new HeldPermit(this, key, sub)
     }
     this.dropIfIdle(key, s)
     return undefined
+  }
+
+  /** Whether a waiter of `sub` is queued in `s`. */
+  private queuedOf(s: KeyState, sub: string | undefined): boolean {
+    for (const w of s.waiters) if (w.sub === sub) return true
+    return false
   }
 
   /**
@@ -183,11 +247,16 @@ export class Permits {
    * `Infinity` waits without a bound): `undefined` when none came before `until`. Interrupting the
    * wait leaves no trace (no waiter, no permit, no timer). Call it after `tryTake` failed.
    */
-  wait(key: string, until: number): Effect.Effect<HeldPermit | undefined> {
-    if (until === Number.POSITIVE_INFINITY) return this.park(key, until, undefined, undefined, undefined)
+  wait(
+    key: string,
+    until: number,
+    sub?: string | undefined,
+    onRefused?: ((limit: PermitLimit) => void) | undefined
+  ): Effect.Effect<HeldPermit | undefined> {
+    if (until === Number.POSITIVE_INFINITY) return this.park({ key, sub, until, onRefused }, undefined, undefined)
     return Effect.clockWith((clock) => {
       const now = clock.unsafeCurrentTimeMillis()
-      if (!(until > now)) return succeedNone
+      if (!(until > now)) return this.refuseNow(key, sub, onRefused)
       const slot: TimerSlot = { waiter: undefined }
       const expireAtUntil = Effect.interruptible(
         Effect.zipRight(
@@ -197,31 +266,49 @@ export class Permits {
           })
         )
       )
-      return Effect.flatMap(Effect.fork(expireAtUntil), (timer) => this.park(key, until, clock, timer, slot))
+      return Effect.flatMap(Effect.fork(expireAtUntil), (timer) =>
+        this.park({ key, sub, until, onRefused }, { clock, timer }, slot)
+      )
+    })
+  }
+
+  /** No permit without waiting: tells `onRefused` why (when something keeps `key` from one). */
+  private refuseNow(
+    key: string,
+    sub: string | undefined,
+    onRefused: ((limit: PermitLimit) => void) | undefined
+  ): Effect.Effect<HeldPermit | undefined> {
+    if (onRefused === undefined) return succeedNone
+    return Effect.sync(() => {
+      const s = this.state(key)
+      const limit = this.blockedBy(key, s, sub)
+      this.dropIfIdle(key, s)
+      if (limit !== undefined) onRefused(limit)
+      return undefined
     })
   }
 
   private park(
-    key: string,
-    until: number,
-    clock: Clock.Clock | undefined,
-    timer: Fiber.RuntimeFiber<void> | undefined,
+    ask: Pick<Waiter, "key" | "sub" | "until" | "onRefused">,
+    bound: { readonly clock: Clock.Clock; readonly timer: Fiber.RuntimeFiber<void> } | undefined,
     slot: TimerSlot | undefined
   ): Effect.Effect<HeldPermit | undefined> {
+    const { key, sub, until } = ask
+    const timer = bound?.timer
     return Effect.async<HeldPermit | undefined>((resume) => {
       // Other fibers may have run since the caller's `tryTake` (forking the timer can yield).
-      const now = this.tryTake(key)
+      const now = this.tryTake(key, sub)
       if (now !== undefined) {
         stopTimer(timer)
         resume(Effect.succeed(now))
         return
       }
-      if (clock !== undefined && clock.unsafeCurrentTimeMillis() >= until) {
+      if (bound !== undefined && bound.clock.unsafeCurrentTimeMillis() >= until) {
         stopTimer(timer)
-        resume(succeedNone)
+        resume(this.refuseNow(key, sub, ask.onRefused))
         return
       }
-      const w: Waiter = { key, until, clock, timer, resume, state: "waiting", permit: undefined }
+      const w: Waiter = { ...ask, clock: bound?.clock, timer, resume, state: "waiting", permit: undefined }
       this.queue.add(w)
       this.state(key).waiters.add(w)
       if (slot !== undefined) slot.waiter = w
@@ -229,38 +316,27 @@ export class Permits {
     })
   }
 
-  /** Returns one permit of `key` and hands the freed slot to the next eligible waiter. */
-  giveBack(key: string): void {
+  /**
+   * Returns one permit of `key` (and `sub`) and hands what it frees to the waiters that may use it,
+   * longest-waiting first (waiters whose `until` has come are let go on the way). One release can
+   * unblock waiters for different limits (a workflow's cap and the shared part): every eligible
+   * waiter is served, so none is left queued behind a free permit.
+   */
+  giveBack(key: string, sub?: string | undefined): void {
     const s = this.states.get(key)
     if (s === undefined || s.held === 0) return
-    const freedShared = s.held > this.options.reservedOf(key)
-    s.held--
-    this.inUse--
-    if (freedShared) {
-      this.sharedInUse--
-      // One shared permit is free: the longest-waiting key that may use it gets it (waiters whose
-      // `until` has come are let go on the way).
-      for (const w of this.queue) {
-        const ws = this.states.get(w.key)!
-        if (!this.canTake(w.key, ws.held)) continue
-        if (this.expired(w)) {
-          this.expire(w, false)
-          continue
-        }
-        this.grant(w, ws)
-        break
+    const freedShared = this.untake(key, s, sub)
+    // A reserved permit of `key` is only `key`'s to use; a shared one is anyone's.
+    const candidates = freedShared ? this.queue : s.waiters
+    for (const w of candidates) {
+      if (w.state !== "waiting") continue
+      const ws = this.states.get(w.key)!
+      if (this.blockedBy(w.key, ws, w.sub) !== undefined) continue
+      if (this.expired(w)) {
+        this.expire(w, false)
+        continue
       }
-    } else {
-      // One of `key`'s reserved permits is free: only `key` may use it.
-      for (const w of s.waiters) {
-        if (!this.canTake(key, s.held)) break
-        if (this.expired(w)) {
-          this.expire(w, false)
-          continue
-        }
-        this.grant(w, s)
-        break
-      }
+      this.grant(w, ws)
     }
     this.dropIfIdle(key, s)
   }
@@ -269,10 +345,15 @@ export class Permits {
    * A permit of `key` now if one is free (one synchronous step, no fiber, no timer), else waits
    * FIFO until `until` (see {@link Permits.wait}).
    */
-  acquire(key: string, until: number): Effect.Effect<HeldPermit | undefined> {
+  acquire(
+    key: string,
+    until: number,
+    sub?: string | undefined,
+    onRefused?: ((limit: PermitLimit) => void) | undefined
+  ): Effect.Effect<HeldPermit | undefined> {
     return Effect.suspend(() => {
-      const permit = this.tryTake(key)
-      return permit !== undefined ? Effect.succeed(permit) : this.wait(key, until)
+      const permit = this.tryTake(key, sub)
+      return permit !== undefined ? Effect.succeed(permit) : this.wait(key, until, sub, onRefused)
     })
   }
 

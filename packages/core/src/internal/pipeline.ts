@@ -69,7 +69,7 @@ export const execute = (
       ? run(ctx, Call.make(start, undefined), invoke)
       : Report.withCallSpan(
           ctx.telemetry,
-          { mode, callId: start.id, workflow: command.workflow, tenant: command.tenant },
+          { mode, callId: start.id, workflow: command.workflow, tenant: command.tenant, requestId: command.requestId },
           (span) => run(ctx, Call.make(start, span), invoke)
         )
   })

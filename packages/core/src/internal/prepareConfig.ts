@@ -16,6 +16,7 @@ import { Workflow } from "../Workflow.js"
 import * as Lifecycle from "./lifecycle.js"
 import { foldSliced, withSliceYield } from "./sliceYield.js"
 import type * as engine from "./pipeline.js"
+import type { MetricLabelValues } from "./call.js"
 
 /** What a gateway keeps across its configurations: the context, its services and remembered state. */
 export interface Builder {
@@ -150,6 +151,22 @@ export const prepare = (
       if (c.workflow.canary?.rollout !== undefined) yield* builder.canaries.register(c.workflow.name, c.workflow.canary)
     }
     const router = yield* Effect.provideService(Router.make(workflows, builder.routerState), Health, builder.health)
-    const live: engine.LiveConfig = { router, version: version ?? (yield* hashVersion(def.config)) }
+    const live: engine.LiveConfig = {
+      router,
+      version: version ?? (yield* hashVersion(def.config)),
+      labels: labelValuesOf(def.config)
+    }
     return { live, adapters, definition: def }
   })
+
+/** The tenants (bound to targets or workflows) and task segments the configuration names. */
+const labelValuesOf = (config: GatewayConfig.GatewayConfig): MetricLabelValues => {
+  const tenants = new Set<string>()
+  const segments = new Set<string>()
+  for (const t of config.targets) for (const tenant of t.tenants ?? []) tenants.add(tenant)
+  for (const w of config.workflows) {
+    for (const tenant of w.tenants ?? []) tenants.add(tenant)
+    if (w.segment !== undefined) segments.add(w.segment)
+  }
+  return { tenants, segments }
+}

@@ -4,6 +4,7 @@
  * helpers are the engine's, not API.
  */
 import { Effect, Exit, FiberRef, MetricLabel, Tracer } from "effect"
+import { unitsPerCurrency } from "../BudgetStore.js"
 import type { AttemptRecord, CallRecord } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { Attr, metrics, type Settings, SpanName } from "../Telemetry.js"
@@ -33,6 +34,7 @@ export const withCallSpan = <A, E, R>(
     readonly callId: string
     readonly workflow: string
     readonly tenant: string
+    readonly requestId?: string | undefined
   },
   f: (span: Tracer.Span) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> => {
@@ -42,6 +44,7 @@ export const withCallSpan = <A, E, R>(
     [Attr.callId]: start.callId,
     [Attr.workflow]: start.workflow
   }
+  if (start.requestId !== undefined) attributes[Attr.requestId] = start.requestId
   const t = settings.tenant
   if (t._tag === "Plain") attributes[Attr.tenant] = start.tenant
   else if (t._tag === "Hashed") attributes[Attr.tenantHash] = t.hash(start.tenant)
@@ -162,6 +165,10 @@ export interface CallEnd {
   readonly maxOutputTokens: number | undefined
   /** Time spent waiting for a concurrency permit, when one was requested. */
   readonly permitWaitMs: number | undefined
+  /** The tenant as a metric label: the id when the configuration names it, else `other`. */
+  readonly tenantLabel: string
+  /** The task segment as a metric label: one the configuration names, `other`, or `none`. */
+  readonly segmentLabel: string
 }
 
 /** Time to first token of a call: when the delivered attempt's first token came, from call start. */
@@ -289,6 +296,45 @@ const attemptLabels = labelCache([Attr.workflow, Attr.target, Attr.attemptOutcom
 const attemptLatencyLabels = labelCache([Attr.target, Attr.attemptOutcome])
 const targetLabels = labelCache([Attr.workflow, Attr.target])
 const tokenLabels = labelCache([Attr.workflow, Attr.target, Attr.tokenType])
+const spendLabels = labelCache([Attr.tenant, Attr.policyVersion])
+const fallbackLabels = labelCache([Attr.workflow, Attr.fallbackFrom, Attr.fallbackTo])
+const segmentLabels = labelCache([Attr.workflow, Attr.segment, Attr.outcome, Attr.policyVersion])
+const toolLabels = labelCache([Attr.tool, Attr.toolFailureKind])
+
+/** An amount of the currency in store units (the budget store's integer billionths). */
+const unitsOf = (amount: number): number => Math.round(amount * unitsPerCurrency)
+
+/**
+ * The production dimensions of one finished call: its tenant's spend (estimated and actual, in
+ * store units) by policy version, its outcome by task segment, and each move from one target to
+ * another between consecutive attempts.
+ */
+const recordDimensions = (record: CallRecord, end: CallEnd, workflow: string): void => {
+  const e = record.evidence
+  const m = metrics
+  const spend = spendLabels(end.tenantLabel, e.policyVersion)
+  if (e.cost.estimated !== undefined && e.cost.estimated > 0) {
+    m.tenantSpendEstimated.unsafeUpdate(unitsOf(e.cost.estimated), spend)
+  }
+  if (e.cost.actual > 0) m.tenantSpendActual.unsafeUpdate(unitsOf(e.cost.actual), spend)
+  m.segmentOutcomes.unsafeUpdate(1, segmentLabels(workflow, end.segmentLabel, record.outcome, e.policyVersion))
+  for (let i = 1; i < e.attempts.length; i++) {
+    const from = e.attempts[i - 1]!.target
+    const to = e.attempts[i]!.target
+    if (from !== to) m.fallbackRoutes.unsafeUpdate(1, fallbackLabels(workflow, from, to))
+  }
+}
+
+/**
+ * Counts one failed tool call of a tool loop: `tool` is a configured tool's name (`unknown` for a
+ * name the model made up), `kind` a closed set.
+ */
+export const unsafeRecordToolFailure = (
+  tool: string,
+  kind: "unknown_tool" | "invalid_arguments" | "failed" | "ledger"
+): void => {
+  metrics.toolFailures.unsafeUpdate(1, toolLabels(tool, kind))
+}
 
 /**
  * Updates the metrics of one finished call from its record. Synchronous: call it where the record
@@ -307,6 +353,7 @@ export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
   if (e.degraded) m.degraded.unsafeUpdate(1, byWorkflow)
   if (record.errorTag === "BudgetExceeded") m.budgetRejections.unsafeUpdate(1, byWorkflow)
   if (end.permitWaitMs !== undefined) m.permitWait.unsafeUpdate(end.permitWaitMs, byWorkflow)
+  recordDimensions(record, end, workflow)
   // Usage and cost per attempt target; what no attempt carries (input billed for an attempt cut
   // by cancellation) goes to the last target attempted, so the totals match the evidence.
   let input = 0

@@ -14,6 +14,7 @@ import * as ToolLedger from "../ToolLedger.js"
 import type { IdempotencyKey } from "../ToolLedgerStore.js"
 import type { Any, LedgerError, Options, Prepared } from "./toolTypes.js"
 import { issueLines } from "./issues.js"
+import * as Report from "./telemetry.js"
 
 /** A tool name the providers accept. */
 export const toolName = /^[A-Za-z0-9_-]{1,64}$/
@@ -286,20 +287,29 @@ export const runCall = (
     const post = (outcome: RunEvents.ToolOutcome, content: string | undefined, errorTag?: string) =>
       postTool(loop.events, event, startedAt, outcome, content, errorTag)
     if (tool === undefined) {
+      // The model's name is not a label (unbounded): counted as `unknown`.
+      Report.unsafeRecordToolFailure("unknown", "unknown_tool")
       const content = JSON.stringify({ error: "unknown tool", tools: [...loop.byName.keys()] })
       yield* post("unknown_tool", content)
       return content
     }
     if (Either.isLeft(decoded)) {
+      Report.unsafeRecordToolFailure(tool.name, "invalid_arguments")
       const content = JSON.stringify({ error: "invalid arguments", issues: decoded.left })
       yield* post("invalid_arguments", content)
       return content
     }
-    if (key !== undefined && tool !== undefined) yield* matchReplay(loop, key, step, tool.name, post)
+    const refused = (tag: string | undefined) =>
+      Effect.zipRight(
+        Effect.sync(() => Report.unsafeRecordToolFailure(tool.name, "ledger")),
+        post("failed", undefined, tag)
+      )
+    if (key !== undefined) yield* matchReplay(loop, key, step, tool.name, refused)
     const executed = yield* decoded.right
       .execute({ runId: loop.runId, step, index, toolCallId: call.id })
-      .pipe(Effect.tapError((e) => post("failed", undefined, errorTagOf(e))))
+      .pipe(Effect.tapError((e) => refused(errorTagOf(e))))
     if (executed.failed !== undefined) {
+      Report.unsafeRecordToolFailure(tool.name, "failed")
       yield* post("failed", executed.content, executed.failed)
       return executed.content
     }
@@ -321,17 +331,17 @@ const matchReplay = (
   key: IdempotencyKey,
   step: number,
   tool: string,
-  post: (outcome: RunEvents.ToolOutcome, content: string | undefined, errorTag?: string) => Effect.Effect<void>
+  onRefused: (errorTag: string) => Effect.Effect<void>
 ): Effect.Effect<void, ToolLedger.ToolReplayRefused> => {
   if (loop.pending.delete(key)) return Effect.void
   const earlier = loop.keysRun.some((k) => k.id === key)
   if (earlier || loop.pending.size === 0 || loop.onUnmatchedReplay === "run") return Effect.void
-  const refused = new ToolLedger.ToolReplayRefused({
+  const refusal = new ToolLedger.ToolReplayRefused({
     key,
     runId: loop.runId,
     step,
     tool,
     reason: "unmatched"
   })
-  return Effect.zipRight(post("failed", undefined, refused._tag), Effect.fail(refused))
+  return Effect.zipRight(onRefused(refusal._tag), Effect.fail(refusal))
 }

@@ -162,19 +162,28 @@ const positive = (text: string | undefined, integer: boolean): number | undefine
   return Number.isFinite(value) && value > 0 && (!integer || Number.isInteger(value)) ? value : Number.NaN
 }
 
+/** The shape core accepts for `requestId` (checked here so a bad header is named as the header). */
+const requestIdShape = /^[A-Za-z0-9._:-]{1,128}$/
+
 /**
- * The per-call limits a client may add by header, each only ever tighter than the workflow's (core
- * takes the smaller): `x-modelgate-timeout-ms` (the call's deadline) and `x-modelgate-max-cost`
- * (USD). A malformed value is a 400.
+ * The per-call fields a client may add by header: the limits, each only ever tighter than the
+ * workflow's (core takes the smaller) — `x-modelgate-timeout-ms` (the call's deadline) and
+ * `x-modelgate-max-cost` (USD) — and `x-request-id`, the caller's request id (the command's
+ * `requestId`: 1 to 128 characters of `A-Z a-z 0-9 . _ : -`). A malformed value is a 400.
  */
 export const headerLimits = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
   const timeout = positive(request.headers["x-modelgate-timeout-ms"], true)
   const maxCost = positive(request.headers["x-modelgate-max-cost"], false)
+  const requestId = request.headers["x-request-id"]
   if (Number.isNaN(timeout)) return fail(ErrorWire.invalidBody(["x-modelgate-timeout-ms: a positive integer"]))
   if (Number.isNaN(maxCost)) return fail(ErrorWire.invalidBody(["x-modelgate-max-cost: a positive number"]))
-  const fields: Record<string, number> = {}
+  if (requestId !== undefined && !requestIdShape.test(requestId)) {
+    return fail(ErrorWire.invalidBody(["x-request-id: 1 to 128 characters of A-Z a-z 0-9 . _ : -"]))
+  }
+  const fields: { timeout?: number; maxCost?: number; requestId?: string } = {}
   if (timeout !== undefined) fields.timeout = timeout
   if (maxCost !== undefined) fields.maxCost = maxCost
+  if (requestId !== undefined) fields.requestId = requestId
   return Effect.succeed(fields)
 })
 

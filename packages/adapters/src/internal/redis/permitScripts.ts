@@ -2,7 +2,10 @@
  * The Lua scripts of the Redis permit pools. One pool is three keys: hash `KEYS[1]` with `k:<key>`
  * (permits `key` holds) and `s` (shared permits in use); sorted set `KEYS[2]` of leases scored by
  * their end (ms of the server's clock, `TIME`, so processes with skewed clocks agree); hash
- * `KEYS[3]` of lease → `<reserved of its key>\n<key>`. Every script first frees the leases that
+ * `KEYS[3]` of lease → `<reserved of its key>\n<key>`, or, in a pool with workflow shares,
+ * `<reserved of its key> <reserved of its sub-key, -1 without a share> <sub-key>\n<key>` (the pool
+ * hash then also has `o:<key>`, the key's permits held beyond their sub-key's reservation, and
+ * `q:<key>\n<sub-key>`, the permits of a sub-key with a share). Every script first frees the leases that
  * ended (their holders crashed or lost their release). A release, and an ask that freed ended
  * leases, publishes on the pool's channel while a waiter is counted (`w`), so that waiters in every
  * process wake up.
@@ -26,11 +29,24 @@ local function free(h, info, lease)
   if not v then return false end
   redis.call('HDEL', info, lease)
   local nl = string.find(v, '\\n', 1, true)
-  local reserved = tonumber(string.sub(v, 1, nl - 1))
+  local head = string.sub(v, 1, nl - 1)
   local key = string.sub(v, nl + 1)
+  local r, subReserved, sub = string.match(head, '^(%d+) (%-?%d+) (.*)$')
+  local reserved = tonumber(r or head)
   local held = redis.call('HINCRBY', h, 'k:' .. key, -1)
   if held + 1 > reserved then redis.call('HINCRBY', h, 's', -1) end
   if held <= 0 then redis.call('HDEL', h, 'k:' .. key) end
+  if r then
+    local over = true
+    subReserved = tonumber(subReserved)
+    if subReserved >= 0 then
+      local q = 'q:' .. key .. '\\n' .. sub
+      local n = redis.call('HINCRBY', h, q, -1)
+      if n <= 0 then redis.call('HDEL', h, q) end
+      over = n + 1 > subReserved
+    end
+    if over and redis.call('HINCRBY', h, 'o:' .. key, -1) <= 0 then redis.call('HDEL', h, 'o:' .. key) end
+  end
   return true
 end
 local function purge(h, z, info, now)
@@ -43,7 +59,10 @@ end
 
 /**
  * KEYS: pool hash, lease set, lease hash. ARGV: key, lease id, lease ms, reserved, max, shared,
- * channel. Returns 1 when the permit was taken (leased), 0 when none is free for `key`.
+ * channel; in a pool with workflow shares also: sub-key, its max (-1: no cap), its reserved (-1: no
+ * share), the sum of the shares' reservations. Returns 1 when the permit was taken (leased), else
+ * the limit that kept `key` from one: 0 the shared part, -1 the sub-key's cap, -2 the key's max, -3
+ * the key's permits kept for its other sub-keys (the order of the memory pool's checks).
  *
  * @internal
  */
@@ -56,8 +75,17 @@ if purge(h, z, info, now) > 0 and tonumber(redis.call('HGET', h, 'w') or '0') > 
   redis.call('PUBLISH', ARGV[7], '')
 end
 if redis.call('HEXISTS', info, lease) == 1 then return 1 end
+local sub, subMax, subReserved, kept = ARGV[8], tonumber(ARGV[9] or '-1'), tonumber(ARGV[10] or '-1'), tonumber(ARGV[11] or '0')
+local q = sub and ('q:' .. key .. '\\n' .. sub)
+local subHeld = 0
+if sub and subReserved >= 0 then subHeld = tonumber(redis.call('HGET', h, q) or '0') end
+if subMax >= 0 and subHeld >= subMax then return -1 end
 local held = tonumber(redis.call('HGET', h, 'k:' .. key) or '0')
-if held >= max then return 0 end
+if held >= max then return -2 end
+local within = subReserved >= 0 and subHeld < subReserved
+if sub and kept > 0 and not within and tonumber(redis.call('HGET', h, 'o:' .. key) or '0') >= max - kept then
+  return -3
+end
 if held >= reserved then
   local s = tonumber(redis.call('HGET', h, 's') or '0')
   if s >= shared then return 0 end
@@ -65,7 +93,13 @@ if held >= reserved then
 end
 redis.call('HINCRBY', h, 'k:' .. key, 1)
 redis.call('ZADD', z, string.format('%d', now + leaseMs), lease)
-redis.call('HSET', info, lease, ARGV[4] .. '\\n' .. key)
+if sub then
+  if subReserved >= 0 then redis.call('HINCRBY', h, q, 1) end
+  if not within then redis.call('HINCRBY', h, 'o:' .. key, 1) end
+  redis.call('HSET', info, lease, ARGV[4] .. ' ' .. ARGV[10] .. ' ' .. sub .. '\\n' .. key)
+else
+  redis.call('HSET', info, lease, ARGV[4] .. '\\n' .. key)
+end
 return 1
 `)
 

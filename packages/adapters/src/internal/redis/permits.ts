@@ -4,7 +4,8 @@
  *
  * - Asking: a caller with no earlier waiter of its key in this process asks at once (concurrent
  *   callers' asks share round trips on the auto-pipelined connection).
- * - Waiting: FIFO per key within a process (only the head of a key's local queue asks Redis), each
+ * - Waiting: FIFO per key (and sub-key, in a pool with workflow shares) within a process (only the
+ *   head of a local queue asks Redis), each
  *   ask bounded by the command timeout and the waiter's `until`. Between asks the head sleeps until
  *   a wake-up — a permit given back in this process, or a message on the pool's channel (pub/sub,
  *   published by every release and by every ask that freed ended leases) — or its poll interval,
@@ -26,6 +27,28 @@ import { Deferred, Effect, Exit, FiberId } from "effect"
 import type { Client } from "./client.js"
 import { bad, realClock } from "./client.js"
 import * as Scripts from "./permitScripts.js"
+
+/** The limit a refused ask hit (the type of `Pool.acquire`'s `onRefused` argument). */
+type PermitLimit = Parameters<NonNullable<Parameters<PermitStore.Pool["acquire"]>[3]>>[0]
+
+/** What a refusal code of the acquire script means. */
+const limitOfReply = (reply: unknown): PermitLimit | undefined =>
+  reply === 0
+    ? "shared_pool"
+    : reply === -1
+      ? "workflow_max"
+      : reply === -2
+        ? "tenant_max"
+        : reply === -3
+          ? "workflow_reservations"
+          : undefined
+
+/** One caller's ask: its key, sub-key (in a pool with shares) and who to tell why it got none. */
+interface Ask {
+  readonly key: string
+  readonly sub: string | undefined
+  readonly onRefused: ((limit: PermitLimit) => void) | undefined
+}
 
 /** @internal */
 export interface PermitSettings {
@@ -73,7 +96,7 @@ export interface PoolState {
   readonly keys: ReadonlyArray<string>
   readonly channel: string
   readonly freed: Signal
-  /** This process's waiters, by key. */
+  /** This process's waiters, by key (and sub-key: `<key>\n<sub>`). */
   readonly queues: Map<string, KeyQueue>
   /** Permits this process holds, by key (the snapshot when the store cannot answer). */
   readonly heldHere: Map<string, number>
@@ -168,11 +191,20 @@ const giveBackOnFailure = (
 ): Effect.Effect<string | undefined, StoreError> =>
   Effect.onExit(ask, (exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => giveBack(p, lease))))
 
+/** The script's arguments after the channel: the sub-key, its cap and reservation, the shares' sum. */
+const shareArgs = (p: PoolState, sub: string | undefined): ReadonlyArray<string> => {
+  if (sub === undefined) return []
+  const share = p.options.shareOf?.(sub)
+  const max = share === undefined || !Number.isFinite(share.max) ? -1 : share.max
+  return [sub, String(max), String(share?.reserved ?? -1), String(p.options.sharesReserved ?? 0)]
+}
+
 /** One ask: the lease of a permit, or `undefined` when none is free (or `until` came first). */
-const take = (p: PoolState, key: string, until: number, at: number): Effect.Effect<string | undefined, StoreError> => {
+const take = (p: PoolState, ask: Ask, until: number, at: number): Effect.Effect<string | undefined, StoreError> => {
   const { client, options } = p
+  const { key, sub } = ask
   const { id: lease, ms: leaseMs } = newLease(p, until, at)
-  const ask = client.script(
+  const asked = client.script(
     "permit",
     "acquire",
     Scripts.acquire,
@@ -184,16 +216,23 @@ const take = (p: PoolState, key: string, until: number, at: number): Effect.Effe
       String(options.reservedOf(key)),
       String(options.maxOf(key)),
       String(options.shared),
-      p.channel
+      p.channel,
+      ...shareArgs(p, sub)
     ],
-    (reply) => (reply === 1 ? lease : reply === 0 ? undefined : bad)
+    (reply) => {
+      if (reply === 1) return lease
+      const limit = limitOfReply(reply)
+      if (limit === undefined) return bad
+      ask.onRefused?.(limit)
+      return undefined
+    }
   )
   // Never past the waiter's `until`: the deadline answers `undefined`, not a store error. The ask
   // runs uninterruptibly (its callers mask it), so the deadline must be able to cut it: it is made
   // interruptible for the timer alone; an answer that lands after the cut is given back.
   const left = until - at
-  if (!(left < client.commandTimeoutMs)) return giveBackOnFailure(p, ask, lease)
-  const cut = Effect.timeoutOption(Effect.interruptible(ask), Math.max(1, left))
+  if (!(left < client.commandTimeoutMs)) return giveBackOnFailure(p, asked, lease)
+  const cut = Effect.timeoutOption(Effect.interruptible(asked), Math.max(1, left))
   return giveBackOnFailure(
     p,
     Effect.map(cut.pipe(Effect.withClock(realClock)), (o) => {
@@ -206,12 +245,15 @@ const take = (p: PoolState, key: string, until: number, at: number): Effect.Effe
   )
 }
 
-/** `me`'s queue of `key`, joined in arrival order (a caller whose first ask was answered later joins ahead). */
-const join = (p: PoolState, key: string, me: Waiter): KeyQueue => {
-  let queue = p.queues.get(key)
+/** The local queue's name of an ask: its key, and its sub-key when it has one. */
+const queueOf = (ask: Ask): string => (ask.sub === undefined ? ask.key : `${ask.key}\n${ask.sub}`)
+
+/** `me`'s queue, joined in arrival order (a caller whose first ask was answered later joins ahead). */
+const join = (p: PoolState, name: string, me: Waiter): KeyQueue => {
+  let queue = p.queues.get(name)
   if (queue === undefined) {
     queue = { waiters: [] }
-    p.queues.set(key, queue)
+    p.queues.set(name, queue)
   }
   let at = queue.waiters.length
   while (at > 0 && (queue.waiters[at - 1]?.ticket ?? 0) > me.ticket) at--
@@ -220,26 +262,29 @@ const join = (p: PoolState, key: string, me: Waiter): KeyQueue => {
 }
 
 /**
- * Queued behind this process's earlier waiters of `key` (FIFO): only the head asks Redis; a
- * waiter leaving hands the turn to the next one (its own signal: one wake-up per hand-over).
+ * Queued behind this process's earlier waiters of the ask's key and sub-key (FIFO): only the head
+ * asks Redis; a waiter leaving hands the turn to the next one (its own signal: one wake-up per
+ * hand-over).
  */
 const wait = (
   p: PoolState,
-  key: string,
+  ask: Ask,
   until: number,
   ticket: number
 ): Effect.Effect<PermitStore.Permit | undefined, StoreError> =>
   Effect.suspend(() => {
     const { client, settings } = p
+    const { key } = ask
+    const name = queueOf(ask)
     const me: Waiter = { ticket, turn: new Signal() }
-    const queue = join(p, key, me)
+    const queue = join(p, name, me)
     // Counted as waiting in Redis (releases publish only while someone waits), once.
     let registered = false
     const leave = Effect.sync(() => {
       if (registered) client.send(Scripts.waiting, p.keys, ["-1"])
       const i = queue.waiters.indexOf(me)
       if (i >= 0) queue.waiters.splice(i, 1)
-      if (queue.waiters.length === 0) p.queues.delete(key)
+      if (queue.waiters.length === 0) p.queues.delete(name)
       else if (i === 0) queue.waiters[0]?.turn.fire()
     })
     // Asks are uninterruptible (a granted lease is never dropped); only the sleeps between them
@@ -257,7 +302,7 @@ const wait = (
             }
             // Taken before the ask: a release published while it is in flight still wakes us.
             const wake = p.freed.await
-            const lease = yield* take(p, key, until, at)
+            const lease = yield* take(p, ask, until, at)
             if (lease !== undefined) return permitOf(p, key, lease)
             const after = yield* now
             if (after >= until) return undefined
@@ -278,14 +323,14 @@ const wait = (
  * concurrently: their asks share round trips); a permit free on arrival is taken whatever `until`
  * says (as in memory). Otherwise, or when none was free, the caller waits in the queue.
  */
-const acquire = (p: PoolState, key: string, until: number): Effect.Effect<PermitStore.Permit | undefined, StoreError> =>
+const acquire = (p: PoolState, ask: Ask, until: number): Effect.Effect<PermitStore.Permit | undefined, StoreError> =>
   Effect.suspend(() => {
     const ticket = ++p.tickets
-    if (p.queues.has(key)) return wait(p, key, until, ticket)
+    if (p.queues.has(queueOf(ask))) return wait(p, ask, until, ticket)
     return Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(now, (at) =>
-        Effect.flatMap(take(p, key, Math.max(until, at + 1), at), (lease) =>
-          lease !== undefined ? Effect.succeed(permitOf(p, key, lease)) : restore(wait(p, key, until, ticket))
+        Effect.flatMap(take(p, ask, Math.max(until, at + 1), at), (lease) =>
+          lease !== undefined ? Effect.succeed(permitOf(p, ask.key, lease)) : restore(wait(p, ask, until, ticket))
         )
       )
     )
@@ -299,9 +344,11 @@ const withWaiters = (
   sharedInUse: number
 ): PermitStore.PoolSnapshot => {
   let waiting = 0
-  for (const [key, q] of p.queues) {
+  for (const [name, q] of p.queues) {
     waiting += q.waiters.length
-    byKey.set(key, { held: byKey.get(key)?.held ?? 0, waiting: q.waiters.length })
+    const key = name.split("\n", 1)[0] ?? name
+    const at = byKey.get(key)
+    byKey.set(key, { held: at?.held ?? 0, waiting: (at?.waiting ?? 0) + q.waiters.length })
   }
   return { inUse, sharedInUse, waiting, keys: byKey.size, byKey }
 }
@@ -367,7 +414,7 @@ const makePool = (
   }
   if (settings.wakeup === "pubsub") client.subscribe(p.channel, () => p.freed.fire())
   const pool: PermitStore.Pool = {
-    acquire: (key, until) => acquire(p, key, until),
+    acquire: (key, until, sub, onRefused) => acquire(p, { key, sub, onRefused }, until),
     snapshot: snapshotOf(p),
     heldHere: (key) => p.heldHere.get(key) ?? 0
   }

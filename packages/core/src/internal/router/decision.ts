@@ -183,7 +183,8 @@ export class Decided implements Route {
           scores: this.scores,
           canary: this.canary,
           selected: this.eligible[0],
-          escalation: this.escalation
+          escalation: this.escalation,
+          requestId: this.facts.command?.requestId
         },
         { disableValidation: true }
       )
