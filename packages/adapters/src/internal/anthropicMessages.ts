@@ -450,6 +450,8 @@ export const streamMachine =
             if (event.message?.usage != null) {
               sawUsage = true
               mergeUsage(counters, event.message.usage)
+              // Input and cache counts, known before the first token.
+              return [{ _tag: "Usage", usage: toUsage(counters) }]
             }
             return []
           }
@@ -508,6 +510,8 @@ export const streamMachine =
             if (event.usage != null) {
               sawUsage = true
               mergeUsage(counters, event.usage)
+              // Cumulative output so far.
+              return [{ _tag: "Usage", usage: toUsage(counters) }]
             }
             return []
           }

@@ -446,6 +446,8 @@ export const streamMachine =
           }
           if (choice.finish_reason != null) rawFinish = choice.finish_reason
         }
+        // `stream_options.include_usage`: the usage chunk (`choices: []`) before `[DONE]`.
+        if (chunk.usage != null && usage !== undefined) out.push({ _tag: "Usage", usage })
         return out
       },
       onEnd(tail) {

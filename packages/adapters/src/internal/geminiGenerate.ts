@@ -420,7 +420,10 @@ export const streamMachine =
         if (wire.promptFeedback?.blockReason != null) blockReason = wire.promptFeedback.blockReason
         const finish = wire.candidates?.[0]?.finishReason
         if (finish != null) raw = finish
-        return accumulate(acc, wire)
+        const events = accumulate(acc, wire)
+        // `usageMetadata` may ride every chunk; the last one is the count.
+        if (wire.usageMetadata != null && usage !== undefined) events.push({ _tag: "Usage", usage })
+        return events
       },
       onEnd(tail) {
         const bare = findBareError(tail)
