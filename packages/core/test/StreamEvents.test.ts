@@ -78,7 +78,7 @@ describe("stream route metadata", () => {
       const committed = events[1]
       assert.deepStrictEqual(
         committed?._tag === "RouteCommitted" && {
-          target: committed.target,
+          target: String(committed.target),
           model: committed.model,
           provider: committed.provider,
           position: committed.position,
@@ -117,7 +117,7 @@ describe("stream route metadata", () => {
     Effect.gen(function* () {
       const events = yield* run()
       // The primary is tried (and retried: overloaded, not processed) before the fallback streams.
-      const selected = events.flatMap((e) => (e._tag === "RouteSelected" ? [[e.target, e.attempt]] : []))
+      const selected = events.flatMap((e) => (e._tag === "RouteSelected" ? [[String(e.target), e.attempt]] : []))
       assert.deepStrictEqual(selected, [
         [refs.primary, 1],
         [refs.primary, 2],
@@ -128,7 +128,7 @@ describe("stream route metadata", () => {
       const committed = events.filter((e) => e._tag === "RouteCommitted")
       assert.strictEqual(committed.length, 1)
       const [c] = committed
-      assert.deepStrictEqual(c?._tag === "RouteCommitted" && [c.target, c.model, c.position, c.fallback, c.attempt], [
+      assert.deepStrictEqual(c?._tag === "RouteCommitted" && [String(c.target), c.model, c.position, c.fallback, c.attempt], [
         refs.fallback,
         "haiku",
         1,
@@ -138,7 +138,7 @@ describe("stream route metadata", () => {
       // The failed attempt reported 500 input tokens before failing: that usage never appears as an update.
       const updates = events.flatMap((e) => (e._tag === "UsageUpdate" ? [e] : []))
       assert.deepStrictEqual(
-        updates.map((u) => u.target),
+        updates.map((u) => String(u.target)),
         [refs.fallback]
       )
     }).pipe(
@@ -244,22 +244,22 @@ describe("non-streaming targets", () => {
     Effect.gen(function* () {
       const gateway = yield* ModelGateway.ModelGateway
       const streamed = (yield* gateway.router.resolve(command("ticket.reply"), "stream")).decision
-      assert.deepStrictEqual(streamed.eligible, [refs.fallback])
+      assert.deepStrictEqual(streamed.eligible.map(String), [refs.fallback])
       assert.deepStrictEqual(
-        streamed.excluded.map((e) => [e.target, e.reason, e.detail]),
+        streamed.excluded.map((e) => [String(e.target), e.reason, e.detail]),
         [[refs.primary, "CAPABILITY_MISSING", "missing: streaming"]]
       )
       const generated = (yield* gateway.router.resolve(command("ticket.reply"), "generate")).decision
-      assert.deepStrictEqual(generated.eligible, [refs.primary, refs.fallback])
+      assert.deepStrictEqual(generated.eligible.map(String), [refs.primary, refs.fallback])
       // The stream itself: the non-streaming target is never attempted.
       const events = yield* run()
       const attempted = events.flatMap((e) =>
-        e._tag === "RouteSelected" || e._tag === "RouteCommitted" ? [e.target] : []
+        e._tag === "RouteSelected" || e._tag === "RouteCommitted" ? [String(e.target)] : []
       )
       assert.deepStrictEqual(attempted, [refs.fallback, refs.fallback])
       const final = events[events.length - 1]
       assert.deepStrictEqual(
-        final?._tag === "Final" && final.result.evidence.excluded.map((e) => [e.target, e.reason]),
+        final?._tag === "Final" && final.result.evidence.excluded.map((e) => [String(e.target), e.reason]),
         [[refs.primary, "CAPABILITY_MISSING"]]
       )
     }).pipe(

@@ -76,7 +76,7 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
   }
   // A plain request reads its workflow's precomputed reasons; any other is checked in full.
   const plain =
-    ctx.options.required.length === 0 && isPlain(command, ctx.mode, ctx.images)
+    ctx.options.required.length === 0 && isPlain(command, ctx.mode, ctx.media)
       ? plainReasonsOf(ctx.state, compiled)
       : undefined
   const view = plain === undefined ? viewOf(ctx) : undefined
@@ -155,7 +155,7 @@ const select = (ctx: Ctx, pass: Pass): Effect.Effect<Route, Failure> => {
     escalated = escalationOf("command", eligible[0]!, stronger?.[0])
     ordered = keepFirst(ctx, pass, ordered)
   }
-  const facts: Facts = { command: ctx.command, mode: ctx.mode, images: ctx.images, fastTier: false }
+  const facts: Facts = { command: ctx.command, mode: ctx.mode, media: ctx.media, fastTier: false }
   const { compiled, inputTokens, options } = ctx
   return finish(
     ctx,
@@ -191,7 +191,7 @@ const scored = (ctx: Ctx, pass: Pass, health: Records): Effect.Effect<Route, Fai
   const cached = memo(state.classTerms, compiled, () => classTermsOf(compiled))
   const result = rank(compiled, command, pool, ctx.inputTokens, context, cached)
   const kept = keepFirst(ctx, pass, result.targets)
-  const facts: Facts = { command, mode: ctx.mode, images: ctx.images, fastTier: result.fastTier }
+  const facts: Facts = { command, mode: ctx.mode, media: ctx.media, fastTier: result.fastTier }
   const route = new Decided(
     compiled,
     kept,
