@@ -137,10 +137,7 @@ layer(TestLayer, { excludeTestServices: true })("audio and file inputs on the wi
         )
       )
       const a = yield* openai.generate(withParts("openai", audioParts))
-      assert.deepStrictEqual(
-        [a.usage?.inputTokens, a.usage?.audioInputTokens, a.usage?.outputTokens],
-        [300, 250, 5]
-      )
+      assert.deepStrictEqual([a.usage?.inputTokens, a.usage?.audioInputTokens, a.usage?.outputTokens], [300, 250, 5])
       const gemini = yield* Gemini.make({ baseUrl: yield* baseUrl("gemini"), apiKey })
       yield* reset(
         "gemini",
@@ -162,10 +159,7 @@ layer(TestLayer, { excludeTestServices: true })("audio and file inputs on the wi
         )
       )
       const g = yield* gemini.generate(withParts("gemini", audioParts))
-      assert.deepStrictEqual(
-        [g.usage?.inputTokens, g.usage?.audioInputTokens, g.usage?.outputTokens],
-        [400, 320, 3]
-      )
+      assert.deepStrictEqual([g.usage?.inputTokens, g.usage?.audioInputTokens, g.usage?.outputTokens], [400, 320, 3])
       // A text-only answer reports none: the field stays absent.
       yield* reset("openai", MockProviderServer.success({ text: "ok" }))
       const plain = yield* openai.generate(simpleRequest("openai", "media-model"))

@@ -13,7 +13,11 @@ import * as Gemini from "../src/Gemini.js"
 import * as OpenAi from "../src/OpenAi.js"
 import { apiKey, collect, recordOf, simpleRequest, TestLayer } from "./adapters-fixtures.js"
 
-const answer = MockProviderServer.success({ text: "Hello there, friend", chunkSize: 6, usage: { input: 1200, output: 30 } })
+const answer = MockProviderServer.success({
+  text: "Hello there, friend",
+  chunkSize: 6,
+  usage: { input: 1200, output: 30 }
+})
 
 const streamed = (provider: "openai" | "anthropic" | "gemini") =>
   Effect.gen(function* () {
@@ -34,7 +38,11 @@ const streamed = (provider: "openai" | "anthropic" | "gemini") =>
 
 const shape = (events: ReadonlyArray<ProviderStreamEvent>) =>
   events.flatMap((e) =>
-    e._tag === "Usage" ? [`Usage ${e.usage.inputTokens}/${e.usage.outputTokens}`] : e._tag === "TextDelta" ? ["Text"] : []
+    e._tag === "Usage"
+      ? [`Usage ${e.usage.inputTokens}/${e.usage.outputTokens}`]
+      : e._tag === "TextDelta"
+        ? ["Text"]
+        : []
   )
 
 const finishUsage = (events: ReadonlyArray<ProviderStreamEvent>) => {

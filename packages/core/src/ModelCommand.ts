@@ -50,21 +50,15 @@ export { TenantId } from "./Tenancy.js"
 /** Bounded text so a hostile command cannot make the gateway hold unbounded memory. @internal */
 const Text = Schema.String.pipe(Schema.maxLength(2_000_000))
 
-/**
- * @since 0.1.0
- * @category Models
- */
-export const TextPart = Schema.TaggedStruct("text", { text: Text })
-/**
- * An image, by `data:` URL or https URL (needs a vision-capable target).
- *
- * @since 0.1.0
- * @category Models
- */
-export const ImagePart = Schema.TaggedStruct("image", {
+/** Text. */
+const TextPart = Schema.TaggedStruct("text", { text: Text })
+
+/** An image, by `data:` URL or https URL (needs a vision-capable target). */
+const ImagePart = Schema.TaggedStruct("image", {
   url: Schema.String.pipe(Schema.maxLength(20_000_000), Schema.pattern(/^(data:image\/|https:\/\/)/)),
   mediaType: Schema.optional(Schema.String.pipe(Schema.maxLength(100)))
 })
+
 /** Base64 content (no `data:` prefix), bounded like an image URL. */
 const Base64 = Schema.String.pipe(
   Schema.minLength(1),

@@ -181,7 +181,10 @@ describe("audio billing", () => {
     assert.strictEqual(costOf(primary, reported), (200 * 400 + 800 * 40_000 + 100 * 1_600) / 1e9)
     // Without an audio price, audio tokens are input tokens.
     const fallback = mediaTargets.find((t) => t.ref === refs.fallback)!
-    assert.strictEqual(costOf(fallback, reported), costOf(fallback, new Usage({ inputTokens: 1_000, outputTokens: 100 })))
+    assert.strictEqual(
+      costOf(fallback, reported),
+      costOf(fallback, new Usage({ inputTokens: 1_000, outputTokens: 100 }))
+    )
   })
 
   it.effect("the evidence shows the audio tokens and their cost", () =>
@@ -218,10 +221,7 @@ describe("media token estimates", () => {
         (yield* estimateWith([{ _tag: "file", data: data(2_000_000), mediaType: "application/pdf" }])) - base,
         93_750
       )
-      assert.strictEqual(
-        (yield* estimateWith([{ _tag: "audio", data: data(2_000_000), format: "mp3" }])) - base,
-        3_000
-      )
+      assert.strictEqual((yield* estimateWith([{ _tag: "audio", data: data(2_000_000), format: "mp3" }])) - base, 3_000)
     })
   )
 })

@@ -128,13 +128,10 @@ describe("stream route metadata", () => {
       const committed = events.filter((e) => e._tag === "RouteCommitted")
       assert.strictEqual(committed.length, 1)
       const [c] = committed
-      assert.deepStrictEqual(c?._tag === "RouteCommitted" && [String(c.target), c.model, c.position, c.fallback, c.attempt], [
-        refs.fallback,
-        "haiku",
-        1,
-        true,
-        1
-      ])
+      assert.deepStrictEqual(
+        c?._tag === "RouteCommitted" && [String(c.target), c.model, c.position, c.fallback, c.attempt],
+        [refs.fallback, "haiku", 1, true, 1]
+      )
       // The failed attempt reported 500 input tokens before failing: that usage never appears as an update.
       const updates = events.flatMap((e) => (e._tag === "UsageUpdate" ? [e] : []))
       assert.deepStrictEqual(

@@ -109,8 +109,7 @@ const message = (m: Message, dialect: Dialect): Record<string, unknown> => {
     case "user":
       return {
         role: "user",
-        content:
-          typeof m.content === "string" ? m.content : m.content.map(userPart)
+        content: typeof m.content === "string" ? m.content : m.content.map(userPart)
       }
     case "assistant":
       return {

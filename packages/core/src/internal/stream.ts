@@ -11,7 +11,7 @@ import type { ModelCommand, ToolCall } from "../ModelCommand.js"
 import { ToolCall as ToolCallClass } from "../ModelCommand.js"
 import { Usage } from "../ModelResult.js"
 import type { FinishReason } from "../ModelResult.js"
-import type { ProviderResponse, RateLimitHeadroom } from "../ProviderAdapter.js"
+import type { ProviderResponse, ProviderStreamEvent, RateLimitHeadroom } from "../ProviderAdapter.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { costOf } from "../Pricing.js"
 import * as StreamEvent from "../StreamEvent.js"
@@ -87,7 +87,9 @@ class AttemptEvents {
     if (!this.committed || (this.sent !== undefined && sameUsage(this.sent, usage))) return
     this.sent = usage
     const cost = costOf(this.target, usage)
-    this.emit(new StreamEvent.UsageUpdate({ target: this.target.ref, usage, cost, estimated }, { disableValidation: true }))
+    this.emit(
+      new StreamEvent.UsageUpdate({ target: this.target.ref, usage, cost, estimated }, { disableValidation: true })
+    )
   }
 }
 
@@ -99,6 +101,25 @@ const parsePartial = (text: string): unknown => {
   } catch {
     return undefined
   }
+}
+
+/** Folds a tool-call delta into its call's buffer and delivers it. */
+const toolDelta = (
+  tools: Map<number, ToolCallBuffer>,
+  event: Extract<ProviderStreamEvent, { readonly _tag: "ToolCallDelta" }>,
+  emit: (event: StreamEvent.StreamEvent) => void
+): void => {
+  const buffer = tools.get(event.index) ?? { id: "", name: "", args: "" }
+  if (event.id !== undefined) buffer.id = event.id
+  if (event.name !== undefined) buffer.name = event.name
+  buffer.args += event.argumentsDelta
+  tools.set(event.index, buffer)
+  emit(
+    new StreamEvent.ToolCallDelta(
+      { index: event.index, id: event.id, name: event.name, argumentsDelta: event.argumentsDelta },
+      { disableValidation: true }
+    )
+  )
 }
 
 /**
@@ -222,18 +243,8 @@ const invokeStream =
                   if (value !== undefined) emit(new StreamEvent.PartialObject({ value }, { disableValidation: true }))
                 }
               } else {
-                const buffer = tools.get(event.index) ?? { id: "", name: "", args: "" }
-                if (event.id !== undefined) buffer.id = event.id
-                if (event.name !== undefined) buffer.name = event.name
-                buffer.args += event.argumentsDelta
-                tools.set(event.index, buffer)
                 outputTokens += yield* countTextYielding(event.argumentsDelta)
-                emit(
-                  new StreamEvent.ToolCallDelta(
-                    { index: event.index, id: event.id, name: event.name, argumentsDelta: event.argumentsDelta },
-                    { disableValidation: true }
-                  )
-                )
+                toolDelta(tools, event, emit)
               }
               progress.outputTokens = outputTokens
               // Cut at the output cap the reservation pays for.

@@ -228,7 +228,12 @@ const lacking = (
 // Audio and files: each format or media type the request carries (or the workflow requires) must be accepted.
 const media: Rule = (compiled, view, target) => {
   const needs = compiled.workflow.requires
-  if (view.audio.length === 0 && view.files.length === 0 && needs.audioInput === undefined && needs.fileInput === undefined)
+  if (
+    view.audio.length === 0 &&
+    view.files.length === 0 &&
+    needs.audioInput === undefined &&
+    needs.fileInput === undefined
+  )
     return undefined
   const caps = target.capabilities
   const audio = lacking(view.audio, needs.audioInput, caps.audioInput)
