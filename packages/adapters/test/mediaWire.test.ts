@@ -4,12 +4,14 @@
  * base64 source; Gemini `inlineData`), what an adapter refuses before sending (audio to Anthropic),
  * and audio input tokens read from OpenAI's and Gemini's usage.
  */
+import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { assert, layer } from "@effect/vitest"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Effect, Either } from "effect"
 import * as Anthropic from "../src/Anthropic.js"
+import * as EffectAi from "../src/EffectAi.js"
 import * as Gemini from "../src/Gemini.js"
 import * as OpenAi from "../src/OpenAi.js"
 import { apiKey, recordOf, simpleRequest, TestLayer } from "./adapters-fixtures.js"
@@ -34,11 +36,12 @@ const lastBody = Effect.flatMap(MockProviderServer, (mock) =>
   Effect.map(mock.requests, (requests) => recordOf(requests[requests.length - 1]?.body))
 )
 
-const reset = (provider: "openai" | "anthropic" | "gemini", ...behaviors: ReadonlyArray<MockProviderServer.Behavior>) =>
+type Wire = "openai" | "anthropic" | "gemini" | "openai-responses"
+
+const reset = (provider: Wire, ...behaviors: ReadonlyArray<MockProviderServer.Behavior>) =>
   Effect.flatMap(MockProviderServer, (mock) => Effect.zipRight(mock.reset, mock.enqueue(behaviors, { provider })))
 
-const baseUrl = (provider: "openai" | "anthropic" | "gemini") =>
-  Effect.map(MockProviderServer, (mock) => mock.baseUrl(provider))
+const baseUrl = (provider: Wire) => Effect.map(MockProviderServer, (mock) => mock.baseUrl(provider))
 
 layer(TestLayer, { excludeTestServices: true })("audio and file inputs on the wire", (it) => {
   it.effect("openai chat: input_audio {data, format}, file {file_data, filename}", () =>
@@ -112,6 +115,27 @@ layer(TestLayer, { excludeTestServices: true })("audio and file inputs on the wi
         }
       ])
     })
+  )
+
+  it.effect("OpenAI Responses through @effect/ai: a PDF as input_file {filename, file_data}", () =>
+    Effect.gen(function* () {
+      const url = yield* baseUrl("openai-responses")
+      const adapter = yield* EffectAi.makeProviderAdapter("openai-responses", {
+        model: (name) => OpenAiLanguageModel.layer({ model: name }),
+        apiKey
+      }).pipe(Effect.provide(OpenAiClient.layer({ apiUrl: url, apiKey })))
+      yield* reset("openai-responses", MockProviderServer.success({ text: "ok" }))
+      yield* adapter.generate(withParts("openai-responses", fileParts))
+      assert.deepStrictEqual((yield* lastBody).input, [
+        {
+          role: "user",
+          content: [
+            { type: "input_text", text: "Summarize the report." },
+            { type: "input_file", filename: "report.pdf", file_data: `data:application/pdf;base64,${pdf}` }
+          ]
+        }
+      ])
+    }).pipe(Effect.scoped)
   )
 
   it.effect("audio input tokens: OpenAI prompt_tokens_details.audio_tokens, Gemini promptTokensDetails AUDIO", () =>

@@ -184,18 +184,16 @@ export const promptFromMessages = (
             content.push({ type: "text", text: part.text })
             continue
           }
-          // Audio and files as file parts (base64); the provider package maps them (e.g. the
-          // Responses API's `input_file`).
-          if (part._tag === "audio") {
-            content.push({ type: "file", mediaType: audioMediaTypes[part.format], data: part.data })
-            continue
-          }
-          if (part._tag === "file") {
+          // Audio and files as file parts of bytes; the provider package maps them (the Responses
+          // API sends a PDF as `input_file`).
+          if (part._tag === "audio" || part._tag === "file") {
+            const bytes = Encoding.decodeBase64(part.data)
+            if (Either.isLeft(bytes)) return Either.left(`${part._tag} data is not base64`)
             content.push({
               type: "file",
-              mediaType: part.mediaType,
-              data: part.data,
-              ...(part.filename === undefined ? {} : { fileName: part.filename })
+              mediaType: part._tag === "audio" ? audioMediaTypes[part.format] : part.mediaType,
+              data: bytes.right,
+              ...(part._tag === "file" && part.filename !== undefined ? { fileName: part.filename } : {})
             })
             continue
           }
