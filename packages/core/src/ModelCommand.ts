@@ -18,6 +18,7 @@
  * | text (message content, tool arguments and results) | at most 2 000 000 characters each |
  * | parts of one user message | at most 1 000 |
  * | image URL | at most 20 000 000 characters (`data:image/…` or `https://`); `mediaType` at most 100 |
+ * | audio and file `data` | base64, at most 20 000 000 characters; `filename` at most 255 characters |
  * | `tools` | at most 128; name `[A-Za-z0-9_-]{1,64}`, description at most 10 000 characters |
  * | tool calls of one assistant message | at most 128; id at most 500, name at most 200 characters |
  * | `name` of a tool message | at most 64 characters |
@@ -34,7 +35,7 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Issues from "./internal/issues.js"
 import { ProviderOptions, RequestOptions } from "./ModelOptions.js"
-import { Label, Labels, Millis, QualityTier, SchemaFeature, Segment } from "./ModelTarget.js"
+import { AudioFormat, Label, Labels, MediaType, Millis, QualityTier, SchemaFeature, Segment } from "./ModelTarget.js"
 import { TenantId } from "./Tenancy.js"
 import { Risk, WorkflowName } from "./Workflow.js"
 import { RequestId } from "./internal/requestId.js"
@@ -50,23 +51,46 @@ export { TenantId } from "./Tenancy.js"
 /** Bounded text so a hostile command cannot make the gateway hold unbounded memory. @internal */
 const Text = Schema.String.pipe(Schema.maxLength(2_000_000))
 
-/**
- * @since 0.1.0
- * @category Models
- */
-export const TextPart = Schema.TaggedStruct("text", { text: Text })
-/**
- * An image, by `data:` URL or https URL (needs a vision-capable target).
- *
- * @since 0.1.0
- * @category Models
- */
-export const ImagePart = Schema.TaggedStruct("image", {
+/** Text. */
+const TextPart = Schema.TaggedStruct("text", { text: Text })
+
+/** An image, by `data:` URL or https URL (needs a vision-capable target). */
+const ImagePart = Schema.TaggedStruct("image", {
   url: Schema.String.pipe(Schema.maxLength(20_000_000), Schema.pattern(/^(data:image\/|https:\/\/)/)),
   mediaType: Schema.optional(Schema.String.pipe(Schema.maxLength(100)))
 })
-/** @since 0.1.0 */
-export const ContentPart = Schema.Union(TextPart, ImagePart)
+
+/** Base64 content (no `data:` prefix), bounded like an image URL. */
+const Base64 = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(20_000_000),
+  Schema.pattern(/^[A-Za-z0-9+/]+={0,2}$/, { message: () => "expected base64 text" })
+)
+
+/**
+ * Audio input: base64 `data` in `format` (needs a target whose `capabilities.audioInput` lists the
+ * format; billed as audio input tokens where the provider reports them).
+ */
+const AudioPart = Schema.TaggedStruct("audio", { data: Base64, format: AudioFormat })
+
+/**
+ * A file (a PDF, …): base64 `data` of `mediaType`, with an optional `filename` (needs a target
+ * whose `capabilities.fileInput` lists the media type).
+ */
+const FilePart = Schema.TaggedStruct("file", {
+  data: Base64,
+  mediaType: MediaType,
+  filename: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
+})
+
+/**
+ * A part of a user message: `text`, `image` (`ImagePart`), `audio` (`{ _tag: "audio", data,
+ * format }`: base64 and one of `wav`, `mp3`, `flac`, `aac`, `ogg`, `webm`, `m4a`, `aiff`) or
+ * `file` (`{ _tag: "file", data, mediaType, filename? }`: base64, e.g. `application/pdf`).
+ *
+ * @since 0.1.0
+ */
+export const ContentPart = Schema.Union(TextPart, ImagePart, AudioPart, FilePart)
 /** @since 0.1.0 */
 export type ContentPart = typeof ContentPart.Type
 

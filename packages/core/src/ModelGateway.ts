@@ -47,9 +47,9 @@ export interface Service {
   /** Runs one command to completion: route, reserve, attempts, validation, evidence. */
   readonly generate: (command: ModelCommand) => Effect.Effect<ModelResult, GatewayError>
   /**
-   * Streams one command: `RouteSelected` per attempt, text and tool-call deltas from the first
-   * delivered delta on (the commit point: no retry or fallback after it), then `UsageReported` and
-   * `Final` with the envelope. Interrupting the consumer cancels the call.
+   * Streams one command: `RouteSelected` per attempt, `RouteCommitted` then deltas from the commit
+   * point on (no retry or fallback after it), `UsageUpdate`s (tokens, cost) as usage is reported,
+   * then `UsageReported` and `Final`. Interrupting the consumer cancels the call.
    */
   readonly stream: (command: ModelCommand) => Stream.Stream<StreamEvent.StreamEvent, GatewayError>
   /**

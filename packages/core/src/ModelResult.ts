@@ -36,17 +36,28 @@ export class Usage extends Schema.Class<Usage>("@modelgate/core/Usage")({
   inputTokens: Count,
   cachedInputTokens: Schema.optionalWith(Count, { default: () => 0 }),
   outputTokens: Count,
-  reasoningTokens: Schema.optionalWith(Count, { default: () => 0 })
+  reasoningTokens: Schema.optionalWith(Count, { default: () => 0 }),
+  /**
+   * Audio input tokens, a subset of `inputTokens` priced at `Pricing.audioInputPerMillion` (OpenAI
+   * `prompt_tokens_details.audio_tokens`, Gemini `promptTokensDetails` of modality `AUDIO`).
+   * Absent when the provider reported none.
+   */
+  audioInputTokens: Schema.optional(Count)
 }) {
   /** No usage. */
   static readonly zero: Usage = new Usage({ inputTokens: 0, outputTokens: 0 })
   /** Sum of two usages. */
   add(that: Usage): Usage {
+    const audio =
+      this.audioInputTokens === undefined && that.audioInputTokens === undefined
+        ? undefined
+        : (this.audioInputTokens ?? 0) + (that.audioInputTokens ?? 0)
     return new Usage({
       inputTokens: this.inputTokens + that.inputTokens,
       cachedInputTokens: this.cachedInputTokens + that.cachedInputTokens,
       outputTokens: this.outputTokens + that.outputTokens,
-      reasoningTokens: this.reasoningTokens + that.reasoningTokens
+      reasoningTokens: this.reasoningTokens + that.reasoningTokens,
+      ...(audio === undefined ? {} : { audioInputTokens: audio })
     })
   }
 }
@@ -67,7 +78,12 @@ export const Cost = Schema.Struct({
    * Spend that did not fit the tenant's limit when it was committed (the reservation had expired
    * before the call settled); counted as overspent, never as committed. Absent when zero.
    */
-  overspent: Schema.optional(Schema.Number)
+  overspent: Schema.optional(Schema.Number),
+  /**
+   * The part of `actual` paid for audio input tokens (`Usage.audioInputTokens` at the target's
+   * `audioInputPerMillion`, else its input price). Absent when no attempt reported audio tokens.
+   */
+  audioInput: Schema.optional(Schema.Number)
 }).annotations({ identifier: "@modelgate/core/Cost" })
 /** @since 0.1.0 */
 export interface Cost extends Schema.Schema.Type<typeof Cost> {}

@@ -209,6 +209,24 @@ export class EmbeddingCapability extends Schema.Class<EmbeddingCapability>("@mod
 }) {}
 
 /**
+ * An audio format of an `audio` content part (`ModelCommand`), and of a target's
+ * `capabilities.audioInput`.
+ *
+ * @internal
+ */
+export const AudioFormat = Schema.Literal("wav", "mp3", "flac", "aac", "ogg", "webm", "m4a", "aiff")
+
+/**
+ * A media type (`application/pdf`): `type/subtype`, at most 100 characters.
+ *
+ * @internal
+ */
+export const MediaType = Schema.String.pipe(
+  Schema.maxLength(100),
+  Schema.pattern(/^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/i)
+)
+
+/**
  * What a target can do.
  *
  * @since 0.1.0
@@ -236,7 +254,18 @@ export class Capabilities extends Schema.Class<Capabilities>("@modelgate/core/Ca
    * serves embedding workflows only; its `pricing.outputPerMillion` must be 0 and `contextWindow`
    * bounds the input tokens of one request (all inputs together).
    */
-  embeddings: Schema.optional(EmbeddingCapability)
+  embeddings: Schema.optional(EmbeddingCapability),
+  /**
+   * Audio formats the target accepts as input (`audio` parts of a command), e.g. `["wav", "mp3"]`
+   * for OpenAI's audio models. Omitted: none. A request with an audio part in another format keeps
+   * the target out of its route (`MEDIA_UNSUPPORTED`).
+   */
+  audioInput: Schema.optional(Schema.Array(AudioFormat).pipe(Schema.minItems(1), Schema.maxItems(8))),
+  /**
+   * Media types of `file` parts the target accepts, e.g. `["application/pdf"]`. Omitted: none. A
+   * request with a file of another type keeps the target out of its route (`MEDIA_UNSUPPORTED`).
+   */
+  fileInput: Schema.optional(Schema.Array(MediaType).pipe(Schema.minItems(1), Schema.maxItems(32)))
 }) {}
 
 /**
@@ -248,6 +277,8 @@ export class Capabilities extends Schema.Class<Capabilities>("@modelgate/core/Ca
 export class Pricing extends Schema.Class<Pricing>("@modelgate/core/Pricing")({
   inputPerMillion: NonNegative,
   cachedInputPerMillion: Schema.optional(NonNegative),
+  /** Price of audio input tokens (`Usage.audioInputTokens`); omitted: the input price. */
+  audioInputPerMillion: Schema.optional(NonNegative),
   outputPerMillion: NonNegative,
   currency: Schema.optionalWith(Schema.Literal("USD"), { default: () => "USD" as const }),
   pricingVersion: Name

@@ -29,6 +29,8 @@ export interface Tokens {
   readonly cachedInputTokens: number
   readonly outputTokens: number
   readonly reasoningTokens: number
+  /** Audio input tokens, a subset of `inputTokens` (absent: none reported). */
+  readonly audioInputTokens?: number | undefined
 }
 
 /** Store units (billionths of a currency unit) per currency unit. */
@@ -63,9 +65,20 @@ export const costUnitsAt = (target: ModelTarget, inputTokens: number, outputToke
   unitsOfTokens(inputTokens, unitsPerMillion(target.pricing.inputPerMillion)) +
   unitsOfTokens(outputTokens, unitsPerMillion(target.pricing.outputPerMillion))
 
+/** Audio input tokens of `usage`, within its input. */
+const audioTokensOf = (usage: Tokens): number => Math.min(usage.audioInputTokens ?? 0, usage.inputTokens)
+
+/** Store units of the audio input tokens of `usage` at `target` (its audio price, else its input price). */
+const audioUnits = (target: ModelTarget, usage: Tokens): number => {
+  const p = target.pricing
+  return unitsOfTokens(audioTokensOf(usage), unitsPerMillion(p.audioInputPerMillion ?? p.inputPerMillion))
+}
+
 /**
  * Cost in currency units of `usage` at `target`'s prices (cached input at the cached price when
- * the target has one): a whole number of store units (each part rounded up), as currency.
+ * the target has one, audio input at its audio price): a whole number of store units (each part
+ * rounded up), as currency. Cached and audio tokens are each a part of the input; the rest is
+ * priced as text input.
  *
  * @since 0.2.0
  * @category Pricing
@@ -73,11 +86,26 @@ export const costUnitsAt = (target: ModelTarget, inputTokens: number, outputToke
 export const costOf = (target: ModelTarget, usage: Tokens): number => {
   const p = target.pricing
   const cached = Math.min(usage.cachedInputTokens, usage.inputTokens)
+  const audio = Math.min(audioTokensOf(usage), usage.inputTokens - cached)
   const units =
-    unitsOfTokens(usage.inputTokens - cached, unitsPerMillion(p.inputPerMillion)) +
+    unitsOfTokens(usage.inputTokens - cached - audio, unitsPerMillion(p.inputPerMillion)) +
     unitsOfTokens(cached, unitsPerMillion(p.cachedInputPerMillion ?? p.inputPerMillion)) +
+    (audio === 0 ? 0 : audioUnits(target, { ...usage, audioInputTokens: audio })) +
     unitsOfTokens(usage.outputTokens, unitsPerMillion(p.outputPerMillion))
   return units / unitsPerCurrency
+}
+
+/**
+ * The part of {@link costOf} paid for audio input tokens, in currency units; `undefined` when
+ * `usage` reports none (the evidence's `cost.audioInput`).
+ *
+ * @internal
+ */
+export const audioCostOf = (target: ModelTarget, usage: Tokens): number | undefined => {
+  if (usage.audioInputTokens === undefined) return undefined
+  const cached = Math.min(usage.cachedInputTokens, usage.inputTokens)
+  const audio = Math.min(audioTokensOf(usage), usage.inputTokens - cached)
+  return audioUnits(target, { ...usage, audioInputTokens: audio }) / unitsPerCurrency
 }
 
 /**

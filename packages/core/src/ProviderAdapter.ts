@@ -175,6 +175,11 @@ export type ProviderStreamEvent =
       readonly rateLimit?: RateLimitHeadroom | undefined
     }
   | { readonly _tag: "TextDelta"; readonly text: string }
+  /**
+   * Usage the provider reported before the end (cumulative for the attempt so far); optional, and
+   * `Finish.usage` stays the final count.
+   */
+  | { readonly _tag: "Usage"; readonly usage: Usage }
   | {
       readonly _tag: "ToolCallDelta"
       readonly index: number

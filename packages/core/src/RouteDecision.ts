@@ -45,7 +45,13 @@ export const ExclusionReason = Schema.Literal(
   /** The call needs a tenant the host vouched for (`Tenancy.vouch`) and runs without one. */
   "TENANT_NOT_VOUCHED",
   /** The command names a tenant other than the one the host vouched for. */
-  "TENANT_MISMATCH"
+  "TENANT_MISMATCH",
+  /**
+   * The request carries audio in a format, or a file of a media type, that the target does not
+   * accept (`capabilities.audioInput`, `capabilities.fileInput`), or the workflow requires one
+   * (`requires.audioInput`, `requires.fileInput`).
+   */
+  "MEDIA_UNSUPPORTED"
 )
 /** @since 0.1.0 */
 export type ExclusionReason = typeof ExclusionReason.Type

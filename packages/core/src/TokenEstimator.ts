@@ -20,7 +20,7 @@
 import { Effect } from "effect"
 import { countTokens, setMergeCacheSize } from "gpt-tokenizer"
 import { withSliceYield } from "./internal/sliceYield.js"
-import type { Message, ToolDefinition } from "./ModelCommand.js"
+import type { ContentPart, Message, ToolDefinition } from "./ModelCommand.js"
 
 /**
  * Entries of gpt-tokenizer's merge cache (its default is 100,000). The cache is an LRU `Map` whose
@@ -84,6 +84,25 @@ const perMessageOverhead = 4
  * @since 0.2.0
  */
 export const imageTokens = 1_000
+
+/** Bytes of audio per estimated token: ~32 tokens a second of 128 kbps audio (Gemini's rate; OpenAI's is lower). */
+const audioBytesPerToken = 500
+/** Bytes of a file per estimated token (a PDF's text and page images), and the least a file counts. */
+const fileBytesPerToken = 16
+const minimumFileTokens = 1_000
+
+/**
+ * Estimate for one part that is not text, from its size: an image {@link imageTokens}; audio one
+ * token per 500 decoded bytes; a file one token per 16 decoded bytes, at least 1,000. Bounded by a
+ * part's 20,000,000 base64 characters: at most 30,000 tokens for audio, 937,500 for a file.
+ */
+const mediaTokens = (part: Exclude<ContentPart, { readonly _tag: "text" }>): number => {
+  if (part._tag === "image") return imageTokens
+  const bytes = Math.floor((part.data.length * 3) / 4)
+  return part._tag === "audio"
+    ? Math.ceil(bytes / audioBytesPerToken)
+    : Math.max(minimumFileTokens, Math.ceil(bytes / fileBytesPerToken))
+}
 
 /**
  * Counts of texts seen recently (system prompts, tool definitions and schemas repeat from call to
@@ -161,7 +180,7 @@ export const estimateInput = (input: {
         break
       case "user":
         if (typeof m.content === "string") total += countText(m.content)
-        else for (const p of m.content) total += p._tag === "text" ? countText(p.text) : imageTokens
+        else for (const p of m.content) total += p._tag === "text" ? countText(p.text) : mediaTokens(p)
         break
     }
   }
@@ -231,7 +250,7 @@ const measure = (input: Input): { readonly characters: number; readonly fixed: n
         else
           for (const p of m.content)
             if (p._tag === "text") chars += p.text.length
-            else total += imageTokens
+            else total += mediaTokens(p)
         break
     }
   }
@@ -294,7 +313,7 @@ const textsOf = (input: Input): { readonly texts: Array<string>; readonly fixed:
         else
           for (const p of m.content)
             if (p._tag === "text") texts.push(p.text)
-            else fixed += imageTokens
+            else fixed += mediaTokens(p)
         break
     }
   }

@@ -5,7 +5,18 @@
  */
 import { Duration, Schema } from "effect"
 import { ProviderOptions, WorkflowOptions } from "./ModelOptions.js"
-import { Label, Labels, maxEmbeddingDimensions, Millis, Name, QualityTier, Segment, TargetRef } from "./ModelTarget.js"
+import {
+  AudioFormat,
+  Label,
+  Labels,
+  MediaType,
+  maxEmbeddingDimensions,
+  Millis,
+  Name,
+  QualityTier,
+  Segment,
+  TargetRef
+} from "./ModelTarget.js"
 import { TenantId } from "./Tenancy.js"
 
 /**
@@ -33,7 +44,11 @@ export class RequiredCapabilities extends Schema.Class<RequiredCapabilities>("@m
   /** Smallest context window (tokens) a route must have. */
   minContextWindow: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** Smallest max-output limit (tokens) a route must have. */
-  minOutputTokens: Schema.optional(Schema.Int.pipe(Schema.positive()))
+  minOutputTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** Audio formats every route target must accept (`capabilities.audioInput`): checked at startup. */
+  audioInput: Schema.optional(Schema.Array(AudioFormat).pipe(Schema.maxItems(8))),
+  /** File media types every route target must accept (`capabilities.fileInput`): checked at startup. */
+  fileInput: Schema.optional(Schema.Array(MediaType).pipe(Schema.maxItems(32)))
 }) {}
 
 /**

@@ -38,7 +38,16 @@ describe("ModelGateway.stream", () => {
         const events = Chunk.toReadonlyArray(exit.value)
         assert.deepStrictEqual(
           events.map((e) => e._tag),
-          ["RouteSelected", "TextDelta", "TextDelta", "TextDelta", "UsageReported", "Final"]
+          [
+            "RouteSelected",
+            "RouteCommitted",
+            "TextDelta",
+            "TextDelta",
+            "TextDelta",
+            "UsageUpdate",
+            "UsageReported",
+            "Final"
+          ]
         )
         const text = events.flatMap((e) => (e._tag === "TextDelta" ? [e.text] : [])).join("")
         assert.strictEqual(text, "Hello there, friend")

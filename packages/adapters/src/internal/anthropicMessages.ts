@@ -48,12 +48,49 @@ const imageBlock = (url: string, mediaType: string | undefined): Block => {
   return { type: "image", source: { type: "url", url } }
 }
 
-const userBlocks = (content: string | ReadonlyArray<ContentPart>): Array<Block> =>
-  typeof content === "string"
-    ? [{ type: "text", text: content }]
-    : content.map((part) =>
-        part._tag === "text" ? { type: "text", text: part.text } : imageBlock(part.url, part.mediaType)
-      )
+/** Media types Claude reads as a `document` block from base64. */
+const documentTypes: ReadonlyArray<string> = ["application/pdf"]
+
+/**
+ * One part of a user message: text, an image, or a PDF as a `document` block with a base64
+ * source; `undefined` for what Messages cannot carry (audio, other files), which the router never
+ * sends here unless the target's capabilities claim it.
+ */
+const userBlock = (part: ContentPart): Block | undefined => {
+  switch (part._tag) {
+    case "text":
+      return { type: "text", text: part.text }
+    case "image":
+      return imageBlock(part.url, part.mediaType)
+    case "file":
+      return documentTypes.includes(part.mediaType)
+        ? { type: "document", source: { type: "base64", media_type: part.mediaType, data: part.data } }
+        : undefined
+    case "audio":
+      return undefined
+  }
+}
+
+const unsupportedPart = (provider: string, part: ContentPart) =>
+  providerError({
+    kind: "invalid_request",
+    processed: "no",
+    detail: `${provider}: Messages cannot carry ${part._tag === "file" ? `a ${part.mediaType.slice(0, 100)} file` : "audio"} (check the target's capabilities)`
+  })
+
+const userBlocks = (
+  provider: string,
+  content: string | ReadonlyArray<ContentPart>
+): Either.Either<Array<Block>, ProviderError> => {
+  if (typeof content === "string") return Either.right([{ type: "text", text: content }])
+  const blocks: Array<Block> = []
+  for (const part of content) {
+    const block = userBlock(part)
+    if (block === undefined) return Either.left(unsupportedPart(provider, part))
+    blocks.push(block)
+  }
+  return Either.right(blocks)
+}
 
 const badToolArguments = (provider: string) =>
   providerError({
@@ -86,9 +123,12 @@ export const requestBody = (
       case "system":
         system.push(m.content)
         break
-      case "user":
-        push("user", userBlocks(m.content))
+      case "user": {
+        const blocks = userBlocks(provider, m.content)
+        if (Either.isLeft(blocks)) return Either.left(blocks.left)
+        push("user", blocks.right)
         break
+      }
       case "assistant": {
         const blocks: Array<Block> = m.content ? [{ type: "text", text: m.content }] : []
         for (const call of m.toolCalls ?? []) {
@@ -450,6 +490,8 @@ export const streamMachine =
             if (event.message?.usage != null) {
               sawUsage = true
               mergeUsage(counters, event.message.usage)
+              // Input and cache counts, known before the first token.
+              return [{ _tag: "Usage", usage: toUsage(counters) }]
             }
             return []
           }
@@ -508,6 +550,8 @@ export const streamMachine =
             if (event.usage != null) {
               sawUsage = true
               mergeUsage(counters, event.usage)
+              // Cumulative output so far.
+              return [{ _tag: "Usage", usage: toUsage(counters) }]
             }
             return []
           }

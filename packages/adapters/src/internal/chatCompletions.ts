@@ -6,7 +6,7 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
-import type { Message } from "@modelgate/core/ModelCommand"
+import type { ContentPart, Message } from "@modelgate/core/ModelCommand"
 import type { OptionName, ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import { ToolCall } from "@modelgate/core/ModelCommand"
 import type { FinishReason } from "@modelgate/core/ModelResult"
@@ -81,6 +81,27 @@ const unmappableOptions: ReadonlyArray<OptionName> = ["reasoningBudget"]
 // Request
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * One part of a user message: text, `image_url`, `input_audio` (`{ data, format }`, base64) or
+ * `file` (`{ file_data, filename }`, the base64 as a `data:` URL). The router sends an audio or
+ * file part only to a target whose capabilities list its format or media type.
+ */
+const userPart = (part: ContentPart): Record<string, unknown> => {
+  switch (part._tag) {
+    case "text":
+      return { type: "text", text: part.text }
+    case "image":
+      return { type: "image_url", image_url: { url: part.url } }
+    case "audio":
+      return { type: "input_audio", input_audio: { data: part.data, format: part.format } }
+    case "file":
+      return {
+        type: "file",
+        file: { file_data: `data:${part.mediaType};base64,${part.data}`, filename: part.filename ?? "file" }
+      }
+  }
+}
+
 const message = (m: Message, dialect: Dialect): Record<string, unknown> => {
   switch (m._tag) {
     case "system":
@@ -88,14 +109,7 @@ const message = (m: Message, dialect: Dialect): Record<string, unknown> => {
     case "user":
       return {
         role: "user",
-        content:
-          typeof m.content === "string"
-            ? m.content
-            : m.content.map((part) =>
-                part._tag === "text"
-                  ? { type: "text", text: part.text }
-                  : { type: "image_url", image_url: { url: part.url } }
-              )
+        content: typeof m.content === "string" ? m.content : m.content.map(userPart)
       }
     case "assistant":
       return {
@@ -176,7 +190,7 @@ const UsageWire = Schema.Struct({
   prompt_tokens: Count,
   completion_tokens: Count,
   total_tokens: Count,
-  prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: Count }))),
+  prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: Count, audio_tokens: Count }))),
   completion_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ reasoning_tokens: Count })))
 })
 
@@ -271,6 +285,8 @@ const toUsage = (usage: typeof UsageWire.Type | null | undefined) => {
   return makeUsage({
     inputTokens: usage.prompt_tokens,
     cachedInputTokens: usage.prompt_tokens_details?.cached_tokens,
+    // Reported (as 0 too) by audio-capable models only.
+    audioInputTokens: usage.prompt_tokens_details?.audio_tokens,
     outputTokens: outside ? sum(usage.completion_tokens, reasoning) : usage.completion_tokens,
     reasoningTokens: reasoning
   })
@@ -446,6 +462,8 @@ export const streamMachine =
           }
           if (choice.finish_reason != null) rawFinish = choice.finish_reason
         }
+        // `stream_options.include_usage`: the usage chunk (`choices: []`) before `[DONE]`.
+        if (chunk.usage != null && usage !== undefined) out.push({ _tag: "Usage", usage })
         return out
       },
       onEnd(tail) {

@@ -41,11 +41,35 @@ export interface Settings {
 
 type Part = Record<string, unknown>
 
+/** Gemini's media type of each audio format. */
+const audioMimeTypes: Record<AudioPart["format"], string> = {
+  wav: "audio/wav",
+  mp3: "audio/mp3",
+  flac: "audio/flac",
+  aac: "audio/aac",
+  ogg: "audio/ogg",
+  webm: "audio/webm",
+  m4a: "audio/mp4",
+  aiff: "audio/aiff"
+}
+
+type AudioPart = Extract<ContentPart, { readonly _tag: "audio" }>
+
+/** One part of a user message: text, an image (inline or by URL), audio or a file (`inlineData`). */
 const userPart = (part: ContentPart): Part => {
-  if (part._tag === "text") return { text: part.text }
-  const data = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s.exec(part.url)
-  if (data !== null) return { inlineData: { mimeType: part.mediaType ?? data[1], data: data[2] } }
-  return { fileData: { fileUri: part.url, mimeType: part.mediaType ?? "image/jpeg" } }
+  switch (part._tag) {
+    case "text":
+      return { text: part.text }
+    case "audio":
+      return { inlineData: { mimeType: audioMimeTypes[part.format], data: part.data } }
+    case "file":
+      return { inlineData: { mimeType: part.mediaType, data: part.data } }
+    case "image": {
+      const data = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s.exec(part.url)
+      if (data !== null) return { inlineData: { mimeType: part.mediaType ?? data[1], data: data[2] } }
+      return { fileData: { fileUri: part.url, mimeType: part.mediaType ?? "image/jpeg" } }
+    }
+  }
 }
 
 /** A tool result as the object `functionResponse.response` requires. @internal */
@@ -242,7 +266,13 @@ const ResponseWire = Schema.Struct({
         candidatesTokenCount: Count,
         thoughtsTokenCount: Count,
         cachedContentTokenCount: Count,
-        toolUsePromptTokenCount: Count
+        toolUsePromptTokenCount: Count,
+        /** Prompt tokens per modality (`TEXT`, `IMAGE`, `AUDIO`, `VIDEO`, `DOCUMENT`). */
+        promptTokensDetails: Schema.optional(
+          Schema.NullOr(
+            Schema.Array(Schema.Struct({ modality: Schema.optional(Schema.NullOr(Schema.String)), tokenCount: Count }))
+          )
+        )
       })
     )
   ),
@@ -262,7 +292,8 @@ const toUsage = (usage: ResponseWire["usageMetadata"]): Usage | undefined =>
         cachedInputTokens: usage.cachedContentTokenCount,
         // candidatesTokenCount excludes thinking; our outputTokens include it.
         outputTokens: sum(usage.candidatesTokenCount, usage.thoughtsTokenCount),
-        reasoningTokens: usage.thoughtsTokenCount
+        reasoningTokens: usage.thoughtsTokenCount,
+        audioInputTokens: usage.promptTokensDetails?.find((d) => d.modality === "AUDIO")?.tokenCount
       })
 
 const contentFilterReasons = new Set(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"])
@@ -420,7 +451,10 @@ export const streamMachine =
         if (wire.promptFeedback?.blockReason != null) blockReason = wire.promptFeedback.blockReason
         const finish = wire.candidates?.[0]?.finishReason
         if (finish != null) raw = finish
-        return accumulate(acc, wire)
+        const events = accumulate(acc, wire)
+        // `usageMetadata` may ride every chunk; the last one is the count.
+        if (wire.usageMetadata != null && usage !== undefined) events.push({ _tag: "Usage", usage })
+        return events
       },
       onEnd(tail) {
         const bare = findBareError(tail)

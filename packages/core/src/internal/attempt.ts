@@ -293,6 +293,7 @@ const contextOf = (call: Call, route: Route, attempt: Attempt, start: number): A
     target,
     startedAt: start,
     attempt: attempt.number,
+    position: attempt.index,
     fallback: attempt.index > 0,
     get decision() {
       return route.decision

@@ -26,7 +26,9 @@ export interface AttemptContext {
   readonly startedAt: number
   /** 1 for the first attempt on this target. */
   readonly attempt: number
-  /** Not the first target of the decision. */
+  /** The target's index in the route (0: the first target). */
+  readonly position: number
+  /** Not the first target of the route. */
   readonly fallback: boolean
   readonly decision: RouteDecision
   /**

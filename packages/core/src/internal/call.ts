@@ -23,7 +23,7 @@ import type * as Health from "../Health.js"
 import type { Message, ModelCommand } from "../ModelCommand.js"
 import { type AttemptRecord, CallId, type FinishReason, type ModelResult, type Usage } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
-import { costOf } from "../Pricing.js"
+import { audioCostOf, costOf } from "../Pricing.js"
 import type { ProviderAdapter, ProviderResponse } from "../ProviderAdapter.js"
 import type * as RateLimitStore from "../RateLimitStore.js"
 import type * as ResponseCache from "../ResponseCache.js"
@@ -132,6 +132,9 @@ export interface Tally {
   cachedInputTokens: number
   outputTokens: number
   reasoningTokens: number
+  /** Audio input tokens reported, and what they cost (`undefined` until an attempt reports some). */
+  audioInputTokens: number | undefined
+  audioSpent: number | undefined
   retryCount: number
   retryBudgetExhausted: boolean
   fallbackUsed: boolean
@@ -255,6 +258,8 @@ export const make = (start: CallStart, span: Tracer.Span | undefined): Call => {
       cachedInputTokens: 0,
       outputTokens: 0,
       reasoningTokens: 0,
+      audioInputTokens: undefined,
+      audioSpent: undefined,
       retryCount: 0,
       retryBudgetExhausted: false,
       fallbackUsed: false,
@@ -290,6 +295,10 @@ export const addUsage = (tally: Tally, target: ModelTarget, usage: Usage | undef
   tally.cachedInputTokens += usage.cachedInputTokens
   tally.outputTokens += usage.outputTokens
   tally.reasoningTokens += usage.reasoningTokens
+  if (usage.audioInputTokens !== undefined) {
+    tally.audioInputTokens = (tally.audioInputTokens ?? 0) + usage.audioInputTokens
+    tally.audioSpent = (tally.audioSpent ?? 0) + (audioCostOf(target, usage) ?? 0)
+  }
   tally.spent += cost
   return cost
 }

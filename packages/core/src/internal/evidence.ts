@@ -111,7 +111,8 @@ export const evidenceOf = (call: Call, answer: Answer | undefined, at: number): 
         inputTokens: tally.inputTokens,
         cachedInputTokens: tally.cachedInputTokens,
         outputTokens: tally.outputTokens,
-        reasoningTokens: tally.reasoningTokens
+        reasoningTokens: tally.reasoningTokens,
+        ...(tally.audioInputTokens === undefined ? {} : { audioInputTokens: tally.audioInputTokens })
       },
       { disableValidation: true }
     ),
@@ -121,7 +122,8 @@ export const evidenceOf = (call: Call, answer: Answer | undefined, at: number): 
       reserved: holds.reservation?.amount ?? 0,
       actual: tally.spent,
       overspent:
-        holds.settlement !== undefined && holds.settlement.overspent > 0 ? holds.settlement.overspent : undefined
+        holds.settlement !== undefined && holds.settlement.overspent > 0 ? holds.settlement.overspent : undefined,
+      audioInput: tally.audioSpent
     } satisfies Cost,
     schemaValid: answer !== undefined ? answer.schemaValid : tally.schemaValid,
     options: Options.evidenceOf(route?.options, t),

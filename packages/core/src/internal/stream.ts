@@ -11,10 +11,12 @@ import type { ModelCommand, ToolCall } from "../ModelCommand.js"
 import { ToolCall as ToolCallClass } from "../ModelCommand.js"
 import { Usage } from "../ModelResult.js"
 import type { FinishReason } from "../ModelResult.js"
-import type { ProviderResponse, RateLimitHeadroom } from "../ProviderAdapter.js"
+import type { ProviderResponse, ProviderStreamEvent, RateLimitHeadroom } from "../ProviderAdapter.js"
+import type { ModelTarget } from "../ModelTarget.js"
+import { costOf } from "../Pricing.js"
 import * as StreamEvent from "../StreamEvent.js"
 import { countTextYielding } from "../TokenEstimator.js"
-import type { Invoke } from "./attemptContext.js"
+import type { AttemptContext, Invoke } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
 import type { EngineContext } from "./call.js"
 import { execute } from "./pipeline.js"
@@ -34,6 +36,63 @@ const partialAllow = Allow.STR | Allow.ARR | Allow.OBJ
  */
 const maxPartialCharacters = 262_144
 
+const sameUsage = (a: Usage, b: Usage): boolean =>
+  a.inputTokens === b.inputTokens &&
+  a.cachedInputTokens === b.cachedInputTokens &&
+  a.outputTokens === b.outputTokens &&
+  a.reasoningTokens === b.reasoningTokens
+
+/**
+ * The route-metadata and usage events of one streaming attempt: `RouteCommitted` at its first
+ * delta, then a `UsageUpdate` each time the usage known changes. Usage the provider reports before
+ * the first delta is held until the commit point, so a stream never carries the usage of an
+ * attempt that did not serve.
+ */
+class AttemptEvents {
+  private pending: Usage | undefined
+  private sent: Usage | undefined
+  private committed = false
+  constructor(
+    private readonly emit: (event: StreamEvent.StreamEvent) => void,
+    private readonly target: ModelTarget,
+    private readonly attempt: AttemptContext
+  ) {}
+
+  /** The commit point: the attempt's first delta follows. */
+  commit(): void {
+    this.committed = true
+    const { target, attempt } = this
+    const decision = attempt.decision
+    this.emit(
+      new StreamEvent.RouteCommitted(
+        {
+          target: target.ref,
+          model: target.model,
+          provider: target.provider,
+          position: attempt.position,
+          attempt: attempt.attempt,
+          fallback: attempt.fallback,
+          policyVersion: decision.policyVersion,
+          routeId: decision.routeId
+        },
+        { disableValidation: true }
+      )
+    )
+    if (this.pending !== undefined) this.usage(this.pending, false)
+  }
+
+  /** Usage known now (cumulative for the attempt); sent when committed and changed. */
+  usage(usage: Usage, estimated: boolean): void {
+    this.pending = usage
+    if (!this.committed || (this.sent !== undefined && sameUsage(this.sent, usage))) return
+    this.sent = usage
+    const cost = costOf(this.target, usage)
+    this.emit(
+      new StreamEvent.UsageUpdate({ target: this.target.ref, usage, cost, estimated }, { disableValidation: true })
+    )
+  }
+}
+
 /** The best-effort value of a structured answer's text so far; `undefined` while nothing parses. */
 const parsePartial = (text: string): unknown => {
   try {
@@ -42,6 +101,25 @@ const parsePartial = (text: string): unknown => {
   } catch {
     return undefined
   }
+}
+
+/** Folds a tool-call delta into its call's buffer and delivers it. */
+const toolDelta = (
+  tools: Map<number, ToolCallBuffer>,
+  event: Extract<ProviderStreamEvent, { readonly _tag: "ToolCallDelta" }>,
+  emit: (event: StreamEvent.StreamEvent) => void
+): void => {
+  const buffer = tools.get(event.index) ?? { id: "", name: "", args: "" }
+  if (event.id !== undefined) buffer.id = event.id
+  if (event.name !== undefined) buffer.name = event.name
+  buffer.args += event.argumentsDelta
+  tools.set(event.index, buffer)
+  emit(
+    new StreamEvent.ToolCallDelta(
+      { index: event.index, id: event.id, name: event.name, argumentsDelta: event.argumentsDelta },
+      { disableValidation: true }
+    )
+  )
 }
 
 /**
@@ -67,6 +145,7 @@ const invokeStream =
         const idleMs = limits.streamIdleTimeout !== undefined ? Duration.toMillis(limits.streamIdleTimeout) : Infinity
         const decision = attempt.decision
         const progress = attempt.progress
+        const meta = new AttemptEvents(emit, target, attempt)
         emit(
           new StreamEvent.RouteSelected(
             { target: target.ref, attempt: attempt.attempt, fallback: decision.eligible[0] !== target.ref, decision },
@@ -140,11 +219,14 @@ const invokeStream =
             } else if (event._tag === "Finish") {
               finish = event
               break
+            } else if (event._tag === "Usage") {
+              meta.usage(event.usage, false)
             } else {
               if (firstAt === undefined) {
                 firstAt = yield* Clock.currentTimeMillis
                 progress.ttftMs = firstAt - start
                 progress.committed = true
+                meta.commit()
               }
               if (event._tag === "TextDelta") {
                 text += event.text
@@ -161,18 +243,8 @@ const invokeStream =
                   if (value !== undefined) emit(new StreamEvent.PartialObject({ value }, { disableValidation: true }))
                 }
               } else {
-                const buffer = tools.get(event.index) ?? { id: "", name: "", args: "" }
-                if (event.id !== undefined) buffer.id = event.id
-                if (event.name !== undefined) buffer.name = event.name
-                buffer.args += event.argumentsDelta
-                tools.set(event.index, buffer)
                 outputTokens += yield* countTextYielding(event.argumentsDelta)
-                emit(
-                  new StreamEvent.ToolCallDelta(
-                    { index: event.index, id: event.id, name: event.name, argumentsDelta: event.argumentsDelta },
-                    { disableValidation: true }
-                  )
-                )
+                toolDelta(tools, event, emit)
               }
               progress.outputTokens = outputTokens
               // Cut at the output cap the reservation pays for.
@@ -186,12 +258,14 @@ const invokeStream =
         const toolCalls: Array<ToolCall> = [...tools.values()].map(
           (b) => new ToolCallClass({ id: b.id, name: b.name, arguments: b.args }, { disableValidation: true })
         )
+        const usage = finish.usage ?? (yield* counted)
+        meta.usage(usage, finish.usage === undefined)
         const response: ProviderResponse = {
           text: text.length > 0 ? text : undefined,
           toolCalls,
           finishReason: finish.finishReason,
           refusal: finish.refusal,
-          usage: finish.usage ?? (yield* counted),
+          usage,
           modelVersion: finish.modelVersion,
           requestId,
           httpStatus,
@@ -232,8 +306,8 @@ const replay = (
 }
 
 /**
- * Streams one command: `RouteSelected` per attempt, deltas from the commit point on, then
- * `UsageReported` and `Final`. An answer from the response cache replays its deltas ({@link replay}). Failures end the stream with the typed error; a failure after the
+ * Streams one command: `RouteSelected` per attempt, `RouteCommitted` at the commit point, deltas
+ * and `UsageUpdate`s from it on, then `UsageReported` and `Final`. An answer from the response cache replays its deltas ({@link replay}). Failures end the stream with the typed error; a failure after the
  * first delta is recorded as `incomplete`.
  */
 export const stream = (
@@ -255,7 +329,9 @@ export const stream = (
         Effect.matchCause({
           onSuccess: (result) => {
             if (result.evidence.cache?.hit === true) replay(result, structured, (event) => void emit.single(event))
-            emit.single(new StreamEvent.UsageReported({ usage: result.evidence.usage }, { disableValidation: true }))
+            const usage = result.evidence.usage
+            const cost = result.evidence.cost.actual
+            emit.single(new StreamEvent.UsageReported({ usage, cost }, { disableValidation: true }))
             emit.single(new StreamEvent.Final({ result }, { disableValidation: true }))
             emit.end()
           },

@@ -282,8 +282,11 @@ export const makeChunker = (id: string, model: string, created: number, includeU
         frames.push("data: [DONE]\n\n")
         return frames
       }
+      // Usage goes out once, in the final usage chunk (`stream_options.include_usage`).
       case "RouteSelected":
+      case "RouteCommitted":
       case "PartialObject":
+      case "UsageUpdate":
       case "UsageReported":
         return []
     }

@@ -158,7 +158,8 @@ export const streamParts = (
           return Either.map(closingParts(result, method), (closing) => [...parts, ...closing])
         }
         default:
-          // RouteSelected, PartialObject, UsageReported: the finish part carries the outcome.
+          // RouteSelected, RouteCommitted, PartialObject, UsageUpdate, UsageReported: the finish
+          // part carries the outcome.
           return Either.right([])
       }
     }

@@ -146,6 +146,18 @@ const imageData = (url: string): Either.Either<Uint8Array | URL, string> => {
   return URL.canParse(url) ? Either.right(new URL(url)) : Either.left("an image URL does not parse")
 }
 
+/** The media type of each audio format of an `audio` part. */
+const audioMediaTypes: Record<"wav" | "mp3" | "flac" | "aac" | "ogg" | "webm" | "m4a" | "aiff", string> = {
+  wav: "audio/wav",
+  mp3: "audio/mpeg",
+  flac: "audio/flac",
+  aac: "audio/aac",
+  ogg: "audio/ogg",
+  webm: "audio/webm",
+  m4a: "audio/mp4",
+  aiff: "audio/aiff"
+}
+
 /**
  * Command messages as an `@effect/ai` prompt (encoded messages, decoded by `Prompt` itself).
  * Tool-call arguments and tool results are parsed JSON when they are JSON, else text.
@@ -170,6 +182,19 @@ export const promptFromMessages = (
         for (const part of message.content) {
           if (part._tag === "text") {
             content.push({ type: "text", text: part.text })
+            continue
+          }
+          // Audio and files as file parts of bytes; the provider package maps them (the Responses
+          // API sends a PDF as `input_file`).
+          if (part._tag === "audio" || part._tag === "file") {
+            const bytes = Encoding.decodeBase64(part.data)
+            if (Either.isLeft(bytes)) return Either.left(`${part._tag} data is not base64`)
+            content.push({
+              type: "file",
+              mediaType: part._tag === "audio" ? audioMediaTypes[part.format] : part.mediaType,
+              data: bytes.right,
+              ...(part._tag === "file" && part.filename !== undefined ? { fileName: part.filename } : {})
+            })
             continue
           }
           const data = imageData(part.url)

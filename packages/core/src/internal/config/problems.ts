@@ -32,6 +32,8 @@ export const fixes: Readonly<Record<string, string>> = {
   UNKNOWN_TARGET: "define a target with this ref in targets, or fix the ref's spelling",
   DISABLED: "remove the target from the route, or set its status to active",
   CAPABILITY_MISSING: "route to a target that has the capability, or drop the requirement",
+  MEDIA_UNSUPPORTED:
+    "list the format in the target's capabilities.audioInput (or the media type in capabilities.fileInput) if its provider accepts it, route to a target that does, or drop the requirement",
   ESCALATION_TARGET_NOT_IN_ROUTE: "add the target to the workflow's route, or remove it from escalation.targets",
   CANARY_WITHOUT_CANDIDATE: "name a candidate: canary.target, canary.policyVersion or canary.promptVersion",
   INVALID_CANARY_STEPS: "list canary.rollout.steps in increasing order",

@@ -11,7 +11,7 @@ import type * as ModelOptions from "../../ModelOptions.js"
 import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
 import type * as Tenancy from "../../Tenancy.js"
 import type { CompiledWorkflow } from "../compiled.js"
-import { type RequestView, requestView } from "./eligibility.js"
+import { type Media, type RequestView, requestView } from "./eligibility.js"
 import type { RouterState } from "./state.js"
 
 /**
@@ -48,7 +48,7 @@ export interface Ctx {
   /** The call's id: the stickiness key of a `call` (or keyless `session`) canary. */
   readonly callId: string | undefined
   /** The command carries an image (walked once per decision). */
-  readonly images: boolean
+  readonly media: Media
   /** Estimated input tokens, `undefined` when no limit needed a count. */
   readonly inputTokens: number | undefined
   /** The tenant the host vouched for (`Tenancy`), if any: what opens tenant-dedicated targets. */
@@ -58,4 +58,4 @@ export interface Ctx {
 }
 
 /** The request view of the decision's command. */
-export const viewOf = (ctx: Ctx): RequestView => requestView(ctx.compiled, ctx.command, ctx.mode, ctx.images)
+export const viewOf = (ctx: Ctx): RequestView => requestView(ctx.compiled, ctx.command, ctx.mode, ctx.media)

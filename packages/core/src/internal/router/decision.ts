@@ -16,7 +16,7 @@ import type {
   TargetScore
 } from "../../RouteDecision.js"
 import type { CompiledWorkflow } from "../compiled.js"
-import { requestView } from "./eligibility.js"
+import { type Media, noMedia, requestView } from "./eligibility.js"
 import { escalationWithin } from "./escalation.js"
 import { LazyScores } from "./lazyScores.js"
 import type { PrefixMemo } from "./prefix.js"
@@ -64,7 +64,7 @@ export interface Facts {
   readonly command: ModelCommand | undefined
   readonly mode: "generate" | "stream"
   /** The command carries an image (counted once per decision). */
-  readonly images: boolean
+  readonly media: Media
   /** A short deadline put the fast latency class first. */
   readonly fastTier: boolean
   /** Prompt-prefix affinity: the prompt's prefix keys, remembered for the target that answers. */
@@ -80,7 +80,7 @@ const requiredOf = (
   const w = compiled.workflow
   const command = facts.command
   if (command === undefined) return undefined
-  const view = requestView(compiled, command, facts.mode, facts.images)
+  const view = requestView(compiled, command, facts.mode, facts.media)
   const out: { -readonly [K in keyof RouteRequirements]: RouteRequirements[K] } = {
     tools: w.requires.tools || view.tools,
     vision: w.requires.vision || view.images,
@@ -263,7 +263,7 @@ export const replanned = (
     route.options,
     reason ?? "PINNED_ORDER",
     scores,
-    { command: undefined, mode: "generate", images: false, fastTier: false },
+    { command: undefined, mode: "generate", media: noMedia, fastTier: false },
     route.canary,
     escalation
   )

@@ -24,11 +24,51 @@ export type { Exclusion } from "./types.js"
 /** What of a compiled workflow the rules read (startup validation builds it before compiling). */
 export type Shape = Pick<CompiledWorkflow, "workflow" | "schema" | "features">
 
+/** The media a request carries: whether it has images, its audio formats and its file media types. */
+export interface Media {
+  readonly images: boolean
+  readonly audio: ReadonlyArray<string>
+  readonly files: ReadonlyArray<string>
+}
+
+const none: ReadonlyArray<string> = []
+
+/** A request without media. */
+export const noMedia: Media = { images: false, audio: none, files: none }
+
+/** The media of `command`, in one pass over its messages (computed once per request). */
+export const mediaOf = (command: ModelCommand): Media => {
+  let images = false
+  let audio: Array<string> | undefined
+  let files: Array<string> | undefined
+  for (const m of command.messages) {
+    if (m._tag !== "user" || typeof m.content === "string") continue
+    for (const p of m.content) {
+      if (p._tag === "image") images = true
+      else if (p._tag === "audio") {
+        if (audio === undefined) audio = []
+        if (!audio.includes(p.format)) audio.push(p.format)
+      } else if (p._tag === "file") {
+        if (files === undefined) files = []
+        if (!files.includes(p.mediaType)) files.push(p.mediaType)
+      }
+    }
+  }
+  if (!images && audio === undefined && files === undefined) return noMedia
+  return { images, audio: audio ?? none, files: files ?? none }
+}
+
+const hasMedia = (media: Media): boolean => media.images || media.audio.length > 0 || media.files.length > 0
+
 /** What of a request the eligibility rules read, besides its size. */
 export interface RequestView {
   readonly regions: ReadonlyArray<string>
   readonly dataClass: string
   readonly images: boolean
+  /** Audio formats of the request's `audio` parts. */
+  readonly audio: ReadonlyArray<string>
+  /** Media types of the request's `file` parts. */
+  readonly files: ReadonlyArray<string>
   readonly tools: boolean
   readonly streaming: boolean
   readonly schemaFeatures: ReadonlyArray<string> | undefined
@@ -56,18 +96,20 @@ const riskRank = (risk: Risk | undefined): number => (risk === "HIGH" ? 2 : risk
 const higherTier = (a: QualityTier | undefined, b: QualityTier | undefined): QualityTier | undefined =>
   a === undefined ? b : b === undefined ? a : qualityRank(a) >= qualityRank(b) ? a : b
 
-/** The request's view: the workflow's rules, narrowed (never widened) by the command; `images` counted once by the caller. */
+/** The request's view: the workflow's rules, narrowed (never widened) by the command; `media` found once by the caller. */
 export const requestView = (
   compiled: Shape,
   command: ModelCommand,
   mode: "generate" | "stream",
-  images: boolean
+  media: Media
 ): RequestView => {
   const w = compiled.workflow
   return {
     regions: command.regions ?? w.regions,
     dataClass: command.dataClass ?? w.dataClass,
-    images,
+    images: media.images,
+    audio: media.audio,
+    files: media.files,
     tools: (command.tools?.length ?? 0) > 0,
     streaming: mode === "stream" || command.requires?.streaming === true,
     schemaFeatures: command.requires?.schemaFeatures,
@@ -84,6 +126,8 @@ export const workflowView = (w: Workflow): RequestView => ({
   regions: w.regions,
   dataClass: w.dataClass,
   images: false,
+  audio: none,
+  files: none,
   tools: false,
   streaming: false,
   schemaFeatures: undefined,
@@ -94,7 +138,7 @@ export const workflowView = (w: Workflow): RequestView => ({
 })
 
 /** A request that asks for nothing beyond its workflow (the common case): its rules are the workflow's. */
-export const isPlain = (command: ModelCommand, mode: "generate" | "stream", images: boolean): boolean =>
+export const isPlain = (command: ModelCommand, mode: "generate" | "stream", media: Media): boolean =>
   mode === "generate" &&
   command.regions === undefined &&
   command.dataClass === undefined &&
@@ -104,7 +148,7 @@ export const isPlain = (command: ModelCommand, mode: "generate" | "stream", imag
   command.minQualityTier === undefined &&
   command.minContextTokens === undefined &&
   (command.tools?.length ?? 0) === 0 &&
-  !images
+  !hasMedia(media)
 
 // ---------------------------------------------------------------------------------------------
 // The rules, in the order the router applies them
@@ -162,6 +206,43 @@ const capability: Rule = (compiled, view, target) => {
   if (lacksStreaming) missing.push("streaming")
   if (lacksStructured) missing.push("structured output")
   return { reason: "CAPABILITY_MISSING", detail: `missing: ${missing.join(", ")}` }
+}
+
+/** What of `needed` (the request's and the workflow's) `accepted` lacks; `undefined` when nothing. */
+const lacking = (
+  request: ReadonlyArray<string>,
+  workflow: ReadonlyArray<string> | undefined,
+  accepted: ReadonlyArray<string> | undefined
+): Array<string> | undefined => {
+  let out: Array<string> | undefined
+  const check = (x: string) => {
+    if (accepted?.includes(x) === true || out?.includes(x) === true) return
+    if (out === undefined) out = []
+    out.push(x)
+  }
+  for (const x of request) check(x)
+  for (const x of workflow ?? none) check(x)
+  return out
+}
+
+// Audio and files: each format or media type the request carries (or the workflow requires) must be accepted.
+const media: Rule = (compiled, view, target) => {
+  const needs = compiled.workflow.requires
+  if (
+    view.audio.length === 0 &&
+    view.files.length === 0 &&
+    needs.audioInput === undefined &&
+    needs.fileInput === undefined
+  )
+    return undefined
+  const caps = target.capabilities
+  const audio = lacking(view.audio, needs.audioInput, caps.audioInput)
+  const files = lacking(view.files, needs.fileInput, caps.fileInput)
+  if (audio === undefined && files === undefined) return undefined
+  const missing: Array<string> = []
+  if (audio !== undefined) missing.push(`audio input (${audio.join(", ")})`)
+  if (files !== undefined) missing.push(`file input (${files.join(", ")})`)
+  return { reason: "MEDIA_UNSUPPORTED", detail: boundDetail(`does not accept ${missing.join(", ")}`) }
 }
 
 const schemaFeature: Rule = (compiled, view, target) => {
@@ -242,6 +323,7 @@ const requestRules: ReadonlyArray<Rule> = [
   dataClass,
   embedding,
   capability,
+  media,
   contextFloor,
   schemaFeature,
   options,
@@ -253,7 +335,7 @@ const requestRules: ReadonlyArray<Rule> = [
  * The rules that hold for every request of a workflow and can be checked at startup (the others
  * depend on the request, the segment's scores or the tenant): `GatewayConfig.validate` reports each.
  */
-const startupRules: ReadonlyArray<Rule> = [disabled, region, dataClass, capability, schemaFeature, options]
+const startupRules: ReadonlyArray<Rule> = [disabled, region, dataClass, capability, media, schemaFeature, options]
 
 /** Why `target` cannot serve a request like `view` (size aside), or `undefined`: the first rule that excludes it. */
 export const requestReason = (
@@ -367,7 +449,7 @@ export const checkTarget = (
   /** Options the target must accept (set by the command or pinned by the workflow). */
   requiredOptions: ReadonlyArray<ModelOptions.OptionName> = []
 ): Exclusion | undefined =>
-  requestReason(compiled, requestView(compiled, command, mode, command.hasImages), target, requiredOptions) ??
+  requestReason(compiled, requestView(compiled, command, mode, mediaOf(command)), target, requiredOptions) ??
   sizeReason(compiled, command, target, inputTokens)
 
 /**

@@ -20,7 +20,7 @@ import * as Options from "../options.js"
 import { variantOf } from "./canary.js"
 import type { BreakerView } from "./context.js"
 import type { Route } from "./decision.js"
-import { fitsEveryWindow } from "./eligibility.js"
+import { fitsEveryWindow, mediaOf } from "./eligibility.js"
 import { withTokens } from "./selection.js"
 import { type RouterState, remember, RoutedWorkflows, stateOf } from "./state.js"
 
@@ -137,7 +137,7 @@ export const decide = (
       detail: `input of ${characters} characters exceeds the limit of ${maxCharacters} characters`
     })
   }
-  const images = command.hasImages
+  const media = mediaOf(command)
   const options = checked.right
   const withCount = (inputTokens: number | undefined) =>
     withTokens(
@@ -149,7 +149,7 @@ export const decide = (
         mode,
         options,
         callId,
-        images,
+        media,
         inputTokens,
         identity,
         timeLeftMs: timeLeftMs ?? timeoutOf(command, w)

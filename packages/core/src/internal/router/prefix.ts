@@ -10,7 +10,7 @@
  * matches names the target whose prompt cache holds the longest shared prefix. Keys carry no text
  * (two 32-bit hashes), and a tenant's keys never match another tenant's.
  */
-import type { ModelCommand } from "../../ModelCommand.js"
+import type { ContentPart, ModelCommand } from "../../ModelCommand.js"
 import type { TargetRef } from "../../ModelTarget.js"
 import type { RouterState } from "./state.js"
 
@@ -115,11 +115,25 @@ export const prefixKeys = (
         break
       case "user":
         if (typeof m.content === "string") hasher.feed(m.content)
-        else for (const part of m.content) hasher.feed(part._tag === "text" ? part.text : `\u0002${part.url}`)
+        else for (const part of m.content) hasher.feed(partText(part))
         break
     }
   }
   return hasher.keys
+}
+
+/** What of a content part the prefix reads: its text, or what identifies its media. */
+const partText = (part: ContentPart): string => {
+  switch (part._tag) {
+    case "text":
+      return part.text
+    case "image":
+      return `\u0002image\u0000${part.url}`
+    case "audio":
+      return `\u0002audio\u0000${part.format}\u0000${part.data}`
+    case "file":
+      return `\u0002file\u0000${part.mediaType}\u0000${part.data}`
+  }
 }
 
 /** The target that served the longest of `keys` within its time (`now` in ms), if any. */

@@ -78,7 +78,7 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
   }
   // A plain request reads its workflow's precomputed reasons; any other is checked in full.
   const plain =
-    ctx.options.required.length === 0 && isPlain(command, ctx.mode, ctx.images)
+    ctx.options.required.length === 0 && isPlain(command, ctx.mode, ctx.media)
       ? plainReasonsOf(ctx.state, compiled)
       : undefined
   const view = plain === undefined ? viewOf(ctx) : undefined
@@ -157,7 +157,7 @@ const select = (ctx: Ctx, pass: Pass): Effect.Effect<Route, Failure> => {
     escalated = escalationOf("command", eligible[0]!, stronger?.[0])
     ordered = keepFirst(ctx, pass, ordered)
   }
-  const facts: Facts = { command: ctx.command, mode: ctx.mode, images: ctx.images, fastTier: false }
+  const facts: Facts = { command: ctx.command, mode: ctx.mode, media: ctx.media, fastTier: false }
   const { compiled, inputTokens, options } = ctx
   return finish(
     ctx,
@@ -219,7 +219,7 @@ const scoredWith = (
   const facts: Facts = {
     command,
     mode: ctx.mode,
-    images: ctx.images,
+    media: ctx.media,
     fastTier: result.fastTier,
     prefix: prefix?.memo
   }
