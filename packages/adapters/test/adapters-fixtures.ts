@@ -8,6 +8,7 @@ import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@mode
 import { Duration } from "effect"
 import type { Message } from "@modelgate/core/ModelCommand"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
+import type { Usage } from "@modelgate/core/ModelResult"
 import type { HttpClient } from "@effect/platform"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { canary, simpleRequest, TestLayer } from "@modelgate/testing/AdapterFixtures"
@@ -145,3 +146,9 @@ export const leaks = (value: unknown): boolean =>
 /** A recorded JSON body as a record (no casts). */
 export const recordOf = (value: unknown): Record<string, unknown> =>
   typeof value === "object" && value !== null ? Object.fromEntries(Object.entries(value)) : {}
+
+/** Asserts the four token counts of `usage` (a `Usage` instance, compared by its fields). */
+export const assertUsage = (
+  usage: Usage | undefined,
+  expected: { inputTokens: number; cachedInputTokens: number; outputTokens: number; reasoningTokens: number }
+): void => assert.deepStrictEqual({ ...usage }, expected)
