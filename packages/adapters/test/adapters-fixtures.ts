@@ -14,17 +14,8 @@ import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { canary, simpleRequest, TestLayer } from "@modelgate/testing/AdapterFixtures"
 import { Layer } from "effect"
 
-export {
-  apiKey,
-  canary,
-  collect,
-  collectFailure,
-  lastRequestFor,
-  simpleRequest,
-  target,
-  TestLayer,
-  textOf
-} from "@modelgate/testing/AdapterFixtures"
+/** The shared adapter fixtures (canary key, mock server layer, requests, collectors), all of them. */
+export * from "@modelgate/testing/AdapterFixtures"
 
 /** A transport the wire tests run over, by name. */
 export interface TransportCase {

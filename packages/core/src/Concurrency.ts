@@ -46,17 +46,11 @@ import type { ConfigError } from "effect"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
 import type { StoreError } from "./Errors.js"
 import * as FastPath from "./internal/fastPath.js"
-import {
-  configProblemsOf,
-  isReservedKey,
-  reservedKeyDetail,
-  reservedKeysOf,
-  safeRecord,
-  segment
-} from "./internal/issues.js"
+import { isReservedKey, reservedKeyDetail, reservedKeysOf, safeRecord, segment } from "./internal/issues.js"
 import { TenantId } from "./ModelCommand.js"
 import * as PermitStore from "./PermitStore.js"
 import type { TargetRef } from "./ModelTarget.js"
+import { decodeSection } from "./internal/configSection.js"
 
 /**
  * A held permit. `release` is synchronous and idempotent: the first call gives the permit back (to
@@ -291,8 +285,6 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
   return problems
 }
 
-const decodeConfig = Schema.decodeUnknownEither(ConcurrencyConfig, { errors: "all", onExcessProperty: "error" })
-
 /**
  * Decodes a concurrency configuration from plain JSON and validates it. A failure lists every
  * problem with its path (`concurrency.tenants.acme.max`), never a value.
@@ -300,16 +292,11 @@ const decodeConfig = Schema.decodeUnknownEither(ConcurrencyConfig, { errors: "al
  * @since 0.2.0
  * @category Constructors
  */
-export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigError> =>
-  Effect.suspend(() => {
-    const decoded = decodeConfig(input)
-    if (decoded._tag === "Left") {
-      const problems = configProblemsOf(decoded.left, (path) => ["concurrency", ...path.map(segment)].join("."))
-      return Effect.fail(new GatewayConfigError({ problems: problems.map((p) => new ConfigProblem(p)) }))
-    }
-    const problems = validate(decoded.right)
-    return problems.length > 0 ? Effect.fail(new GatewayConfigError({ problems })) : Effect.succeed(decoded.right)
-  })
+export const decode: (input: unknown) => Effect.Effect<Options, GatewayConfigError> = decodeSection(
+  ConcurrencyConfig,
+  "concurrency",
+  validate
+)
 
 // ---------------------------------------------------------------------------------------------
 // Implementation over a PermitStore

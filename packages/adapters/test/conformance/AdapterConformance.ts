@@ -83,6 +83,9 @@ export const row = (
   extra: Omit<ClassificationRow, "name" | "status" | "kind" | "processed"> = {}
 ): ClassificationRow => ({ name, status, kind, processed, ...extra })
 
+/** The sampling options every wire but Anthropic's carries (with thinking, Anthropic takes temperature 1 only). */
+export const sampling = { temperature: 0.3, topP: 0.9, seed: 42 } as const
+
 /**
  * Provider options every adapter must drop whatever it is given: the gateway owns the model, the
  * stream flag and the output cap; credentials, URLs and headers are configuration.

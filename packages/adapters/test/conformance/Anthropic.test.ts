@@ -9,18 +9,12 @@ import { Duration, Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import * as Fixtures from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import {
-  adapterFor,
-  describeAdapter,
-  hostileProviderOptions,
-  row,
-  scriptFor,
-  sentRepresentative
-} from "./AdapterConformance.js"
+import * as Conformance from "./AdapterConformance.js"
+import { row } from "./AdapterConformance.js"
 
-const adapter = adapterFor("anthropic", Anthropic.make)
+const adapter = Conformance.adapterFor("anthropic", Anthropic.make)
 
-const script = scriptFor("anthropic")
+const script = Conformance.scriptFor("anthropic")
 
 const classification: ReadonlyArray<ClassificationRow> = [
   row("400 prompt is too long", 400, "context_length", "no", {
@@ -54,7 +48,7 @@ const classification: ReadonlyArray<ClassificationRow> = [
   row("529 with x-should-retry: false", 529, "rejected", "no", { headers: { "x-should-retry": "false" } })
 ]
 
-describeAdapter(
+Conformance.describeAdapter(
   {
     provider: "anthropic",
     make: Anthropic.make,
@@ -108,7 +102,7 @@ describeAdapter(
   (it) => {
     it.effect("sends the exact Messages body to /v1/messages, with anthropic-version and no authorization", () =>
       Effect.gen(function* () {
-        const recorded = yield* sentRepresentative("anthropic", adapter)
+        const recorded = yield* Conformance.sentRepresentative("anthropic", adapter)
         assert.deepStrictEqual(recorded.body, {
           model: "body-model",
           max_tokens: 512,

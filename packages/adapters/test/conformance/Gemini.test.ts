@@ -9,18 +9,12 @@ import { Duration, Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import * as Fixtures from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import {
-  adapterFor,
-  describeAdapter,
-  hostileProviderOptions,
-  row,
-  scriptFor,
-  sentRepresentative
-} from "./AdapterConformance.js"
+import * as Conformance from "./AdapterConformance.js"
+import { row } from "./AdapterConformance.js"
 
-const adapter = adapterFor("gemini", Gemini.make)
+const adapter = Conformance.adapterFor("gemini", Gemini.make)
 
-const script = scriptFor("gemini")
+const script = Conformance.scriptFor("gemini")
 
 const quotaFailure = (quotaId: string) => ({
   "@type": "type.googleapis.com/google.rpc.QuotaFailure",
@@ -66,7 +60,7 @@ const classification: ReadonlyArray<ClassificationRow> = [
   row("504 DEADLINE_EXCEEDED", 504, "timeout", "maybe")
 ]
 
-describeAdapter(
+Conformance.describeAdapter(
   {
     provider: "gemini",
     make: Gemini.make,
@@ -98,9 +92,7 @@ describeAdapter(
     ],
     options: {
       request: {
-        temperature: 0.3,
-        topP: 0.9,
-        seed: 42,
+        ...sampling,
         stop: ["END"],
         reasoningBudget: 512,
         presencePenalty: 0.5,
@@ -138,7 +130,7 @@ describeAdapter(
   (it) => {
     it.effect("sends the exact generateContent body to :generateContent, with no authorization", () =>
       Effect.gen(function* () {
-        const recorded = yield* sentRepresentative("gemini", adapter)
+        const recorded = yield* Conformance.sentRepresentative("gemini", adapter)
         assert.deepStrictEqual(recorded.body, {
           systemInstruction: { parts: [{ text: "Be terse." }] },
           contents: [

@@ -8,18 +8,12 @@ import { Duration, Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import * as Fixtures from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import {
-  adapterFor,
-  describeAdapter,
-  hostileProviderOptions,
-  row,
-  scriptFor,
-  sentRepresentative
-} from "./AdapterConformance.js"
+import * as Conformance from "./AdapterConformance.js"
+import { row } from "./AdapterConformance.js"
 
-const adapter = adapterFor("openai", OpenAi.make)
+const adapter = Conformance.adapterFor("openai", OpenAi.make)
 
-const script = scriptFor("openai")
+const script = Conformance.scriptFor("openai")
 
 const classification: ReadonlyArray<ClassificationRow> = [
   row("400 context_length_exceeded", 400, "context_length", "no", {
@@ -75,7 +69,7 @@ const classification: ReadonlyArray<ClassificationRow> = [
   })
 ]
 
-describeAdapter(
+Conformance.describeAdapter(
   {
     provider: "openai",
     make: OpenAi.make,
@@ -98,9 +92,7 @@ describeAdapter(
     ],
     options: {
       request: {
-        temperature: 0.3,
-        topP: 0.9,
-        seed: 42,
+        ...sampling,
         stop: ["END", "\n\n"],
         reasoningEffort: "low",
         parallelToolCalls: false,
@@ -142,7 +134,7 @@ describeAdapter(
   (it) => {
     it.effect("sends the exact Chat Completions body to /v1/chat/completions, without trace headers", () =>
       Effect.gen(function* () {
-        const recorded = yield* sentRepresentative("openai", adapter)
+        const recorded = yield* Conformance.sentRepresentative("openai", adapter)
         assert.deepStrictEqual(recorded.body, {
           model: "body-model",
           messages: Fixtures.chatConversation,

@@ -9,14 +9,15 @@ import { Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import * as Fixtures from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import { describeAdapter, hostileProviderOptions, row, scriptFor, sentRepresentative } from "./AdapterConformance.js"
+import * as Conformance from "./AdapterConformance.js"
+import { row } from "./AdapterConformance.js"
 
 const adapter = (options: Partial<Compatible.Options> = {}) =>
   Effect.flatMap(MockProviderServer, (mock) =>
     Compatible.make({ baseUrl: mock.baseUrl("openai-compatible"), ...options })
   )
 
-const script = scriptFor("openai-compatible")
+const script = Conformance.scriptFor("openai-compatible")
 
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: "chatcmpl-local", object: "chat.completion.chunk", model: "llama", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
@@ -81,7 +82,7 @@ const classification: ReadonlyArray<ClassificationRow> = [
   })
 ]
 
-describeAdapter(
+Conformance.describeAdapter(
   {
     provider: "openai-compatible",
     make: Compatible.make,
@@ -103,9 +104,7 @@ describeAdapter(
     ],
     options: {
       request: {
-        temperature: 0.3,
-        topP: 0.9,
-        seed: 42,
+        ...sampling,
         stop: ["END"],
         reasoningEffort: "medium",
         parallelToolCalls: true,
@@ -145,7 +144,7 @@ describeAdapter(
   (it) => {
     it.effect("sends max_tokens (Ollama ignores max_completion_tokens) and no auth header without a key", () =>
       Effect.gen(function* () {
-        const recorded = yield* sentRepresentative("openai-compatible", adapter())
+        const recorded = yield* Conformance.sentRepresentative("openai-compatible", adapter())
         const body = Fixtures.recordOf(recorded.body)
         assert.strictEqual(body.max_tokens, 512)
         assert.isUndefined(body.max_completion_tokens)
