@@ -89,8 +89,8 @@ export const simulatedOpenAi = Layer.succeed(ProviderAdapter.tag("openai"), {
       const text = request.messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n")
       const ticket = answers.find((a) => text.includes(a.subject)) ?? answers[0]!
       const confidence = ref === refs.large ? 0.95 : ticket.confidence
-      const text = JSON.stringify({ category: ticket.category, confidence })
-      return Simulated.answer(request, text, { inputTokens: 160, outputTokens: 12 })
+      const answer = JSON.stringify({ category: ticket.category, confidence })
+      return Simulated.answer(request, answer, { inputTokens: 160, outputTokens: 12 })
     }),
   stream: Simulated.noStream
 })
