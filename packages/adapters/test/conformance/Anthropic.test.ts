@@ -82,7 +82,7 @@ Conformance.describeAdapter(
         service_tier: "standard_only",
         metadata: { user_id: "other" },
         thinking: { type: "disabled" },
-        ...hostileProviderOptions
+        ...Conformance.hostileProviderOptions
       },
       wire: (model) => ({
         model,

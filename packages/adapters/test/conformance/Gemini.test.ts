@@ -92,7 +92,7 @@ Conformance.describeAdapter(
     ],
     options: {
       request: {
-        ...sampling,
+        ...Conformance.sampling,
         stop: ["END"],
         reasoningBudget: 512,
         presencePenalty: 0.5,
@@ -105,7 +105,7 @@ Conformance.describeAdapter(
         safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_ONLY_HIGH" }],
         generationConfig: { maxOutputTokens: 1 },
         thinkingConfig: { thinkingBudget: 0 },
-        ...hostileProviderOptions
+        ...Conformance.hostileProviderOptions
       },
       wire: () => ({
         generationConfig: {

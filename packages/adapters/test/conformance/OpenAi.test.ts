@@ -92,7 +92,7 @@ Conformance.describeAdapter(
     ],
     options: {
       request: {
-        ...sampling,
+        ...Conformance.sampling,
         stop: ["END", "\n\n"],
         reasoningEffort: "low",
         parallelToolCalls: false,
@@ -107,7 +107,7 @@ Conformance.describeAdapter(
         logit_bias: { "50256": -100 },
         verbosity: "low",
         top_k: 5,
-        ...hostileProviderOptions
+        ...Conformance.hostileProviderOptions
       },
       wire: (model) => ({
         model,

@@ -58,7 +58,7 @@ const classification: ReadonlyArray<ClassificationRow> = [
     error: { type: "not_found_error", message: 'model "x" not found, try pulling it first' }
   }),
   row("Ollama 503 server busy", 503, "overloaded", "no", {
-    error: { type: "api_error", message: "server busy, please try again. maximum pending requests exceeded" }
+    error: { type: "api_error", message: "server busy, please try again.  maximum pending requests exceeded" }
   }),
   row("Ollama 500", 500, "server_error", "maybe", { error: { type: "api_error" } }),
   row("llama.cpp 400 exceed_context_size_error", 400, "context_length", "no", {
@@ -104,7 +104,7 @@ Conformance.describeAdapter(
     ],
     options: {
       request: {
-        ...sampling,
+        ...Conformance.sampling,
         stop: ["END"],
         reasoningEffort: "medium",
         parallelToolCalls: true,
@@ -118,7 +118,7 @@ Conformance.describeAdapter(
         repetition_penalty: 1.1,
         logprobs: true,
         service_tier: "flex",
-        ...hostileProviderOptions
+        ...Conformance.hostileProviderOptions
       },
       wire: (model) => ({
         model,
