@@ -19,7 +19,7 @@ import { Capabilities, ModelTarget } from "@modelgate/core/ModelTarget"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Effect, Layer, Stream, TestContext } from "effect"
-import { Classification, command, providers, refs, target, targets, workflow } from "./fixtures.js"
+import { Classification, command, providers, refs, servicesOff, target, targets, workflow } from "./fixtures.js"
 import { candidateRef, concurrently } from "./lifecycleFixtures.js"
 import { dropped, shadowRecords } from "./shadowFixtures.js"
 
@@ -288,15 +288,7 @@ describe("Shadow traffic", () => {
                 ProviderAdapter.layer("vllm", Effect.succeed(candidate))
               )
             ),
-            Layer.provideMerge(
-              Layer.mergeAll(
-                Budgets.layerOff,
-                Concurrency.layerOff,
-                Health.layerOff,
-                CallRecorder.layerMemory,
-                Shadow.layerMemory
-              )
-            )
+            Layer.provideMerge(Layer.merge(servicesOff, Shadow.layerMemory))
           )
         )
       )
