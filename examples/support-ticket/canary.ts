@@ -8,14 +8,14 @@
  */
 import * as CallRecorder from "@modelgate/core/CallRecorder"
 import * as CanaryController from "@modelgate/core/CanaryController"
-import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
-import { CallRecord, Usage } from "@modelgate/core/ModelResult"
+import { CallRecord } from "@modelgate/core/ModelResult"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Clock, Effect, Fiber, Layer, Schema, Stream, TestClock, TestContext } from "effect"
+import { Clock, Effect, Fiber, Layer, Schema, TestClock, TestContext } from "effect"
 import type { DemoReport } from "./program.js"
 import * as Render from "./render.js"
+import * as Simulated from "./simulated.js"
 
 const baselineRef = "model://openai/gpt-4.1-mini@eu"
 const candidateRef = "model://openai/gpt-5-mini@eu"
@@ -27,23 +27,10 @@ const windowMs = 20_000
 /** Four windows: two ramps, the update, the rollback, and one window after it. */
 const runMs = 4 * windowMs
 
-const target = (ref: string, model: string, price: readonly [number, number]) => ({
-  ref,
-  provider: "openai",
-  model,
-  capabilities: {
-    vision: false,
-    tools: true,
-    streaming: true,
-    structuredOutput: { mode: "json_schema_strict" },
-    contextWindow: 128_000,
-    maxOutputTokens: 4096
-  },
-  regions: ["eu"],
-  dataClasses: ["internal"],
-  pricing: { inputPerMillion: price[0], outputPerMillion: price[1], currency: "USD", pricingVersion: "2026-11" },
-  limits: { maxAttempts: 1, perAttemptTimeout: 2000, minimumAttemptTime: 100 }
-})
+const target = (ref: string, model: string, price: readonly [number, number]) => {
+  const simulated = Simulated.target(ref, model, price)
+  return { ...simulated, capabilities: { vision: false, tools: true, streaming: true, ...simulated.capabilities } }
+}
 
 const Classification = Schema.Struct({
   category: Schema.Literal("billing", "technical", "other"),
@@ -89,18 +76,12 @@ const simulatedOpenAi = Layer.effect(
           yield* Effect.sleep(candidate ? 220 : 300)
           const now = yield* Clock.currentTimeMillis
           const broken = candidate && now >= updateAt && ++candidateCalls % 3 === 0
-          return {
-            text: broken ? '{"category": "billing", "confid' : JSON.stringify({ category: "billing", confidence: 0.9 }),
-            toolCalls: [],
-            finishReason: "stop" as const,
-            refusal: false,
-            usage: new Usage({ inputTokens: 180, outputTokens: 14, cachedInputTokens: 0, reasoningTokens: 0 }),
-            modelVersion: request.target.model,
-            requestId: undefined,
-            httpStatus: 200
-          }
+          const text = broken
+            ? '{"category": "billing", "confid'
+            : JSON.stringify({ category: "billing", confidence: 0.9 })
+          return Simulated.answer(request, text, { inputTokens: 180, outputTokens: 14 })
         }),
-      stream: () => Stream.fail(new ProviderError({ kind: "invalid_request", processed: "no" }))
+      stream: Simulated.noStream
     }
   })
 )

@@ -7,14 +7,14 @@
  * time (`TestClock`) with a simulated OpenAI endpoint: exact instants, no mock server, no faults.
  */
 import * as CallRecorder from "@modelgate/core/CallRecorder"
-import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
-import { CallRecord, Usage } from "@modelgate/core/ModelResult"
+import { CallRecord } from "@modelgate/core/ModelResult"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Effect, Fiber, Layer, Schema, Stream, TestClock, TestContext } from "effect"
+import { Effect, Fiber, Layer, Schema, TestClock, TestContext } from "effect"
 import type { DemoReport } from "./program.js"
 import * as Render from "./render.js"
+import * as Simulated from "./simulated.js"
 
 const refs = {
   mini: "model://openai/gpt-4.1-mini@eu",
@@ -30,22 +30,7 @@ const target = (
   price: readonly [number, number],
   classes: { readonly quality: string; readonly latency: string; readonly cost: string },
   quality: ReturnType<typeof verified>
-) => ({
-  ref,
-  provider: "openai",
-  model,
-  capabilities: {
-    structuredOutput: { mode: "json_schema_strict" },
-    contextWindow: 128_000,
-    maxOutputTokens: 4096
-  },
-  regions: ["eu"],
-  dataClasses: ["internal"],
-  pricing: { inputPerMillion: price[0], outputPerMillion: price[1], currency: "USD", pricingVersion: "2026-11" },
-  limits: { maxAttempts: 1, perAttemptTimeout: 2000, minimumAttemptTime: 100 },
-  classes,
-  quality
-})
+) => ({ ...Simulated.target(ref, model, price), classes, quality })
 
 export const Triage = Schema.Struct({
   category: Schema.Literal("billing", "technical", "shipping", "account", "other"),
@@ -104,18 +89,10 @@ export const simulatedOpenAi = Layer.succeed(ProviderAdapter.tag("openai"), {
       const text = request.messages.map((m) => (typeof m.content === "string" ? m.content : "")).join("\n")
       const ticket = answers.find((a) => text.includes(a.subject)) ?? answers[0]!
       const confidence = ref === refs.large ? 0.95 : ticket.confidence
-      return {
-        text: JSON.stringify({ category: ticket.category, confidence }),
-        toolCalls: [],
-        finishReason: "stop" as const,
-        refusal: false,
-        usage: new Usage({ inputTokens: 160, outputTokens: 12, cachedInputTokens: 0, reasoningTokens: 0 }),
-        modelVersion: request.target.model,
-        requestId: undefined,
-        httpStatus: 200
-      }
+      const answer = JSON.stringify({ category: ticket.category, confidence })
+      return Simulated.answer(request, answer, { inputTokens: 160, outputTokens: 12 })
     }),
-  stream: () => Stream.fail(new ProviderError({ kind: "invalid_request", processed: "no" }))
+  stream: Simulated.noStream
 })
 
 export const commandOf = (subject: string) =>

@@ -9,11 +9,12 @@
 import type { HttpClient } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import type { ConfigError } from "effect"
-import { Config, Effect, Layer, Redacted } from "effect"
-import * as HttpTransport from "./HttpTransport.js"
+import type { ConfigError, Effect, Layer } from "effect"
+import { Config, Redacted } from "effect"
 import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
+import type { Adapter, Build } from "./internal/constructors.js"
+import { echoRules, layerFromConfig, makeOver } from "./internal/constructors.js"
 import { codec } from "./internal/anthropicMessages.js"
 import { anthropicFamilies, anthropicRequestId } from "./internal/echo.js"
 
@@ -40,23 +41,14 @@ export interface Options extends Limits {
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (
-  options: Options
-): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(HttpTransport.orHttpClient, (http) => build(http, options))
+export const make = (options: Options): Effect.Effect<Adapter, never, HttpClient.HttpClient> => makeOver(build)(options)
 
 /** The adapter over `http`. */
-const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAdapter.ProviderAdapter, "provider"> =>
+const build: Build<Options> = (http, options) =>
   makeAdapter(
     http,
     codec({
-      provider: options.id ?? "anthropic",
-      echo: {
-        provider: options.id ?? "anthropic",
-        requestId: anthropicRequestId,
-        families: anthropicFamilies,
-        secrets: [options.apiKey]
-      },
+      ...echoRules(options, "anthropic", anthropicRequestId, anthropicFamilies),
       url: `${options.baseUrl.replace(/\/+$/, "")}/messages`,
       authorize: (request) => {
         let out = HttpClientRequest.setHeader(request, "anthropic-version", options.version ?? "2023-06-01")
@@ -117,12 +109,4 @@ export const defaultConfig: Config.Config.Wrap<Options> = {
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options> = defaultConfig
-): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> =>
-  Layer.unwrapEffect(
-    Effect.map(Config.unwrap(config), (options) =>
-      ProviderAdapter.layer(
-        options.id ?? "anthropic",
-        Effect.map(HttpTransport.orUndici, (http) => build(http, options))
-      )
-    )
-  )
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> => layerFromConfig(config, "anthropic", build)

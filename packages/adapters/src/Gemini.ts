@@ -12,11 +12,12 @@
 import type { HttpClient } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import type { ConfigError } from "effect"
-import { Config, Effect, Layer, Redacted } from "effect"
-import * as HttpTransport from "./HttpTransport.js"
+import type { ConfigError, Effect, Layer } from "effect"
+import { Config, Redacted } from "effect"
 import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
+import type { Adapter, Build } from "./internal/constructors.js"
+import { echoRules, layerFromConfig, makeOver } from "./internal/constructors.js"
 import { geminiFamilies, opaqueRequestId } from "./internal/echo.js"
 import { makeEmbed } from "./internal/embed.js"
 import { codec } from "./internal/geminiGenerate.js"
@@ -41,21 +42,12 @@ export interface Options extends Limits {
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (
-  options: Options
-): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(HttpTransport.orHttpClient, (http) => build(http, options))
+export const make = (options: Options): Effect.Effect<Adapter, never, HttpClient.HttpClient> => makeOver(build)(options)
 
 /** The adapter over `http`. */
-const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAdapter.ProviderAdapter, "provider"> => {
+const build: Build<Options> = (http, options) => {
   const settings = {
-    provider: options.id ?? "gemini",
-    echo: {
-      provider: options.id ?? "gemini",
-      requestId: opaqueRequestId,
-      families: geminiFamilies,
-      secrets: [options.apiKey]
-    },
+    ...echoRules(options, "gemini", opaqueRequestId, geminiFamilies),
     baseUrl: options.baseUrl,
     authorize: (request: HttpClientRequest.HttpClientRequest) =>
       options.apiKey === undefined
@@ -115,12 +107,4 @@ export const defaultConfig: Config.Config.Wrap<Options> = {
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options> = defaultConfig
-): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> =>
-  Layer.unwrapEffect(
-    Effect.map(Config.unwrap(config), (options) =>
-      ProviderAdapter.layer(
-        options.id ?? "gemini",
-        Effect.map(HttpTransport.orUndici, (http) => build(http, options))
-      )
-    )
-  )
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> => layerFromConfig(config, "gemini", build)

@@ -20,12 +20,13 @@
  */
 import type { HttpClient } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
-import type { ConfigError } from "effect"
+import type { ConfigError, Effect, Layer } from "effect"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Config, Effect, Layer, Redacted } from "effect"
-import * as HttpTransport from "./HttpTransport.js"
+import { Config, Redacted } from "effect"
 import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
+import type { Adapter, Build } from "./internal/constructors.js"
+import { echoRules, layerFromConfig, makeOver } from "./internal/constructors.js"
 import { codec } from "./internal/chatCompletions.js"
 import { openAiFamilies, openAiRequestId } from "./internal/echo.js"
 import { makeEmbed } from "./internal/embed.js"
@@ -56,13 +57,10 @@ export interface Options extends Limits {
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (
-  options: Options
-): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(HttpTransport.orHttpClient, (http) => build(http, options))
+export const make = (options: Options): Effect.Effect<Adapter, never, HttpClient.HttpClient> => makeOver(build)(options)
 
 /** The adapter over `http`. */
-const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAdapter.ProviderAdapter, "provider"> => {
+const build: Build<Options> = (http, options) => {
   const authorize = (request: HttpClientRequest.HttpClientRequest) => {
     let out = request
     if (options.apiKey !== undefined) out = HttpClientRequest.bearerToken(out, Redacted.value(options.apiKey))
@@ -72,24 +70,22 @@ const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAd
     return out
   }
   const root = options.baseUrl.replace(/\/+$/, "")
-  const provider = options.id ?? "openai"
-  const echo = { provider, requestId: openAiRequestId, families: openAiFamilies, secrets: [options.apiKey] }
+  const rules = echoRules(options, "openai", openAiRequestId, openAiFamilies)
   return {
     ...makeAdapter(
       http,
       codec({
-        provider,
+        ...rules,
         url: `${root}/chat/completions`,
         maxTokensField: "max_completion_tokens",
         systemRole: options.systemRole ?? "system",
         streamUsage: true,
-        authorize,
-        echo
+        authorize
       }),
       options
     ),
     // `POST {baseUrl}/embeddings`
-    embed: makeEmbed(http, embeddingsCodec({ provider, url: `${root}/embeddings`, authorize, echo }), options)
+    embed: makeEmbed(http, embeddingsCodec({ ...rules, url: `${root}/embeddings`, authorize }), options)
   }
 }
 
@@ -125,12 +121,4 @@ export const defaultConfig: Config.Config.Wrap<Options> = {
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options> = defaultConfig
-): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> =>
-  Layer.unwrapEffect(
-    Effect.map(Config.unwrap(config), (options) =>
-      ProviderAdapter.layer(
-        options.id ?? "openai",
-        Effect.map(HttpTransport.orUndici, (http) => build(http, options))
-      )
-    )
-  )
+): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> => layerFromConfig(config, "openai", build)

@@ -22,11 +22,12 @@
 import type { HttpClient } from "@effect/platform"
 import { HttpClientRequest } from "@effect/platform"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import type { ConfigError } from "effect"
-import { Config, Effect, Layer, Redacted } from "effect"
-import * as HttpTransport from "./HttpTransport.js"
+import type { Config, ConfigError, Effect, Layer } from "effect"
+import { Redacted } from "effect"
 import type { Limits } from "./internal/adapter.js"
 import { makeAdapter } from "./internal/adapter.js"
+import type { Adapter, Build } from "./internal/constructors.js"
+import { echoRules, layerFromConfig, makeOver } from "./internal/constructors.js"
 import { codec, compatibleProviderOptions } from "./internal/chatCompletions.js"
 import { compatibleRequestId } from "./internal/echo.js"
 
@@ -53,23 +54,14 @@ export interface Options extends Limits {
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (
-  options: Options
-): Effect.Effect<Omit<ProviderAdapter.ProviderAdapter, "provider">, never, HttpClient.HttpClient> =>
-  Effect.map(HttpTransport.orHttpClient, (http) => build(http, options))
+export const make = (options: Options): Effect.Effect<Adapter, never, HttpClient.HttpClient> => makeOver(build)(options)
 
 /** The adapter over `http`. */
-const build = (http: HttpTransport.Transport, options: Options): Omit<ProviderAdapter.ProviderAdapter, "provider"> =>
+const build: Build<Options> = (http, options) =>
   makeAdapter(
     http,
     codec({
-      provider: options.id ?? "openai-compatible",
-      echo: {
-        provider: options.id ?? "openai-compatible",
-        requestId: compatibleRequestId,
-        families: [],
-        secrets: [options.apiKey]
-      },
+      ...echoRules(options, "openai-compatible", compatibleRequestId, []),
       url: `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`,
       maxTokensField: options.maxTokensField ?? "max_tokens",
       systemRole: "system",
@@ -102,11 +94,4 @@ export const layer = (options: Options): Layer.Layer<ProviderAdapter.ProviderAda
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
 ): Layer.Layer<ProviderAdapter.ProviderAdapter, ConfigError.ConfigError> =>
-  Layer.unwrapEffect(
-    Effect.map(Config.unwrap(config), (options) =>
-      ProviderAdapter.layer(
-        options.id ?? "openai-compatible",
-        Effect.map(HttpTransport.orUndici, (http) => build(http, options))
-      )
-    )
-  )
+  layerFromConfig(config, "openai-compatible", build)

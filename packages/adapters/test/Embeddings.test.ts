@@ -20,11 +20,13 @@ import {
   TargetRef
 } from "@modelgate/core/ModelTarget"
 import type { EmbedRequest, ProviderAdapter } from "@modelgate/core/ProviderAdapter"
-import type { Behavior, ErrorSpec } from "@modelgate/testing/MockProviderServer"
+import type { Behavior } from "@modelgate/testing/MockProviderServer"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Duration, Effect } from "effect"
 import type { Redacted } from "effect"
 import type { TransportCase } from "./adapters-fixtures.js"
+import type { ClassificationRow } from "./conformance/AdapterConformance.js"
+import { row } from "./conformance/AdapterConformance.js"
 import {
   apiKey,
   assertKeyOnlyIn,
@@ -94,28 +96,13 @@ const embedOf = (adapter: Adapter) => {
 }
 
 /** Failures scripted once for `generate` and once for `embed`: both must classify them alike. */
-const failures: ReadonlyArray<{
-  readonly name: string
-  readonly status: number
-  readonly error?: ErrorSpec
-  readonly headers?: Record<string, string>
-  readonly kind: ProviderError["kind"]
-  readonly processed: ProviderError["processed"]
-  readonly retryAfterMs?: number
-}> = [
-  {
-    name: "429 with retry-after",
-    status: 429,
-    headers: { "retry-after": "2" },
-    kind: "rate_limited",
-    processed: "no",
-    retryAfterMs: 2000
-  },
-  { name: "503", status: 503, kind: "overloaded", processed: "no" },
-  { name: "500", status: 500, kind: "server_error", processed: "maybe" },
-  { name: "400", status: 400, kind: "invalid_request", processed: "no" },
-  { name: "401", status: 401, kind: "authentication", processed: "no" },
-  { name: "404", status: 404, kind: "model_not_found", processed: "no" }
+const failures: ReadonlyArray<ClassificationRow> = [
+  row("429 with retry-after", 429, "rate_limited", "no", { headers: { "retry-after": "2" }, retryAfterMs: 2000 }),
+  row("503", 503, "overloaded", "no"),
+  row("500", 500, "server_error", "maybe"),
+  row("400", 400, "invalid_request", "no"),
+  row("401", 401, "authentication", "no"),
+  row("404", 404, "model_not_found", "no")
 ]
 
 /** The adapter's `embed`, made against the mock server (with the size limit given). */

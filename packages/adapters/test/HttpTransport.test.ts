@@ -1,12 +1,3 @@
-/**
- * The transport seam (issue 27, item 1): which transport each constructor uses, the direct one's
- * pool owned by its scope, an interrupted exchange aborting its request on both transports, and
- * the direct transport's client span matching the platform client's (name, attributes, redaction).
- * The wire behaviour of both transports is the conformance, embeddings and hostile-upstream
- * suites', which run over each.
- */
-import { createServer } from "node:http"
-import type { IncomingMessage, ServerResponse } from "node:http"
 import { HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
@@ -16,6 +7,7 @@ import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Config, Deferred, Effect, Fiber, Layer, Tracer } from "effect"
 import { apiKey, canary, simpleRequest, transports } from "./adapters-fixtures.js"
+import { serve } from "./loopback.js"
 
 /** An `HttpClient` that must not be used: every request fails. */
 const refusingClient = Layer.succeed(
@@ -24,28 +16,6 @@ const refusingClient = Layer.succeed(
     Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", description: "not this client" }))
   )
 )
-
-/** A loopback server answering with `handler`, closed with the scope. */
-const serve = (handler: (request: IncomingMessage, response: ServerResponse) => void) =>
-  Effect.acquireRelease(
-    Effect.async<{ readonly url: string; readonly close: () => void }>((resume) => {
-      const server = createServer(handler)
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address()
-        const port = typeof address === "object" && address !== null ? address.port : 0
-        resume(
-          Effect.succeed({
-            url: `http://127.0.0.1:${port}`,
-            close: () => {
-              server.closeAllConnections()
-              server.close()
-            }
-          })
-        )
-      })
-    }),
-    (server) => Effect.sync(server.close)
-  )
 
 const exchangeOptions = { provider: "test", maxBytes: 1024, requestId: () => undefined }
 

@@ -8,22 +8,14 @@ import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@mode
 import { Duration } from "effect"
 import type { Message } from "@modelgate/core/ModelCommand"
 import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
+import type { Usage } from "@modelgate/core/ModelResult"
 import type { HttpClient } from "@effect/platform"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { canary, simpleRequest, TestLayer } from "@modelgate/testing/AdapterFixtures"
 import { Layer } from "effect"
 
-export {
-  apiKey,
-  canary,
-  collect,
-  collectFailure,
-  lastRequestFor,
-  simpleRequest,
-  target,
-  TestLayer,
-  textOf
-} from "@modelgate/testing/AdapterFixtures"
+/** The shared adapter fixtures (canary key, mock server layer, requests, collectors), all of them. */
+export * from "@modelgate/testing/AdapterFixtures"
 
 /** A transport the wire tests run over, by name. */
 export interface TransportCase {
@@ -145,3 +137,9 @@ export const leaks = (value: unknown): boolean =>
 /** A recorded JSON body as a record (no casts). */
 export const recordOf = (value: unknown): Record<string, unknown> =>
   typeof value === "object" && value !== null ? Object.fromEntries(Object.entries(value)) : {}
+
+/** Asserts the four token counts of `usage` (a `Usage` instance, compared by its fields). */
+export const assertUsage = (
+  usage: Usage | undefined,
+  expected: { inputTokens: number; cachedInputTokens: number; outputTokens: number; reasoningTokens: number }
+): void => assert.deepStrictEqual({ ...usage }, expected)

@@ -14,8 +14,8 @@ import type { ProviderAdapter, ProviderResponse } from "@modelgate/core/Provider
 import type { StreamEvent } from "@modelgate/core/StreamEvent"
 import type { Behavior, Provider as MockProvider, RecordedRequest } from "@modelgate/testing/MockProviderServer"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
-import type { Context } from "effect"
-import { Cause, Chunk, Effect, Either, Exit, Layer, Logger, LogLevel, Option, Schema, Stream, Tracer } from "effect"
+import * as RecordingTracer from "@modelgate/testing/RecordingTracer"
+import { Cause, Chunk, Effect, Either, Exit, Layer, Logger, LogLevel, Option, Schema, Stream } from "effect"
 import * as Anthropic from "../src/Anthropic.js"
 import * as Gemini from "../src/Gemini.js"
 import { maxModelLength, maxRequestIdLength, truncatedMark } from "../src/internal/bounded.js"
@@ -103,67 +103,11 @@ const errorFrame = (provider: Provider): string => {
 // What an exporter, a log sink and the recorder would receive
 // ---------------------------------------------------------------------------------------------
 
-/** Everything a span could export, as text. */
-class RecordedSpan implements Tracer.Span {
-  readonly _tag = "Span"
-  readonly sampled = true
-  readonly traceId: string
-  status: Tracer.SpanStatus
-  readonly attributes = new Map<string, unknown>()
-  readonly events: Array<unknown> = []
-  readonly links: Array<Tracer.SpanLink>
-  constructor(
-    readonly name: string,
-    readonly spanId: string,
-    readonly parent: Option.Option<Tracer.AnySpan>,
-    readonly context: Context.Context<never>,
-    links: Iterable<Tracer.SpanLink>,
-    startTime: bigint,
-    readonly kind: Tracer.SpanKind
-  ) {
-    this.traceId = parent._tag === "Some" ? parent.value.traceId : `trace-${spanId}`
-    this.status = { _tag: "Started", startTime }
-    this.links = [...links]
-  }
-  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
-  }
-  attribute(key: string, value: unknown): void {
-    this.attributes.set(key, value)
-  }
-  event(name: string, _startTime: bigint, attributes?: Record<string, unknown>): void {
-    this.events.push({ name, attributes })
-  }
-  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
-    this.links.push(...links)
-  }
-  dump(): string {
-    const exit = this.status._tag === "Ended" ? this.status.exit : undefined
-    return JSON.stringify({
-      name: this.name,
-      attributes: [...this.attributes].map(([k, v]) => [k, String(v)]),
-      events: this.events,
-      links: this.links.map((l) => l.attributes),
-      failure:
-        exit !== undefined && Exit.isFailure(exit) ? Cause.pretty(exit.cause, { renderErrorCause: true }) : undefined
-    })
-  }
-}
-
 /** A tracer, a logger (every level) and a sink for values, all dumped as text. */
 const makeSinks = () => {
-  const spans: Array<RecordedSpan> = []
+  const { spans, tracer } = RecordingTracer.make()
   const lines: Array<string> = []
   const values: Array<string> = []
-  let seq = 0
-  const tracer = Tracer.make({
-    span: (name, parent, context, links, startTime, kind) => {
-      const span = new RecordedSpan(name, `span-${++seq}`, parent, context, links, startTime, kind)
-      spans.push(span)
-      return span
-    },
-    context: (f) => f()
-  })
   const logger = Logger.make(({ annotations, cause, logLevel, message }) => {
     lines.push(
       `${logLevel.label} ${String(message)} ${safeJson(message)} ${safeJson([...annotations])} ${Cause.pretty(cause, { renderErrorCause: true })}`
@@ -179,7 +123,7 @@ const makeSinks = () => {
   const keep = (value: unknown) => {
     values.push(`${String(value)} ${safeJson(value)}`)
   }
-  const texts = () => [...spans.map((s) => s.dump()), ...lines, ...values]
+  const texts = () => [...spans.map((s) => s.dump(String)), ...lines, ...values]
   return { spans, lines, observe, keep, texts }
 }
 

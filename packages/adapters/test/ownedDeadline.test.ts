@@ -1,38 +1,12 @@
-/**
- * The adapter-owned deadline (issue 27, item 2): `asyncUntil`, the one-timer step the direct
- * transport bounds an exchange with under the live clock, gives the engine's `bounded` outcomes
- * (core's Deadline.test.ts scenarios: a completion at exactly the bound wins; otherwise a cut at the
- * bound) — driven by fake timers, never by real time — and aborts its work's signal when it cuts.
- * Then the direct transport's `exchangeUntil` against a loopback server: an answer before the
- * deadline, and a deadline already due with no answer (cut, the request aborted).
- */
-import { createServer } from "node:http"
 import { HttpClientRequest } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { Effect, Exit, Fiber } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
+import { bound, type Scenario, scenarios } from "@modelgate/testing/DeadlineScenarios"
 import { asyncUntil } from "../src/internal/ownedDeadline.js"
-
-const bound = 100
-
-interface Scenario {
-  readonly name: string
-  /** Ms until the step settles; `undefined`: never. */
-  readonly after: number | undefined
-  readonly fails: boolean
-}
-
-/** The scenarios of core's `bounded` tests. */
-const scenarios: ReadonlyArray<Scenario> = [
-  { name: "completes before the bound", after: 50, fails: false },
-  { name: "completes exactly at the bound", after: bound, fails: false },
-  { name: "completes after the bound", after: 150, fails: false },
-  { name: "fails before the bound", after: 40, fails: true },
-  { name: "fails exactly at the bound", after: bound, fails: true },
-  { name: "never completes", after: undefined, fails: false }
-]
+import { serve as serveLoopback } from "./loopback.js"
 
 interface Observed {
   readonly outcome: "value" | "cut" | "failed"
@@ -112,31 +86,13 @@ describe("asyncUntil: the adapter-owned timer (live clock, fake timers)", () => 
 
 describe("exchangeUntil over the direct transport (loopback)", () => {
   /** A server that answers `/answer` at once and never answers anything else. */
-  const serve = Effect.acquireRelease(
-    Effect.async<{ readonly url: string; readonly close: () => void }>((resume) => {
-      const server = createServer((request, response) => {
-        request.resume()
-        if (request.url === "/answer") {
-          response.writeHead(200, { "content-type": "application/json" })
-          response.end('{"ok":true}')
-        }
-      })
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address()
-        const port = typeof address === "object" && address !== null ? address.port : 0
-        resume(
-          Effect.succeed({
-            url: `http://127.0.0.1:${port}`,
-            close: () => {
-              server.closeAllConnections()
-              server.close()
-            }
-          })
-        )
-      })
-    }),
-    (server) => Effect.sync(server.close)
-  )
+  const serve = serveLoopback((request, response) => {
+    request.resume()
+    if (request.url === "/answer") {
+      response.writeHead(200, { "content-type": "application/json" })
+      response.end('{"ok":true}')
+    }
+  })
 
   const options = { provider: "test", maxBytes: 1024, requestId: () => undefined }
 

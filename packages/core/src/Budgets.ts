@@ -56,14 +56,7 @@ import { type BudgetExceeded, ConfigProblem, GatewayConfigError, type StoreError
 import * as Internal from "./internal/budgetReservation.js"
 import * as Service_ from "./internal/budgetService.js"
 import * as Windows from "./internal/budgetWindow.js"
-import {
-  configProblemsOf,
-  isReservedKey,
-  reservedKeyDetail,
-  reservedKeysOf,
-  safeRecord,
-  segment
-} from "./internal/issues.js"
+import { isReservedKey, reservedKeyDetail, reservedKeysOf, safeRecord, segment } from "./internal/issues.js"
 import { TenantId } from "./ModelCommand.js"
 import {
   type Balance,
@@ -75,6 +68,7 @@ import {
   TenantBudget,
   type Window
 } from "./internal/budgetTypes.js"
+import { decodeSection } from "./internal/configSection.js"
 
 export { Period, TenantBudget }
 export type { Balance, Options, Reservation, Service, Settlement, Window }
@@ -272,8 +266,6 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
   return problems
 }
 
-const decodeConfig = Schema.decodeUnknownEither(BudgetsConfig, { errors: "all", onExcessProperty: "error" })
-
 /**
  * Decodes a budget configuration from plain JSON (`reservationTtl` in milliseconds) and validates
  * it. A failure lists every problem with its path (`budgets.tenants.acme.limit`), never a value.
@@ -281,16 +273,11 @@ const decodeConfig = Schema.decodeUnknownEither(BudgetsConfig, { errors: "all", 
  * @since 0.2.0
  * @category Constructors
  */
-export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigError> =>
-  Effect.suspend(() => {
-    const decoded = decodeConfig(input)
-    if (decoded._tag === "Left") {
-      const problems = configProblemsOf(decoded.left, (path) => ["budgets", ...path.map(segment)].join("."))
-      return Effect.fail(new GatewayConfigError({ problems: problems.map((p) => new ConfigProblem(p)) }))
-    }
-    const problems = validate(decoded.right)
-    return problems.length > 0 ? Effect.fail(new GatewayConfigError({ problems })) : Effect.succeed(decoded.right)
-  })
+export const decode: (input: unknown) => Effect.Effect<Options, GatewayConfigError> = decodeSection(
+  BudgetsConfig,
+  "budgets",
+  validate
+)
 
 // ---------------------------------------------------------------------------------------------
 // Windows

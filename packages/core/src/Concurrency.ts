@@ -56,7 +56,6 @@ import { ConfigProblem, GatewayConfigError } from "./Errors.js"
 import type { StoreError } from "./Errors.js"
 import * as FastPath from "./internal/fastPath.js"
 import {
-  configProblemsOf,
   isReservedKey,
   reservedKeyDetail,
   reservedKeysOf,
@@ -68,6 +67,7 @@ import { TenantId } from "./ModelCommand.js"
 import * as PermitStore from "./PermitStore.js"
 import type { TargetRef } from "./ModelTarget.js"
 import { WorkflowName } from "./Workflow.js"
+import { decodeSection } from "./internal/configSection.js"
 
 /**
  * A held permit. `release` is synchronous and idempotent: the first call gives the permit back (to
@@ -378,7 +378,6 @@ const validateWorkflows = (
   }
 }
 
-const decodeConfig = Schema.decodeUnknownEither(ConcurrencyConfig, { errors: "all", onExcessProperty: "error" })
 
 /**
  * Decodes a concurrency configuration from plain JSON and validates it. A failure lists every
@@ -387,16 +386,11 @@ const decodeConfig = Schema.decodeUnknownEither(ConcurrencyConfig, { errors: "al
  * @since 0.2.0
  * @category Constructors
  */
-export const decode = (input: unknown): Effect.Effect<Options, GatewayConfigError> =>
-  Effect.suspend(() => {
-    const decoded = decodeConfig(input)
-    if (decoded._tag === "Left") {
-      const problems = configProblemsOf(decoded.left, (path) => ["concurrency", ...path.map(segment)].join("."))
-      return Effect.fail(new GatewayConfigError({ problems: problems.map((p) => new ConfigProblem(p)) }))
-    }
-    const problems = validate(decoded.right)
-    return problems.length > 0 ? Effect.fail(new GatewayConfigError({ problems })) : Effect.succeed(decoded.right)
-  })
+export const decode: (input: unknown) => Effect.Effect<Options, GatewayConfigError> = decodeSection(
+  ConcurrencyConfig,
+  "concurrency",
+  validate
+)
 
 // ---------------------------------------------------------------------------------------------
 // Implementation over a PermitStore

@@ -402,6 +402,15 @@ export const embed = (
 export const stream = (command: ModelCommand): Stream.Stream<StreamEvent.StreamEvent, GatewayError, ModelGateway> =>
   Stream.unwrap(Effect.map(ModelGateway, (g) => g.stream(command)))
 
+/** The `InvalidOutput` of a result whose value failed the caller's schema (paths only, never values). */
+const invalidOutputOf = (result: ModelResult, error: ParseResult.ParseError): InvalidOutput =>
+  new InvalidOutput({
+    callId: result.evidence.callId,
+    attempts: result.evidence.attempts,
+    target: result.evidence.target,
+    issues: issuesOf(error)
+  })
+
 /**
  * Runs `generate` for a workflow with structured output and returns its value typed by `schema`
  * (the workflow's output schema, or one its values satisfy), next to the envelope. A value that
@@ -419,15 +428,7 @@ export const generateObject = <A, I>(
   return Effect.flatMap(generate(command), (result) =>
     Either.match(validate(result.content.value), {
       onRight: (value) => Effect.succeed({ value, result }),
-      onLeft: (error) =>
-        Effect.fail(
-          new InvalidOutput({
-            callId: result.evidence.callId,
-            attempts: result.evidence.attempts,
-            target: result.evidence.target,
-            issues: issuesOf(error)
-          })
-        )
+      onLeft: (error) => Effect.fail(invalidOutputOf(result, error))
     })
   )
 }
@@ -559,15 +560,7 @@ export const streamWith = <A, I>(
     const result = event.result
     return Either.match(validate(result.content.value), {
       onRight: (value): Effect.Effect<TypedFinal<A>, InvalidOutput> => Effect.succeed({ _tag: "Final", result, value }),
-      onLeft: (error) =>
-        Effect.fail(
-          new InvalidOutput({
-            callId: result.evidence.callId,
-            attempts: result.evidence.attempts,
-            target: result.evidence.target,
-            issues: issuesOf(error)
-          })
-        )
+      onLeft: (error) => Effect.fail(invalidOutputOf(result, error))
     })
   }
   return Stream.unwrap(

@@ -15,12 +15,13 @@
  *
  * @since 0.2.0
  */
-import { Clock, Context, Effect, Layer, Metric, MetricLabel, Option } from "effect"
+import { Clock, Context, Effect, Layer, MetricLabel, Option } from "effect"
 import * as ResponseCacheStore from "./ResponseCacheStore.js"
 import { bounded } from "./internal/deadline.js"
 import { type Key, type KeyInput, keyOf } from "./internal/cache/key.js"
 import { type FastGet, fastGetOf } from "./internal/cache/fastGet.js"
 import { makeSingleFlight, type Turn } from "./internal/cache/singleFlight.js"
+import { counter } from "./internal/counter.js"
 
 /**
  * An answer found in the cache: its encoded form, its age and the key id.
@@ -95,15 +96,9 @@ export interface Service {
  */
 export const metrics = {
   /** Lookups by outcome: `hit`, `miss`, `error` (fail-open), `refresh`, `bypass`. */
-  lookups: Metric.counter("modelgate.cache.lookups", {
-    description: "Response cache lookups by outcome (hit, miss, error, refresh, bypass)",
-    incremental: true
-  }),
+  lookups: counter("modelgate.cache.lookups", "Response cache lookups by outcome (hit, miss, error, refresh, bypass)"),
   /** Encoded bytes, `outcome` `served` (hits) or `stored`. */
-  bytes: Metric.counter("modelgate.cache.bytes", {
-    description: "Response cache bytes served and stored",
-    incremental: true
-  })
+  bytes: counter("modelgate.cache.bytes", "Response cache bytes served and stored")
 } as const
 
 /**

@@ -22,9 +22,10 @@ import { Capabilities, ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
 import * as Cost from "@modelgate/core/Pricing"
 import * as Workflow from "@modelgate/core/Workflow"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
-import { Cause, Effect, Exit, Fiber, Layer, Schema, TestClock } from "effect"
+import { Cause, Effect, Exit, Layer, Schema } from "effect"
 import { keyOn } from "./lifecycleFixtures.js"
 import { command, refs, target, workflow } from "./fixtures.js"
+import { driven, generateExit } from "./virtualTime.js"
 
 const P = refs.primary
 const F = refs.fallback
@@ -78,13 +79,7 @@ const layerOf = (
 const stores = ["memory", "remote"] as const
 
 /** Runs `generate` to its end under the TestClock: its exit. */
-const runCall = (cmd: ReturnType<typeof command>) =>
-  Effect.gen(function* () {
-    const gateway = yield* ModelGateway.ModelGateway
-    const fiber = yield* Effect.fork(Effect.exit(gateway.generate(cmd)))
-    yield* TestClock.adjust(10_000)
-    return yield* Fiber.join(fiber)
-  })
+const runCall = (cmd: ReturnType<typeof command>) => driven(generateExit(cmd), 10_000)
 
 const errorOf = (exit: Exit.Exit<ModelResult, GatewayError>): GatewayError | undefined =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined

@@ -8,23 +8,12 @@
  */
 import { randomBytes } from "node:crypto"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import {
-  Budgets,
-  CallRecorder,
-  Concurrency,
-  Embeddings,
-  GatewayConfig,
-  Health,
-  ModelGateway,
-  ProviderAdapter,
-  RateLimitStore,
-  Shadow
-} from "@modelgate/core"
+import { Embeddings, GatewayConfig, ModelGateway, ProviderAdapter, RateLimitStore, Shadow } from "@modelgate/core"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Exit, Fiber, Layer, ManagedRuntime, Schema, Stream } from "effect"
 import { assert, describe, it } from "vitest"
-import { Classification, command, providers, refs, target, workflow } from "./fixtures.js"
+import { Classification, command, providers, refs, servicesOff, target, workflow } from "./fixtures.js"
 
 /** 1 MB: 700 K characters of base64 (no whitespace), then 300 K of "aaaa ". */
 const hostile = () => randomBytes(525_000).toString("base64") + "aaaa ".repeat(60_000)
@@ -95,17 +84,8 @@ const embedder = ProviderAdapter.layer(
 const layer = (scripts: ScriptedProvider.Scripts) =>
   ModelGateway.layer(definition).pipe(
     Layer.provideMerge(Layer.merge(ScriptedProvider.layer({ providers, scripts }), embedder)),
-    Layer.provideMerge(
-      Layer.mergeAll(
-        // No budget and no limit: the router does not count; each path below counts on its own.
-        Budgets.layerOff,
-        Concurrency.layerOff,
-        Health.layerOff,
-        CallRecorder.layerMemory,
-        Shadow.layerMemory,
-        RateLimitStore.layerMemory
-      )
-    )
+    // No budget and no limit: the router does not count; each path below counts on its own.
+    Layer.provideMerge(Layer.mergeAll(servicesOff, Shadow.layerMemory, RateLimitStore.layerMemory))
   )
 
 /** Runs `path` on a fresh gateway with the event-loop monitor on: the longest gap, ms. */

@@ -7,25 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Option, Supervisor, TestClock } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
+import { bound, type Scenario, scenarios } from "@modelgate/testing/DeadlineScenarios"
 import { bounded } from "../src/internal/deadline.js"
-
-const bound = 100
-
-interface Scenario {
-  readonly name: string
-  /** Virtual ms until the step settles; `undefined`: never. */
-  readonly after: number | undefined
-  readonly fails: boolean
-}
-
-const scenarios: ReadonlyArray<Scenario> = [
-  { name: "completes before the bound", after: 50, fails: false },
-  { name: "completes exactly at the bound", after: bound, fails: false },
-  { name: "completes after the bound", after: 150, fails: false },
-  { name: "fails before the bound", after: 40, fails: true },
-  { name: "fails exactly at the bound", after: bound, fails: true },
-  { name: "never completes", after: undefined, fails: false }
-]
 
 /** What a caller observed: the outcome and the instant (ms from the start) it got it. */
 interface Observed {

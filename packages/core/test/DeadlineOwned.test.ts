@@ -10,17 +10,9 @@ import { simpleRequest } from "@modelgate/testing/AdapterFixtures"
 import { Clock, Effect, Fiber, Option, Stream, TestClock } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
 import { generateUntil } from "../src/internal/attempt.js"
+import { providerAnswer } from "./fixtures.js"
 
-const response: ProviderResponse = {
-  text: "ok",
-  toolCalls: [],
-  finishReason: "stop",
-  refusal: false,
-  usage: undefined,
-  modelVersion: undefined,
-  requestId: undefined,
-  httpStatus: 200
-}
+const response = providerAnswer()
 
 const request = simpleRequest("owned", "m")
 

@@ -12,7 +12,7 @@ import { ProviderError } from "../src/ProviderAdapter.js"
 import type { AttemptOutcome } from "../src/ModelResult.js"
 import { TenantId } from "../src/ModelCommand.js"
 import { TargetRef } from "../src/ModelTarget.js"
-import type { ProviderResponse } from "../src/ProviderAdapter.js"
+import { providerAnswer } from "./fixtures.js"
 
 const target = TargetRef.make("model://test/a@eu")
 
@@ -215,17 +215,7 @@ describe("Disposition.isTemporaryKind: the one list of retried kinds, read from 
 })
 
 describe("Disposition.classify: every recording path", () => {
-  const answer = (over: Partial<ProviderResponse> = {}): ProviderResponse => ({
-    text: "ok",
-    toolCalls: [],
-    finishReason: "stop",
-    refusal: false,
-    usage: undefined,
-    modelVersion: undefined,
-    requestId: undefined,
-    httpStatus: 200,
-    ...over
-  })
+  const answer = providerAnswer
   type Want = {
     outcome: AttemptOutcome
     failure: string | undefined

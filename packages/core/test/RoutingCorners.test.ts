@@ -16,7 +16,8 @@ import * as Router from "@modelgate/core/Router"
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Effect, Exit, Fiber, Layer, Metric, TestClock } from "effect"
-import { command, target, workflow } from "./fixtures.js"
+import { command, servicesCounting, target, workflow } from "./fixtures.js"
+import { driven, generateExit } from "./virtualTime.js"
 import { keyOn } from "./lifecycleFixtures.js"
 
 const A = "model://openai/small@eu"
@@ -44,23 +45,11 @@ const gateway = (
     })
   }).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers: ["openai", "anthropic"], scripts })),
-    Layer.provideMerge(
-      Layer.mergeAll(
-        Budgets.layerMemory({ tenants: { acme: { limit } } }),
-        Concurrency.layerMemory({ permits: 4 }),
-        Health.layerOff,
-        CallRecorder.layerMemory
-      )
-    )
+    Layer.provideMerge(servicesCounting(limit))
   )
 
-const run = (cmd: ReturnType<typeof command>) =>
-  Effect.gen(function* () {
-    const g = yield* ModelGateway.ModelGateway
-    const fiber = yield* Effect.fork(Effect.exit(g.generate(cmd)))
-    yield* TestClock.adjust(1_000)
-    return yield* Fiber.join(fiber)
-  })
+/** Runs `generate` for 1 s of virtual time: its exit. */
+const run = (cmd: ReturnType<typeof command>) => driven(generateExit(cmd), 1_000)
 
 const ok = ScriptedProvider.success({ after: 10, usage: { inputTokens: 10, outputTokens: 10 } })
 

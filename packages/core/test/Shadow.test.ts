@@ -5,24 +5,23 @@
  * concurrency (dropped under load) and charged to its own budget tenant.
  */
 import { assert, describe, it } from "@effect/vitest"
-import {
-  Budgets,
-  CallRecorder,
-  Concurrency,
-  GatewayConfig,
-  Health,
-  ModelGateway,
-  type ModelResult,
-  Shadow
-} from "@modelgate/core"
+import * as Budgets from "@modelgate/core/Budgets"
+import * as CallRecorder from "@modelgate/core/CallRecorder"
+import * as Concurrency from "@modelgate/core/Concurrency"
+import * as GatewayConfig from "@modelgate/core/GatewayConfig"
+import * as Health from "@modelgate/core/Health"
+import * as ModelGateway from "@modelgate/core/ModelGateway"
+import * as Shadow from "@modelgate/core/Shadow"
+import type * as ModelResult from "@modelgate/core/ModelResult"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { Usage } from "@modelgate/core/ModelResult"
 import { Capabilities, ModelTarget } from "@modelgate/core/ModelTarget"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Clock, Effect, Layer, Metric, Stream, TestContext } from "effect"
-import { Classification, command, providers, refs, target, targets, workflow } from "./fixtures.js"
+import { Clock, Effect, Layer, Stream, TestContext } from "effect"
+import { Classification, command, providers, refs, servicesOff, target, targets, workflow } from "./fixtures.js"
 import { candidateRef, concurrently } from "./lifecycleFixtures.js"
+import { dropped, shadowRecords } from "./shadowFixtures.js"
 
 const definition = (shadow: { readonly target?: string; readonly maxConcurrent?: number } | undefined) => ({
   config: GatewayConfig.GatewayConfig.make({
@@ -68,20 +67,6 @@ const answers = (commands: ReadonlyArray<ReturnType<typeof command>>, ms = 2_000
       ),
       ms
     )
-  )
-
-const shadowRecords = Effect.flatMap(Shadow.MemoryShadowRecorder, (m) => m.records)
-
-const dropped = (reason: string) =>
-  Effect.map(
-    Metric.value(
-      Metric.tagged(
-        Metric.tagged(Metric.tagged(Shadow.metrics.dropped, "workflow", "ticket.classify"), "candidate", candidateRef),
-        "reason",
-        reason
-      )
-    ),
-    (c) => c.count
   )
 
 /** The caller's view of one call: instant, target, latency, cost, evidence without its call id. */
@@ -303,15 +288,7 @@ describe("Shadow traffic", () => {
                 ProviderAdapter.layer("vllm", Effect.succeed(candidate))
               )
             ),
-            Layer.provideMerge(
-              Layer.mergeAll(
-                Budgets.layerOff,
-                Concurrency.layerOff,
-                Health.layerOff,
-                CallRecorder.layerMemory,
-                Shadow.layerMemory
-              )
-            )
+            Layer.provideMerge(Layer.merge(servicesOff, Shadow.layerMemory))
           )
         )
       )

@@ -21,9 +21,10 @@ import { Usage } from "@modelgate/core/ModelResult"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, Fiber, Layer, Metric, Stream } from "effect"
+import { Effect, Fiber, Layer, Stream } from "effect"
 import { Classification, command, refs, target, targets, workflow } from "./fixtures.js"
 import { at, candidateRef } from "./lifecycleFixtures.js"
+import { dropped, shadowRecords } from "./shadowFixtures.js"
 
 /** What the candidate does with one request. */
 type Step = { readonly _tag: "Answer"; readonly after: number } | { readonly _tag: "Hang" } | { readonly _tag: "Throw" }
@@ -113,20 +114,6 @@ const layer = (
         RateLimitStore.layerMemory
       )
     )
-  )
-
-const shadowRecords = Effect.flatMap(Shadow.MemoryShadowRecorder, (m) => m.records)
-
-const dropped = (reason: string) =>
-  Effect.map(
-    Metric.value(
-      Metric.tagged(
-        Metric.tagged(Metric.tagged(Shadow.metrics.dropped, "workflow", "ticket.classify"), "candidate", candidateRef),
-        "reason",
-        reason
-      )
-    ),
-    (c) => c.count
   )
 
 /** Starts one call of `workflow` in its own fiber. */

@@ -5,7 +5,7 @@ import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import * as ModelCommand from "@modelgate/core/ModelCommand"
 import { CallRecord } from "@modelgate/core/ModelResult"
 import * as Telemetry from "@modelgate/core/Telemetry"
-import { ScriptedProvider } from "@modelgate/testing"
+import { RecordingTracer, ScriptedProvider } from "@modelgate/testing"
 import {
   Cause,
   Chunk,
@@ -23,81 +23,13 @@ import {
   Schema,
   Stream,
   TestClock,
-  Tracer
+  type Tracer
 } from "effect"
 import { inspect } from "node:util"
 import { Classification, definition, providers, refs, targets, workflow, workflows } from "./fixtures.js"
 
-// ---------------------------------------------------------------------------------------------
-// A tracer that keeps every span (what an OpenTelemetry exporter would receive).
-// ---------------------------------------------------------------------------------------------
-
-class RecordedSpan implements Tracer.Span {
-  readonly _tag = "Span"
-  readonly sampled = true
-  readonly traceId: string
-  status: Tracer.SpanStatus
-  readonly attributes = new Map<string, unknown>()
-  readonly events: Array<{ readonly name: string; readonly attributes: Record<string, unknown> }> = []
-  readonly links: Array<Tracer.SpanLink>
-  constructor(
-    readonly name: string,
-    readonly spanId: string,
-    readonly parent: Option.Option<Tracer.AnySpan>,
-    readonly context: Context.Context<never>,
-    links: ReadonlyArray<Tracer.SpanLink>,
-    startTime: bigint,
-    readonly kind: Tracer.SpanKind
-  ) {
-    this.traceId = parent._tag === "Some" ? parent.value.traceId : `trace-${spanId}`
-    this.status = { _tag: "Started", startTime }
-    this.links = [...links]
-  }
-  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
-  }
-  attribute(key: string, value: unknown): void {
-    this.attributes.set(key, value)
-  }
-  event(name: string, _startTime: bigint, attributes?: Record<string, unknown>): void {
-    this.events.push({ name, attributes: attributes ?? {} })
-  }
-  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
-    this.links.push(...links)
-  }
-  get parentId(): string | undefined {
-    return this.parent._tag === "Some" ? this.parent.value.spanId : undefined
-  }
-  get exit(): Exit.Exit<unknown, unknown> | undefined {
-    return this.status._tag === "Ended" ? this.status.exit : undefined
-  }
-  /** Everything an exporter could send for this span, as text (OTel records the failure's pretty cause). */
-  dump(): string {
-    const exit = this.exit
-    return JSON.stringify({
-      name: this.name,
-      attributes: [...this.attributes],
-      events: this.events,
-      links: this.links.map((l) => l.attributes),
-      failure:
-        exit !== undefined && Exit.isFailure(exit) ? Cause.pretty(exit.cause, { renderErrorCause: true }) : undefined
-    })
-  }
-}
-
-const makeTracer = () => {
-  const spans: Array<RecordedSpan> = []
-  let seq = 0
-  const tracer = Tracer.make({
-    span: (name, parent, context, links, startTime, kind) => {
-      const span = new RecordedSpan(name, `span-${++seq}`, parent, context, links, startTime, kind)
-      spans.push(span)
-      return span
-    },
-    context: (f) => f()
-  })
-  return { spans, tracer }
-}
+/** A tracer that keeps every span (what an OpenTelemetry exporter would receive). */
+const makeTracer = RecordingTracer.make
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures

@@ -1,18 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Budgets from "@modelgate/core/Budgets"
 import * as CallRecorder from "@modelgate/core/CallRecorder"
-import * as Concurrency from "@modelgate/core/Concurrency"
 import * as GatewayConfig from "@modelgate/core/GatewayConfig"
-import * as Health from "@modelgate/core/Health"
 import type { Message } from "@modelgate/core/ModelCommand"
 import { TenantId, ToolDefinition } from "@modelgate/core/ModelCommand"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import { ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
-import { Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import { countTokens } from "gpt-tokenizer"
-import { command, target, workflow } from "./fixtures.js"
+import { command, servicesCounting, target, workflow } from "./fixtures.js"
+import { driven, generateExit } from "./virtualTime.js"
 
 describe("TokenEstimator", () => {
   it("counts with the o200k tokenizer, not characters / 4", () => {
@@ -122,23 +121,11 @@ const layer = (targets: ReadonlyArray<ModelTarget>, scripts: ScriptedProvider.Sc
     })
   }).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers: ["openai", "anthropic"], scripts })),
-    Layer.provideMerge(
-      Layer.mergeAll(
-        Budgets.layerMemory({ tenants: { acme: { limit: 100 } } }),
-        Concurrency.layerMemory({ permits: 4 }),
-        Health.layerOff,
-        CallRecorder.layerMemory
-      )
-    )
+    Layer.provideMerge(servicesCounting(100))
   )
 
-const run = (cmd: ReturnType<typeof command>) =>
-  Effect.gen(function* () {
-    const g = yield* ModelGateway.ModelGateway
-    const fiber = yield* Effect.fork(Effect.exit(g.generate(cmd)))
-    yield* TestClock.adjust(1_000)
-    return yield* Fiber.join(fiber)
-  })
+/** Runs `generate` for 1 s of virtual time: its exit. */
+const run = (cmd: ReturnType<typeof command>) => driven(generateExit(cmd), 1_000)
 
 describe("input-token limits and safety factors in the gateway", () => {
   const n = TokenEstimator.estimateInput({ messages: command("w.reply").messages })

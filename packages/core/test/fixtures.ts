@@ -4,6 +4,7 @@ import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { HashMap, Layer, Logger, Schema } from "effect"
+import type { ProviderResponse } from "@modelgate/core/ProviderAdapter"
 
 export const Classification = Schema.Struct({
   category: Schema.Literal("billing", "technical", "other"),
@@ -95,6 +96,19 @@ export const definition: GatewayConfig.Definition = {
 
 export const providers = ["openai", "anthropic", "gemini", "vllm"]
 
+/** A provider's plain answer (`ok`, stop, HTTP 200, no usage), with `over` on top. */
+export const providerAnswer = (over: Partial<ProviderResponse> = {}): ProviderResponse => ({
+  text: "ok",
+  toolCalls: [],
+  finishReason: "stop",
+  refusal: false,
+  usage: undefined,
+  modelVersion: undefined,
+  requestId: undefined,
+  httpStatus: 200,
+  ...over
+})
+
 /** The gateway's services with budgets, concurrency and health off, and in-memory records. */
 export const servicesOff = Layer.mergeAll(
   Budgets.layerOff,
@@ -102,6 +116,15 @@ export const servicesOff = Layer.mergeAll(
   Health.layerOff,
   CallRecorder.layerMemory
 )
+
+/** The gateway's services counting: in-memory budgets (acme's `limit`), four permits, health off, in-memory records. */
+export const servicesCounting = (limit: number) =>
+  Layer.mergeAll(
+    Budgets.layerMemory({ tenants: { acme: { limit } } }),
+    Concurrency.layerMemory({ permits: 4 }),
+    Health.layerOff,
+    CallRecorder.layerMemory
+  )
 
 /** The gateway over scripted providers, unlimited budgets, in-memory records. */
 export const gatewayLayer = (scripts: ScriptedProvider.Scripts, def: GatewayConfig.Definition = definition) =>

@@ -21,3 +21,7 @@ export * as MockServe from "./MockServe.js"
 export * as RedisServer from "./RedisServer.js"
 /** @since 0.2.0 */
 export * as AdapterFixtures from "./AdapterFixtures.js"
+/** @since 0.2.0 */
+export * as RecordingTracer from "./RecordingTracer.js"
+/** @since 0.2.0 */
+export * as DeadlineScenarios from "./DeadlineScenarios.js"

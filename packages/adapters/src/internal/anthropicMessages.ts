@@ -21,7 +21,7 @@ import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
 import { streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, optionRefused, unmappable } from "./options.js"
-import { makeUsage, sum } from "./usage.js"
+import { makeUsage, sum, WireCount } from "./usage.js"
 import { classifyError, classifyErrorAfter200 } from "./anthropicMessagesErrors.js"
 
 /** @internal */
@@ -257,14 +257,12 @@ const applyOptions = (
 // Wire schemas
 // ---------------------------------------------------------------------------------------------
 
-const Count = Schema.optional(Schema.NullOr(Schema.Number))
-
 const UsageWire = Schema.Struct({
-  input_tokens: Count,
-  output_tokens: Count,
-  cache_creation_input_tokens: Count,
-  cache_read_input_tokens: Count,
-  output_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ thinking_tokens: Count })))
+  input_tokens: WireCount,
+  output_tokens: WireCount,
+  cache_creation_input_tokens: WireCount,
+  cache_read_input_tokens: WireCount,
+  output_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ thinking_tokens: WireCount })))
 })
 
 const BlockWire = Schema.Struct({

@@ -1,11 +1,10 @@
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Usage } from "@modelgate/core/ModelResult"
 import type { Kind, Meta } from "./classify.js"
-import { describe, field, isRecord, providerError, stringField } from "./classify.js"
+import { describe, field, providerError, stringField } from "./classify.js"
 import { knownCode, requestIdOf } from "./bounded.js"
 import { retryHintMs } from "./retryHints.js"
-import type { StatusInput } from "./wireError.js"
-import { statusError } from "./wireError.js"
+import { classifyErrorObject } from "./wireError.js"
 
 /**
  * The class named by an Anthropic error object (`details.error_code` > `type` > message rules).
@@ -78,22 +77,11 @@ const resetHeaders: ReadonlyArray<readonly [string, string]> = [
  *
  * @internal
  */
-export const classifyError =
-  (provider: string) =>
-  (input: StatusInput): ProviderError => {
-    const error = field(input.body, "error")
-    return statusError(provider, input, {
-      kind: isRecord(error) ? kindFromBody(error, input.status) : undefined,
-      code: codeOf(error),
-      retryAfterMs: (kind) =>
-        retryHintMs(
-          input.headers,
-          input.nowMs,
-          kind === "rate_limited" ? { resetHeaders, resetFormat: "rfc3339" } : {}
-        ),
-      requestId: requestIdOf(stringField(input.body, "request_id"))
-    })
-  }
+export const classifyError = classifyErrorObject(kindFromBody, codeOf, (input) => ({
+  retryAfterMs: (kind) =>
+    retryHintMs(input.headers, input.nowMs, kind === "rate_limited" ? { resetHeaders, resetFormat: "rfc3339" } : {}),
+  requestId: requestIdOf(stringField(input.body, "request_id"))
+}))
 
 /** @internal */
 export const classifyErrorAfter200 = (provider: string, error: unknown, meta: Meta, usage?: Usage): ProviderError => {

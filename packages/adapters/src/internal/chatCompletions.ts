@@ -22,7 +22,7 @@ import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
 import { streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, LogitBias, unmappable } from "./options.js"
-import { count, makeUsage, sum } from "./usage.js"
+import { count, makeUsage, sum, WireCount } from "./usage.js"
 import { errorObject, classifyError, classifyErrorAfter200 } from "./chatCompletionsErrors.js"
 
 /** What differs between OpenAI and the OpenAI-compatible servers. @internal */
@@ -184,14 +184,12 @@ export const requestBody = (request: ProviderRequest, dialect: Dialect, stream: 
 // Wire schemas (never trust provider JSON)
 // ---------------------------------------------------------------------------------------------
 
-const Count = Schema.optional(Schema.NullOr(Schema.Number))
-
 const UsageWire = Schema.Struct({
-  prompt_tokens: Count,
-  completion_tokens: Count,
-  total_tokens: Count,
-  prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: Count, audio_tokens: Count }))),
-  completion_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ reasoning_tokens: Count })))
+  prompt_tokens: WireCount,
+  completion_tokens: WireCount,
+  total_tokens: WireCount,
+  prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: WireCount, audio_tokens: WireCount }))),
+  completion_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ reasoning_tokens: WireCount })))
 })
 
 /** A message's content: text, or (Mistral's reasoning models) an array of typed parts. */

@@ -22,7 +22,7 @@ import type { StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
 import { streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, optionRefused, unmappable } from "./options.js"
-import { makeUsage, sum } from "./usage.js"
+import { makeUsage, sum, WireCount } from "./usage.js"
 import { classifyError, classifyErrorAfter200 } from "./geminiGenerateErrors.js"
 
 /** @internal */
@@ -227,8 +227,6 @@ export const geminiProviderOptions: ProviderOptionsAllowlist = {
 // Wire schemas
 // ---------------------------------------------------------------------------------------------
 
-const Count = Schema.optional(Schema.NullOr(Schema.Number))
-
 const PartWire = Schema.Struct({
   text: Schema.optional(Schema.NullOr(Schema.String)),
   thought: Schema.optional(Schema.NullOr(Schema.Boolean)),
@@ -262,15 +260,15 @@ const ResponseWire = Schema.Struct({
   usageMetadata: Schema.optional(
     Schema.NullOr(
       Schema.Struct({
-        promptTokenCount: Count,
-        candidatesTokenCount: Count,
-        thoughtsTokenCount: Count,
-        cachedContentTokenCount: Count,
-        toolUsePromptTokenCount: Count,
+        promptTokenCount: WireCount,
+        candidatesTokenCount: WireCount,
+        thoughtsTokenCount: WireCount,
+        cachedContentTokenCount: WireCount,
+        toolUsePromptTokenCount: WireCount,
         /** Prompt tokens per modality (`TEXT`, `IMAGE`, `AUDIO`, `VIDEO`, `DOCUMENT`). */
         promptTokensDetails: Schema.optional(
           Schema.NullOr(
-            Schema.Array(Schema.Struct({ modality: Schema.optional(Schema.NullOr(Schema.String)), tokenCount: Count }))
+            Schema.Array(Schema.Struct({ modality: Schema.optional(Schema.NullOr(Schema.String)), tokenCount: WireCount }))
           )
         )
       })

@@ -1,11 +1,10 @@
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Usage } from "@modelgate/core/ModelResult"
 import type { Kind, Meta } from "./classify.js"
-import { describe, field, isRecord, kindForStatus, providerError, stringField } from "./classify.js"
+import { describe, field, kindForStatus, providerError, stringField } from "./classify.js"
 import { knownCode } from "./bounded.js"
 import { parseProtoDuration, retryHintMs } from "./retryHints.js"
-import type { StatusInput } from "./wireError.js"
-import { statusError } from "./wireError.js"
+import { classifyErrorObject } from "./wireError.js"
 
 const details = (error: unknown): ReadonlyArray<unknown> => {
   const value = field(error, "details")
@@ -134,16 +133,9 @@ export const knownCodes: ReadonlySet<string> = new Set([
 const codeOf = (error: unknown) => knownCode(knownCodes, errorInfoReason(error), stringField(error, "status"))
 
 /** @internal */
-export const classifyError =
-  (provider: string) =>
-  (input: StatusInput): ProviderError => {
-    const error = field(input.body, "error")
-    return statusError(provider, input, {
-      kind: isRecord(error) ? kindFromBody(error, input.status) : undefined,
-      code: codeOf(error),
-      retryAfterMs: () => retryHintMs(input.headers, input.nowMs, { bodyDelayMs: retryDelayMs(error) })
-    })
-  }
+export const classifyError = classifyErrorObject(kindFromBody, codeOf, (input, error) => ({
+  retryAfterMs: () => retryHintMs(input.headers, input.nowMs, { bodyDelayMs: retryDelayMs(error) })
+}))
 
 /** An error object after HTTP 200 (bare JSON mid-stream, or `data: {"error": …}`). @internal */
 export const classifyErrorAfter200 = (provider: string, error: unknown, meta: Meta, usage?: Usage): ProviderError => {

@@ -21,49 +21,44 @@ const shortest = (a: number | undefined, b: number | undefined) =>
 
 const instant = (nowMs: number, afterMs: number | undefined) => (afterMs === undefined ? undefined : nowMs + afterMs)
 
+/** One header family: the name of a limit's field, and how its reset reads (milliseconds from now). */
+interface HeaderFamily {
+  readonly name: (limit: "requests" | "tokens", field: "remaining" | "limit" | "reset") => string
+  readonly resetMs: (value: string | undefined, nowMs: number) => number | undefined
+}
+
+/** OpenAI-style (resets as Go durations), then Anthropic's (resets as RFC 3339 instants). */
+const families: ReadonlyArray<HeaderFamily> = [
+  { name: (limit, field) => `x-ratelimit-${field}-${limit}`, resetMs: (value) => parseGoDuration(value) },
+  { name: (limit, field) => `anthropic-ratelimit-${limit}-${field}`, resetMs: parseResetInstant }
+]
+
+const headroomOf = (headers: Headers.Headers, nowMs: number, family: HeaderFamily): RateLimitHeadroom | undefined => {
+  const header = (limit: "requests" | "tokens", field: "remaining" | "limit" | "reset") =>
+    headers[family.name(limit, field)]
+  if (header("requests", "remaining") === undefined && header("tokens", "remaining") === undefined) return undefined
+  return {
+    remainingRequests: count(header("requests", "remaining")),
+    limitRequests: count(header("requests", "limit")),
+    remainingTokens: count(header("tokens", "remaining")),
+    limitTokens: count(header("tokens", "limit")),
+    resetAt: instant(
+      nowMs,
+      shortest(family.resetMs(header("requests", "reset"), nowMs), family.resetMs(header("tokens", "reset"), nowMs))
+    ),
+    reportedAt: nowMs
+  }
+}
+
 /**
  * The headroom in `headers`, or `undefined` when the provider sent none.
  *
  * @internal
  */
 export const rateLimitFromHeaders = (headers: Headers.Headers, nowMs: number): RateLimitHeadroom | undefined => {
-  if (
-    headers["x-ratelimit-remaining-requests"] !== undefined ||
-    headers["x-ratelimit-remaining-tokens"] !== undefined
-  ) {
-    return {
-      remainingRequests: count(headers["x-ratelimit-remaining-requests"]),
-      limitRequests: count(headers["x-ratelimit-limit-requests"]),
-      remainingTokens: count(headers["x-ratelimit-remaining-tokens"]),
-      limitTokens: count(headers["x-ratelimit-limit-tokens"]),
-      resetAt: instant(
-        nowMs,
-        shortest(
-          parseGoDuration(headers["x-ratelimit-reset-requests"]),
-          parseGoDuration(headers["x-ratelimit-reset-tokens"])
-        )
-      ),
-      reportedAt: nowMs
-    }
-  }
-  if (
-    headers["anthropic-ratelimit-requests-remaining"] !== undefined ||
-    headers["anthropic-ratelimit-tokens-remaining"] !== undefined
-  ) {
-    return {
-      remainingRequests: count(headers["anthropic-ratelimit-requests-remaining"]),
-      limitRequests: count(headers["anthropic-ratelimit-requests-limit"]),
-      remainingTokens: count(headers["anthropic-ratelimit-tokens-remaining"]),
-      limitTokens: count(headers["anthropic-ratelimit-tokens-limit"]),
-      resetAt: instant(
-        nowMs,
-        shortest(
-          parseResetInstant(headers["anthropic-ratelimit-requests-reset"], nowMs),
-          parseResetInstant(headers["anthropic-ratelimit-tokens-reset"], nowMs)
-        )
-      ),
-      reportedAt: nowMs
-    }
+  for (const family of families) {
+    const headroom = headroomOf(headers, nowMs, family)
+    if (headroom !== undefined) return headroom
   }
   return undefined
 }

@@ -8,6 +8,7 @@
  * @internal
  */
 import { Usage } from "@modelgate/core/ModelResult"
+import { Schema } from "effect"
 
 /**
  * Largest count accepted for one usage field (10^9 tokens). A provider reporting more is clamped
@@ -17,6 +18,14 @@ import { Usage } from "@modelgate/core/ModelResult"
  * @internal
  */
 export const maxTokenCount = 1_000_000_000
+
+/**
+ * A usage counter on the wire, as every provider's decoder reads it: absent, `null` or a number
+ * ({@link count} makes it an integer).
+ *
+ * @internal
+ */
+export const WireCount = Schema.optional(Schema.NullOr(Schema.Number))
 
 /**
  * A provider counter as an integer in `[0, maxTokenCount]`: missing, negative or not a number

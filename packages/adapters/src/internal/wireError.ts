@@ -8,7 +8,15 @@ import type { Headers } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Usage } from "@modelgate/core/ModelResult"
 import type { Kind, Meta } from "./classify.js"
-import { applyShouldRetry, describe, kindForStatus, processedForStatus, providerError } from "./classify.js"
+import {
+  applyShouldRetry,
+  describe,
+  field,
+  isRecord,
+  kindForStatus,
+  processedForStatus,
+  providerError
+} from "./classify.js"
 
 /** A non-2xx answer as a codec's `classifyError` receives it. @internal */
 export interface StatusInput {
@@ -53,6 +61,28 @@ export const statusError = (provider: string, input: StatusInput, reading: BodyR
     detail: describe(provider, input.status, reading.code)
   })
 }
+
+/**
+ * `classifyError` of a wire whose error object sits under `error`: its class and code read by
+ * `kindFromBody` and `codeOf`, the retry hint and body request id by `hints`.
+ *
+ * @internal
+ */
+export const classifyErrorObject =
+  (
+    kindFromBody: (error: unknown, status: number) => Kind | undefined,
+    codeOf: (error: unknown) => string | undefined,
+    hints: (input: StatusInput, error: unknown) => Pick<BodyReading, "retryAfterMs" | "requestId">
+  ) =>
+  (provider: string) =>
+  (input: StatusInput): ProviderError => {
+    const error = field(input.body, "error")
+    return statusError(provider, input, {
+      kind: isRecord(error) ? kindFromBody(error, input.status) : undefined,
+      code: codeOf(error),
+      ...hints(input, error)
+    })
+  }
 
 /**
  * A stream whose body ended before its terminator (`what` says which).

@@ -27,12 +27,14 @@ import {
   answerSchema,
   apiKey,
   assertKeyOnlyIn,
+  assertUsage,
   collect,
   collectFailure,
   lastRequestFor,
   leaks,
   lookupTool,
   recordOf,
+  representativeRequest,
   simpleRequest,
   testLayerWith,
   textOf,
@@ -70,6 +72,31 @@ export interface ClassificationRow {
   readonly code?: string
   /** The retry hint; without it the error must carry none. */
   readonly retryAfterMs?: number
+}
+
+/** One classification row: the answer (`status`, plus in `extra` its envelope, headers or raw body, and the expected code or hint) and the class it must get. */
+export const row = (
+  name: string,
+  status: number,
+  kind: ProviderError["kind"],
+  processed: ClassificationRow["processed"],
+  extra: Omit<ClassificationRow, "name" | "status" | "kind" | "processed"> = {}
+): ClassificationRow => ({ name, status, kind, processed, ...extra })
+
+/** The sampling options every wire but Anthropic's carries (with thinking, Anthropic takes temperature 1 only). */
+export const sampling = { temperature: 0.3, topP: 0.9, seed: 42 } as const
+
+/**
+ * Provider options every adapter must drop whatever it is given: the gateway owns the model, the
+ * stream flag and the output cap; credentials, URLs and headers are configuration.
+ */
+export const hostileProviderOptions: Readonly<Record<string, unknown>> = {
+  model: "evil-model",
+  api_key: "sk-evil",
+  baseURL: "https://evil.example/v1",
+  headers: { authorization: "Bearer evil" },
+  stream: false,
+  max_tokens: 1
 }
 
 /** An error event after HTTP 200, in the provider's own vocabulary, and its class. */
@@ -178,6 +205,18 @@ export const scriptFor =
 export const adapterFor = (provider: Descriptor["provider"], make: Descriptor["make"]) =>
   Effect.flatMap(MockProviderServer, (mock) => make({ baseUrl: mock.baseUrl(provider), apiKey }))
 
+/** Sends the representative request (a conversation, one tool, a schema) through `adapter`; what the mock server recorded. */
+export const sentRepresentative = (
+  provider: Descriptor["provider"],
+  adapter: Effect.Effect<Omit<ProviderAdapter, "provider">, never, MockProviderServer | HttpClient.HttpClient>
+) =>
+  Effect.gen(function* () {
+    const subject = yield* adapter
+    yield* scriptFor(provider)("body-model", MockProviderServer.success({ json: { a: "b" } }))
+    yield* subject.generate(representativeRequest(provider, "body-model"))
+    return yield* lastRequestFor("body-model")
+  })
+
 const titleOf = (descriptor: Descriptor, transport: TransportCase) =>
   `${descriptor.provider} adapter against the mock server (${transport.name})`
 
@@ -236,10 +275,12 @@ const describeOver = (transport: TransportCase, descriptor: Descriptor, specific
           assert.strictEqual(response.requestId, "req_123")
           assert.strictEqual(response.httpStatus, 200)
           assert.strictEqual(response.modelVersion, descriptor.modelVersion("ok-model-2026-05-01", "fp_abc"))
-          assert.deepStrictEqual(
-            { ...response.usage },
-            { inputTokens: 120, cachedInputTokens: 64, outputTokens: 40, reasoningTokens: 16 }
-          )
+          assertUsage(response.usage, {
+            inputTokens: 120,
+            cachedInputTokens: 64,
+            outputTokens: 40,
+            reasoningTokens: 16
+          })
         })
       )
 
@@ -270,10 +311,7 @@ const describeOver = (transport: TransportCase, descriptor: Descriptor, specific
           assert.strictEqual(finish.finishReason, "stop")
           assert.isFalse(finish.refusal)
           assert.strictEqual(finish.modelVersion, descriptor.modelVersion("stream-model", "fp_stream"))
-          assert.deepStrictEqual(
-            { ...finish.usage },
-            { inputTokens: 30, cachedInputTokens: 10, outputTokens: 11, reasoningTokens: 3 }
-          )
+          assertUsage(finish.usage, { inputTokens: 30, cachedInputTokens: 10, outputTokens: 11, reasoningTokens: 3 })
         })
       )
 

@@ -7,96 +7,52 @@ import { assert } from "@effect/vitest"
 import * as Anthropic from "@modelgate/adapters/anthropic"
 import { Duration, Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
-import {
-  answerSchema,
-  canary,
-  collect,
-  lastRequestFor,
-  recordOf,
-  representativeRequest,
-  simpleRequest,
-  textOf
-} from "../adapters-fixtures.js"
+import * as Fixtures from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import { adapterFor, describeAdapter, scriptFor } from "./AdapterConformance.js"
+import * as Conformance from "./AdapterConformance.js"
+import { row } from "./AdapterConformance.js"
 
-const adapter = adapterFor("anthropic", Anthropic.make)
+const adapter = Conformance.adapterFor("anthropic", Anthropic.make)
 
-const script = scriptFor("anthropic")
+const script = Conformance.scriptFor("anthropic")
 
 const classification: ReadonlyArray<ClassificationRow> = [
-  {
-    name: "400 prompt is too long",
-    status: 400,
-    error: { message: "prompt is too long: 213462 tokens > 200000 maximum" },
-    kind: "context_length",
-    processed: "no"
-  },
-  {
-    name: "400 exceed context limit",
-    status: 400,
-    error: { message: "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000" },
-    kind: "context_length",
-    processed: "no"
-  },
-  {
-    name: "400 API usage limits",
-    status: 400,
-    error: { message: "You have reached your specified API usage limits. You will regain access on 2026-09-01." },
-    kind: "spend_cap",
-    processed: "no"
-  },
-  { name: "other 400", status: 400, kind: "invalid_request", processed: "no" },
-  { name: "404", status: 404, kind: "model_not_found", processed: "no" },
-  {
-    name: "413 from Cloudflare (HTML)",
-    status: 413,
+  row("400 prompt is too long", 400, "context_length", "no", {
+    error: { message: "prompt is too long: 213462 tokens > 200000 maximum" }
+  }),
+  row("400 exceed context limit", 400, "context_length", "no", {
+    error: { message: "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000" }
+  }),
+  row("400 API usage limits", 400, "spend_cap", "no", {
+    error: { message: "You have reached your specified API usage limits. You will regain access on 2026-09-01." }
+  }),
+  row("other 400", 400, "invalid_request", "no"),
+  row("404", 404, "model_not_found", "no"),
+  row("413 from Cloudflare (HTML)", 413, "request_too_large", "no", {
     body: "<html>413 Request Entity Too Large</html>",
-    contentType: "text/html",
-    kind: "request_too_large",
-    processed: "no"
-  },
-  { name: "401", status: 401, kind: "authentication", processed: "no" },
-  { name: "403", status: 403, kind: "permission", processed: "no" },
-  { name: "402 billing_error", status: 402, kind: "quota_exhausted", processed: "no" },
-  {
-    name: "429 rate_limit_error with retry-after",
-    status: 429,
+    contentType: "text/html"
+  }),
+  row("401", 401, "authentication", "no"),
+  row("403", 403, "permission", "no"),
+  row("402 billing_error", 402, "quota_exhausted", "no"),
+  row("429 rate_limit_error with retry-after", 429, "rate_limited", "no", {
     headers: { "retry-after": "7" },
-    kind: "rate_limited",
-    processed: "no",
     retryAfterMs: 7000
-  },
-  {
-    name: "429 enforced_spend_limit_reached",
-    status: 429,
-    error: { message: "spend limit", details: { error_code: "enforced_spend_limit_reached" } },
-    kind: "spend_cap",
-    processed: "no"
-  },
-  { name: "500 api_error", status: 500, kind: "server_error", processed: "maybe" },
-  { name: "504 timeout_error", status: 504, kind: "timeout", processed: "maybe" },
-  {
-    name: "529 overloaded_error",
-    status: 529,
-    headers: { "x-should-retry": "true" },
-    kind: "overloaded",
-    processed: "no"
-  },
-  {
-    name: "529 with x-should-retry: false",
-    status: 529,
-    headers: { "x-should-retry": "false" },
-    kind: "rejected",
-    processed: "no"
-  }
+  }),
+  row("429 enforced_spend_limit_reached", 429, "spend_cap", "no", {
+    error: { message: "spend limit", details: { error_code: "enforced_spend_limit_reached" } }
+  }),
+  row("500 api_error", 500, "server_error", "maybe"),
+  row("504 timeout_error", 504, "timeout", "maybe"),
+  row("529 overloaded_error", 529, "overloaded", "no", { headers: { "x-should-retry": "true" } }),
+  row("529 with x-should-retry: false", 529, "rejected", "no", { headers: { "x-should-retry": "false" } })
 ]
 
-describeAdapter(
+Conformance.describeAdapter(
   {
     provider: "anthropic",
     make: Anthropic.make,
-    auth: { header: "x-api-key", value: canary },
+    auth: { header: "x-api-key", value: Fixtures.canary },
     modelVersion: (model) => model,
     toolCallId: (wireId) => wireId,
     refusal: { behavior: MockProviderServer.success({ refusal: true }), finishReason: "refusal" },
@@ -126,12 +82,7 @@ describeAdapter(
         service_tier: "standard_only",
         metadata: { user_id: "other" },
         thinking: { type: "disabled" },
-        model: "evil-model",
-        api_key: "sk-evil",
-        baseURL: "https://evil.example/v1",
-        headers: { authorization: "Bearer evil" },
-        stream: false,
-        max_tokens: 1
+        ...Conformance.hostileProviderOptions
       },
       wire: (model) => ({
         model,
@@ -151,10 +102,7 @@ describeAdapter(
   (it) => {
     it.effect("sends the exact Messages body to /v1/messages, with anthropic-version and no authorization", () =>
       Effect.gen(function* () {
-        const anthropic = yield* adapter
-        yield* script("body-model", MockProviderServer.success({ json: { a: "b" } }))
-        yield* anthropic.generate(representativeRequest("anthropic", "body-model"))
-        const recorded = yield* lastRequestFor("body-model")
+        const recorded = yield* Conformance.sentRepresentative("anthropic", adapter)
         assert.deepStrictEqual(recorded.body, {
           model: "body-model",
           max_tokens: 512,
@@ -189,7 +137,7 @@ describeAdapter(
             }
           ],
           tool_choice: { type: "auto" },
-          output_config: { format: { type: "json_schema", schema: answerSchema } }
+          output_config: { format: { type: "json_schema", schema: Fixtures.answerSchema } }
         })
         assert.strictEqual(recorded.url, "/v1/messages")
         assert.strictEqual(recorded.headers["anthropic-version"], "2023-06-01")
@@ -200,14 +148,23 @@ describeAdapter(
     it.effect("maps tool choice and sends stream: true", () =>
       Effect.gen(function* () {
         const anthropic = yield* adapter
-        yield* collect(anthropic, simpleRequest("anthropic", "choice-model", { toolChoice: "required" }))
-        const streamed = yield* lastRequestFor("choice-model")
-        assert.deepInclude(recordOf(streamed.body), { stream: true, tool_choice: { type: "any" }, max_tokens: 256 })
-        assert.deepStrictEqual(recordOf(streamed.body).messages, [{ role: "user", content: "Say hello." }])
-        yield* anthropic.generate(simpleRequest("anthropic", "choice-model", { toolChoice: { tool: "lookup" } }))
-        const named = yield* lastRequestFor("choice-model")
-        assert.deepStrictEqual(recordOf(named.body).tool_choice, { type: "tool", name: "lookup" })
-        assert.isUndefined(recordOf(named.body).stream)
+        yield* Fixtures.collect(
+          anthropic,
+          Fixtures.simpleRequest("anthropic", "choice-model", { toolChoice: "required" })
+        )
+        const streamed = yield* Fixtures.lastRequestFor("choice-model")
+        assert.deepInclude(Fixtures.recordOf(streamed.body), {
+          stream: true,
+          tool_choice: { type: "any" },
+          max_tokens: 256
+        })
+        assert.deepStrictEqual(Fixtures.recordOf(streamed.body).messages, [{ role: "user", content: "Say hello." }])
+        yield* anthropic.generate(
+          Fixtures.simpleRequest("anthropic", "choice-model", { toolChoice: { tool: "lookup" } })
+        )
+        const named = yield* Fixtures.lastRequestFor("choice-model")
+        assert.deepStrictEqual(Fixtures.recordOf(named.body).tool_choice, { type: "tool", name: "lookup" })
+        assert.isUndefined(Fixtures.recordOf(named.body).stream)
       })
     )
 
@@ -221,22 +178,22 @@ describeAdapter(
           MockProviderServer.success({ text: "Looking.", toolCalls, chunkSize: 3 }),
           MockProviderServer.success({ text: "", toolCalls: [{ id: "toolu_2", name: "ping", arguments: {} }] })
         )
-        const response = yield* anthropic.generate(simpleRequest("anthropic", "tool-model"))
+        const response = yield* anthropic.generate(Fixtures.simpleRequest("anthropic", "tool-model"))
         assert.strictEqual(response.finishReason, "tool_calls")
         assert.strictEqual(response.text, "Looking.")
         assert.deepStrictEqual(
           response.toolCalls.map((c) => ({ ...c })),
           [{ id: "toolu_1", name: "lookup", arguments: '{"q":"x"}' }]
         )
-        const events = yield* collect(anthropic, simpleRequest("anthropic", "tool-model"))
+        const events = yield* Fixtures.collect(anthropic, Fixtures.simpleRequest("anthropic", "tool-model"))
         assert.isTrue(events._tag === "Right")
         if (events._tag !== "Right") return
-        assert.strictEqual(textOf(events.right), "Looking.")
+        assert.strictEqual(Fixtures.textOf(events.right), "Looking.")
         const deltas = events.right.flatMap((e) => (e._tag === "ToolCallDelta" ? [e] : []))
         assert.deepInclude(deltas[0], { index: 0, id: "toolu_1", name: "lookup" })
         assert.strictEqual(deltas.map((d) => d.argumentsDelta).join(""), '{"q":"x"}')
         assert.deepInclude(events.right[events.right.length - 1], { _tag: "Finish", finishReason: "tool_calls" })
-        const empty = yield* collect(anthropic, simpleRequest("anthropic", "tool-model"))
+        const empty = yield* Fixtures.collect(anthropic, Fixtures.simpleRequest("anthropic", "tool-model"))
         assert.isTrue(empty._tag === "Right")
         if (empty._tag !== "Right") return
         const emptyArgs = empty.right.flatMap((e) => (e._tag === "ToolCallDelta" ? [e.argumentsDelta] : [])).join("")
@@ -254,7 +211,7 @@ describeAdapter(
           MockProviderServer.success({ text: "partial", finishReason: "model_context_window_exceeded" }),
           MockProviderServer.success({ text: "partial", finishReason: "pause_turn" })
         )
-        const run = anthropic.generate(simpleRequest("anthropic", "stop-model"))
+        const run = anthropic.generate(Fixtures.simpleRequest("anthropic", "stop-model"))
         assert.strictEqual((yield* run).finishReason, "length")
         assert.strictEqual((yield* run).finishReason, "stop")
         const window = yield* Effect.flip(run)
@@ -275,7 +232,7 @@ describeAdapter(
             headers: { "anthropic-ratelimit-tokens-reset": reset, "anthropic-ratelimit-tokens-remaining": "0" }
           })
         )
-        const error = yield* Effect.flip(anthropic.generate(simpleRequest("anthropic", "reset-model")))
+        const error = yield* Effect.flip(anthropic.generate(Fixtures.simpleRequest("anthropic", "reset-model")))
         const ms = error.retryAfter === undefined ? undefined : Duration.toMillis(error.retryAfter)
         assert.isTrue(ms !== undefined && ms > 15_000 && ms <= 20_000, `got ${ms}`)
       })

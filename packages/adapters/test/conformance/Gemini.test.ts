@@ -7,21 +7,14 @@ import { assert } from "@effect/vitest"
 import * as Gemini from "@modelgate/adapters/gemini"
 import { Duration, Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
-import {
-  answerSchema,
-  canary,
-  collect,
-  lastRequestFor,
-  recordOf,
-  representativeRequest,
-  simpleRequest
-} from "../adapters-fixtures.js"
+import * as Fixtures from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import { adapterFor, describeAdapter, scriptFor } from "./AdapterConformance.js"
+import * as Conformance from "./AdapterConformance.js"
+import { row } from "./AdapterConformance.js"
 
-const adapter = adapterFor("gemini", Gemini.make)
+const adapter = Conformance.adapterFor("gemini", Gemini.make)
 
-const script = scriptFor("gemini")
+const script = Conformance.scriptFor("gemini")
 
 const quotaFailure = (quotaId: string) => ({
   "@type": "type.googleapis.com/google.rpc.QuotaFailure",
@@ -30,81 +23,48 @@ const quotaFailure = (quotaId: string) => ({
 const retryInfo = (retryDelay: string) => ({ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay })
 
 const classification: ReadonlyArray<ClassificationRow> = [
-  {
-    name: "400 input token count exceeds",
-    status: 400,
-    error: { message: "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)." },
-    kind: "context_length",
-    processed: "no"
-  },
-  {
-    name: "400 API_KEY_INVALID",
-    status: 400,
+  row("400 input token count exceeds", 400, "context_length", "no", {
+    error: { message: "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)." }
+  }),
+  row("400 API_KEY_INVALID", 400, "authentication", "no", {
     error: {
       message: "API key not valid. Please pass a valid API key.",
       details: [
         { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "API_KEY_INVALID", domain: "googleapis.com" }
       ]
     },
-    kind: "authentication",
-    processed: "no",
     code: "API_KEY_INVALID"
-  },
-  {
-    name: "other 400 INVALID_ARGUMENT",
-    status: 400,
-    kind: "invalid_request",
-    processed: "no",
-    code: "INVALID_ARGUMENT"
-  },
-  { name: "404", status: 404, kind: "model_not_found", processed: "no" },
-  {
-    name: "400 FAILED_PRECONDITION",
-    status: 400,
-    error: { status: "FAILED_PRECONDITION", message: "Gemini API free tier is not available in your country." },
-    kind: "permission",
-    processed: "no"
-  },
-  { name: "401", status: 401, kind: "authentication", processed: "no" },
-  { name: "403", status: 403, kind: "permission", processed: "no" },
-  {
-    name: "429 PerMinute with RetryInfo",
-    status: 429,
+  }),
+  row("other 400 INVALID_ARGUMENT", 400, "invalid_request", "no", { code: "INVALID_ARGUMENT" }),
+  row("404", 404, "model_not_found", "no"),
+  row("400 FAILED_PRECONDITION", 400, "permission", "no", {
+    error: { status: "FAILED_PRECONDITION", message: "Gemini API free tier is not available in your country." }
+  }),
+  row("401", 401, "authentication", "no"),
+  row("403", 403, "permission", "no"),
+  row("429 PerMinute with RetryInfo", 429, "rate_limited", "no", {
     error: {
       message: "You exceeded your current quota. Please retry in 37.2s.",
       details: [quotaFailure("GenerateRequestsPerMinutePerProjectPerModel-FreeTier"), retryInfo("37s")]
     },
-    kind: "rate_limited",
-    processed: "no",
     retryAfterMs: 37_000
-  },
-  {
-    name: "429 RetryInfo only",
-    status: 429,
-    error: { details: [retryInfo("1.5s")] },
-    kind: "rate_limited",
-    processed: "no",
-    retryAfterMs: 1500
-  },
-  {
-    name: "429 PerDay",
-    status: 429,
+  }),
+  row("429 RetryInfo only", 429, "rate_limited", "no", { error: { details: [retryInfo("1.5s")] }, retryAfterMs: 1500 }),
+  row("429 PerDay", 429, "quota_exhausted", "no", {
     error: { details: [quotaFailure("GenerateRequestsPerDayPerProjectPerModel-FreeTier"), retryInfo("3600s")] },
-    kind: "quota_exhausted",
-    processed: "no",
     retryAfterMs: 3_600_000
-  },
-  { name: "402", status: 402, kind: "quota_exhausted", processed: "no" },
-  { name: "500 INTERNAL", status: 500, kind: "server_error", processed: "maybe" },
-  { name: "503 UNAVAILABLE", status: 503, kind: "overloaded", processed: "no" },
-  { name: "504 DEADLINE_EXCEEDED", status: 504, kind: "timeout", processed: "maybe" }
+  }),
+  row("402", 402, "quota_exhausted", "no"),
+  row("500 INTERNAL", 500, "server_error", "maybe"),
+  row("503 UNAVAILABLE", 503, "overloaded", "no"),
+  row("504 DEADLINE_EXCEEDED", 504, "timeout", "maybe")
 ]
 
-describeAdapter(
+Conformance.describeAdapter(
   {
     provider: "gemini",
     make: Gemini.make,
-    auth: { header: "x-goog-api-key", value: canary },
+    auth: { header: "x-goog-api-key", value: Fixtures.canary },
     modelVersion: (model) => model,
     // Gemini function calls carry no ids: the adapter numbers them.
     toolCallId: (_wireId, index) => `call_${index}`,
@@ -132,9 +92,7 @@ describeAdapter(
     ],
     options: {
       request: {
-        temperature: 0.3,
-        topP: 0.9,
-        seed: 42,
+        ...Conformance.sampling,
         stop: ["END"],
         reasoningBudget: 512,
         presencePenalty: 0.5,
@@ -147,12 +105,7 @@ describeAdapter(
         safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_ONLY_HIGH" }],
         generationConfig: { maxOutputTokens: 1 },
         thinkingConfig: { thinkingBudget: 0 },
-        model: "evil-model",
-        api_key: "sk-evil",
-        baseURL: "https://evil.example/v1",
-        headers: { authorization: "Bearer evil" },
-        stream: false,
-        max_tokens: 1
+        ...Conformance.hostileProviderOptions
       },
       wire: () => ({
         generationConfig: {
@@ -177,10 +130,7 @@ describeAdapter(
   (it) => {
     it.effect("sends the exact generateContent body to :generateContent, with no authorization", () =>
       Effect.gen(function* () {
-        const gemini = yield* adapter
-        yield* script("body-model", MockProviderServer.success({ json: { a: "b" } }))
-        yield* gemini.generate(representativeRequest("gemini", "body-model"))
-        const recorded = yield* lastRequestFor("body-model")
+        const recorded = yield* Conformance.sentRepresentative("gemini", adapter)
         assert.deepStrictEqual(recorded.body, {
           systemInstruction: { parts: [{ text: "Be terse." }] },
           contents: [
@@ -200,7 +150,7 @@ describeAdapter(
           generationConfig: {
             maxOutputTokens: 512,
             responseMimeType: "application/json",
-            responseJsonSchema: answerSchema
+            responseJsonSchema: Fixtures.answerSchema
           },
           tools: [
             {
@@ -228,10 +178,13 @@ describeAdapter(
     it.effect("streams from :streamGenerateContent?alt=sse, maps a named tool choice, no request id header", () =>
       Effect.gen(function* () {
         const gemini = yield* adapter
-        const events = yield* collect(gemini, simpleRequest("gemini", "stream-url", { toolChoice: { tool: "lookup" } }))
-        const recorded = yield* lastRequestFor("stream-url")
+        const events = yield* Fixtures.collect(
+          gemini,
+          Fixtures.simpleRequest("gemini", "stream-url", { toolChoice: { tool: "lookup" } })
+        )
+        const recorded = yield* Fixtures.lastRequestFor("stream-url")
         assert.strictEqual(recorded.url, "/v1beta/models/stream-url:streamGenerateContent?alt=sse")
-        assert.deepInclude(recordOf(recorded.body), {
+        assert.deepInclude(Fixtures.recordOf(recorded.body), {
           toolConfig: { functionCallingConfig: { mode: "ANY", allowedFunctionNames: ["lookup"] } }
         })
         // Gemini documents no request-id header (the mock sends none unless scripted).
@@ -245,7 +198,7 @@ describeAdapter(
       Effect.gen(function* () {
         const gemini = yield* adapter
         yield* script("id-model", MockProviderServer.success({ text: "Hello" }))
-        const response = yield* gemini.generate(simpleRequest("gemini", "id-model"))
+        const response = yield* gemini.generate(Fixtures.simpleRequest("gemini", "id-model"))
         assert.match(response.requestId ?? "", /^resp-mock-\d+$/)
       })
     )
@@ -266,12 +219,12 @@ describeAdapter(
           // A text refusal under STOP is ordinary text.
           MockProviderServer.success({ text: "I can't help with that." })
         )
-        const run = gemini.generate(simpleRequest("gemini", "finish-model"))
+        const run = gemini.generate(Fixtures.simpleRequest("gemini", "finish-model"))
         assert.strictEqual((yield* run).finishReason, "length")
         assert.deepInclude(yield* run, { finishReason: "content_filter", refusal: true })
         assert.deepInclude(yield* run, { finishReason: "content_filter", refusal: true })
         assert.deepInclude(yield* run, { finishReason: "content_filter", refusal: true, text: undefined })
-        const streamedBlock = yield* collect(gemini, simpleRequest("gemini", "finish-model"))
+        const streamedBlock = yield* Fixtures.collect(gemini, Fixtures.simpleRequest("gemini", "finish-model"))
         assert.isTrue(streamedBlock._tag === "Right")
         if (streamedBlock._tag === "Right") {
           assert.deepInclude(streamedBlock.right[streamedBlock.right.length - 1], {
@@ -294,7 +247,7 @@ describeAdapter(
           "hint-model",
           MockProviderServer.failure(429, { headers: { "retry-after": "3" }, error: { details: [retryInfo("37s")] } })
         )
-        const error = yield* Effect.flip(gemini.generate(simpleRequest("gemini", "hint-model")))
+        const error = yield* Effect.flip(gemini.generate(Fixtures.simpleRequest("gemini", "hint-model")))
         assert.strictEqual(Duration.toMillis(error.retryAfter ?? Duration.zero), 3000)
       })
     )

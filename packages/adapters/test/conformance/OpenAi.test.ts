@@ -6,159 +6,74 @@ import { assert } from "@effect/vitest"
 import * as OpenAi from "@modelgate/adapters/openai"
 import { Duration, Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
-import {
-  answerSchema,
-  canary,
-  chatConversation,
-  collect,
-  lastRequestFor,
-  recordOf,
-  representativeRequest,
-  simpleRequest
-} from "../adapters-fixtures.js"
+import * as Fixtures from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import { adapterFor, describeAdapter, scriptFor } from "./AdapterConformance.js"
+import * as Conformance from "./AdapterConformance.js"
+import { row } from "./AdapterConformance.js"
 
-const adapter = adapterFor("openai", OpenAi.make)
+const adapter = Conformance.adapterFor("openai", OpenAi.make)
 
-const script = scriptFor("openai")
+const script = Conformance.scriptFor("openai")
 
 const classification: ReadonlyArray<ClassificationRow> = [
-  {
-    name: "400 context_length_exceeded",
-    status: 400,
+  row("400 context_length_exceeded", 400, "context_length", "no", {
     error: { code: "context_length_exceeded" },
-    kind: "context_length",
-    processed: "no",
     code: "context_length_exceeded"
-  },
-  {
-    name: "400 invalid_prompt",
-    status: 400,
-    error: { code: "invalid_prompt" },
-    kind: "refusal",
-    processed: "no",
-    code: "invalid_prompt"
-  },
-  { name: "other 400", status: 400, kind: "invalid_request", processed: "no" },
-  { name: "404", status: 404, kind: "model_not_found", processed: "no", code: "model_not_found" },
-  { name: "422", status: 422, kind: "invalid_request", processed: "no" },
-  { name: "401", status: 401, kind: "authentication", processed: "no", code: "invalid_api_key" },
-  {
-    name: "403",
-    status: 403,
-    error: { type: "invalid_request_error", code: "unsupported_country_region_territory" },
-    kind: "permission",
-    processed: "no"
-  },
-  { name: "408", status: 408, kind: "timeout", processed: "no" },
-  { name: "409", status: 409, kind: "server_error", processed: "no" },
-  {
-    name: "429 rate_limit_exceeded",
-    status: 429,
-    error: { type: "tokens", code: "rate_limit_exceeded" },
-    kind: "rate_limited",
-    processed: "no"
-  },
-  {
-    name: "429 slow_down",
-    status: 429,
-    error: { type: "rate_limit_error", code: "slow_down" },
-    kind: "rate_limited",
-    processed: "no"
-  },
-  {
-    name: "429 Request too large",
-    status: 429,
+  }),
+  row("400 invalid_prompt", 400, "refusal", "no", { error: { code: "invalid_prompt" }, code: "invalid_prompt" }),
+  row("other 400", 400, "invalid_request", "no"),
+  row("404", 404, "model_not_found", "no", { code: "model_not_found" }),
+  row("422", 422, "invalid_request", "no"),
+  row("401", 401, "authentication", "no", { code: "invalid_api_key" }),
+  row("403", 403, "permission", "no", {
+    error: { type: "invalid_request_error", code: "unsupported_country_region_territory" }
+  }),
+  row("408", 408, "timeout", "no"),
+  row("409", 409, "server_error", "no"),
+  row("429 rate_limit_exceeded", 429, "rate_limited", "no", { error: { type: "tokens", code: "rate_limit_exceeded" } }),
+  row("429 slow_down", 429, "rate_limited", "no", { error: { type: "rate_limit_error", code: "slow_down" } }),
+  row("429 Request too large", 429, "request_too_large", "no", {
     error: {
       type: "tokens",
       code: "rate_limit_exceeded",
       message: "Request too large for gpt-x on tokens per min (TPM): Limit 30000, Requested 50000."
-    },
-    kind: "request_too_large",
-    processed: "no"
-  },
-  {
-    name: "429 insufficient_quota",
-    status: 429,
-    error: { type: "insufficient_quota", code: "insufficient_quota" },
-    kind: "quota_exhausted",
-    processed: "no"
-  },
-  {
-    name: "429 credit_balance_exhausted",
-    status: 429,
-    error: { type: "insufficient_quota", code: "credit_balance_exhausted" },
-    kind: "quota_exhausted",
-    processed: "no"
-  },
-  {
-    name: "429 organization_usage_limit_exceeded",
-    status: 429,
-    error: { code: "organization_usage_limit_exceeded" },
-    kind: "quota_exhausted",
-    processed: "no"
-  },
-  {
-    name: "429 project_spend_limit_exceeded",
-    status: 429,
-    error: { code: "project_spend_limit_exceeded" },
-    kind: "spend_cap",
-    processed: "no"
-  },
-  {
-    name: "429 organization_spend_limit_exceeded",
-    status: 429,
-    error: { code: "organization_spend_limit_exceeded" },
-    kind: "spend_cap",
-    processed: "no"
-  },
-  { name: "500", status: 500, kind: "server_error", processed: "maybe" },
-  {
-    name: "502 with an HTML body",
-    status: 502,
+    }
+  }),
+  row("429 insufficient_quota", 429, "quota_exhausted", "no", {
+    error: { type: "insufficient_quota", code: "insufficient_quota" }
+  }),
+  row("429 credit_balance_exhausted", 429, "quota_exhausted", "no", {
+    error: { type: "insufficient_quota", code: "credit_balance_exhausted" }
+  }),
+  row("429 organization_usage_limit_exceeded", 429, "quota_exhausted", "no", {
+    error: { code: "organization_usage_limit_exceeded" }
+  }),
+  row("429 project_spend_limit_exceeded", 429, "spend_cap", "no", { error: { code: "project_spend_limit_exceeded" } }),
+  row("429 organization_spend_limit_exceeded", 429, "spend_cap", "no", {
+    error: { code: "organization_spend_limit_exceeded" }
+  }),
+  row("500", 500, "server_error", "maybe"),
+  row("502 with an HTML body", 502, "server_error", "maybe", {
     body: "<html>Bad gateway</html>",
-    contentType: "text/html",
-    kind: "server_error",
-    processed: "maybe"
-  },
-  {
-    name: "503 server_is_overloaded",
-    status: 503,
-    error: { type: "service_unavailable_error", code: "server_is_overloaded" },
-    kind: "overloaded",
-    processed: "no"
-  },
-  { name: "504", status: 504, kind: "timeout", processed: "maybe" },
-  {
-    name: "503 with x-should-retry: false",
-    status: 503,
-    headers: { "x-should-retry": "false" },
-    kind: "rejected",
-    processed: "no"
-  },
-  {
-    name: "409 with x-should-retry: true",
-    status: 409,
-    headers: { "x-should-retry": "true" },
-    kind: "server_error",
-    processed: "no"
-  },
-  {
-    name: "418 with x-should-retry: true",
-    status: 418,
+    contentType: "text/html"
+  }),
+  row("503 server_is_overloaded", 503, "overloaded", "no", {
+    error: { type: "service_unavailable_error", code: "server_is_overloaded" }
+  }),
+  row("504", 504, "timeout", "maybe"),
+  row("503 with x-should-retry: false", 503, "rejected", "no", { headers: { "x-should-retry": "false" } }),
+  row("409 with x-should-retry: true", 409, "server_error", "no", { headers: { "x-should-retry": "true" } }),
+  row("418 with x-should-retry: true", 418, "server_error", "no", {
     error: { type: "teapot" },
-    headers: { "x-should-retry": "true" },
-    kind: "server_error",
-    processed: "no"
-  }
+    headers: { "x-should-retry": "true" }
+  })
 ]
 
-describeAdapter(
+Conformance.describeAdapter(
   {
     provider: "openai",
     make: OpenAi.make,
-    auth: { header: "authorization", value: `Bearer ${canary}` },
+    auth: { header: "authorization", value: `Bearer ${Fixtures.canary}` },
     modelVersion: (model, fingerprint) => `${model}+${fingerprint}`,
     toolCallId: (wireId) => wireId,
     refusal: { behavior: MockProviderServer.success({ refusal: "I can't." }), finishReason: "refusal" },
@@ -177,9 +92,7 @@ describeAdapter(
     ],
     options: {
       request: {
-        temperature: 0.3,
-        topP: 0.9,
-        seed: 42,
+        ...Conformance.sampling,
         stop: ["END", "\n\n"],
         reasoningEffort: "low",
         parallelToolCalls: false,
@@ -194,12 +107,7 @@ describeAdapter(
         logit_bias: { "50256": -100 },
         verbosity: "low",
         top_k: 5,
-        model: "evil-model",
-        api_key: "sk-evil",
-        baseURL: "https://evil.example/v1",
-        headers: { authorization: "Bearer evil" },
-        stream: false,
-        max_tokens: 1
+        ...Conformance.hostileProviderOptions
       },
       wire: (model) => ({
         model,
@@ -226,13 +134,10 @@ describeAdapter(
   (it) => {
     it.effect("sends the exact Chat Completions body to /v1/chat/completions, without trace headers", () =>
       Effect.gen(function* () {
-        const openai = yield* adapter
-        yield* script("body-model", MockProviderServer.success({ json: { a: "b" } }))
-        yield* openai.generate(representativeRequest("openai", "body-model"))
-        const recorded = yield* lastRequestFor("body-model")
+        const recorded = yield* Conformance.sentRepresentative("openai", adapter)
         assert.deepStrictEqual(recorded.body, {
           model: "body-model",
-          messages: chatConversation,
+          messages: Fixtures.chatConversation,
           max_completion_tokens: 512,
           tools: [
             {
@@ -250,7 +155,10 @@ describeAdapter(
             }
           ],
           tool_choice: "auto",
-          response_format: { type: "json_schema", json_schema: { name: "answer", schema: answerSchema, strict: true } }
+          response_format: {
+            type: "json_schema",
+            json_schema: { name: "answer", schema: Fixtures.answerSchema, strict: true }
+          }
         })
         assert.strictEqual(recorded.url, "/v1/chat/completions")
         assert.isUndefined(recorded.headers.traceparent)
@@ -260,10 +168,13 @@ describeAdapter(
     it.effect("streams with stream: true and stream_options.include_usage", () =>
       Effect.gen(function* () {
         const openai = yield* adapter
-        yield* collect(openai, simpleRequest("openai", "stream-flags", { toolChoice: { tool: "lookup" }, tools: [] }))
-        const recorded = yield* lastRequestFor("stream-flags")
+        yield* Fixtures.collect(
+          openai,
+          Fixtures.simpleRequest("openai", "stream-flags", { toolChoice: { tool: "lookup" }, tools: [] })
+        )
+        const recorded = yield* Fixtures.lastRequestFor("stream-flags")
         assert.strictEqual(recorded.headers.accept, "text/event-stream")
-        assert.deepInclude(recordOf(recorded.body), {
+        assert.deepInclude(Fixtures.recordOf(recorded.body), {
           stream: true,
           stream_options: { include_usage: true },
           tool_choice: { type: "function", function: { name: "lookup" } },
@@ -280,10 +191,10 @@ describeAdapter(
           MockProviderServer.success({ text: "partial", finishReason: "content_filter" }),
           MockProviderServer.success({ text: "partial", finishReason: "length" })
         )
-        const filtered = yield* openai.generate(simpleRequest("openai", "finish-model"))
+        const filtered = yield* openai.generate(Fixtures.simpleRequest("openai", "finish-model"))
         assert.strictEqual(filtered.finishReason, "content_filter")
         assert.isTrue(filtered.refusal)
-        const truncated = yield* openai.generate(simpleRequest("openai", "finish-model"))
+        const truncated = yield* openai.generate(Fixtures.simpleRequest("openai", "finish-model"))
         assert.strictEqual(truncated.finishReason, "length")
         assert.isFalse(truncated.refusal)
       })
@@ -303,7 +214,7 @@ describeAdapter(
             }
           })
         )
-        const error = yield* Effect.flip(openai.generate(simpleRequest("openai", "reset-model")))
+        const error = yield* Effect.flip(openai.generate(Fixtures.simpleRequest("openai", "reset-model")))
         assert.strictEqual(Duration.toMillis(error.retryAfter ?? Duration.zero), 360_000)
       })
     )

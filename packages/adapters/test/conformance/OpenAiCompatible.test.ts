@@ -7,158 +7,86 @@ import { assert } from "@effect/vitest"
 import * as Compatible from "@modelgate/adapters/openai-compatible"
 import { Effect } from "effect"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
-import {
-  answerSchema,
-  apiKey,
-  canary,
-  chatConversation,
-  collect,
-  lastRequestFor,
-  recordOf,
-  representativeRequest,
-  simpleRequest,
-  textOf
-} from "../adapters-fixtures.js"
+import * as Fixtures from "../adapters-fixtures.js"
 import type { ClassificationRow } from "./AdapterConformance.js"
-import { describeAdapter, scriptFor } from "./AdapterConformance.js"
+import * as Conformance from "./AdapterConformance.js"
+import { row } from "./AdapterConformance.js"
 
 const adapter = (options: Partial<Compatible.Options> = {}) =>
   Effect.flatMap(MockProviderServer, (mock) =>
     Compatible.make({ baseUrl: mock.baseUrl("openai-compatible"), ...options })
   )
 
-const script = scriptFor("openai-compatible")
+const script = Conformance.scriptFor("openai-compatible")
 
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: "chatcmpl-local", object: "chat.completion.chunk", model: "llama", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
 
 /** providers.md §9, vLLM / Ollama / llama.cpp rows. */
 const classification: ReadonlyArray<ClassificationRow> = [
-  {
-    name: "vLLM 400 maximum context length",
-    status: 400,
+  row("vLLM 400 maximum context length", 400, "context_length", "no", {
     error: {
       type: "BadRequestError",
       code: 400,
       message:
         "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion)."
-    },
-    kind: "context_length",
-    processed: "no"
-  },
-  {
-    name: "vLLM other 400",
-    status: 400,
-    error: { type: "BadRequestError", code: 400, message: "[{'type': 'missing', 'loc': ('body', 'messages')}]" },
-    kind: "invalid_request",
-    processed: "no"
-  },
-  {
-    name: "vLLM 404",
-    status: 404,
-    error: { type: "NotFoundError", code: 404, message: "The model `x` does not exist." },
-    kind: "model_not_found",
-    processed: "no"
-  },
-  {
-    name: "vLLM 500",
-    status: 500,
-    error: { type: "InternalServerError", code: 500 },
-    kind: "server_error",
-    processed: "maybe"
-  },
-  {
-    name: "vLLM old flat error",
-    status: 400,
+    }
+  }),
+  row("vLLM other 400", 400, "invalid_request", "no", {
+    error: { type: "BadRequestError", code: 400, message: "[{'type': 'missing', 'loc': ('body', 'messages')}]" }
+  }),
+  row("vLLM 404", 404, "model_not_found", "no", {
+    error: { type: "NotFoundError", code: 404, message: "The model `x` does not exist." }
+  }),
+  row("vLLM 500", 500, "server_error", "maybe", { error: { type: "InternalServerError", code: 500 } }),
+  row("vLLM old flat error", 400, "context_length", "no", {
     body: JSON.stringify({
       object: "error",
       message: "This model's maximum context length is 2048 tokens.",
       type: "BadRequestError",
       param: null,
       code: 400
-    }),
-    kind: "context_length",
-    processed: "no"
-  },
-  {
-    name: "Ollama 400",
-    status: 400,
+    })
+  }),
+  row("Ollama 400", 400, "invalid_request", "no", {
     error: {
       type: "invalid_request_error",
       message: "json: cannot unmarshal string into Go struct field ChatRequest.messages"
-    },
-    kind: "invalid_request",
-    processed: "no"
-  },
-  {
-    name: "Ollama 404 try pulling it first",
-    status: 404,
-    error: { type: "not_found_error", message: 'model "x" not found, try pulling it first' },
-    kind: "model_not_found",
-    processed: "no"
-  },
-  {
-    name: "Ollama 503 server busy",
-    status: 503,
-    error: { type: "api_error", message: "server busy, please try again.  maximum pending requests exceeded" },
-    kind: "overloaded",
-    processed: "no"
-  },
-  { name: "Ollama 500", status: 500, error: { type: "api_error" }, kind: "server_error", processed: "maybe" },
-  {
-    name: "llama.cpp 400 exceed_context_size_error",
-    status: 400,
+    }
+  }),
+  row("Ollama 404 try pulling it first", 404, "model_not_found", "no", {
+    error: { type: "not_found_error", message: 'model "x" not found, try pulling it first' }
+  }),
+  row("Ollama 503 server busy", 503, "overloaded", "no", {
+    error: { type: "api_error", message: "server busy, please try again.  maximum pending requests exceeded" }
+  }),
+  row("Ollama 500", 500, "server_error", "maybe", { error: { type: "api_error" } }),
+  row("llama.cpp 400 exceed_context_size_error", 400, "context_length", "no", {
     error: {
       type: "exceed_context_size_error",
       code: 400,
       message: "request exceeds the available context size",
       extra: { n_prompt_tokens: 9412, n_ctx: 8192 }
-    },
-    kind: "context_length",
-    processed: "no"
-  },
-  {
-    name: "llama.cpp 400 invalid_request_error",
-    status: 400,
-    error: { type: "invalid_request_error", code: 400 },
-    kind: "invalid_request",
-    processed: "no"
-  },
-  {
-    name: "llama.cpp 501 not_supported_error",
-    status: 501,
-    error: { type: "not_supported_error", code: 501 },
-    kind: "invalid_request",
-    processed: "maybe"
-  },
-  {
-    name: "llama.cpp 401",
-    status: 401,
-    error: { type: "authentication_error", code: 401 },
-    kind: "authentication",
-    processed: "no"
-  },
-  {
-    name: "llama.cpp 403",
-    status: 403,
-    error: { type: "permission_error", code: 403 },
-    kind: "permission",
-    processed: "no"
-  },
-  {
-    name: "llama.cpp 503 loading",
-    status: 503,
-    error: { type: "unavailable_error", code: 503, message: "Loading model" },
-    kind: "overloaded",
-    processed: "no"
-  }
+    }
+  }),
+  row("llama.cpp 400 invalid_request_error", 400, "invalid_request", "no", {
+    error: { type: "invalid_request_error", code: 400 }
+  }),
+  row("llama.cpp 501 not_supported_error", 501, "invalid_request", "maybe", {
+    error: { type: "not_supported_error", code: 501 }
+  }),
+  row("llama.cpp 401", 401, "authentication", "no", { error: { type: "authentication_error", code: 401 } }),
+  row("llama.cpp 403", 403, "permission", "no", { error: { type: "permission_error", code: 403 } }),
+  row("llama.cpp 503 loading", 503, "overloaded", "no", {
+    error: { type: "unavailable_error", code: 503, message: "Loading model" }
+  })
 ]
 
-describeAdapter(
+Conformance.describeAdapter(
   {
     provider: "openai-compatible",
     make: Compatible.make,
-    auth: { header: "authorization", value: `Bearer ${canary}` },
+    auth: { header: "authorization", value: `Bearer ${Fixtures.canary}` },
     modelVersion: (model, fingerprint) => `${model}+${fingerprint}`,
     toolCallId: (wireId) => wireId,
     refusal: { behavior: MockProviderServer.success({ refusal: true }), finishReason: "refusal" },
@@ -176,9 +104,7 @@ describeAdapter(
     ],
     options: {
       request: {
-        temperature: 0.3,
-        topP: 0.9,
-        seed: 42,
+        ...Conformance.sampling,
         stop: ["END"],
         reasoningEffort: "medium",
         parallelToolCalls: true,
@@ -192,12 +118,7 @@ describeAdapter(
         repetition_penalty: 1.1,
         logprobs: true,
         service_tier: "flex",
-        model: "evil-model",
-        api_key: "sk-evil",
-        baseURL: "https://evil.example/v1",
-        headers: { authorization: "Bearer evil" },
-        stream: false,
-        max_tokens: 1
+        ...Conformance.hostileProviderOptions
       },
       wire: (model) => ({
         model,
@@ -223,17 +144,14 @@ describeAdapter(
   (it) => {
     it.effect("sends max_tokens (Ollama ignores max_completion_tokens) and no auth header without a key", () =>
       Effect.gen(function* () {
-        const local = yield* adapter()
-        yield* script("body-model", MockProviderServer.success({ json: { a: "b" } }))
-        yield* local.generate(representativeRequest("openai-compatible", "body-model"))
-        const recorded = yield* lastRequestFor("body-model")
-        const body = recordOf(recorded.body)
+        const recorded = yield* Conformance.sentRepresentative("openai-compatible", adapter())
+        const body = Fixtures.recordOf(recorded.body)
         assert.strictEqual(body.max_tokens, 512)
         assert.isUndefined(body.max_completion_tokens)
-        assert.deepStrictEqual(body.messages, chatConversation)
+        assert.deepStrictEqual(body.messages, Fixtures.chatConversation)
         assert.deepStrictEqual(body.response_format, {
           type: "json_schema",
-          json_schema: { name: "answer", schema: answerSchema, strict: true }
+          json_schema: { name: "answer", schema: Fixtures.answerSchema, strict: true }
         })
         assert.isUndefined(body.guided_json)
         assert.strictEqual(recorded.url, "/compat/v1/chat/completions")
@@ -243,17 +161,17 @@ describeAdapter(
 
     it.effect("never sends empty tools nor stream_options without stream; honours maxTokensField", () =>
       Effect.gen(function* () {
-        const local = yield* adapter({ apiKey, maxTokensField: "max_completion_tokens" })
-        yield* local.generate(simpleRequest("openai-compatible", "flags-model"))
-        const plain = yield* lastRequestFor("flags-model")
-        const body = recordOf(plain.body)
+        const local = yield* adapter({ apiKey: Fixtures.apiKey, maxTokensField: "max_completion_tokens" })
+        yield* local.generate(Fixtures.simpleRequest("openai-compatible", "flags-model"))
+        const plain = yield* Fixtures.lastRequestFor("flags-model")
+        const body = Fixtures.recordOf(plain.body)
         assert.isUndefined(body.tools)
         assert.isUndefined(body.stream_options)
         assert.isUndefined(body.stream)
         assert.strictEqual(body.max_completion_tokens, 256)
-        yield* collect(local, simpleRequest("openai-compatible", "flags-model"))
-        const streamed = yield* lastRequestFor("flags-model")
-        assert.deepInclude(recordOf(streamed.body), { stream: true, stream_options: { include_usage: true } })
+        yield* Fixtures.collect(local, Fixtures.simpleRequest("openai-compatible", "flags-model"))
+        const streamed = yield* Fixtures.lastRequestFor("flags-model")
+        assert.deepInclude(Fixtures.recordOf(streamed.body), { stream: true, stream_options: { include_usage: true } })
       })
     )
 
@@ -264,13 +182,15 @@ describeAdapter(
           "id-model",
           MockProviderServer.success({ text: "ok", usage: { input: 9, output: 3 }, systemFingerprint: "fp_ollama" })
         )
-        const response = yield* local.generate(simpleRequest("openai-compatible", "id-model"))
+        const response = yield* local.generate(Fixtures.simpleRequest("openai-compatible", "id-model"))
         assert.match(response.requestId ?? "", /^chatcmpl-mock-\d+$/)
         assert.strictEqual(response.modelVersion, "id-model+fp_ollama")
-        assert.deepStrictEqual(
-          { ...response.usage },
-          { inputTokens: 9, cachedInputTokens: 0, outputTokens: 3, reasoningTokens: 0 }
-        )
+        Fixtures.assertUsage(response.usage, {
+          inputTokens: 9,
+          cachedInputTokens: 0,
+          outputTokens: 3,
+          reasoningTokens: 0
+        })
       })
     )
 
@@ -281,11 +201,11 @@ describeAdapter(
           "stream-model",
           MockProviderServer.success({ text: "local stream", chunkSize: 3, usage: { input: 5, output: 4 } })
         )
-        const events = yield* collect(local, simpleRequest("openai-compatible", "stream-model"))
+        const events = yield* Fixtures.collect(local, Fixtures.simpleRequest("openai-compatible", "stream-model"))
         assert.isTrue(events._tag === "Right")
         if (events._tag !== "Right") return
         assert.deepStrictEqual(events.right[0], { _tag: "Started", requestId: undefined, httpStatus: 200 })
-        assert.strictEqual(textOf(events.right), "local stream")
+        assert.strictEqual(Fixtures.textOf(events.right), "local stream")
         assert.deepInclude(events.right[events.right.length - 1], { _tag: "Finish", finishReason: "stop" })
       })
     )
@@ -295,10 +215,10 @@ describeAdapter(
         const local = yield* adapter()
         const body = `${chunk({ role: "assistant", content: "" })}${chunk({ content: "hi" })}${chunk({}, "stop")}data: [DONE]\n`
         yield* script("llama-done", MockProviderServer.raw(200, body, { contentType: "text/event-stream" }))
-        const events = yield* collect(local, simpleRequest("openai-compatible", "llama-done"))
+        const events = yield* Fixtures.collect(local, Fixtures.simpleRequest("openai-compatible", "llama-done"))
         assert.isTrue(events._tag === "Right")
         if (events._tag !== "Right") return
-        assert.strictEqual(textOf(events.right), "hi")
+        assert.strictEqual(Fixtures.textOf(events.right), "hi")
         assert.deepInclude(events.right[events.right.length - 1], {
           _tag: "Finish",
           finishReason: "stop",
@@ -318,10 +238,10 @@ describeAdapter(
           usage: { prompt_tokens: 3, completion_tokens: 1 }
         })
         yield* script("json-stream", MockProviderServer.raw(200, body))
-        const events = yield* collect(local, simpleRequest("openai-compatible", "json-stream"))
+        const events = yield* Fixtures.collect(local, Fixtures.simpleRequest("openai-compatible", "json-stream"))
         assert.isTrue(events._tag === "Right")
         if (events._tag !== "Right") return
-        assert.strictEqual(textOf(events.right), "whole")
+        assert.strictEqual(Fixtures.textOf(events.right), "whole")
         assert.deepInclude(events.right[events.right.length - 1], { _tag: "Finish", finishReason: "stop" })
       })
     )
@@ -335,12 +255,15 @@ describeAdapter(
           MockProviderServer.success({ invalidJson: true })
         )
         assert.strictEqual(
-          (yield* local.generate(simpleRequest("openai-compatible", "output-model"))).finishReason,
+          (yield* local.generate(Fixtures.simpleRequest("openai-compatible", "output-model"))).finishReason,
           "length"
         )
-        assert.deepInclude(yield* Effect.flip(local.generate(simpleRequest("openai-compatible", "output-model"))), {
-          kind: "invalid_output"
-        })
+        assert.deepInclude(
+          yield* Effect.flip(local.generate(Fixtures.simpleRequest("openai-compatible", "output-model"))),
+          {
+            kind: "invalid_output"
+          }
+        )
       })
     )
   }

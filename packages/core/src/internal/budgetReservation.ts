@@ -8,17 +8,18 @@ import type { Reservation, Settlement } from "./budgetTypes.js"
 import * as Store from "../BudgetStore.js"
 import type { TenantId } from "../ModelCommand.js"
 import * as FastPath from "./fastPath.js"
+import { counter } from "./counter.js"
 
 /** Metrics of budgets (documented at `Budgets.metrics`). */
 export const metrics = {
-  settleFailures: Metric.counter("modelgate.budget.settle_failures", {
-    description: "Budget settlements (commit or release) the store could not record",
-    incremental: true
-  }),
-  overspend: Metric.counter("modelgate.budget.overspend_usd", {
-    description: "Spend of expired reservations that no longer fit the limit: spent, not counted as committed",
-    incremental: true
-  })
+  settleFailures: counter(
+    "modelgate.budget.settle_failures",
+    "Budget settlements (commit or release) the store could not record"
+  ),
+  overspend: counter(
+    "modelgate.budget.overspend_usd",
+    "Spend of expired reservations that no longer fit the limit: spent, not counted as committed"
+  )
 } as const
 
 /**

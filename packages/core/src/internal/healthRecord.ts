@@ -5,6 +5,7 @@
 import { Metric, Schema } from "effect"
 import * as ProviderAdapter from "../ProviderAdapter.js"
 import type * as Breaker from "./breaker.js"
+import { counter } from "./counter.js"
 
 /**
  * @since 0.1.0
@@ -220,18 +221,15 @@ export const metrics = {
   breakerState: Metric.gauge("modelgate.breaker.state", {
     description: "Circuit breaker state per route: 0 closed, 1 half-open, 2 open"
   }),
-  breakerTransitions: Metric.counter("modelgate.breaker.transitions", {
-    description: "Circuit breaker transitions per route",
-    incremental: true
-  }),
-  retryBudgetRejections: Metric.counter("modelgate.retry_budget.rejections", {
-    description: "Retries refused because the process-wide retry budget was exhausted",
-    incremental: true
-  }),
-  breakerStoreFailures: Metric.counter("modelgate.breaker.store_failures", {
-    description: "Breaker bookkeeping (record or release) the breaker store could not do",
-    incremental: true
-  })
+  breakerTransitions: counter("modelgate.breaker.transitions", "Circuit breaker transitions per route"),
+  retryBudgetRejections: counter(
+    "modelgate.retry_budget.rejections",
+    "Retries refused because the process-wide retry budget was exhausted"
+  ),
+  breakerStoreFailures: counter(
+    "modelgate.breaker.store_failures",
+    "Breaker bookkeeping (record or release) the breaker store could not do"
+  )
 } as const
 
 /** The breaker state gauge's value of a status. */

@@ -5,6 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import type { CanaryAssignment, Escalation } from "../../RouteDecision.js"
 import { metrics as telemetryMetrics } from "../../Telemetry.js"
+import { counter } from "../counter.js"
 
 /**
  * Routing metrics. `targetSwitches` (`modelgate.routing.target_switches`, tagged `workflow`)
@@ -17,14 +18,11 @@ import { metrics as telemetryMetrics } from "../../Telemetry.js"
  * @category Metrics
  */
 export const metrics = {
-  targetSwitches: Metric.counter("modelgate.routing.target_switches", {
-    description: "Changes of a scored workflow's best-scoring target between decisions",
-    incremental: true
-  }),
-  escalations: Metric.counter("modelgate.escalations", {
-    description: "Escalations to a stronger target, by workflow and quality classes",
-    incremental: true
-  })
+  targetSwitches: counter(
+    "modelgate.routing.target_switches",
+    "Changes of a scored workflow's best-scoring target between decisions"
+  ),
+  escalations: counter("modelgate.escalations", "Escalations to a stronger target, by workflow and quality classes")
 } as const
 
 /**

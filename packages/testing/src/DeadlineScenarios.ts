@@ -1,0 +1,43 @@
+/**
+ * The scenarios every deadline implementation is tested with (core's `bounded`, an adapter's own
+ * timer): a step that settles before, exactly at or after a 100 ms bound, fails, or never settles.
+ * Under the tie rule a completion at exactly the bound wins; otherwise the step is cut at the bound.
+ *
+ * @since 0.2.0
+ */
+
+/**
+ * The bound of every scenario, in ms.
+ *
+ * @since 0.2.0
+ * @category Scenarios
+ */
+export const bound = 100
+
+/**
+ * A step: when it settles and how.
+ *
+ * @since 0.2.0
+ * @category Scenarios
+ */
+export interface Scenario {
+  readonly name: string
+  /** Ms until the step settles; `undefined`: never. */
+  readonly after: number | undefined
+  readonly fails: boolean
+}
+
+/**
+ * The scenarios, in the order the tests run them.
+ *
+ * @since 0.2.0
+ * @category Scenarios
+ */
+export const scenarios: ReadonlyArray<Scenario> = [
+  { name: "completes before the bound", after: 50, fails: false },
+  { name: "completes exactly at the bound", after: bound, fails: false },
+  { name: "completes after the bound", after: 150, fails: false },
+  { name: "fails before the bound", after: 40, fails: true },
+  { name: "fails exactly at the bound", after: bound, fails: true },
+  { name: "never completes", after: undefined, fails: false }
+]
