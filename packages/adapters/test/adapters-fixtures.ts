@@ -142,4 +142,15 @@ export const recordOf = (value: unknown): Record<string, unknown> =>
 export const assertUsage = (
   usage: Usage | undefined,
   expected: { inputTokens: number; cachedInputTokens: number; outputTokens: number; reasoningTokens: number }
-): void => assert.deepStrictEqual({ ...usage }, expected)
+): void =>
+  assert.deepStrictEqual(
+    usage === undefined
+      ? undefined
+      : {
+          inputTokens: usage.inputTokens,
+          cachedInputTokens: usage.cachedInputTokens,
+          outputTokens: usage.outputTokens,
+          reasoningTokens: usage.reasoningTokens
+        },
+    expected
+  )

@@ -55,13 +55,7 @@ import type { ConfigError } from "effect"
 import { ConfigProblem, GatewayConfigError } from "./Errors.js"
 import type { StoreError } from "./Errors.js"
 import * as FastPath from "./internal/fastPath.js"
-import {
-  isReservedKey,
-  reservedKeyDetail,
-  reservedKeysOf,
-  safeRecord,
-  segment
-} from "./internal/issues.js"
+import { isReservedKey, reservedKeyDetail, reservedKeysOf, safeRecord, segment } from "./internal/issues.js"
 import type { PermitLimit, Share } from "./internal/permitTypes.js"
 import { TenantId } from "./ModelCommand.js"
 import * as PermitStore from "./PermitStore.js"
@@ -377,7 +371,6 @@ const validateWorkflows = (
     add("concurrency.undeclaredMax", "WORKFLOW_RESERVED_ABOVE_TENANT_LIMIT", `${detail} (undeclared tenants)`)
   }
 }
-
 
 /**
  * Decodes a concurrency configuration from plain JSON and validates it. A failure lists every

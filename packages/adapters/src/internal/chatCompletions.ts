@@ -188,7 +188,9 @@ const UsageWire = Schema.Struct({
   prompt_tokens: WireCount,
   completion_tokens: WireCount,
   total_tokens: WireCount,
-  prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: WireCount, audio_tokens: WireCount }))),
+  prompt_tokens_details: Schema.optional(
+    Schema.NullOr(Schema.Struct({ cached_tokens: WireCount, audio_tokens: WireCount }))
+  ),
   completion_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ reasoning_tokens: WireCount })))
 })
 

@@ -268,7 +268,9 @@ const ResponseWire = Schema.Struct({
         /** Prompt tokens per modality (`TEXT`, `IMAGE`, `AUDIO`, `VIDEO`, `DOCUMENT`). */
         promptTokensDetails: Schema.optional(
           Schema.NullOr(
-            Schema.Array(Schema.Struct({ modality: Schema.optional(Schema.NullOr(Schema.String)), tokenCount: WireCount }))
+            Schema.Array(
+              Schema.Struct({ modality: Schema.optional(Schema.NullOr(Schema.String)), tokenCount: WireCount })
+            )
           )
         )
       })
