@@ -326,12 +326,15 @@ describe("ModelGateway.stream", () => {
       )
       assert.deepStrictEqual(summary, [
         ["RouteSelected", 0],
+        // The serving attempt, announced with its first delta.
+        ["RouteCommitted", 20],
         ["TextDelta", 20, "Looking."],
         ["ToolCallDelta", 30, 0, "call_1", "lookup", '{"q":"'],
         ["ToolCallDelta", 40, 0, undefined, undefined, "invoic"],
         ["ToolCallDelta", 50, 0, undefined, undefined, 'e 42"}'],
         ["ToolCallDelta", 60, 1, "call_2", "ping", "{"],
         ["ToolCallDelta", 70, 1, undefined, undefined, "}"],
+        ["UsageUpdate", 70],
         ["UsageReported", 70],
         ["Final", 70]
       ])
@@ -385,7 +388,11 @@ describe("ModelGateway.stream", () => {
       assert.strictEqual(error?._tag, "ProviderUnavailable")
       assert.deepStrictEqual(
         seen.map(({ event, at }) => [event._tag, at, event._tag === "TextDelta" ? event.text : undefined]),
-        [["RouteSelected", 0, undefined], ...deliveredBy400.map((text, i) => ["TextDelta", 30 + 50 * i, text])]
+        [
+          ["RouteSelected", 0, undefined],
+          ["RouteCommitted", 30, undefined],
+          ...deliveredBy400.map((text, i) => ["TextDelta", 30 + 50 * i, text])
+        ]
       )
       // Cut at the bound, never retried nor handed to the fallback after the commit point.
       const logs = yield* (yield* scripted).attempts

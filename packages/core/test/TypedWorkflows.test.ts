@@ -13,6 +13,8 @@ const streamedClassification = primaryAnswers({
 /** The event tags of {@link streamedClassification}, streamed. */
 const streamedClassificationTags = [
   "RouteSelected",
+  // The serving attempt, announced before its first delta.
+  "RouteCommitted",
   "TextDelta",
   "PartialObject",
   "TextDelta",
@@ -23,6 +25,8 @@ const streamedClassificationTags = [
   "PartialObject",
   // 2 characters on 38: under an eighth, not re-parsed.
   "TextDelta",
+  // The scripted provider reports usage at the end: one update, then the total.
+  "UsageUpdate",
   "UsageReported",
   "Final"
 ]
@@ -236,7 +240,16 @@ describe("typed workflows", () => {
       assert.strictEqual(at, 90)
       assert.deepStrictEqual(
         events.map((e) => e._tag),
-        ["RouteSelected", "TextDelta", "TextDelta", "TextDelta", "UsageReported", "Final"]
+        [
+          "RouteSelected",
+          "RouteCommitted",
+          "TextDelta",
+          "TextDelta",
+          "TextDelta",
+          "UsageUpdate",
+          "UsageReported",
+          "Final"
+        ]
       )
       assert.deepStrictEqual(partials(events), [])
     }).pipe(
