@@ -58,19 +58,19 @@ export const makeUsage = (input: {
   readonly cachedInputTokens?: number | null | undefined
   readonly outputTokens: number | null | undefined
   readonly reasoningTokens?: number | null | undefined
-  /** Audio input tokens; `undefined` or `null` when the provider reported none (then absent). */
+  /** Audio input tokens; `undefined`, `null` or 0 when the provider reported none (then absent). */
   readonly audioInputTokens?: number | null | undefined
 }): Usage => {
   const inputTokens = count(input.inputTokens)
   const outputTokens = count(input.outputTokens)
-  const audio = input.audioInputTokens
+  const audio = count(input.audioInputTokens)
   return new Usage(
     {
       inputTokens,
       cachedInputTokens: Math.min(count(input.cachedInputTokens), inputTokens),
       outputTokens,
       reasoningTokens: Math.min(count(input.reasoningTokens), outputTokens),
-      ...(audio == null ? {} : { audioInputTokens: Math.min(count(audio), inputTokens) })
+      ...(audio === 0 ? {} : { audioInputTokens: Math.min(audio, inputTokens) })
     },
     { disableValidation: true }
   )
