@@ -466,7 +466,7 @@ export const makeWith = (options: Options, store: PermitStore.Service): Effect.E
         }
       )
     })
-    return Effect.succeed(withFastPath(service, tenants, targets, subOf))
+    return Effect.succeed(withFastPath(service, tenants, targets, subOf, shares !== undefined))
   })
 
 /** The declared workflow shares (`max` defaults to no cap), `undefined` when there are none. */
@@ -483,7 +483,8 @@ const withFastPath = (
   service: Service,
   tenants: PermitStore.Pool,
   targets: ReadonlyMap<string, PermitStore.Pool>,
-  subOf: (capability: string | undefined) => string | undefined
+  subOf: (capability: string | undefined) => string | undefined,
+  workflowShares: boolean
 ): Service => {
   const tenantsFast = FastPath.pool(tenants)
   const targetsFast = new Map<string, FastPath.PoolFast>()
@@ -494,8 +495,7 @@ const withFastPath = (
   // A shared store: the tenants' pool, for an admission that takes its permit with the reservation
   // (not with workflow shares: the joint script knows the tenant's limits only).
   if (tenantsFast === undefined) {
-    const shares = subOf("") !== undefined
-    return shares ? service : FastPath.attach(service, { _tag: "ConcurrencyPools", tenants })
+    return workflowShares ? service : FastPath.attach(service, { _tag: "ConcurrencyPools", tenants })
   }
   if (targetsFast.size !== targets.size) return service
   return FastPath.attach(service, {
