@@ -16,12 +16,22 @@ const decodeTarget = Schema.decodeSync(ModelTarget)
 const decodeWorkflow = Schema.decodeSync(Workflow)
 const decodeCommand = Schema.decodeSync(ModelCommand)
 
-/** A target of `provider`, eligible for every workflow below. */
-export const target = (ref: string, provider: string): ModelTarget =>
+/** The model the bench's mock server always answers with a retryable 503 (a primary that is down). */
+export const downModel = "bench-down"
+
+/**
+ * A target of `provider`, eligible for every workflow below; `options` set its model (default
+ * `bench-model`) and attempts on it (default 2).
+ */
+export const target = (
+  ref: string,
+  provider: string,
+  options: { readonly model?: string; readonly maxAttempts?: number } = {}
+): ModelTarget =>
   decodeTarget({
     ref,
     provider,
-    model: "bench-model",
+    model: options.model ?? "bench-model",
     capabilities: {
       tools: true,
       structuredOutput: { mode: "json_schema" },
@@ -31,7 +41,7 @@ export const target = (ref: string, provider: string): ModelTarget =>
     regions: ["eu"],
     dataClasses: ["internal"],
     pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, pricingVersion: "bench-1" },
-    limits: { maxAttempts: 2, perAttemptTimeout: 30_000, minimumAttemptTime: 100 }
+    limits: { maxAttempts: options.maxAttempts ?? 2, perAttemptTimeout: 30_000, minimumAttemptTime: 100 }
   })
 
 /** A workflow over `route`; `schema` names a structured-output schema of the definition. */

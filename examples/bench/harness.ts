@@ -38,7 +38,7 @@ export const profiles: Record<Profile["name"], Profile> = {
     roundSeconds: 1.5,
     memoryCount: 10_000,
     httpCalls: 2_000,
-    // Four clients: four rounds put each client once in each position of the rotation.
+    // Eight clients: four rounds start each client at four places spread over the order.
     httpRounds: 4
   },
   smoke: {

@@ -1,30 +1,41 @@
 /**
- * §2 HTTP path: four clients call the same mock provider server, which runs in a child process so
+ * §2 HTTP path: eight clients call the same mock provider server, which runs in a child process so
  * that `process.cpuUsage()` in this process counts the client side only.
  *
- * - `gateway`: `ModelGateway.generate` over the OpenAI adapter;
+ * - `gateway`: `ModelGateway.generate` over the OpenAI adapter, a workflow of one target;
+ * - `fallback`: the same over a route of two targets (primary + fallback) where the primary answers:
+ *   what a second target costs on the happy path;
+ * - `failover`: the same route shape, but the primary (its model is `downModel`, one attempt) gets a
+ *   retryable 503 on every call, so every call makes two HTTP exchanges and the fallback serves;
  * - `adapter`: the same OpenAI adapter called directly with the provider request the gateway built;
  * - `raw`: an `@effect/platform` `HttpClient` POST of the very request the adapter sends (URL,
  *   headers, body bytes), its JSON body read;
  * - `undici`: the floor: `undici`'s `request` of that same request on its own pooled `Agent`, its
  *   JSON body read;
- * - `openai`: the official `openai` client (`chat.completions.create`) with the same request body.
+ * - `openai`: the official `openai` client (`chat.completions.create`) with the same request body;
+ * - `effectAi`: the Effect-native equivalent a user would write: `@effect/ai`'s
+ *   `LanguageModel.generateText` (same messages, same output token limit) with `Effect.timeout`,
+ *   through an `ExecutionPlan` of two `@effect/ai-openai` models (the first answers), on an
+ *   `OpenAiClient` built once over the raw POST's `HttpClient`. `@effect/ai-openai` calls the
+ *   Responses API (`POST /v1/responses`), which the mock serves with a body of the same answer.
  *
  * The gateway and the adapter use the adapters' default transport (`HttpTransport.layerUndici`,
- * what `OpenAi.layerConfig` builds); the raw POST runs on `NodeHttpClient.layerUndici`; the `openai`
- * client uses Node's global `fetch`, as it does by default. At each concurrency (1 and 64), after
- * one unmeasured warm-up per client, every round runs every client once with the same number of
- * calls, in rotated order (round r starts with client r mod 5), each after a full GC. Figures are
- * medians over rounds with their range; ratios are medians of per-round ratios, so that a noisy
- * round hits both sides of a ratio alike.
+ * what `OpenAi.layerConfig` builds); the raw POST and `@effect/ai` run on `NodeHttpClient.layerUndici`;
+ * the `openai` client uses Node's global `fetch`, as it does by default. At each concurrency (1 and
+ * 64), after one unmeasured warm-up per client, every round runs every client once with the same
+ * number of calls, in rotated order (round r starts `r × clients / rounds` places further), each
+ * after a full GC. Figures are medians over rounds with their range; ratios are medians of per-round
+ * ratios, so that a noisy round hits both sides of a ratio alike.
  */
+import { LanguageModel } from "@effect/ai"
+import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import type { HttpClientRequest } from "@effect/platform"
 import { HttpClient } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import * as OpenAi from "@modelgate/adapters/openai"
 import type * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
-import { Effect, Layer, ManagedRuntime, Redacted, Schema } from "effect"
+import { Duration, Effect, ExecutionPlan, Layer, ManagedRuntime, Redacted, Schema } from "effect"
 import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
@@ -32,7 +43,7 @@ import { isDeepStrictEqual } from "node:util"
 import OpenAI from "openai"
 import { Agent } from "undici"
 import { VERSION as openaiVersion } from "openai/version"
-import { answerText, buildGateway, command, target, workflow } from "./fixtures.js"
+import { answerText, buildGateway, command, downModel, target, workflow } from "./fixtures.js"
 import {
   callsFor,
   collectGarbage,
@@ -46,7 +57,7 @@ import {
 } from "./harness.js"
 
 /** The clients compared, in the order of the first round. */
-export const clients = ["gateway", "adapter", "raw", "undici", "openai"] as const
+export const clients = ["gateway", "fallback", "failover", "adapter", "raw", "undici", "openai", "effectAi"] as const
 export type Client = (typeof clients)[number]
 
 export interface HttpSide {
@@ -69,10 +80,15 @@ export interface HttpLevel {
   /** The order the clients ran in, per round. */
   readonly order: ReadonlyArray<ReadonlyArray<Client>>
   readonly gateway: HttpSide
+  readonly fallback: HttpSide
+  readonly failover: HttpSide
   readonly adapter: HttpSide
   readonly raw: HttpSide
   readonly undici: HttpSide
   readonly openai: HttpSide
+  readonly effectAi: HttpSide
+  /** Primary + fallback (primary answers) vs one target: median of per-round CPU differences, µs per call. */
+  readonly secondTargetAddedCpuUs: number
   /** Gateway vs the adapter alone: median over rounds of the per-round CPU difference, µs per call. */
   readonly addedOverAdapterCpuUs: number
   /** Gateway vs raw POST: medians over rounds of the per-round differences / ratios. */
@@ -167,10 +183,21 @@ const level = async (profile: Profile, drivers: Record<Client, Driver>, concurre
   let rate = Number.POSITIVE_INFINITY
   for (const c of clients) rate = Math.min(rate, (await runRound(drivers[c], warm, concurrency, false)).throughput)
   const calls = callsFor(rate, profile.roundSeconds, Math.min(profile.httpCalls, 2 * concurrency), profile.httpCalls)
-  const rounds: Record<Client, Array<Round>> = { gateway: [], adapter: [], raw: [], undici: [], openai: [] }
+  const rounds: Record<Client, Array<Round>> = {
+    gateway: [],
+    fallback: [],
+    failover: [],
+    adapter: [],
+    raw: [],
+    undici: [],
+    openai: [],
+    effectAi: []
+  }
   const order: Array<ReadonlyArray<Client>> = []
   for (let round = 0; round < profile.httpRounds; round++) {
-    const thisRound = clients.map((_, i) => clients[(i + round) % clients.length]!)
+    // The rounds spread each client's start over the order (with 4 rounds of 8: every other place).
+    const shift = Math.floor((round * clients.length) / profile.httpRounds)
+    const thisRound = clients.map((_, i) => clients[(i + shift) % clients.length]!)
     order.push(thisRound)
     for (const c of thisRound) rounds[c].push(await runRound(drivers[c], calls, concurrency, true))
   }
@@ -193,10 +220,14 @@ const level = async (profile: Profile, drivers: Record<Client, Driver>, concurre
     callsPerRound: calls,
     order,
     gateway: side("gateway"),
+    fallback: side("fallback"),
+    failover: side("failover"),
     adapter: side("adapter"),
     raw: side("raw"),
     undici: side("undici"),
     openai: side("openai"),
+    effectAi: side("effectAi"),
+    secondTargetAddedCpuUs: perRound((i) => rounds.fallback[i]!.cpuUsPerCall - g[i]!.cpuUsPerCall),
     addedOverAdapterCpuUs: perRound((i) => g[i]!.cpuUsPerCall - rounds.adapter[i]!.cpuUsPerCall),
     addedP50Ms: perRound((i) => p(g[i]!, "p50") - p(r[i]!, "p50")),
     addedP99Ms: perRound((i) => p(g[i]!, "p99") - p(r[i]!, "p99")),
@@ -233,6 +264,148 @@ const bodyText = (request: HttpClientRequest.HttpClientRequest): string => {
 
 const apiKey = "sk-bench-not-a-secret"
 
+/**
+ * Probe (not timed): one gateway call through an adapter that records the provider request it is
+ * given, over a client that records the HTTP request sent. Returns both.
+ */
+const probeRequests = async (http: HttpClient.HttpClient, baseUrl: string) => {
+  const t = target("model://openai/bench@eu", "openai")
+  let providerRequest: ProviderAdapter.ProviderRequest | undefined
+  let httpRequest: HttpClientRequest.HttpClientRequest | undefined
+  const probeAdapter = await Effect.runPromise(
+    OpenAi.make({ baseUrl, apiKey: Redacted.make(apiKey) }).pipe(
+      Effect.provideService(
+        HttpClient.HttpClient,
+        HttpClient.tapRequest(http, (request) =>
+          Effect.sync(() => {
+            httpRequest ??= request
+          })
+        )
+      )
+    )
+  )
+  const probe = await buildGateway({
+    targets: [t],
+    workflows: [workflow("bench.http", [t.ref])],
+    adapters: {
+      openai: {
+        generate: (request) => {
+          providerRequest ??= request
+          return probeAdapter.generate(request)
+        },
+        stream: probeAdapter.stream
+      }
+    }
+  })
+  try {
+    const check = await Effect.runPromise(probe.gateway.generate(command("bench.http")))
+    if (check.content.text !== answerText || check.evidence.attempts[0]?.httpStatus !== 200) {
+      throw new Error("bench http: the gateway did not get the mock answer")
+    }
+  } finally {
+    await probe.dispose()
+  }
+  if (providerRequest === undefined || httpRequest === undefined) throw new Error("bench http: no request captured")
+  return { providerRequest, httpRequest }
+}
+
+/** The `openai` client must send the same body: checked once through a recording `fetch`. */
+const checkSdkBody = async (baseUrl: string, params: OpenAI.ChatCompletionCreateParamsNonStreaming, body: string) => {
+  let sdkBody: unknown
+  const probeSdk = new OpenAI({
+    baseURL: baseUrl,
+    apiKey,
+    maxRetries: 0,
+    fetch: (input, init) => {
+      if (typeof init?.body === "string") sdkBody = JSON.parse(init.body)
+      return fetch(input, init)
+    }
+  })
+  const sdkAnswer = await probeSdk.chat.completions.create(params)
+  if (sdkAnswer.choices[0]?.message.content !== answerText) {
+    throw new Error("bench http: the openai client did not get the mock answer")
+  }
+  if (!isDeepStrictEqual(sdkBody, JSON.parse(body))) {
+    throw new Error(`bench http: the openai client sent ${JSON.stringify(sdkBody)}, the adapter ${body}`)
+  }
+}
+
+/**
+ * The gateway over routes of two targets of the same adapter: `fallback` (primary answers) and
+ * `failover` (the primary's model is `downModel`, which the mock answers with a 503; one attempt on
+ * it, so the call moves to the fallback at once). Each is checked once for the attempts it makes.
+ */
+const twoTargetGateway = async (adapter: Omit<ProviderAdapter.ProviderAdapter, "provider">) => {
+  const primary = target("model://openai/bench@eu", "openai")
+  const backup = target("model://openai/bench-fallback@eu", "openai", { model: "bench-fallback" })
+  const down = target("model://openai/bench-down@eu", "openai", { model: downModel, maxAttempts: 1 })
+  const stack = await buildGateway({
+    targets: [primary, backup, down],
+    workflows: [
+      workflow("bench.http.fallback", [primary.ref, backup.ref]),
+      workflow("bench.http.failover", [down.ref, backup.ref])
+    ],
+    adapters: { openai: adapter }
+  })
+  const fallback = command("bench.http.fallback")
+  const failover = command("bench.http.failover")
+  try {
+    const happy = await Effect.runPromise(stack.gateway.generate(fallback))
+    const served = await Effect.runPromise(stack.gateway.generate(failover))
+    const statuses = (r: typeof happy) => r.evidence.attempts.map((a) => `${a.target}:${a.httpStatus}`).join(",")
+    if (happy.content.text !== answerText || statuses(happy) !== `${primary.ref}:200`) {
+      throw new Error(`bench http: primary + fallback made attempts ${statuses(happy)}`)
+    }
+    if (served.content.text !== answerText || statuses(served) !== `${down.ref}:503,${backup.ref}:200`) {
+      throw new Error(`bench http: the failover made attempts ${statuses(served)}`)
+    }
+  } catch (error) {
+    await stack.dispose()
+    throw error
+  }
+  return { stack, fallback, failover }
+}
+
+/**
+ * The `@effect/ai` call: `generateText` of the same messages with a timeout, through an
+ * `ExecutionPlan` of two OpenAI models, on an `OpenAiClient` built once; checked once.
+ */
+const effectAiCall = async (
+  http: HttpClient.HttpClient,
+  baseUrl: string,
+  params: OpenAI.ChatCompletionCreateParamsNonStreaming
+) => {
+  const runtime = ManagedRuntime.make(
+    OpenAiClient.layer({ apiKey: Redacted.make(apiKey), apiUrl: baseUrl }).pipe(
+      Layer.provide(Layer.succeed(HttpClient.HttpClient, http))
+    )
+  )
+  try {
+    const client = await runtime.runPromise(OpenAiClient.OpenAiClient)
+    const config = params.max_completion_tokens != null ? { max_output_tokens: params.max_completion_tokens } : {}
+    const plan = ExecutionPlan.make(
+      { provide: OpenAiLanguageModel.model(params.model, config), attempts: 1 },
+      { provide: OpenAiLanguageModel.model("bench-fallback", config), attempts: 1 }
+    )
+    const prompt = params.messages.map((m) =>
+      m.role === "system"
+        ? { role: "system" as const, content: String(m.content) }
+        : { role: "user" as const, content: String(m.content) }
+    )
+    const call = LanguageModel.generateText({ prompt }).pipe(
+      Effect.timeout(Duration.seconds(30)),
+      Effect.withExecutionPlan(plan),
+      Effect.provideService(OpenAiClient.OpenAiClient, client)
+    )
+    const check = await Effect.runPromise(call)
+    if (check.text !== answerText) throw new Error(`bench http: @effect/ai got ${JSON.stringify(check.text)}`)
+    return { call, dispose: () => runtime.dispose() }
+  } catch (error) {
+    await runtime.dispose()
+    throw error
+  }
+}
+
 export const run = async (profile: Profile): Promise<HttpResults> => {
   const server = await startServer()
   // One undici client for the Effect clients: same pool, same dispatcher.
@@ -242,73 +415,11 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
   const agent = new Agent()
   try {
     const http = await clientRuntime.runPromise(HttpClient.HttpClient)
-    // The adapter as users build it (`OpenAi.make` over the HttpClient in context).
-    const adapterOver = (client: HttpClient.HttpClient) =>
-      Effect.runPromise(
-        OpenAi.make({ baseUrl: server.baseUrl, apiKey: Redacted.make(apiKey) }).pipe(
-          Effect.provide(Layer.succeed(HttpClient.HttpClient, client))
-        )
-      )
-    const t = target("model://openai/bench@eu", "openai")
-    const wf = workflow("bench.http", [t.ref])
-    const cmd = command("bench.http")
-
-    // Probe (not timed): one gateway call through an adapter that records the provider request
-    // it is given, over a client that records the HTTP request sent.
-    let providerRequest: ProviderAdapter.ProviderRequest | undefined
-    let httpRequest: HttpClientRequest.HttpClientRequest | undefined
-    const probeAdapter = await adapterOver(
-      HttpClient.tapRequest(http, (request) =>
-        Effect.sync(() => {
-          httpRequest ??= request
-        })
-      )
-    )
-    const probe = await buildGateway({
-      targets: [t],
-      workflows: [wf],
-      adapters: {
-        openai: {
-          generate: (request) => {
-            providerRequest ??= request
-            return probeAdapter.generate(request)
-          },
-          stream: probeAdapter.stream
-        }
-      }
-    })
-    try {
-      const check = await Effect.runPromise(probe.gateway.generate(cmd))
-      if (check.content.text !== answerText || check.evidence.attempts[0]?.httpStatus !== 200) {
-        throw new Error("bench http: the gateway did not get the mock answer")
-      }
-    } finally {
-      await probe.dispose()
-    }
-    if (providerRequest === undefined || httpRequest === undefined) throw new Error("bench http: no request captured")
-    const request = httpRequest
-    const providerReq = providerRequest
+    const { providerRequest: providerReq, httpRequest: request } = await probeRequests(http, server.baseUrl)
     const body = bodyText(request)
     const params: OpenAI.ChatCompletionCreateParamsNonStreaming = decodeChatBody(body)
-
-    // The `openai` client must send the same body: checked once through a recording `fetch`.
-    let sdkBody: unknown
-    const probeSdk = new OpenAI({
-      baseURL: server.baseUrl,
-      apiKey,
-      maxRetries: 0,
-      fetch: (input, init) => {
-        if (typeof init?.body === "string") sdkBody = JSON.parse(init.body)
-        return fetch(input, init)
-      }
-    })
-    const sdkAnswer = await probeSdk.chat.completions.create(params)
-    if (sdkAnswer.choices[0]?.message.content !== answerText) {
-      throw new Error("bench http: the openai client did not get the mock answer")
-    }
-    if (!isDeepStrictEqual(sdkBody, JSON.parse(body))) {
-      throw new Error(`bench http: the openai client sent ${JSON.stringify(sdkBody)}, the adapter ${body}`)
-    }
+    await checkSdkBody(server.baseUrl, params, body)
+    const ai = await effectAiCall(http, server.baseUrl, params)
 
     // The measured clients (no recording wrappers); the adapter over the default transport.
     const adapter = await transportRuntime.runPromise(
@@ -324,21 +435,33 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
       headers: { ...request.headers },
       body: body
     }
-    const stack = await buildGateway({ targets: [t], workflows: [wf], adapters: { openai: adapter } })
+    const t = target("model://openai/bench@eu", "openai")
+    const stack = await buildGateway({
+      targets: [t],
+      workflows: [workflow("bench.http", [t.ref])],
+      adapters: { openai: adapter }
+    })
+    const cmd = command("bench.http")
+    const two = await twoTargetGateway(adapter)
     const sdk = new OpenAI({ baseURL: server.baseUrl, apiKey, maxRetries: 0 })
     try {
       const drivers: Record<Client, Driver> = {
         // Every client builds its call per call, as a caller does.
         gateway: effectDriver(Effect.suspend(() => stack.gateway.generate(cmd))),
+        fallback: effectDriver(Effect.suspend(() => two.stack.gateway.generate(two.fallback))),
+        failover: effectDriver(Effect.suspend(() => two.stack.gateway.generate(two.failover))),
         adapter: effectDriver(Effect.suspend(() => adapter.generate(providerReq))),
         raw: effectDriver(Effect.suspend(() => Effect.flatMap(http.execute(request), (response) => response.json))),
         undici: promiseDriver(() => agent.request(undiciOptions).then((response) => response.body.json())),
-        openai: promiseDriver(() => sdk.chat.completions.create(params))
+        openai: promiseDriver(() => sdk.chat.completions.create(params)),
+        effectAi: effectDriver(Effect.suspend(() => ai.call))
       }
       const levels = [await level(profile, drivers, 1), await level(profile, drivers, 64)]
       return { server: "child process", openaiClient: `openai ${openaiVersion}`, levels }
     } finally {
       await stack.dispose()
+      await two.stack.dispose()
+      await ai.dispose()
     }
   } finally {
     await clientRuntime.dispose()

@@ -3,7 +3,8 @@
  * `bench/results.md`. `--smoke` runs the few-iteration profile (what CI runs) and writes nothing
  * unless `--write` is given too. `--no-http` skips the HTTP section, `--no-redis` the Redis one.
  * `--only-cache` runs the response cache section alone and prints its verdicts (writes nothing);
- * `--only-redis` the same for the Redis section (to compare two builds run after one another).
+ * `--only-redis` the same for the Redis section (to compare two builds run after one another);
+ * `--only-http` runs the HTTP section alone and prints its table (writes nothing).
  *
  * Run with `node --expose-gc --conditions=source --import tsx bench/main.ts` (the `bench` script runs
  * an esbuild bundle of it with `--expose-gc`) so that the memory figures are taken after a full GC.
@@ -12,6 +13,8 @@ import { writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { collectGarbage, profiles } from "./harness.js"
 import * as Cache from "./cache.js"
+import * as Http from "./http.js"
+import { httpSection } from "./httpReport.js"
 import { fmt } from "./harness.js"
 import * as Redis from "./redis.js"
 import { cacheVerdicts, markdown, redisVerdicts, verdicts } from "./report.js"
@@ -31,6 +34,12 @@ if (args.has("--only-cache")) {
   process.stdout.write(
     `cache hit p50 ${fmt(cache.hit.subject.p50)} µs, p99 ${fmt(cache.hit.subject.p99)} µs (batch ${cache.hit.batch.subject})\n`
   )
+  process.exit(0)
+}
+
+if (args.has("--only-http")) {
+  const http = await Http.run(profile)
+  process.stdout.write(`${httpSection(http).join("\n")}\n`)
   process.exit(0)
 }
 

@@ -1,7 +1,8 @@
 /**
  * Targets (issues 8 and 11), PASS/MISS verdicts and the markdown table.
  */
-import type { Client, HttpLevel, HttpResults } from "./http.js"
+import type { HttpLevel, HttpResults } from "./http.js"
+import { httpSection } from "./httpReport.js"
 import type { InProcessResults } from "./inProcess.js"
 import type { MemoryResults } from "./memory.js"
 import type { CacheResults } from "./cache.js"
@@ -438,80 +439,7 @@ export const markdown = (r: Results, v: ReadonlyArray<Verdict>): string => {
       ])
     )
   }
-  lines.push("", "### 2. HTTP path (five clients, the same mock server in a child process)", "")
-  if ("levels" in r.http) {
-    const h = r.http
-    const names: Record<Client, string> = {
-      gateway: "modelgate `gateway.generate` (OpenAI adapter)",
-      adapter: "OpenAI adapter alone",
-      raw: "raw `@effect/platform` HttpClient POST",
-      undici: "raw `undici.request` + JSON (the floor)",
-      openai: `official \`${h.openaiClient}\` client`
-    }
-    const rounds = h.levels[0]?.order.length ?? 0
-    lines.push(
-      `Client CPU (this process, \`process.cpuUsage\`) and calls/s: ${rounds} round(s) per concurrency, every client once ` +
-        "per round in rotated order, same calls per client per round " +
-        `(${h.levels.map((l) => `c=${l.concurrency}: ${l.callsPerRound.toLocaleString("en-US")}`).join(", ")}); ` +
-        "medians (min–max) over rounds; ratios vs the openai client are medians of per-round ratios.",
-      ""
-    )
-    lines.push(
-      row([
-        "concurrency",
-        "client",
-        "p50 / p99 ms",
-        "calls/s",
-        "CPU µs/call",
-        "CPU vs openai client",
-        "calls/s vs openai client"
-      ]),
-      row(["---:", "---", "---:", "---:", "---:", "---:", "---:"])
-    )
-    const range = (x: { readonly median: number; readonly min: number; readonly max: number }) =>
-      `${fmt(x.median)} (${fmt(x.min)}–${fmt(x.max)})`
-    for (const l of h.levels) {
-      for (const c of ["gateway", "adapter", "raw", "undici", "openai"] as const) {
-        const side = l[c]
-        lines.push(
-          row([
-            String(l.concurrency),
-            names[c],
-            `${fmt(side.latencyMs.p50, 3)} / ${fmt(side.latencyMs.p99, 3)}`,
-            range(side.throughput),
-            range(side.cpuUsPerCall),
-            `${fmt(side.cpuVsOpenAi, 3)}×`,
-            `${fmt(side.throughputVsOpenAi, 3)}×`
-          ])
-        )
-      }
-    }
-    lines.push("")
-    for (const l of h.levels) {
-      lines.push(
-        `- gateway / openai client at c=${l.concurrency}: CPU per call ${fmt(l.gateway.cpuVsOpenAi, 3)}×, ` +
-          `calls/s ${fmt(l.gateway.throughputVsOpenAi, 3)}×.`
-      )
-    }
-    lines.push("", "Gateway vs the raw POST (medians of per-round differences):", "")
-    lines.push(
-      row(["concurrency", "added p50 ms", "added p99 ms", "added CPU µs/call", "calls/s ratio"]),
-      row(["---:", "---:", "---:", "---:", "---:"])
-    )
-    for (const l of h.levels) {
-      lines.push(
-        row([
-          String(l.concurrency),
-          fmt(l.addedP50Ms, 3),
-          fmt(l.addedP99Ms, 3),
-          fmt(l.addedCpuUs),
-          fmt(l.throughputRatio, 3)
-        ])
-      )
-    }
-  } else {
-    lines.push(`skipped: ${r.http.skipped}`)
-  }
+  lines.push(...httpSection(r.http))
   lines.push("", "### 3. Routing scale (`router.resolve`, all targets eligible)", "")
   lines.push(
     row(["targets", "µs per decision (p50)", "p99 µs", "growth vs 10× fewer"]),

@@ -1,7 +1,9 @@
 /**
  * The benchmark suite with few iterations, so that it cannot rot: every section runs against the
- * real gateway (the HTTP section: gateway, adapter alone, raw POST, raw undici and the official
- * openai client, all against the mock server in a child process) and produces finite figures and a verdict per
+ * real gateway (the HTTP section: the gateway with one target, with primary + fallback and with a
+ * primary that fails over, the adapter alone, raw POST, raw undici, the official openai client and
+ * `@effect/ai` through an `ExecutionPlan`, all against the mock server in a child process; the
+ * section checks each subject's answer and attempts once before timing) and produces finite figures and a verdict per
  * target. Figures are not asserted against the targets here: CI machines are too noisy to gate on
  * (the full `pnpm bench` reports PASS/MISS).
  */
