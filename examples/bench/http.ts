@@ -413,6 +413,8 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
   // The adapters' default transport, its own pool; and the floor's own undici pool.
   const transportRuntime = ManagedRuntime.make(HttpTransport.layerUndici())
   const agent = new Agent()
+  // What the run built after these, disposed in reverse order whatever happens.
+  const built: Array<() => Promise<void>> = []
   try {
     const http = await clientRuntime.runPromise(HttpClient.HttpClient)
     const { providerRequest: providerReq, httpRequest: request } = await probeRequests(http, server.baseUrl)
@@ -420,6 +422,7 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
     const params: OpenAI.ChatCompletionCreateParamsNonStreaming = decodeChatBody(body)
     await checkSdkBody(server.baseUrl, params, body)
     const ai = await effectAiCall(http, server.baseUrl, params)
+    built.push(ai.dispose)
 
     // The measured clients (no recording wrappers); the adapter over the default transport.
     const adapter = await transportRuntime.runPromise(
@@ -441,29 +444,26 @@ export const run = async (profile: Profile): Promise<HttpResults> => {
       workflows: [workflow("bench.http", [t.ref])],
       adapters: { openai: adapter }
     })
+    built.push(stack.dispose)
     const cmd = command("bench.http")
     const two = await twoTargetGateway(adapter)
+    built.push(two.stack.dispose)
     const sdk = new OpenAI({ baseURL: server.baseUrl, apiKey, maxRetries: 0 })
-    try {
-      const drivers: Record<Client, Driver> = {
-        // Every client builds its call per call, as a caller does.
-        gateway: effectDriver(Effect.suspend(() => stack.gateway.generate(cmd))),
-        fallback: effectDriver(Effect.suspend(() => two.stack.gateway.generate(two.fallback))),
-        failover: effectDriver(Effect.suspend(() => two.stack.gateway.generate(two.failover))),
-        adapter: effectDriver(Effect.suspend(() => adapter.generate(providerReq))),
-        raw: effectDriver(Effect.suspend(() => Effect.flatMap(http.execute(request), (response) => response.json))),
-        undici: promiseDriver(() => agent.request(undiciOptions).then((response) => response.body.json())),
-        openai: promiseDriver(() => sdk.chat.completions.create(params)),
-        effectAi: effectDriver(Effect.suspend(() => ai.call))
-      }
-      const levels = [await level(profile, drivers, 1), await level(profile, drivers, 64)]
-      return { server: "child process", openaiClient: `openai ${openaiVersion}`, levels }
-    } finally {
-      await stack.dispose()
-      await two.stack.dispose()
-      await ai.dispose()
+    const drivers: Record<Client, Driver> = {
+      // Every client builds its call per call, as a caller does.
+      gateway: effectDriver(Effect.suspend(() => stack.gateway.generate(cmd))),
+      fallback: effectDriver(Effect.suspend(() => two.stack.gateway.generate(two.fallback))),
+      failover: effectDriver(Effect.suspend(() => two.stack.gateway.generate(two.failover))),
+      adapter: effectDriver(Effect.suspend(() => adapter.generate(providerReq))),
+      raw: effectDriver(Effect.suspend(() => Effect.flatMap(http.execute(request), (response) => response.json))),
+      undici: promiseDriver(() => agent.request(undiciOptions).then((response) => response.body.json())),
+      openai: promiseDriver(() => sdk.chat.completions.create(params)),
+      effectAi: effectDriver(Effect.suspend(() => ai.call))
     }
+    const levels = [await level(profile, drivers, 1), await level(profile, drivers, 64)]
+    return { server: "child process", openaiClient: `openai ${openaiVersion}`, levels }
   } finally {
+    for (const dispose of built.reverse()) await dispose()
     await clientRuntime.dispose()
     await transportRuntime.dispose()
     await agent.close()
