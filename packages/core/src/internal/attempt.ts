@@ -179,63 +179,66 @@ const runTraced = (
   frame: Frame,
   attempt: Attempt,
   span: Tracer.Span | undefined
-): Effect.Effect<Disposition.Classified> =>
-  Effect.clockWith((clock) => {
-    const { ctx, call, route } = frame
-    const { request } = attempt
-    const target = request.target
-    const adapter = ctx.adapters.get(target.provider)!
-    const start = clock.unsafeCurrentTimeMillis()
-    const context = contextOf(call, route, attempt, start)
-    const { tally, holds } = call
-    // Only an attempt actually dispatched to a later target makes this a fallback.
-    if (attempt.index > 0) tally.fallbackUsed = true
-    holds.inFlight = context
-    tally.lastTarget = target
-    tally.lastMaxOutputTokens = request.maxOutputTokens
-    const invoked = frame.invoke(adapter, request, context)
-    // Traced: a cancelled attempt's span says so before it ends (the exit handler records the attempt).
-    const traced =
-      span === undefined
-        ? invoked
-        : Effect.onInterrupt(invoked, () =>
-            Effect.clockWith((c) =>
-              Effect.sync(() =>
-                Report.annotateAttempt(span, cancelledRecord(call, context, c.unsafeCurrentTimeMillis()))
-              )
-            )
-          )
-    return Effect.flatMap(Effect.exit(traced), (exit) => {
-      const end = clock.unsafeCurrentTimeMillis()
-      const c = classifyEnd(target, exit, start, context.until, end)
-      // Sent without a reported usage: billed what was sent (counted, uninterruptibly, if the
-      // router did not count), while the attempt is still the call's attempt in flight.
-      if (c.billSent) {
-        return Effect.flatMap(Effect.uninterruptible(billSent(tally, context)), (billed) =>
-          ended(
-            frame,
-            context,
-            span,
-            exit,
-            c,
-            recordOf(call, context, end, request.maxOutputTokens, c, billed.usage, billed.cost)
+): Effect.Effect<Disposition.Classified> => {
+  const { ctx, call, route } = frame
+  const clock = call.clock
+  const { request } = attempt
+  const target = request.target
+  const adapter = ctx.adapters.get(target.provider)!
+  const start = clock.unsafeCurrentTimeMillis()
+  const context = contextOf(call, route, attempt, start)
+  const { tally, holds } = call
+  // Only an attempt actually dispatched to a later target makes this a fallback.
+  if (attempt.index > 0) tally.fallbackUsed = true
+  holds.inFlight = context
+  tally.lastTarget = target
+  tally.lastMaxOutputTokens = request.maxOutputTokens
+  const invoked = frame.invoke(adapter, request, context)
+  // Traced: a cancelled attempt's span says so before it ends (the exit handler records the attempt).
+  const traced =
+    span === undefined
+      ? invoked
+      : Effect.onInterrupt(invoked, () =>
+          Effect.clockWith((c) =>
+            Effect.sync(() => Report.annotateAttempt(span, cancelledRecord(call, context, c.unsafeCurrentTimeMillis())))
           )
         )
-      }
-      const usage = c.response !== undefined ? c.response.usage : c.error?.usage
-      const cost = addUsage(tally, target, usage)
-      const record = recordOf(
-        call,
-        context,
-        end,
-        request.maxOutputTokens,
-        c,
-        usage,
-        c.response !== undefined || usage !== undefined ? cost : undefined
+  const onExit = (exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>) => {
+    const end = clock.unsafeCurrentTimeMillis()
+    const c = classifyEnd(target, exit, start, context.until, end)
+    // Sent without a reported usage: billed what was sent (counted, uninterruptibly, if the
+    // router did not count), while the attempt is still the call's attempt in flight.
+    if (c.billSent) {
+      return Effect.flatMap(Effect.uninterruptible(billSent(tally, context)), (billed) =>
+        ended(
+          frame,
+          context,
+          span,
+          exit,
+          c,
+          recordOf(call, context, end, request.maxOutputTokens, c, billed.usage, billed.cost)
+        )
       )
-      return ended(frame, context, span, exit, c, record)
-    })
+    }
+    const usage = c.response !== undefined ? c.response.usage : c.error?.usage
+    const cost = addUsage(tally, target, usage)
+    const record = recordOf(
+      call,
+      context,
+      end,
+      request.maxOutputTokens,
+      c,
+      usage,
+      c.response !== undefined || usage !== undefined ? cost : undefined
+    )
+    return ended(frame, context, span, exit, c, record)
+  }
+  // One frame for both outcomes (no `Effect.exit` step in between).
+  return Effect.matchCauseEffect(traced, {
+    onFailure: (cause) => onExit(Exit.failCause(cause)),
+    onSuccess: (value) => onExit(Exit.succeed(value))
   })
+}
 
 /** An attempt that ended and was recorded: kept in the call's tally, annotated, reported to health. */
 const ended = (

@@ -228,59 +228,62 @@ const answer = (
   )
 
 /** The envelope of a successful call, with its evidence (built once, here). */
-const result = (call: Call.Call, answer: Call.Answer): Effect.Effect<ModelResult> =>
-  Effect.clockWith((clock) => {
-    const r = new ModelResult(
-      {
-        content: { text: answer.text, value: answer.value, toolCalls: answer.toolCalls } satisfies Content,
-        finishReason: answer.finishReason,
-        evidence: evidenceOf(call, answer, clock.unsafeCurrentTimeMillis())
-      },
-      { disableValidation: true }
+const result = (call: Call.Call, answer: Call.Answer): Effect.Effect<ModelResult> => {
+  const clock = call.clock
+  const r = new ModelResult(
+    {
+      content: { text: answer.text, value: answer.value, toolCalls: answer.toolCalls } satisfies Content,
+      finishReason: answer.finishReason,
+      evidence: evidenceOf(call, answer, clock.unsafeCurrentTimeMillis())
+    },
+    { disableValidation: true }
+  )
+  call.holds.answered = answer.target
+  call.holds.result = r
+  // Session affinity follows the target that served the call (after any fallback or escalation).
+  const sessionKey = call.command.sessionKey
+  if (
+    sessionKey !== undefined &&
+    answer.target !== undefined &&
+    call.holds.route?.compiled.workflow.selection === "scored"
+  ) {
+    Router.rememberServed(call.config.router.workflows, call.command.workflow, sessionKey, answer.target.ref)
+  }
+  // Prompt-prefix affinity too (the decision carries the prefix keys when the workflow has it).
+  const prefix = call.holds.route?.prefix
+  if (prefix !== undefined && answer.target !== undefined) {
+    Router.rememberPrefixServed(
+      call.config.router.workflows,
+      prefix,
+      answer.target.ref,
+      clock.unsafeCurrentTimeMillis()
     )
-    call.holds.answered = answer.target
-    call.holds.result = r
-    // Session affinity follows the target that served the call (after any fallback or escalation).
-    const sessionKey = call.command.sessionKey
-    if (
-      sessionKey !== undefined &&
-      answer.target !== undefined &&
-      call.holds.route?.compiled.workflow.selection === "scored"
-    ) {
-      Router.rememberServed(call.config.router.workflows, call.command.workflow, sessionKey, answer.target.ref)
-    }
-    // Prompt-prefix affinity too (the decision carries the prefix keys when the workflow has it).
-    const prefix = call.holds.route?.prefix
-    if (prefix !== undefined && answer.target !== undefined) {
-      Router.rememberPrefixServed(
-        call.config.router.workflows,
-        prefix,
-        answer.target.ref,
-        clock.unsafeCurrentTimeMillis()
-      )
-    }
-    return Effect.succeed(r)
-  })
+  }
+  return Effect.succeed(r)
+}
 
 /**
  * The one exit handler of a call: bills an attempt cut by cancellation, returns the permit,
  * settles the reservation, and hands the call's one CallRecord to telemetry and the recorder.
  */
-const settle = (ctx: Call.EngineContext, call: Call.Call, exit: Exit.Exit<ModelResult, Failure>): Effect.Effect<void> =>
-  Effect.clockWith((clock) => {
-    const at = clock.unsafeCurrentTimeMillis()
-    const interrupted = Exit.isInterrupted(exit)
-    const flight = call.holds.inFlight
-    if (!interrupted || flight === undefined) return settleHeld(ctx, call, exit, interrupted, at)
-    // Cancelled with an attempt in flight: its input was likely billed (counted, when the router
-    // did not count, by the one sliced counter).
-    call.holds.inFlight = undefined
-    return Effect.flatMap(billSent(call.tally, flight), () => {
-      if (flight.progress.committed) call.tally.committed = true
-      call.tally.attempts.push(cancelledRecord(call, flight, at))
-      return settleHeld(ctx, call, exit, interrupted, at)
-    })
+const settle = (
+  ctx: Call.EngineContext,
+  call: Call.Call,
+  exit: Exit.Exit<ModelResult, Failure>
+): Effect.Effect<void> => {
+  const at = call.clock.unsafeCurrentTimeMillis()
+  const interrupted = Exit.isInterrupted(exit)
+  const flight = call.holds.inFlight
+  if (!interrupted || flight === undefined) return settleHeld(ctx, call, exit, interrupted, at)
+  // Cancelled with an attempt in flight: its input was likely billed (counted, when the router
+  // did not count, by the one sliced counter).
+  call.holds.inFlight = undefined
+  return Effect.flatMap(billSent(call.tally, flight), () => {
+    if (flight.progress.committed) call.tally.committed = true
+    call.tally.attempts.push(cancelledRecord(call, flight, at))
+    return settleHeld(ctx, call, exit, interrupted, at)
   })
+}
 
 /** The rest of the exit handler: the breaker slot, the permit, the reservation, the record. */
 const settleHeld = (

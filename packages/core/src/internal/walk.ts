@@ -123,64 +123,116 @@ const moveTo = (walk: Walk, cursor: Cursor, from: number): Step => {
   }
 }
 
+/** What an attempt at a target was planned with, before its rate limit and breaker were asked. */
+interface Planned {
+  readonly target: ModelTarget
+  readonly minimumMs: number
+  /** The call's time left when the attempt was planned, ms. */
+  readonly remaining: number
+  readonly inputTokens: number | undefined
+  readonly cap: number
+}
+
 /**
  * One attempt at the cursor: time left for it, what the reservation still pays for, the target's
  * provider rate limit and breaker, then the attempt itself; its outcome goes to {@link next}.
+ * Steps that answer at once (no rate limit, breakers in memory) run no Effect.
  */
-const attemptAt = (walk: Walk, cursor: Cursor): Effect.Effect<Step, Failure> =>
-  Effect.gen(function* () {
-    const { ctx, call, route } = walk
-    const target = route.targets[cursor.index]!
-    const minimumMs = Duration.toMillis(target.limits.minimumAttemptTime)
-    const start = yield* Clock.currentTimeMillis
-    const remaining = call.deadline - start
-    if (remaining < minimumMs) return moveTo(walk, { ...cursor, stoppedForTime: true }, cursor.index + 1)
-    const inputTokens = route.inputTokens === undefined ? undefined : inputTokensAt(route.inputTokens, target)
-    // The output the call asks for, within the target's window after the input (input + output ≤ window).
-    const wanted = outputCapAt(
-      walk.command.maxOutputTokens,
-      walk.compiled.workflow.maxOutputTokens,
-      target,
-      inputTokens
+const attemptAt = (walk: Walk, cursor: Cursor): Effect.Effect<Step, Failure> => {
+  const { call, route } = walk
+  const target = route.targets[cursor.index]!
+  const minimumMs = Duration.toMillis(target.limits.minimumAttemptTime)
+  const start = call.clock.unsafeCurrentTimeMillis()
+  const remaining = call.deadline - start
+  if (remaining < minimumMs) return Effect.succeed(moveTo(walk, { ...cursor, stoppedForTime: true }, cursor.index + 1))
+  const inputTokens = route.inputTokens === undefined ? undefined : inputTokensAt(route.inputTokens, target)
+  // The output the call asks for, within the target's window after the input (input + output ≤ window).
+  const wanted = outputCapAt(walk.command.maxOutputTokens, walk.compiled.workflow.maxOutputTokens, target, inputTokens)
+  const cap = outputCap(walk, target, wanted, inputTokens)
+  // What the reservation pays for must reach the minimum useful output, or what is asked when
+  // less (a small cap or window is the caller's; an embedding produces no output: its input must fit).
+  if (inputTokens !== undefined && cap < (call.mode === "embed" ? 1 : Math.min(wanted, minimumUsefulOutputTokens))) {
+    return Effect.fail(unaffordable(walk, target, inputTokens))
+  }
+  const planned: Planned = { target, minimumMs, remaining, inputTokens, cap }
+  // A provider rate limit without headroom: the target is skipped (see `RateLimits`).
+  if (walk.ctx.rateLimits === undefined || target.rateLimit === undefined) return rateChecked(walk, cursor, planned)
+  return Effect.flatMap(takeRateLimit(walk, target, cursor.messages, inputTokens, cap, start), (rated) =>
+    rateChecked(walk, cursor, planned, rated)
+  )
+}
+
+/** After the rate limit: skipped when it had no headroom, else the target's breaker. */
+const rateChecked = (
+  walk: Walk,
+  cursor: Cursor,
+  planned: Planned,
+  rated?: RateLimit.Held | ExcludedTarget
+): Effect.Effect<Step, Failure> => {
+  const target = planned.target
+  if (rated instanceof ExcludedTarget) {
+    walk.call.tally.skipped.push(rated)
+    return Effect.succeed(moveTo(walk, cursor, cursor.index + 1))
+  }
+  const onBreaker = (open: boolean): Effect.Effect<Step, Failure> => {
+    if (open) return admitted(walk, cursor, planned, rated)
+    if (rated !== undefined) RateLimit.settle(rated, undefined, false)
+    walk.call.tally.skipped.push(breakerOpen(target))
+    return Effect.succeed(moveTo(walk, cursor, cursor.index + 1))
+  }
+  // An answer at once (breakers off, in memory) runs no Effect; a breaker store that cannot
+  // answer fails the call (closed).
+  const now = FastPath.health(walk.ctx.health)?.tryAcquire?.(target)
+  if (now !== undefined) return onBreaker(now)
+  return Effect.flatMap(Effect.mapError(walk.ctx.health.tryAcquire(target), storeFailure), onBreaker)
+}
+
+/** Admitted by its breaker: the call's first attempt is announced to health, then the attempt is sent. */
+const admitted = (
+  walk: Walk,
+  cursor: Cursor,
+  planned: Planned,
+  rated: RateLimit.Held | undefined
+): Effect.Effect<Step, Failure> => {
+  const { ctx, call } = walk
+  call.holds.admitted = planned.target
+  if (cursor.started) return send(walk, cursor, planned, rated)
+  const here = { ...cursor, started: true }
+  // Health in memory (or off) deposits at once: nothing to run.
+  const firstNow = FastPath.health(ctx.health)?.onFirstAttempt
+  if (firstNow === undefined) {
+    return Effect.zipRight(
+      ctx.health.onFirstAttempt,
+      Effect.suspend(() => send(walk, here, planned, rated))
     )
-    const cap = outputCap(walk, target, wanted, inputTokens)
-    // What the reservation pays for must reach the minimum useful output, or what is asked when
-    // less (a small cap or window is the caller's; an embedding produces no output: its input must fit).
-    if (inputTokens !== undefined && cap < (call.mode === "embed" ? 1 : Math.min(wanted, minimumUsefulOutputTokens))) {
-      return yield* Effect.fail(unaffordable(walk, target, inputTokens))
-    }
-    // A provider rate limit without headroom: the target is skipped (see `RateLimits`).
-    const rated = yield* takeRateLimit(walk, target, cursor.messages, inputTokens, cap, start)
-    if (rated instanceof ExcludedTarget) {
-      call.tally.skipped.push(rated)
-      return moveTo(walk, cursor, cursor.index + 1)
-    }
-    if (!(yield* admitTarget(walk, target))) {
-      if (rated !== undefined) RateLimit.settle(rated, undefined, false)
-      call.tally.skipped.push(breakerOpen(target))
-      return moveTo(walk, cursor, cursor.index + 1)
-    }
-    call.holds.admitted = target
-    if (!cursor.started) {
-      // Health in memory (or off) deposits at once: nothing to run.
-      const firstNow = FastPath.health(ctx.health)?.onFirstAttempt
-      if (firstNow !== undefined) firstNow(call.clock.unsafeCurrentTimeMillis())
-      else yield* ctx.health.onFirstAttempt
-    }
-    const here = cursor.started ? cursor : { ...cursor, started: true }
-    const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)
-    const request = requestOf(walk, target, cursor.messages, cap, Math.min(remaining, perAttemptMs))
-    const c = yield* dispatch(walk, { index: cursor.index, number: cursor.attempt, request, inputTokens, minimumMs })
-    if (rated !== undefined)
-      RateLimit.settle(rated, c === undefined ? undefined : lastRecord(walk).usage, c !== undefined)
-    if (c === undefined) {
+  }
+  firstNow(call.clock.unsafeCurrentTimeMillis())
+  return send(walk, here, planned, rated)
+}
+
+/** The attempt itself; its outcome judged. */
+const send = (
+  walk: Walk,
+  cursor: Cursor,
+  planned: Planned,
+  rated: RateLimit.Held | undefined
+): Effect.Effect<Step, Failure> => {
+  const { ctx, call } = walk
+  const { target, cap, inputTokens, minimumMs } = planned
+  const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)
+  const request = requestOf(walk, target, cursor.messages, cap, Math.min(planned.remaining, perAttemptMs))
+  return Effect.flatMap(
+    dispatch(walk, { index: cursor.index, number: cursor.attempt, request, inputTokens, minimumMs }),
+    (c): Effect.Effect<Step, Failure> => {
+      if (rated !== undefined)
+        RateLimit.settle(rated, c === undefined ? undefined : lastRecord(walk).usage, c !== undefined)
+      if (c !== undefined) return judged(walk, cursor, target, c)
       // The target's concurrency cap stayed full until too little time was left for it.
       call.holds.admitted = undefined
-      yield* ctx.health.release(target)
-      return moveTo(walk, { ...here, stoppedForTime: true }, cursor.index + 1)
+      return Effect.as(ctx.health.release(target), moveTo(walk, { ...cursor, stoppedForTime: true }, cursor.index + 1))
     }
-    return yield* judged(walk, here, target, c)
-  })
+  )
+}
 
 /** The output cap of an attempt: `wanted` (the command's, the workflow's, the target's and its window's), within what the reservation still pays for. */
 const outputCap = (walk: Walk, target: ModelTarget, wanted: number, inputTokens: number | undefined): number =>
@@ -217,16 +269,6 @@ const takeRateLimit = (
   // Not counted by the router: counted once for the call, by the one sliced counter.
   return Effect.flatMap(countInput(walk.call, walk.route, messages), (n) => take(inputTokensAt(n, target)))
 }
-
-/** Breaker admission; a breaker store that cannot answer fails the call (closed). */
-const admitTarget = (walk: Walk, target: ModelTarget): Effect.Effect<boolean, Failure> => {
-  // An answer at once (breakers off, in memory) needs no error mapping.
-  const now = FastPath.health(walk.ctx.health)?.tryAcquire?.(target)
-  if (now !== undefined) return now ? admitted : refused
-  return Effect.mapError(walk.ctx.health.tryAcquire(target), storeFailure)
-}
-const admitted: Effect.Effect<boolean> = Effect.succeed(true)
-const refused: Effect.Effect<boolean> = Effect.succeed(false)
 
 const breakerOpen = (target: ModelTarget): ExcludedTarget =>
   new ExcludedTarget(
