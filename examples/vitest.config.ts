@@ -10,7 +10,9 @@ import { sourceResolve } from "../vitest.shared.js"
  * `fallbackLab.slow.test.ts` drives the fallback lab page in headless Chromium (~10–20 s);
  * `multiReplica.slow.test.ts` runs the multi-replica proof (4 gateway processes, a redis-server of
  * its own, ~10 s); `mockBin.slow.test.ts` and `firstCall.slow.test.ts` start the `modelgate-mock`
- * bin (and the README's first program) as processes from source (~5–15 s each).
+ * bin (and the README's first program) as processes from source (~5–15 s each);
+ * `redisCommands.slow.test.ts` checks the bench's Redis command counter against a `redis-server` of
+ * its own.
  */
 export const slow = [
   "test/demo.test.ts",
@@ -19,7 +21,8 @@ export const slow = [
   "test/fallbackLab.slow.test.ts",
   "test/multiReplica.slow.test.ts",
   "test/mockBin.slow.test.ts",
-  "test/firstCall.slow.test.ts"
+  "test/firstCall.slow.test.ts",
+  "test/redisCommands.slow.test.ts"
 ]
 
 export default defineProject({

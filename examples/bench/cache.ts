@@ -5,9 +5,10 @@
  *   output schema and `cache: { ttl: 10 minutes }`), sequential, timed with `paired` against an
  *   empty `Effect.void` run (the subject's absolute p50 is the figure).
  * - Redis: the same gateway over the Redis store (`@modelgate/adapters/redis`), budgets in memory;
- *   the writes of the cache client's connection per hit (each a batch of auto-pipelined commands
- *   whose replies the call waits for), and the server's commands per hit (`INFO commandstats`).
- *   Skipped without `redis-server`.
+ *   per hit, the commands the hit path issues and the writes of the connection that carry them
+ *   (each a batch of auto-pipelined commands whose replies the call waits for), counted exactly
+ *   (`countCommands`): the stores' background work (a breaker mirror's resync, an idle epoch check)
+ *   is counted apart. Skipped without `redis-server`.
  */
 import * as Redis from "@modelgate/adapters/redis"
 import { GatewayConfig, ModelGateway, ResponseCache } from "@modelgate/core"
@@ -18,13 +19,22 @@ import { Duration, Effect, Layer, ManagedRuntime } from "effect"
 import type { Redis as IORedis } from "ioredis"
 import { Classification, command, jsonAdapter, realServices, structuredBody, target, workflow } from "./fixtures.js"
 import { type PairedResult, paired, type Profile } from "./harness.js"
+import { countCommands, listCounts, total } from "./redisCommands.js"
 
 export interface CacheResults {
   /** A hit from the memory store, per call (µs), against an empty Effect run. */
   readonly hit: PairedResult
   /** Over the Redis store; skipped without `redis-server`. */
   readonly redis:
-    | { readonly roundTripsPerHit: number; readonly commandsPerHit: number; readonly hits: number }
+    | {
+        /** Writes of the connection that carried a command of a hit, per hit (exact). */
+        readonly roundTripsPerHit: number
+        /** Commands issued by the hit path, per hit (exact). */
+        readonly commandsPerHit: number
+        /** Commands of the stores' background work (not the hits') during the hits. */
+        readonly backgroundCommands: number
+        readonly hits: number
+      }
     | { readonly skipped: string }
 }
 
@@ -97,46 +107,30 @@ const redisHits = async (hits: number): Promise<CacheResults["redis"]> => {
     })
   )
   const runtime = ManagedRuntime.make(stack(cache))
-  const { Redis: Admin } = await import("ioredis")
-  const admin = new Admin(server.url)
   try {
     const gateway = await runtime.runPromise(ModelGateway.ModelGateway)
     await warm(gateway)
+    if (connection === undefined) throw new Error("bench cache: no Redis connection")
+    const counter = countCommands(connection)
     const pause = () => new Promise((resolve) => setImmediate(resolve))
-    let writes = 0
-    const socket = connection?.stream
-    const write = socket?.write
-    if (socket === undefined || write === undefined) throw new Error("bench cache: no Redis connection")
-    Object.defineProperty(socket, "write", {
-      configurable: true,
-      value: (...args: Array<unknown>) => {
-        writes++
-        return Reflect.apply(write, socket, args)
-      }
-    })
-    const before = await admin.info("commandstats")
+    const hit = counter.measured(gateway.generate(cmd))
     for (let i = 0; i < hits; i++) {
-      const r = await Effect.runPromise(gateway.generate(cmd))
+      const r = await Effect.runPromise(hit)
       if (r.evidence.cache?.hit !== true) throw new Error("bench cache: a miss among the hits")
       await pause()
     }
-    const after = await admin.info("commandstats")
-    Reflect.deleteProperty(socket, "write")
-    const byCommand = (x: string) =>
-      new Map([...x.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].map((m) => [m[1] ?? "", Number(m[2])]))
-    const commands = (x: string) => [...byCommand(x)].filter(([c]) => c !== "info").reduce((sum, [, n]) => sum + n, 0)
+    const count = counter.count()
+    counter.detach()
     process.stderr.write(
-      `bench cache: commands during the hits: ${[...byCommand(after)]
-        .map(([c, n]) => `${c} ${n - (byCommand(before).get(c) ?? 0)}`)
-        .join(", ")}; client writes ${writes}\n`
+      `bench cache: over ${hits} hits, the hit path issued ${listCounts(count.measured)} in ${count.roundTrips} writes; background: ${listCounts(count.background)}\n`
     )
     return {
-      roundTripsPerHit: writes / hits,
-      commandsPerHit: (commands(after) - commands(before)) / hits,
+      roundTripsPerHit: count.roundTrips / hits,
+      commandsPerHit: total(count.measured) / hits,
+      backgroundCommands: total(count.background),
       hits
     }
   } finally {
-    admin.disconnect()
     await runtime.dispose()
     await server.stop()
   }

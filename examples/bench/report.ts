@@ -195,7 +195,7 @@ export const cacheVerdicts = (r: Pick<Results, "cache">): ReadonlyArray<Verdict>
     ),
     check(
       "cache.redis.roundTripsPerHit",
-      "Redis round trips per cache hit (client connection writes per hit, sequential hits)",
+      "Redis round trips per cache hit (writes of the connection carrying a command of the hit, per hit; sequential hits, exact count)",
       redis?.roundTripsPerHit ?? Number.NaN,
       "",
       "<=",
@@ -204,7 +204,7 @@ export const cacheVerdicts = (r: Pick<Results, "cache">): ReadonlyArray<Verdict>
         ? "skipped" in c.redis
           ? c.redis.skipped
           : "not measured"
-        : `${fmt(redis.commandsPerHit)} server commands per hit over ${redis.hits} hits`
+        : `${fmt(redis.commandsPerHit)} commands per hit over ${redis.hits} hits; ${redis.backgroundCommands} background commands meanwhile`
     )
   ]
 }

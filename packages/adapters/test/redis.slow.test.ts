@@ -12,6 +12,7 @@ import { TenantId } from "@modelgate/core/ModelCommand"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import * as ToolLedger from "@modelgate/core/ToolLedger"
 import { ConfigProvider, Context, Duration, Effect, Exit, Layer, Ref, Schema, TestClock } from "effect"
+import { Redis as IORedis } from "ioredis"
 import { redisPerFile } from "./redis-fixtures.js"
 
 const { freshOptions } = redisPerFile()
@@ -367,6 +368,44 @@ describe("Redis ToolLedgerStore through ToolLedger", () => {
       assert.strictEqual(record._tag === "Some" ? record.value.status : undefined, "started")
       assert.strictEqual(failureTag(yield* Effect.exit(two.checkReplay([stuck]))), "ToolReplayRefused")
       assert.isTrue(Exit.isSuccess(yield* Effect.exit(two.checkReplay([key]))))
+    })
+  )
+})
+
+describe("Redis scripts", () => {
+  /** A counter of `INFO commandstats` (`cmdstat_<command>:…<field>=<n>`). */
+  const commandStat = (info: string, command: string, field: string) =>
+    Number(new RegExp(`^cmdstat_${command}:.*\\b${field}=(\\d+)`, "m").exec(info)?.[1] ?? 0)
+
+  it.scoped("a script the server forgot (SCRIPT FLUSH) is sent once more with its text: EVALSHA, then EVAL", () =>
+    Effect.gen(function* () {
+      // the budget store alone (no breaker mirror), its idle epoch check an hour apart: no script
+      // runs in the background while the operations are counted
+      const options = freshOptions({ epochCheckInterval: Duration.hours(1) })
+      const b = yield* budgetsOver(options, { tenants: { acme: { limit: 10, period: "total" } } })
+      const first = yield* b.reserve(acme, 1)
+      yield* first.settle(1)
+      const redis = yield* Effect.acquireRelease(
+        Effect.sync(() => new IORedis(options.url)),
+        (r) => Effect.sync(() => r.disconnect())
+      )
+      yield* Effect.promise(() => redis.script("FLUSH"))
+      const before = yield* Effect.promise(() => redis.info("commandstats"))
+      // a reserve and its settle: each refused by EVALSHA, then run by EVAL
+      const second = yield* b.reserve(acme, 2)
+      yield* second.settle(2)
+      const after = yield* Effect.promise(() => redis.info("commandstats"))
+      assert.strictEqual(
+        commandStat(after, "evalsha", "failed_calls") - commandStat(before, "evalsha", "failed_calls"),
+        2
+      )
+      assert.strictEqual(commandStat(after, "eval", "calls") - commandStat(before, "eval", "calls"), 2)
+      // known again: the next operations go by EVALSHA alone
+      const third = yield* b.reserve(acme, 1)
+      yield* third.settle(1)
+      const later = yield* Effect.promise(() => redis.info("commandstats"))
+      assert.strictEqual(commandStat(later, "eval", "calls"), commandStat(after, "eval", "calls"))
+      assert.strictEqual(units((yield* b.balance(acme)).committed), units(4))
     })
   )
 })

@@ -23,6 +23,9 @@ import {
 import * as JointScripts from "./jointScripts.js"
 import type { RedisPermitStore } from "./permits.js"
 
+/** Accounts whose keys a store keeps built. */
+const keptAccounts = 1_024
+
 /** What a budget store had seen committed when Redis came back empty (store units). @internal */
 export interface LostSpend {
   readonly account: string
@@ -54,9 +57,17 @@ export const makeBudgetStore = (
     seen.clear()
     onLoss?.(lost)
   })
+  // An account's keys, built once (up to `keptAccounts` accounts; past it, built again).
+  const kept = new Map<string, readonly [string, string]>()
   const keys = (account: string): readonly [string, string] => {
-    const h = `${prefix}budget:{${account}}`
-    return [h, `${h}:r`]
+    let k = kept.get(account)
+    if (k === undefined) {
+      const h = `${prefix}budget:{${account}}`
+      k = [h, `${h}:r`]
+      if (kept.size >= keptAccounts) kept.clear()
+      kept.set(account, k)
+    }
+    return k
   }
   const links: Links = new Map()
   const joint: JointContext | undefined =
@@ -70,7 +81,9 @@ export const makeBudgetStore = (
     retry: boolean,
     maxWaitMs: number | undefined
   ) => {
-    const args = [id, int(spend), int(limit), retry ? "1" : "0"]
+    const spent = int(spend)
+    const capped = int(limit)
+    const retried = retry ? "1" : "0"
     const decode = (reply: unknown): BudgetStore.CommitOutcome | typeof bad => {
       const v = ints(reply, 2)
       if (v === bad) return bad
@@ -80,19 +93,28 @@ export const makeBudgetStore = (
     const withRelease =
       joint === undefined
         ? undefined
-        : settleLinked(joint, id, (poolKeys, release) =>
+        : settleLinked(joint, id, (allKeys, lease, channel) =>
             client.script(
               "budget",
               operation,
               JointScripts.settleAndRelease,
-              [...keys(account), ...poolKeys],
-              [...args, ...release],
+              allKeys,
+              [id, spent, capped, retried, lease, channel],
               decode,
               maxWaitMs
             )
           )
     return (
-      withRelease ?? client.script("budget", operation, BudgetScripts.settle, keys(account), args, decode, maxWaitMs)
+      withRelease ??
+      client.script(
+        "budget",
+        operation,
+        BudgetScripts.settle,
+        keys(account),
+        [id, spent, capped, retried],
+        decode,
+        maxWaitMs
+      )
     )
   }
   const reserve: BudgetStore.Service["reserve"] = (r) => {

@@ -81,6 +81,12 @@ export interface Client {
 
 const isNoScript = (e: unknown) => e instanceof Error && e.message.startsWith("NOSCRIPT")
 
+const noStrings: ReadonlyArray<string> = []
+
+/** A failed operation: reported to the store's health, then failing with `StoreError`. */
+const failedWith = (tracker: StoreHealth.Tracker, store: StoreName, operation: string, detail: string) =>
+  Effect.zipRight(tracker.failed(operation), Effect.fail(storeError(store, operation, detail)))
+
 const evalScript = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) =>
   r
     .evalsha(s.sha, keys.length, ...keys, ...args)
@@ -160,62 +166,72 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
      * One operation: sent only while the connection is up (down, it fails at once: a command would
      * only wait in the offline queue), bounded by a plain timer (no fiber: the connection's own
      * `commandTimeout` does not cover a command queued while it is re-established), its reply
-     * decoded (`bad` fails) and the store's health reported.
+     * decoded (`bad` fails) and the store's health reported. The operation is a command (`run`) or
+     * a script (`EVALSHA`, then `EVAL` once on `NOSCRIPT`, retried from the same reply handlers:
+     * no promise or closure of its own per call).
      */
     const raw = <A>(
       store: StoreName,
       operation: string,
-      run: (redis: IORedis) => Promise<unknown>,
+      run: ((redis: IORedis) => Promise<unknown>) | Script,
+      keys: ReadonlyArray<string>,
+      args: ReadonlyArray<string>,
       decode: (reply: unknown) => A | typeof bad,
       timeoutMs?: number
-    ): Effect.Effect<A, StoreError> => {
-      const tracker = health(store)
-      const failed = (detail: string) =>
-        Effect.zipRight(tracker.failed(operation), Effect.fail(storeError(store, operation, detail)))
-      return Effect.async<A, StoreError>((resume) => {
+    ): Effect.Effect<A, StoreError> =>
+      Effect.async<A, StoreError>((resume) => {
+        const tracker = health(store)
         if (redis.status !== "ready") {
-          resume(failed("unavailable"))
+          resume(failedWith(tracker, store, operation, "unavailable"))
           return
         }
         const waitMs =
           timeoutMs === undefined ? settings.commandTimeoutMs : Math.min(settings.commandTimeoutMs, timeoutMs)
         if (!(waitMs > 0)) {
           // the caller's time is already gone: nothing is sent
-          resume(failed("timed out"))
+          resume(failedWith(tracker, store, operation, "timed out"))
           return
         }
         let settled = false
         const timer = setTimeout(() => {
           if (settled) return
           settled = true
-          resume(failed("timed out"))
+          resume(failedWith(tracker, store, operation, "timed out"))
         }, waitMs)
-        run(redis).then(
-          (reply) => {
-            if (settled) return
-            settled = true
-            clearTimeout(timer)
-            const a = decode(reply)
-            if (a === bad) resume(failed("unexpected reply"))
-            else resume(tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a))
-          },
-          () => {
-            if (settled) return
-            settled = true
-            clearTimeout(timer)
-            // (our own timer answers "timed out": the connection has no command timeout)
-            resume(failed("unavailable"))
+        const onReply = (reply: unknown) => {
+          if (settled) return
+          settled = true
+          clearTimeout(timer)
+          const a = decode(reply)
+          if (a === bad) resume(failedWith(tracker, store, operation, "unexpected reply"))
+          else resume(tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a))
+        }
+        const onError = (e: unknown) => {
+          if (settled) return
+          if (typeof run !== "function" && isNoScript(e)) {
+            // the server does not hold the script (yet): once more with its text
+            redis.eval(run.lua, keys.length, ...keys, ...args).then(onReply, onLost)
+            return
           }
-        )
+          onLost()
+        }
+        const onLost = () => {
+          if (settled) return
+          settled = true
+          clearTimeout(timer)
+          // (our own timer answers "timed out": the connection has no command timeout)
+          resume(failedWith(tracker, store, operation, "unavailable"))
+        }
+        const sent = typeof run === "function" ? run(redis) : redis.evalsha(run.sha, keys.length, ...keys, ...args)
+        sent.then(onReply, onError)
         return Effect.sync(() => {
           settled = true
           clearTimeout(timer)
         })
       })
-    }
-    const command: Client["command"] = raw
-    const script: Client["script"] = (store, operation, s, keys, args, decode, timeoutMs) =>
-      raw(store, operation, (r) => evalScript(r, s, keys, args), decode, timeoutMs)
+    const command: Client["command"] = (store, operation, run, decode) =>
+      raw(store, operation, run, noStrings, noStrings, decode)
+    const script: Client["script"] = raw
     // Scripts the server is known to hold since the connection was (re)established: a script sent
     // without waiting goes as `EVAL` until then, so that a `NOSCRIPT` retry can never reorder it
     // behind a later command of this connection.

@@ -55,6 +55,8 @@ export interface Linked {
   readonly state: PoolState
   readonly lease: string
   readonly link: LinkedRelease
+  /** The settle's keys: the account's two, then the pool's. */
+  readonly keys: ReadonlyArray<string>
 }
 
 /** @internal */
@@ -73,14 +75,18 @@ export const reserveReply = (
   return { status, committed, reserved, epoch }
 }
 
-/** The arguments of a reservation (`reserve` and `admit`). @internal */
+/** When the account's keys expire (`"-1"`: never), an argument of a reservation. */
+const accountExpiry = (r: BudgetStore.ReserveRequest) =>
+  Number.isFinite(r.accountExpiresAt) ? int(r.accountExpiresAt) : "-1"
+
+/** The arguments of a reservation (`reserve`; `admit` writes the same first). @internal */
 export const reserveArgs = (r: BudgetStore.ReserveRequest): Array<string> => [
   r.id,
   int(r.amount),
   int(r.limit),
   int(r.now),
   int(r.expiresAt),
-  Number.isFinite(r.accountExpiresAt) ? int(r.accountExpiresAt) : "-1"
+  accountExpiry(r)
 ]
 
 /** What the budget store gives the joint admission. @internal */
@@ -97,18 +103,44 @@ export interface JointContext {
 const noPermit: JointOutcome = { _tag: "NoPermit" }
 const succeedNoPermit = Effect.succeed(noPermit)
 
+/** The keys of one account's joint operations on one pool (built once, shared by its calls). */
+interface AccountKeys {
+  /** The account's two keys, then the pool's (the settle's and the undo's keys). */
+  readonly settle: ReadonlyArray<string>
+  /** The same, then the epoch key when there is one (the admission's keys). */
+  readonly admit: ReadonlyArray<string>
+}
+
+/** Accounts whose keys are kept per pool (past it, the kept ones are dropped and built again). */
+const keptAccounts = 1_024
+
 /** The capability of a budget store with context `ctx`. @internal */
 export const jointOf = (ctx: JointContext): BudgetStoreJoint => ({
   _tag: "BudgetStoreJoint",
   jointWith: (pool) => {
     const state = ctx.permits.stateOf(pool)
-    return state === undefined ? undefined : (request, key, until) => admit(ctx, state, request, key, until)
+    if (state === undefined) return undefined
+    const kept = new Map<string, AccountKeys>()
+    const keysOf = (account: string): AccountKeys => {
+      let k = kept.get(account)
+      if (k === undefined) {
+        const settle = [...ctx.keys(account), ...state.keys]
+        k = { settle, admit: ctx.epoch === undefined ? settle : [...settle, ctx.epoch.key] }
+        if (kept.size >= keptAccounts) kept.clear()
+        kept.set(account, k)
+      }
+      return k
+    }
+    return (request, key, until) => admit(ctx, state, keysOf(request.account), request, key, until)
   }
 })
+
+const noEpoch = ["", "0"] as const
 
 const admit = (
   ctx: JointContext,
   state: PoolState,
+  accountKeys: AccountKeys,
   request: BudgetStore.ReserveRequest,
   key: string,
   until: number
@@ -117,11 +149,16 @@ const admit = (
   if (state.queues.has(key)) return succeedNoPermit
   const { client, epoch } = ctx
   const lease = newLease(state, Math.max(until, request.now + 1), request.now)
-  const [h, z] = ctx.keys(request.account)
-  const keys = [h, z, ...state.keys]
+  const keys = accountKeys.settle
   const options = state.options
+  const init = epoch === undefined ? noEpoch : epoch.initArgs()
   const args = [
-    ...reserveArgs(request),
+    request.id,
+    int(request.amount),
+    int(request.limit),
+    int(request.now),
+    int(request.expiresAt),
+    accountExpiry(request),
     key,
     lease.id,
     String(lease.ms),
@@ -129,13 +166,14 @@ const admit = (
     String(options.maxOf(key)),
     String(options.shared),
     state.channel,
-    ...(epoch === undefined ? ["", "0"] : epoch.initArgs())
+    init[0],
+    init[1]
   ]
   const admitted = client.script(
     "budget",
     "reserve",
     JointScripts.admit,
-    epoch === undefined ? keys : [...keys, epoch.key],
+    accountKeys.admit,
     args,
     reserveReply,
     // never waits past the caller's deadline (a late answer is undone below)
@@ -149,7 +187,7 @@ const admit = (
     onSuccess: (reply) =>
       afterObserving(epoch, reply.epoch, () => {
         ctx.saw(request.account, reply.committed)
-        return outcomeOf(ctx, state, request.id, key, lease.id, reply)
+        return outcomeOf(ctx, state, keys, request.id, key, lease.id, reply)
       })
   })
 }
@@ -157,6 +195,7 @@ const admit = (
 const outcomeOf = (
   ctx: JointContext,
   state: PoolState,
+  keys: ReadonlyArray<string>,
   id: string,
   key: string,
   lease: string,
@@ -165,7 +204,7 @@ const outcomeOf = (
   if (reply.status === 0) return { _tag: "Rejected", committed: reply.committed, reserved: reply.reserved }
   if (reply.status !== 1) return noPermit
   const { permit, link } = linkedPermit(state, key, lease)
-  ctx.links.set(id, { state, lease, link })
+  ctx.links.set(id, { state, lease, link, keys })
   return { _tag: "Admitted", permit }
 }
 
@@ -178,14 +217,14 @@ const outcomeOf = (
 export const settleLinked = <A>(
   ctx: JointContext,
   id: string,
-  run: (keys: ReadonlyArray<string>, extraArgs: ReadonlyArray<string>) => Effect.Effect<A, StoreError>
+  run: (keys: ReadonlyArray<string>, lease: string, channel: string) => Effect.Effect<A, StoreError>
 ): Effect.Effect<A, StoreError> | undefined => {
   const linked = ctx.links.get(id)
   if (linked === undefined) return undefined
   ctx.links.delete(id)
   if (!linked.link.takeOver()) return undefined
   const { state, lease } = linked
-  return Effect.onExit(run(state.keys, [lease, state.channel]), (exit) =>
+  return Effect.onExit(run(linked.keys, lease, state.channel), (exit) =>
     Effect.sync(() => {
       // Not answered: the release may not have landed; send it on its own (a second one is ignored).
       if (exit._tag === "Failure") giveBack(state, lease)
