@@ -123,7 +123,7 @@ export const makeBudgetStore = (
         "commit",
         r.account,
         r.id,
-        Math.max(0, Math.min(r.spend, r.amount)),
+        Math.max(0, r.spend),
         r.limit,
         r.retry === true,
         r.maxWaitMs
