@@ -82,10 +82,7 @@ const overspent = (tenant: TenantId, settlement: Settlement) =>
   Effect.as(
     Effect.zipRight(
       Metric.incrementBy(metrics.overspend, settlement.overspent),
-      Effect.annotateLogs(
-        Effect.logWarning("budget overspent: a commit exceeded the tenant's limit"),
-        { tenant }
-      )
+      Effect.annotateLogs(Effect.logWarning("budget overspent: a commit exceeded the tenant's limit"), { tenant })
     ),
     settlement
   )
