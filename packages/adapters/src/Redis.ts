@@ -9,9 +9,9 @@
  *
  * - Budgets: `reserve`, `commit`, `release` and `balance` are one Lua script each (atomic, one round
  *   trip), on integer store units, with the memory store's semantics: reservations expire at the
- *   caller's `expiresAt`, a late commit is clamped to the limit and the rest recorded as
- *   overspent, and an account's keys expire once its window is over. A `retry` commit counts
- *   nothing when its reservation is gone.
+ *   caller's `expiresAt`, a commit counts all of its spend (beyond its reservation, or late), the
+ *   part beyond the limit also as overspent, and an account's keys expire once its window is over.
+ *   A `retry` commit counts nothing when its reservation is gone.
  * - Permits: per-tenant reserved permits, a shared pool, a per-tenant maximum and per-target caps,
  *   each permit a lease (a crashed holder's permit comes back at its end); waiting bounded by the
  *   caller's `until`, FIFO per key within a process, woken by pub/sub (see `permitWakeup`).

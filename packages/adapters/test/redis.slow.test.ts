@@ -34,22 +34,30 @@ const budgetsOver = (options: Redis.Options, budget: Budgets.Options) =>
   serviceOf(Budgets.Budgets, Budgets.layer(budget).pipe(Layer.provide(Redis.layerBudgetStore(options))))
 
 describe("Redis BudgetStore through Budgets", () => {
-  it.scoped("settle turns at most the reservation into spend; over the limit is BudgetExceeded", () =>
-    Effect.gen(function* () {
-      const b = yield* budgetsOver(freshOptions(), { tenants: { acme: { limit: 10, period: "total" } } })
-      const r = yield* b.reserve(acme, 8)
-      assert.strictEqual(failureTag(yield* Effect.exit(b.reserve(acme, 3))), "BudgetExceeded")
-      const settlement = yield* r.settle(12)
-      assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(8), 0])
-      const r2 = yield* b.reserve(acme, 2)
-      yield* r2.settle(0.5)
-      const balance = yield* b.balance(acme)
-      assert.deepStrictEqual(
-        [units(balance.committed), units(balance.reserved), units(balance.overspent)],
-        [units(8.5), 0, 0]
-      )
-      assert.strictEqual(failureTag(yield* Effect.exit(b.reserve(acme, 2))), "BudgetExceeded")
-    })
+  it.scoped(
+    "settle commits all of the spend, beyond the reservation too; what the limit has no room for is overspent",
+    () =>
+      Effect.gen(function* () {
+        const b = yield* budgetsOver(freshOptions(), { tenants: { acme: { limit: 10, period: "total" } } })
+        const r = yield* b.reserve(acme, 8)
+        assert.strictEqual(failureTag(yield* Effect.exit(b.reserve(acme, 3))), "BudgetExceeded")
+        // the provider reported more than was reserved: all of it is committed (it fits the limit)
+        const settlement = yield* r.settle(9)
+        assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(9), 0])
+        const r2 = yield* b.reserve(acme, 0.5)
+        yield* r2.settle(0.25)
+        // no room left under the limit: 1 reserved, 2.5 spent, 1.5 overspent (and committed)
+        const r3 = yield* b.reserve(acme, 0.75)
+        const over = yield* r3.settle(2.25)
+        assert.deepStrictEqual([units(over.committed), units(over.overspent)], [units(2.25), units(1.5)])
+        const balance = yield* b.balance(acme)
+        assert.deepStrictEqual(
+          [units(balance.committed), units(balance.reserved), units(balance.overspent)],
+          [units(11.5), 0, units(1.5)]
+        )
+        // over its limit, the tenant is refused
+        assert.strictEqual(failureTag(yield* Effect.exit(b.reserve(acme, 0.01))), "BudgetExceeded")
+      })
   )
 
   it.scoped("the reservation of a crashed holder expires after reservationTtl and frees its amount", () =>
@@ -69,7 +77,7 @@ describe("Redis BudgetStore through Budgets", () => {
     })
   )
 
-  it.scoped("a late commit after its reservation expired is clamped to the limit; the rest is overspent", () =>
+  it.scoped("a late commit after its reservation expired is committed in full; what does not fit is overspent", () =>
     Effect.gen(function* () {
       const b = yield* budgetsOver(freshOptions(), {
         tenants: { acme: { limit: 10, period: "total" } },
@@ -80,16 +88,15 @@ describe("Redis BudgetStore through Budgets", () => {
       const next = yield* b.reserve(acme, 8)
       const settlement = yield* late.settle(8)
       const balance = yield* b.balance(acme)
-      assert.isAtMost(balance.committed + balance.reserved, balance.limit)
       assert.deepStrictEqual(
         [units(balance.committed), units(balance.reserved), units(balance.overspent)],
-        [units(2), units(8), units(6)]
+        [units(8), units(8), units(6)]
       )
-      assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(2), units(6)])
+      assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(8), units(6)])
       const onTime = yield* next.settle(1)
       assert.deepStrictEqual([units(onTime.committed), units(onTime.overspent)], [units(1), 0])
       const after = yield* b.balance(acme)
-      assert.deepStrictEqual([units(after.committed), units(after.reserved)], [units(3), 0])
+      assert.deepStrictEqual([units(after.committed), units(after.reserved)], [units(9), 0])
     })
   )
 

@@ -6,14 +6,16 @@
  * Details
  *
  * - Amounts are integers of {@link unitsPerCurrency} (billionths of a currency unit), so the
- *   invariant `committed + reserved ≤ limit` is exact, never off by a float rounding.
+ *   admission check `committed + reserved + amount ≤ limit` is exact, never off by a float rounding.
  * - An account is one tenant in one budget window, keyed `<tenant>/<window>` (e.g.
  *   `acme/m2026-11`, `acme/d2026-11-03`, `acme/total`).
  * - Every reservation carries an expiry: an unsettled reservation (its holder crashed) frees its
  *   amount at `expiresAt`. An account may be forgotten once its window is over
  *   (`accountExpiresAt`) and it holds no reservation.
- * - A commit that arrives after its reservation expired counts only as far as the limit allows
- *   (`committed + reserved ≤ limit` holds even then); the rest is kept apart as `overspent`.
+ * - A commit counts all of its spend as committed, also beyond its reservation (a provider reported
+ *   more than was estimated) or after its reservation expired. What does not fit under the limit
+ *   is also added to `overspent` (the account is then over its limit, and no new reservation fits
+ *   until its window resets or its limit is raised).
  * - Every operation fails with `StoreError` (`store: "budget"`) when the store cannot answer, and
  *   must bound its own wait (a network store times out its round trip): `Budgets` fails closed on
  *   it.
@@ -130,31 +132,37 @@ const unsafeMakeMemory = (): MemoryStore => {
     if (r.accountExpiresAt > account.expiresAt) account.expiresAt = r.accountExpiresAt
     return { _tag: "Reserved", committed: account.committed, reserved: account.reserved }
   }
-  /** Settles `id` with `spend` (0 releases); `limit` bounds the spend of an expired reservation. */
+  /**
+   * Settles `id` with `spend` (0 releases): all of it is counted as committed; the part that did
+   * not fit under `limit` is also added to `overspent` (see `CommitOutcome`).
+   */
   const settle = (account: string, id: string, spend: number, limit: number): CommitOutcome => {
     const acc = accounts.get(account)
     // The account was forgotten (its window is over): nothing can be counted any more.
     if (acc === undefined) return { committed: 0, overspent: spend }
+    // Room under the limit beside what is committed and reserved (expired reservations not purged
+    // yet still count as reserved here: the overspend errs on the safe side).
+    const room = Math.max(0, limit - acc.committed - acc.reserved)
     const held = acc.reservations.get(id)
+    let overspent: number
     if (held !== undefined) {
       acc.reservations.delete(id)
       acc.reserved -= held.amount
-      const committed = Math.min(spend, held.amount)
-      acc.committed += committed
-      return { committed, overspent: 0 }
+      // Within its reservation a spend always fits; what the provider reported beyond it may not.
+      overspent = Math.max(0, spend - held.amount - room)
+    } else {
+      // The reservation expired before its holder settled: the money was spent, but its amount may
+      // have been reserved again.
+      overspent = Math.max(0, spend - room)
     }
-    // The reservation expired before its holder settled: the money was spent, but its amount may
-    // have been reserved again. Count what still fits the limit; keep the rest apart. (Expired
-    // reservations not purged yet still count as reserved here: the clamp errs on the safe side.)
-    const committed = Math.min(spend, Math.max(0, limit - acc.committed - acc.reserved))
-    acc.committed += committed
-    acc.overspent += spend - committed
-    return { committed, overspent: spend - committed }
+    acc.committed += spend
+    acc.overspent += overspent
+    return { committed: spend, overspent }
   }
   const commit = (r: CommitRequest): CommitOutcome =>
     r.retry === true && accounts.get(r.account)?.reservations.has(r.id) !== true
       ? { committed: 0, overspent: 0 }
-      : settle(r.account, r.id, Math.max(0, Math.min(r.spend, r.amount)), r.limit)
+      : settle(r.account, r.id, Math.max(0, r.spend), r.limit)
   const release = (r: ReleaseRequest): void => {
     settle(r.account, r.id, 0, 0)
   }

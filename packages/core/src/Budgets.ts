@@ -5,11 +5,14 @@
  * Details
  *
  * - Each tenant has a hard `limit` per `period` window (`daily` / `monthly` in UTC, computed from
- *   Effect's `Clock`, or `total` for no reset). The invariant `committed + reserved ≤ limit` holds
- *   under any concurrency because the check and the increment are one atomic store operation.
+ *   Effect's `Clock`, or `total` for no reset). A reservation is admitted only when `committed +
+ *   reserved + amount ≤ limit`, under any concurrency, because the check and the increment are one
+ *   atomic store operation.
  * - Amounts are kept in the store as integers of {@link unitsPerCurrency} (billionths), so the
- *   invariant is exact; reservations round up, spend rounds to the nearest unit and is capped at
- *   the reservation.
+ *   check is exact; reservations round up, spend rounds to the nearest unit.
+ * - A settle commits the whole spend, also when it exceeds the reservation (a provider reported more
+ *   tokens than were estimated): the budget records what was spent, never less. Spend that takes
+ *   the account over its limit is **overspent** (below).
  * - {@link Service.reserve} is not scoped: the caller settles the {@link Reservation} it gets
  *   (`settle(actual)`, or `settle(0)` to release). One call is one store round trip to reserve and
  *   one to settle. A reservation that is never settled (a crashed holder) is freed by the store
@@ -41,11 +44,17 @@
  *   gateway refuses to start otherwise (`TIMEOUT_NOT_BELOW_RESERVATION_TTL`); it reads the TTL from
  *   {@link Service.reservationTtl}.
  * - Should a commit still arrive after its reservation expired (and the freed amount was reserved
- *   again), the store counts its spend only as far as the limit allows, so `committed + reserved ≤
- *   limit` holds even then. The rest is **overspent**: spent at the provider, not counted as
- *   committed. It is returned by `settle` ({@link Settlement}`.overspent`), summed per window in
- *   {@link Balance}`.overspent`, added to the counter `modelgate.budget.overspend_usd`
- *   ({@link metrics}`.overspend`) and logged as a warning (tenant only).
+ *   again), its spend is committed all the same.
+ *
+ * Overspend
+ *
+ * - The part of a commit that does not fit under the limit (spend beyond the reservation, or a late
+ *   commit, when the account has no room left for it) is **overspent**: counted in `committed` (the
+ *   account is then over its limit and admits no reservation until its window resets or the limit
+ *   is raised) and reported apart. It is returned by `settle` ({@link Settlement}`.overspent`),
+ *   summed per window in {@link Balance}`.overspent`, shown in a call's `evidence.cost.overspent`,
+ *   added to the counter `modelgate.budget.overspend_usd` ({@link metrics}`.overspend`) and logged
+ *   as a warning (tenant only).
  *
  * @since 0.1.0
  */
@@ -107,8 +116,7 @@ export const unitsPerCurrency: typeof Store.unitsPerCurrency = Store.unitsPerCur
  * Metrics of budgets (names follow the scheme of module `Telemetry`). `settleFailures`
  * (`modelgate.budget.settle_failures`, tagged `operation`: `commit` or `release`) counts
  * settlements the store could not record. `overspend` (`modelgate.budget.overspend_usd`, no label)
- * sums the spend of commits that arrived after their reservation expired and no longer fit the
- * limit (see the module doc).
+ * sums the spend committed beyond a tenant's limit (see the module doc).
  *
  * @since 0.2.0
  * @category Metrics

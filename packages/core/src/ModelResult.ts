@@ -75,8 +75,9 @@ export const Cost = Schema.Struct({
   reserved: Schema.Number,
   actual: Schema.Number,
   /**
-   * Spend that did not fit the tenant's limit when it was committed (the reservation had expired
-   * before the call settled); counted as overspent, never as committed. Absent when zero.
+   * Of `actual`, the spend that did not fit under the tenant's limit when it was committed (more
+   * than was reserved, or after the reservation expired, with no room left): committed all the
+   * same, and reported as overspent. Absent when zero.
    */
   overspent: Schema.optional(Schema.Number),
   /**

@@ -390,8 +390,8 @@ export const unversioned = "unversioned"
  * The output-token cap of a call when neither its command nor its workflow sets
  * `maxOutputTokens`: 4,096 tokens, or the target's `capabilities.maxOutputTokens` when that is
  * lower. A budget reserves for this many output tokens and the provider is asked for no more, so a
- * call never costs more than it reserved — and a model's full output limit (32,768 tokens and more)
- * is never reserved by default.
+ * call costs more than it reserved only when the provider counts more tokens than estimated — and a
+ * model's full output limit (32,768 tokens and more) is never reserved by default.
  *
  * @since 0.2.0
  * @category Constants

@@ -53,7 +53,7 @@ const spend = (b: Budgets.Service, tenant: TenantId, amount: number, actual: num
 const storeError = (operation: string) => new StoreError({ store: "budget", operation, detail: "connection refused" })
 
 describe("Budgets (memory)", () => {
-  it.effect("settle turns at most the reservation into spend and refunds the rest", () =>
+  it.effect("settle turns the spend into committed and refunds the rest of the reservation; settle(0) releases", () =>
     Effect.gen(function* () {
       const b = yield* budgets
       const r = yield* b.reserve(acme, 3)
@@ -63,14 +63,39 @@ describe("Budgets (memory)", () => {
       yield* r.settle(2)
       yield* r.settle(0)
       assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(1.25), reserved: 0 })
-      // spend above the reservation is capped at the reservation
-      yield* spend(b, acme, 2, 50)
-      assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(3.25), reserved: 0 })
       // settle(0) releases
       const released = yield* b.reserve(acme, 5)
       yield* released.settle(0)
-      assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(3.25), reserved: 0 })
+      assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(1.25), reserved: 0 })
     }).pipe(withBudgets({ tenants: { acme: { limit: 10 } } }))
+  )
+
+  it.effect(
+    "spend beyond the reservation is committed in full (16 tokens estimated, 17 reported); beyond the limit it is overspent",
+    () =>
+      Effect.gen(function* () {
+        const b = yield* budgets
+        const overspendBefore = (yield* Metric.value(Budgets.metrics.overspend)).count
+        // $15/M input: 16 estimated input tokens reserve 240,000 units, the provider reports 17 (255,000)
+        const r = yield* b.reserve(acme, 0.00024)
+        const settlement = yield* r.settle(0.000255)
+        assert.deepStrictEqual([units(settlement.committed), settlement.overspent], [255_000, 0])
+        assert.deepStrictEqual(yield* balanceUnits(acme), { committed: 255_000, reserved: 0 })
+        // beyond the limit (0.0005): with 0.0002 reserved, 0.000045 of room is left; a reservation of
+        // 0.0001 that spends 0.0003 overspends 0.000155
+        const other = yield* b.reserve(acme, 0.0001)
+        const over = yield* spend(b, acme, 0.0001, 0.0003)
+        assert.deepStrictEqual([units(over.committed), units(over.overspent)], [300_000, 155_000])
+        const balance = yield* b.balance(acme)
+        assert.deepStrictEqual(
+          [units(balance.committed), units(balance.reserved), units(balance.overspent)],
+          [555_000, 100_000, 155_000]
+        )
+        assert.strictEqual(units((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore), 155_000)
+        // over its limit, the tenant is refused; a settle within its reservation overspends nothing
+        assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(acme, 0.000001)))?._tag, "BudgetExceeded")
+        assert.deepStrictEqual(yield* other.settle(0.0001), { committed: 0.0001, overspent: 0 })
+      }).pipe(withBudgets({ tenants: { acme: { limit: 0.0005, period: "total" } } }))
   )
 
   it.effect(
@@ -218,7 +243,7 @@ describe("Budgets (memory)", () => {
   )
 
   it.effect(
-    "a late commit after its reservation expired never pushes committed + reserved over the limit; the overspend is reported",
+    "a late commit after its reservation expired is committed in full; what the limit has no room for is reported as overspent",
     () =>
       Effect.gen(function* () {
         const b = yield* budgets
@@ -230,18 +255,19 @@ describe("Budgets (memory)", () => {
         const next = yield* b.reserve(acme, 8)
         const settlement = yield* late.settle(8)
         const balance = yield* b.balance(acme)
-        assert.isAtMost(balance.committed + balance.reserved, balance.limit)
         assert.deepStrictEqual(
           [units(balance.committed), units(balance.reserved), units(balance.overspent)],
-          [units(2), units(8), units(6)]
+          [units(8), units(8), units(6)]
         )
-        // what the holder sees: 2 counted, 6 spent beyond the limit
-        assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(2), units(6)])
+        // what the holder sees: all 8 counted, 6 of them beyond the limit
+        assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(8), units(6)])
         assert.strictEqual((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore, 6)
-        // a commit within its reservation reports no overspend
+        // over its limit, the tenant is refused
+        assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(acme, 0.001)))?._tag, "BudgetExceeded")
+        // a commit within its reservation reports no overspend, even on an account over its limit
         const onTime = yield* next.settle(1)
         assert.deepStrictEqual([units(onTime.committed), units(onTime.overspent)], [units(1), 0])
-        assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(3), reserved: 0 })
+        assert.deepStrictEqual(yield* balanceUnits(acme), { committed: units(9), reserved: 0 })
       }).pipe(withBudgets({ tenants: { acme: { limit: 10, period: "total" } }, reservationTtl: "1 minute" }))
   )
 
@@ -264,7 +290,7 @@ describe("Budgets (memory)", () => {
   )
 
   it.effect(
-    "memory store: reserve is all-or-nothing; unknown ids are ignored; an expired reservation's spend counts up to the limit, the rest as overspent",
+    "memory store: reserve is all-or-nothing; unknown ids are ignored; an expired reservation's spend counts in full, what the limit has no room for as overspent",
     () =>
       Effect.gen(function* () {
         const store = yield* BudgetStore.makeMemory
@@ -288,18 +314,18 @@ describe("Budgets (memory)", () => {
           committed: 0,
           reserved: 100
         })
-        // its late commit finds the limit taken by id 3: nothing counted, all of it overspent
+        // its late commit finds the limit taken by id 3: all of it counted, all of it overspent
         assert.deepStrictEqual(
           yield* store.commit({ account: "a/total", id: "1", amount: 60, spend: 70, limit: 100 }),
           {
-            committed: 0,
-            overspent: 60
+            committed: 70,
+            overspent: 70
           }
         )
-        assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 0, reserved: 100, overspent: 60 })
+        assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 70, reserved: 100, overspent: 70 })
         // id 3 expires at 20: a balance at 20 no longer counts it
-        assert.deepStrictEqual(yield* store.balance("a/total", 20), { committed: 0, reserved: 0, overspent: 60 })
-        // a late commit that fits the limit counts in full
+        assert.deepStrictEqual(yield* store.balance("a/total", 20), { committed: 70, reserved: 0, overspent: 70 })
+        // a late commit that fits the limit: nothing overspent
         assert.deepStrictEqual(
           yield* store.commit({ account: "a/total", id: "3", amount: 100, spend: 30, limit: 100 }),
           {
@@ -307,7 +333,7 @@ describe("Budgets (memory)", () => {
             overspent: 0
           }
         )
-        assert.deepStrictEqual(yield* store.balance("a/total", 20), { committed: 30, reserved: 0, overspent: 60 })
+        assert.deepStrictEqual(yield* store.balance("a/total", 20), { committed: 100, reserved: 0, overspent: 70 })
       })
   )
 
@@ -827,14 +853,14 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
         yield* settle(2, 0)
         yield* TestClock.adjust("1 minute") // #1 expires
         yield* reserve(8.75) // #3: fits only because #1 expired
-        yield* settle(1, 5) // late commit: nothing fits, all overspent
+        yield* settle(1, 5) // late commit: all counted, nothing fits, all overspent
         yield* settle(3, Number.NaN) // a non-finite actual charges the whole reservation
         yield* settle(3, 1) // repeated
         yield* TestClock.adjust("1 minute") // a new daily window
         yield* reserve(10) // #4
         yield* settle(4, 0) // a release
         yield* reserve(0.1 + 0.2) // #5: float noise does not round up
-        yield* settle(5, 100) // capped at the reservation
+        yield* settle(5, 100) // beyond the reservation: all counted, what the limit has no room for overspent
 
         // both paths agree on everything, and each used its own store methods only
         assert.deepStrictEqual(traces[1], traces[0])
@@ -855,13 +881,13 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
           ["settle #0 3", [0, 0], units(1.25), units(5), 0, day],
           ["settle #2 0", [0, 0], units(1.25), units(5), 0, day],
           ["reserve acme 8.75", ["Reservation", acme, units(8.75)], units(1.25), units(8.75), 0, day],
-          ["settle #1 5", [0, units(5)], units(1.25), units(8.75), units(5), day],
-          ["settle #3 NaN", [units(8.75), 0], units(10), 0, units(5), day],
-          ["settle #3 1", [0, 0], units(10), 0, units(5), day],
+          ["settle #1 5", [units(5), units(5)], units(6.25), units(8.75), units(5), day],
+          ["settle #3 NaN", [units(8.75), 0], units(15), 0, units(5), day],
+          ["settle #3 1", [0, 0], units(15), 0, units(5), day],
           ["reserve acme 10", ["Reservation", acme, units(10)], 0, units(10), 0, next],
           ["settle #4 0", [0, 0], 0, 0, 0, next],
           ["reserve acme 0.30000000000000004", ["Reservation", acme, units(0.3)], 0, units(0.3), 0, next],
-          ["settle #5 100", [units(0.3), 0], units(0.3), 0, 0, next]
+          ["settle #5 100", [units(100), units(90)], units(100), 0, units(90), next]
         ])
         // one reserve and at most one settle per reservation reached the store
         assert.deepStrictEqual(
@@ -882,12 +908,15 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
             "commit"
           ]
         )
-        // the overspend is reported once by each path: one warning each, and the metric twice
+        // each overspend is reported once by each path: a warning each, and the metric twice
         assert.deepStrictEqual(
           logs[1]!.logs.map(([level, , annotations]) => [level, annotations]),
-          [["WARN", { tenant: "acme" }]]
+          [
+            ["WARN", { tenant: "acme" }],
+            ["WARN", { tenant: "acme" }]
+          ]
         )
-        assert.strictEqual((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore, 10)
+        assert.strictEqual((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore, 2 * (5 + 90))
       })
   )
 
@@ -986,26 +1015,27 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
         committed: 0,
         reserved: 60
       })
+      // a spend beyond the reservation that still fits the limit: all of it counted, nothing overspent
       assert.deepStrictEqual(yield* store.commit({ account: "a/total", id: "1", amount: 60, spend: 70, limit: 100 }), {
-        committed: 60,
+        committed: 70,
         overspent: 0
       })
-      assert.deepStrictEqual(reserveSync({ ...req, id: "2", amount: 30 })._tag, "Reserved")
+      assert.deepStrictEqual(reserveSync({ ...req, id: "2", amount: 20 })._tag, "Reserved")
       assert.deepStrictEqual(reserveSync({ ...req, id: "3", amount: 10 })._tag, "Reserved")
-      assert.deepStrictEqual(commitSync({ account: "a/total", id: "2", amount: 30, spend: 12, limit: 100 }), {
+      assert.deepStrictEqual(commitSync({ account: "a/total", id: "2", amount: 20, spend: 12, limit: 100 }), {
         committed: 12,
         overspent: 0
       })
       releaseSync({ account: "a/total", id: "3" })
-      assert.deepStrictEqual(yield* store.balance("a/total", 0), { committed: 72, reserved: 0, overspent: 0 })
-      // id 4 expires at 10: a reserve at 10 no longer sees it, and its late commit is clamped as by `commit`
-      assert.deepStrictEqual(reserveSync({ ...req, id: "4", amount: 28 })._tag, "Reserved")
-      assert.deepStrictEqual(reserveSync({ ...req, now: 10, expiresAt: 20, id: "5", amount: 20 })._tag, "Reserved")
-      assert.deepStrictEqual(commitSync({ account: "a/total", id: "4", amount: 28, spend: 28, limit: 100 }), {
-        committed: 8,
-        overspent: 20
+      assert.deepStrictEqual(yield* store.balance("a/total", 0), { committed: 82, reserved: 0, overspent: 0 })
+      // id 4 expires at 10: a reserve at 10 no longer sees it, and its late commit counts as by `commit`
+      assert.deepStrictEqual(reserveSync({ ...req, id: "4", amount: 18 })._tag, "Reserved")
+      assert.deepStrictEqual(reserveSync({ ...req, now: 10, expiresAt: 20, id: "5", amount: 18 })._tag, "Reserved")
+      assert.deepStrictEqual(commitSync({ account: "a/total", id: "4", amount: 18, spend: 18, limit: 100 }), {
+        committed: 18,
+        overspent: 18
       })
-      assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 80, reserved: 20, overspent: 20 })
+      assert.deepStrictEqual(yield* store.balance("a/total", 10), { committed: 100, reserved: 18, overspent: 18 })
     })
   )
 })

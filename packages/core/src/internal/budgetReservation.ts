@@ -18,7 +18,7 @@ export const metrics = {
   ),
   overspend: counter(
     "modelgate.budget.overspend_usd",
-    "Spend of expired reservations that no longer fit the limit: spent, not counted as committed"
+    "Spend committed beyond a tenant's budget limit (more than reserved, or after the reservation expired)"
   )
 } as const
 
@@ -40,10 +40,10 @@ export const reserveUnits = (amount: number) =>
 export const limitUnits = (amount: number) => wholeUnits(amount) ?? Math.floor(amount * Store.unitsPerCurrency)
 export const fromUnits = (units: number) => units / Store.unitsPerCurrency
 
-/** Store units of spend for `actual`, capped at the reservation's `units`. */
+/** Store units of spend for `actual` (all of it, also beyond the reservation's `units`). */
 const spendUnits = (actual: number, units: number) =>
   // A non-finite actual is a bug upstream: charge the whole reservation rather than nothing.
-  Number.isFinite(actual) ? Math.min(units, Math.max(0, Math.round(actual * Store.unitsPerCurrency))) : units
+  Number.isFinite(actual) ? Math.max(0, Math.round(actual * Store.unitsPerCurrency)) : units
 
 /** The settlement of a release, a repeated settle, an untracked tenant or a failed store operation. */
 const nothingSettled: Settlement = { committed: 0, overspent: 0 }
@@ -77,15 +77,12 @@ export const negativeAmount = (amount: number) =>
 export const reportOverspend = (tenant: TenantId, settlement: Settlement): Effect.Effect<Settlement> =>
   settlement.overspent > 0 ? overspent(tenant, settlement) : Effect.succeed(settlement)
 
-/** A late commit that no longer fit the limit: counted in the metric and logged (tenant only). */
+/** A commit beyond the limit: counted in the metric and logged (tenant only). */
 const overspent = (tenant: TenantId, settlement: Settlement) =>
   Effect.as(
     Effect.zipRight(
       Metric.incrementBy(metrics.overspend, settlement.overspent),
-      Effect.annotateLogs(
-        Effect.logWarning("budget overspent: a commit arrived after its reservation expired and exceeded the limit"),
-        { tenant }
-      )
+      Effect.annotateLogs(Effect.logWarning("budget overspent: a commit exceeded the tenant's limit"), { tenant })
     ),
     settlement
   )

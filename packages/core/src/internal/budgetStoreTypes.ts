@@ -50,13 +50,13 @@ export type ReserveOutcome =
 export interface CommitRequest {
   readonly account: string
   readonly id: string
-  /** The reserved amount (store units): the cap of `spend`, also when the reservation has expired. */
+  /** The reserved amount (store units). `spend` may exceed it: all of the spend is counted. */
   readonly amount: number
   /** Store units. */
   readonly spend: number
   /**
-   * The account's limit (store units), as given to `reserve`: what a commit whose reservation
-   * already expired may not push `committed + reserved` beyond.
+   * The account's limit (store units), as given to `reserve`: the spend a commit adds beyond it is
+   * also counted as `overspent`.
    */
   readonly limit: number
   /**
@@ -77,8 +77,9 @@ export interface CommitRequest {
 }
 
 /**
- * What `commit` did, in store units: spend added to `committed`, and spend of an expired
- * reservation that no longer fit the limit (`overspent`, not added to `committed`).
+ * What `commit` did, in store units: spend added to `committed` (all of it), and the part of it
+ * that did not fit under the limit (`overspent`, counted in `committed` too). A commit whose account
+ * is gone (its window is over) counts nothing: `committed` 0, all of it `overspent`.
  *
  * @since 0.2.0
  * @category Models
@@ -108,7 +109,7 @@ export interface ReleaseRequest {
 export interface AccountBalance {
   readonly committed: number
   readonly reserved: number
-  /** Spend of late commits that no longer fit the limit (not in `committed`). */
+  /** Of `committed`, the spend that did not fit under the limit when it was committed. */
   readonly overspent: number
 }
 
@@ -117,10 +118,11 @@ export interface AccountBalance {
  *
  * - `reserve`: drop the account's expired reservations, then add the reservation only if
  *   `committed + reserved + amount ≤ limit`; report the account either way.
- * - `commit`: remove the reservation and add `min(spend, amount)` to committed. A reservation that
- *   already expired (its holder outlived it, and the amount may have been reserved again) adds its
- *   spend only up to `limit - committed - reserved`; the rest is added to the account's
- *   `overspent`, so the invariant holds even then. Reports both parts.
+ * - `commit`: remove the reservation and add all of `spend` to committed, also beyond the
+ *   reservation's amount and after the reservation expired (its holder outlived it; its amount may
+ *   have been reserved again). The part that does not fit under the limit (room: `limit -
+ *   committed - reserved` before the commit, plus the reservation's own amount while it is live) is
+ *   also added to the account's `overspent`. Reports both.
  * - `release`: remove the reservation (no spend). Unknown ids are ignored by `commit` and `release`.
  * - A `commit` with `retry` (its first attempt's answer was lost) counts nothing when the
  *   reservation is gone: `Budgets` retries a commit only before the reservation expires, so a

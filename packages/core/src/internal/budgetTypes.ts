@@ -18,8 +18,8 @@ export interface Settlement {
   /** Spend counted as committed (0 for a release, a repeated settle, an unlimited tenant or a store failure). */
   readonly committed: number
   /**
-   * Spend of a reservation that had expired before this settle and no longer fit the limit: spent
-   * at the provider, not counted as committed (0 normally).
+   * Of the spend, the part that did not fit under the tenant's limit (beyond the reservation, or
+   * after it expired, with no room left): counted in `committed` all the same (0 normally).
    */
   readonly overspent: number
   /**
@@ -43,7 +43,7 @@ export interface Reservation {
   /** Amount reserved, in currency units (after rounding up to whole store units). */
   readonly amount: number
   /**
-   * Commits `actual` (capped at `amount`, the rest refunded); `0` releases. Idempotent: only the
+   * Commits `actual` (all of it, also beyond `amount`; the rest of `amount` is refunded); `0` releases. Idempotent: only the
    * first settle counts. Never fails: a store failure is logged (tenant and operation only) and
    * counted, and the store's reservation TTL frees the money. Tells what was counted and what was
    * overspent (see the module doc).
@@ -63,7 +63,7 @@ export interface Balance {
   readonly limit: number
   readonly committed: number
   readonly reserved: number
-  /** Spend of expired reservations that no longer fit the limit in this window (not in `committed`). */
+  /** Of `committed`, the spend that did not fit under the limit in this window. */
   readonly overspent: number
   readonly period: Period | undefined
   /** Epoch millis of the window's start (inclusive) and end (exclusive). */

@@ -47,7 +47,7 @@ export interface BudgetsFast {
 }
 
 /**
- * A reservation's `settle`, done at once: same rounding, cap and idempotence (the first of the two
+ * A reservation's `settle`, done at once: same rounding and idempotence (the first of the two
  * counts). It does the store part only: an `overspent` above 0 must still be reported
  * (`Budgets` reports it in `settle`; the engine calls its overspend report).
  */

@@ -102,9 +102,10 @@ return {1, c, r + tonumber(ARGV[2]), epoch}
 `)
 
 /**
- * `budget_settle(h, z, id, spend, limit, retry)`: commits `spend` (already capped by the amount; 0
- * releases) of reservation `id`; `retry` `'1'`: a retried commit, which counts nothing when the
- * reservation is gone. Returns `{committed, overspent}`.
+ * `budget_settle(h, z, id, spend, limit, retry)`: commits all of `spend` (also beyond the
+ * reservation's amount; 0 releases) of reservation `id`, and adds the part that does not fit under
+ * `limit` to `o` too; `retry` `'1'`: a retried commit, which counts nothing when the reservation is
+ * gone. Returns `{committed, overspent}`.
  *
  * @internal
  */
@@ -113,30 +114,33 @@ local function budget_settle(h, z, id, spendS, limitS, retry)
   local spend, limit = tonumber(spendS), tonumber(limitS)
   if redis.call('EXISTS', h) == 0 then return {0, spend} end
   local held = redis.call('HGET', h, 'h:' .. id)
+  -- A retried commit whose reservation is gone: its first attempt landed.
+  if not held and retry == '1' then return {0, 0} end
+  -- Room under the limit beside what is committed and reserved (expired reservations not purged
+  -- yet still count as reserved: the overspend errs on the safe side).
+  local c = tonumber(redis.call('HGET', h, 'c'))
+  local r = tonumber(redis.call('HGET', h, 'r'))
+  local room = math.max(0, limit - c - r)
+  local over
   if held then
     held = tonumber(held)
     redis.call('HDEL', h, 'h:' .. id)
     redis.call('ZREM', z, id)
     redis.call('HINCRBY', h, 'r', string.format('%d', -held))
-    local committed = math.min(spend, held)
-    if committed > 0 then redis.call('HINCRBY', h, 'c', string.format('%d', committed)) end
-    return {committed, 0}
+    -- Within its reservation a spend always fits; what the provider reported beyond it may not.
+    over = math.max(0, spend - held - room)
+  else
+    -- The reservation expired before its holder settled (its amount may have been reserved again).
+    over = math.max(0, spend - room)
   end
-  -- A retried commit whose reservation is gone: its first attempt landed.
-  if retry == '1' then return {0, 0} end
-  -- The reservation expired before its holder settled: count what still fits the limit, keep the
-  -- rest apart (expired reservations not purged yet still count as reserved: the safe side).
-  local c = tonumber(redis.call('HGET', h, 'c'))
-  local r = tonumber(redis.call('HGET', h, 'r'))
-  local committed = math.min(spend, math.max(0, limit - c - r))
-  if committed > 0 then redis.call('HINCRBY', h, 'c', string.format('%d', committed)) end
-  if spend - committed > 0 then redis.call('HINCRBY', h, 'o', string.format('%d', spend - committed)) end
-  return {committed, spend - committed}
+  if spend > 0 then redis.call('HINCRBY', h, 'c', string.format('%d', spend)) end
+  if over > 0 then redis.call('HINCRBY', h, 'o', string.format('%d', over)) end
+  return {spend, over}
 end
 `
 
 /**
- * KEYS: account hash, reservation set. ARGV: id, spend (already capped by the amount), limit,
+ * KEYS: account hash, reservation set. ARGV: id, spend (all of it is committed), limit,
  * retry (`1`: a retried commit, which counts nothing when the reservation is gone). Returns
  * `{committed, overspent}`. `spend` 0 releases.
  *

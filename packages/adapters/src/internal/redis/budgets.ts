@@ -140,16 +140,7 @@ export const makeBudgetStore = (
   }
   const store = BudgetStore.BudgetStore.of({
     reserve,
-    commit: (r) =>
-      settle(
-        "commit",
-        r.account,
-        r.id,
-        Math.max(0, Math.min(r.spend, r.amount)),
-        r.limit,
-        r.retry === true,
-        r.maxWaitMs
-      ),
+    commit: (r) => settle("commit", r.account, r.id, Math.max(0, r.spend), r.limit, r.retry === true, r.maxWaitMs),
     release: (r) => Effect.asVoid(settle("release", r.account, r.id, 0, 0, false, r.maxWaitMs)),
     balance: (account, now) =>
       client.script(
