@@ -69,7 +69,7 @@ export type SchemaFeature = typeof SchemaFeature.Type
  * @since 0.1.0
  * @category Models
  */
-export const StructuredOutputMode = Schema.Literal("none", "json_object", "json_schema", "json_schema_strict")
+const StructuredOutputMode = Schema.Literal("none", "json_object", "json_schema", "json_schema_strict")
 /** @since 0.1.0 */
 export type StructuredOutputMode = typeof StructuredOutputMode.Type
 

@@ -23,6 +23,8 @@ import {
 import { reportOverspend } from "../src/internal/budgetReservation.js"
 import * as FastPath from "../src/internal/fastPath.js"
 import { capturingLogger } from "./fixtures.js"
+import { metrics as budgetMetrics } from "../src/internal/budgetReservation.js"
+import { windowOf } from "../src/internal/budgetWindow.js"
 
 const acme = TenantId.make("acme")
 const globex = TenantId.make("globex")
@@ -195,7 +197,7 @@ describe("Budgets (memory)", () => {
       )
       yield* TestClock.setTime(Date.UTC(2028, 2, 1))
       assert.strictEqual((yield* b.balance(acme)).committed, 0)
-      assert.deepStrictEqual(Budgets.windowOf("monthly", Date.UTC(2028, 11, 31, 23, 59)), {
+      assert.deepStrictEqual(windowOf("monthly", Date.UTC(2028, 11, 31, 23, 59)), {
         key: "m2028-12",
         start: Date.UTC(2028, 11, 1),
         end: Date.UTC(2029, 0, 1)
@@ -222,7 +224,7 @@ describe("Budgets (memory)", () => {
     () =>
       Effect.gen(function* () {
         const b = yield* budgets
-        const overspendBefore = (yield* Metric.value(Budgets.metrics.overspend)).count
+        const overspendBefore = (yield* Metric.value(budgetMetrics.overspend)).count
         // a holder that outlives its reservation (its call ran longer than the TTL)
         const late = yield* b.reserve(acme, 8)
         yield* TestClock.adjust("1 minute")
@@ -237,7 +239,7 @@ describe("Budgets (memory)", () => {
         )
         // what the holder sees: 2 counted, 6 spent beyond the limit
         assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(2), units(6)])
-        assert.strictEqual((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore, 6)
+        assert.strictEqual((yield* Metric.value(budgetMetrics.overspend)).count - overspendBefore, 6)
         // a commit within its reservation reports no overspend
         const onTime = yield* next.settle(1)
         assert.deepStrictEqual([units(onTime.committed), units(onTime.overspent)], [units(1), 0])
@@ -318,7 +320,7 @@ describe("Budgets (memory)", () => {
         Effect.provideService(BudgetStore.BudgetStore, store)
       )
       yield* spend(b, acme, 1, 1)
-      assert.deepStrictEqual(yield* store.balance(`acme/${Budgets.windowOf("monthly", 0).key}`, 0), settled(units(1)))
+      assert.deepStrictEqual(yield* store.balance(`acme/${windowOf("monthly", 0).key}`, 0), settled(units(1)))
     })
   )
 })
@@ -436,7 +438,7 @@ describe("Budgets with a failing or slow store", () => {
     () =>
       Effect.gen(function* () {
         const { logs, logger } = captureLogs()
-        const failures = Metric.tagged(Budgets.metrics.settleFailures, "operation", "commit")
+        const failures = Metric.tagged(budgetMetrics.settleFailures, "operation", "commit")
         const before = (yield* Metric.value(failures)).count
         const { b, calls, inner } = yield* makeStore(() => ({ commit: () => Effect.fail(storeError("commit")) }))
         const r = yield* b.reserve(acme, 2)
@@ -523,7 +525,7 @@ describe("Budgets with a failing or slow store", () => {
 
   it.effect("a failed release is also swallowed and counted", () =>
     Effect.gen(function* () {
-      const failures = Metric.tagged(Budgets.metrics.settleFailures, "operation", "release")
+      const failures = Metric.tagged(budgetMetrics.settleFailures, "operation", "release")
       const before = (yield* Metric.value(failures)).count
       const { b, calls } = yield* makeStore(() => ({ release: () => Effect.fail(storeError("release")) }))
       const r = yield* b.reserve(acme, 2)
@@ -786,7 +788,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
         const held: [Array<Budgets.Reservation>, Array<Budgets.Reservation>] = [[], []]
         const traces: [Array<unknown>, Array<unknown>] = [[], []]
         const logs = paths.map(() => capture())
-        const overspendBefore = (yield* Metric.value(Budgets.metrics.overspend)).count
+        const overspendBefore = (yield* Metric.value(budgetMetrics.overspend)).count
 
         /** Runs one step on both paths at the same virtual instant, tracing its outcome and the balance. */
         const step = (name: string, f: (p: Path, i: 0 | 1) => Effect.Effect<unknown, StoreError>) =>
@@ -887,7 +889,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
           logs[1]!.logs.map(([level, , annotations]) => [level, annotations]),
           [["WARN", { tenant: "acme" }]]
         )
-        assert.strictEqual((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore, 10)
+        assert.strictEqual((yield* Metric.value(budgetMetrics.overspend)).count - overspendBefore, 10)
       })
   )
 
