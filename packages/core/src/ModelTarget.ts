@@ -153,8 +153,7 @@ const maxLabelLength = 64
  * A region (`eu`, `us-east-1`) or data class (`internal`) name: trimmed, 1 to 64
  * characters.
  *
- * @since 0.2.0
- * @category Models
+ * @internal
  */
 export const Label = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxLabelLength))
 
@@ -174,8 +173,7 @@ const maxNameLength = 200
 /**
  * A name or version in configuration: trimmed, 1 to 200 characters.
  *
- * @since 0.2.0
- * @category Models
+ * @internal
  */
 export const Name = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxNameLength))
 

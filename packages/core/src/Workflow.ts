@@ -372,8 +372,7 @@ export class CachePolicy extends Schema.Class<CachePolicy>("@modelgate/core/Cach
  * The data class a workflow must have for a `global` cache scope: its inputs hold nothing of a
  * tenant's, so one tenant's answer may be served to another.
  *
- * @since 0.2.0
- * @category Constants
+ * @internal
  */
 export const globalCacheDataClass = "public"
 

@@ -25,6 +25,8 @@ import * as FastPath from "../src/internal/fastPath.js"
 import { capturingLogger } from "./fixtures.js"
 import { metrics as budgetMetrics } from "../src/internal/budgetReservation.js"
 import { windowOf } from "../src/internal/budgetWindow.js"
+import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
+import type { MemoryStore } from "../src/internal/budgetMemoryStore.js"
 
 const acme = TenantId.make("acme")
 const globex = TenantId.make("globex")
@@ -249,7 +251,7 @@ describe("Budgets (memory)", () => {
 
   it.effect("memory store: accounts of finished windows are forgotten once they hold nothing", () =>
     Effect.gen(function* () {
-      const store = yield* BudgetStore.makeMemory
+      const store = yield* makeMemoryBudgetStore
       const b = yield* Budgets.make({
         undeclaredTenants: { limit: 1, period: "daily" },
         reservationTtl: "1 minute"
@@ -269,7 +271,7 @@ describe("Budgets (memory)", () => {
     "memory store: reserve is all-or-nothing; unknown ids are ignored; an expired reservation's spend counts up to the limit, the rest as overspent",
     () =>
       Effect.gen(function* () {
-        const store = yield* BudgetStore.makeMemory
+        const store = yield* makeMemoryBudgetStore
         const req = { account: "a/total", limit: 100, now: 0, expiresAt: 10, accountExpiresAt: Infinity }
         assert.deepStrictEqual(yield* store.reserve({ ...req, id: "1", amount: 60 }), {
           _tag: "Reserved",
@@ -315,7 +317,7 @@ describe("Budgets (memory)", () => {
 
   it.effect("Budgets over a memory store it is given counts in that store's account", () =>
     Effect.gen(function* () {
-      const store = yield* BudgetStore.makeMemory
+      const store = yield* makeMemoryBudgetStore
       const b = yield* Budgets.make({ tenants: { acme: { limit: 1 } } }).pipe(
         Effect.provideService(BudgetStore.BudgetStore, store)
       )
@@ -327,9 +329,9 @@ describe("Budgets (memory)", () => {
 
 describe("Budgets with a failing or slow store", () => {
   /** The memory store with some operations replaced; records each store operation it is asked for. */
-  const makeStore = (override: (inner: BudgetStore.MemoryStore) => Partial<BudgetStore.Service>) =>
+  const makeStore = (override: (inner: MemoryStore) => Partial<BudgetStore.Service>) =>
     Effect.gen(function* () {
-      const inner = yield* BudgetStore.makeMemory
+      const inner = yield* makeMemoryBudgetStore
       const calls = yield* Ref.make<ReadonlyArray<string>>([])
       const log =
         <A extends ReadonlyArray<unknown>, B, E>(name: string, f: (...args: A) => Effect.Effect<B, E>) =>
@@ -687,7 +689,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
   }
 
   const recordingStore = (
-    inner: BudgetStore.MemoryStore,
+    inner: MemoryStore,
     ops: Array<readonly [string, unknown, unknown]>,
     via: Set<"effect" | "sync">
   ): BudgetStore.Service => {
@@ -736,7 +738,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
     Effect.gen(function* () {
       const ops: Array<readonly [string, unknown, unknown]> = []
       const via = new Set<"effect" | "sync">()
-      const store = recordingStore(yield* BudgetStore.makeMemory, ops, via)
+      const store = recordingStore(yield* makeMemoryBudgetStore, ops, via)
       const b = yield* Budgets.make(options).pipe(
         Effect.provideService(BudgetStore.BudgetStore, store),
         Effect.withRandom(Random.make("same seed"))
@@ -912,7 +914,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
   it.effect("settle and the synchronous settle share one idempotence: the first of the two counts, once", () =>
     Effect.gen(function* () {
       const ops: Array<readonly [string, unknown, unknown]> = []
-      const store = recordingStore(yield* BudgetStore.makeMemory, ops, new Set())
+      const store = recordingStore(yield* makeMemoryBudgetStore, ops, new Set())
       const b = yield* Budgets.make({ tenants: { acme: { limit: 10, period: "total" } } }).pipe(
         Effect.provideService(BudgetStore.BudgetStore, store)
       )
@@ -941,7 +943,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
 
   it.effect("the synchronous reserve exists only when nothing can fail or wait: not over a store without one", () =>
     Effect.gen(function* () {
-      const inner = yield* BudgetStore.makeMemory
+      const inner = yield* makeMemoryBudgetStore
       // a store answering through Effects only (as a remote store would)
       const remote: BudgetStore.Service = {
         reserve: inner.reserve,
@@ -975,7 +977,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
 
   it.effect("memory store: the synchronous operations act on the same accounts as the Effect methods", () =>
     Effect.gen(function* () {
-      const store = yield* BudgetStore.makeMemory
+      const store = yield* makeMemoryBudgetStore
       const { commit: commitSync, release: releaseSync, reserve: reserveSync } = fastOf(store)
       const req = { account: "a/total", limit: 100, now: 0, expiresAt: 10, accountExpiresAt: Infinity }
       assert.deepStrictEqual(reserveSync({ ...req, id: "1", amount: 60 }), {

@@ -20,13 +20,14 @@ import { Cause, Clock, Effect, Exit, Fiber, Layer, Option, TestClock } from "eff
 import { command, definition, providers, refs, target, workflow } from "./fixtures.js"
 import { defaultMaxInputCharacters } from "../src/internal/router/engine.js"
 import { sliceCharacters } from "../src/internal/tokenLimits.js"
+import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
 
 const message = (content: string) => command("ticket.reply", { messages: [{ _tag: "user", content }] })
 
 describe("input size limit", () => {
   it.effect("an input over the limit is InvalidRequest naming the limit; nothing reserved, nothing sent", () =>
     Effect.gen(function* () {
-      const store = yield* BudgetStore.makeMemory
+      const store = yield* makeMemoryBudgetStore
       let reserves = 0
       const counting: BudgetStore.Service = {
         ...store,
