@@ -32,7 +32,7 @@
  *   answer), so nothing stays reserved whenever the store can be reached; otherwise the TTL frees
  *   it. The store bounds its own round trip, so this is never an unbounded wait.
  * - `settle` never fails: the call's outcome is already decided when it settles. A failed release
- *   is logged (tenant and operation only) and counted in {@link metrics}`.settleFailures`; the
+ *   is logged (tenant and operation only) and counted in `modelgate.budget.settle_failures`; the
  *   store's reservation TTL frees the held amount. A failed commit answers a `pending` settlement
  *   at once and is retried in the background until shortly before the reservation expires (as a
  *   `retry` commit, which counts nothing once the reservation is gone: a first attempt that landed
@@ -53,8 +53,7 @@
  *   account is then over its limit and admits no reservation until its window resets or the limit
  *   is raised) and reported apart. It is returned by `settle` ({@link Settlement}`.overspent`),
  *   summed per window in {@link Balance}`.overspent`, shown in a call's `evidence.cost.overspent`,
- *   added to the counter `modelgate.budget.overspend_usd` ({@link metrics}`.overspend`) and logged
- *   as a warning (tenant only).
+ *   added to the counter `modelgate.budget.overspend_usd` and logged as a warning (tenant only).
  *
  * @since 0.1.0
  */
@@ -62,7 +61,6 @@ import { Config, Context, Duration, Effect, Layer, Random, Schema } from "effect
 import type { ConfigError, Scope } from "effect"
 import * as Store from "./BudgetStore.js"
 import { type BudgetExceeded, ConfigProblem, GatewayConfigError, type StoreError } from "./Errors.js"
-import * as Internal from "./internal/budgetReservation.js"
 import * as Service_ from "./internal/budgetService.js"
 import * as Windows from "./internal/budgetWindow.js"
 import { isReservedKey, reservedKeyDetail, reservedKeysOf, safeRecord, segment } from "./internal/issues.js"
@@ -112,17 +110,6 @@ export const reserveScoped = (
  */
 export const unitsPerCurrency: typeof Store.unitsPerCurrency = Store.unitsPerCurrency
 
-/**
- * Metrics of budgets (names follow the scheme of module `Telemetry`). `settleFailures`
- * (`modelgate.budget.settle_failures`, tagged `operation`: `commit` or `release`) counts
- * settlements the store could not record. `overspend` (`modelgate.budget.overspend_usd`, no label)
- * sums the spend committed beyond a tenant's limit (see the module doc).
- *
- * @since 0.2.0
- * @category Metrics
- */
-export const metrics: typeof Internal.metrics = Internal.metrics
-
 // ---------------------------------------------------------------------------------------------
 // Configuration
 // ---------------------------------------------------------------------------------------------
@@ -158,22 +145,6 @@ export const BudgetsConfig = Schema.Struct({
     )
   )
 })
-
-/**
- * Default time an unsettled reservation lives. Must exceed the longest call deadline.
- *
- * @since 0.1.0
- * @category Constants
- */
-export const defaultReservationTtl: Duration.Duration = Duration.minutes(15)
-
-/**
- * Longest reservation TTL accepted: 7 days.
- *
- * @since 0.2.0
- * @category Constants
- */
-export const maxReservationTtl: Duration.Duration = Duration.days(7)
 
 const maxLimit = Math.floor(Number.MAX_SAFE_INTEGER / unitsPerCurrency)
 const periods: ReadonlyArray<string> = Period.literals
@@ -261,7 +232,7 @@ export const validate = (options: Options): ReadonlyArray<ConfigProblem> => {
           detail: "must be a finite duration > 0"
         })
       )
-    } else if (Duration.greaterThan(ttl.value, maxReservationTtl)) {
+    } else if (Duration.greaterThan(ttl.value, Windows.maxReservationTtl)) {
       problems.push(
         new ConfigProblem({
           path: "budgets.reservationTtl",
@@ -291,14 +262,6 @@ export const decode: (input: unknown) => Effect.Effect<Options, GatewayConfigErr
 // Windows
 // ---------------------------------------------------------------------------------------------
 
-/**
- * The window of `period` that contains the instant `now` (epoch millis, UTC).
- *
- * @since 0.1.0
- * @category Utils
- */
-export const windowOf: (period: Period, now: number) => Window = Windows.windowOf
-
 // ---------------------------------------------------------------------------------------------
 // Service
 // ---------------------------------------------------------------------------------------------
@@ -317,7 +280,7 @@ export const make = (options: Options): Effect.Effect<Service, GatewayConfigErro
     const store = yield* Store.BudgetStore
     // Reservation ids must be unique across processes sharing one store.
     const instance = (yield* Random.nextIntBetween(0, 2 ** 31)).toString(36)
-    const ttl = Duration.decode(options.reservationTtl ?? defaultReservationTtl)
+    const ttl = Duration.decode(options.reservationTtl ?? Windows.defaultReservationTtl)
     return Budgets.of(Service_.makeService(options, store, instance, ttl))
   })
 

@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer, LogLevel, Ref, Schema } from "effect"
+import { summary, summaryMessage } from "./internal/callSummary.js"
 import { CallRecord } from "./ModelResult.js"
 
 /**
@@ -32,85 +33,11 @@ const amount = (n: number): string => {
 }
 
 /**
- * The fields of a record's `Info` line, logged as annotations: `workflow`, `outcome`, `error` and
- * `reason` (failures), `target` (the one that answered), `fallback`, `retries`, `degraded`,
- * `attempts`, `latencyMs` (whole), `costUsd`, `callId`. Only names from the configuration, values
- * from closed sets, numbers and the call id: never the tenant, never content.
- *
- * @since 0.2.0
- * @category Formatting
- */
-export type Summary = {
-  readonly workflow: string
-  readonly outcome: CallRecord["outcome"]
-  readonly error?: string
-  readonly reason?: string
-  readonly target?: string
-  /** The answer came from a later target of the route, or the call tried one. */
-  readonly fallback: boolean
-  /** Retries on the same target (after a backoff). */
-  readonly retries: number
-  readonly degraded: boolean
-  readonly attempts: number
-  readonly latencyMs: number
-  readonly costUsd: number
-  readonly callId: string
-}
-
-/**
- * The annotations of a record's `Info` line ({@link Summary}).
- *
- * @since 0.2.0
- * @category Formatting
- */
-export const summary = (record: CallRecord): Summary => {
-  const e = record.evidence
-  return {
-    workflow: e.workflow,
-    outcome: record.outcome,
-    ...(record.errorTag !== undefined ? { error: record.errorTag } : {}),
-    ...(record.errorReason !== undefined ? { reason: record.errorReason } : {}),
-    ...(e.target !== undefined ? { target: e.target } : {}),
-    fallback: e.fallbackUsed,
-    retries: e.retryCount,
-    degraded: e.degraded,
-    attempts: e.attempts.length,
-    latencyMs: Math.round(e.totalLatencyMs),
-    costUsd: e.cost.actual,
-    callId: e.callId
-  }
-}
-
-/**
- * The message of a record's `Info` line: `modelgate call <outcome>`, then what was not a clean call
- * — the error tag, a fallback, retries, a degraded answer, an exhausted retry budget:
- *
- * - `modelgate call success`
- * - `modelgate call success via fallback after 2 retries` (an outage served by the fallback)
- * - `modelgate call degraded (ProviderUnavailable) via fallback`
- * - `modelgate call failed (BudgetExceeded)`
- *
- * @since 0.2.0
- * @category Formatting
- */
-export const summaryMessage = (record: CallRecord): string => {
-  const e = record.evidence
-  let line = `modelgate call ${record.outcome}`
-  // A degraded answer stands in for a failure: the record keeps the failure's tag.
-  if (record.errorTag !== undefined) line += ` (${record.errorTag})`
-  if (e.fallbackUsed) line += " via fallback"
-  if (e.retryCount > 0) line += ` after ${e.retryCount} ${e.retryCount === 1 ? "retry" : "retries"}`
-  if (e.degraded && record.outcome !== "degraded") line += ", degraded"
-  if (e.retryBudgetExhausted) line += ", retry budget exhausted"
-  return line
-}
-
-/**
  * A record's summary as one line of text, for sinks other than Effect's loggers:
  * `modelgate call workflow=… outcome=… [error=…] [target=…] [fallback=true] [retries=…]
  * [degraded=true] latencyMs=… costUsd=… callId=…` (cost without exponent). Only names from the
  * configuration, values from fixed sets, numbers and the call id: never the tenant, never content.
- * `layerLog` logs {@link summaryMessage} with the fields as annotations instead.
+ * `layerLog` logs a short message (`modelgate call success via fallback`) with the fields as annotations instead.
  *
  * @since 0.2.0
  * @category Formatting
@@ -124,8 +51,8 @@ export const summaryLine = (record: CallRecord): string => {
 }
 
 /**
- * Logs each record as one `Info` entry: the message {@link summaryMessage} (outcome, and whether a
- * fallback, retries or a degraded answer were involved) with the fields of {@link summary} as log
+ * Logs each record as one `Info` entry: a message (`modelgate call <outcome>`, and whether a
+ * fallback, retries or a degraded answer were involved) with the fields of its summary as log
  * annotations — structured under `Logger.json` / `Logger.logFmt`, `key=value` pairs on the default
  * logger's one line (under `Logger.pretty`, one line per annotation). When `Debug` is enabled, the
  * full record encoded with its Schema follows as the annotation `callRecord` of a `Debug` entry

@@ -19,6 +19,7 @@ import { Clock, Context, Duration, Effect, Layer, Metric, PubSub, Stream } from 
 import { percentile } from "./internal/healthWindow.js"
 import type { CallRecord } from "./ModelResult.js"
 import type { CanaryPolicy, CanaryRollout } from "./Workflow.js"
+import { canaryMetrics as metrics } from "./internal/metrics.js"
 
 /**
  * What a canary's calls looked like on one side over one window.
@@ -114,20 +115,6 @@ export interface Service {
  * @category Context
  */
 export class CanaryController extends Context.Tag("@modelgate/core/CanaryController")<CanaryController, Service>() {}
-
-/**
- * Metrics of the controller.
- *
- * @since 0.2.0
- * @category Metrics
- */
-export const metrics = {
-  /** Changes of canaries' shares, by workflow, canary id and action. */
-  changes: Metric.counter("modelgate.canary.changes", {
-    description: "Changes of a canary's share (started, ramped, rolled back, completed)",
-    incremental: true
-  })
-} as const
 
 /** One observed call. */
 interface Sample {

@@ -38,7 +38,7 @@ export const maxInputs = 2048
  * @since 0.2.0
  * @category Models
  */
-export const EmbeddingTask = Schema.Literal("query", "document", "similarity", "classification", "clustering")
+const EmbeddingTask = Schema.Literal("query", "document", "similarity", "classification", "clustering")
 /** @since 0.2.0 */
 export type EmbeddingTask = typeof EmbeddingTask.Type
 

@@ -197,7 +197,7 @@ export class AmbiguousOutcome extends Schema.TaggedError<AmbiguousOutcome>()("Am
  * @since 0.2.0
  * @category Errors
  */
-export const BudgetRefusal = Schema.Literal("limit", "undeclared_tenant")
+const BudgetRefusal = Schema.Literal("limit", "undeclared_tenant")
 /** @since 0.2.0 */
 export type BudgetRefusal = typeof BudgetRefusal.Type
 

@@ -47,24 +47,12 @@ import { makeService } from "./internal/healthService.js"
 import type { Service } from "./internal/healthTypes.js"
 
 export {
-  BreakerOverrides,
   BreakerSettings,
-  decode,
   HealthConfig,
   RetryBudgetSettings,
   WindowSettings
 } from "./internal/healthConfig.js"
-export {
-  BreakerStatus,
-  type HealthFacts,
-  healthScore,
-  metrics,
-  RetryBudgetSnapshot,
-  RouteHealth,
-  RouteStatus,
-  routeKey,
-  statusOf
-} from "./internal/healthRecord.js"
+export { type HealthFacts, healthScore, RetryBudgetSnapshot, RouteHealth, routeKey } from "./internal/healthRecord.js"
 
 export type { AttemptSignal, Service } from "./internal/healthTypes.js"
 

@@ -68,7 +68,7 @@ export class Usage extends Schema.Class<Usage>("@modelgate/core/Usage")({
  * @since 0.1.0
  * @category Models
  */
-export const Cost = Schema.Struct({
+const Cost = Schema.Struct({
   currency: Schema.Literal("USD"),
   /** Worst case of the first target; absent when no limit needed a token count. */
   estimated: Schema.optional(Schema.Number),
@@ -95,7 +95,7 @@ export interface Cost extends Schema.Schema.Type<typeof Cost> {}
  * @since 0.1.0
  * @category Models
  */
-export const AttemptOutcome = Schema.Literal(
+const AttemptOutcome = Schema.Literal(
   "success",
   "refusal",
   "rate_limited",
@@ -185,7 +185,7 @@ export type FinishReason = typeof FinishReason.Type
  * @since 0.2.0
  * @category Models
  */
-export const EmbeddingEvidence = Schema.Struct({
+const EmbeddingEvidence = Schema.Struct({
   family: Schema.String,
   dimensions: Schema.Int,
   /** Inputs sent, one vector each. */
@@ -204,7 +204,7 @@ export interface EmbeddingEvidence extends Schema.Schema.Type<typeof EmbeddingEv
  * @since 0.2.0
  * @category Models
  */
-export const CacheEvidence = Schema.Struct({
+const CacheEvidence = Schema.Struct({
   hit: Schema.Boolean,
   lookup: Schema.Literal("hit", "miss", "error", "refresh", "bypass"),
   keyId: Schema.optional(Schema.String),
@@ -297,7 +297,7 @@ export interface Evidence extends Schema.Schema.Type<typeof Evidence> {}
  * @since 0.1.0
  * @category Models
  */
-export const Content = Schema.Struct({
+const Content = Schema.Struct({
   text: Schema.optional(Schema.String),
   /** The validated structured value (workflows with an output schema). */
   value: Schema.optional(Schema.Unknown),

@@ -69,7 +69,7 @@ export type SchemaFeature = typeof SchemaFeature.Type
  * @since 0.1.0
  * @category Models
  */
-export const StructuredOutputMode = Schema.Literal("none", "json_object", "json_schema", "json_schema_strict")
+const StructuredOutputMode = Schema.Literal("none", "json_object", "json_schema", "json_schema_strict")
 /** @since 0.1.0 */
 export type StructuredOutputMode = typeof StructuredOutputMode.Type
 
@@ -153,8 +153,7 @@ const maxLabelLength = 64
  * A region (`eu`, `us-east-1`) or data class (`internal`) name: trimmed, 1 to 64
  * characters.
  *
- * @since 0.2.0
- * @category Models
+ * @internal
  */
 export const Label = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxLabelLength))
 
@@ -174,8 +173,7 @@ const maxNameLength = 200
 /**
  * A name or version in configuration: trimmed, 1 to 200 characters.
  *
- * @since 0.2.0
- * @category Models
+ * @internal
  */
 export const Name = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxNameLength))
 

@@ -16,6 +16,7 @@ import type { Standing } from "./internal/lifecycle.js"
 import type { CallRecord } from "./ModelResult.js"
 import { Name, Segment, TargetRef } from "./ModelTarget.js"
 import type { QualityPolicy } from "./Workflow.js"
+import { qualityMetrics as metrics } from "./internal/metrics.js"
 
 /**
  * One offline eval result: a target's score on a task segment, from one eval version.
@@ -108,20 +109,6 @@ export const maxRememberedCalls = 10_000
  * @internal
  */
 export const maxSamples = 4_096
-
-/**
- * Metrics of quality signals.
- *
- * @since 0.2.0
- * @category Metrics
- */
-export const metrics = {
-  /** Changes of a target's quality standing on a workflow, by workflow, target and level. */
-  standing: Metric.counter("modelgate.quality.standing_changes", {
-    description: "Changes of a target's quality standing on a workflow (ok, demoted, excluded)",
-    incremental: true
-  })
-} as const
 
 interface Sample {
   at: number

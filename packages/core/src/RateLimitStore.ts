@@ -74,8 +74,7 @@ export const windowMillis = 60_000
 /**
  * The memory store: counts of this process only (one window per key, the older one forgotten).
  *
- * @since 0.2.0
- * @category Constructors
+ * @internal
  */
 export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   const counts = new Map<string, { window: number; requests: number; tokens: number }>()

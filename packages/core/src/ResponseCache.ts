@@ -21,7 +21,7 @@ import { bounded } from "./internal/deadline.js"
 import { type Key, type KeyInput, keyOf } from "./internal/cache/key.js"
 import { type FastGet, fastGetOf } from "./internal/cache/fastGet.js"
 import { makeSingleFlight, type Turn } from "./internal/cache/singleFlight.js"
-import { counter } from "./internal/counter.js"
+import { cacheMetrics as metrics } from "./internal/metrics.js"
 
 /**
  * An answer found in the cache: its encoded form, its age and the key id.
@@ -81,25 +81,11 @@ export interface Service {
   ) => Effect.Effect<A, E, R>
   readonly stats: Effect.Effect<Stats>
   /**
-   * Counts one lookup of `workflow` in {@link metrics} (and `bytes` served for a `hit`, stored
+   * Counts one lookup of `workflow` in `modelgate.cache.lookups` (and `modelgate.cache.bytes` served for a `hit`, stored
    * otherwise). Labels are made once per workflow and outcome. Synchronous: for the call path.
    */
   readonly unsafeCount: (workflow: string, outcome: Lookup | "hit" | "bypass", bytes: number | undefined) => void
 }
-
-/**
- * The cache's metrics, labelled by `workflow` and `outcome` only (bounded: names from the
- * configuration and closed sets; never a key or content).
- *
- * @since 0.2.0
- * @category Metrics
- */
-export const metrics = {
-  /** Lookups by outcome: `hit`, `miss`, `error` (fail-open), `refresh`, `bypass`. */
-  lookups: counter("modelgate.cache.lookups", "Response cache lookups by outcome (hit, miss, error, refresh, bypass)"),
-  /** Encoded bytes, `outcome` `served` (hits) or `stored`. */
-  bytes: counter("modelgate.cache.bytes", "Response cache bytes served and stored")
-} as const
 
 /**
  * @since 0.2.0
@@ -259,4 +245,3 @@ export const layerMemory = (options?: { readonly maxEntries?: number | undefined
   Layer.sync(ResponseCache, () => make(ResponseCacheStore.makeMemory(options)))
 
 export type { KeyInput, Scope } from "./internal/cache/key.js"
-export { globalScope, tenantScope } from "./internal/cache/key.js"

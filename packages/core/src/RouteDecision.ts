@@ -31,7 +31,7 @@ export const ExclusionReason = Schema.Literal(
   "BELOW_MIN_TIER",
   /** An embedding workflow's target whose vectors are of another family or length (`Workflow.embedding`). */
   "EMBEDDING_INCOMPATIBLE",
-  /** Scored selection: the route's health record says `UNAVAILABLE` (see `Health.statusOf`). */
+  /** Scored selection: the route's health record says `UNAVAILABLE` (see the health record's `status`). */
   "UNHEALTHY",
   /** The target's quality regressed on this workflow past its `quality.excludeAbove` (`QualitySignals`). */
   "QUALITY_REGRESSION",
@@ -140,13 +140,13 @@ export const SelectionReason = Schema.Literal(
 export type SelectionReason = typeof SelectionReason.Type
 
 /**
- * Status of a route from its health record (`Health.statusOf`): `HEALTHY`, `DEGRADED` (scored
+ * Status of a route from its health record: `HEALTHY`, `DEGRADED` (scored
  * down) or `UNAVAILABLE` (excluded from scored selection as `UNHEALTHY`).
  *
  * @since 0.2.0
  * @category Models
  */
-export const HealthStatus = Schema.Literal("HEALTHY", "DEGRADED", "UNAVAILABLE")
+const HealthStatus = Schema.Literal("HEALTHY", "DEGRADED", "UNAVAILABLE")
 /** @since 0.2.0 */
 export type HealthStatus = typeof HealthStatus.Type
 
@@ -158,7 +158,7 @@ export type HealthStatus = typeof HealthStatus.Type
  * @since 0.2.0
  * @category Models
  */
-export const EscalationSignal = Schema.Literal("command", "invalid_output", "check")
+const EscalationSignal = Schema.Literal("command", "invalid_output", "check")
 /** @since 0.2.0 */
 export type EscalationSignal = typeof EscalationSignal.Type
 
@@ -187,7 +187,7 @@ export interface Escalation extends Schema.Schema.Type<typeof Escalation> {}
  * @since 0.2.0
  * @category Models
  */
-export const RouteRequirements = Schema.Struct({
+const RouteRequirements = Schema.Struct({
   minQualityTier: Schema.optional(QualityTier),
   preferredTier: Schema.optional(QualityTier),
   latencyTier: Schema.optional(Schema.Literal("fast")),

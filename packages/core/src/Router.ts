@@ -21,9 +21,7 @@ import { decide } from "./internal/router/engine.js"
 import { type RouterState, RoutedWorkflows, stateOf } from "./internal/router/state.js"
 
 export type { Route } from "./internal/router/decision.js"
-export { defaultMaxInputCharacters } from "./internal/router/engine.js"
-export { metrics } from "./internal/router/metrics.js"
-export { defaultWeights, type Ranking, type ScoreContext, score } from "./internal/router/scoring.js"
+export { type Ranking, type ScoreContext, score } from "./internal/router/scoring.js"
 export type { RouterState } from "./internal/router/state.js"
 
 /**

@@ -38,7 +38,7 @@ const Millis = Schema.Number
  * @since 0.2.0
  * @category Events
  */
-export const PreModel = Schema.TaggedStruct("PreModel", {
+const PreModel = Schema.TaggedStruct("PreModel", {
   runId: Schema.String,
   step: Schema.optional(Schema.Int),
   callId: CallId,
@@ -57,7 +57,7 @@ export interface PreModel extends Schema.Schema.Type<typeof PreModel> {}
  * @since 0.2.0
  * @category Events
  */
-export const PostModel = Schema.TaggedStruct("PostModel", {
+const PostModel = Schema.TaggedStruct("PostModel", {
   runId: Schema.String,
   step: Schema.optional(Schema.Int),
   callId: CallId,
@@ -101,7 +101,7 @@ const toolCallFields = {
  * @since 0.2.0
  * @category Events
  */
-export const PreTool = Schema.TaggedStruct("PreTool", {
+const PreTool = Schema.TaggedStruct("PreTool", {
   ...toolCallFields,
   /** The arguments as the model wrote them; only with `eventContent`. */
   arguments: Schema.optional(Schema.String),
@@ -119,7 +119,7 @@ export interface PreTool extends Schema.Schema.Type<typeof PreTool> {}
  * @since 0.2.0
  * @category Models
  */
-export const ToolOutcome = Schema.Literal("success", "replayed", "invalid_arguments", "unknown_tool", "failed")
+const ToolOutcome = Schema.Literal("success", "replayed", "invalid_arguments", "unknown_tool", "failed")
 /** @since 0.2.0 */
 export type ToolOutcome = typeof ToolOutcome.Type
 
@@ -129,7 +129,7 @@ export type ToolOutcome = typeof ToolOutcome.Type
  * @since 0.2.0
  * @category Events
  */
-export const PostTool = Schema.TaggedStruct("PostTool", {
+const PostTool = Schema.TaggedStruct("PostTool", {
   ...toolCallFields,
   outcome: ToolOutcome,
   errorTag: Schema.optional(Schema.String),
@@ -148,7 +148,7 @@ export interface PostTool extends Schema.Schema.Type<typeof PostTool> {}
  * @since 0.2.0
  * @category Events
  */
-export const Checkpoint = Schema.TaggedStruct("Checkpoint", {
+const Checkpoint = Schema.TaggedStruct("Checkpoint", {
   runId: Schema.String,
   step: Schema.Int,
   /** Tool results of the step (errors sent back to the model included). */
@@ -174,7 +174,7 @@ export interface Checkpoint extends Schema.Schema.Type<typeof Checkpoint> {}
  * @since 0.2.0
  * @category Events
  */
-export const TaskCompleted = Schema.TaggedStruct("TaskCompleted", {
+const TaskCompleted = Schema.TaggedStruct("TaskCompleted", {
   runId: Schema.String,
   outcome: Schema.Literal("completed", "suggested", "degraded", "failed"),
   errorTag: Schema.optional(Schema.String),

@@ -38,6 +38,7 @@ import type * as RateLimitStore from "./RateLimitStore.js"
 import { ExcludedTarget } from "./RouteDecision.js"
 import { canarySide, checkTarget } from "./internal/router/engine.js"
 import * as TokenEstimator from "./TokenEstimator.js"
+import { shadowMetrics as metrics } from "./internal/metrics.js"
 
 /**
  * How one shadow call went (no content).
@@ -138,27 +139,6 @@ export const layerMemory: Layer.Layer<ShadowRecorder | MemoryShadowRecorder> = L
     return Context.make(MemoryShadowRecorder, memory).pipe(Context.add(ShadowRecorder, memory))
   })
 )
-
-/**
- * Metrics of shadow traffic.
- *
- * @since 0.2.0
- * @category Metrics
- */
-export const metrics = {
-  /** Shadow calls made, by workflow, candidate and outcome. */
-  calls: Metric.counter("modelgate.shadow.calls", { description: "Shadow calls made", incremental: true }),
-  /**
-   * Sampled calls not shadowed, by workflow, candidate and reason: `side_effecting_tools`, `policy`,
-   * `load` (the workflow's `maxConcurrent`), `concurrency` (no permit of the candidate's cap free at
-   * once), `rate_limit` (no headroom in the candidate's provider rate limit), `budget`.
-   */
-  dropped: Metric.counter("modelgate.shadow.dropped", {
-    description:
-      "Sampled calls not shadowed (side-effecting tools, policy, load, candidate concurrency cap, rate limit, budget)",
-    incremental: true
-  })
-} as const
 
 /**
  * Whether the call `callId` is in the sampled `share` (a hash of the id: the same id, the same answer).

@@ -36,7 +36,7 @@
  * `modelgate.breaker.transitions` is scraped as `modelgate_breaker_transitions_total`). A unit is a
  * suffix of the last segment: `_ms`, `_usd`. Every metric of the library:
  *
- * | Name | Kind | Labels | Exported as |
+ * | Name | Kind | Labels | Metric object |
  * | --- | --- | --- | --- |
  * | `modelgate.calls` | counter | workflow, route, outcome, error.type, mode | {@link metrics}`.calls` |
  * | `modelgate.call.duration_ms` | histogram | workflow, route, outcome, mode | {@link metrics}`.callLatency` |
@@ -56,12 +56,12 @@
  * | `modelgate.fallback.routes` | counter | workflow, from, to | {@link metrics}`.fallbackRoutes` |
  * | `modelgate.segment.outcomes` | counter | workflow, segment, outcome, policy version | {@link metrics}`.segmentOutcomes` |
  * | `modelgate.tool.failures` | counter | tool, kind | {@link metrics}`.toolFailures` |
- * | `modelgate.budget.settle_failures` | counter | operation | `Budgets.metrics.settleFailures` |
- * | `modelgate.budget.overspend_usd` | counter | — | `Budgets.metrics.overspend` |
- * | `modelgate.breaker.state` | gauge (0 closed, 1 half-open, 2 open) | route | `Health.metrics.breakerState` |
- * | `modelgate.breaker.transitions` | counter | route, from, to | `Health.metrics.breakerTransitions` |
- * | `modelgate.breaker.store_failures` | counter | operation | `Health.metrics.breakerStoreFailures` |
- * | `modelgate.retry_budget.rejections` | counter | — | `Health.metrics.retryBudgetRejections` |
+ * | `modelgate.budget.settle_failures` | counter | operation | `internal/budgetReservation` `metrics.settleFailures` |
+ * | `modelgate.budget.overspend_usd` | counter | — | `internal/budgetReservation` `metrics.overspend` |
+ * | `modelgate.breaker.state` | gauge (0 closed, 1 half-open, 2 open) | route | `internal/healthRecord` `metrics.breakerState` |
+ * | `modelgate.breaker.transitions` | counter | route, from, to | `internal/healthRecord` `metrics.breakerTransitions` |
+ * | `modelgate.breaker.store_failures` | counter | operation | `internal/healthRecord` `metrics.breakerStoreFailures` |
+ * | `modelgate.retry_budget.rejections` | counter | — | `internal/healthRecord` `metrics.retryBudgetRejections` |
  *
  * Renamed in 0.2.0: `modelgate.ttft_ms` → `modelgate.attempt.ttft_ms`, `modelgate_breaker_state` →
  * `modelgate.breaker.state`, `modelgate_breaker_transitions_total` → `modelgate.breaker.transitions`,

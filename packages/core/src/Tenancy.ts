@@ -82,8 +82,7 @@ export const vouch: {
  * Whether a target dedicated to `tenants` (absent: shared) may serve a call vouched for
  * `identity` (absent: nobody vouched).
  *
- * @since 0.2.0
- * @category Utils
+ * @internal
  */
 export const serves = (tenants: ReadonlyArray<TenantId> | undefined, identity: Identity | undefined): boolean =>
   tenants === undefined || (identity !== undefined && tenants.includes(identity.tenant))

@@ -10,7 +10,7 @@
  *
  * Both tokenizers merge each pre-tokenized piece in time quadratic in its length, and a piece is a
  * whole run without whitespace (CJK prose, base64, minified code) or a whole run of whitespace:
- * 64 KB of spaces took 9 s. So runs longer than {@link maxPieceLength} are counted in slices, which
+ * 64 KB of spaces took 9 s. So runs longer than `maxPieceLength` are counted in slices, which
  * keeps counting linear and over-counts by at most about one token per slice. Special-token text
  * such as `<|endoftext|>` in user input is counted as ordinary text (by default the library throws
  * on it).
@@ -21,6 +21,7 @@ import { Effect } from "effect"
 import { countTokens, setMergeCacheSize } from "gpt-tokenizer"
 import { withSliceYield } from "./internal/sliceYield.js"
 import type { ContentPart, Message, ToolDefinition } from "./ModelCommand.js"
+import { imageTokens, maxPieceLength, sliceCharacters, turnMilliseconds } from "./internal/tokenLimits.js"
 
 /**
  * Entries of gpt-tokenizer's merge cache (its default is 100,000). The cache is an LRU `Map` whose
@@ -39,14 +40,6 @@ setMergeCacheSize(mergeCacheEntries)
 
 /** Special tokens in user text are plain text to us; never an exception. */
 const asPlainText = { disallowedSpecial: new Set<string>() }
-
-/**
- * Longest run (of non-whitespace, or of whitespace) counted in one piece; longer runs are sliced.
- *
- * @since 0.1.0
- * @category Constants
- */
-export const maxPieceLength = 256
 
 /** Whether `c` is whitespace as the tokenizer's pre-split (and JavaScript's `\s`) sees it. */
 const isSpace = (c: number): boolean =>
@@ -78,12 +71,6 @@ const countRun = (run: string): number => {
 
 /** Tokens a chat format adds around each message (role markers). @internal */
 const perMessageOverhead = 4
-/**
- * Flat estimate for one image part (providers bill images by tiles; this is a conservative mid value).
- *
- * @since 0.2.0
- */
-export const imageTokens = 1_000
 
 /** Bytes of audio per estimated token: ~32 tokens a second of 128 kbps audio (Gemini's rate; OpenAI's is lower). */
 const audioBytesPerToken = 500
@@ -92,7 +79,7 @@ const fileBytesPerToken = 16
 const minimumFileTokens = 1_000
 
 /**
- * Estimate for one part that is not text, from its size: an image {@link imageTokens}; audio one
+ * Estimate for one part that is not text, from its size: an image `imageTokens`; audio one
  * token per 500 decoded bytes; a file one token per 16 decoded bytes, at least 1,000. Bounded by a
  * part's 20,000,000 base64 characters: at most 30,000 tokens for audio, 937,500 for a file.
  */
@@ -272,27 +259,6 @@ const jsonLength = (schema: Record<string, unknown>): number => {
   return n
 }
 
-/**
- * Characters counted in one step by {@link estimateInputYielding} (and what the router counts at
- * once): a slice of 1 K characters takes well under 1 ms of prose and a few ms of base64 (its
- * worst case here: ~3 ms idle, ~15 ms with the machine's two cores shared by many processes).
- * The slices are the same whatever the timing, so a count does not depend on when it yields.
- *
- * @since 0.2.0
- * @category Constants
- */
-export const sliceCharacters = 1_024
-
-/**
- * Milliseconds of counting after which {@link estimateInputYielding} gives the event loop a turn:
- * a turn holds the loop for this long plus one slice at most. Inputs counted within it never
- * yield (a typical prompt), so most counts cost one synchronous pass.
- *
- * @since 0.2.0
- * @category Constants
- */
-export const turnMilliseconds = 8
-
 /** The texts `estimateInput` counts, and the tokens that do not depend on text. */
 const textsOf = (input: Input): { readonly texts: Array<string>; readonly fixed: number } => {
   const texts: Array<string> = []
@@ -341,9 +307,9 @@ const cutAt = (text: string, start: number, end: number): number => {
 
 /**
  * {@link estimateInput} for inputs of any size without holding the event loop: inputs up to
- * {@link sliceCharacters} are counted at once; larger ones in slices of at most that many
+ * `sliceCharacters` are counted at once; larger ones in slices of at most that many
  * characters (cut after whitespace where possible), giving the event loop a turn whenever
- * {@link turnMilliseconds} of counting went by (measured with `performance.now`). The yield is a
+ * `turnMilliseconds` of counting went by (measured with `performance.now`). The yield is a
  * real event-loop turn, except under `TestClock`, where it is a turn of Effect's scheduler that
  * never waits for a timer, so virtual time cannot move while a count is under way. The slices do
  * not depend on timing, so neither does the count; a slice boundary inside a word can add a token,
@@ -381,7 +347,7 @@ export const estimateInputYielding = (input: Input): Effect.Effect<number> =>
 
 /**
  * {@link countText} for a text of any size without holding the event loop: up to
- * {@link sliceCharacters} at once, longer texts in slices yielding between them as
+ * `sliceCharacters` at once, longer texts in slices yielding between them as
  * {@link estimateInputYielding} does (a slice boundary inside a word can add a token).
  *
  * @since 0.2.0

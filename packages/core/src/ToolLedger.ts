@@ -45,8 +45,6 @@
  */
 import { Clock, Context, Effect, Exit, Layer, type Option, Schema } from "effect"
 import type { StoreError } from "./Errors.js"
-import * as Identity from "./internal/callIdentity.js"
-import { ToolDefinition } from "./ModelCommand.js"
 import * as Store from "./ToolLedgerStore.js"
 import { type IdempotencyKey, ToolRecord } from "./ToolLedgerStore.js"
 
@@ -60,7 +58,7 @@ import { type IdempotencyKey, ToolRecord } from "./ToolLedgerStore.js"
  * @since 0.1.0
  * @category Models
  */
-export const ToolKind = Schema.Literal("readOnly", "sideEffecting")
+const ToolKind = Schema.Literal("readOnly", "sideEffecting")
 /** @since 0.1.0 */
 export type ToolKind = typeof ToolKind.Type
 
@@ -117,22 +115,7 @@ export const readOnly = makeTool("readOnly")
 export const sideEffecting = makeTool("sideEffecting")
 
 /**
- * The tool as offered to a model in a `ModelCommand` (`sideEffecting` set from its kind, so the
- * gateway never retries an ambiguous model call that offers it).
- *
- * @since 0.1.0
- * @category Constructors
- */
-export const toolDefinition = (tool: ToolInfo): ToolDefinition =>
-  new ToolDefinition({
-    name: tool.name,
-    description: tool.description,
-    parameters: { ...tool.parameters },
-    sideEffecting: tool.kind === "sideEffecting"
-  })
-
-/**
- * What {@link toolDefinition} and {@link Service.checkReplay} need of a tool (any result type).
+ * What a tool's definition and {@link Service.checkReplay} need of a tool (any result type).
  *
  * @since 0.1.0
  * @category Models
@@ -210,63 +193,6 @@ export const key = <A, I>(tool: Tool<A, I>, ref: StepRef): CallKey<A, I> => ({
   runId: ref.runId,
   step: ref.step,
   index: ref.index ?? 0,
-  tool
-})
-
-/**
- * Which call of a run, by what it does: the tool's identity of the call (from `callIdentity`:
- * hash of its canonical arguments, or of the key the tool declares) and its ordinal among the
- * identical calls of its pass (0 for the first). `step` is where it is asked now (recorded with a
- * first execution, not part of the id).
- *
- * @since 0.2.0
- * @category Models
- */
-export interface CallRef {
-  readonly runId: string
-  readonly step: number
-  readonly identity: string
-  readonly ordinal: number
-}
-
-/**
- * The identity of a side-effecting call in its run: `a-<SHA-256 hex of the canonical JSON of its
- * encoded arguments>` (object keys sorted, no whitespace), or `k-<SHA-256 hex of the declared
- * key>` when the tool declares one. Full SHA-256, so distinct calls never share an identity in
- * practice, and no argument value appears in the key.
- *
- * @since 0.2.0
- * @category Constructors
- */
-export const callIdentity: (encodedArguments: unknown, declaredKey?: string | undefined) => string = (
-  encodedArguments,
-  declaredKey
-) => Identity.callIdentity(encodedArguments, declaredKey)
-
-/**
- * The stable id of a call by what it does: `tool/v2/<runId>/<tool>/<identity>[/<ordinal>]`. The
- * same call gets the same id whatever step or position it is asked at, in any process.
- *
- * @since 0.2.0
- * @category Constructors
- */
-export const callIdempotencyKey = (runId: string, tool: string, identity: string, ordinal = 0): IdempotencyKey => {
-  if (!Number.isInteger(ordinal) || ordinal < 0) throw new Error(`ordinal must be an integer ≥ 0, got ${ordinal}`)
-  const base = `tool/v2/${encodeURIComponent(runId)}/${encodeURIComponent(tool)}/${encodeURIComponent(identity)}`
-  return Store.IdempotencyKey.make(ordinal === 0 ? base : `${base}/${ordinal}`)
-}
-
-/**
- * The key of `tool` for the call `ref` (see {@link callIdempotencyKey}).
- *
- * @since 0.2.0
- * @category Constructors
- */
-export const callKey = <A, I>(tool: Tool<A, I>, ref: CallRef): CallKey<A, I> => ({
-  id: callIdempotencyKey(ref.runId, tool.name, ref.identity, ref.ordinal),
-  runId: ref.runId,
-  step: ref.step,
-  index: ref.ordinal,
   tool
 })
 

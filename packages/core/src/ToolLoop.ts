@@ -171,7 +171,7 @@ export interface Completed {
  * @since 0.2.0
  * @category Models
  */
-export const ProposedCall = Schema.Struct({
+const ProposedCall = Schema.Struct({
   name: Schema.String,
   arguments: Schema.Unknown
 }).annotations({ identifier: "@modelgate/core/ToolLoop/ProposedCall" })
@@ -266,7 +266,7 @@ export const approve = (
  * @since 0.2.0
  * @category Models
  */
-export const Proposal = Schema.Struct({ toolCalls: Schema.Array(ProposedCall) }).annotations({
+const Proposal = Schema.Struct({ toolCalls: Schema.Array(ProposedCall) }).annotations({
   identifier: "@modelgate/core/ToolLoop/Proposal"
 })
 /** @since 0.2.0 */

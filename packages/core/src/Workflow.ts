@@ -131,7 +131,7 @@ const Selection = Schema.Literal("ordered", "scored")
 const Weight = Schema.Number.pipe(Schema.between(0, 1))
 
 /**
- * Weights of the score's terms; each omitted one keeps its default (`Router.defaultWeights`:
+ * Weights of the score's terms; each omitted one keeps its default (
  * quality 0.45, latency 0.20, cost 0.15, health 0.10, affinity 0.10).
  *
  * @since 0.2.0
@@ -349,7 +349,7 @@ export class QualityPolicy extends Schema.Class<QualityPolicy>("@modelgate/core/
  * @since 0.2.0
  * @category Models
  */
-export const CacheScope = Schema.Literal("tenant", "global")
+const CacheScope = Schema.Literal("tenant", "global")
 /** @since 0.2.0 */
 export type CacheScope = typeof CacheScope.Type
 
@@ -372,8 +372,7 @@ export class CachePolicy extends Schema.Class<CachePolicy>("@modelgate/core/Cach
  * The data class a workflow must have for a `global` cache scope: its inputs hold nothing of a
  * tenant's, so one tenant's answer may be served to another.
  *
- * @since 0.2.0
- * @category Constants
+ * @internal
  */
 export const globalCacheDataClass = "public"
 
@@ -427,7 +426,7 @@ export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")
   maxInputTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /**
    * Input-size limit of one call in characters of text (messages, tool definitions, output schema),
-   * checked before anything is counted or sent. Default `Router.defaultMaxInputCharacters`.
+   * checked before anything is counted or sent. Default 1,048,576 characters.
    */
   maxInputCharacters: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /**

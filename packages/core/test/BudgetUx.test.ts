@@ -26,6 +26,7 @@ import { Cause, Effect, Exit, Layer, Schema } from "effect"
 import { keyOn } from "./lifecycleFixtures.js"
 import { command, refs, target, workflow } from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
+import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
 
 const P = refs.primary
 const F = refs.fallback
@@ -46,7 +47,7 @@ const priced = (t: ModelTarget, inputPerMillion: number, outputPerMillion: numbe
 const remoteStore = Layer.effect(
   BudgetStore.BudgetStore,
   Effect.map(
-    BudgetStore.makeMemory,
+    makeMemoryBudgetStore,
     (inner): BudgetStore.Service => ({
       reserve: inner.reserve,
       commit: inner.commit,

@@ -23,6 +23,10 @@ import {
 import { reportOverspend } from "../src/internal/budgetReservation.js"
 import * as FastPath from "../src/internal/fastPath.js"
 import { capturingLogger } from "./fixtures.js"
+import { metrics as budgetMetrics } from "../src/internal/budgetReservation.js"
+import { windowOf } from "../src/internal/budgetWindow.js"
+import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
+import type { MemoryStore } from "../src/internal/budgetMemoryStore.js"
 
 const acme = TenantId.make("acme")
 const globex = TenantId.make("globex")
@@ -220,7 +224,7 @@ describe("Budgets (memory)", () => {
       )
       yield* TestClock.setTime(Date.UTC(2028, 2, 1))
       assert.strictEqual((yield* b.balance(acme)).committed, 0)
-      assert.deepStrictEqual(Budgets.windowOf("monthly", Date.UTC(2028, 11, 31, 23, 59)), {
+      assert.deepStrictEqual(windowOf("monthly", Date.UTC(2028, 11, 31, 23, 59)), {
         key: "m2028-12",
         start: Date.UTC(2028, 11, 1),
         end: Date.UTC(2029, 0, 1)
@@ -247,7 +251,7 @@ describe("Budgets (memory)", () => {
     () =>
       Effect.gen(function* () {
         const b = yield* budgets
-        const overspendBefore = (yield* Metric.value(Budgets.metrics.overspend)).count
+        const overspendBefore = (yield* Metric.value(budgetMetrics.overspend)).count
         // a holder that outlives its reservation (its call ran longer than the TTL)
         const late = yield* b.reserve(acme, 8)
         yield* TestClock.adjust("1 minute")
@@ -261,7 +265,7 @@ describe("Budgets (memory)", () => {
         )
         // what the holder sees: all 8 counted, 6 of them beyond the limit
         assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(8), units(6)])
-        assert.strictEqual((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore, 6)
+        assert.strictEqual((yield* Metric.value(budgetMetrics.overspend)).count - overspendBefore, 6)
         // over its limit, the tenant is refused
         assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(acme, 0.001)))?._tag, "BudgetExceeded")
         // a commit within its reservation reports no overspend, even on an account over its limit
@@ -273,7 +277,7 @@ describe("Budgets (memory)", () => {
 
   it.effect("memory store: accounts of finished windows are forgotten once they hold nothing", () =>
     Effect.gen(function* () {
-      const store = yield* BudgetStore.makeMemory
+      const store = yield* makeMemoryBudgetStore
       const b = yield* Budgets.make({
         undeclaredTenants: { limit: 1, period: "daily" },
         reservationTtl: "1 minute"
@@ -293,7 +297,7 @@ describe("Budgets (memory)", () => {
     "memory store: reserve is all-or-nothing; unknown ids are ignored; an expired reservation's spend counts in full, what the limit has no room for as overspent",
     () =>
       Effect.gen(function* () {
-        const store = yield* BudgetStore.makeMemory
+        const store = yield* makeMemoryBudgetStore
         const req = { account: "a/total", limit: 100, now: 0, expiresAt: 10, accountExpiresAt: Infinity }
         assert.deepStrictEqual(yield* store.reserve({ ...req, id: "1", amount: 60 }), {
           _tag: "Reserved",
@@ -339,21 +343,21 @@ describe("Budgets (memory)", () => {
 
   it.effect("Budgets over a memory store it is given counts in that store's account", () =>
     Effect.gen(function* () {
-      const store = yield* BudgetStore.makeMemory
+      const store = yield* makeMemoryBudgetStore
       const b = yield* Budgets.make({ tenants: { acme: { limit: 1 } } }).pipe(
         Effect.provideService(BudgetStore.BudgetStore, store)
       )
       yield* spend(b, acme, 1, 1)
-      assert.deepStrictEqual(yield* store.balance(`acme/${Budgets.windowOf("monthly", 0).key}`, 0), settled(units(1)))
+      assert.deepStrictEqual(yield* store.balance(`acme/${windowOf("monthly", 0).key}`, 0), settled(units(1)))
     })
   )
 })
 
 describe("Budgets with a failing or slow store", () => {
   /** The memory store with some operations replaced; records each store operation it is asked for. */
-  const makeStore = (override: (inner: BudgetStore.MemoryStore) => Partial<BudgetStore.Service>) =>
+  const makeStore = (override: (inner: MemoryStore) => Partial<BudgetStore.Service>) =>
     Effect.gen(function* () {
-      const inner = yield* BudgetStore.makeMemory
+      const inner = yield* makeMemoryBudgetStore
       const calls = yield* Ref.make<ReadonlyArray<string>>([])
       const log =
         <A extends ReadonlyArray<unknown>, B, E>(name: string, f: (...args: A) => Effect.Effect<B, E>) =>
@@ -462,7 +466,7 @@ describe("Budgets with a failing or slow store", () => {
     () =>
       Effect.gen(function* () {
         const { logs, logger } = captureLogs()
-        const failures = Metric.tagged(Budgets.metrics.settleFailures, "operation", "commit")
+        const failures = Metric.tagged(budgetMetrics.settleFailures, "operation", "commit")
         const before = (yield* Metric.value(failures)).count
         const { b, calls, inner } = yield* makeStore(() => ({ commit: () => Effect.fail(storeError("commit")) }))
         const r = yield* b.reserve(acme, 2)
@@ -549,7 +553,7 @@ describe("Budgets with a failing or slow store", () => {
 
   it.effect("a failed release is also swallowed and counted", () =>
     Effect.gen(function* () {
-      const failures = Metric.tagged(Budgets.metrics.settleFailures, "operation", "release")
+      const failures = Metric.tagged(budgetMetrics.settleFailures, "operation", "release")
       const before = (yield* Metric.value(failures)).count
       const { b, calls } = yield* makeStore(() => ({ release: () => Effect.fail(storeError("release")) }))
       const r = yield* b.reserve(acme, 2)
@@ -711,7 +715,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
   }
 
   const recordingStore = (
-    inner: BudgetStore.MemoryStore,
+    inner: MemoryStore,
     ops: Array<readonly [string, unknown, unknown]>,
     via: Set<"effect" | "sync">
   ): BudgetStore.Service => {
@@ -760,7 +764,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
     Effect.gen(function* () {
       const ops: Array<readonly [string, unknown, unknown]> = []
       const via = new Set<"effect" | "sync">()
-      const store = recordingStore(yield* BudgetStore.makeMemory, ops, via)
+      const store = recordingStore(yield* makeMemoryBudgetStore, ops, via)
       const b = yield* Budgets.make(options).pipe(
         Effect.provideService(BudgetStore.BudgetStore, store),
         Effect.withRandom(Random.make("same seed"))
@@ -812,7 +816,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
         const held: [Array<Budgets.Reservation>, Array<Budgets.Reservation>] = [[], []]
         const traces: [Array<unknown>, Array<unknown>] = [[], []]
         const logs = paths.map(() => capture())
-        const overspendBefore = (yield* Metric.value(Budgets.metrics.overspend)).count
+        const overspendBefore = (yield* Metric.value(budgetMetrics.overspend)).count
 
         /** Runs one step on both paths at the same virtual instant, tracing its outcome and the balance. */
         const step = (name: string, f: (p: Path, i: 0 | 1) => Effect.Effect<unknown, StoreError>) =>
@@ -916,7 +920,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
             ["WARN", { tenant: "acme" }]
           ]
         )
-        assert.strictEqual((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore, 2 * (5 + 90))
+        assert.strictEqual((yield* Metric.value(budgetMetrics.overspend)).count - overspendBefore, 2 * (5 + 90))
       })
   )
 
@@ -939,7 +943,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
   it.effect("settle and the synchronous settle share one idempotence: the first of the two counts, once", () =>
     Effect.gen(function* () {
       const ops: Array<readonly [string, unknown, unknown]> = []
-      const store = recordingStore(yield* BudgetStore.makeMemory, ops, new Set())
+      const store = recordingStore(yield* makeMemoryBudgetStore, ops, new Set())
       const b = yield* Budgets.make({ tenants: { acme: { limit: 10, period: "total" } } }).pipe(
         Effect.provideService(BudgetStore.BudgetStore, store)
       )
@@ -968,7 +972,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
 
   it.effect("the synchronous reserve exists only when nothing can fail or wait: not over a store without one", () =>
     Effect.gen(function* () {
-      const inner = yield* BudgetStore.makeMemory
+      const inner = yield* makeMemoryBudgetStore
       // a store answering through Effects only (as a remote store would)
       const remote: BudgetStore.Service = {
         reserve: inner.reserve,
@@ -1002,7 +1006,7 @@ describe("Budgets: the synchronous fast path (internal/fastPath: reserve and set
 
   it.effect("memory store: the synchronous operations act on the same accounts as the Effect methods", () =>
     Effect.gen(function* () {
-      const store = yield* BudgetStore.makeMemory
+      const store = yield* makeMemoryBudgetStore
       const { commit: commitSync, release: releaseSync, reserve: reserveSync } = fastOf(store)
       const req = { account: "a/total", limit: 100, now: 0, expiresAt: 10, accountExpiresAt: Infinity }
       assert.deepStrictEqual(reserveSync({ ...req, id: "1", amount: 60 }), {

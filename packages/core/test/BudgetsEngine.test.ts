@@ -19,6 +19,7 @@ import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Clock, Effect, Exit, Fiber, Layer, TestClock } from "effect"
 import { Classification, command, target, workflow } from "./fixtures.js"
 import { generateFor } from "./virtualTime.js"
+import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
 
 const P = "model://openai/small@eu"
 const F = "model://anthropic/haiku@eu"
@@ -263,7 +264,7 @@ describe("budgets during execution", () => {
       Effect.gen(function* () {
         const limit = 20
         const limitUnits = units(limit)
-        const inner = yield* BudgetStore.makeMemory
+        const inner = yield* makeMemoryBudgetStore
         const seen = { checks: 0, violations: 0, peak: 0, samples: 0 }
         const check = (account: string) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) =>

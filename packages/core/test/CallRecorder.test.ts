@@ -10,6 +10,7 @@ import { CallRecord } from "@modelgate/core/ModelResult"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, Schema, TestClock } from "effect"
 import { command, definition, providers, refs } from "./fixtures.js"
+import { summaryMessage } from "../src/internal/callSummary.js"
 
 const CANARY = "canary-content-5d1e"
 const TENANT = "tenant-canary-7"
@@ -147,7 +148,7 @@ describe("CallRecorder.layerLog", () => {
       const logged = gatewayCalls(entries)
       assert.deepStrictEqual(
         logged.map((e) => [e.level, e.message]),
-        records.map((r) => ["INFO", [CallRecorder.summaryMessage(r)]])
+        records.map((r) => ["INFO", [summaryMessage(r)]])
       )
       const [ok, refused] = records
       assert.deepStrictEqual(logged[0]?.message, ["modelgate call success"])
@@ -195,7 +196,7 @@ describe("CallRecorder.layerLog", () => {
       assert.deepStrictEqual(
         logged.map((e) => [e.level, e.message]),
         records.flatMap((r) => [
-          ["INFO", [CallRecorder.summaryMessage(r)]],
+          ["INFO", [summaryMessage(r)]],
           ["DEBUG", ["modelgate call record"]]
         ])
       )
@@ -312,7 +313,7 @@ describe("CallRecorder.layerLog: what the line says about the call's path", () =
       )
       assert.strictEqual(record.outcome, "degraded")
       const [line] = gatewayCalls(log.entries)
-      assert.deepStrictEqual(line?.message, [CallRecorder.summaryMessage(record)])
+      assert.deepStrictEqual(line?.message, [summaryMessage(record)])
       assert.match(String(line?.message[0]), /^modelgate call degraded( \(\w+\))? via fallback after \d+ retries$/)
       assert.deepInclude(line?.annotations, { outcome: "degraded", degraded: true, fallback: true })
     })

@@ -11,6 +11,7 @@ import { Chunk, Effect, Fiber, Layer, Metric, Stream } from "effect"
 import * as RouterEngine from "../src/internal/router/engine.js"
 import { command, gatewayLayer, target, targets, workflow } from "./fixtures.js"
 import { at, candidateRef, concurrently } from "./lifecycleFixtures.js"
+import { canaryMetrics } from "../src/internal/metrics.js"
 
 const primaryRef = "model://openai/small@eu" as const
 const canaryId = "reply-v2"
@@ -103,11 +104,7 @@ describe("CanaryController", () => {
       )
       const counted = yield* Metric.value(
         Metric.tagged(
-          Metric.tagged(
-            Metric.tagged(CanaryController.metrics.changes, "workflow", "ticket.reply"),
-            "canary",
-            canaryId
-          ),
+          Metric.tagged(Metric.tagged(canaryMetrics.changes, "workflow", "ticket.reply"), "canary", canaryId),
           "action",
           "rolled_back"
         )

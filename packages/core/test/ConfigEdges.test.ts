@@ -23,6 +23,9 @@ import {
   workflow,
   workflows
 } from "./fixtures.js"
+import { decode } from "../src/internal/healthConfig.js"
+import { defaultReservationTtl } from "../src/internal/budgetWindow.js"
+import { maxReservationTtl } from "../src/internal/budgetWindow.js"
 
 /** The failure of `effect` when it is a `GatewayConfigError`; throws on success or on a defect. */
 const configError = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -58,7 +61,7 @@ describe("config edges: durations are finite and bounded", () => {
   it("JSON.parse turns 1e309 into Infinity (the premise); the bounds are 24 h and 7 days", () => {
     assert.strictEqual(infinity, Number.POSITIVE_INFINITY)
     assert.strictEqual(Duration.toMillis(ModelTarget.maxDuration), day)
-    assert.strictEqual(Duration.toMillis(Budgets.maxReservationTtl), week)
+    assert.strictEqual(Duration.toMillis(maxReservationTtl), week)
   })
 
   it.effect("1e309 or more than 24 h as a gateway duration (every kind): a listed problem at that path", () =>
@@ -103,7 +106,7 @@ describe("config edges: durations are finite and bounded", () => {
         [{ targets: { "model://a/b@eu": { coolDown: infinity } } }, "health.targets.model://a/b@eu.coolDown"],
         [{ breaker: { coolDown: tooLong } }, "health.breaker.coolDown"]
       ] as const) {
-        const error = yield* configError(Health.decode(json))
+        const error = yield* configError(decode(json))
         assert.include(pathsOf(error), path)
       }
       for (const ttl of [infinity, week + 1]) {
@@ -297,7 +300,7 @@ describe("config edges: errors name paths and problems, never values", () => {
         yield* configError(Budgets.make(budgets).pipe(Effect.provide(BudgetStore.layerMemory))),
         yield* configError(Concurrency.make(concurrency)),
         yield* configError(
-          Health.decode({
+          decode({
             breaker: { halfOpenProbes: canary, coolDown: canary },
             window: { samples: canary },
             targets: { "model://a/b@eu": { failureRatio: canary } }
@@ -378,7 +381,7 @@ describe("config edges: __proto__ and constructor keys in JSON are listed proble
     Effect.gen(function* () {
       for (const key of keys) {
         const error = yield* configError(
-          Health.decode(JSON.parse(`{"targets": {"${key}": {"enabled": false}, "model://a/b@eu": {}}}`))
+          decode(JSON.parse(`{"targets": {"${key}": {"enabled": false}, "model://a/b@eu": {}}}`))
         )
         assert.deepStrictEqual(
           error.problems.map((p) => [p.path, p.reason]),
@@ -426,7 +429,7 @@ describe("config edges: the reservation TTL exceeds every workflow's deadline", 
         limited.reservationTtl !== undefined && Duration.equals(limited.reservationTtl, Duration.minutes(2))
       )
       const byDefault = yield* Effect.provide(Budgets.Budgets, Budgets.layerMemory({ tenants: { acme: { limit: 1 } } }))
-      assert.strictEqual(byDefault.reservationTtl, Budgets.defaultReservationTtl)
+      assert.strictEqual(byDefault.reservationTtl, defaultReservationTtl)
       const unlimited = yield* Effect.provide(Budgets.Budgets, Budgets.layerOff)
       assert.isUndefined(unlimited.reservationTtl)
     })

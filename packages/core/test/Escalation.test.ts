@@ -5,13 +5,14 @@
  * `modelgate.escalations{workflow,from_tier,to_tier}` counts them.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { GatewayConfig, ModelGateway, Router } from "@modelgate/core"
+import { GatewayConfig, ModelGateway } from "@modelgate/core"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Either, Fiber, Metric, Schema, TestClock } from "effect"
 import { Classification, command, providers } from "./fixtures.js"
 import { routingGateway } from "./routingFixtures.js"
+import { metrics as routerMetrics } from "../src/internal/router/metrics.js"
 
 const refs = {
   fast: TargetRef.make("model://gemini/fast@eu"),
@@ -92,7 +93,7 @@ const run = (name: string, extra: Parameters<typeof command>[1] = {}) =>
 const escalations = (workflow: string, from: string, to: string) =>
   Metric.value(
     Metric.tagged(
-      Metric.tagged(Metric.tagged(Router.metrics.escalations, "workflow", workflow), "from_tier", from),
+      Metric.tagged(Metric.tagged(routerMetrics.escalations, "workflow", workflow), "from_tier", from),
       "to_tier",
       to
     )

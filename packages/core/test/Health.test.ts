@@ -8,6 +8,9 @@ import * as vm from "node:vm"
 import * as FastPath from "../src/internal/fastPath.js"
 import { maxBytesPerRoute } from "../src/internal/healthConfig.js"
 import { target } from "./fixtures.js"
+import { metrics as healthMetrics } from "../src/internal/healthRecord.js"
+import { decode } from "../src/internal/healthConfig.js"
+import type { BreakerOverrides } from "../src/internal/healthConfig.js"
 
 type Signal = Health.AttemptSignal
 
@@ -65,7 +68,7 @@ const route = (name: string) => target(`model://health-${name}-${++seq}/m@eu`, "
 
 const config = (fields: {
   readonly breaker?: ConstructorParameters<typeof Health.BreakerSettings>[0]
-  readonly targets?: Record<string, Health.BreakerOverrides>
+  readonly targets?: Record<string, BreakerOverrides>
   readonly window?: ConstructorParameters<typeof Health.WindowSettings>[0]
   readonly retryBudget?: ConstructorParameters<typeof Health.RetryBudgetSettings>[0]
   readonly maxRoutes?: number
@@ -158,10 +161,10 @@ describe("Health breaker", () => {
           ["circuit breaker closed", "INFO", routeKey(t), "half_open", "closed", 1100]
         ]
       )
-      const gauge = yield* Metric.value(Metric.tagged(Health.metrics.breakerState, "route", routeKey(t)))
+      const gauge = yield* Metric.value(Metric.tagged(healthMetrics.breakerState, "route", routeKey(t)))
       assert.strictEqual(gauge.value, 0)
       const opened = yield* Metric.value(
-        Health.metrics.breakerTransitions.pipe(
+        healthMetrics.breakerTransitions.pipe(
           Metric.tagged("route", routeKey(t)),
           Metric.tagged("from", "closed"),
           Metric.tagged("to", "open")
@@ -433,7 +436,7 @@ describe("Health retry budget", () => {
   it.effect("starts with `burst` tokens, earns `ratio` per first attempt and `minPerSecond` per second", () =>
     Effect.gen(function* () {
       const h = yield* Health.Health
-      const before = (yield* Metric.value(Health.metrics.retryBudgetRejections)).count
+      const before = (yield* Metric.value(healthMetrics.retryBudgetRejections)).count
       assert.isTrue(yield* h.tryRetry)
       assert.isTrue(yield* h.tryRetry)
       assert.isFalse(yield* h.tryRetry)
@@ -452,7 +455,7 @@ describe("Health retry budget", () => {
         [s.tokens, s.capacity, s.firstAttempts, s.retriesGranted, s.retriesRejected],
         [2, 2, 4, 4, 3]
       )
-      const after = (yield* Metric.value(Health.metrics.retryBudgetRejections)).count
+      const after = (yield* Metric.value(healthMetrics.retryBudgetRejections)).count
       assert.strictEqual(after - before, 3)
     }).pipe(Effect.provide(Health.layerMemory(config({ retryBudget: { ratio: 0.25, minPerSecond: 0.5, burst: 2 } }))))
   )
@@ -543,7 +546,7 @@ describe("Health with a failing breaker store", () => {
       const logs = captureStoreLogs()
       const failures = (operation: string) =>
         Effect.map(
-          Metric.value(Metric.tagged(Health.metrics.breakerStoreFailures, "operation", operation)),
+          Metric.value(Metric.tagged(healthMetrics.breakerStoreFailures, "operation", operation)),
           (c) => c.count
         )
       return Effect.gen(function* () {
@@ -680,7 +683,7 @@ describe("Health config", () => {
 
   it.effect("decodes JSON with defaults; type errors are listed with their paths", () =>
     Effect.gen(function* () {
-      const cfg = yield* Health.decode({
+      const cfg = yield* decode({
         breaker: { consecutiveFailures: 3, coolDown: 5000 },
         targets: { "model://a/b@eu": { enabled: false } }
       })
@@ -695,7 +698,7 @@ describe("Health config", () => {
         [3, 0.5, 20, 100, 0.2]
       )
       const error = yield* Effect.flip(
-        Health.decode({ breaker: { coolDown: -1, halfOpenProbes: "2" }, retryBudget: { extra: 1 } })
+        decode({ breaker: { coolDown: -1, halfOpenProbes: "2" }, retryBudget: { extra: 1 } })
       )
       assert.deepStrictEqual(
         error.problems.map((p) => [p.path, p.reason]),
@@ -705,7 +708,7 @@ describe("Health config", () => {
           ["health.retryBudget.extra", "INVALID_VALUE"]
         ]
       )
-      const invalid = yield* Effect.flip(Health.decode({ window: { samples: 10 } }))
+      const invalid = yield* Effect.flip(decode({ window: { samples: 10 } }))
       assert.deepStrictEqual(
         invalid.problems.map((p) => p.path),
         ["health.breaker.minimumCalls"]

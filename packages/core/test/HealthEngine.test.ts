@@ -8,6 +8,7 @@ import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Duration, Effect, Exit, Fiber, HashMap, Layer, Logger, Metric, Option, TestClock } from "effect"
 import { Classification, command, providers, target, workflow } from "./fixtures.js"
 import { failureOf, generateFor } from "./virtualTime.js"
+import { metrics as healthMetrics } from "../src/internal/healthRecord.js"
 
 const primary = "model://openai/small@eu"
 const fallback = "model://anthropic/haiku@eu"
@@ -374,7 +375,7 @@ describe("retry budget", () => {
       Effect.gen(function* () {
         const gw = yield* ModelGateway.ModelGateway
         const calls = 1000
-        const rejectedBefore = (yield* Metric.value(Health.metrics.retryBudgetRejections)).count
+        const rejectedBefore = (yield* Metric.value(healthMetrics.retryBudgetRejections)).count
         // 1,000 calls from 10 concurrent callers against providers that answer 503 at once, retries
         // without backoff
         const exits = yield* Effect.forEach(
@@ -406,7 +407,7 @@ describe("retry budget", () => {
         // the budget was what limited retries, and it let the fraction through
         assert.isAtLeast(retries, 0.2 * calls)
         assert.isAbove(exhausted, 0)
-        const rejectedAfter = (yield* Metric.value(Health.metrics.retryBudgetRejections)).count
+        const rejectedAfter = (yield* Metric.value(healthMetrics.retryBudgetRejections)).count
         assert.strictEqual(rejectedAfter - rejectedBefore, budget.retriesRejected)
         // a call refused its first retry went straight to its fallback, without a backoff sleep
         const straight = all.find((r) => r.evidence.attempts[1]?.target === fallback)

@@ -13,19 +13,21 @@ import {
   GatewayConfig,
   Health,
   ModelGateway,
-  Router,
   TokenEstimator
 } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Clock, Effect, Exit, Fiber, Layer, Option, TestClock } from "effect"
 import { command, definition, providers, refs, target, workflow } from "./fixtures.js"
+import { defaultMaxInputCharacters } from "../src/internal/router/engine.js"
+import { sliceCharacters } from "../src/internal/tokenLimits.js"
+import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
 
 const message = (content: string) => command("ticket.reply", { messages: [{ _tag: "user", content }] })
 
 describe("input size limit", () => {
   it.effect("an input over the limit is InvalidRequest naming the limit; nothing reserved, nothing sent", () =>
     Effect.gen(function* () {
-      const store = yield* BudgetStore.makeMemory
+      const store = yield* makeMemoryBudgetStore
       let reserves = 0
       const counting: BudgetStore.Service = {
         ...store,
@@ -49,7 +51,7 @@ describe("input size limit", () => {
       )
       const { exit, attempts } = yield* Effect.gen(function* () {
         const gateway = yield* ModelGateway.ModelGateway
-        const exit = yield* Effect.exit(gateway.generate(message("a".repeat(Router.defaultMaxInputCharacters + 1))))
+        const exit = yield* Effect.exit(gateway.generate(message("a".repeat(defaultMaxInputCharacters + 1))))
         const attempts = yield* Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.attempts)
         return { exit, attempts }
       }).pipe(Effect.provide(layer))
@@ -57,7 +59,7 @@ describe("input size limit", () => {
       assert.strictEqual(error?._tag, "InvalidRequest")
       if (error?._tag === "InvalidRequest") {
         assert.strictEqual(error.reason, "input_too_large")
-        assert.include(error.detail, `limit of ${Router.defaultMaxInputCharacters} characters`)
+        assert.include(error.detail, `limit of ${defaultMaxInputCharacters} characters`)
       }
       assert.strictEqual(reserves, 0)
       assert.strictEqual(attempts.length, 0)
@@ -98,7 +100,7 @@ describe("counting large inputs in slices", () => {
         const started = performance.now()
         const [counted, ticksWhileCounting] = yield* countingTicks(input)
         const elapsedMs = performance.now() - started
-        const slices = Math.ceil(words.length / TokenEstimator.sliceCharacters)
+        const slices = Math.ceil(words.length / sliceCharacters)
         assert.isAtLeast(counted, once)
         assert.isAtMost(counted, once + slices)
         // Turns come by time, not by slice: one whenever turnMilliseconds of counting went by, so at
@@ -116,7 +118,7 @@ describe("counting large inputs under TestClock", () => {
       const [counted, ticksWhileCounting] = yield* countingTicks(input)
       const live = yield* Effect.provide(TokenEstimator.estimateInputYielding(input), Layer.setClock(Clock.make()))
       assert.strictEqual(counted, live)
-      assert.isAbove(words.length, 4 * TokenEstimator.sliceCharacters)
+      assert.isAbove(words.length, 4 * sliceCharacters)
       // Yields through Effect's scheduler only: nothing waiting for a timer (TestClock.adjust) runs.
       assert.strictEqual(ticksWhileCounting, 0)
     })
@@ -153,7 +155,7 @@ describe("large inputs under TestClock", () => {
   // ~1 MB of prose-like text (64 slices), just under the default input limit.
   const megabyte = Array.from({ length: 40_000 }, (_, i) => `word${i % 89} text ${i % 7}`)
     .join(" ")
-    .slice(0, Router.defaultMaxInputCharacters - 64)
+    .slice(0, defaultMaxInputCharacters - 64)
 
   it.effect("a 1 MB input: one TestClock adjustment past the deadline finds the count done, every run", () =>
     Effect.gen(function* () {

@@ -12,6 +12,8 @@ import { Effect, type Layer, Metric, Schema, TestClock } from "effect"
 import * as RouterEngine from "../src/internal/router/engine.js"
 import { command } from "./fixtures.js"
 import { routingGateway } from "./routingFixtures.js"
+import { metrics as routerMetrics } from "../src/internal/router/metrics.js"
+import { statusOf } from "../src/internal/healthRecord.js"
 
 const refs = {
   a: TargetRef.make("model://openai/a@eu"),
@@ -119,7 +121,7 @@ describe("observed latency", () => {
     Effect.gen(function* () {
       const gateway = yield* ModelGateway.ModelGateway
       const compiled = gateway.router.workflows.get("noisy")!
-      const switches = Metric.tagged(Router.metrics.targetSwitches, "workflow", "noisy")
+      const switches = Metric.tagged(routerMetrics.targetSwitches, "workflow", "noisy")
       const leaders: Array<TargetRef> = []
       const raw: Array<TargetRef> = []
       for (let round = 0; round < 40; round++) {
@@ -172,22 +174,19 @@ describe("health record: status and headroom", () => {
       ...fields
     })
 
-  it("Health.statusOf: HEALTHY at a health score of 0.8 and above, DEGRADED below, UNAVAILABLE when open or out of rate limit", () => {
-    assert.strictEqual(Health.statusOf(record({ successRate: 0.8 })), "HEALTHY")
-    assert.strictEqual(Health.statusOf(record({ successRate: 0.79 })), "DEGRADED")
+  it("statusOf: HEALTHY at a health score of 0.8 and above, DEGRADED below, UNAVAILABLE when open or out of rate limit", () => {
+    assert.strictEqual(statusOf(record({ successRate: 0.8 })), "HEALTHY")
+    assert.strictEqual(statusOf(record({ successRate: 0.79 })), "DEGRADED")
     // a half-open breaker halves the score
-    assert.strictEqual(Health.statusOf(record({ successRate: 1, breaker: "half_open" })), "DEGRADED")
-    assert.strictEqual(Health.statusOf(record({ successRate: 1, breaker: "open" })), "UNAVAILABLE")
+    assert.strictEqual(statusOf(record({ successRate: 1, breaker: "half_open" })), "DEGRADED")
+    assert.strictEqual(statusOf(record({ successRate: 1, breaker: "open" })), "UNAVAILABLE")
     const exhausted = { remainingRequests: 0, limitRequests: 100, reportedAt: 900, resetAt: 1500 }
-    assert.strictEqual(Health.statusOf(record({ successRate: 1, rateLimit: exhausted })), "UNAVAILABLE")
+    assert.strictEqual(statusOf(record({ successRate: 1, rateLimit: exhausted })), "UNAVAILABLE")
     // the reset has passed: no longer counted
-    assert.strictEqual(
-      Health.statusOf(record({ successRate: 1, rateLimit: { ...exhausted, resetAt: 1000 } })),
-      "HEALTHY"
-    )
+    assert.strictEqual(statusOf(record({ successRate: 1, rateLimit: { ...exhausted, resetAt: 1000 } })), "HEALTHY")
     // a 429 without a reset: scored down (× 0.5), not excluded
     assert.strictEqual(
-      Health.statusOf(record({ successRate: 1, rateLimit: { remainingRequests: 0, reportedAt: 900 } })),
+      statusOf(record({ successRate: 1, rateLimit: { remainingRequests: 0, reportedAt: 900 } })),
       "DEGRADED"
     )
     // concurrency headroom: 0.05 of the cap free scores × (0.5 + 0.5·0.05/0.1) = × 0.75

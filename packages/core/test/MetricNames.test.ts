@@ -1,14 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import * as Budgets from "@modelgate/core/Budgets"
-import * as CanaryController from "@modelgate/core/CanaryController"
-import * as Health from "@modelgate/core/Health"
-import * as QualitySignals from "@modelgate/core/QualitySignals"
-import * as ResponseCache from "@modelgate/core/ResponseCache"
-import * as Router from "@modelgate/core/Router"
-import * as Shadow from "@modelgate/core/Shadow"
 import * as StoreHealth from "@modelgate/core/StoreHealth"
 import * as Telemetry from "@modelgate/core/Telemetry"
 import { Effect, Metric } from "effect"
+import { metrics as budgetMetrics } from "../src/internal/budgetReservation.js"
+import { metrics as healthMetrics } from "../src/internal/healthRecord.js"
+import { metrics as routerMetrics } from "../src/internal/router/metrics.js"
+import { cacheMetrics, canaryMetrics, qualityMetrics, shadowMetrics } from "../src/internal/metrics.js"
 
 const probeTag = "test.metric_probe"
 
@@ -26,9 +23,9 @@ describe("metric names", () => {
   it.effect("Telemetry, Health and Budgets metrics follow one scheme: modelgate.<area>.<name>[_unit]", () =>
     Effect.gen(function* () {
       const t = Telemetry.metrics
-      const h = Health.metrics
-      const b = Budgets.metrics
-      const r = Router.metrics
+      const h = healthMetrics
+      const b = budgetMetrics
+      const r = routerMetrics
       const s = StoreHealth.metrics
       const names = {
         "Telemetry.calls": yield* nameOf("Telemetry.calls", t.calls),
@@ -49,12 +46,12 @@ describe("metric names", () => {
         "Telemetry.fallbackRoutes": yield* nameOf("Telemetry.fallbackRoutes", t.fallbackRoutes),
         "Telemetry.segmentOutcomes": yield* nameOf("Telemetry.segmentOutcomes", t.segmentOutcomes),
         "Telemetry.toolFailures": yield* nameOf("Telemetry.toolFailures", t.toolFailures),
-        "CanaryController.changes": yield* nameOf("CanaryController.changes", CanaryController.metrics.changes),
-        "QualitySignals.standing": yield* nameOf("QualitySignals.standing", QualitySignals.metrics.standing),
-        "Shadow.calls": yield* nameOf("Shadow.calls", Shadow.metrics.calls),
-        "Shadow.dropped": yield* nameOf("Shadow.dropped", Shadow.metrics.dropped),
-        "ResponseCache.lookups": yield* nameOf("ResponseCache.lookups", ResponseCache.metrics.lookups),
-        "ResponseCache.bytes": yield* nameOf("ResponseCache.bytes", ResponseCache.metrics.bytes),
+        "CanaryController.changes": yield* nameOf("CanaryController.changes", canaryMetrics.changes),
+        "QualitySignals.standing": yield* nameOf("QualitySignals.standing", qualityMetrics.standing),
+        "Shadow.calls": yield* nameOf("Shadow.calls", shadowMetrics.calls),
+        "Shadow.dropped": yield* nameOf("Shadow.dropped", shadowMetrics.dropped),
+        "ResponseCache.lookups": yield* nameOf("ResponseCache.lookups", cacheMetrics.lookups),
+        "ResponseCache.bytes": yield* nameOf("ResponseCache.bytes", cacheMetrics.bytes),
         "Budgets.settleFailures": yield* nameOf("Budgets.settleFailures", b.settleFailures),
         "Budgets.overspend": yield* nameOf("Budgets.overspend", b.overspend),
         "Health.breakerState": yield* nameOf("Health.breakerState", h.breakerState),
@@ -75,10 +72,10 @@ describe("metric names", () => {
           ...Object.keys(b).map((k) => `Budgets.${k}`),
           ...Object.keys(r).map((k) => `Router.${k}`),
           ...Object.keys(s).map((k) => `StoreHealth.${k}`),
-          ...Object.keys(CanaryController.metrics).map((k) => `CanaryController.${k}`),
-          ...Object.keys(QualitySignals.metrics).map((k) => `QualitySignals.${k}`),
-          ...Object.keys(Shadow.metrics).map((k) => `Shadow.${k}`),
-          ...Object.keys(ResponseCache.metrics).map((k) => `ResponseCache.${k}`)
+          ...Object.keys(canaryMetrics).map((k) => `CanaryController.${k}`),
+          ...Object.keys(qualityMetrics).map((k) => `QualitySignals.${k}`),
+          ...Object.keys(shadowMetrics).map((k) => `Shadow.${k}`),
+          ...Object.keys(cacheMetrics).map((k) => `ResponseCache.${k}`)
         ].sort()
       )
       assert.deepStrictEqual(names, {

@@ -19,6 +19,7 @@ import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import { command, definition, providers, refs, target, targets, workflow } from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
+import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
 
 const services = (parts: {
   readonly budgets?: Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError>
@@ -53,7 +54,7 @@ const attempts = Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.atte
 
 /** A memory BudgetStore that counts its operations and can be told to fail. */
 const countingStore = (failReserve: boolean) =>
-  Effect.map(BudgetStore.makeMemory, (memory) => {
+  Effect.map(makeMemoryBudgetStore, (memory) => {
     const ops = { reserve: 0, commit: 0, release: 0 }
     const failing = new Errors.StoreError({ store: "budget", operation: "reserve", detail: "connection refused" })
     const store: BudgetStore.Service = {
@@ -313,7 +314,7 @@ describe("pipeline: failed attempts leave no unhandled fiber errors", () => {
 describe("pipeline: the settlement is in the evidence", () => {
   it.effect("a commit the store counts as overspent (its reservation had expired) shows in evidence.cost", () =>
     Effect.gen(function* () {
-      const memory = yield* BudgetStore.makeMemory
+      const memory = yield* makeMemoryBudgetStore
       // A store whose reservations have always expired by the time they are committed.
       const late: BudgetStore.Service = {
         ...memory,

@@ -4,9 +4,11 @@ import { StoreError } from "../src/Errors.js"
 import * as ResponseCache from "../src/ResponseCache.js"
 import * as ResponseCacheStore from "../src/ResponseCacheStore.js"
 import { encode, keyOf } from "../src/internal/cache/key.js"
+import { globalScope } from "../src/internal/cache/key.js"
+import { tenantScope } from "../src/internal/cache/key.js"
 
 const input = (tenant: string, over: Partial<ResponseCache.KeyInput> = {}): ResponseCache.KeyInput => ({
-  scope: ResponseCache.tenantScope(tenant),
+  scope: tenantScope(tenant),
   workflow: "ticket.classify",
   policyVersion: "p1",
   promptVersion: "v1",
@@ -47,7 +49,7 @@ describe("ResponseCache key", () => {
       { workflow: "ticket.extract" },
       { sampling: { temperature: 0.5 } },
       { tools: [{ name: "lookup" }] },
-      { scope: ResponseCache.globalScope }
+      { scope: globalScope }
     ] satisfies Array<Partial<ResponseCache.KeyInput>>) {
       expect(keyOf(input("t1", over)).digest).not.toBe(base)
     }

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway, ResponseCache } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import type { ModelResult } from "@modelgate/core/ModelResult"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Effect, Exit, FastCheck as fc, Fiber, Layer, Metric, Stream, TestClock, TestContext } from "effect"
 import { Classification, command, providers, refs, targets, workflow } from "./fixtures.js"
+import { cacheMetrics } from "../src/internal/metrics.js"
 
 const answer = { category: "billing", confidence: 0.9 } as const
 
@@ -267,26 +268,26 @@ describe("response cache through the gateway", () => {
 
   it.effect("the cache metrics count lookups and bytes by workflow and outcome", () =>
     Effect.gen(function* () {
-      const counter = (m: typeof ResponseCache.metrics.lookups, outcome: string) =>
+      const counter = (m: typeof cacheMetrics.lookups, outcome: string) =>
         Effect.map(
           Metric.value(m.pipe(Metric.tagged("workflow", "ticket.reply"), Metric.tagged("outcome", outcome))),
           (state) => state.count
         )
       const before = {
-        miss: yield* counter(ResponseCache.metrics.lookups, "miss"),
-        hit: yield* counter(ResponseCache.metrics.lookups, "hit"),
-        served: yield* counter(ResponseCache.metrics.bytes, "served"),
-        stored: yield* counter(ResponseCache.metrics.bytes, "stored")
+        miss: yield* counter(cacheMetrics.lookups, "miss"),
+        hit: yield* counter(cacheMetrics.lookups, "hit"),
+        served: yield* counter(cacheMetrics.bytes, "served"),
+        stored: yield* counter(cacheMetrics.bytes, "stored")
       }
       const miss = yield* generate(command("ticket.reply"))
       const hit = yield* ModelGateway.generate(command("ticket.reply"))
       const bytes = hit.evidence.cache?.bytes ?? 0
       expect(bytes).toBeGreaterThan(0)
       expect(miss.evidence.cache?.bytes).toBe(bytes)
-      expect((yield* counter(ResponseCache.metrics.lookups, "miss")) - before.miss).toBe(1)
-      expect((yield* counter(ResponseCache.metrics.lookups, "hit")) - before.hit).toBe(1)
-      expect((yield* counter(ResponseCache.metrics.bytes, "served")) - before.served).toBe(bytes)
-      expect((yield* counter(ResponseCache.metrics.bytes, "stored")) - before.stored).toBe(bytes)
+      expect((yield* counter(cacheMetrics.lookups, "miss")) - before.miss).toBe(1)
+      expect((yield* counter(cacheMetrics.lookups, "hit")) - before.hit).toBe(1)
+      expect((yield* counter(cacheMetrics.bytes, "served")) - before.served).toBe(bytes)
+      expect((yield* counter(cacheMetrics.bytes, "stored")) - before.stored).toBe(bytes)
     }).pipe(Effect.provide(layerOf({ [refs.primary]: [ScriptedProvider.success({ after: 10, text: "Thanks!" })] })))
   )
 })

@@ -12,13 +12,13 @@ import * as Health from "@modelgate/core/Health"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import { Capabilities, ModelTarget, Pricing, TargetClasses } from "@modelgate/core/ModelTarget"
-import * as Router from "@modelgate/core/Router"
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Effect, Exit, Fiber, Layer, Metric, TestClock } from "effect"
 import { command, servicesCounting, target, workflow } from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
 import { keyOn } from "./lifecycleFixtures.js"
+import { metrics as routerMetrics } from "../src/internal/router/metrics.js"
 
 const A = "model://openai/small@eu"
 const B = "model://anthropic/haiku@eu"
@@ -143,7 +143,7 @@ describe("class 7: evidence written from what was executed", () => {
   const escalations = (workflowName: string) =>
     Metric.value(
       Metric.tagged(
-        Metric.tagged(Metric.tagged(Router.metrics.escalations, "workflow", workflowName), "from_tier", "low"),
+        Metric.tagged(Metric.tagged(routerMetrics.escalations, "workflow", workflowName), "from_tier", "low"),
         "to_tier",
         "high"
       )

@@ -21,6 +21,8 @@ import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Effect, Exit, Fiber, Layer, TestClock } from "effect"
 import { command, target, workflow } from "./fixtures.js"
 import * as FastPath from "../src/internal/fastPath.js"
+import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
+import type { MemoryStore } from "../src/internal/budgetMemoryStore.js"
 
 const P = "model://openai/small@eu"
 const acme = TenantId.make("acme")
@@ -41,7 +43,7 @@ const storeError = (store: "budget" | "permit", operation: string) =>
   new StoreError({ store, operation, detail: "unavailable" })
 
 const layer = (options: {
-  readonly store: (inner: BudgetStore.MemoryStore) => BudgetStore.Service
+  readonly store: (inner: MemoryStore) => BudgetStore.Service
   readonly permits?: PermitStore.Service
 }) =>
   ModelGateway.layer(definition).pipe(
@@ -59,7 +61,7 @@ const layer = (options: {
           Layer.provideMerge(
             Layer.effect(
               BudgetStore.BudgetStore,
-              Effect.map(BudgetStore.makeMemory, (inner) => options.store(inner))
+              Effect.map(makeMemoryBudgetStore, (inner) => options.store(inner))
             )
           )
         ),

@@ -12,6 +12,8 @@ import { Effect, Exit, Layer } from "effect"
 import { countTokens } from "gpt-tokenizer"
 import { command, servicesCounting, target, workflow } from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
+import { maxPieceLength } from "../src/internal/tokenLimits.js"
+import { imageTokens } from "../src/internal/tokenLimits.js"
 
 describe("TokenEstimator", () => {
   it("counts with the o200k tokenizer, not characters / 4", () => {
@@ -36,14 +38,14 @@ describe("TokenEstimator", () => {
     const sliced = TokenEstimator.countText(run)
     // at most one extra token per slice boundary, never fewer
     assert.isAtLeast(sliced, exact)
-    assert.isAtMost(sliced, exact + Math.ceil(run.length / TokenEstimator.maxPieceLength))
+    assert.isAtMost(sliced, exact + Math.ceil(run.length / maxPieceLength))
     // text without long runs is counted exactly
     const prose = "Please refund the second charge on my March invoice. ".repeat(100)
     assert.strictEqual(TokenEstimator.countText(prose), countTokens(prose))
     // 256 KB of whitespace: unsliced, the quadratic merge would take minutes (64 KB took 9 s)
     assert.strictEqual(
       TokenEstimator.countText(" ".repeat(262_144)),
-      Math.ceil(262_144 / TokenEstimator.maxPieceLength) * countTokens(" ".repeat(TokenEstimator.maxPieceLength))
+      Math.ceil(262_144 / maxPieceLength) * countTokens(" ".repeat(maxPieceLength))
     )
     // a surrogate pair on a slice boundary is not split
     const emoji = "😀".repeat(300)
@@ -83,7 +85,7 @@ describe("TokenEstimator", () => {
         { _tag: "image", url: "https://example.com/invoice.png" }
       ]
     }
-    assert.strictEqual(TokenEstimator.estimateInput({ messages: [system, image] }) - base, TokenEstimator.imageTokens)
+    assert.strictEqual(TokenEstimator.estimateInput({ messages: [system, image] }) - base, imageTokens)
     const call: Message = {
       _tag: "assistant",
       toolCalls: [{ id: "c1", name: "lookup_invoice", arguments: '{"number":"INV-1"}' }]

@@ -6,6 +6,7 @@ import * as ToolLedgerStore from "@modelgate/core/ToolLedgerStore"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Effect, Either, Exit, Fiber, HashMap, Layer, Logger, Option, Ref, Schema, TestClock } from "effect"
 import { command, gatewayLayer, refs } from "./fixtures.js"
+import { toolDefinition } from "../src/internal/toolCallKey.js"
 
 class Task extends Schema.Class<Task>("Task")({ id: Schema.String, due: Schema.Date }) {}
 
@@ -47,9 +48,9 @@ describe("ToolLedger keys", () => {
   })
 
   it("tool definitions carry the side-effect flag the gateway reads", () => {
-    assert.isTrue(ToolLedger.toolDefinition(createTask).sideEffecting)
-    assert.isFalse(ToolLedger.toolDefinition(lookupOrder).sideEffecting)
-    assert.deepStrictEqual(ToolLedger.toolDefinition(createTask).parameters, createTask.parameters)
+    assert.isTrue(toolDefinition(createTask).sideEffecting)
+    assert.isFalse(toolDefinition(lookupOrder).sideEffecting)
+    assert.deepStrictEqual(toolDefinition(createTask).parameters, createTask.parameters)
   })
 })
 
@@ -254,7 +255,7 @@ describe("ToolLedger with a failing store", () => {
 })
 
 describe("an agent step through the gateway", () => {
-  const tools = [ToolLedger.toolDefinition(createTask)]
+  const tools = [toolDefinition(createTask)]
   const toolCall = { id: "call_1", name: "create_follow_up_task", arguments: '{"ticketId":"42"}' }
 
   /**

@@ -12,6 +12,8 @@ import { command, refs } from "./fixtures.js"
 import { agentLayer, answers, asks, createThenAmbiguous, makeTools, taskKey, toolCall } from "./toolLoopFixtures.js"
 import { keepingTracer } from "./keptSpans.js"
 import { driven, failureOf } from "./virtualTime.js"
+import { callIdentity } from "../src/internal/callIdentity.js"
+import { callIdempotencyKey } from "../src/internal/toolCallKey.js"
 
 const tenant = TenantId.make("acme")
 const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
@@ -364,13 +366,7 @@ describe("ToolLoop", () => {
       // Step 1's claim was dropped (not done); step 2's call (the same call asked again) completed.
       assert.deepStrictEqual(
         (yield* ledger.records("run-locked")).map((r) => [r.key, r.step, r.status]),
-        [
-          [
-            ToolLedger.callIdempotencyKey("run-locked", "create_task", ToolLedger.callIdentity({ ticketId: "T-1" })),
-            2,
-            "completed"
-          ]
-        ]
+        [[callIdempotencyKey("run-locked", "create_task", callIdentity({ ticketId: "T-1" })), 2, "completed"]]
       )
     }).pipe(
       Effect.provide(

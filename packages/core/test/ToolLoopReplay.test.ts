@@ -13,6 +13,8 @@ import { Effect, Layer, Schema } from "effect"
 import { command, gatewayLayer, refs } from "./fixtures.js"
 import { agentDefinition, agentLayer, answers, asks, makeTools, taskKey, toolCall } from "./toolLoopFixtures.js"
 import { driven, failureOf } from "./virtualTime.js"
+import { callIdentity } from "../src/internal/callIdentity.js"
+import { callIdempotencyKey } from "../src/internal/toolCallKey.js"
 
 const tenant = TenantId.make("acme")
 
@@ -32,18 +34,18 @@ const asksAll = (...calls: ReadonlyArray<readonly [string, string, unknown]>) =>
 
 const retried = { maxSteps: 4, ambiguousRetries: 1 } as const
 
-describe("ToolLedger.callIdentity", () => {
+describe("callIdentity", () => {
   it("is the SHA-256 of the canonical JSON (sorted keys, no whitespace), key order aside", () => {
     const canonical = '{"a":[1,{"c":"é","d":null}],"b":"x"}'
     const expected = createHash("sha256").update(canonical).digest("hex")
-    assert.strictEqual(ToolLedger.callIdentity({ b: "x", a: [1, { d: null, c: "é" }] }), `a-${expected}`)
-    assert.strictEqual(ToolLedger.callIdentity({ a: [1, { c: "é", d: null }], b: "x" }), `a-${expected}`)
-    assert.notStrictEqual(ToolLedger.callIdentity({ a: "1" }), ToolLedger.callIdentity({ a: 1 }))
+    assert.strictEqual(callIdentity({ b: "x", a: [1, { d: null, c: "é" }] }), `a-${expected}`)
+    assert.strictEqual(callIdentity({ a: [1, { c: "é", d: null }], b: "x" }), `a-${expected}`)
+    assert.notStrictEqual(callIdentity({ a: "1" }), callIdentity({ a: 1 }))
     // A declared key lives in its own space: it never equals an argument identity.
     const declared = createHash("sha256").update("T-1").digest("hex")
-    assert.strictEqual(ToolLedger.callIdentity({ any: 1 }, "T-1"), `k-${declared}`)
+    assert.strictEqual(callIdentity({ any: 1 }, "T-1"), `k-${declared}`)
     assert.strictEqual(
-      ToolLedger.callIdempotencyKey("run/1", "create_task", `a-${expected}`, 2),
+      callIdempotencyKey("run/1", "create_task", `a-${expected}`, 2),
       `tool/v2/run%2F1/create_task/a-${expected}/2`
     )
   })
@@ -252,9 +254,7 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
     return Effect.gen(function* () {
       const outcome = yield* inRun("declared", ToolLoop.run(command("ticket.agent"), [byTicket], retried))
       assert.strictEqual(outcome._tag, "Completed")
-      assert.deepStrictEqual(created, [
-        ToolLedger.callIdempotencyKey("declared", "create_task", ToolLedger.callIdentity(undefined, "T-1"))
-      ])
+      assert.deepStrictEqual(created, [callIdempotencyKey("declared", "create_task", callIdentity(undefined, "T-1"))])
     }).pipe(
       Effect.provide(
         agentLayer({

@@ -5,6 +5,7 @@
 import { Shadow } from "@modelgate/core"
 import { Effect, Metric } from "effect"
 import { candidateRef } from "./lifecycleFixtures.js"
+import { shadowMetrics } from "../src/internal/metrics.js"
 
 /** The shadow records kept so far. */
 export const shadowRecords = Effect.flatMap(Shadow.MemoryShadowRecorder, (m) => m.records)
@@ -14,7 +15,7 @@ export const dropped = (reason: string) =>
   Effect.map(
     Metric.value(
       Metric.tagged(
-        Metric.tagged(Metric.tagged(Shadow.metrics.dropped, "workflow", "ticket.classify"), "candidate", candidateRef),
+        Metric.tagged(Metric.tagged(shadowMetrics.dropped, "workflow", "ticket.classify"), "candidate", candidateRef),
         "reason",
         reason
       )

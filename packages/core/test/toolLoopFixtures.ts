@@ -7,6 +7,8 @@ import { GatewayConfig, ToolLedger, ToolLoop } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Layer, Schema } from "effect"
 import { Classification, gatewayLayer, targets, workflow, workflows } from "./fixtures.js"
+import { callIdentity } from "../src/internal/callIdentity.js"
+import { callIdempotencyKey } from "../src/internal/toolCallKey.js"
 
 export const Task = Schema.Struct({ id: Schema.String, title: Schema.String })
 
@@ -97,4 +99,4 @@ export const createThenAmbiguous = (retryCallId = "c1") => [
 
 /** The ledger key `create_task` gets for `args` in run `runId` (the `ordinal`-th identical call of its pass). */
 export const taskKey = (runId: string, args: { readonly ticketId: string; readonly title: string }, ordinal = 0) =>
-  ToolLedger.callIdempotencyKey(runId, "create_task", ToolLedger.callIdentity(args), ordinal)
+  callIdempotencyKey(runId, "create_task", callIdentity(args), ordinal)

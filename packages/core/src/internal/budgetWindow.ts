@@ -1,7 +1,14 @@
 /**
  * Budget windows: the UTC day, the UTC month, or the whole time (`total`), with their store keys.
  */
+import { Duration } from "effect"
 import type { Period, Window } from "./budgetTypes.js"
+
+/** Default time an unsettled reservation lives. Must exceed the longest call deadline. */
+export const defaultReservationTtl: Duration.Duration = Duration.minutes(15)
+
+/** Longest reservation TTL accepted: 7 days. */
+export const maxReservationTtl: Duration.Duration = Duration.days(7)
 
 const day = 86_400_000
 const pad = (n: number) => String(n).padStart(2, "0")

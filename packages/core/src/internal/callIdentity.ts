@@ -88,5 +88,5 @@ export const sha256Hex = (text: string): string => {
  * The identity of a call: `a-<sha256 of the canonical arguments>`, or `k-<sha256 of the declared
  * key>` when the tool declares one (the prefix keeps the two spaces apart).
  */
-export const callIdentity = (encodedArguments: unknown, declaredKey: string | undefined): string =>
+export const callIdentity = (encodedArguments: unknown, declaredKey?: string | undefined): string =>
   declaredKey === undefined ? `a-${sha256Hex(canonicalJson(encodedArguments))}` : `k-${sha256Hex(declaredKey)}`

@@ -16,7 +16,7 @@ export const BreakerStatus = Schema.Literal("closed", "open", "half_open")
 export type BreakerStatus = typeof BreakerStatus.Type
 
 /**
- * Status of a route ({@link statusOf}): `HEALTHY`, `DEGRADED` or `UNAVAILABLE`.
+ * Status of a route (`statusOf`): `HEALTHY`, `DEGRADED` or `UNAVAILABLE`.
  *
  * @since 0.2.0
  * @category Models
@@ -90,7 +90,7 @@ export class RouteHealth extends Schema.Class<RouteHealth>("@modelgate/core/Heal
    * scores.
    */
   concurrencyHeadroom: Schema.optional(Schema.Number),
-  /** {@link statusOf} the record (absent in records made before 0.6.0). */
+  /** `statusOf` the record (absent in records made before 0.6.0). */
   status: Schema.optional(RouteStatus)
 }) {}
 
@@ -118,7 +118,7 @@ const headroomFactor = (share: number): number =>
   share < lowHeadroom ? Math.min(1, 0.5 + (0.5 * Math.max(0, share)) / lowHeadroom) : 1
 
 /**
- * What {@link healthScore} and {@link statusOf} read of a health record.
+ * What {@link healthScore} and `statusOf` read of a health record.
  *
  * @since 0.2.0
  * @category Models

@@ -4,6 +4,7 @@
  */
 import { Effect, Either, Option, Schema } from "effect"
 import * as ToolLedger from "../ToolLedger.js"
+import { callKey, toolDefinition } from "./toolCallKey.js"
 import type { Executed, Prepared, Tool, ToolContext, ToolOptions } from "./toolTypes.js"
 import { callIdentity } from "./callIdentity.js"
 import { issueLines } from "./issues.js"
@@ -48,7 +49,7 @@ export const make = <const Name extends string, A, I, Res, ResI, E = never, EI =
     identity: identityOf(args),
     execute: (ref) =>
       Effect.suspend(() => {
-        const key = ToolLedger.callKey(ledgerTool, {
+        const key = callKey(ledgerTool, {
           runId: ref.runId,
           step: ref.step,
           identity: identityOf(args) ?? "",
@@ -88,7 +89,7 @@ export const make = <const Name extends string, A, I, Res, ResI, E = never, EI =
     parameters: options.parameters,
     result: options.result,
     handler: options.handler,
-    definition: ToolLedger.toolDefinition(ledgerTool),
+    definition: toolDefinition(ledgerTool),
     info: ledgerTool,
     decode: (input) => Either.mapLeft(Either.map(decodeArgs(input), prepare), issueLines),
     validate: (value) => Either.mapLeft(Either.map(validateArgs(value), prepare), issueLines)

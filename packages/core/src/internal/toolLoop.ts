@@ -11,6 +11,7 @@ import * as ModelGateway from "../ModelGateway.js"
 import { Usage } from "../ModelResult.js"
 import type * as RunEvents from "../RunEvents.js"
 import * as ToolLedger from "../ToolLedger.js"
+import { callIdempotencyKey } from "./toolCallKey.js"
 import type { IdempotencyKey } from "../ToolLedgerStore.js"
 import type { Any, LedgerError, Options, Prepared } from "./toolTypes.js"
 import { issueLines } from "./issues.js"
@@ -280,7 +281,7 @@ export const runCall = (
         : 0
     const key =
       tool !== undefined && sideEffecting && Either.isRight(decoded)
-        ? ToolLedger.callIdempotencyKey(loop.runId, tool.name, decoded.right.identity ?? "", index)
+        ? callIdempotencyKey(loop.runId, tool.name, decoded.right.identity ?? "", index)
         : undefined
     const event: ToolEvent = { step, toolCallId: call.id, tool: call.name, sideEffecting, key }
     const startedAt = yield* preTool(loop.events, event, call.arguments)

@@ -23,6 +23,7 @@ import type { Route } from "./decision.js"
 import { fitsEveryWindow, mediaOf } from "./eligibility.js"
 import { withTokens } from "./selection.js"
 import { type RouterState, remember, RoutedWorkflows, stateOf } from "./state.js"
+import { sliceCharacters } from "../tokenLimits.js"
 
 export { canaryKey, canarySide } from "./canary.js"
 export type { BreakerView } from "./context.js"
@@ -158,7 +159,7 @@ export const decide = (
     )
   if (!needsCount) return withCount(undefined)
   // Small inputs are counted at once; large ones in slices that give the event loop turns.
-  if (characters <= TokenEstimator.sliceCharacters) return withCount(TokenEstimator.estimateInput(input))
+  if (characters <= sliceCharacters) return withCount(TokenEstimator.estimateInput(input))
   return Effect.flatMap(TokenEstimator.estimateInputYielding(input), withCount)
 }
 

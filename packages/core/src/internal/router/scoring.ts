@@ -182,7 +182,8 @@ export interface Ranking {
  * - `penalty`: the workflow's deprecated penalty (default 0.2) for a deprecated target, else 0.
  *
  * `total = wq·quality + wl·latency + wc·cost + wh·health + wa·affinity − penalty` with the
- * workflow's weights over {@link defaultWeights}. Order: targets whose observed p95 does not fit
+ * workflow's weights over the default weights (quality 0.45, latency 0.20, cost 0.15, health
+ * 0.10, affinity 0.10). Order: targets whose observed p95 does not fit
  * the time left come last; then total descending, ties in route order. When the time the call has
  * is shorter than the workflow's short deadline (default 2 s), fast-latency targets that fit come
  * first (`fastTier`). Without a session, the workflow's last best-scoring target (`incumbent`)
