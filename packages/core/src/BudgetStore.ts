@@ -22,7 +22,6 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type {
-  AccountBalance,
   CommitOutcome,
   CommitRequest,
   ReleaseRequest,
@@ -32,7 +31,17 @@ import type {
 } from "./internal/budgetStoreTypes.js"
 import * as FastPath from "./internal/fastPath.js"
 
-export type { AccountBalance, CommitOutcome, CommitRequest, ReleaseRequest, ReserveOutcome, ReserveRequest, Service }
+export type {
+  AccountBalance,
+  CommitOutcome,
+  CommitRequest,
+  Joint,
+  JointOutcome,
+  ReleaseRequest,
+  ReserveOutcome,
+  ReserveRequest,
+  Service
+} from "./internal/budgetStoreTypes.js"
 
 /**
  * Store units per currency unit: amounts are integers of 10⁻⁹ (limits up to about 9 million).
