@@ -95,16 +95,15 @@ export const cannedReply =
 // The configuration
 // ---------------------------------------------------------------------------------------------
 
+/** What the config says of a target besides what its ref names (provider, model, region). */
 interface TargetOptions {
-  readonly ref: string
-  readonly provider: string
-  readonly model: string
-  readonly regions: ReadonlyArray<string>
-  readonly dataClasses: ReadonlyArray<string>
   readonly tier: "small" | "medium" | "large"
-  readonly structuredOutput: { readonly mode: string; readonly supportedFeatures?: ReadonlyArray<string> }
+  /** Defaults to `public` and `internal`. */
+  readonly dataClasses?: ReadonlyArray<string>
+  /** Structured output. */
+  readonly json: { readonly mode: string; readonly supportedFeatures?: ReadonlyArray<string> }
   readonly price: readonly [input: number, output: number]
-  readonly maxOutputTokens: number
+  readonly maxOutput: number
   readonly limits: {
     readonly maxAttempts: number
     readonly perAttemptTimeout: number
@@ -112,6 +111,12 @@ interface TargetOptions {
     readonly ttftTimeout?: number
     readonly streamIdleTimeout?: number
   }
+}
+
+/** `model://<provider>/<model>@<region>`: the parts of one of {@link refs}. */
+const refParts = (ref: string) => {
+  const [, provider = "", model = "", region = ""] = /^model:\/\/([^/]+)\/([^@]+)@(.+)$/.exec(ref) ?? []
+  return { provider, model, region }
 }
 
 const pricingVersion = "demo-prices-2026-01"
@@ -122,19 +127,19 @@ const pricingVersion = "demo-prices-2026-01"
  */
 export const configJson = (scale = 1) => {
   const ms = (n: number) => Math.round(n * scale)
-  const target = (t: TargetOptions) => ({
-    ref: t.ref,
-    provider: t.provider,
-    model: t.model,
+  const target = (ref: string, t: TargetOptions) => ({
+    ref,
+    provider: refParts(ref).provider,
+    model: refParts(ref).model,
     tier: t.tier,
-    regions: t.regions,
-    dataClasses: t.dataClasses,
+    regions: [refParts(ref).region],
+    dataClasses: t.dataClasses ?? ["public", "internal"],
     capabilities: {
       tools: true,
       streaming: true,
-      structuredOutput: t.structuredOutput,
+      structuredOutput: t.json,
       contextWindow: 128_000,
-      maxOutputTokens: t.maxOutputTokens
+      maxOutputTokens: t.maxOutput
     },
     pricing: { inputPerMillion: t.price[0], outputPerMillion: t.price[1], currency: "USD", pricingVersion },
     limits: {
@@ -155,93 +160,32 @@ export const configJson = (scale = 1) => {
     ttftTimeout: 300,
     streamIdleTimeout: 300
   }
+  const large400 = { ...large, ttftTimeout: 400 }
+  const withConfidential = ["public", "internal", "confidential"]
   const strict = { mode: "json_schema_strict" }
   const schema = { mode: "json_schema" }
   return {
     targets: [
-      target({
-        ref: refs.mini,
-        provider: "openai",
-        model: "gpt-4.1-mini",
+      target(refs.mini, { tier: "small", json: strict, price: [0.4, 1.6], maxOutput: 16_384, limits: small }),
+      target(refs.gpt, { tier: "large", json: strict, price: [2, 8], maxOutput: 16_384, limits: large }),
+      target(refs.haiku, {
         tier: "small",
-        regions: ["eu"],
-        dataClasses: ["public", "internal"],
-        structuredOutput: strict,
-        price: [0.4, 1.6],
-        maxOutputTokens: 16_384,
-        limits: small
-      }),
-      target({
-        ref: refs.gpt,
-        provider: "openai",
-        model: "gpt-4.1",
-        tier: "large",
-        regions: ["eu"],
-        dataClasses: ["public", "internal"],
-        structuredOutput: strict,
-        price: [2, 8],
-        maxOutputTokens: 16_384,
-        limits: large
-      }),
-      target({
-        ref: refs.haiku,
-        provider: "anthropic",
-        model: "claude-haiku-4-5",
-        tier: "small",
-        regions: ["eu"],
-        dataClasses: ["public", "internal", "confidential"],
-        structuredOutput: schema,
+        dataClasses: withConfidential,
+        json: schema,
         price: [1, 5],
-        maxOutputTokens: 8_192,
+        maxOutput: 8_192,
         limits: small
       }),
-      target({
-        ref: refs.sonnet,
-        provider: "anthropic",
-        model: "claude-sonnet-4-5",
-        tier: "large",
-        regions: ["eu"],
-        dataClasses: ["public", "internal"],
-        structuredOutput: schema,
-        price: [3, 15],
-        maxOutputTokens: 8_192,
-        limits: { ...large, ttftTimeout: 400 }
-      }),
-      target({
-        ref: refs.flash,
-        provider: "gemini",
-        model: "gemini-2.5-flash",
-        tier: "small",
-        regions: ["us"],
-        dataClasses: ["public", "internal"],
-        structuredOutput: schema,
-        price: [0.3, 2.5],
-        maxOutputTokens: 8_192,
-        limits: small
-      }),
-      target({
-        ref: refs.pro,
-        provider: "gemini",
-        model: "gemini-2.5-pro",
-        tier: "large",
-        regions: ["us"],
-        dataClasses: ["public", "internal"],
-        structuredOutput: schema,
-        price: [1.25, 10],
-        maxOutputTokens: 8_192,
-        limits: { ...large, ttftTimeout: 400 }
-      }),
+      target(refs.sonnet, { tier: "large", json: schema, price: [3, 15], maxOutput: 8_192, limits: large400 }),
+      target(refs.flash, { tier: "small", json: schema, price: [0.3, 2.5], maxOutput: 8_192, limits: small }),
+      target(refs.pro, { tier: "large", json: schema, price: [1.25, 10], maxOutput: 8_192, limits: large400 }),
       // Self-hosted in the EU (vLLM, OpenAI-compatible): the only other home for confidential data.
-      target({
-        ref: refs.llama,
-        provider: "vllm-eu",
-        model: "llama-3.3-70b",
+      target(refs.llama, {
         tier: "medium",
-        regions: ["eu"],
-        dataClasses: ["public", "internal", "confidential"],
-        structuredOutput: schema,
+        dataClasses: withConfidential,
+        json: schema,
         price: [0.2, 0.2],
-        maxOutputTokens: 4_096,
+        maxOutput: 4_096,
         limits: { ...small, perAttemptTimeout: 800 }
       })
     ],

@@ -24,7 +24,6 @@
  */
 import { Context, Layer } from "effect"
 import type {
-  AccountBalance,
   CommitOutcome,
   CommitRequest,
   ReleaseRequest,
@@ -34,7 +33,17 @@ import type {
 } from "./internal/budgetStoreTypes.js"
 import { makeMemory } from "./internal/budgetMemoryStore.js"
 
-export type { AccountBalance, CommitOutcome, CommitRequest, ReleaseRequest, ReserveOutcome, ReserveRequest, Service }
+export type {
+  AccountBalance,
+  CommitOutcome,
+  CommitRequest,
+  Joint,
+  JointOutcome,
+  ReleaseRequest,
+  ReserveOutcome,
+  ReserveRequest,
+  Service
+} from "./internal/budgetStoreTypes.js"
 
 /**
  * Store units per currency unit: amounts are integers of 10⁻⁹ (limits up to about 9 million).

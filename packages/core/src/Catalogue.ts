@@ -187,7 +187,38 @@ const gemini25Options: ReadonlyArray<OptionName> = [
  */
 const gemini3Options: ReadonlyArray<OptionName> = ["temperature", "topP", "seed", "stop", "reasoningBudget"]
 
-const all = { vision: true, tools: true, streaming: true } as const
+/**
+ * An entry of one provider family: what the family shares (adapter id, structured output, tokenizer
+ * margin, vision, tools and streaming), then the model's own id, window, output limit, options and
+ * prices (input, cached input, output per million).
+ */
+const family =
+  (provider: string, structuredOutput: Entry["capabilities"]["structuredOutput"], tokenizerSafetyFactor: number) =>
+  (
+    model: string,
+    contextWindow: number,
+    maxOutputTokens: number,
+    options: ReadonlyArray<OptionName>,
+    [inputPerMillion, cachedInputPerMillion, outputPerMillion]: readonly [number, number, number]
+  ): Entry => ({
+    provider,
+    model,
+    capabilities: {
+      vision: true,
+      tools: true,
+      streaming: true,
+      structuredOutput,
+      contextWindow,
+      maxOutputTokens,
+      options
+    },
+    pricing: { inputPerMillion, cachedInputPerMillion, outputPerMillion, currency: "USD" },
+    tokenizerSafetyFactor
+  })
+
+const openAi = family("openai", openAiStrict, 1)
+const anthropic = family("anthropic", anthropicStrict, 1.2)
+const gemini = family("gemini", geminiSchema, 1.1)
 
 // ---------------------------------------------------------------------------------------------
 // Entries
@@ -195,205 +226,43 @@ const all = { vision: true, tools: true, streaming: true } as const
 
 const data = {
   // ----- OpenAI -------------------------------------------------------------------------------
-  "openai/gpt-4.1-mini": {
-    provider: "openai",
-    model: "gpt-4.1-mini-2025-04-14",
-    capabilities: {
-      ...all,
-      structuredOutput: openAiStrict,
-      contextWindow: 1_047_576,
-      maxOutputTokens: 32_768,
-      options: openAiSampling
-    },
-    pricing: { inputPerMillion: 0.4, cachedInputPerMillion: 0.1, outputPerMillion: 1.6, currency: "USD" },
-    tokenizerSafetyFactor: 1
-  },
-  "openai/gpt-4.1": {
-    provider: "openai",
-    model: "gpt-4.1-2025-04-14",
-    capabilities: {
-      ...all,
-      structuredOutput: openAiStrict,
-      contextWindow: 1_047_576,
-      maxOutputTokens: 32_768,
-      options: openAiSampling
-    },
-    pricing: { inputPerMillion: 2, cachedInputPerMillion: 0.5, outputPerMillion: 8, currency: "USD" },
-    tokenizerSafetyFactor: 1
-  },
+  "openai/gpt-4.1-mini": openAi("gpt-4.1-mini-2025-04-14", 1_047_576, 32_768, openAiSampling, [0.4, 0.1, 1.6]),
+  "openai/gpt-4.1": openAi("gpt-4.1-2025-04-14", 1_047_576, 32_768, openAiSampling, [2, 0.5, 8]),
   // GPT-5.6: no dated snapshot id known to us, so the alias is pinned; replace it with the dated id
   // once checked. Window 1,050,000 per genai-prices, 400,000 per LiteLLM; capped here at the
   // 272,000-token long-context threshold (above it: 2× input, 1.5× output) either way.
-  "openai/gpt-5.6-sol": {
-    provider: "openai",
-    model: "gpt-5.6-sol",
-    capabilities: {
-      ...all,
-      structuredOutput: openAiStrict,
-      contextWindow: 272_000,
-      maxOutputTokens: 128_000,
-      options: openAiReasoning
-    },
-    pricing: { inputPerMillion: 5, cachedInputPerMillion: 0.5, outputPerMillion: 30, currency: "USD" },
-    tokenizerSafetyFactor: 1
-  },
+  "openai/gpt-5.6-sol": openAi("gpt-5.6-sol", 272_000, 128_000, openAiReasoning, [5, 0.5, 30]),
   // Prices after OpenAI's 20 % cut of 2026-07-30 (genai-prices); LiteLLM still lists 2.50 / 15.
-  "openai/gpt-5.6-terra": {
-    provider: "openai",
-    model: "gpt-5.6-terra",
-    capabilities: {
-      ...all,
-      structuredOutput: openAiStrict,
-      contextWindow: 272_000,
-      maxOutputTokens: 128_000,
-      options: openAiReasoning
-    },
-    pricing: { inputPerMillion: 2, cachedInputPerMillion: 0.2, outputPerMillion: 12, currency: "USD" },
-    tokenizerSafetyFactor: 1
-  },
+  "openai/gpt-5.6-terra": openAi("gpt-5.6-terra", 272_000, 128_000, openAiReasoning, [2, 0.2, 12]),
   // Prices after OpenAI's 80 % cut of 2026-07-30 (genai-prices); LiteLLM still lists 1 / 6.
-  "openai/gpt-5.6-luna": {
-    provider: "openai",
-    model: "gpt-5.6-luna",
-    capabilities: {
-      ...all,
-      structuredOutput: openAiStrict,
-      contextWindow: 272_000,
-      maxOutputTokens: 128_000,
-      options: openAiReasoning
-    },
-    pricing: { inputPerMillion: 0.2, cachedInputPerMillion: 0.02, outputPerMillion: 1.2, currency: "USD" },
-    tokenizerSafetyFactor: 1
-  },
+  "openai/gpt-5.6-luna": openAi("gpt-5.6-luna", 272_000, 128_000, openAiReasoning, [0.2, 0.02, 1.2]),
   // ----- Anthropic ----------------------------------------------------------------------------
-  "anthropic/claude-haiku-4-5": {
-    provider: "anthropic",
-    model: "claude-haiku-4-5-20251001",
-    capabilities: {
-      ...all,
-      structuredOutput: anthropicStrict,
-      contextWindow: 200_000,
-      maxOutputTokens: 64_000,
-      options: anthropicOptions
-    },
-    pricing: { inputPerMillion: 1, cachedInputPerMillion: 0.1, outputPerMillion: 5, currency: "USD" },
-    tokenizerSafetyFactor: 1.2
-  },
+  "anthropic/claude-haiku-4-5": anthropic("claude-haiku-4-5-20251001", 200_000, 64_000, anthropicOptions, [1, 0.1, 5]),
   // 200,000 tokens at these prices; the 1 M window costs 2× input and 1.5× output above that.
-  "anthropic/claude-sonnet-4-5": {
-    provider: "anthropic",
-    model: "claude-sonnet-4-5-20250929",
-    capabilities: {
-      ...all,
-      structuredOutput: anthropicStrict,
-      contextWindow: 200_000,
-      maxOutputTokens: 64_000,
-      options: anthropicOptions
-    },
-    pricing: { inputPerMillion: 3, cachedInputPerMillion: 0.3, outputPerMillion: 15, currency: "USD" },
-    tokenizerSafetyFactor: 1.2
-  },
+  "anthropic/claude-sonnet-4-5": anthropic(
+    "claude-sonnet-4-5-20250929",
+    200_000,
+    64_000,
+    anthropicOptions,
+    [3, 0.3, 15]
+  ),
   // Standard prices since 2026-09-01 (the introductory 2 / 10 ended 2026-08-31). Flat across the
   // 1 M window. Alias pinned (no dated id known to us); max output 128,000 per LiteLLM only.
-  "anthropic/claude-sonnet-5": {
-    provider: "anthropic",
-    model: "claude-sonnet-5",
-    capabilities: {
-      ...all,
-      structuredOutput: anthropicStrict,
-      contextWindow: 1_000_000,
-      maxOutputTokens: 128_000,
-      options: anthropicOptions
-    },
-    pricing: { inputPerMillion: 3, cachedInputPerMillion: 0.3, outputPerMillion: 15, currency: "USD" },
-    tokenizerSafetyFactor: 1.2
-  },
+  "anthropic/claude-sonnet-5": anthropic("claude-sonnet-5", 1_000_000, 128_000, anthropicOptions, [3, 0.3, 15]),
   // Flat across the 1 M window. Alias pinned (no dated id known to us); max output per LiteLLM only.
-  "anthropic/claude-opus-5": {
-    provider: "anthropic",
-    model: "claude-opus-5",
-    capabilities: {
-      ...all,
-      structuredOutput: anthropicStrict,
-      contextWindow: 1_000_000,
-      maxOutputTokens: 128_000,
-      options: anthropicOptions
-    },
-    pricing: { inputPerMillion: 5, cachedInputPerMillion: 0.5, outputPerMillion: 25, currency: "USD" },
-    tokenizerSafetyFactor: 1.2
-  },
+  "anthropic/claude-opus-5": anthropic("claude-opus-5", 1_000_000, 128_000, anthropicOptions, [5, 0.5, 25]),
   // ----- Google (adapter id `gemini`) ---------------------------------------------------------
   // Stable Gemini ids are already pinned versions. Prices are for text, image and video input;
   // audio input costs more and is not modelled.
-  "gemini/gemini-2.5-flash": {
-    provider: "gemini",
-    model: "gemini-2.5-flash",
-    capabilities: {
-      ...all,
-      structuredOutput: geminiSchema,
-      contextWindow: 1_048_576,
-      maxOutputTokens: 65_536,
-      options: gemini25Options
-    },
-    pricing: { inputPerMillion: 0.3, cachedInputPerMillion: 0.03, outputPerMillion: 2.5, currency: "USD" },
-    tokenizerSafetyFactor: 1.1
-  },
+  "gemini/gemini-2.5-flash": gemini("gemini-2.5-flash", 1_048_576, 65_536, gemini25Options, [0.3, 0.03, 2.5]),
   // 200,000 tokens at these prices (window 1,048,576; above 200,000: 2.50 input, 15 output).
-  "gemini/gemini-2.5-pro": {
-    provider: "gemini",
-    model: "gemini-2.5-pro",
-    capabilities: {
-      ...all,
-      structuredOutput: geminiSchema,
-      contextWindow: 200_000,
-      maxOutputTokens: 65_536,
-      options: gemini25Options
-    },
-    pricing: { inputPerMillion: 1.25, cachedInputPerMillion: 0.125, outputPerMillion: 10, currency: "USD" },
-    tokenizerSafetyFactor: 1.1
-  },
+  "gemini/gemini-2.5-pro": gemini("gemini-2.5-pro", 200_000, 65_536, gemini25Options, [1.25, 0.125, 10]),
   // A preview model: Google may change or retire it at short notice. 200,000 tokens at these prices
   // (above: 4 input, 18 output).
-  "gemini/gemini-3.1-pro-preview": {
-    provider: "gemini",
-    model: "gemini-3.1-pro-preview",
-    capabilities: {
-      ...all,
-      structuredOutput: geminiSchema,
-      contextWindow: 200_000,
-      maxOutputTokens: 65_536,
-      options: gemini3Options
-    },
-    pricing: { inputPerMillion: 2, cachedInputPerMillion: 0.2, outputPerMillion: 12, currency: "USD" },
-    tokenizerSafetyFactor: 1.1
-  },
+  "gemini/gemini-3.1-pro-preview": gemini("gemini-3.1-pro-preview", 200_000, 65_536, gemini3Options, [2, 0.2, 12]),
   // Gemini 3.6 / 3.7 Flash are left out: their introductory prices end 2026-12-31 and double after.
-  "gemini/gemini-3.5-flash": {
-    provider: "gemini",
-    model: "gemini-3.5-flash",
-    capabilities: {
-      ...all,
-      structuredOutput: geminiSchema,
-      contextWindow: 1_048_576,
-      maxOutputTokens: 65_536,
-      options: gemini3Options
-    },
-    pricing: { inputPerMillion: 1.5, cachedInputPerMillion: 0.15, outputPerMillion: 9, currency: "USD" },
-    tokenizerSafetyFactor: 1.1
-  },
-  "gemini/gemini-3.5-flash-lite": {
-    provider: "gemini",
-    model: "gemini-3.5-flash-lite",
-    capabilities: {
-      ...all,
-      structuredOutput: geminiSchema,
-      contextWindow: 1_048_576,
-      maxOutputTokens: 65_536,
-      options: gemini3Options
-    },
-    pricing: { inputPerMillion: 0.3, cachedInputPerMillion: 0.03, outputPerMillion: 2.5, currency: "USD" },
-    tokenizerSafetyFactor: 1.1
-  }
+  "gemini/gemini-3.5-flash": gemini("gemini-3.5-flash", 1_048_576, 65_536, gemini3Options, [1.5, 0.15, 9]),
+  "gemini/gemini-3.5-flash-lite": gemini("gemini-3.5-flash-lite", 1_048_576, 65_536, gemini3Options, [0.3, 0.03, 2.5])
 } satisfies Record<string, Entry>
 
 /**

@@ -242,6 +242,9 @@ export const Attr = {
 // Metrics
 // ---------------------------------------------------------------------------------------------
 
+/** An incremental counter (the gateway's counters only ever add). */
+const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
+
 const msBoundaries = MetricBoundaries.exponential({ start: 5, factor: 2, count: 16 })
 
 /**
@@ -258,33 +261,27 @@ const msBoundaries = MetricBoundaries.exponential({ start: 5, factor: 2, count: 
  */
 export const metrics = {
   /** Logical calls, by workflow, route, outcome, error type and mode. */
-  calls: Metric.counter("modelgate.calls", { description: "Logical model calls", incremental: true }),
+  calls: counter("modelgate.calls", "Logical model calls"),
   /** End-to-end latency of calls in milliseconds, by workflow, route, outcome and mode. */
   callLatency: Metric.histogram("modelgate.call.duration_ms", msBoundaries, "End-to-end call latency (ms)"),
   /** Provider attempts, by workflow, target and attempt outcome. */
-  attempts: Metric.counter("modelgate.attempts", { description: "Provider attempts", incremental: true }),
+  attempts: counter("modelgate.attempts", "Provider attempts"),
   /** Latency of provider attempts in milliseconds, by target and attempt outcome. */
   attemptLatency: Metric.histogram("modelgate.attempt.duration_ms", msBoundaries, "Provider attempt latency (ms)"),
   /** Time to first token of streamed attempts in milliseconds, by workflow and target. */
   ttft: Metric.histogram("modelgate.attempt.ttft_ms", msBoundaries, "Time to first token of streamed attempts (ms)"),
   /** Tokens, by workflow, target and token type. */
-  tokens: Metric.counter("modelgate.tokens", { description: "Tokens used", incremental: true }),
+  tokens: counter("modelgate.tokens", "Tokens used"),
   /** Actual cost in USD, by workflow and target. */
-  cost: Metric.counter("modelgate.cost_usd", { description: "Actual cost (USD)", incremental: true }),
+  cost: counter("modelgate.cost_usd", "Actual cost (USD)"),
   /** Retries (same target, after a backoff), by workflow. */
-  retries: Metric.counter("modelgate.retries", { description: "Retries on the same target", incremental: true }),
+  retries: counter("modelgate.retries", "Retries on the same target"),
   /** Calls whose answer came from a fallback route, or that tried one, by workflow. */
-  fallbacks: Metric.counter("modelgate.fallbacks", {
-    description: "Calls that used a fallback route",
-    incremental: true
-  }),
+  fallbacks: counter("modelgate.fallbacks", "Calls that used a fallback route"),
   /** Calls answered in degraded mode, by workflow. */
-  degraded: Metric.counter("modelgate.degraded", { description: "Calls answered in degraded mode", incremental: true }),
+  degraded: counter("modelgate.degraded", "Calls answered in degraded mode"),
   /** Calls refused because the tenant's budget could not cover them, by workflow. */
-  budgetRejections: Metric.counter("modelgate.budget.rejections", {
-    description: "Calls refused by the tenant budget",
-    incremental: true
-  }),
+  budgetRejections: counter("modelgate.budget.rejections", "Calls refused by the tenant budget"),
   /** Time spent waiting for a concurrency permit in milliseconds, by workflow. */
   permitWait: Metric.histogram(
     "modelgate.permit.wait_ms",
@@ -292,44 +289,29 @@ export const metrics = {
     "Time waiting for a concurrency permit (ms)"
   ),
   /** Canary assignments, by workflow, canary id and side (`candidate` / `baseline`). */
-  canaryAssignments: Metric.counter("modelgate.canary.assignments", {
-    description: "Calls assigned a side of a workflow's canary",
-    incremental: true
-  }),
+  canaryAssignments: counter("modelgate.canary.assignments", "Calls assigned a side of a workflow's canary"),
   /**
    * Estimated cost of calls (the worst case of the first routed target) in store units (billionths
    * of the currency, `Budgets.unitsPerCurrency`), by tenant (declared, else `other`) and policy
    * version. Since 0.3.0.
    */
-  tenantSpendEstimated: Metric.counter("modelgate.spend.estimated_units", {
-    description: "Estimated spend of calls (billionths of the currency)",
-    incremental: true
-  }),
+  tenantSpendEstimated: counter(
+    "modelgate.spend.estimated_units",
+    "Estimated spend of calls (billionths of the currency)"
+  ),
   /** Actual cost of calls in store units, by tenant (declared, else `other`) and policy version. Since 0.3.0. */
-  tenantSpendActual: Metric.counter("modelgate.spend.actual_units", {
-    description: "Actual spend of calls (billionths of the currency)",
-    incremental: true
-  }),
+  tenantSpendActual: counter("modelgate.spend.actual_units", "Actual spend of calls (billionths of the currency)"),
   /** Moves from one target to another between consecutive attempts of a call, by workflow, from and to. Since 0.3.0. */
-  fallbackRoutes: Metric.counter("modelgate.fallback.routes", {
-    description: "Fallbacks by route (from target, to target)",
-    incremental: true
-  }),
+  fallbackRoutes: counter("modelgate.fallback.routes", "Fallbacks by route (from target, to target)"),
   /**
    * Calls by workflow, task segment (one the configuration names, else `other`; `none` without
    * one), outcome and policy version: the pass rate per segment. Since 0.3.0.
    */
-  segmentOutcomes: Metric.counter("modelgate.segment.outcomes", {
-    description: "Call outcomes by task segment",
-    incremental: true
-  }),
+  segmentOutcomes: counter("modelgate.segment.outcomes", "Call outcomes by task segment"),
   /**
    * Tool calls of a `ToolLoop` that failed, by tool (`unknown` for a name the model made up) and
    * kind (`unknown_tool`, `invalid_arguments`, `failed`: the handler failed, `ledger`: the tool
    * ledger refused the call or could not answer). Since 0.3.0.
    */
-  toolFailures: Metric.counter("modelgate.tool.failures", {
-    description: "Tool calls that failed",
-    incremental: true
-  })
+  toolFailures: counter("modelgate.tool.failures", "Tool calls that failed")
 } as const

@@ -3,7 +3,17 @@ import { CallRecorder, GatewayConfig, ModelGateway } from "@modelgate/core"
 import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Clock, Effect, Exit, Fiber, Stream, TestClock } from "effect"
-import { command, definition, gatewayLayer, primaryAnswers, refs, target, targets, workflows } from "./fixtures.js"
+import {
+  command,
+  definition,
+  gatewayLayer,
+  primaryAnswers,
+  refs,
+  target,
+  targets,
+  threeChunkStreamTags,
+  workflows
+} from "./fixtures.js"
 
 const collect = (cmd: ReturnType<typeof command>, ms: number) =>
   Effect.gen(function* () {
@@ -38,16 +48,7 @@ describe("ModelGateway.stream", () => {
         const events = Chunk.toReadonlyArray(exit.value)
         assert.deepStrictEqual(
           events.map((e) => e._tag),
-          [
-            "RouteSelected",
-            "RouteCommitted",
-            "TextDelta",
-            "TextDelta",
-            "TextDelta",
-            "UsageUpdate",
-            "UsageReported",
-            "Final"
-          ]
+          threeChunkStreamTags
         )
         const text = events.flatMap((e) => (e._tag === "TextDelta" ? [e.text] : [])).join("")
         assert.strictEqual(text, "Hello there, friend")

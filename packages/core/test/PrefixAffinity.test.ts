@@ -7,43 +7,28 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayConfig, Health, ModelGateway } from "@modelgate/core"
-import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
+import { ModelTarget } from "@modelgate/core/ModelTarget"
 import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Schema, TestClock } from "effect"
 import { prefixKeys } from "../src/internal/router/prefix.js"
 import { command } from "./fixtures.js"
-import { classedTarget, routingGateway, routingWorkflow, tierRefs, verified } from "./routingFixtures.js"
+import { routingGateway, routingWorkflow, scoredRefs, scoredRoute, scoredTargets } from "./routingFixtures.js"
 
-const refs = { ...tierRefs, old: TargetRef.make("model://vllm/old@eu") }
+const refs = scoredRefs
 
-/** The targets of the scored-routing tests: fast leads (0.675) just ahead of standard (0.6698). */
-const targets = () => [
-  classedTarget(refs.strong, "openai", {
-    classes: { quality: "high", latency: "slow", cost: "high" },
-    price: [3, 12],
-    quality: { extract: verified(0.93) }
-  }),
-  // standard bills cached input at a tenth of its input price
-  Schema.decodeSync(ModelTarget)({
-    ...Schema.encodeSync(ModelTarget)(
-      classedTarget(refs.standard, "anthropic", {
-        classes: { quality: "standard", latency: "medium", cost: "medium" },
-        price: [0.8, 3.2],
-        quality: { extract: verified(0.78) }
-      })
-    ),
-    pricing: { inputPerMillion: 0.8, cachedInputPerMillion: 0.08, outputPerMillion: 3.2, pricingVersion: "p-1" }
-  }),
-  classedTarget(refs.fast, "gemini", { classes: { quality: "low", latency: "fast", cost: "low" }, price: [0.1, 0.4] }),
-  classedTarget(refs.old, "vllm", {
-    classes: { quality: "high", latency: "medium" },
-    price: [1, 4],
-    status: "deprecated"
-  })
-]
+/** The scored-routing targets, standard billing cached input at a tenth of its input price. */
+const targets = () =>
+  scoredTargets().map((t) =>
+    t.ref !== refs.standard
+      ? t
+      : Schema.decodeSync(ModelTarget)({
+          ...Schema.encodeSync(ModelTarget)(t),
+          pricing: { inputPerMillion: 0.8, cachedInputPerMillion: 0.08, outputPerMillion: 3.2, pricingVersion: "p-1" }
+        })
+  )
 
-const route: readonly [TargetRef, ...Array<TargetRef>] = [refs.strong, refs.standard, refs.fast, refs.old]
+const route = scoredRoute
 
 const workflow = (fields: Partial<typeof Workflow.Encoded> & { readonly name: string }) =>
   routingWorkflow({ route, selection: "scored", ...fields })

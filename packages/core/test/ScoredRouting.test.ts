@@ -26,43 +26,23 @@ import * as FastPath from "../src/internal/fastPath.js"
 import * as RouterEngine from "../src/internal/router/engine.js"
 import { capturingLogger, command, gatewayLayer } from "./fixtures.js"
 import {
-  classedTarget,
   closedBreakers,
   compiledScored,
   generatedTargets,
   routingGateway,
   routingWorkflow,
-  tierRefs,
+  scoredRefs,
+  scoredRoute,
+  scoredTargets,
   verified
 } from "./routingFixtures.js"
 
-const refs = {
-  ...tierRefs,
-  old: TargetRef.make("model://vllm/old@eu"),
-  twin: TargetRef.make("model://openai/twin@eu")
-}
+const refs = { ...scoredRefs, twin: TargetRef.make("model://openai/twin@eu") }
 
 /** Fresh target values each time (the deprecated warning is once per target value). */
-const makeTargets = () => [
-  classedTarget(refs.strong, "openai", {
-    classes: { quality: "high", latency: "slow", cost: "high" },
-    price: [3, 12],
-    quality: { extract: verified(0.93) }
-  }),
-  classedTarget(refs.standard, "anthropic", {
-    classes: { quality: "standard", latency: "medium", cost: "medium" },
-    price: [0.8, 3.2],
-    quality: { extract: verified(0.78) }
-  }),
-  classedTarget(refs.fast, "gemini", { classes: { quality: "low", latency: "fast", cost: "low" }, price: [0.1, 0.4] }),
-  classedTarget(refs.old, "vllm", {
-    classes: { quality: "high", latency: "medium" },
-    price: [1, 4],
-    status: "deprecated"
-  })
-]
+const makeTargets = scoredTargets
 
-const route: readonly [TargetRef, ...Array<TargetRef>] = [refs.strong, refs.standard, refs.fast, refs.old]
+const route = scoredRoute
 
 const workflow = (fields: Partial<typeof Workflow.Encoded> & { readonly name: string }) =>
   routingWorkflow({ route, ...fields })

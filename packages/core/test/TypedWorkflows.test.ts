@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ModelGateway, type StreamEvent } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Clock, Effect, Exit, Fiber, Schema, Stream, TestClock } from "effect"
-import { Classification, command, gatewayLayer, primaryAnswers, refs } from "./fixtures.js"
+import { Classification, command, gatewayLayer, primaryAnswers, refs, threeChunkStreamTags } from "./fixtures.js"
 
 /** The primary target streams a valid classification in five chunks: the first 50 ms in, then every 20 ms. */
 const streamedClassification = primaryAnswers({
@@ -240,16 +240,7 @@ describe("typed workflows", () => {
       assert.strictEqual(at, 90)
       assert.deepStrictEqual(
         events.map((e) => e._tag),
-        [
-          "RouteSelected",
-          "RouteCommitted",
-          "TextDelta",
-          "TextDelta",
-          "TextDelta",
-          "UsageUpdate",
-          "UsageReported",
-          "Final"
-        ]
+        threeChunkStreamTags
       )
       assert.deepStrictEqual(partials(events), [])
     }).pipe(

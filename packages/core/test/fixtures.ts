@@ -155,6 +155,21 @@ export const primaryAnswers = (
   more: ScriptedProvider.Scripts = {}
 ) => gatewayLayer({ [refs.primary]: [ScriptedProvider.success({ after: 0, ...answer })], ...more })
 
+/**
+ * The event tags of a plain (free-text) stream of three chunks that serves on its first route: the
+ * route, its commit, the deltas, the usage at the end, the result.
+ */
+export const threeChunkStreamTags = [
+  "RouteSelected",
+  "RouteCommitted",
+  "TextDelta",
+  "TextDelta",
+  "TextDelta",
+  "UsageUpdate",
+  "UsageReported",
+  "Final"
+]
+
 /** Scripts whose answers fail the `Classification` schema on both routes of `ticket.classify`. */
 export const invalidOnEveryRoute: ScriptedProvider.Scripts = {
   [refs.primary]: [ScriptedProvider.success({ after: 40, value: { category: "shipping", confidence: 2 } })],

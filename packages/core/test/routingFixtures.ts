@@ -149,3 +149,40 @@ export const routingGateway = (
     ),
     Layer.orDie
   )
+
+/** The refs of the scored-routing tests: the tiers plus a deprecated `old`. */
+export const scoredRefs = { ...tierRefs, old: TargetRef.make("model://vllm/old@eu") }
+
+/**
+ * The targets of the scored-routing tests, fresh values each time (the deprecated warning is once
+ * per target value): fast leads (0.675) just ahead of standard (0.6698).
+ */
+export const scoredTargets = () => [
+  classedTarget(scoredRefs.strong, "openai", {
+    classes: { quality: "high", latency: "slow", cost: "high" },
+    price: [3, 12],
+    quality: { extract: verified(0.93) }
+  }),
+  classedTarget(scoredRefs.standard, "anthropic", {
+    classes: { quality: "standard", latency: "medium", cost: "medium" },
+    price: [0.8, 3.2],
+    quality: { extract: verified(0.78) }
+  }),
+  classedTarget(scoredRefs.fast, "gemini", {
+    classes: { quality: "low", latency: "fast", cost: "low" },
+    price: [0.1, 0.4]
+  }),
+  classedTarget(scoredRefs.old, "vllm", {
+    classes: { quality: "high", latency: "medium" },
+    price: [1, 4],
+    status: "deprecated"
+  })
+]
+
+/** The route of the scored-routing tests: every one of {@link scoredTargets}, strongest first. */
+export const scoredRoute: readonly [TargetRef, ...Array<TargetRef>] = [
+  scoredRefs.strong,
+  scoredRefs.standard,
+  scoredRefs.fast,
+  scoredRefs.old
+]

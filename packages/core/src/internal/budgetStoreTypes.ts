@@ -5,6 +5,7 @@
  */
 import type { Effect } from "effect"
 import type { StoreError } from "../Errors.js"
+import type { Permit, Pool } from "./permitTypes.js"
 
 /**
  * @since 0.2.0
@@ -141,4 +142,35 @@ export interface Service {
   readonly commit: (request: CommitRequest) => Effect.Effect<CommitOutcome, StoreError>
   readonly release: (request: ReleaseRequest) => Effect.Effect<void, StoreError>
   readonly balance: (account: string, now: number) => Effect.Effect<AccountBalance, StoreError>
+}
+
+/**
+ * What a joint admission did, all or nothing: `Admitted` holds the reservation and the permit;
+ * `Rejected` (the budget refused: its balance) and `NoPermit` (none free now) hold nothing.
+ *
+ * @since 0.2.0
+ * @category SPI
+ */
+export type JointOutcome =
+  | { readonly _tag: "Admitted"; readonly permit: Permit }
+  | { readonly _tag: "Rejected"; readonly committed: number; readonly reserved: number }
+  | { readonly _tag: "NoPermit" }
+
+/**
+ * For store implementers (SPI, not called by applications): a shared budget store (I/O) that
+ * reserves and takes a permit of a pool on its own connection in one atomic store operation (one
+ * round trip). `jointWith` answers the operation for `pool`, or `undefined` when `pool` is not on
+ * that connection. The operation never waits past `request.deadline`; a failed one (a lost or late
+ * answer) gives back whatever it may have taken, without waiting. A store attaches it under
+ * `Symbol.for("@modelgate/core/FastPath")` (as `@modelgate/adapters`' Redis store does); `Budgets`
+ * reads it there.
+ *
+ * @since 0.2.0
+ * @category SPI
+ */
+export interface Joint {
+  readonly _tag: "BudgetStoreJoint"
+  readonly jointWith: (
+    pool: Pool
+  ) => ((request: ReserveRequest, key: string, until: number) => Effect.Effect<JointOutcome, StoreError>) | undefined
 }

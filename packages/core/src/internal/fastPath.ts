@@ -18,6 +18,7 @@ import type { TenantId } from "../ModelCommand.js"
 import type { ModelTarget, TargetRef } from "../ModelTarget.js"
 import type * as Budgets from "./budgetTypes.js"
 import type * as BudgetStore from "./budgetStoreTypes.js"
+import type { Joint as BudgetStoreJoint, JointOutcome } from "./budgetStoreTypes.js"
 import type { BudgetExceeded } from "../Errors.js"
 import type * as PermitStore from "./permitTypes.js"
 import type { Effect } from "effect"
@@ -94,30 +95,11 @@ export interface HealthFast {
 }
 
 /**
- * What a joint admission did, all or nothing: `Admitted` holds the reservation and the permit;
- * `Rejected` (the budget refused: its balance) and `NoPermit` (none free now) hold nothing.
+ * What a joint admission did and the store capability that does it: declared with the store's data
+ * types (public as `BudgetStore.JointOutcome` / `BudgetStore.Joint`, so a store in another package
+ * implements the same shape).
  */
-export type JointOutcome =
-  | { readonly _tag: "Admitted"; readonly permit: PermitStore.Permit }
-  | { readonly _tag: "Rejected"; readonly committed: number; readonly reserved: number }
-  | { readonly _tag: "NoPermit" }
-
-/**
- * A shared budget store (I/O) that reserves and takes a permit of a pool on its own connection in
- * one atomic store operation (one round trip). `jointWith` answers the operation for `pool`, or
- * `undefined` when `pool` is not on that connection. The operation never waits past `request.deadline`;
- * a failed one (a lost or late answer) gives back whatever it may have taken, without waiting.
- * `@modelgate/adapters/redis` attaches a structurally identical value under the same `Symbol.for`
- * key (`internal/redis/joint.ts` there): keep the two in step.
- */
-export interface BudgetStoreJoint {
-  readonly _tag: "BudgetStoreJoint"
-  readonly jointWith: (
-    pool: PermitStore.Pool
-  ) =>
-    | ((request: BudgetStore.ReserveRequest, key: string, until: number) => Effect.Effect<JointOutcome, StoreError>)
-    | undefined
-}
+export type { BudgetStoreJoint, JointOutcome }
 
 /** A call admitted jointly: its reservation and its permit. */
 export interface JointAdmitted {

@@ -57,10 +57,7 @@ const readBody = Request.bodyOf(ChatWire.ChatRequest, ChatFast.chatRequest)
 export const handler = (env: Request.Env) =>
   Request.answer(
     Effect.gen(function* () {
-      yield* Request.admit(env)
-      const key = yield* Request.authenticate(env)
-      const body = yield* readBody(env)
-      const workflow = yield* Request.workflowFor(env, key, body.model, "chat")
+      const { key, body, workflow } = yield* Request.intake(env, readBody, "chat")
       const problem = ChatWire.unsupported(body, workflow.structured)
       if (problem !== undefined) return yield* Request.fail(ErrorWire.invalidBody([problem]))
       const limits = yield* Request.headerLimits

@@ -27,10 +27,7 @@ const readBody = Request.bodyOf(EmbeddingsRequest)
 export const handler = (env: Request.Env) =>
   Request.answer(
     Effect.gen(function* () {
-      yield* Request.admit(env)
-      const key = yield* Request.authenticate(env)
-      const body = yield* readBody(env)
-      const workflow = yield* Request.workflowFor(env, key, body.model, "embedding")
+      const { key, body, workflow } = yield* Request.intake(env, readBody, "embedding")
       if (body.dimensions !== undefined)
         return yield* Request.fail(ErrorWire.invalidBody(["$.dimensions: the workflow's vector space decides"]))
       const inputs = typeof body.input === "string" ? [body.input] : body.input

@@ -123,6 +123,23 @@ export const workflowFor = (env: Env, key: ApiKey, model: string, kind: "chat" |
   return Effect.succeed(info)
 }
 
+/**
+ * The common head of every endpoint: admitted (not draining, not overloaded), authenticated, the
+ * body read by `readBody`, and the workflow its `model` names for the key.
+ */
+export const intake = <A extends { readonly model: string }, E, R>(
+  env: Env,
+  readBody: (env: Env) => Effect.Effect<A, E, R>,
+  kind: "chat" | "embedding"
+) =>
+  Effect.gen(function* () {
+    yield* admit(env)
+    const key = yield* authenticate(env)
+    const body = yield* readBody(env)
+    const workflow = yield* workflowFor(env, key, body.model, kind)
+    return { key, body, workflow }
+  })
+
 /** A slot of the key's rate limit (the token count is corrected after the call), else 429. */
 export const takeRate = (env: Env, key: ApiKey) =>
   Effect.gen(function* () {

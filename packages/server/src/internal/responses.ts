@@ -357,10 +357,7 @@ const readBody = Request.bodyOf(ResponsesRequest)
 export const handler = (env: Request.Env) =>
   Request.answer(
     Effect.gen(function* () {
-      yield* Request.admit(env)
-      const key = yield* Request.authenticate(env)
-      const body = yield* readBody(env)
-      const workflow = yield* Request.workflowFor(env, key, body.model, "chat")
+      const { key, body, workflow } = yield* Request.intake(env, readBody, "chat")
       if (body.previous_response_id !== undefined && body.previous_response_id !== null)
         return yield* Request.fail(
           ErrorWire.invalidBody(["$.previous_response_id: not supported (the server keeps no state; send the input)"])

@@ -2,8 +2,8 @@
  * The joint admission of the Redis stores: a budget reservation and a permit of a pool on the same
  * client in one script (one awaited round trip), and their settlement in one script. Attached to the
  * Redis budget store under core's private capability slot (`Symbol.for("@modelgate/core/FastPath")`,
- * kind `BudgetStoreJoint`: the value here has the shape core's `internal/fastPath.ts` declares; keep
- * the two in step). Core's `Budgets` and engine find it there; the public store interfaces are
+ * kind `BudgetStoreJoint`: the value here is core's `BudgetStore.Joint`, the one declaration of
+ * the shape). Core's `Budgets` and engine find it there; the public store interfaces are
  * unchanged.
  *
  * - All or nothing: both taken, or neither (a refused budget takes no permit; no free permit, or
@@ -17,7 +17,6 @@
  */
 import type * as BudgetStore from "@modelgate/core/BudgetStore"
 import type { StoreError } from "@modelgate/core/Errors"
-import type * as PermitStore from "@modelgate/core/PermitStore"
 import { Effect } from "effect"
 import { bad, type Client, int } from "./client.js"
 import { afterObserving, type Epoch } from "./epoch.js"
@@ -33,22 +32,6 @@ import {
 
 /** Core's capability slot (`internal/fastPath.ts` there). @internal */
 export const capabilitySlot: unique symbol = Symbol.for("@modelgate/core/FastPath")
-
-/** What a joint admission did (core's `FastPath.JointOutcome`). @internal */
-export type JointOutcome =
-  | { readonly _tag: "Admitted"; readonly permit: PermitStore.Permit }
-  | { readonly _tag: "Rejected"; readonly committed: number; readonly reserved: number }
-  | { readonly _tag: "NoPermit" }
-
-/** Core's `FastPath.BudgetStoreJoint`. @internal */
-export interface BudgetStoreJoint {
-  readonly _tag: "BudgetStoreJoint"
-  readonly jointWith: (
-    pool: PermitStore.Pool
-  ) =>
-    | ((request: BudgetStore.ReserveRequest, key: string, until: number) => Effect.Effect<JointOutcome, StoreError>)
-    | undefined
-}
 
 /** A permit taken with reservation `id` (by id in {@link Links}) until the reservation settles. @internal */
 export interface Linked {
@@ -100,7 +83,7 @@ export interface JointContext {
   readonly saw: (account: string, committed: number) => void
 }
 
-const noPermit: JointOutcome = { _tag: "NoPermit" }
+const noPermit: BudgetStore.JointOutcome = { _tag: "NoPermit" }
 const succeedNoPermit = Effect.succeed(noPermit)
 
 /** The keys of one account's joint operations on one pool (built once, shared by its calls). */
@@ -115,7 +98,7 @@ interface AccountKeys {
 const keptAccounts = 1_024
 
 /** The capability of a budget store with context `ctx`. @internal */
-export const jointOf = (ctx: JointContext): BudgetStoreJoint => ({
+export const jointOf = (ctx: JointContext): BudgetStore.Joint => ({
   _tag: "BudgetStoreJoint",
   jointWith: (pool) => {
     const state = ctx.permits.stateOf(pool)
@@ -144,7 +127,7 @@ const admit = (
   request: BudgetStore.ReserveRequest,
   key: string,
   until: number
-): Effect.Effect<JointOutcome, StoreError> => {
+): Effect.Effect<BudgetStore.JointOutcome, StoreError> => {
   // Waiters of `key` queued in this process go first (FIFO): the caller queues behind them.
   if (state.queues.has(key)) return succeedNoPermit
   const { client, epoch } = ctx
@@ -200,7 +183,7 @@ const outcomeOf = (
   key: string,
   lease: string,
   reply: { readonly status: number; readonly committed: number; readonly reserved: number }
-): JointOutcome => {
+): BudgetStore.JointOutcome => {
   if (reply.status === 0) return { _tag: "Rejected", committed: reply.committed, reserved: reply.reserved }
   if (reply.status !== 1) return noPermit
   const { permit, link } = linkedPermit(state, key, lease)
@@ -233,11 +216,11 @@ export const settleLinked = <A>(
   )
 }
 
-const isJoint = (u: unknown): u is BudgetStoreJoint =>
+const isJoint = (u: unknown): u is BudgetStore.Joint =>
   typeof u === "object" && u !== null && "_tag" in u && u._tag === "BudgetStoreJoint" && "jointWith" in u
 
 /** The joint admission a budget store carries, if any (for tests and measurements). @internal */
-export const jointCapabilityOf = (store: object): BudgetStoreJoint | undefined => {
+export const jointCapabilityOf = (store: object): BudgetStore.Joint | undefined => {
   const value: unknown = Reflect.get(store, capabilitySlot)
   return isJoint(value) ? value : undefined
 }
