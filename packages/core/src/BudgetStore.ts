@@ -23,14 +23,7 @@
  * @since 0.2.0
  */
 import { Context, Layer } from "effect"
-import type {
-  CommitOutcome,
-  CommitRequest,
-  ReleaseRequest,
-  ReserveOutcome,
-  ReserveRequest,
-  Service
-} from "./internal/budgetStoreTypes.js"
+import type { Service } from "./internal/budgetStoreTypes.js"
 import { makeMemory } from "./internal/budgetMemoryStore.js"
 
 export type {

@@ -79,7 +79,7 @@ describe("Budgets (memory)", () => {
     () =>
       Effect.gen(function* () {
         const b = yield* budgets
-        const overspendBefore = (yield* Metric.value(Budgets.metrics.overspend)).count
+        const overspendBefore = (yield* Metric.value(budgetMetrics.overspend)).count
         // $15/M input: 16 estimated input tokens reserve 240,000 units, the provider reports 17 (255,000)
         const r = yield* b.reserve(acme, 0.00024)
         const settlement = yield* r.settle(0.000255)
@@ -95,7 +95,7 @@ describe("Budgets (memory)", () => {
           [units(balance.committed), units(balance.reserved), units(balance.overspent)],
           [555_000, 100_000, 155_000]
         )
-        assert.strictEqual(units((yield* Metric.value(Budgets.metrics.overspend)).count - overspendBefore), 155_000)
+        assert.strictEqual(units((yield* Metric.value(budgetMetrics.overspend)).count - overspendBefore), 155_000)
         // over its limit, the tenant is refused; a settle within its reservation overspends nothing
         assert.strictEqual(failureOf(yield* Effect.exit(b.reserve(acme, 0.000001)))?._tag, "BudgetExceeded")
         assert.deepStrictEqual(yield* other.settle(0.0001), { committed: 0.0001, overspent: 0 })

@@ -1,65 +1,21 @@
 /**
- * The persistence seam of `Budgets`: accounts of integer store units, with atomic reserve, commit
- * and release. The memory store lives here; a Redis store implements the same four operations,
- * each one round trip (one Lua script).
- *
- * Details
- *
- * - Amounts are integers of {@link unitsPerCurrency} (billionths of a currency unit), so the
- *   admission check `committed + reserved + amount ≤ limit` is exact, never off by a float rounding.
- * - An account is one tenant in one budget window, keyed `<tenant>/<window>` (e.g.
- *   `acme/m2026-11`, `acme/d2026-11-03`, `acme/total`).
- * - Every reservation carries an expiry: an unsettled reservation (its holder crashed) frees its
- *   amount at `expiresAt`. An account may be forgotten once its window is over
- *   (`accountExpiresAt`) and it holds no reservation.
- * - A commit counts all of its spend as committed, also beyond its reservation (a provider reported
- *   more than was estimated) or after its reservation expired. What does not fit under the limit
- *   is also added to `overspent` (the account is then over its limit, and no new reservation fits
- *   until its window resets or its limit is raised).
- * - Every operation fails with `StoreError` (`store: "budget"`) when the store cannot answer, and
- *   must bound its own wait (a network store times out its round trip): `Budgets` fails closed on
- *   it.
- *
- * @since 0.2.0
+ * The budget store in this process's memory (module `BudgetStore`, `layerMemory`): synchronous,
+ * hence atomic; its synchronous operations are attached for the fast path.
  */
-import { Context, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import type {
-  AccountBalance,
   CommitOutcome,
   CommitRequest,
   ReleaseRequest,
   ReserveOutcome,
   ReserveRequest,
   Service
-} from "./internal/budgetStoreTypes.js"
-import * as FastPath from "./internal/fastPath.js"
-
-export type { AccountBalance, CommitOutcome, CommitRequest, ReleaseRequest, ReserveOutcome, ReserveRequest, Service }
-
-/**
- * Store units per currency unit: amounts are integers of 10⁻⁹ (limits up to about 9 million).
- *
- * @since 0.2.0
- * @category Constants
- */
-export const unitsPerCurrency = 1_000_000_000
-
-/**
- * @since 0.2.0
- * @category Context
- */
-export class BudgetStore extends Context.Tag("@modelgate/core/BudgetStore")<BudgetStore, Service>() {}
-
-// ---------------------------------------------------------------------------------------------
-// Memory
-// ---------------------------------------------------------------------------------------------
+} from "./budgetStoreTypes.js"
+import * as FastPath from "./fastPath.js"
 
 /**
  * The memory store, plus the number of accounts it holds (to observe that finished windows are
  * forgotten).
- *
- * @since 0.2.0
- * @category Models
  */
 export interface MemoryStore extends Service {
   readonly size: Effect.Effect<number>
@@ -186,14 +142,5 @@ const unsafeMakeMemory = (): MemoryStore => {
  * A store in this process's memory: every operation is synchronous, hence atomic, and never fails
  * (`Budgets` over it reserves and settles without running an Effect). Accounts of finished windows
  * are forgotten once they hold no reservation.
- *
- * @since 0.2.0
- * @category Constructors
  */
 export const makeMemory: Effect.Effect<MemoryStore> = Effect.sync(unsafeMakeMemory)
-
-/**
- * @since 0.2.0
- * @category Layers
- */
-export const layerMemory: Layer.Layer<BudgetStore> = Layer.effect(BudgetStore, makeMemory)
