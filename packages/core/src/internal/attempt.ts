@@ -20,8 +20,9 @@ import { inputTokensAt } from "../Pricing.js"
 import type { AttemptRecord } from "../ModelResult.js"
 import type { ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
 import type { Route } from "./router/decision.js"
+import type { RouteDecision } from "../RouteDecision.js"
 import * as TokenEstimator from "../TokenEstimator.js"
-import type { AttemptContext, Invoke } from "./attemptContext.js"
+import type { AttemptContext, AttemptProgress, Invoke } from "./attemptContext.js"
 import { addUsage, type Call, type EngineContext, storeFailure, type Tally } from "./call.js"
 import { bounded, boundedOrOwned } from "./deadline.js"
 import * as FastPath from "./fastPath.js"
@@ -181,63 +182,119 @@ const runTraced = (
   span: Tracer.Span | undefined
 ): Effect.Effect<Disposition.Classified> => {
   const { ctx, call, route } = frame
-  const clock = call.clock
   const { request } = attempt
   const target = request.target
   const adapter = ctx.adapters.get(target.provider)!
-  const start = clock.unsafeCurrentTimeMillis()
-  const context = contextOf(call, route, attempt, start)
+  const run = new AttemptRun(frame, route, attempt, span, call.clock.unsafeCurrentTimeMillis())
   const { tally, holds } = call
   // Only an attempt actually dispatched to a later target makes this a fallback.
   if (attempt.index > 0) tally.fallbackUsed = true
-  holds.inFlight = context
+  holds.inFlight = run
   tally.lastTarget = target
   tally.lastMaxOutputTokens = request.maxOutputTokens
-  const invoked = frame.invoke(adapter, request, context)
+  const invoked = frame.invoke(adapter, request, run)
   // Traced: a cancelled attempt's span says so before it ends (the exit handler records the attempt).
   const traced =
     span === undefined
       ? invoked
       : Effect.onInterrupt(invoked, () =>
           Effect.clockWith((c) =>
-            Effect.sync(() => Report.annotateAttempt(span, cancelledRecord(call, context, c.unsafeCurrentTimeMillis())))
+            Effect.sync(() => Report.annotateAttempt(span, cancelledRecord(call, run, c.unsafeCurrentTimeMillis())))
           )
         )
-  const onExit = (exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>) => {
-    const end = clock.unsafeCurrentTimeMillis()
-    const c = classifyEnd(target, exit, start, context.until, end)
+  // One frame for both outcomes (no `Effect.exit` step in between).
+  return Effect.matchCauseEffect(traced, run)
+}
+
+/**
+ * One dispatched attempt: what the adapter and the stream driver see of it (its
+ * {@link AttemptContext}, which is also its own {@link AttemptProgress}), and the handler of its
+ * outcome. One object per attempt: the route's decision and the input count are read on demand.
+ */
+class AttemptRun implements AttemptContext, AttemptProgress {
+  readonly target: ModelTarget
+  readonly attempt: number
+  readonly position: number
+  readonly fallback: boolean
+  readonly until: number
+  ttftMs: number | undefined = undefined
+  outputTokens = 0
+  committed = false
+
+  constructor(
+    readonly frame: Frame,
+    readonly route: Route,
+    readonly planned: Attempt,
+    readonly span: Tracer.Span | undefined,
+    readonly startedAt: number
+  ) {
+    const request = planned.request
+    this.target = request.target
+    this.attempt = planned.number
+    this.position = planned.index
+    this.fallback = planned.index > 0
+    this.until = startedAt + Duration.toMillis(request.timeout)
+  }
+
+  get progress(): AttemptProgress {
+    return this
+  }
+
+  get decision(): RouteDecision {
+    return this.route.decision
+  }
+
+  get inputTokens(): Effect.Effect<number> {
+    const counted = this.planned.inputTokens
+    if (counted !== undefined) return Effect.succeed(counted)
+    const target = this.target
+    return Effect.map(countInput(this.frame.call, this.route, this.planned.request.messages), (n) =>
+      inputTokensAt(n, target)
+    )
+  }
+
+  readonly onFailure = (cause: Cause.Cause<ProviderError>): Effect.Effect<Disposition.Classified> =>
+    this.ended(Exit.failCause(cause))
+
+  readonly onSuccess = (value: Option.Option<ProviderResponse>): Effect.Effect<Disposition.Classified> =>
+    this.ended(Exit.succeed(value))
+
+  /** Classifies and records the attempt's outcome. */
+  private ended(
+    exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>
+  ): Effect.Effect<Disposition.Classified> {
+    const { frame, target, startedAt } = this
+    const call = frame.call
+    const request = this.planned.request
+    const end = call.clock.unsafeCurrentTimeMillis()
+    const c = classifyEnd(target, exit, startedAt, this.until, end)
     // Sent without a reported usage: billed what was sent (counted, uninterruptibly, if the
     // router did not count), while the attempt is still the call's attempt in flight.
     if (c.billSent) {
-      return Effect.flatMap(Effect.uninterruptible(billSent(tally, context)), (billed) =>
+      return Effect.flatMap(Effect.uninterruptible(billSent(call.tally, this)), (billed) =>
         ended(
           frame,
-          context,
-          span,
+          this,
+          this.span,
           exit,
           c,
-          recordOf(call, context, end, request.maxOutputTokens, c, billed.usage, billed.cost)
+          recordOf(call, this, end, request.maxOutputTokens, c, billed.usage, billed.cost)
         )
       )
     }
     const usage = c.response !== undefined ? c.response.usage : c.error?.usage
-    const cost = addUsage(tally, target, usage)
+    const cost = addUsage(call.tally, target, usage)
     const record = recordOf(
       call,
-      context,
+      this,
       end,
       request.maxOutputTokens,
       c,
       usage,
       c.response !== undefined || usage !== undefined ? cost : undefined
     )
-    return ended(frame, context, span, exit, c, record)
+    return ended(frame, this, this.span, exit, c, record)
   }
-  // One frame for both outcomes (no `Effect.exit` step in between).
-  return Effect.matchCauseEffect(traced, {
-    onFailure: (cause) => onExit(Exit.failCause(cause)),
-    onSuccess: (value) => onExit(Exit.succeed(value))
-  })
 }
 
 /** An attempt that ended and was recorded: kept in the call's tally, annotated, reported to health. */
@@ -285,29 +342,6 @@ const ended = (
         reported
       )
     : reported
-}
-
-/** What the adapter and the stream driver see of the attempt. */
-const contextOf = (call: Call, route: Route, attempt: Attempt, start: number): AttemptContext => {
-  const { request } = attempt
-  const target = request.target
-  const counted = attempt.inputTokens
-  return {
-    target,
-    startedAt: start,
-    attempt: attempt.number,
-    position: attempt.index,
-    fallback: attempt.index > 0,
-    get decision() {
-      return route.decision
-    },
-    inputTokens:
-      counted !== undefined
-        ? Effect.succeed(counted)
-        : Effect.map(countInput(call, route, request.messages), (n) => inputTokensAt(n, target)),
-    until: start + Duration.toMillis(request.timeout),
-    progress: { ttftMs: undefined, outputTokens: 0, committed: false }
-  }
 }
 
 /**

@@ -15,7 +15,7 @@
  * to telemetry and the recorder. Adapters and the stream driver see an `AttemptContext`, never the
  * call.
  */
-import { Clock, Context, Effect, Exit } from "effect"
+import { Cause, Clock, Context, Effect, Exit } from "effect"
 import * as AgentRun from "../AgentRun.js"
 import { type Failure, fromFailure, type GatewayError } from "../Errors.js"
 import type { ModelCommand } from "../ModelCommand.js"
@@ -78,18 +78,34 @@ export const execute = (
 export const generate = (ctx: Call.EngineContext, command: ModelCommand): Effect.Effect<ModelResult, GatewayError> =>
   execute(ctx, command, "generate", invokeGenerate)
 
-/** The call under its one exit handler; its failure as the typed error of the caller. */
+/**
+ * The call under its one exit handler (`Effect.onExit` and `Effect.mapError` in one frame): the
+ * handler runs uninterruptibly whatever the outcome; a failure reaches the caller as its typed error.
+ */
 const run = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effect.Effect<ModelResult, GatewayError> =>
-  stages(ctx, call, invoke).pipe(
-    Effect.onExit((exit) => settle(ctx, call, exit)),
-    Effect.mapError((failure) =>
-      fromFailure(failure, {
-        callId: call.id,
-        attempts: call.tally.attempts.slice(),
-        budgetExcluded: call.holds.route?.excluded.filter((e) => e.reason === "BUDGET_DOES_NOT_FIT")
-      })
-    )
+  Effect.uninterruptibleMask((restore) =>
+    Effect.matchCauseEffect(restore(stages(ctx, call, invoke)), {
+      onFailure: (cause) =>
+        Effect.matchCauseEffect(settle(ctx, call, Exit.failCause(cause)), {
+          onFailure: (cleanup) => failWith(call, Cause.sequential(cause, cleanup)),
+          onSuccess: () => failWith(call, cause)
+        }),
+      onSuccess: (result) => Effect.as(settle(ctx, call, Exit.succeed(result)), result)
+    })
   )
+
+/** The call's failure as `Effect.mapError` would give it: its first typed failure as the caller's error. */
+const failWith = (call: Call.Call, cause: Cause.Cause<Failure>): Effect.Effect<never, GatewayError> => {
+  const failure = Cause.failureOrCause(cause)
+  if (failure._tag === "Right") return Effect.failCause(failure.right)
+  return Effect.fail(
+    fromFailure(failure.left, {
+      callId: call.id,
+      attempts: call.tally.attempts.slice(),
+      budgetExcluded: call.holds.route?.excluded.filter((e) => e.reason === "BUDGET_DOES_NOT_FIT")
+    })
+  )
+}
 
 /** refusals → the response cache (a workflow with `cache`) → resolve → admission → attempts → envelope. */
 const stages = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effect.Effect<ModelResult, Failure> => {
@@ -220,11 +236,14 @@ const answer = (
     // Admission holds it from here on.
     reservation: call.holds.reservation!
   }).pipe(
-    Effect.tap(() => {
+    Effect.flatMap((answer) => {
       releasePermit(call.holds)
-      return settleMoney(call.holds, call.tally.spent)
-    }),
-    Effect.flatMap((answer) => result(call, answer))
+      const settled = settleMoney(call.holds, call.tally.spent)
+      // Settled at once (an in-memory store): the envelope is built in this step.
+      return Exit.isExit(settled) && Exit.isSuccess(settled)
+        ? result(call, answer)
+        : Effect.flatMap(settled, () => result(call, answer))
+    })
   )
 
 /** The envelope of a successful call, with its evidence (built once, here). */
