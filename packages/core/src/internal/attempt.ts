@@ -6,7 +6,7 @@
  * concurrency permit when it has a cap, are recorded in the call's tally and reported to health
  * ({@link dispatch}); shadow calls (`Shadow.ts`) build and classify theirs with the same functions.
  */
-import { Cause, Duration, Effect, Exit, type Option, type Tracer } from "effect"
+import { Cause, type Clock, Duration, Effect, Exit, type Option, type Tracer } from "effect"
 import * as Disposition from "../Disposition.js"
 import type { Failure } from "../Errors.js"
 import type { ProviderError } from "../ProviderAdapter.js"
@@ -66,20 +66,23 @@ export const requestOf = (
 export const generateUntil = (
   adapter: ProviderAdapter,
   request: ProviderRequest,
-  until: number
+  until: number,
+  clock?: Clock.Clock
 ): Effect.Effect<Option.Option<ProviderResponse>, ProviderError> => {
   const owned = adapter.generateUntil
   return owned === undefined
-    ? bounded(adapter.generate(request), until)
+    ? bounded(adapter.generate(request), until, clock)
     : boundedOrOwned(
         () => adapter.generate(request),
         () => owned(request, until),
-        until
+        until,
+        clock
       )
 }
 
 /** How the pipeline's `generate` calls its adapter. */
-export const invokeGenerate: Invoke = (adapter, request, attempt) => generateUntil(adapter, request, attempt.until)
+export const invokeGenerate: Invoke = (adapter, request, attempt) =>
+  generateUntil(adapter, request, attempt.until, attempt.clock)
 
 /**
  * Classifies an attempt started at `startedAt`, bounded to `until`, that ended at `endedAt` with
@@ -234,6 +237,10 @@ class AttemptRun implements AttemptContext, AttemptProgress {
     this.position = planned.index
     this.fallback = planned.index > 0
     this.until = startedAt + Duration.toMillis(request.timeout)
+  }
+
+  get clock(): Clock.Clock {
+    return this.frame.call.clock
   }
 
   get progress(): AttemptProgress {

@@ -3,7 +3,7 @@
  * driver reads the attempt, never the call's state; it reports progress (first token, delivered
  * output) back through `progress`, which the pipeline reads when the attempt ends or is cut.
  */
-import type { Effect, Option } from "effect"
+import type { Clock, Effect, Option } from "effect"
 import type { ProviderError } from "../ProviderAdapter.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import type { ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
@@ -39,6 +39,8 @@ export interface AttemptContext {
   readonly inputTokens: Effect.Effect<number>
   /** Epoch-ms instant the attempt must end by: the earliest of its own limit and the call's deadline. */
   readonly until: number
+  /** The call's clock (read once when the call started). */
+  readonly clock: Clock.Clock
   readonly progress: AttemptProgress
 }
 

@@ -185,12 +185,46 @@ export const makeReservation = (
   store: Store.Service,
   fast: FastPath.BudgetStoreFast | undefined,
   held: Held
-): Reservation => {
-  let settled = false
-  const settle = (actual: number): Effect.Effect<Settlement> =>
-    Effect.suspend(() => {
-      if (settled) return succeedNothingSettled
-      settled = true
+): Reservation => new HeldReservation(store, held, fast)
+
+/**
+ * A reservation: settled through the store's Effect operations, or at once over a store without
+ * I/O (its fast path, made when first read, so that a reservation in flight holds only its state).
+ * Its state is private: a reservation shows its tenant and amount.
+ */
+class HeldReservation implements Reservation {
+  readonly tenant: TenantId
+  readonly amount: number
+  readonly #store: Store.Service
+  readonly #held: Held
+  readonly #fast: FastPath.BudgetStoreFast | undefined
+  /** Settled (by either settle): later settles settle nothing. */
+  #settled = false
+  #fastSettle: FastPath.ReservationFast | undefined = undefined
+
+  constructor(store: Store.Service, held: Held, fast: FastPath.BudgetStoreFast | undefined) {
+    this.tenant = held.tenant
+    this.amount = fromUnits(held.units)
+    this.#store = store
+    this.#held = held
+    this.#fast = fast
+  }
+
+  get [FastPath.TypeId](): FastPath.ReservationFast | undefined {
+    const fast = this.#fast
+    if (fast === undefined) return undefined
+    if (this.#fastSettle === undefined) {
+      this.#fastSettle = { _tag: "Reservation", settle: (actual) => this.#settleNow(fast, actual) }
+    }
+    return this.#fastSettle
+  }
+
+  settle(actual: number): Effect.Effect<Settlement> {
+    return Effect.suspend(() => {
+      if (this.#settled) return succeedNothingSettled
+      this.#settled = true
+      const store = this.#store
+      const held = this.#held
       const spend = spendUnits(actual, held.units)
       // The caller waits for the store at most until its deadline (and `settleGraceMs` at least): a
       // commit not answered by then is pending and retried in the background.
@@ -202,11 +236,12 @@ export const makeReservation = (
         )
       )
     })
-  const reservation: Reservation = { tenant: held.tenant, amount: fromUnits(held.units), settle }
-  if (fast === undefined) return reservation
-  const settleNow = (actual: number): Settlement => {
-    if (settled) return nothingSettled
-    settled = true
+  }
+
+  #settleNow(fast: FastPath.BudgetStoreFast, actual: number): Settlement {
+    if (this.#settled) return nothingSettled
+    this.#settled = true
+    const held = this.#held
     const spend = spendUnits(actual, held.units)
     if (spend === 0) {
       fast.release({ account: held.account, id: held.id })
@@ -216,5 +251,4 @@ export const makeReservation = (
       fast.commit({ account: held.account, id: held.id, amount: held.units, spend, limit: held.limit })
     )
   }
-  return FastPath.attach(reservation, { _tag: "Reservation", settle: settleNow })
 }

@@ -31,20 +31,32 @@ const maxNativeDelay = 2 ** 31 - 1
  * (or at exactly `until`), `None` when `until` came first — `self` is then interrupted and its
  * finalizers have run when this returns. Failures of `self` pass through.
  */
-export const bounded = <A, E, R>(self: Effect.Effect<A, E, R>, until: number): Effect.Effect<Option.Option<A>, E, R> =>
+export const bounded = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  until: number,
+  clock?: Clock.Clock
+): Effect.Effect<Option.Option<A>, E, R> =>
   // A step that is already its outcome (an `Exit`: an adapter answering with `Effect.succeed`) has
   // nothing to wait for: it completes at the instant it starts, which the tie rule counts as a
   // completion, so it needs no fiber and no timer.
-  isOutcome(self) ? Exit.map(self, Option.some) : boundedWait(self, until)
+  isOutcome(self)
+    ? Exit.map(self, Option.some)
+    : clock === undefined
+      ? Effect.clockWith((clock) => boundedWait(self, until, clock))
+      : boundedWait(self, until, clock)
 
 /** An `Exit` made by a step of type `Effect<A, E, R>` is that step's outcome. */
 const isOutcome = <A, E, R>(self: Effect.Effect<A, E, R>): self is Exit.Exit<A, E> => Exit.isExit(self)
 
-const boundedWait = <A, E, R>(self: Effect.Effect<A, E, R>, until: number): Effect.Effect<Option.Option<A>, E, R> =>
-  Effect.clockWith((clock) => {
-    const ms = Math.max(0, until - clock.unsafeCurrentTimeMillis())
-    return clock.constructor === LiveClock && ms <= maxNativeDelay ? nativeTimer(self, ms) : clockTimer(self, ms)
-  })
+/** `self` bounded on `clock` (the caller's, when it knows it: no step to read it). */
+const boundedWait = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  until: number,
+  clock: Clock.Clock
+): Effect.Effect<Option.Option<A>, E, R> => {
+  const ms = Math.max(0, until - clock.unsafeCurrentTimeMillis())
+  return clock.constructor === LiveClock && ms <= maxNativeDelay ? nativeTimer(self, ms) : clockTimer(self, ms)
+}
 
 /**
  * Like {@link bounded}, for a step that can bound itself: under the live clock, `owned()` (which
@@ -54,12 +66,13 @@ const boundedWait = <A, E, R>(self: Effect.Effect<A, E, R>, until: number): Effe
 export const boundedOrOwned = <A, E, R>(
   self: () => Effect.Effect<A, E, R>,
   owned: () => Effect.Effect<Option.Option<A>, E, R>,
-  until: number
-): Effect.Effect<Option.Option<A>, E, R> =>
-  Effect.clockWith((clock) => {
-    const ms = Math.max(0, until - clock.unsafeCurrentTimeMillis())
-    return clock.constructor === LiveClock && ms <= maxNativeDelay ? owned() : clockTimer(self(), ms)
-  })
+  until: number,
+  clock?: Clock.Clock
+): Effect.Effect<Option.Option<A>, E, R> => {
+  if (clock === undefined) return Effect.clockWith((clock) => boundedOrOwned(self, owned, until, clock))
+  const ms = Math.max(0, until - clock.unsafeCurrentTimeMillis())
+  return clock.constructor === LiveClock && ms <= maxNativeDelay ? owned() : clockTimer(self(), ms)
+}
 
 /** The generic path: the clock's `sleep` raced against `self`, the sleep registered first. */
 export const clockTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): Effect.Effect<Option.Option<A>, E, R> =>

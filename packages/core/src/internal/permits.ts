@@ -63,9 +63,10 @@ interface KeyState {
   held: number
   /** Permits held beyond their sub-key's reservation (every permit of a sub-key without a share). */
   over: number
-  /** Permits held per sub-key with a declared share (created on first use, dropped at 0). */
-  readonly bySub: Map<string, number>
-  readonly waiters: Set<Waiter>
+  /** Permits held per sub-key with a declared share (the map and its entries made on first use, entries dropped at 0). */
+  bySub: Map<string, number> | undefined
+  /** The key's queued waiters (made on first wait). */
+  waiters: Set<Waiter> | undefined
 }
 
 export interface PermitsOptions {
@@ -107,14 +108,14 @@ export class Permits {
   private state(key: string): KeyState {
     let s = this.states.get(key)
     if (s === undefined) {
-      s = { held: 0, over: 0, bySub: new Map(), waiters: new Set() }
+      s = { held: 0, over: 0, bySub: undefined, waiters: undefined }
       this.states.set(key, s)
     }
     return s
   }
 
   private dropIfIdle(key: string, s: KeyState) {
-    if (s.held === 0 && s.waiters.size === 0) this.states.delete(key)
+    if (s.held === 0 && (s.waiters === undefined || s.waiters.size === 0)) this.states.delete(key)
   }
 
   private shareOf(sub: string | undefined): Share | undefined {
@@ -128,7 +129,7 @@ export class Permits {
    */
   private blockedBy(key: string, s: KeyState, sub: string | undefined): PermitLimit | undefined {
     const share = this.shareOf(sub)
-    const subHeld = share === undefined || sub === undefined ? 0 : (s.bySub.get(sub) ?? 0)
+    const subHeld = share === undefined || sub === undefined ? 0 : (s.bySub?.get(sub) ?? 0)
     if (share !== undefined && subHeld >= share.max) return "workflow_max"
     const max = this.options.maxOf(key)
     if (s.held >= max) return "tenant_max"
@@ -150,6 +151,7 @@ export class Permits {
       s.over++
       return
     }
+    if (s.bySub === undefined) s.bySub = new Map()
     const subHeld = s.bySub.get(sub) ?? 0
     if (subHeld >= share.reserved) s.over++
     s.bySub.set(sub, subHeld + 1)
@@ -166,16 +168,16 @@ export class Permits {
       s.over--
       return freedShared
     }
-    const subHeld = s.bySub.get(sub) ?? 0
+    const subHeld = s.bySub?.get(sub) ?? 0
     if (subHeld > share.reserved) s.over--
-    if (subHeld <= 1) s.bySub.delete(sub)
-    else s.bySub.set(sub, subHeld - 1)
+    if (subHeld <= 1) s.bySub?.delete(sub)
+    else s.bySub?.set(sub, subHeld - 1)
     return freedShared
   }
 
   private dequeue(w: Waiter, s: KeyState) {
     this.queue.delete(w)
-    s.waiters.delete(w)
+    s.waiters?.delete(w)
   }
 
   /** A bounded waiter whose `until` has come: it takes no permit any more, even one freed now. */
@@ -228,7 +230,7 @@ export class Permits {
    */
   tryTake(key: string, sub?: string | undefined): HeldPermit | undefined {
     const s = this.state(key)
-    if ((s.waiters.size === 0 || !this.queuedOf(s, sub)) && this.blockedBy(key, s, sub) === undefined) {
+    if (!this.queuedOf(s, sub) && this.blockedBy(key, s, sub) === undefined) {
       this.take(key, s, sub)
       return new HeldPermit(this, key, sub)
     }
@@ -238,6 +240,7 @@ export class Permits {
 
   /** Whether a waiter of `sub` is queued in `s`. */
   private queuedOf(s: KeyState, sub: string | undefined): boolean {
+    if (s.waiters === undefined) return false
     for (const w of s.waiters) if (w.sub === sub) return true
     return false
   }
@@ -310,7 +313,9 @@ export class Permits {
       }
       const w: Waiter = { ...ask, clock: bound?.clock, timer, resume, state: "waiting", permit: undefined }
       this.queue.add(w)
-      this.state(key).waiters.add(w)
+      const ks = this.state(key)
+      if (ks.waiters === undefined) ks.waiters = new Set()
+      ks.waiters.add(w)
       if (slot !== undefined) slot.waiter = w
       return Effect.sync(() => this.cancel(w))
     })
@@ -328,16 +333,17 @@ export class Permits {
     const freedShared = this.untake(key, s, sub)
     // A reserved permit of `key` is only `key`'s to use; a shared one is anyone's.
     const candidates = freedShared ? this.queue : s.waiters
-    for (const w of candidates) {
-      if (w.state !== "waiting") continue
-      const ws = this.states.get(w.key)!
-      if (this.blockedBy(w.key, ws, w.sub) !== undefined) continue
-      if (this.expired(w)) {
-        this.expire(w, false)
-        continue
+    if (candidates !== undefined)
+      for (const w of candidates) {
+        if (w.state !== "waiting") continue
+        const ws = this.states.get(w.key)!
+        if (this.blockedBy(w.key, ws, w.sub) !== undefined) continue
+        if (this.expired(w)) {
+          this.expire(w, false)
+          continue
+        }
+        this.grant(w, ws)
       }
-      this.grant(w, ws)
-    }
     this.dropIfIdle(key, s)
   }
 
@@ -367,7 +373,7 @@ export class Permits {
 
   snapshotNow(): PermitsSnapshot {
     const byKey = new Map<string, { held: number; waiting: number }>()
-    for (const [key, s] of this.states) byKey.set(key, { held: s.held, waiting: s.waiters.size })
+    for (const [key, s] of this.states) byKey.set(key, { held: s.held, waiting: s.waiters?.size ?? 0 })
     return {
       inUse: this.inUse,
       sharedInUse: this.sharedInUse,
