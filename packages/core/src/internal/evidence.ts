@@ -106,16 +106,7 @@ export const evidenceOf = (call: Call, answer: Answer | undefined, at: number): 
     retryBudgetExhausted: tally.retryBudgetExhausted,
     startedAt: call.startedAt,
     totalLatencyMs: at - call.startedAt,
-    usage: new Usage(
-      {
-        inputTokens: tally.inputTokens,
-        cachedInputTokens: tally.cachedInputTokens,
-        outputTokens: tally.outputTokens,
-        reasoningTokens: tally.reasoningTokens,
-        ...(tally.audioInputTokens === undefined ? {} : { audioInputTokens: tally.audioInputTokens })
-      },
-      { disableValidation: true }
-    ),
+    usage: usageOf(tally),
     cost: {
       currency: "USD",
       estimated: holds.estimatedCost,
@@ -133,6 +124,34 @@ export const evidenceOf = (call: Call, answer: Answer | undefined, at: number): 
     identity: call.identity,
     requestId: call.command.requestId
   } satisfies Evidence
+}
+
+/**
+ * The call's total usage: the usage its one attempt reported, when that is the whole of it (the
+ * common case: no object to build), else a new sum.
+ */
+const usageOf = (tally: Call["tally"]): Usage => {
+  const only = tally.attempts.length === 1 ? tally.attempts[0]!.usage : undefined
+  if (
+    only !== undefined &&
+    only.inputTokens === tally.inputTokens &&
+    only.cachedInputTokens === tally.cachedInputTokens &&
+    only.outputTokens === tally.outputTokens &&
+    only.reasoningTokens === tally.reasoningTokens &&
+    only.audioInputTokens === tally.audioInputTokens
+  ) {
+    return only
+  }
+  return new Usage(
+    {
+      inputTokens: tally.inputTokens,
+      cachedInputTokens: tally.cachedInputTokens,
+      outputTokens: tally.outputTokens,
+      reasoningTokens: tally.reasoningTokens,
+      ...(tally.audioInputTokens === undefined ? {} : { audioInputTokens: tally.audioInputTokens })
+    },
+    { disableValidation: true }
+  )
 }
 
 /** An embedding call's space and input count (its command's messages are its inputs). */
