@@ -59,6 +59,11 @@ interface TimerSlot {
   waiter: Waiter | undefined
 }
 
+/** How many keys' states are kept while idle (beyond it an idle key's state is dropped). */
+const keptIdleStates = 1024
+
+const isIdle = (s: KeyState): boolean => s.held === 0 && (s.waiters === undefined || s.waiters.size === 0)
+
 interface KeyState {
   held: number
   /** Permits held beyond their sub-key's reservation (every permit of a sub-key without a share). */
@@ -114,8 +119,13 @@ export class Permits {
     return s
   }
 
+  /**
+   * Forgets an idle key's state once more than {@link keptIdleStates} keys are known: a key that
+   * comes and goes on every call (one tenant's sequential calls) keeps its entry instead of
+   * removing and re-adding it each time; memory stays bounded.
+   */
   private dropIfIdle(key: string, s: KeyState) {
-    if (s.held === 0 && (s.waiters === undefined || s.waiters.size === 0)) this.states.delete(key)
+    if (isIdle(s) && this.states.size > keptIdleStates) this.states.delete(key)
   }
 
   private shareOf(sub: string | undefined): Share | undefined {
@@ -373,12 +383,13 @@ export class Permits {
 
   snapshotNow(): PermitsSnapshot {
     const byKey = new Map<string, { held: number; waiting: number }>()
-    for (const [key, s] of this.states) byKey.set(key, { held: s.held, waiting: s.waiters?.size ?? 0 })
+    // Idle keys kept for reuse are not part of the state.
+    for (const [key, s] of this.states) if (!isIdle(s)) byKey.set(key, { held: s.held, waiting: s.waiters?.size ?? 0 })
     return {
       inUse: this.inUse,
       sharedInUse: this.sharedInUse,
       waiting: this.queue.size,
-      keys: this.states.size,
+      keys: byKey.size,
       byKey
     }
   }
