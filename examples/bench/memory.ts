@@ -7,7 +7,7 @@
  * - per idle tenant: N calls by N distinct tenants vs N calls by one tenant, all finished.
  */
 import type * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Deferred, Effect, Fiber } from "effect"
+import { Deferred, Effect, Fiber, Option } from "effect"
 import { buildGateway, command, hangingAdapter, instantAdapter, requestFor, target, workflow } from "./fixtures.js"
 import { collectGarbage, type Profile } from "./harness.js"
 
@@ -16,6 +16,11 @@ export interface MemoryResults {
   readonly count: number
   /** Bytes per in-flight call. */
   readonly inFlight: { readonly direct: number; readonly gateway: number; readonly added: number }
+  /**
+   * The same, over an adapter that owns its deadline (`generateUntil`, as the HTTP adapters do):
+   * the attempt needs no forked fiber and no timer of the gateway's.
+   */
+  readonly inFlightOwned: { readonly direct: number; readonly gateway: number; readonly added: number }
   /** Bytes retained per tenant after its call finished. */
   readonly tenants: { readonly oneTenant: number; readonly manyTenants: number; readonly perTenant: number }
 }
@@ -48,7 +53,7 @@ const inFlightBytes = async (
   return (during - before) / count
 }
 
-const measureInFlight = async (count: number, rounds: number) => {
+const measureInFlight = async (count: number, rounds: number, owned: boolean) => {
   const t = target("model://bench/hang@eu", "bench")
   let current: { release: Deferred.Deferred<void>; counter: { entered: number } } | undefined
   // The gateway's adapter forwards to whichever hanging adapter the current run set up.
@@ -56,10 +61,15 @@ const measureInFlight = async (count: number, rounds: number) => {
     generate: (request) => Effect.suspend(() => hangingAdapter(current!.release, current!.counter).generate(request)),
     stream: instantAdapter.stream
   }
+  // An adapter that bounds itself, as the HTTP adapters do (the hanging call is released, not cut).
+  const owning: Omit<ProviderAdapter.ProviderAdapter, "provider"> = {
+    ...adapter,
+    generateUntil: (request) => Effect.map(adapter.generate(request), Option.some)
+  }
   const stack = await buildGateway({
     targets: [t],
     workflows: [workflow("bench.hang", [t.ref])],
-    adapters: { bench: adapter },
+    adapters: { bench: owned ? owning : adapter },
     permits: count * 2
   })
   try {
@@ -118,7 +128,8 @@ export const run = async (profile: Profile): Promise<MemoryResults> => {
   const count = profile.memoryCount
   const gcAvailable = collectGarbage()
   // In flight: one measured round (stable to a few % run to run) keeps the section short.
-  const inFlight = await measureInFlight(count, 1)
+  const inFlight = await measureInFlight(count, 1, false)
+  const inFlightOwned = await measureInFlight(count, 1, true)
   // Idle tenants: the figure is a small difference of two readings, so the lowest of two rounds.
   const rounds = Math.min(2, profile.rounds)
   // Warm-up (JIT, metric label caches), then one tenant vs many tenants.
@@ -135,6 +146,7 @@ export const run = async (profile: Profile): Promise<MemoryResults> => {
     gcAvailable,
     count,
     inFlight,
+    inFlightOwned,
     tenants: { oneTenant, manyTenants, perTenant: manyTenants - oneTenant }
   }
 }

@@ -153,7 +153,7 @@ const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
       "bytes",
       "<=",
       8_192,
-      `a direct adapter call in flight: ${fmt(r.memory.inFlight.direct)} bytes`
+      `a direct adapter call in flight: ${fmt(r.memory.inFlight.direct)} bytes; over an adapter owning its deadline (the HTTP adapters): ${fmt(r.memory.inFlightOwned.added)} added`
     ),
     check(
       "routing.resolve.1000.us",
@@ -462,6 +462,12 @@ export const markdown = (r: Results, v: ReadonlyArray<Verdict>): string => {
       fmt(r.memory.inFlight.gateway),
       `${fmt(r.memory.inFlight.direct)} (direct adapter call)`,
       fmt(r.memory.inFlight.added)
+    ]),
+    row([
+      "the same, adapter owning its deadline (`generateUntil`, as the HTTP adapters)",
+      fmt(r.memory.inFlightOwned.gateway),
+      `${fmt(r.memory.inFlightOwned.direct)} (direct adapter call)`,
+      fmt(r.memory.inFlightOwned.added)
     ]),
     row([
       `bytes per tenant after one call (${r.memory.count.toLocaleString("en-US")} tenants)`,
