@@ -13,7 +13,7 @@ import { Headers, HttpClient, type HttpClientRequest, UrlParams } from "@effect/
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Fiber, Scope, Tracer } from "effect"
 import { Context, Effect, Either, FiberRef, Stream } from "effect"
-import { Agent, type Dispatcher } from "undici"
+import { Agent, type Dispatcher, util } from "undici"
 import type { Meta } from "./classify.js"
 import {
   bodyFailure,
@@ -24,7 +24,7 @@ import {
   invalidUrl,
   requestFailure
 } from "./http.js"
-import { asyncUntil } from "./ownedDeadline.js"
+import { abortableUntil } from "./ownedDeadline.js"
 import type { Answer, ExchangeOptions, Opened, Transport } from "./transport.js"
 
 /** Pool settings of the direct transport. @internal */
@@ -157,48 +157,139 @@ const optionsOf = (
 })
 
 /**
- * Sends `request` with `signal` and reads its whole answer (a 2xx body within `maxBytes`, at most
- * `errorBodyLimit` of another), then calls `done` once.
+ * One JSON exchange on undici's dispatcher (its handler interface: no response stream, no
+ * `AbortSignal`): the head, a body bounded as it arrives (a 2xx one within `maxBytes`, at most
+ * `errorBodyLimit` of another), then `done` called once. {@link ExchangeHandler.abort} aborts the
+ * request (the interruption or deadline of the step).
  */
+class ExchangeHandler implements Dispatcher.DispatchHandlers {
+  private abortRequest: ((error?: Error) => void) | undefined = undefined
+  private settled = false
+  private status = 0
+  private headers: Headers.Headers | undefined = undefined
+  private parts: Array<Uint8Array> = []
+  private size = 0
+
+  constructor(
+    private readonly options: ExchangeOptions,
+    private readonly done: (result: Effect.Effect<Answer, ProviderError>) => void
+  ) {}
+
+  /** Aborts the request; `done` is not called after this. */
+  readonly abort = (): void => {
+    this.settled = true
+    this.parts = []
+    this.abortRequest?.()
+  }
+
+  onConnect(abort: (error?: Error) => void): void {
+    if (this.settled) abort()
+    else this.abortRequest = abort
+  }
+
+  onHeaders(status: number, rawHeaders: Array<Buffer> | null): boolean {
+    if (status < 200 || this.settled) return !this.settled
+    this.status = status
+    const headers = Headers.fromInput(rawHeaders === null ? {} : util.parseHeaders(rawHeaders))
+    this.headers = headers
+    const declared = Number(headers["content-length"])
+    // Larger than accepted by its own account: nothing is read, and the request is aborted.
+    if (isSuccess(status) && Number.isFinite(declared) && declared > this.options.maxBytes) return this.tooLarge()
+    return true
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.settled) return false
+    const success = isSuccess(this.status)
+    const limit = success ? this.options.maxBytes : errorBodyLimit
+    if (this.size + chunk.length > limit) {
+      if (success) return this.tooLarge()
+      // An error body is kept up to the limit, the rest not read.
+      this.parts.push(chunk.subarray(0, limit - this.size))
+      this.size = limit
+      this.finish()
+      this.abortSoon()
+      return false
+    }
+    this.parts.push(chunk)
+    this.size += chunk.length
+    return true
+  }
+
+  onComplete(): void {
+    this.finish()
+  }
+
+  onError(error: Error): void {
+    if (this.settled) return
+    this.settled = true
+    this.parts = []
+    const headers = this.headers
+    const provider = this.options.provider
+    if (headers === undefined) return this.done(Effect.fail(requestFailure(provider, error)))
+    const status = this.status
+    if (!isSuccess(status)) return this.done(Effect.succeed({ status, headers, body: undefined }))
+    const meta: Meta = { httpStatus: status, requestId: this.options.requestId(headers) }
+    this.done(Effect.fail(bodyFailure(provider, error, status, meta)))
+  }
+
+  /** Settles with the body read so far. */
+  private finish(): void {
+    if (this.settled || this.headers === undefined) return
+    this.settled = true
+    const body = decoder.decode(concatBytes(this.parts, this.size))
+    this.parts = []
+    this.done(Effect.succeed({ status: this.status, headers: this.headers, body }))
+  }
+
+  /** A 2xx body larger than `maxBytes`: `invalid_output`, the request aborted. */
+  private tooLarge(): false {
+    this.settled = true
+    this.parts = []
+    const headers = this.headers ?? Headers.empty
+    const meta: Meta = { httpStatus: this.status, requestId: this.options.requestId(headers) }
+    this.done(Effect.fail(bodyTooLarge(this.options.provider, this.options.maxBytes, meta)))
+    this.abortSoon()
+    return false
+  }
+
+  /** Aborts the request once undici's parser has returned (not from inside its callback). */
+  private abortSoon(): void {
+    const abort = this.abortRequest
+    if (abort !== undefined) queueMicrotask(() => abort())
+  }
+}
+
+/** undici's dispatch options for `request` to `target`. */
+const dispatchOptionsOf = (
+  request: HttpClientRequest.HttpClientRequest,
+  target: Target
+): Dispatcher.DispatchOptions => ({
+  origin: target.url.origin,
+  path: target.url.pathname + target.url.search,
+  method: request.method,
+  headers: request.headers,
+  body: target.body,
+  // The attempt's bound cuts a request (it is aborted), as with the platform client.
+  headersTimeout: 60 * 60 * 1000,
+  bodyTimeout: 0
+})
+
+/** Starts one exchange; returns how to abort it. */
 const startExchange = (
   dispatcher: Dispatcher,
   request: HttpClientRequest.HttpClientRequest,
   target: Target,
   options: ExchangeOptions,
-  signal: AbortSignal,
   done: (result: Effect.Effect<Answer, ProviderError>) => void
-): void => {
-  const provider = options.provider
-  dispatcher.request(optionsOf(request, target, signal), (error, response) => {
-    if (error !== null) return done(Effect.fail(requestFailure(provider, error)))
-    const status = response.statusCode
-    const headers = Headers.fromInput(response.headers)
-    const declared = Number(headers["content-length"])
-    if (!isSuccess(status)) {
-      return collect(response.body, declared, errorBodyLimit, true, (failed, bytes) =>
-        done(
-          Effect.succeed({
-            status,
-            headers,
-            body: failed !== undefined || bytes === undefined ? undefined : decoder.decode(bytes)
-          })
-        )
-      )
-    }
-    collect(response.body, declared, options.maxBytes, false, (failed, bytes) => {
-      if (failed !== undefined || bytes === undefined) {
-        const meta: Meta = { httpStatus: status, requestId: options.requestId(headers) }
-        return done(
-          Effect.fail(
-            failed !== undefined
-              ? bodyFailure(provider, failed, status, meta)
-              : bodyTooLarge(provider, options.maxBytes, meta)
-          )
-        )
-      }
-      done(Effect.succeed({ status, headers, body: decoder.decode(bytes) }))
-    })
-  })
+): (() => void) => {
+  const handler = new ExchangeHandler(options, done)
+  try {
+    dispatcher.dispatch(dispatchOptionsOf(request, target), handler)
+  } catch (error) {
+    handler.onError(error instanceof Error ? error : new Error(String(error)))
+  }
+  return handler.abort
 }
 
 /** One request and its whole answer, as one asynchronous step. */
@@ -209,9 +300,8 @@ const exchangeAsync = (
   options: ExchangeOptions
 ): Effect.Effect<Answer, ProviderError> =>
   Effect.async<Answer, ProviderError>((resume) => {
-    const controller = new AbortController()
-    startExchange(dispatcher, request, target, options, controller.signal, resume)
-    return Effect.sync(() => controller.abort())
+    const abort = startExchange(dispatcher, request, target, options, resume)
+    return Effect.sync(abort)
   })
 
 /** One request, up to its head. */
@@ -326,8 +416,8 @@ export const fromDispatcher = (dispatcher: Dispatcher): Transport => ({
     Effect.withFiberRuntime((fiber) => {
       const target = targetOf(request, options.provider)
       if (Either.isLeft(target)) return Effect.fail(target.left)
-      const step = asyncUntil<Answer, ProviderError>(until, (signal, done) =>
-        startExchange(dispatcher, request, target.right, options, signal, done)
+      const step = abortableUntil<Answer, ProviderError>(until, (done) =>
+        startExchange(dispatcher, request, target.right, options, done)
       )
       return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
     }),
