@@ -23,7 +23,7 @@ import { spawn } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import { createInterface } from "node:readline"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { answerText, command, requestFor, target } from "./fixtures.js"
 
 /** A subject: `calls` calls with `concurrency` in flight. */
@@ -109,7 +109,10 @@ const loop = async (baseUrl: string, concurrency: number, calls: number, profile
 
 const ab = async (baseUrl: string, before: string, after: string, rounds: number, calls: number) => {
   const load = async (path: string): Promise<Subject> => {
-    const module: { readonly makeSubject: (url: string) => Promise<Subject> } = await import(path)
+    // A query of its own: the bundle running this may be one of the two (its own instance is
+    // still evaluating, importing it would wait for itself).
+    const url = `${pathToFileURL(path).href}?subject`
+    const module: { readonly makeSubject: (url: string) => Promise<Subject> } = await import(url)
     return module.makeSubject(baseUrl)
   }
   const subjects = [await load(before), await load(after)] as const

@@ -22,7 +22,8 @@ import {
   encodeFailure,
   errorBodyLimit,
   invalidUrl,
-  requestFailure
+  requestFailure,
+  withSecretNames
 } from "./http.js"
 import { abortableUntil } from "./ownedDeadline.js"
 import type { Answer, ExchangeOptions, Opened, Transport } from "./transport.js"
@@ -372,7 +373,7 @@ const withClientSpan = <A extends { readonly status: number; readonly headers: H
   effect: Effect.Effect<A, ProviderError, R>
 ): Effect.Effect<A, ProviderError, R> => {
   const name = Context.get(fiber.currentContext, HttpClient.SpanNameGenerator)(request)
-  const redacted = fiber.getFiberRef(Headers.currentRedactedNames)
+  const redacted = withSecretNames(fiber.getFiberRef(Headers.currentRedactedNames))
   return Effect.useSpan(name, { kind: "client", captureStackTrace: false }, (span: Tracer.Span) => {
     span.attribute("http.request.method", request.method)
     span.attribute("server.address", url.origin)
