@@ -18,7 +18,8 @@
  */
 import * as OpenAi from "@modelgate/adapters/openai"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
-import { Effect, ManagedRuntime, Redacted } from "effect"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { spawn } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
@@ -34,7 +35,8 @@ export interface Subject {
 
 /** The OpenAI adapter over the adapters' default transport, calling `baseUrl`. */
 export const makeSubject = async (baseUrl: string): Promise<Subject> => {
-  const runtime = ManagedRuntime.make(HttpTransport.layerUndici())
+  // The HttpClient is there for `make`'s type: the transport in context is the one used.
+  const runtime = ManagedRuntime.make(Layer.merge(HttpTransport.layerUndici(), NodeHttpClient.layerUndici))
   const adapter = await runtime.runPromise(OpenAi.make({ baseUrl, apiKey: Redacted.make("sk-bench-not-a-secret") }))
   const t = target("model://openai/bench@eu", "openai")
   const request = requestFor(command("bench.http"), t)
@@ -86,7 +88,9 @@ const median = (values: ReadonlyArray<number>) => {
 
 /** Posts `method` on an inspector session. */
 const post = <A>(session: Session, method: string): Promise<A> =>
-  new Promise((resolve, reject) => session.post(method, (error, result) => (error ? reject(error) : resolve(result as A))))
+  new Promise((resolve, reject) =>
+    session.post(method, (error, result) => (error ? reject(error) : resolve(result as A)))
+  )
 
 const loop = async (baseUrl: string, concurrency: number, calls: number, profile: string | undefined) => {
   const subject = await makeSubject(baseUrl)

@@ -35,36 +35,34 @@ const inputs = <A>(schema: Schema.Schema<A, A>): fc.Arbitrary<unknown> => {
   return fc.oneof(valid, nearMiss, nearMiss, fc.jsonValue({ maxDepth: 3 }))
 }
 
-const wires = [
-  ["Chat Completions completion", CompletionWire],
-  ["Chat Completions chunk", ChunkWire],
-  ["Anthropic message", MessageWire],
-  ["Anthropic stream event", EventWire],
-  ["Gemini response", ResponseWire]
-] as const
+/** The guard of `schema` answers as its decoding does, over valid values, near misses and any JSON. */
+const agrees = <A>(name: string, schema: Schema.Schema<A, A>) =>
+  it(`${name}: compiled, and accepts exactly what the schema decodes`, () => {
+    assert.isTrue(compiles(schema))
+    const is = guard(schema)
+    const decode = Schema.decodeUnknownEither(schema)
+    let accepted = 0
+    let refused = 0
+    fc.assert(
+      fc.property(inputs(schema), (input) => {
+        const expected = Either.isRight(decode(input))
+        if (expected) accepted++
+        else refused++
+        assert.strictEqual(is(input), expected, JSON.stringify(input))
+      }),
+      { numRuns: 2_000, seed: 27 }
+    )
+    // Both sides of the question were asked.
+    assert.isAbove(accepted, 100)
+    assert.isAbove(refused, 100)
+  })
 
 describe("wire guards: the same answers as decoding the schema", () => {
-  for (const [name, schema] of wires) {
-    it(`${name}: compiled, and accepts exactly what the schema decodes`, () => {
-      assert.isTrue(compiles(schema))
-      const is = guard<unknown>(schema)
-      const decode = Schema.decodeUnknownEither(schema)
-      let accepted = 0
-      let refused = 0
-      fc.assert(
-        fc.property(inputs(schema), (input) => {
-          const expected = Either.isRight(decode(input))
-          if (expected) accepted++
-          else refused++
-          assert.strictEqual(is(input), expected, JSON.stringify(input))
-        }),
-        { numRuns: 2_000, seed: 27 }
-      )
-      // Both sides of the question were asked.
-      assert.isAbove(accepted, 100)
-      assert.isAbove(refused, 100)
-    })
-  }
+  agrees("Chat Completions completion", CompletionWire)
+  agrees("Chat Completions chunk", ChunkWire)
+  agrees("Anthropic message", MessageWire)
+  agrees("Anthropic stream event", EventWire)
+  agrees("Gemini response", ResponseWire)
 
   it("a schema with a refinement is checked by decoding it", () => {
     const schema = Schema.Struct({ n: Schema.Int })

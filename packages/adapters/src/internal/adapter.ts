@@ -153,8 +153,9 @@ export const exchangeJson = <A extends { readonly rateLimit?: RateLimitHeadroom 
   maxBytes: number,
   decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>
 ): Effect.Effect<A, ProviderError> =>
-  Effect.flatMap(http.exchange(httpRequest, { provider: codec.provider, maxBytes, requestId: codec.requestId }), (answer) =>
-    answerOf(codec, answer, decodeBody)
+  Effect.flatMap(
+    http.exchange(httpRequest, { provider: codec.provider, maxBytes, requestId: codec.requestId }),
+    (answer) => answerOf(codec, answer, decodeBody)
   )
 
 /**

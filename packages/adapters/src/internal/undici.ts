@@ -1,7 +1,8 @@
 /**
  * The direct transport: `undici` requests on a pooled `Dispatcher`, no `@effect/platform` client in
- * between. A JSON exchange is one `Effect.async` step (request, head, bounded body) whose
- * interruption aborts the request, and which can own the attempt's deadline (`exchangeUntil`: one
+ * between. A JSON exchange is one `Effect.async` step (request, head, bounded body) on undici's
+ * dispatch handler interface (no response stream, no `AbortSignal`), whose interruption aborts the
+ * request, and which can own the attempt's deadline (`exchangeUntil`: one
  * native timer aborting the request, see `ownedDeadline.ts`); a stream's body is read as it arrives. The answers, the size
  * limits and the classified errors are those of the `HttpClient` transport (`transport.ts`); when a
  * tracer is installed, the exchange gets a client span with the platform client's name, attributes
@@ -12,7 +13,7 @@
 import { Headers, HttpClient, type HttpClientRequest, UrlParams } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Fiber, Scope, Tracer } from "effect"
-import { Context, Effect, Either, FiberRef, Stream } from "effect"
+import { Context, Effect, Either, FiberRef, Option, Stream } from "effect"
 import { Agent, type Dispatcher, util } from "undici"
 import type { Meta } from "./classify.js"
 import {
@@ -65,27 +66,57 @@ const isSuccess = (status: number) => status >= 200 && status < 300
 
 const noop = () => {}
 
-/** Where a request goes and what it carries, or why it cannot be sent. */
-interface Target {
+/** A parsed endpoint: its URL, and the origin and path undici is given. */
+interface Endpoint {
   readonly url: URL
+  readonly origin: string
+  readonly path: string
+}
+
+/** Most endpoints a transport keeps parsed (an adapter sends to a handful). */
+const maxEndpoints = 64
+
+/** The endpoints a transport sent to, each URL parsed once (those without URL parameters or hash). */
+class Endpoints {
+  private readonly parsed = new Map<string, Endpoint>()
+
+  of(request: HttpClientRequest.HttpClientRequest): Endpoint | undefined {
+    const plain = request.urlParams.length === 0 && Option.isNone(request.hash)
+    const known = plain ? this.parsed.get(request.url) : undefined
+    if (known !== undefined) return known
+    const url = UrlParams.makeUrl(request.url, request.urlParams, request.hash)
+    if (Either.isLeft(url)) return undefined
+    const endpoint: Endpoint = { url: url.right, origin: url.right.origin, path: url.right.pathname + url.right.search }
+    if (plain) {
+      if (this.parsed.size >= maxEndpoints) this.parsed.clear()
+      this.parsed.set(request.url, endpoint)
+    }
+    return endpoint
+  }
+}
+
+/** Where a request goes and what it carries, or why it cannot be sent. */
+interface Target extends Endpoint {
   readonly body: Uint8Array | string | null
 }
 
 const targetOf = (
+  endpoints: Endpoints,
   request: HttpClientRequest.HttpClientRequest,
   provider: string
 ): Either.Either<Target, ProviderError> => {
-  const url = UrlParams.makeUrl(request.url, request.urlParams, request.hash)
-  if (Either.isLeft(url)) return Either.left(invalidUrl(provider))
+  const endpoint = endpoints.of(request)
+  if (endpoint === undefined) return Either.left(invalidUrl(provider))
+  const { url, origin, path } = endpoint
   const body = request.body
   switch (body._tag) {
     case "Empty":
-      return Either.right({ url: url.right, body: null })
+      return Either.right({ url, origin, path, body: null })
     case "Uint8Array":
-      return Either.right({ url: url.right, body: body.body })
+      return Either.right({ url, origin, path, body: body.body })
     case "Raw":
       return typeof body.body === "string" || body.body instanceof Uint8Array
-        ? Either.right({ url: url.right, body: body.body })
+        ? Either.right({ url, origin, path, body: body.body })
         : Either.left(encodeFailure(provider))
     default:
       // Form data and streamed bodies: no adapter sends them.
@@ -146,8 +177,8 @@ const optionsOf = (
   target: Target,
   signal: AbortSignal
 ): Dispatcher.RequestOptions => ({
-  origin: target.url.origin,
-  path: target.url.pathname + target.url.search,
+  origin: target.origin,
+  path: target.path,
   method: request.method,
   headers: request.headers,
   body: target.body,
@@ -227,11 +258,13 @@ class ExchangeHandler implements Dispatcher.DispatchHandlers {
     this.parts = []
     const headers = this.headers
     const provider = this.options.provider
-    if (headers === undefined) return this.done(Effect.fail(requestFailure(provider, error)))
     const status = this.status
-    if (!isSuccess(status)) return this.done(Effect.succeed({ status, headers, body: undefined }))
-    const meta: Meta = { httpStatus: status, requestId: this.options.requestId(headers) }
-    this.done(Effect.fail(bodyFailure(provider, error, status, meta)))
+    if (headers === undefined) this.done(Effect.fail(requestFailure(provider, error)))
+    else if (!isSuccess(status)) this.done(Effect.succeed({ status, headers, body: undefined }))
+    else {
+      const meta: Meta = { httpStatus: status, requestId: this.options.requestId(headers) }
+      this.done(Effect.fail(bodyFailure(provider, error, status, meta)))
+    }
   }
 
   /** Settles with the body read so far. */
@@ -266,8 +299,8 @@ const dispatchOptionsOf = (
   request: HttpClientRequest.HttpClientRequest,
   target: Target
 ): Dispatcher.DispatchOptions => ({
-  origin: target.url.origin,
-  path: target.url.pathname + target.url.search,
+  origin: target.origin,
+  path: target.path,
   method: request.method,
   headers: request.headers,
   body: target.body,
@@ -405,33 +438,36 @@ const withClientSpan = <A extends { readonly status: number; readonly headers: H
  *
  * @internal
  */
-export const fromDispatcher = (dispatcher: Dispatcher): Transport => ({
-  exchange: (request, options) =>
-    Effect.withFiberRuntime((fiber) => {
-      const target = targetOf(request, options.provider)
-      if (Either.isLeft(target)) return Effect.fail(target.left)
-      const step = exchangeAsync(dispatcher, request, target.right, options)
-      return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
-    }),
-  exchangeUntil: (request, options, until) =>
-    Effect.withFiberRuntime((fiber) => {
-      const target = targetOf(request, options.provider)
-      if (Either.isLeft(target)) return Effect.fail(target.left)
-      const step = abortableUntil<Answer, ProviderError>(until, (done) =>
-        startExchange(dispatcher, request, target.right, options, done)
-      )
-      return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
-    }),
-  open: (request, provider) =>
-    Effect.withFiberRuntime((fiber) => {
-      const target = targetOf(request, provider)
-      if (Either.isLeft(target)) return Effect.fail(target.left)
-      const head = Effect.uninterruptibleMask((restore) =>
-        Effect.tap(restore(headAsync(dispatcher, request, target.right, provider)), (response) =>
-          Effect.addFinalizer(() => Effect.sync(() => response.body.destroy()))
+export const fromDispatcher = (dispatcher: Dispatcher): Transport => {
+  const endpoints = new Endpoints()
+  return {
+    exchange: (request, options) =>
+      Effect.withFiberRuntime((fiber) => {
+        const target = targetOf(endpoints, request, options.provider)
+        if (Either.isLeft(target)) return Effect.fail(target.left)
+        const step = exchangeAsync(dispatcher, request, target.right, options)
+        return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
+      }),
+    exchangeUntil: (request, options, until) =>
+      Effect.withFiberRuntime((fiber) => {
+        const target = targetOf(endpoints, request, options.provider)
+        if (Either.isLeft(target)) return Effect.fail(target.left)
+        const step = abortableUntil<Answer, ProviderError>(until, (done) =>
+          startExchange(dispatcher, request, target.right, options, done)
         )
-      )
-      const step = Effect.map(head, (response) => openedOf(response, provider))
-      return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
-    })
-})
+        return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
+      }),
+    open: (request, provider) =>
+      Effect.withFiberRuntime((fiber) => {
+        const target = targetOf(endpoints, request, provider)
+        if (Either.isLeft(target)) return Effect.fail(target.left)
+        const head = Effect.uninterruptibleMask((restore) =>
+          Effect.tap(restore(headAsync(dispatcher, request, target.right, provider)), (response) =>
+            Effect.addFinalizer(() => Effect.sync(() => response.body.destroy()))
+          )
+        )
+        const step = Effect.map(head, (response) => openedOf(response, provider))
+        return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
+      })
+  }
+}

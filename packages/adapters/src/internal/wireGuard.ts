@@ -9,7 +9,7 @@
  *
  * @internal
  */
-import { Either, Schema, SchemaAST } from "effect"
+import { Either, Schema, type SchemaAST } from "effect"
 
 type Check = (input: unknown) => boolean
 
