@@ -14,13 +14,13 @@ import type {
   ProviderStreamEvent,
   RateLimitHeadroom
 } from "@modelgate/core/ProviderAdapter"
-import { Clock, Effect, Either, Option, Stream } from "effect"
+import { Clock, Effect, Either, type Option, Stream } from "effect"
 import type { Meta } from "./classify.js"
 import { invalidOutput } from "./classify.js"
 import { AnswerSoFar, checkAnswer } from "./answerCheck.js"
 import type { EchoRules } from "./echo.js"
 import * as Echo from "./echo.js"
-import { defaultMaxResponseBytes, parseJson, parseJsonOrUndefined, withRedactedSecrets } from "./http.js"
+import { defaultMaxResponseBytes, parseJson, parseJsonOrUndefined } from "./http.js"
 import type { StreamMachine } from "./sse.js"
 import { rateLimitFromHeaders } from "./rateLimit.js"
 import { decode, defaultMaxEventBytes } from "./sse.js"
@@ -108,7 +108,26 @@ export const limitOr = (value: number | undefined, fallback: number): number =>
 
 /**
  * A non-2xx answer as the provider's `ProviderError` (the codec's classification of its status,
- * headers and error body).
+ * headers and error body), at the epoch-ms instant `nowMs`.
+ *
+ * @internal
+ */
+export const statusFailure = (
+  codec: Pick<Codec, "classifyError" | "requestId">,
+  response: { readonly status: number; readonly headers: Headers.Headers },
+  text: string | undefined,
+  nowMs: number
+): ProviderError =>
+  codec.classifyError({
+    status: response.status,
+    headers: response.headers,
+    body: parseJsonOrUndefined(text),
+    nowMs,
+    requestId: codec.requestId(response.headers)
+  })
+
+/**
+ * {@link statusFailure} at the `Clock`'s instant.
  *
  * @internal
  */
@@ -117,22 +136,13 @@ export const failStatus = (
   response: { readonly status: number; readonly headers: Headers.Headers },
   text: string | undefined
 ): Effect.Effect<never, ProviderError> =>
-  Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
-    Effect.fail(
-      codec.classifyError({
-        status: response.status,
-        headers: response.headers,
-        body: parseJsonOrUndefined(text),
-        nowMs,
-        requestId: codec.requestId(response.headers)
-      })
-    )
-  )
+  Effect.clockWith((clock) => Effect.fail(statusFailure(codec, response, text, clock.unsafeCurrentTimeMillis())))
 
 /**
- * One JSON request and its JSON answer: sent with credentials redacted from errors; a non-2xx
- * answer classified ({@link failStatus}); the body read within `maxBytes` and parsed (not JSON:
- * `invalid_output`), decoded by `decode`; the answer's rate-limit headers attached.
+ * One JSON request and its JSON answer (the transport keeps credentials and response header
+ * values out of its spans): a non-2xx answer classified ({@link statusFailure}); the body read
+ * within `maxBytes` and parsed (not JSON: `invalid_output`), decoded by `decode`; the answer's
+ * rate-limit headers attached.
  *
  * @internal
  */
@@ -144,13 +154,35 @@ export const exchangeJson = <A extends { readonly rateLimit?: RateLimitHeadroom 
   decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>
 ): Effect.Effect<A, ProviderError> =>
   Effect.flatMap(
-    withRedactedSecrets(http.exchange(httpRequest, { provider: codec.provider, maxBytes, requestId: codec.requestId })),
+    http.exchange(httpRequest, { provider: codec.provider, maxBytes, requestId: codec.requestId }),
     (answer) => answerOf(codec, answer, decodeBody)
   )
 
 /**
- * A whole answer as its decoded value: a non-2xx answer classified ({@link failStatus}), the body
- * parsed (not JSON: `invalid_output`) and decoded by `decode`, the rate-limit headers attached.
+ * A whole answer as its decoded value at the epoch-ms instant `nowMs`: a non-2xx answer classified
+ * ({@link statusFailure}), the body parsed (not JSON: `invalid_output`) and decoded by `decode`,
+ * the rate-limit headers attached.
+ *
+ * @internal
+ */
+export const settleAnswer = <A extends { readonly rateLimit?: RateLimitHeadroom | undefined }>(
+  codec: Pick<Codec, "provider" | "classifyError" | "requestId">,
+  answer: Answer,
+  decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>,
+  nowMs: number
+): Either.Either<A, ProviderError> => {
+  if (!isSuccess(answer.status)) return Either.left(statusFailure(codec, answer, answer.body, nowMs))
+  const meta: Meta = { httpStatus: answer.status, requestId: codec.requestId(answer.headers) }
+  const json = parseJson(answer.body ?? "")
+  if (Either.isLeft(json)) return Either.left(invalidOutput(codec.provider, "response body is not JSON", meta))
+  const decoded = decodeBody(json.right, meta)
+  if (Either.isLeft(decoded)) return decoded
+  const rateLimit = rateLimitFromHeaders(answer.headers, nowMs)
+  return rateLimit === undefined ? decoded : Either.right({ ...decoded.right, rateLimit })
+}
+
+/**
+ * {@link settleAnswer} at the `Clock`'s instant.
  *
  * @internal
  */
@@ -159,15 +191,7 @@ export const answerOf = <A extends { readonly rateLimit?: RateLimitHeadroom | un
   answer: Answer,
   decodeBody: (json: unknown, meta: Meta) => Either.Either<A, ProviderError>
 ): Effect.Effect<A, ProviderError> =>
-  Effect.gen(function* () {
-    if (!isSuccess(answer.status)) return yield* failStatus(codec, answer, answer.body)
-    const meta: Meta = { httpStatus: answer.status, requestId: codec.requestId(answer.headers) }
-    const json = parseJson(answer.body ?? "")
-    if (Either.isLeft(json)) return yield* Effect.fail(invalidOutput(codec.provider, "response body is not JSON", meta))
-    const decoded = yield* decodeBody(json.right, meta)
-    const rateLimit = rateLimitFromHeaders(answer.headers, yield* Clock.currentTimeMillis)
-    return rateLimit === undefined ? decoded : { ...decoded, rateLimit }
-  })
+  Effect.clockWith((clock) => settleAnswer(codec, answer, decodeBody, clock.unsafeCurrentTimeMillis()))
 
 /**
  * Builds `generate` and `stream` for a codec.
@@ -210,45 +234,55 @@ export const makeAdapter = (http: Transport, raw: Codec, limits: Limits): Omit<P
 
   const echoError = (error: ProviderError) => Echo.checkError(rules, error)
 
-  const checkResponse = (request: ProviderRequest, response: ProviderResponse) => {
+  const checkResponse = (
+    request: ProviderRequest,
+    response: ProviderResponse
+  ): Either.Either<ProviderResponse, ProviderError> => {
     const problem = checkAnswer(provider, request, response, response, response.usage)
     return problem === undefined
-      ? Effect.succeed(Echo.checkAnswer(rules, request.target.model, response))
-      : Effect.fail(problem)
+      ? Either.right(Echo.checkAnswer(rules, request.target.model, response))
+      : Either.left(problem)
   }
 
-  const generate = (request: ProviderRequest): Effect.Effect<ProviderResponse, ProviderError> =>
-    Effect.flatMap(codec.build(request, false), (httpRequest) =>
-      Effect.flatMap(exchangeJson(http, codec, httpRequest, maxResponseBytes, codec.decodeResponse), (response) =>
-        checkResponse(request, response)
-      )
-    ).pipe(Effect.mapError(echoError))
+  const exchangeOptions = { provider, maxBytes: maxResponseBytes, requestId: codec.requestId }
+
+  /** A whole answer to `request` as its checked response, at the `Clock`'s instant. */
+  const settle = (request: ProviderRequest, answer: Answer): Effect.Effect<ProviderResponse, ProviderError> =>
+    Effect.clockWith((clock) => {
+      const response = settleAnswer(codec, answer, codec.decodeResponse, clock.unsafeCurrentTimeMillis())
+      return Either.isLeft(response) ? response : checkResponse(request, response.right)
+    })
+
+  const generate = (request: ProviderRequest): Effect.Effect<ProviderResponse, ProviderError> => {
+    const built = codec.build(request, false)
+    if (Either.isLeft(built)) return Effect.fail(echoError(built.left))
+    return Effect.mapError(
+      Effect.flatMap(http.exchange(built.right, exchangeOptions), (answer) => settle(request, answer)),
+      echoError
+    )
+  }
 
   // The attempt's deadline owned by the transport (one timer aborting the request), when it can.
   const exchangeUntil = http.exchangeUntil
-  const exchangeOptions = { provider, maxBytes: maxResponseBytes, requestId: codec.requestId }
   const generateUntil =
     exchangeUntil === undefined
       ? undefined
-      : (request: ProviderRequest, until: number): Effect.Effect<Option.Option<ProviderResponse>, ProviderError> =>
-          Effect.flatMap(codec.build(request, false), (httpRequest) =>
-            Effect.flatMap(withRedactedSecrets(exchangeUntil(httpRequest, exchangeOptions, until)), (answer) =>
-              answer === undefined
-                ? Effect.succeedNone
-                : Effect.map(
-                    Effect.flatMap(answerOf(codec, answer, codec.decodeResponse), (response) =>
-                      checkResponse(request, response)
-                    ),
-                    Option.some
-                  )
-            )
-          ).pipe(Effect.mapError(echoError))
+      : (request: ProviderRequest, until: number): Effect.Effect<Option.Option<ProviderResponse>, ProviderError> => {
+          const built = codec.build(request, false)
+          if (Either.isLeft(built)) return Effect.fail(echoError(built.left))
+          return Effect.mapError(
+            Effect.flatMap(exchangeUntil(built.right, exchangeOptions, until), (answer) =>
+              answer === undefined ? Effect.succeedNone : Effect.asSome(settle(request, answer))
+            ),
+            echoError
+          )
+        }
 
   const stream = (request: ProviderRequest): Stream.Stream<ProviderStreamEvent, ProviderError> =>
     Stream.unwrapScoped(
       Effect.gen(function* () {
         const httpRequest = yield* codec.build(request, true)
-        const response = yield* withRedactedSecrets(http.open(httpRequest, provider))
+        const response = yield* http.open(httpRequest, provider)
         if (!isSuccess(response.status)) {
           return yield* failStatus(codec, response, yield* response.readErrorBody)
         }

@@ -23,6 +23,7 @@ import { streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, optionRefused, unmappable } from "./options.js"
 import { makeUsage, sum, WireCount } from "./usage.js"
 import { classifyError, classifyErrorAfter200 } from "./anthropicMessagesErrors.js"
+import { guard } from "./wireGuard.js"
 
 /** @internal */
 export interface Settings {
@@ -273,7 +274,8 @@ const BlockWire = Schema.Struct({
   input: Schema.optional(Schema.Unknown)
 })
 
-const MessageWire = Schema.Struct({
+/** A non-streamed message as read (exported for the guard's tests). @internal */
+export const MessageWire = Schema.Struct({
   id: Schema.optional(Schema.NullOr(Schema.String)),
   model: Schema.optional(Schema.NullOr(Schema.String)),
   content: Schema.Array(BlockWire),
@@ -281,7 +283,8 @@ const MessageWire = Schema.Struct({
   usage: Schema.optional(Schema.NullOr(UsageWire))
 })
 
-const EventWire = Schema.Struct({
+/** A stream event as read (exported for the guard's tests). @internal */
+export const EventWire = Schema.Struct({
   type: Schema.String,
   index: Schema.optional(Schema.Number),
   message: Schema.optional(
@@ -302,8 +305,8 @@ const EventWire = Schema.Struct({
   usage: Schema.optional(Schema.NullOr(UsageWire))
 })
 
-const decodeMessage = Schema.decodeUnknownEither(MessageWire)
-const decodeEvent = Schema.decodeUnknownEither(EventWire)
+const isMessage = guard(MessageWire)
+const isEvent = guard(EventWire)
 
 type UsageCounters = {
   input?: number | null | undefined
@@ -382,9 +385,8 @@ export const decodeResponse =
   (body: unknown, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
     if (stringField(body, "type") === "error")
       return Either.left(classifyErrorAfter200(provider, field(body, "error"), meta))
-    const decoded = decodeMessage(body)
-    if (Either.isLeft(decoded)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
-    const message = decoded.right
+    if (!isMessage(body)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
+    const message = body
     const counters: UsageCounters = {}
     mergeUsage(counters, message.usage)
     const usage = message.usage == null ? undefined : toUsage(counters)
@@ -476,9 +478,8 @@ export const streamMachine =
           const nested = field(json.right, "error")
           return classifyErrorAfter200(provider, isRecord(nested) ? nested : json.right, meta, usage())
         }
-        const decoded = decodeEvent(json.right)
-        if (Either.isLeft(decoded)) return invalidOutput(provider, "unexpected stream event shape", meta, usage())
-        const event = decoded.right
+        const event = json.right
+        if (!isEvent(event)) return invalidOutput(provider, "unexpected stream event shape", meta, usage())
         switch (event.type) {
           case "message_start": {
             // A second message in one body (a spliced or replayed stream) is not one answer.

@@ -21,6 +21,7 @@ import { parseJson } from "./http.js"
 import type { Step, StreamMachine } from "./sse.js"
 import { findBareError } from "./sse.js"
 import { streamTruncated } from "./wireError.js"
+import { guard } from "./wireGuard.js"
 import { addProviderOptions, firstSet, LogitBias, unmappable } from "./options.js"
 import { count, makeUsage, sum, WireCount } from "./usage.js"
 import { errorObject, classifyError, classifyErrorAfter200 } from "./chatCompletionsErrors.js"
@@ -224,7 +225,8 @@ const ToolCallWire = Schema.Struct({
   )
 })
 
-const CompletionWire = Schema.Struct({
+/** A non-streamed completion as read (exported for the guard's tests). @internal */
+export const CompletionWire = Schema.Struct({
   id: Schema.optional(Schema.NullOr(Schema.String)),
   model: Schema.optional(Schema.NullOr(Schema.String)),
   system_fingerprint: Schema.optional(Schema.NullOr(Schema.String)),
@@ -241,7 +243,8 @@ const CompletionWire = Schema.Struct({
   usage: Schema.optional(Schema.NullOr(UsageWire))
 })
 
-const ChunkWire = Schema.Struct({
+/** A stream chunk as read (exported for the guard's tests). @internal */
+export const ChunkWire = Schema.Struct({
   id: Schema.optional(Schema.NullOr(Schema.String)),
   model: Schema.optional(Schema.NullOr(Schema.String)),
   system_fingerprint: Schema.optional(Schema.NullOr(Schema.String)),
@@ -267,8 +270,8 @@ const ChunkWire = Schema.Struct({
   usage: Schema.optional(Schema.NullOr(UsageWire))
 })
 
-const decodeCompletion = Schema.decodeUnknownEither(CompletionWire)
-const decodeChunk = Schema.decodeUnknownEither(ChunkWire)
+const isCompletion = guard(CompletionWire)
+const isChunk = guard(ChunkWire)
 
 /**
  * Usage of a completion. Where `total_tokens` shows reasoning counted outside `completion_tokens`
@@ -331,9 +334,8 @@ export const decodeResponse =
   (body: unknown, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
     const error = errorObject(body)
     if (error !== undefined) return Either.left(classifyErrorAfter200(provider, error, meta))
-    const decoded = decodeCompletion(body)
-    if (Either.isLeft(decoded)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
-    const completion = decoded.right
+    if (!isCompletion(body)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
+    const completion = body
     const usage = toUsage(completion.usage)
     const choice = completion.choices[0]
     if (choice === undefined) return Either.left(invalidOutput(provider, "response has no choices", meta, usage))
@@ -435,9 +437,8 @@ export const streamMachine =
         }
         const error = errorObject(json.right) ?? (event.event === "error" ? json.right : undefined)
         if (error !== undefined) return classifyErrorAfter200(provider, error, meta)
-        const decoded = decodeChunk(json.right)
-        if (Either.isLeft(decoded)) return invalidOutput(provider, "unexpected stream chunk shape", meta, usage)
-        const chunk = decoded.right
+        const chunk = json.right
+        if (!isChunk(chunk)) return invalidOutput(provider, "unexpected stream chunk shape", meta, usage)
         if (chunk.model != null && chunk.model !== "") {
           if (model != null && model !== chunk.model) return broken("the model changed mid-stream")
           model = chunk.model

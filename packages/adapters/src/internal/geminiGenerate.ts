@@ -24,6 +24,7 @@ import { streamTruncated } from "./wireError.js"
 import { addProviderOptions, firstSet, optionRefused, unmappable } from "./options.js"
 import { makeUsage, sum, WireCount } from "./usage.js"
 import { classifyError, classifyErrorAfter200 } from "./geminiGenerateErrors.js"
+import { guard } from "./wireGuard.js"
 
 /** @internal */
 export interface Settings {
@@ -241,7 +242,8 @@ const PartWire = Schema.Struct({
   )
 })
 
-const ResponseWire = Schema.Struct({
+/** A response or stream chunk as read (exported for the guard's tests). @internal */
+export const ResponseWire = Schema.Struct({
   candidates: Schema.optional(
     Schema.NullOr(
       Schema.Array(
@@ -282,7 +284,7 @@ const ResponseWire = Schema.Struct({
 
 type ResponseWire = typeof ResponseWire.Type
 
-const decodeWire = Schema.decodeUnknownEither(ResponseWire)
+const isWire = guard(ResponseWire)
 
 const toUsage = (usage: ResponseWire["usageMetadata"]): Usage | undefined =>
   usage == null
@@ -401,9 +403,8 @@ export const decodeResponse =
   (body: unknown, meta: Meta): Either.Either<ProviderResponse, ProviderError> => {
     const error = field(body, "error")
     if (isRecord(error)) return Either.left(classifyErrorAfter200(provider, error, meta))
-    const decoded = decodeWire(body)
-    if (Either.isLeft(decoded)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
-    const wire = decoded.right
+    if (!isWire(body)) return Either.left(invalidOutput(provider, "unexpected response shape", meta))
+    const wire = body
     const usage = toUsage(wire.usageMetadata)
     const acc: Accumulated = { text: undefined, calls: [] }
     accumulate(acc, wire)
@@ -443,9 +444,8 @@ export const streamMachine =
         if (Either.isLeft(json)) return invalidOutput(provider, "stream chunk is not JSON", meta, usage)
         const error = field(json.right, "error")
         if (isRecord(error)) return classifyErrorAfter200(provider, error, meta, usage)
-        const decoded = decodeWire(json.right)
-        if (Either.isLeft(decoded)) return invalidOutput(provider, "unexpected stream chunk shape", meta, usage)
-        const wire = decoded.right
+        const wire = json.right
+        if (!isWire(wire)) return invalidOutput(provider, "unexpected stream chunk shape", meta, usage)
         if (wire.usageMetadata != null) usage = toUsage(wire.usageMetadata)
         if (wire.modelVersion != null) model = wire.modelVersion
         if (wire.promptFeedback?.blockReason != null) blockReason = wire.promptFeedback.blockReason

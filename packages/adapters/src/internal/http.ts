@@ -40,7 +40,20 @@ const anyHeader = /^/
  * @internal
  */
 export const withRedactedSecrets = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.locallyWith(effect, Headers.currentRedactedNames, (names) => [...names, ...secretHeaderNames, anyHeader])
+  Effect.locallyWith(effect, Headers.currentRedactedNames, withSecretNames)
+
+/**
+ * The redacted header names of an adapter's HTTP client span: `names` (the fiber's
+ * `Headers.currentRedactedNames`) plus the secrets and every response header (see
+ * {@link withRedactedSecrets}).
+ *
+ * @internal
+ */
+export const withSecretNames = (names: ReadonlyArray<string | RegExp>): ReadonlyArray<string | RegExp> => [
+  ...names,
+  ...secretHeaderNames,
+  anyHeader
+]
 
 /**
  * The client adapters use: no `traceparent` sent to vendors. Retries are the engine's, never here.

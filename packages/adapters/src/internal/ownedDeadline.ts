@@ -16,24 +16,24 @@ import { Effect } from "effect"
 const maxNativeDelay = 2 ** 31 - 1
 
 /**
- * Runs `start(signal, done)` as one `Effect.async` step: `done` settles it (once); at the epoch-ms
- * instant `until` (when given) the signal aborts and the step answers `undefined`. Interrupting the
- * step aborts the signal and clears the timer.
+ * Runs `start(done)` as one `Effect.async` step: `done` settles it (once); `start` returns how to
+ * abort its work. At the epoch-ms instant `until` (when given) the work is aborted and the step
+ * answers `undefined`. Interrupting the step aborts the work and clears the timer.
  *
  * @internal
  */
-export const asyncUntil = <A, E>(
+export const abortableUntil = <A, E>(
   until: number | undefined,
-  start: (signal: AbortSignal, done: (result: Effect.Effect<A, E>) => void) => void
+  start: (done: (result: Effect.Effect<A, E>) => void) => () => void
 ): Effect.Effect<A | undefined, E> =>
   Effect.async<A | undefined, E>((resume) => {
-    const controller = new AbortController()
     let settled = false
     let timer: ReturnType<typeof setTimeout> | undefined
+    let abort: (() => void) | undefined
     const cut = () => {
       if (settled) return
       settled = true
-      controller.abort()
+      abort?.()
       resume(Effect.succeed(undefined))
     }
     if (until !== undefined) {
@@ -44,7 +44,7 @@ export const asyncUntil = <A, E>(
         Math.min(maxNativeDelay, Math.max(0, until - Date.now()))
       )
     }
-    start(controller.signal, (result) => {
+    abort = start((result) => {
       if (settled) return
       settled = true
       if (timer !== undefined) clearTimeout(timer)
@@ -53,6 +53,21 @@ export const asyncUntil = <A, E>(
     return Effect.sync(() => {
       settled = true
       if (timer !== undefined) clearTimeout(timer)
-      controller.abort()
+      abort?.()
     })
+  })
+
+/**
+ * {@link abortableUntil} for work that listens to an `AbortSignal`: `start(signal, done)`.
+ *
+ * @internal
+ */
+export const asyncUntil = <A, E>(
+  until: number | undefined,
+  start: (signal: AbortSignal, done: (result: Effect.Effect<A, E>) => void) => void
+): Effect.Effect<A | undefined, E> =>
+  abortableUntil<A, E>(until, (done) => {
+    const controller = new AbortController()
+    start(controller.signal, done)
+    return () => controller.abort()
   })

@@ -11,7 +11,7 @@ import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Scope } from "effect"
 import { Effect, Stream } from "effect"
 import type { Meta } from "./classify.js"
-import { readBody, readErrorBody, send, transportError } from "./http.js"
+import { readBody, readErrorBody, send, transportError, withRedactedSecrets } from "./http.js"
 
 /** What a JSON exchange reads of its answer. @internal */
 export interface ExchangeOptions {
@@ -49,7 +49,8 @@ export interface Opened {
 
 /**
  * How the adapters reach a provider. Neither implementation retries, follows the caller's trace
- * into the vendor (`traceparent`) or puts a header value in a span.
+ * into the vendor (`traceparent`) or puts a header value in a span (each redacts them itself: the
+ * callers do not).
  *
  * @internal
  */
@@ -96,7 +97,7 @@ const opened = (response: HttpClientResponse.HttpClientResponse, provider: strin
  */
 export const fromHttpClient = (http: HttpClient.HttpClient): Transport => ({
   exchange: (request, options) =>
-    Effect.flatMap(send(http, options.provider, request), (response) =>
+    Effect.flatMap(withRedactedSecrets(send(http, options.provider, request)), (response) =>
       isSuccess(response.status)
         ? Effect.map(
             readBody(response, options.provider, options.maxBytes, {
@@ -113,5 +114,6 @@ export const fromHttpClient = (http: HttpClient.HttpClient): Transport => ({
             (body): Answer => ({ status: response.status, headers: response.headers, body })
           )
     ),
-  open: (request, provider) => Effect.map(send(http, provider, request), (response) => opened(response, provider))
+  open: (request, provider) =>
+    Effect.map(withRedactedSecrets(send(http, provider, request)), (response) => opened(response, provider))
 })

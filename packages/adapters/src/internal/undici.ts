@@ -1,7 +1,8 @@
 /**
  * The direct transport: `undici` requests on a pooled `Dispatcher`, no `@effect/platform` client in
- * between. A JSON exchange is one `Effect.async` step (request, head, bounded body) whose
- * interruption aborts the request, and which can own the attempt's deadline (`exchangeUntil`: one
+ * between. A JSON exchange is one `Effect.async` step (request, head, bounded body) on undici's
+ * dispatch handler interface (no response stream, no `AbortSignal`), whose interruption aborts the
+ * request, and which can own the attempt's deadline (`exchangeUntil`: one
  * native timer aborting the request, see `ownedDeadline.ts`); a stream's body is read as it arrives. The answers, the size
  * limits and the classified errors are those of the `HttpClient` transport (`transport.ts`); when a
  * tracer is installed, the exchange gets a client span with the platform client's name, attributes
@@ -12,8 +13,8 @@
 import { Headers, HttpClient, type HttpClientRequest, UrlParams } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { Fiber, Scope, Tracer } from "effect"
-import { Context, Effect, Either, FiberRef, Stream } from "effect"
-import { Agent, type Dispatcher } from "undici"
+import { Context, Effect, Either, FiberRef, Option, Stream } from "effect"
+import { Agent, type Dispatcher, util } from "undici"
 import type { Meta } from "./classify.js"
 import {
   bodyFailure,
@@ -22,9 +23,10 @@ import {
   encodeFailure,
   errorBodyLimit,
   invalidUrl,
-  requestFailure
+  requestFailure,
+  withSecretNames
 } from "./http.js"
-import { asyncUntil } from "./ownedDeadline.js"
+import { abortableUntil } from "./ownedDeadline.js"
 import type { Answer, ExchangeOptions, Opened, Transport } from "./transport.js"
 
 /** Pool settings of the direct transport. @internal */
@@ -64,27 +66,57 @@ const isSuccess = (status: number) => status >= 200 && status < 300
 
 const noop = () => {}
 
-/** Where a request goes and what it carries, or why it cannot be sent. */
-interface Target {
+/** A parsed endpoint: its URL, and the origin and path undici is given. */
+interface Endpoint {
   readonly url: URL
+  readonly origin: string
+  readonly path: string
+}
+
+/** Most endpoints a transport keeps parsed (an adapter sends to a handful). */
+const maxEndpoints = 64
+
+/** The endpoints a transport sent to, each URL parsed once (those without URL parameters or hash). */
+class Endpoints {
+  private readonly parsed = new Map<string, Endpoint>()
+
+  of(request: HttpClientRequest.HttpClientRequest): Endpoint | undefined {
+    const plain = request.urlParams.length === 0 && Option.isNone(request.hash)
+    const known = plain ? this.parsed.get(request.url) : undefined
+    if (known !== undefined) return known
+    const url = UrlParams.makeUrl(request.url, request.urlParams, request.hash)
+    if (Either.isLeft(url)) return undefined
+    const endpoint: Endpoint = { url: url.right, origin: url.right.origin, path: url.right.pathname + url.right.search }
+    if (plain) {
+      if (this.parsed.size >= maxEndpoints) this.parsed.clear()
+      this.parsed.set(request.url, endpoint)
+    }
+    return endpoint
+  }
+}
+
+/** Where a request goes and what it carries, or why it cannot be sent. */
+interface Target extends Endpoint {
   readonly body: Uint8Array | string | null
 }
 
 const targetOf = (
+  endpoints: Endpoints,
   request: HttpClientRequest.HttpClientRequest,
   provider: string
 ): Either.Either<Target, ProviderError> => {
-  const url = UrlParams.makeUrl(request.url, request.urlParams, request.hash)
-  if (Either.isLeft(url)) return Either.left(invalidUrl(provider))
+  const endpoint = endpoints.of(request)
+  if (endpoint === undefined) return Either.left(invalidUrl(provider))
+  const { url, origin, path } = endpoint
   const body = request.body
   switch (body._tag) {
     case "Empty":
-      return Either.right({ url: url.right, body: null })
+      return Either.right({ url, origin, path, body: null })
     case "Uint8Array":
-      return Either.right({ url: url.right, body: body.body })
+      return Either.right({ url, origin, path, body: body.body })
     case "Raw":
       return typeof body.body === "string" || body.body instanceof Uint8Array
-        ? Either.right({ url: url.right, body: body.body })
+        ? Either.right({ url, origin, path, body: body.body })
         : Either.left(encodeFailure(provider))
     default:
       // Form data and streamed bodies: no adapter sends them.
@@ -145,8 +177,8 @@ const optionsOf = (
   target: Target,
   signal: AbortSignal
 ): Dispatcher.RequestOptions => ({
-  origin: target.url.origin,
-  path: target.url.pathname + target.url.search,
+  origin: target.origin,
+  path: target.path,
   method: request.method,
   headers: request.headers,
   body: target.body,
@@ -157,48 +189,141 @@ const optionsOf = (
 })
 
 /**
- * Sends `request` with `signal` and reads its whole answer (a 2xx body within `maxBytes`, at most
- * `errorBodyLimit` of another), then calls `done` once.
+ * One JSON exchange on undici's dispatcher (its handler interface: no response stream, no
+ * `AbortSignal`): the head, a body bounded as it arrives (a 2xx one within `maxBytes`, at most
+ * `errorBodyLimit` of another), then `done` called once. {@link ExchangeHandler.abort} aborts the
+ * request (the interruption or deadline of the step).
  */
+class ExchangeHandler implements Dispatcher.DispatchHandlers {
+  private abortRequest: ((error?: Error) => void) | undefined = undefined
+  private settled = false
+  private status = 0
+  private headers: Headers.Headers | undefined = undefined
+  private parts: Array<Uint8Array> = []
+  private size = 0
+
+  constructor(
+    private readonly options: ExchangeOptions,
+    private readonly done: (result: Effect.Effect<Answer, ProviderError>) => void
+  ) {}
+
+  /** Aborts the request; `done` is not called after this. */
+  readonly abort = (): void => {
+    this.settled = true
+    this.parts = []
+    this.abortRequest?.()
+  }
+
+  onConnect(abort: (error?: Error) => void): void {
+    if (this.settled) abort()
+    else this.abortRequest = abort
+  }
+
+  onHeaders(status: number, rawHeaders: Array<Buffer> | null): boolean {
+    if (status < 200 || this.settled) return !this.settled
+    this.status = status
+    const headers = Headers.fromInput(rawHeaders === null ? {} : util.parseHeaders(rawHeaders))
+    this.headers = headers
+    const declared = Number(headers["content-length"])
+    // Larger than accepted by its own account: nothing is read, and the request is aborted.
+    if (isSuccess(status) && Number.isFinite(declared) && declared > this.options.maxBytes) return this.tooLarge()
+    return true
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.settled) return false
+    const success = isSuccess(this.status)
+    const limit = success ? this.options.maxBytes : errorBodyLimit
+    if (this.size + chunk.length > limit) {
+      if (success) return this.tooLarge()
+      // An error body is kept up to the limit, the rest not read.
+      this.parts.push(chunk.subarray(0, limit - this.size))
+      this.size = limit
+      this.finish()
+      this.abortSoon()
+      return false
+    }
+    this.parts.push(chunk)
+    this.size += chunk.length
+    return true
+  }
+
+  onComplete(): void {
+    this.finish()
+  }
+
+  onError(error: Error): void {
+    if (this.settled) return
+    this.settled = true
+    this.parts = []
+    const headers = this.headers
+    const provider = this.options.provider
+    const status = this.status
+    if (headers === undefined) this.done(Effect.fail(requestFailure(provider, error)))
+    else if (!isSuccess(status)) this.done(Effect.succeed({ status, headers, body: undefined }))
+    else {
+      const meta: Meta = { httpStatus: status, requestId: this.options.requestId(headers) }
+      this.done(Effect.fail(bodyFailure(provider, error, status, meta)))
+    }
+  }
+
+  /** Settles with the body read so far. */
+  private finish(): void {
+    if (this.settled || this.headers === undefined) return
+    this.settled = true
+    const body = decoder.decode(concatBytes(this.parts, this.size))
+    this.parts = []
+    this.done(Effect.succeed({ status: this.status, headers: this.headers, body }))
+  }
+
+  /** A 2xx body larger than `maxBytes`: `invalid_output`, the request aborted. */
+  private tooLarge(): false {
+    this.settled = true
+    this.parts = []
+    const headers = this.headers ?? Headers.empty
+    const meta: Meta = { httpStatus: this.status, requestId: this.options.requestId(headers) }
+    this.done(Effect.fail(bodyTooLarge(this.options.provider, this.options.maxBytes, meta)))
+    this.abortSoon()
+    return false
+  }
+
+  /** Aborts the request once undici's parser has returned (not from inside its callback). */
+  private abortSoon(): void {
+    const abort = this.abortRequest
+    if (abort !== undefined) queueMicrotask(() => abort())
+  }
+}
+
+/** undici's dispatch options for `request` to `target`. */
+const dispatchOptionsOf = (
+  request: HttpClientRequest.HttpClientRequest,
+  target: Target
+): Dispatcher.DispatchOptions => ({
+  origin: target.origin,
+  path: target.path,
+  method: request.method,
+  headers: request.headers,
+  body: target.body,
+  // The attempt's bound cuts a request (it is aborted), as with the platform client.
+  headersTimeout: 60 * 60 * 1000,
+  bodyTimeout: 0
+})
+
+/** Starts one exchange; returns how to abort it. */
 const startExchange = (
   dispatcher: Dispatcher,
   request: HttpClientRequest.HttpClientRequest,
   target: Target,
   options: ExchangeOptions,
-  signal: AbortSignal,
   done: (result: Effect.Effect<Answer, ProviderError>) => void
-): void => {
-  const provider = options.provider
-  dispatcher.request(optionsOf(request, target, signal), (error, response) => {
-    if (error !== null) return done(Effect.fail(requestFailure(provider, error)))
-    const status = response.statusCode
-    const headers = Headers.fromInput(response.headers)
-    const declared = Number(headers["content-length"])
-    if (!isSuccess(status)) {
-      return collect(response.body, declared, errorBodyLimit, true, (failed, bytes) =>
-        done(
-          Effect.succeed({
-            status,
-            headers,
-            body: failed !== undefined || bytes === undefined ? undefined : decoder.decode(bytes)
-          })
-        )
-      )
-    }
-    collect(response.body, declared, options.maxBytes, false, (failed, bytes) => {
-      if (failed !== undefined || bytes === undefined) {
-        const meta: Meta = { httpStatus: status, requestId: options.requestId(headers) }
-        return done(
-          Effect.fail(
-            failed !== undefined
-              ? bodyFailure(provider, failed, status, meta)
-              : bodyTooLarge(provider, options.maxBytes, meta)
-          )
-        )
-      }
-      done(Effect.succeed({ status, headers, body: decoder.decode(bytes) }))
-    })
-  })
+): (() => void) => {
+  const handler = new ExchangeHandler(options, done)
+  try {
+    dispatcher.dispatch(dispatchOptionsOf(request, target), handler)
+  } catch (error) {
+    handler.onError(error instanceof Error ? error : new Error(String(error)))
+  }
+  return handler.abort
 }
 
 /** One request and its whole answer, as one asynchronous step. */
@@ -209,9 +334,8 @@ const exchangeAsync = (
   options: ExchangeOptions
 ): Effect.Effect<Answer, ProviderError> =>
   Effect.async<Answer, ProviderError>((resume) => {
-    const controller = new AbortController()
-    startExchange(dispatcher, request, target, options, controller.signal, resume)
-    return Effect.sync(() => controller.abort())
+    const abort = startExchange(dispatcher, request, target, options, resume)
+    return Effect.sync(abort)
   })
 
 /** One request, up to its head. */
@@ -282,7 +406,7 @@ const withClientSpan = <A extends { readonly status: number; readonly headers: H
   effect: Effect.Effect<A, ProviderError, R>
 ): Effect.Effect<A, ProviderError, R> => {
   const name = Context.get(fiber.currentContext, HttpClient.SpanNameGenerator)(request)
-  const redacted = fiber.getFiberRef(Headers.currentRedactedNames)
+  const redacted = withSecretNames(fiber.getFiberRef(Headers.currentRedactedNames))
   return Effect.useSpan(name, { kind: "client", captureStackTrace: false }, (span: Tracer.Span) => {
     span.attribute("http.request.method", request.method)
     span.attribute("server.address", url.origin)
@@ -314,33 +438,36 @@ const withClientSpan = <A extends { readonly status: number; readonly headers: H
  *
  * @internal
  */
-export const fromDispatcher = (dispatcher: Dispatcher): Transport => ({
-  exchange: (request, options) =>
-    Effect.withFiberRuntime((fiber) => {
-      const target = targetOf(request, options.provider)
-      if (Either.isLeft(target)) return Effect.fail(target.left)
-      const step = exchangeAsync(dispatcher, request, target.right, options)
-      return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
-    }),
-  exchangeUntil: (request, options, until) =>
-    Effect.withFiberRuntime((fiber) => {
-      const target = targetOf(request, options.provider)
-      if (Either.isLeft(target)) return Effect.fail(target.left)
-      const step = asyncUntil<Answer, ProviderError>(until, (signal, done) =>
-        startExchange(dispatcher, request, target.right, options, signal, done)
-      )
-      return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
-    }),
-  open: (request, provider) =>
-    Effect.withFiberRuntime((fiber) => {
-      const target = targetOf(request, provider)
-      if (Either.isLeft(target)) return Effect.fail(target.left)
-      const head = Effect.uninterruptibleMask((restore) =>
-        Effect.tap(restore(headAsync(dispatcher, request, target.right, provider)), (response) =>
-          Effect.addFinalizer(() => Effect.sync(() => response.body.destroy()))
+export const fromDispatcher = (dispatcher: Dispatcher): Transport => {
+  const endpoints = new Endpoints()
+  return {
+    exchange: (request, options) =>
+      Effect.withFiberRuntime((fiber) => {
+        const target = targetOf(endpoints, request, options.provider)
+        if (Either.isLeft(target)) return Effect.fail(target.left)
+        const step = exchangeAsync(dispatcher, request, target.right, options)
+        return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
+      }),
+    exchangeUntil: (request, options, until) =>
+      Effect.withFiberRuntime((fiber) => {
+        const target = targetOf(endpoints, request, options.provider)
+        if (Either.isLeft(target)) return Effect.fail(target.left)
+        const step = abortableUntil<Answer, ProviderError>(until, (done) =>
+          startExchange(dispatcher, request, target.right, options, done)
         )
-      )
-      const step = Effect.map(head, (response) => openedOf(response, provider))
-      return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
-    })
-})
+        return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
+      }),
+    open: (request, provider) =>
+      Effect.withFiberRuntime((fiber) => {
+        const target = targetOf(endpoints, request, provider)
+        if (Either.isLeft(target)) return Effect.fail(target.left)
+        const head = Effect.uninterruptibleMask((restore) =>
+          Effect.tap(restore(headAsync(dispatcher, request, target.right, provider)), (response) =>
+            Effect.addFinalizer(() => Effect.sync(() => response.body.destroy()))
+          )
+        )
+        const step = Effect.map(head, (response) => openedOf(response, provider))
+        return traced(fiber, request) ? withClientSpan(fiber, request, target.right.url, step) : step
+      })
+  }
+}
