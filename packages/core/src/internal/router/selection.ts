@@ -84,13 +84,14 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
   // (also after an escalation reorders an ordered route).
   const scored = w.selection === "scored"
   const collectAll = scored || command.escalate === true
+  const firstOnly = !w.allowFallback && !collectAll
   const route = compiled.targets
   const place = (target: ModelTarget, open: boolean, index: number) => {
     if (open) pass.excluded.push(exclusion(target, breakerOpen))
     else {
       pass.passed++
       const list = pass.list
-      if (!w.allowFallback && !collectAll && pass.run + list.length > 0) {
+      if (firstOnly && pass.run + list.length > 0) {
         pass.excluded.push(exclusion(target, noFallback))
       } else if (list.length === 0 && pass.run === index) pass.run++
       else {

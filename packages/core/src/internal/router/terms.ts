@@ -100,6 +100,7 @@ const positionsOf = (input: TermsInput, targets: ReadonlyArray<ModelTarget>): Ar
   if (input.table === undefined) return undefined
   if (input.at !== undefined) return input.at
   const route = input.route
+  if (targets === route) return undefined
   const n = targets.length
   let same = n <= route.length
   for (let i = 0; same && i < n; i++) same = route[i] === targets[i]
