@@ -9,16 +9,14 @@ import * as HealthThresholds from "../healthRecord.js"
 import { healthScore, type RouteHealth } from "../healthRecord.js"
 import type { ModelCommand } from "../../ModelCommand.js"
 import { type ModelTarget, qualityRank, type TargetRef } from "../../ModelTarget.js"
-import { listPrice } from "../../Pricing.js"
 import type { Escalation, SelectionReason, TargetScore } from "../../RouteDecision.js"
 import type { ScoreWeights } from "../../Workflow.js"
 import type { CompiledWorkflow } from "../compiled.js"
-import { unitsPerMillion, wholeUnitsPerToken } from "../costUnits.js"
 import { verifiedScore } from "./eligibility.js"
 import { escalationOf, escalationOrder } from "./escalation.js"
 import { LazyScores } from "./lazyScores.js"
 import { rankOrder } from "./rankOrder.js"
-import { classQuality, latencyClassFit, round4, type Settings, termsOf, unknownFit } from "./terms.js"
+import { classQuality, latencyClassFit, round4, type Settings, sheetsOf, termsOf, unknownFit } from "./terms.js"
 import type { ClassTerms } from "./types.js"
 
 export { LazyScores } from "./lazyScores.js"
@@ -239,44 +237,18 @@ export const classTermsOf = (compiled: CompiledWorkflow): ClassTerms => {
   const route = compiled.targets
   const n = route.length
   const preferredRank = w.preferredTier === undefined ? -1 : qualityRank(w.preferredTier)
-  const terms = {
-    quality: new Float64Array(n),
-    latency: new Float64Array(n),
-    fast: new Uint8Array(n),
-    deprecated: new Uint8Array(n),
-    safety: new Float64Array(n),
-    window: new Float64Array(n),
-    maxOutput: new Float64Array(n),
-    inputPerToken: new Float64Array(n),
-    inputRest: new Float64Array(n),
-    outputPerToken: new Float64Array(n),
-    outputRest: new Float64Array(n),
-    listPrice: new Float64Array(n)
-  }
-  let maxSafety = 0
-  let minWindow = Infinity
-  let dedicated = false
+  const quality = new Float64Array(n)
+  const latency = new Float64Array(n)
+  const fast = new Uint8Array(n)
+  const deprecated = new Uint8Array(n)
   for (let i = 0; i < n; i++) {
     const t = route[i]!
-    terms.quality[i] = qualityTerm(t, w.segment, preferredRank, undefined)
-    terms.latency[i] = latencyClassFit(t)
-    terms.fast[i] = t.classes?.latency === "fast" ? 1 : 0
-    terms.deprecated[i] = t.status === "deprecated" ? 1 : 0
-    terms.safety[i] = t.tokenizerSafetyFactor
-    terms.window[i] = t.capabilities.contextWindow
-    terms.maxOutput[i] = t.capabilities.maxOutputTokens
-    const input = unitsPerMillion(t.pricing.inputPerMillion)
-    terms.inputPerToken[i] = wholeUnitsPerToken(input)
-    terms.inputRest[i] = input - terms.inputPerToken[i]! * 1_000_000
-    const output = unitsPerMillion(t.pricing.outputPerMillion)
-    terms.outputPerToken[i] = wholeUnitsPerToken(output)
-    terms.outputRest[i] = output - terms.outputPerToken[i]! * 1_000_000
-    terms.listPrice[i] = listPrice(t)
-    maxSafety = Math.max(maxSafety, t.tokenizerSafetyFactor)
-    minWindow = Math.min(minWindow, t.capabilities.contextWindow)
-    if (t.tenants !== undefined) dedicated = true
+    quality[i] = qualityTerm(t, w.segment, preferredRank, undefined)
+    latency[i] = latencyClassFit(t)
+    fast[i] = t.classes?.latency === "fast" ? 1 : 0
+    deprecated[i] = t.status === "deprecated" ? 1 : 0
   }
-  return { ...terms, maxSafety, minWindow, dedicated }
+  return { quality, latency, fast, deprecated, ...sheetsOf(route), dedicated: route.some((t) => t.tenants !== undefined) }
 }
 
 /** {@link score}'s result for the router: the scores stay numbers until read. */

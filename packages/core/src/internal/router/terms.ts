@@ -8,9 +8,9 @@ import { healthScore, type RouteHealth, statusOf } from "../healthRecord.js"
 import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
 import { costAt, inputTokensAt, listPrice } from "../../Pricing.js"
 import type { HealthStatus } from "../../RouteDecision.js"
-import { splitUnitsOfTokens, unitsPerCurrency } from "../costUnits.js"
+import { splitUnitsOfTokens, unitsPerCurrency, unitsPerMillion, wholeUnitsPerToken } from "../costUnits.js"
 import { termCount } from "./lazyScores.js"
-import type { ClassTerms } from "./types.js"
+import type { ClassTerms, PriceSheets } from "./types.js"
 
 /** Quality fit of a class when no verified score applies; a target without one scores `unknownFit`. */
 export const classQuality = { low: 0.5, standard: 0.75, high: 0.9 } as const
@@ -110,39 +110,112 @@ const positionsOf = (input: TermsInput, targets: ReadonlyArray<ModelTarget>): Ar
   return at
 }
 
+/** The price sheets of `route` (targets with the same prices and limits share one) and its size bounds. */
+export const sheetsOf = (
+  route: ReadonlyArray<ModelTarget>
+): Pick<ClassTerms, "sheet" | "sheets" | "maxSafety" | "minWindow"> => {
+  const n = route.length
+  const sheet = new Int32Array(n)
+  const byKey = new Map<string, number>()
+  const values: Array<ReadonlyArray<number>> = []
+  let maxSafety = 0
+  let minWindow = Infinity
+  for (let i = 0; i < n; i++) {
+    const t = route[i]!
+    const input = unitsPerMillion(t.pricing.inputPerMillion)
+    const output = unitsPerMillion(t.pricing.outputPerMillion)
+    const inputPerToken = wholeUnitsPerToken(input)
+    const outputPerToken = wholeUnitsPerToken(output)
+    const row = [
+      t.tokenizerSafetyFactor,
+      t.capabilities.contextWindow,
+      t.capabilities.maxOutputTokens,
+      inputPerToken,
+      input - inputPerToken * 1_000_000,
+      outputPerToken,
+      output - outputPerToken * 1_000_000,
+      listPrice(t)
+    ]
+    const key = row.join(",")
+    let k = byKey.get(key)
+    if (k === undefined) {
+      k = values.length
+      byKey.set(key, k)
+      values.push(row)
+    }
+    sheet[i] = k
+    maxSafety = Math.max(maxSafety, t.tokenizerSafetyFactor)
+    minWindow = Math.min(minWindow, t.capabilities.contextWindow)
+  }
+  const column = (c: number) => Float64Array.from(values, (row) => row[c]!)
+  const sheets: PriceSheets = {
+    count: values.length,
+    safety: column(0),
+    window: column(1),
+    maxOutput: column(2),
+    inputPerToken: column(3),
+    inputRest: column(4),
+    outputPerToken: column(5),
+    outputRest: column(6),
+    listPrice: column(7)
+  }
+  return { sheet, sheets, maxSafety, minWindow }
+}
+
 /**
- * Each target's price into the cost slot of `x` (the worst case of the call when the input was
- * counted, else the per-million list price: `Pricing.costAt` and `Pricing.listPrice`, a route
- * target's from the table's numbers); returns the cheapest. `at`: the route positions, `undefined`
- * when every target is the route's at its own position.
+ * The price of each sheet on this call, then (from `count` on) its cost term once the cheapest is
+ * known ({@link sheetCosts}): the worst case of the call when the input was counted, else the
+ * per-million list price (`Pricing.costAt`, `Pricing.listPrice`).
+ */
+const sheetPrices = (sheets: PriceSheets, inputTokens: number | undefined, outputCap: number): Float64Array => {
+  const k = sheets.count
+  const out = new Float64Array(2 * k)
+  for (let s = 0; s < k; s++) {
+    if (inputTokens === undefined) out[s] = sheets.listPrice[s]!
+    else {
+      const tokens = Math.ceil(inputTokens * sheets.safety[s]!)
+      // The output within the target's limit and what is left of its window after the input.
+      const output = Math.max(0, Math.min(outputCap, sheets.maxOutput[s]!, sheets.window[s]! - tokens))
+      out[s] =
+        (splitUnitsOfTokens(tokens, sheets.inputPerToken[s]!, sheets.inputRest[s]!) +
+          splitUnitsOfTokens(output, sheets.outputPerToken[s]!, sheets.outputRest[s]!)) /
+        unitsPerCurrency
+    }
+  }
+  return out
+}
+
+/** The cost term of a price: the cheapest candidate's price over it (1 for a free one). */
+const costTerm = (cheapest: number, price: number): number => (price <= 0 ? 1 : round4(cheapest / price))
+
+/** Each sheet's cost term after its price in `prices` ({@link sheetPrices}). */
+const sheetCosts = (prices: Float64Array, count: number, cheapest: number): void => {
+  for (let s = 0; s < count; s++) prices[count + s] = costTerm(cheapest, prices[s]!)
+}
+
+/**
+ * Each target's price into the cost slot of `x` (a route target's from its sheet's, `sheet`);
+ * returns the cheapest. `at`: the route positions, `undefined` when every target is the route's at
+ * its own position.
  */
 const pricesInto = (
   x: Float64Array,
   targets: ReadonlyArray<ModelTarget>,
   input: TermsInput,
-  at: ArrayLike<number> | undefined
+  at: ArrayLike<number> | undefined,
+  sheetPrice: Float64Array | undefined
 ): number => {
   const { table, inputTokens, outputCap } = input
   let cheapest = Infinity
   for (let i = 0; i < targets.length; i++) {
     const r = table === undefined ? -1 : at === undefined ? i : at[i]!
     let price: number
-    if (r >= 0 && table !== undefined) {
-      if (inputTokens === undefined) price = table.listPrice[r]!
-      else {
-        const tokens = Math.ceil(inputTokens * table.safety[r]!)
-        const output = Math.max(0, Math.min(outputCap, table.maxOutput[r]!, table.window[r]! - tokens))
-        price =
-          (splitUnitsOfTokens(tokens, table.inputPerToken[r]!, table.inputRest[r]!) +
-            splitUnitsOfTokens(output, table.outputPerToken[r]!, table.outputRest[r]!)) /
-          unitsPerCurrency
-      }
-    } else {
+    if (r >= 0 && table !== undefined && sheetPrice !== undefined) price = sheetPrice[table.sheet[r]!]!
+    else {
       const t = targets[i]!
       if (inputTokens === undefined) price = listPrice(t)
       else {
         const tokens = inputTokensAt(inputTokens, t)
-        // The output within the target's limit and what is left of its window after the input.
         const output = Math.min(outputCap, t.capabilities.maxOutputTokens, t.capabilities.contextWindow - tokens)
         price = costAt(t, tokens, Math.max(0, output))
       }
@@ -158,7 +231,10 @@ export const termsOf = (targets: ReadonlyArray<ModelTarget>, s: Settings, input:
   const n = targets.length
   const x = new Float64Array(n * termCount)
   const at = positionsOf(input, targets)
-  const cheapest = pricesInto(x, targets, input, at)
+  const sheets = input.table?.sheets
+  const sheetPrice = sheets === undefined ? undefined : sheetPrices(sheets, input.inputTokens, input.outputCap)
+  const cheapest = pricesInto(x, targets, input, at, sheetPrice)
+  if (sheets !== undefined && sheetPrice !== undefined) sheetCosts(sheetPrice, sheets.count, cheapest)
   const totals = new Int32Array(n)
   const { health: healths, sticky, table } = input
   const classes = input.classes ? table : undefined
@@ -192,8 +268,10 @@ export const termsOf = (targets: ReadonlyArray<ModelTarget>, s: Settings, input:
       latency = round4(1 - observed / s.timeLeft)
     }
     if (fastClass && slow?.[i] !== true) anyFast = true
-    const price = x[o + 2]!
-    const cost = price <= 0 ? 1 : round4(cheapest / price)
+    const cost =
+      r >= 0 && table !== undefined && sheetPrice !== undefined
+        ? sheetPrice[table.sheets.count + table.sheet[r]!]!
+        : costTerm(cheapest, x[o + 2]!)
     const minus = deprecated ? s.deprecatedPenalty : 0
     let health = 1
     let status: HealthStatus | undefined

@@ -22,6 +22,22 @@ export interface ClassTerms {
   readonly fast: Uint8Array
   /** 1 for a deprecated target. */
   readonly deprecated: Uint8Array
+  /**
+   * Each target's price sheet (index into `sheets`): targets with the same prices and limits share
+   * one, so a call prices each sheet once.
+   */
+  readonly sheet: Int32Array
+  readonly sheets: PriceSheets
+  /** The largest safety factor and the smallest window of the route (the size check's bound). */
+  readonly maxSafety: number
+  readonly minWindow: number
+  /** Whether a route target is dedicated to tenants (`ModelTarget.tenants`). */
+  readonly dedicated: boolean
+}
+
+/** The distinct prices and limits of a route's targets, one entry per sheet. */
+export interface PriceSheets {
+  readonly count: number
   /** The tokenizer safety factor. */
   readonly safety: Float64Array
   /** The context window, tokens. */
@@ -34,9 +50,4 @@ export interface ClassTerms {
   readonly outputRest: Float64Array
   /** Input plus output price per million tokens (`Pricing.listPrice`). */
   readonly listPrice: Float64Array
-  /** The largest safety factor and the smallest window of the route (the size check's bound). */
-  readonly maxSafety: number
-  readonly minWindow: number
-  /** Whether a route target is dedicated to tenants (`ModelTarget.tenants`). */
-  readonly dedicated: boolean
 }
