@@ -248,7 +248,14 @@ export const classTermsOf = (compiled: CompiledWorkflow): ClassTerms => {
     fast[i] = t.classes?.latency === "fast" ? 1 : 0
     deprecated[i] = t.status === "deprecated" ? 1 : 0
   }
-  return { quality, latency, fast, deprecated, ...sheetsOf(route), dedicated: route.some((t) => t.tenants !== undefined) }
+  return {
+    quality,
+    latency,
+    fast,
+    deprecated,
+    ...sheetsOf(route),
+    dedicated: route.some((t) => t.tenants !== undefined)
+  }
 }
 
 /** {@link score}'s result for the router: the scores stay numbers until read. */
