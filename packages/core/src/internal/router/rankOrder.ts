@@ -49,12 +49,12 @@ export const rankOrder = (n: number, totals: Int32Array, group: ((i: number) => 
     return copyOut(from, n)
   }
   // Two radix passes over the 22-bit distance below the highest key (ascending distance: descending key).
-  const counts = new Int32Array(digitMask + 2)
+  const counts = new Int32Array(digitMask + 1)
   for (let pass = 0; pass < 2; pass++) {
     const shift = pass * digitBits
     counts.fill(0)
-    for (let i = 0; i < n; i++) counts[(((high - keys[i]!) >> shift) & digitMask) + 1]!++
-    for (let d = 0; d <= digitMask; d++) counts[d + 1]! += counts[d]!
+    for (let i = 0; i < n; i++) counts[((high - keys[i]!) >> shift) & digitMask]!++
+    startsOf(counts, digitMask + 1)
     for (let k = 0; k < n; k++) {
       const i = from[k]!
       to[counts[((high - keys[i]!) >> shift) & digitMask]!++] = i
@@ -68,12 +68,25 @@ export const rankOrder = (n: number, totals: Int32Array, group: ((i: number) => 
 
 /** Indices `0..n-1` by key descending, ties by index: one counting pass over the `span` below `high`. */
 const countingOrder = (n: number, keys: Int32Array, high: number, span: number): Array<number> => {
-  const counts = new Int32Array(span + 2)
-  for (let i = 0; i < n; i++) counts[high - keys[i]! + 1]!++
-  for (let d = 0; d <= span; d++) counts[d + 1]! += counts[d]!
+  const counts = new Int32Array(span + 1)
+  for (let i = 0; i < n; i++) counts[high - keys[i]!]!++
+  startsOf(counts, span + 1)
   const out = new Array<number>(n)
   for (let i = 0; i < n; i++) out[counts[high - keys[i]!]!++] = i
   return out
+}
+
+/**
+ * The first `size` counts made into the start of each value's run (an exclusive prefix sum), with
+ * the running sum in a local: no store-to-load chain from one slot to the next.
+ */
+const startsOf = (counts: Int32Array, size: number): void => {
+  let sum = 0
+  for (let d = 0; d < size; d++) {
+    const c = counts[d]!
+    counts[d] = sum
+    sum += c
+  }
 }
 
 /** The first `n` values of `from` as a plain array (`Array.from` walks an iterator). */

@@ -238,6 +238,7 @@ export const termsOf = (targets: ReadonlyArray<ModelTarget>, s: Settings, input:
   const totals = new Int32Array(n)
   const { health: healths, sticky, table } = input
   const classes = input.classes ? table : undefined
+  const { wq, wl, wc, wh, wa } = s
   let stickyAt = -1
   let statuses: Array<HealthStatus | undefined> | undefined
   let healthAt: Array<number | undefined> | undefined
@@ -289,9 +290,7 @@ export const termsOf = (targets: ReadonlyArray<ModelTarget>, s: Settings, input:
     }
     const affinity = sticky !== undefined && t.ref === sticky && (status === undefined || status === "HEALTHY") ? 1 : 0
     if (affinity === 1) stickyAt = i
-    const totalInt = Math.round(
-      (s.wq * quality + s.wl * latency + s.wc * cost + s.wh * health + s.wa * affinity - minus) * 10_000
-    )
+    const totalInt = Math.round((wq * quality + wl * latency + wc * cost + wh * health + wa * affinity - minus) * 10_000)
     totals[i] = totalInt
     x[o] = quality
     x[o + 1] = latency
