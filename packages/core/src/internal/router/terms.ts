@@ -290,7 +290,9 @@ export const termsOf = (targets: ReadonlyArray<ModelTarget>, s: Settings, input:
     }
     const affinity = sticky !== undefined && t.ref === sticky && (status === undefined || status === "HEALTHY") ? 1 : 0
     if (affinity === 1) stickyAt = i
-    const totalInt = Math.round((wq * quality + wl * latency + wc * cost + wh * health + wa * affinity - minus) * 10_000)
+    const totalInt = Math.round(
+      (wq * quality + wl * latency + wc * cost + wh * health + wa * affinity - minus) * 10_000
+    )
     totals[i] = totalInt
     x[o] = quality
     x[o + 1] = latency
