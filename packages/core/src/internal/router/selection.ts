@@ -129,7 +129,18 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
     return undefined
   }
   const targets = compiled.targets
-  for (let i = 0; i < targets.length; i++) {
+  let i = 0
+  if (plain !== undefined && open !== undefined && !tenants && !sized && quality === undefined) {
+    // Every check precomputed: a target is out for its plain reason, else its breaker answers at once.
+    for (; i < targets.length; i++) {
+      const target = targets[i]!
+      if (plain[i] !== undefined) break
+      const isOpen = open(target)
+      if (isOpen === undefined) break
+      place(target, isOpen, i)
+    }
+  }
+  for (; i < targets.length; i++) {
     const target = targets[i]!
     const breaker = check(target, i)
     if (breaker === undefined) continue
