@@ -4,7 +4,8 @@
  * unless `--write` is given too. `--no-http` skips the HTTP section, `--no-redis` the Redis one.
  * `--only-cache` runs the response cache section alone and prints its verdicts (writes nothing);
  * `--only-redis` the same for the Redis section (to compare two builds run after one another);
- * `--only-http` runs the HTTP section alone and prints its table (writes nothing).
+ * `--only-http` runs the HTTP section alone and prints its table (writes nothing);
+ * `--only-routing` runs the routing scale section alone and prints its figures (writes nothing).
  *
  * Run with `node --expose-gc --conditions=source --import tsx bench/main.ts` (the `bench` script runs
  * an esbuild bundle of it with `--expose-gc`) so that the memory figures are taken after a full GC.
@@ -17,6 +18,7 @@ import * as Http from "./http.js"
 import { httpSection } from "./httpReport.js"
 import { fmt } from "./harness.js"
 import * as Redis from "./redis.js"
+import * as Routing from "./routing.js"
 import { cacheVerdicts, markdown, redisVerdicts, verdicts } from "./report.js"
 import { runSuite } from "./suite.js"
 
@@ -40,6 +42,18 @@ if (args.has("--only-cache")) {
 if (args.has("--only-http")) {
   const http = await Http.run(profile)
   process.stdout.write(`${httpSection(http).join("\n")}\n`)
+  process.exit(0)
+}
+
+if (args.has("--only-routing")) {
+  const routing = await Routing.run(profile)
+  const lines = [
+    ...routing.points.map((p) => ["resolve", p] as const),
+    ...routing.scored.map((p) => ["resolve.scored", p] as const)
+  ]
+  for (const [name, p] of lines) {
+    process.stdout.write(`${name}.${p.targets}: ${fmt(p.decisionUs)} µs per decision (p99 ${fmt(p.p99Us)} µs)\n`)
+  }
   process.exit(0)
 }
 

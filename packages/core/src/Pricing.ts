@@ -5,6 +5,7 @@
  *
  * @since 0.2.0
  */
+import { unitsOfTokens, unitsPerCurrency, unitsPerMillion } from "./internal/costUnits.js"
 import type { ModelTarget } from "./ModelTarget.js"
 import { defaultMaxOutputTokens } from "./Workflow.js"
 
@@ -31,27 +32,6 @@ export interface Tokens {
   readonly reasoningTokens: number
   /** Audio input tokens, a subset of `inputTokens` (absent: none reported). */
   readonly audioInputTokens?: number | undefined
-}
-
-/** Store units (billionths of a currency unit) per currency unit. */
-const unitsPerCurrency = 1_000_000_000
-
-/**
- * A price per million tokens as whole store units (billionths) per million tokens: the one
- * conversion from a float price, rounded to the nearest unit (prices are decimals such as 0.075).
- */
-const unitsPerMillion = (pricePerMillion: number): number => Math.round(pricePerMillion * unitsPerCurrency)
-
-/**
- * Store units of `tokens` at `perMillion` units per million tokens, rounded up, in exact integer
- * arithmetic: the price is split into whole units per token and a remainder per million, so no
- * product exceeds 2^53 for any realistic count (no BigInt).
- */
-const unitsOfTokens = (tokens: number, perMillion: number): number => {
-  if (tokens <= 0 || perMillion === 0) return 0
-  const perToken = Math.floor(perMillion / 1_000_000)
-  const rest = perMillion - perToken * 1_000_000
-  return tokens * perToken + Math.ceil((tokens * rest) / 1_000_000)
 }
 
 /**

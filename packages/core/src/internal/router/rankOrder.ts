@@ -17,27 +17,21 @@ const countingRange = 8192
  * call per pair) gives the order.
  */
 export const rankOrder = (n: number, totals: Int32Array, group: ((i: number) => number) | undefined): Array<number> => {
-  const top = (4 << 20) - 1
-  const keys = new Int32Array(n)
-  let low = top
-  let high = 0
-  for (let i = 0; i < n; i++) {
-    // descending: the largest key sorts first
-    const key = top - ((group === undefined ? 2 : group(i)) * 1_048_576 + totals[i]! + 524_288)
-    keys[i] = key
+  // One group: the key is the total itself, no key array (the usual case).
+  let keys = totals
+  if (group !== undefined) {
+    keys = new Int32Array(n)
+    for (let i = 0; i < n; i++) keys[i] = group(i) * 1_048_576 + totals[i]! + 524_288
+  }
+  let low = n === 0 ? 0 : keys[0]!
+  let high = low
+  for (let i = 1; i < n; i++) {
+    const key = keys[i]!
     if (key < low) low = key
-    if (key > high) high = key
+    else if (key > high) high = key
   }
-  const span = high - low
-  if (n > 32 && span < countingRange) {
-    // Keys close together (the usual case): one counting pass over their range.
-    const counts = new Int32Array(span + 2)
-    for (let i = 0; i < n; i++) counts[keys[i]! - low + 1]!++
-    for (let d = 0; d <= span; d++) counts[d + 1]! += counts[d]!
-    const out = new Array<number>(n)
-    for (let i = 0; i < n; i++) out[counts[keys[i]! - low]!++] = i
-    return out
-  }
+  // Keys close together (the usual case): one counting pass over their range.
+  if (n > 32 && high - low < countingRange) return countingOrder(n, keys, high, high - low)
   let from = new Int32Array(n)
   let to = new Int32Array(n)
   for (let i = 0; i < n; i++) from[i] = i
@@ -46,7 +40,7 @@ export const rankOrder = (n: number, totals: Int32Array, group: ((i: number) => 
     for (let k = 1; k < n; k++) {
       const i = from[k]!
       let j = k - 1
-      while (j >= 0 && keys[from[j]!]! > keys[i]!) {
+      while (j >= 0 && keys[from[j]!]! < keys[i]!) {
         from[j + 1] = from[j]!
         j--
       }
@@ -54,21 +48,45 @@ export const rankOrder = (n: number, totals: Int32Array, group: ((i: number) => 
     }
     return copyOut(from, n)
   }
-  const counts = new Int32Array(digitMask + 2)
+  // Two radix passes over the 22-bit distance below the highest key (ascending distance: descending key).
+  const counts = new Int32Array(digitMask + 1)
   for (let pass = 0; pass < 2; pass++) {
     const shift = pass * digitBits
     counts.fill(0)
-    for (let i = 0; i < n; i++) counts[((keys[i]! >> shift) & digitMask) + 1]!++
-    for (let d = 0; d <= digitMask; d++) counts[d + 1]! += counts[d]!
+    for (let i = 0; i < n; i++) counts[((high - keys[i]!) >> shift) & digitMask]!++
+    startsOf(counts, digitMask + 1)
     for (let k = 0; k < n; k++) {
       const i = from[k]!
-      to[counts[(keys[i]! >> shift) & digitMask]!++] = i
+      to[counts[((high - keys[i]!) >> shift) & digitMask]!++] = i
     }
     const swap = from
     from = to
     to = swap
   }
   return copyOut(from, n)
+}
+
+/** Indices `0..n-1` by key descending, ties by index: one counting pass over the `span` below `high`. */
+const countingOrder = (n: number, keys: Int32Array, high: number, span: number): Array<number> => {
+  const counts = new Int32Array(span + 1)
+  for (let i = 0; i < n; i++) counts[high - keys[i]!]!++
+  startsOf(counts, span + 1)
+  const out = new Array<number>(n)
+  for (let i = 0; i < n; i++) out[counts[high - keys[i]!]!++] = i
+  return out
+}
+
+/**
+ * The first `size` counts made into the start of each value's run (an exclusive prefix sum), with
+ * the running sum in a local: no store-to-load chain from one slot to the next.
+ */
+const startsOf = (counts: Int32Array, size: number): void => {
+  let sum = 0
+  for (let d = 0; d < size; d++) {
+    const c = counts[d]!
+    counts[d] = sum
+    sum += c
+  }
 }
 
 /** The first `n` values of `from` as a plain array (`Array.from` walks an iterator). */

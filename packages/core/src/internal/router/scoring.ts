@@ -6,17 +6,17 @@
  */
 import * as Duration from "effect/Duration"
 import * as HealthThresholds from "../healthRecord.js"
-import { healthScore, type RouteHealth, statusOf } from "../healthRecord.js"
+import { healthScore, type RouteHealth } from "../healthRecord.js"
 import type { ModelCommand } from "../../ModelCommand.js"
 import { type ModelTarget, qualityRank, type TargetRef } from "../../ModelTarget.js"
-import { costAt, inputTokensAt, listPrice } from "../../Pricing.js"
-import type { Escalation, HealthStatus, SelectionReason, TargetScore } from "../../RouteDecision.js"
+import type { Escalation, SelectionReason, TargetScore } from "../../RouteDecision.js"
 import type { ScoreWeights } from "../../Workflow.js"
 import type { CompiledWorkflow } from "../compiled.js"
 import { verifiedScore } from "./eligibility.js"
 import { escalationOf, escalationOrder } from "./escalation.js"
-import { LazyScores, termCount } from "./lazyScores.js"
+import { LazyScores } from "./lazyScores.js"
 import { rankOrder } from "./rankOrder.js"
+import { classQuality, latencyClassFit, round4, type Settings, sheetsOf, termsOf, unknownFit } from "./terms.js"
 import type { ClassTerms } from "./types.js"
 
 export { LazyScores } from "./lazyScores.js"
@@ -47,14 +47,8 @@ export const defaultShortDeadline: Duration.Duration = Duration.seconds(2)
  */
 export const defaultDeprecatedPenalty = 0.2
 
-/** Quality fit of a class when no verified score applies; a target without one scores `unknownFit`. */
-const classQuality = { low: 0.5, standard: 0.75, high: 0.9 } as const
-const latencyFit = { fast: 1, medium: 0.6, slow: 0.3 } as const
-const unknownFit = 0.5
 /** Quality fit lost per class of distance from the preferred class. */
 const preferenceStep = 0.1
-
-const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
 
 /**
  * A scored workflow keeps its last best-scoring target first while a challenger's total is less
@@ -83,14 +77,6 @@ export const qualityFit = (
   const tier = target.qualityTier
   const base = verified ?? (tier === undefined ? unknownFit : classQuality[tier])
   return adjustment === undefined || adjustment === 0 ? base : Math.max(0, Math.min(1, base + adjustment))
-}
-
-/** The observed p95 the latency term reads: smoothed TTFT for streams, smoothed latency otherwise. */
-const observedP95 = (record: RouteHealth | undefined, stream: boolean): number | undefined => {
-  if (record === undefined) return undefined
-  return stream
-    ? (record.ttftP95SmoothedMs ?? record.ttftP95Ms ?? record.latencyP95SmoothedMs ?? record.latencyP95Ms)
-    : (record.latencyP95SmoothedMs ?? record.latencyP95Ms)
 }
 
 /**
@@ -231,20 +217,6 @@ const qualityTerm = (
     : round4(q)
 }
 
-/** The latency term of a target's latency class (no observation). */
-const latencyClassFit = (target: ModelTarget): number => {
-  const tier = target.classes?.latency
-  return tier === "fast"
-    ? latencyFit.fast
-    : tier === "medium"
-      ? latencyFit.medium
-      : tier === "slow"
-        ? latencyFit.slow
-        : unknownFit
-}
-
-/** Per workflow: the class terms of its route targets under its own segment and preferred class. */
-
 /** The weights a workflow sets (omitted ones left out, so the defaults stay). */
 const definedWeights = (weights: ScoreWeights | undefined) => {
   const out: { quality?: number; latency?: number; cost?: number; health?: number; affinity?: number } = {}
@@ -263,17 +235,27 @@ export type { ClassTerms } from "./types.js"
 export const classTermsOf = (compiled: CompiledWorkflow): ClassTerms => {
   const w = compiled.workflow
   const route = compiled.targets
+  const n = route.length
   const preferredRank = w.preferredTier === undefined ? -1 : qualityRank(w.preferredTier)
-  const quality = new Float64Array(route.length)
-  const latency = new Float64Array(route.length)
-  const fast = new Uint8Array(route.length)
-  for (let i = 0; i < route.length; i++) {
+  const quality = new Float64Array(n)
+  const latency = new Float64Array(n)
+  const fast = new Uint8Array(n)
+  const deprecated = new Uint8Array(n)
+  for (let i = 0; i < n; i++) {
     const t = route[i]!
     quality[i] = qualityTerm(t, w.segment, preferredRank, undefined)
     latency[i] = latencyClassFit(t)
     fast[i] = t.classes?.latency === "fast" ? 1 : 0
+    deprecated[i] = t.status === "deprecated" ? 1 : 0
   }
-  return { quality, latency, fast }
+  return {
+    quality,
+    latency,
+    fast,
+    deprecated,
+    ...sheetsOf(route),
+    dedicated: route.some((t) => t.tenants !== undefined)
+  }
 }
 
 /** {@link score}'s result for the router: the scores stay numbers until read. */
@@ -283,21 +265,6 @@ export interface Ranked {
   readonly reason: SelectionReason
   readonly fastTier: boolean
   readonly escalation: Escalation | undefined
-}
-
-/** What one ranking reads of its workflow and command, resolved once. */
-interface Settings {
-  readonly wq: number
-  readonly wl: number
-  readonly wc: number
-  readonly wh: number
-  readonly wa: number
-  readonly deprecatedPenalty: number
-  readonly segment: string | undefined
-  readonly preferredRank: number
-  readonly timeLeft: number
-  readonly stream: boolean
-  readonly adjust: ScoreContext["qualityAdjustment"]
 }
 
 const settingsOf = (compiled: CompiledWorkflow, command: ModelCommand, context: ScoreContext | undefined): Settings => {
@@ -323,129 +290,6 @@ const settingsOf = (compiled: CompiledWorkflow, command: ModelCommand, context: 
     stream: context?.mode === "stream",
     adjust: context?.qualityAdjustment
   }
-}
-
-/**
- * Each target's price into the cost slot of `x` (the worst case of the call when the input was
- * counted, else the per-million list price); returns the cheapest.
- */
-const pricesInto = (
-  x: Float64Array,
-  targets: ReadonlyArray<ModelTarget>,
-  inputTokens: number | undefined,
-  outputCap: number
-): number => {
-  let cheapest = Infinity
-  for (let i = 0; i < targets.length; i++) {
-    const t = targets[i]!
-    let price: number
-    if (inputTokens === undefined) price = listPrice(t)
-    else {
-      const input = inputTokensAt(inputTokens, t)
-      // The output within the target's limit and what is left of its window after the input.
-      const output = Math.min(outputCap, t.capabilities.maxOutputTokens, t.capabilities.contextWindow - input)
-      price = costAt(t, input, Math.max(0, output))
-    }
-    x[i * termCount + 2] = price
-    if (price < cheapest) cheapest = price
-  }
-  return cheapest
-}
-
-/** The terms and totals of every target (the numbers a ranking orders by). */
-interface Terms {
-  /** quality, latency, cost per target */
-  readonly x: Float64Array
-  /** Totals × 10⁴ (exact integers): the sort keys. */
-  readonly totals: Int32Array
-  readonly stickyAt: number
-  readonly statuses: Array<HealthStatus | undefined> | undefined
-  readonly healthAt: Array<number | undefined> | undefined
-  readonly observedAt: Array<number | undefined> | undefined
-  /** The totals are already in descending order. */
-  readonly sorted: boolean
-  /** A fast-latency target fits the time left. */
-  readonly anyFast: boolean
-  /** Targets whose observed p95 does not fit the time left (allocated only when one does not). */
-  readonly slow: Array<boolean> | undefined
-}
-
-/** Hot path (once per eligible target per call): numbers in one typed array, no object per target. */
-const termsOf = (
-  compiled: CompiledWorkflow,
-  targets: ReadonlyArray<ModelTarget>,
-  s: Settings,
-  x: Float64Array,
-  cheapest: number,
-  context: ScoreContext | undefined,
-  cached: ClassTerms | undefined
-): Terms => {
-  const n = targets.length
-  const totals = new Int32Array(n)
-  const healths = context?.health
-  const sticky = context?.sticky
-  const routeTargets = compiled.targets
-  let stickyAt = -1
-  let statuses: Array<HealthStatus | undefined> | undefined
-  let healthAt: Array<number | undefined> | undefined
-  let observedAt: Array<number | undefined> | undefined
-  let sorted = true
-  let previous = Infinity
-  let anyFast = false
-  let slow: Array<boolean> | undefined
-  for (let i = 0; i < n; i++) {
-    const t = targets[i]!
-    const o = i * termCount
-    const hit = cached !== undefined && routeTargets[i] === t
-    const quality = hit
-      ? cached.quality[i]!
-      : qualityTerm(t, s.segment, s.preferredRank, s.adjust === undefined ? undefined : s.adjust(t, s.segment))
-    const classLatency = hit ? cached.latency[i]! : latencyClassFit(t)
-    const fastClass = hit ? cached.fast[i] === 1 : t.classes?.latency === "fast"
-    const record = healths?.[i]
-    const observed = record === undefined ? undefined : observedP95(record, s.stream)
-    let latency: number
-    if (observed === undefined) {
-      latency = classLatency
-    } else if (observed >= s.timeLeft) {
-      latency = 0
-      slow ??= new Array<boolean>(n).fill(false)
-      slow[i] = true
-    } else {
-      latency = round4(1 - observed / s.timeLeft)
-    }
-    if (fastClass && slow?.[i] !== true) anyFast = true
-    const price = x[o + 2]!
-    const cost = price <= 0 ? 1 : round4(cheapest / price)
-    const minus = t.status === "deprecated" ? s.deprecatedPenalty : 0
-    let health = 1
-    let status: HealthStatus | undefined
-    if (record !== undefined) {
-      health = healthScore(record)
-      status = statusOf(record)
-      healthAt ??= new Array<number | undefined>(n)
-      healthAt[i] = health
-      statuses ??= new Array<HealthStatus | undefined>(n)
-      statuses[i] = status
-      if (observed !== undefined) {
-        observedAt ??= new Array<number | undefined>(n)
-        observedAt[i] = observed
-      }
-    }
-    const affinity = sticky !== undefined && t.ref === sticky && (status === undefined || status === "HEALTHY") ? 1 : 0
-    if (affinity === 1) stickyAt = i
-    const totalInt = Math.round(
-      (s.wq * quality + s.wl * latency + s.wc * cost + s.wh * health + s.wa * affinity - minus) * 10_000
-    )
-    const total = totalInt / 10_000
-    totals[i] = totalInt
-    x[o] = quality
-    x[o + 1] = latency
-    x[o + 2] = cost
-    if (total > previous) sorted = false
-    previous = total
-  }
-  return { x, totals, stickyAt, statuses, healthAt, observedAt, sorted, anyFast, slow }
 }
 
 /** Hysteresis: `order` with the workflow's last best-scoring target first unless it is clearly beaten. */
@@ -494,8 +338,9 @@ const ledByAffinity = (
 
 /**
  * {@link score} for the router: the scores stay numbers until read. `cached`: the workflow's
- * {@link ClassTerms}, used for targets of its route when the call's segment and preferred class
- * are the workflow's and no quality adjustment applies.
+ * {@link ClassTerms}, read for targets of its route (its class terms when the call's segment and
+ * preferred class are the workflow's and no quality adjustment applies); `at`: the route position
+ * of each of `targets` (−1: not a route target), else a target is the route's at its own position.
  */
 export const rank = (
   compiled: CompiledWorkflow,
@@ -503,19 +348,27 @@ export const rank = (
   targets: ReadonlyArray<ModelTarget>,
   inputTokens: number | undefined,
   context: ScoreContext | undefined,
-  cached?: ClassTerms
+  cached?: ClassTerms,
+  at?: ArrayLike<number>
 ): Ranked => {
   const w = compiled.workflow
   const s = settingsOf(compiled, command, context)
   const n = targets.length
-  const x = new Float64Array(n * termCount)
-  const outputCap = Math.min(command.maxOutputTokens ?? Infinity, w.maxOutputTokens ?? Infinity)
-  const cheapest = pricesInto(x, targets, inputTokens, outputCap)
-  const classTerms =
-    s.adjust === undefined && s.segment === w.segment && (command.preferredTier ?? w.preferredTier) === w.preferredTier
-      ? cached
-      : undefined
-  const t = termsOf(compiled, targets, s, x, cheapest, context, classTerms)
+  const t = termsOf(targets, s, {
+    route: compiled.targets,
+    table: cached,
+    classes:
+      s.adjust === undefined &&
+      s.segment === w.segment &&
+      (command.preferredTier ?? w.preferredTier) === w.preferredTier,
+    at,
+    inputTokens,
+    outputCap: Math.min(command.maxOutputTokens ?? Infinity, w.maxOutputTokens ?? Infinity),
+    health: context?.health,
+    sticky: context?.sticky,
+    qualityOf: (target) =>
+      qualityTerm(target, s.segment, s.preferredRank, s.adjust === undefined ? undefined : s.adjust(target, s.segment))
+  })
   const totalOf = (i: number) => t.totals[i]! / 10_000
   const slow = t.slow
   const fits = (i: number) => (slow?.[i] === true ? 0 : 1)

@@ -16,6 +16,7 @@ import { escalationOf, escalationOrder } from "./escalation.js"
 import {
   type Exclusion,
   isPlain,
+  minimumContextOutputTokens,
   plainReasonsOf,
   qualityReason,
   requestReason,
@@ -25,16 +26,30 @@ import {
 import { countSwitch } from "./metrics.js"
 import { openNow, readHealth, type Records, storeFailure, withHeadroom } from "./routeHealth.js"
 import { type PrefixMemo, prefixKeys, prefixTarget } from "./prefix.js"
-import { classTermsOf, rank } from "./scoring.js"
+import { type ClassTerms, classTermsOf, rank } from "./scoring.js"
 import { memo, stickyTarget } from "./state.js"
 
 /** The targets of one decision as the hard filters sort them. */
 interface Pass {
-  readonly eligible: Array<ModelTarget>
+  /**
+   * While no target is out of the route's leading run, `list` stays empty and `run` counts them
+   * (the common case: every target eligible, nothing copied); from the first break on, eligible
+   * targets are listed (`list`, with their route positions in `at` under scored selection).
+   */
+  run: number
+  readonly list: Array<ModelTarget>
+  readonly at: Array<number>
   readonly excluded: Array<ExcludedTarget>
   /** Targets past every hard filter and their breaker (with or without fallback allowed). */
   passed: number
 }
+
+/** The eligible targets of a finished pass over `route`, in route order. */
+const eligibleOf = (pass: Pass, route: ReadonlyArray<ModelTarget>): ReadonlyArray<ModelTarget> =>
+  pass.list.length > 0 ? pass.list : pass.run === route.length ? route : route.slice(0, pass.run)
+
+/** The route positions of {@link eligibleOf}'s targets when they are not their own (listed, scored). */
+const positionsOf = (pass: Pass): ReadonlyArray<number> | undefined => (pass.list.length > 0 ? pass.at : undefined)
 
 const exclusion = (target: ModelTarget, why: Exclusion): ExcludedTarget =>
   new ExcludedTarget({ target: target.ref, reason: why.reason, detail: why.detail }, { disableValidation: true })
@@ -52,7 +67,7 @@ export const withTokens = (ctx: Ctx, limit: number): Effect.Effect<Route, Failur
       detail: `~${tokens} input tokens exceed the limit of ${limit}`
     })
   }
-  const pass: Pass = { eligible: [], excluded: [], passed: 0 }
+  const pass: Pass = { run: 0, list: [], at: [], excluded: [], passed: 0 }
   const waiting = filter(ctx, pass)
   return waiting === undefined ? select(ctx, pass) : Effect.flatMap(waiting, () => select(ctx, pass))
 }
@@ -67,13 +82,26 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
   const w = compiled.workflow
   // Scored: every target passing the hard filters is scored; the fallback rule applies after ranking
   // (also after an escalation reorders an ordered route).
-  const collectAll = w.selection === "scored" || command.escalate === true
-  const place = (target: ModelTarget, open: boolean) => {
+  const scored = w.selection === "scored"
+  const collectAll = scored || command.escalate === true
+  const firstOnly = !w.allowFallback && !collectAll
+  const route = compiled.targets
+  const place = (target: ModelTarget, open: boolean, index: number) => {
     if (open) pass.excluded.push(exclusion(target, breakerOpen))
     else {
       pass.passed++
-      if (!w.allowFallback && !collectAll && pass.eligible.length > 0) pass.excluded.push(exclusion(target, noFallback))
-      else pass.eligible.push(target)
+      const list = pass.list
+      if (firstOnly && pass.run + list.length > 0) {
+        pass.excluded.push(exclusion(target, noFallback))
+      } else if (list.length === 0 && pass.run === index) pass.run++
+      else {
+        // The leading run is broken: list it, then this target.
+        for (let k = 0; k < pass.run; k++) list.push(route[k]!)
+        if (scored) for (let k = 0; k < pass.run; k++) pass.at.push(k)
+        pass.run = 0
+        list.push(target)
+        if (scored) pass.at.push(index)
+      }
     }
   }
   // A plain request reads its workflow's precomputed reasons; any other is checked in full.
@@ -85,39 +113,55 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
   // Quality signals (`workflow.quality`): read only by workflows that use them.
   const quality = compiled.lifecycle?.quality === true ? ctx.state.lifecycle : undefined
   const open = openNow(ctx.breakers)
+  // Checks that cannot exclude any route target on this call are skipped (the workflow's bounds).
+  const table = memo(ctx.state.classTerms, compiled, () => classTermsOf(compiled))
+  const tenants = table.dedicated
+  const sized = sizeMayExclude(ctx, table)
   /** Whether the breaker is open (or the check to run), or `undefined` when the target is excluded before (recorded). */
   const check = (target: ModelTarget, index: number): boolean | Effect.Effect<boolean, StoreError> | undefined => {
     const why =
-      tenantReason(target, ctx.identity) ??
+      (tenants ? tenantReason(target, ctx.identity) : undefined) ??
       (view === undefined ? plain?.[index] : requestReason(compiled, view, target, ctx.options.required)) ??
-      sizeReason(compiled, command, target, ctx.inputTokens) ??
+      (sized ? sizeReason(compiled, command, target, ctx.inputTokens) : undefined) ??
       (quality === undefined ? undefined : qualityReason(quality, w, command, target))
     if (why === undefined) return open?.(target) ?? ctx.breakers.isOpen(target)
     pass.excluded.push(exclusion(target, why))
     return undefined
   }
   const targets = compiled.targets
-  for (let i = 0; i < targets.length; i++) {
+  let i = 0
+  if (plain !== undefined && open !== undefined && !tenants && !sized && quality === undefined) {
+    // Every check precomputed: a target is out for its plain reason, else its breaker answers at once.
+    for (; i < targets.length; i++) {
+      const target = targets[i]!
+      if (plain[i] !== undefined) break
+      const isOpen = open(target)
+      if (isOpen === undefined) break
+      place(target, isOpen, i)
+    }
+  }
+  for (; i < targets.length; i++) {
     const target = targets[i]!
     const breaker = check(target, i)
     if (breaker === undefined) continue
     if (typeof breaker === "boolean") {
-      place(target, breaker)
+      place(target, breaker, i)
       continue
     }
     const rest = targets.slice(i + 1)
     return Effect.mapError(
       Effect.flatMap(breaker, (first) => {
-        place(target, first)
+        place(target, first, i)
         return Effect.forEach(
           rest,
           (next, k) => {
-            const later = check(next, i + 1 + k)
+            const index = i + 1 + k
+            const later = check(next, index)
             return later === undefined
               ? Effect.void
               : typeof later === "boolean"
-                ? Effect.sync(() => place(next, later))
-                : Effect.map(later, (isOpen) => place(next, isOpen))
+                ? Effect.sync(() => place(next, later, index))
+                : Effect.map(later, (isOpen) => place(next, isOpen, index))
           },
           { discard: true }
         )
@@ -126,6 +170,18 @@ const filter = (ctx: Ctx, pass: Pass): Effect.Effect<void, Failure> | undefined 
     )
   }
   return undefined
+}
+
+/**
+ * Whether the size check (`sizeReason`) may exclude a route target on this call: the input was
+ * counted, and there is a cost cap or the input at the route's largest safety factor leaves less
+ * than the minimum output room in its smallest window.
+ */
+const sizeMayExclude = (ctx: Ctx, table: ClassTerms): boolean => {
+  const tokens = ctx.inputTokens
+  if (tokens === undefined) return false
+  if (Math.min(ctx.command.maxCost ?? Infinity, ctx.compiled.workflow.maxCost ?? Infinity) < Infinity) return true
+  return Math.ceil(tokens * table.maxSafety) + minimumContextOutputTokens > table.minWindow
 }
 
 /** Past `allowFallback: false`: only the first of `ranked` stays, the rest are excluded. */
@@ -138,12 +194,14 @@ const keepFirst = (ctx: Ctx, pass: Pass, ranked: ReadonlyArray<ModelTarget>): Re
 /** Selection among the eligible: the route's order (escalation aside), or scored over route health. */
 const select = (ctx: Ctx, pass: Pass): Effect.Effect<Route, Failure> => {
   const w = ctx.compiled.workflow
-  const eligible = pass.eligible
+  const eligible = eligibleOf(pass, ctx.compiled.targets)
   if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded: pass.excluded })
   if (w.selection === "scored") {
     // Route health for the health term: none to read without a fiber step when the view keeps no records (`Health.layerOff`).
     const health = readHealth(ctx.breakers, eligible)
-    return Effect.isEffect(health) ? Effect.flatMap(health, (h) => scored(ctx, pass, h)) : scored(ctx, pass, health)
+    return Effect.isEffect(health)
+      ? Effect.flatMap(health, (h) => scored(ctx, pass, eligible, h))
+      : scored(ctx, pass, eligible, health)
   }
   let reason: SelectionReason = pass.passed === 1 ? "ONLY_ELIGIBLE" : "PINNED_ORDER"
   let ordered: ReadonlyArray<ModelTarget> = eligible
@@ -169,25 +227,33 @@ const select = (ctx: Ctx, pass: Pass): Effect.Effect<Route, Failure> => {
  * Scored selection over the eligible targets' health records; with `Workflow.prefixAffinity`, the
  * prompt's prefix keys are read against the router's memory at the clock's time.
  */
-const scored = (ctx: Ctx, pass: Pass, health: Records): Effect.Effect<Route, Failure> => {
+const scored = (
+  ctx: Ctx,
+  pass: Pass,
+  eligible: ReadonlyArray<ModelTarget>,
+  health: Records
+): Effect.Effect<Route, Failure> => {
   const { command, compiled } = ctx
   const affinity = compiled.workflow.prefixAffinity
-  if (affinity === undefined) return scoredWith(ctx, pass, health, undefined)
+  if (affinity === undefined) return scoredWith(ctx, pass, eligible, health, undefined)
   const keys = prefixKeys(command, compiled.workflow.name, command.tenant, affinity.blockCharacters)
-  if (keys.length === 0) return scoredWith(ctx, pass, health, undefined)
+  if (keys.length === 0) return scoredWith(ctx, pass, eligible, health, undefined)
   const memo: PrefixMemo = { keys, ttlMs: Duration.toMillis(affinity.ttl) }
-  return Effect.clockWith((clock) => scoredWith(ctx, pass, health, { memo, now: clock.unsafeCurrentTimeMillis() }))
+  return Effect.clockWith((clock) =>
+    scoredWith(ctx, pass, eligible, health, { memo, now: clock.unsafeCurrentTimeMillis() })
+  )
 }
 
 const scoredWith = (
   ctx: Ctx,
   pass: Pass,
+  eligible: ReadonlyArray<ModelTarget>,
   health: Records,
   prefix: { readonly memo: PrefixMemo; readonly now: number } | undefined
 ): Effect.Effect<Route, Failure> => {
   const { compiled, command, state } = ctx
   const w = compiled.workflow
-  const { pool, records } = withHeadroom(ctx.breakers, pass.eligible, health, pass.excluded)
+  const { pool, records } = withHeadroom(ctx.breakers, eligible, health, pass.excluded)
   if (pool.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded: pass.excluded })
   const incumbent = state.leaders.get(w.name)
   // A session's own target comes first; else the target that served the prompt's prefix recently.
@@ -214,7 +280,9 @@ const scoredWith = (
           }
   }
   const cached = memo(state.classTerms, compiled, () => classTermsOf(compiled))
-  const result = rank(compiled, command, pool, ctx.inputTokens, context, cached)
+  // The route positions hold while no target left the pool for its health.
+  const at = pool === eligible ? positionsOf(pass) : undefined
+  const result = rank(compiled, command, pool, ctx.inputTokens, context, cached, at)
   const kept = keepFirst(ctx, pass, result.targets)
   const facts: Facts = {
     command,
