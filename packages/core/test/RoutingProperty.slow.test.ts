@@ -6,11 +6,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { caseArb, check } from "./routingProperty.js"
 
-describe("router: generated registries against an oracle (slow)", () => {
-  it("2,000 generated registries, requests and breaker states: hard constraints hold, nothing excluded without cause", () => {
+describe("router: generated registries against an oracle (slow)", async () => {
+  it("2,000 generated registries, requests and breaker states: hard constraints hold, nothing excluded without cause", async () => {
     const tally = { cases: 0, routed: 0 }
-    fc.assert(
-      fc.property(caseArb, ({ request, targets }) => check(targets, request, tally)),
+    await fc.assert(
+      fc.asyncProperty(caseArb, ({ request, targets }) => check(targets, request, tally)),
       { numRuns: 2_000 }
     )
     // the generator reaches both sides: routed decisions and refusals

@@ -7,10 +7,10 @@ import { FastCheck as fc } from "effect"
 import { caseArb, check } from "./routingProperty.js"
 
 describe("router: generated registries against an oracle", () => {
-  it("600 generated registries, requests and breaker states: hard constraints hold, nothing excluded without cause", () => {
+  it("600 generated registries, requests and breaker states: hard constraints hold, nothing excluded without cause", async () => {
     const tally = { cases: 0, routed: 0 }
-    fc.assert(
-      fc.property(caseArb, ({ request, targets }) => check(targets, request, tally)),
+    await fc.assert(
+      fc.asyncProperty(caseArb, ({ request, targets }) => check(targets, request, tally)),
       { numRuns: 600 }
     )
     // the generator reaches both sides: routed decisions and refusals

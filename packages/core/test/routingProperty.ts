@@ -143,7 +143,7 @@ export interface Tally {
 }
 
 /** Runs one generated case through `Router.decide` and checks it against the oracle; counts it in `tally`. */
-export const check = (targetSpecs: ReadonlyArray<TargetSpec>, r: RequestSpec, tally: Tally): void => {
+export const check = async (targetSpecs: ReadonlyArray<TargetSpec>, r: RequestSpec, tally: Tally): Promise<void> => {
   tally.cases++
   const targets = targetSpecs.map(targetOf)
   const refs = targets.map((t) => t.ref) as unknown as readonly [string, ...Array<string>]
@@ -176,7 +176,8 @@ export const check = (targetSpecs: ReadonlyArray<TargetSpec>, r: RequestSpec, ta
   })
   const open = new Set(targets.filter((_, i) => targetSpecs[i]!.open).map((t) => t))
   const breakers: Router.BreakerView = { isOpen: (t) => Effect.succeed(open.has(t)) }
-  const exit = Effect.runSyncExit(
+  // Run as a caller does: a large input is counted in slices that give the event loop turns.
+  const exit = await Effect.runPromiseExit(
     Router.decide(Router.routed(compiled), breakers, command, r.mode, true, "call-1", r.timeLeftMs).pipe(
       // the deprecation warning of each generated registry is not what is checked here
       Logger.withMinimumLogLevel(LogLevel.None)
