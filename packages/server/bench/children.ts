@@ -1,19 +1,21 @@
 /**
  * The processes of the server benchmark, one role each (argv[2]): `mock` (the loopback mock
  * provider), `server` (the modelgate server over it), `proxy` (a bare `node:http` handler forwarding
- * the same request to the same mock with `fetch`). Each prints `port <n>` when listening and answers
+ * the same request to the same mock with `fetch`, and answering `POST /fixed` with a fixed answer),
+ * `fixed` (the server with a gateway that answers at once), `inprocess` (the gateway alone). Each prints `port <n>` when listening and answers
  * the `cpu` / `memory` IPC messages with its own `process.cpuUsage()` / `memoryUsage()`.
  */
 import { MockProviderServer } from "@modelgate/testing"
 import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import * as OpenAi from "@modelgate/adapters/openai"
-import { Health, ModelCommand, ModelGateway } from "@modelgate/core"
+import { GatewayConfig, Health, ModelCommand, ModelGateway, RateLimitStore } from "@modelgate/core"
 import { Effect, Layer, Logger, Schema } from "effect"
 import * as Http from "node:http"
 import { gatewayConfig, Ticket } from "../src/DevDefault.js"
-import { hashKey } from "../src/Keys.js"
+import { hashKey, makeKeyRing } from "../src/Keys.js"
 import * as Launch from "../src/Launch.js"
+import * as Server from "../src/Server.js"
 import { ServerConfig } from "../src/ServerConfig.js"
 
 export const benchKey = "mg-bench-key"
@@ -41,21 +43,66 @@ const mock = () =>
     }).pipe(Effect.scoped)
   )
 
+const benchConfig = (mockUrl: string) =>
+  Schema.decodeUnknown(ServerConfig)({
+    listen: { host: "127.0.0.1", port: 0 },
+    keys: [{ id: "bench", sha256: hashKey(benchKey), tenant: "bench", workflows: ["*"] }],
+    providers: [{ id: "openai", kind: "openai", baseUrl: `${mockUrl}/v1` }],
+    gateway: gatewayConfig,
+    recorder: "none",
+    limits: { maxConcurrentRequests: 10_000 }
+  })
+
 const server = (mockUrl: string) =>
   Effect.runPromise(
     Effect.gen(function* () {
-      const config = yield* Schema.decodeUnknown(ServerConfig)({
-        listen: { host: "127.0.0.1", port: 0 },
-        keys: [{ id: "bench", sha256: hashKey(benchKey), tenant: "bench", workflows: ["*"] }],
-        providers: [{ id: "openai", kind: "openai", baseUrl: `${mockUrl}/v1` }],
-        gateway: gatewayConfig,
-        recorder: "none",
-        limits: { maxConcurrentRequests: 10_000 }
-      })
-      const running = yield* Launch.start(config, { schemas: { Ticket } })
+      const running = yield* Launch.start(yield* benchConfig(mockUrl), { schemas: { Ticket } })
       report(running.port)
       yield* Effect.never
     }).pipe(Effect.scoped)
+  )
+
+/** The gateway over the same adapter, transport and mock as the server's (`Launch`: direct undici). */
+const gatewayLayer = (mockUrl: string) =>
+  ModelGateway.layerJson(gatewayConfig, { schemas: { Ticket } }).pipe(
+    ModelGateway.withDefaults(process.env.BENCH_HEALTH === "memory" ? { health: Health.layerMemory() } : {}),
+    Layer.provide(
+      OpenAi.layer({ id: "openai", baseUrl: `${mockUrl}/v1` }).pipe(Layer.provide(HttpTransport.layerUndici()))
+    ),
+    Layer.provide(NodeHttpClient.layerUndici)
+  )
+
+const helloCommand = ModelCommand.decodeUnknown({
+  workflow: "chat",
+  tenant: "bench",
+  messages: [{ _tag: "user", content: "hello" }]
+})
+
+/**
+ * The server's own share: the same server with a gateway whose `generate` answers at once with
+ * the result of one real call over the mock (captured at start), so a request's CPU is the
+ * server's alone (HTTP, key, body, command, response), set against a bare `node:http` handler.
+ */
+const fixedServer = (mockUrl: string) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const real = yield* ModelGateway.ModelGateway
+      const result = yield* real.generate(yield* helloCommand)
+      const config = yield* benchConfig(mockUrl)
+      const running = yield* Server.make({
+        host: "127.0.0.1",
+        port: 0,
+        keys: makeKeyRing(config.keys, config.aliases),
+        aliases: config.aliases,
+        limits: config.limits,
+        gatewayConfig: yield* GatewayConfig.decode(config.gateway)
+      }).pipe(
+        Effect.provideService(ModelGateway.ModelGateway, { ...real, generate: () => Effect.succeed(result) }),
+        Effect.provide(RateLimitStore.layerMemory)
+      )
+      report(running.port)
+      yield* Effect.never
+    }).pipe(Effect.scoped, Effect.provide(gatewayLayer(mockUrl)))
   )
 
 /**
@@ -66,11 +113,7 @@ const inProcess = (mockUrl: string, calls: number) =>
   Effect.runPromise(
     Effect.gen(function* () {
       const gateway = yield* ModelGateway.ModelGateway
-      const command = yield* ModelCommand.decodeUnknown({
-        workflow: "chat",
-        tenant: "bench",
-        messages: [{ _tag: "user", content: "hello" }]
-      })
+      const command = yield* helloCommand
       const run = Effect.forEach(Array.from({ length: calls }), () => gateway.generate(command), {
         concurrency: 64,
         discard: true
@@ -86,22 +129,19 @@ const inProcess = (mockUrl: string, calls: number) =>
           callsPerSecond: calls / ((performance.now() - started) / 1000)
         }
       })
-    }).pipe(
-      Effect.provide(
-        ModelGateway.layerJson(gatewayConfig, { schemas: { Ticket } }).pipe(
-          ModelGateway.withDefaults(process.env.BENCH_HEALTH === "memory" ? { health: Health.layerMemory() } : {}),
-          // The same adapter and transport as the server's (`Launch`: direct undici).
-          Layer.provide(
-            OpenAi.layer({ id: "openai", baseUrl: `${mockUrl}/v1` }).pipe(Layer.provide(HttpTransport.layerUndici()))
-          ),
-          Layer.provide(NodeHttpClient.layerUndici)
-        )
-      ),
-      Effect.provide(Logger.remove(Logger.defaultLogger))
-    )
+    }).pipe(Effect.provide(gatewayLayer(mockUrl)), Effect.provide(Logger.remove(Logger.defaultLogger)))
   )
 
-const proxy = (mockUrl: string) => {
+/** The mock's answer to the bench request (for the bare handler's fixed answer). */
+const mockAnswer = (mockUrl: string) =>
+  fetch(`${mockUrl}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer upstream" },
+    body: JSON.stringify({ model: "mock-chat", messages: [{ role: "user", content: "hello" }] })
+  }).then((r) => r.text())
+
+const proxy = async (mockUrl: string) => {
+  const fixed = await mockAnswer(mockUrl)
   const http = Http.createServer((req, res) => {
     if (req.method === "GET") {
       res.writeHead(200, { "content-type": "application/json" })
@@ -111,6 +151,13 @@ const proxy = (mockUrl: string) => {
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => {
+      if (req.url === "/fixed") {
+        // A bare handler with a fixed answer: parse the body, answer JSON (no upstream call).
+        JSON.parse(Buffer.concat(chunks).toString("utf8"))
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end(JSON.stringify(JSON.parse(fixed)))
+        return
+      }
       fetch(`${mockUrl}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: "Bearer upstream" },
@@ -139,5 +186,6 @@ const role = process.argv[2]
 const upstream = process.argv[3] ?? ""
 if (role === "mock") void mock()
 else if (role === "server") void server(upstream)
-else if (role === "proxy") proxy(upstream)
+else if (role === "proxy") void proxy(upstream)
+else if (role === "fixed") void fixedServer(upstream)
 else if (role === "inprocess") void inProcess(upstream, Number(process.argv[4] ?? 500))

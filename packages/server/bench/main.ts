@@ -8,7 +8,9 @@
  * each in its own process; the load generator (autocannon) runs here and the mock in a fourth
  * process, so a process's CPU (user + system, from `/proc/<pid>/stat`) is its own. Memory per
  * connection: the heap + external growth (after GC) of the server with 1,000 idle keep-alive
- * connections, per connection.
+ * connections, per connection. Also: `GET /healthz` on both (the HTTP layer alone), the server's own
+ * share (the server with a gateway answering at once against a bare handler with a fixed answer),
+ * and the gateway alone in a process (no HTTP).
  *
  * Writes `bench/results.json` and prints the verdicts (`server.cpu.addedUs`, `server.rps.vsPortkey`,
  * `server.p50.addedMs`, `server.memory.perConnection`). `--duration <s>` (default 4).
@@ -111,7 +113,7 @@ const load = async (
   path = "/v1/chat/completions"
 ): Promise<Run> => {
   const options =
-    path === "/v1/chat/completions"
+    path !== "/healthz"
       ? {
           url: `${url}${path}`,
           method: "POST" as const,
@@ -203,6 +205,20 @@ const main = async () => {
     bareNode: await load(proxy.child.pid ?? 0, `http://127.0.0.1:${proxy.port}`, {}, 64, "/healthz")
   }
   process.stderr.write(`healthz c=64: ${JSON.stringify(httpOnly)}\n`)
+  // The server's own share: the server with a gateway answering at once, against a bare node:http
+  // handler that parses the body and answers a fixed completion (neither calls the mock).
+  const fixed = await startChild("fixed", mockUrl)
+  const ownShare = {
+    server: await load(
+      fixed.child.pid ?? 0,
+      `http://127.0.0.1:${fixed.port}`,
+      { authorization: `Bearer ${benchKey}` },
+      64
+    ),
+    bareNode: await load(proxy.child.pid ?? 0, `http://127.0.0.1:${proxy.port}`, {}, 64, "/fixed")
+  }
+  fixed.child.kill()
+  process.stderr.write(`own share (fixed answer) c=64: ${JSON.stringify(ownShare)}\n`)
   const inProcess = await gatewayInProcess(mockUrl)
   process.stderr.write(`gateway in process, c=64: ${JSON.stringify(inProcess)}\n`)
   const memory = {
@@ -253,6 +269,7 @@ const main = async () => {
     portkey: "port" in portkey ? "@portkey-ai/gateway 1.15.2, --headless, NODE_ENV=production" : portkey.skipped,
     runs,
     httpOnly,
+    ownShare,
     gatewayInProcess: inProcess,
     memory,
     verdicts

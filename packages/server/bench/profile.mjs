@@ -23,7 +23,11 @@ const start = (role, upstream, execArgv = []) =>
   })
 
 const mock = await start("mock", "")
-const server = await start("server", `http://127.0.0.1:${mock.port}`, ["--cpu-prof", `--cpu-prof-dir=${dir}`])
+// `BENCH_ROLE=fixed`: the server with a gateway answering at once (its own share; see `children.ts`).
+const server = await start(process.env.BENCH_ROLE ?? "server", `http://127.0.0.1:${mock.port}`, [
+  "--cpu-prof",
+  `--cpu-prof-dir=${dir}`
+])
 const post = path !== "/healthz" && path !== "/v1/models"
 const options = {
   url: `http://127.0.0.1:${server.port}${path}`,

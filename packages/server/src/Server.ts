@@ -8,9 +8,9 @@
  *
  * @since 0.1.0
  */
-import { HttpMiddleware, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { HttpMiddleware, HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import type { HttpServerError } from "@effect/platform"
+import { HttpServerError } from "@effect/platform"
 import { type GatewayConfig, ModelGateway, RateLimitStore } from "@modelgate/core"
 import { Deferred, Effect, type Scope } from "effect"
 import * as Http from "node:http"
@@ -18,6 +18,7 @@ import type { KeyRing } from "./Keys.js"
 import * as Chat from "./internal/chat.js"
 import * as Embeddings from "./internal/embeddings.js"
 import * as ErrorWire from "./internal/errorWire.js"
+import * as NodeChat from "./internal/nodeChat.js"
 import * as Request from "./internal/request.js"
 import * as Responses from "./internal/responses.js"
 import type { Limits } from "./ServerConfig.js"
@@ -140,6 +141,25 @@ const nodeServer = (limits: Limits, tracker: Request.Tracker): Http.Server => {
   return server
 }
 
+/** Listens on `host:port` in the current scope (closed with it); the port bound. */
+const listen = (server: Http.Server, host: string, port: number) =>
+  Effect.acquireRelease(
+    Effect.async<number, HttpServerError.ServeError>((resume) => {
+      const onError = (cause: Error) => resume(Effect.fail(new HttpServerError.ServeError({ cause })))
+      server.once("error", onError)
+      server.listen({ host, port }, () => {
+        server.off("error", onError)
+        const address = server.address()
+        resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
+      })
+    }),
+    () =>
+      Effect.async<void>((resume) => {
+        if (!server.listening) return resume(Effect.void)
+        server.close(() => resume(Effect.void))
+      })
+  )
+
 /**
  * Serves the routes on a hardened node server in the current scope (closed with the scope).
  *
@@ -168,15 +188,17 @@ export const make = (
       createdAt: () => Math.floor(Date.now() / 1000)
     }
     const server = nodeServer(options.limits, tracker)
-    const platform = yield* NodeHttpServer.make(() => server, { host: options.host, port: options.port })
     const app = yield* HttpRouter.toHttpApp(router(env))
     // No platform span per request: the gateway's call span carries the call (see docs/server.md).
-    yield* HttpServer.serveEffect(app).pipe(
-      HttpMiddleware.withTracerDisabledWhenEffect(() => true),
-      Effect.provideService(HttpServer.HttpServer, platform)
+    const platform = yield* NodeHttpServer.makeHandler(app).pipe(
+      HttpMiddleware.withTracerDisabledWhenEffect(() => true)
     )
-    const address = platform.address
-    const port = address._tag === "TcpAddress" ? address.port : 0
+    // The chat endpoint straight from node:http (see `internal/nodeChat.ts`); the rest on the router.
+    const chat = NodeChat.listener(env, yield* Effect.runtime<never>())
+    server.on("request", (req, res) => {
+      if (!chat(req, res)) platform(req, res)
+    })
+    const port = yield* listen(server, options.host, options.port)
     const drained = yield* Deferred.make<void>()
     const shutdown = Effect.gen(function* () {
       tracker.draining = true

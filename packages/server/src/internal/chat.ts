@@ -5,10 +5,11 @@
  *
  * @internal
  */
-import { HttpServerResponse } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { type Errors, ModelCommand, type ModelResult, type StreamEvent, Tenancy } from "@modelgate/core"
-import { Chunk, Effect, Option, Stream } from "effect"
+import { Chunk, Effect, Option, type Scope, Stream } from "effect"
 import { randomUUID } from "node:crypto"
+import type { ApiKey } from "../ServerConfig.js"
 import * as ChatFast from "./chatFast.js"
 import * as ChatWire from "./chatWire.js"
 import * as ErrorWire from "./errorWire.js"
@@ -52,57 +53,90 @@ export const pullUntilContent = (
 export const rest = <A, E>(buffered: Chunk.Chunk<A>, pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<E>>) =>
   Stream.concat(Stream.fromChunk(buffered), Stream.repeatEffectChunkOption(Effect.interruptible(pull)))
 
+/** The body decoder of the endpoint (fast path, then the Schema). */
+export const decodeBody = Request.bodyDecoder(ChatWire.ChatRequest, ChatFast.chatRequest)
+
 const readBody = Request.bodyOf(ChatWire.ChatRequest, ChatFast.chatRequest)
 
+/** What a chat request answers, for either server to write: a JSON body, or SSE frames. */
+export type Answer =
+  | { readonly _tag: "Json"; readonly body: unknown; readonly headers: Record<string, string> }
+  | { readonly _tag: "Sse"; readonly frames: Stream.Stream<string>; readonly headers: Record<string, string> }
+
+/**
+ * The call of an admitted, authenticated request whose body is decoded and whose workflow the key
+ * may call: the header limits, the command, the key's rate limit, then `generate` or `stream`. A
+ * stream's frames pull from the gateway's stream within the scope, so it must outlive them.
+ */
+export const call = (
+  env: Request.Env,
+  headers: Request.Headers,
+  key: ApiKey,
+  body: ChatWire.ChatRequest,
+  workflow: Request.WorkflowInfo
+): Effect.Effect<Answer, Request.WireFailure, Scope.Scope> =>
+  Effect.gen(function* () {
+    const problem = ChatWire.unsupported(body, workflow.structured)
+    if (problem !== undefined) return yield* Request.fail(ErrorWire.invalidBody([problem]))
+    const limits = yield* Request.limitsOf(headers)
+    const command = yield* ModelCommand.decodeUnknown({
+      ...ChatWire.commandOf(body),
+      ...limits,
+      workflow: workflow.name,
+      tenant: key.tenant
+    }).pipe(Effect.mapError(Request.invalidCommand))
+    const settle = yield* Request.takeRate(env, key)
+    const created = env.createdAt()
+    if (body.stream !== true) {
+      const result = yield* env.gateway.generate(command).pipe(
+        Tenancy.vouch(Request.identityOf(key)),
+        Effect.interruptible,
+        Effect.tapError((e) =>
+          Effect.sync(() => settle(e.attempts.reduce((n, a) => n + (a.usage ? totalTokens(a.usage) : 0), 0)))
+        ),
+        Effect.mapError(gatewayFailure)
+      )
+      settle(totalTokens(result.evidence.usage))
+      return {
+        _tag: "Json",
+        body: ChatWire.completionOf(result, body.model, created),
+        headers: evidenceHeaders(result.evidence)
+      } as const
+    }
+    const pull = yield* Stream.toPull(
+      Stream.provideService(env.gateway.stream(command), Tenancy.CurrentIdentity, Request.identityOf(key))
+    )
+    const head = yield* pullUntilContent(pull)
+    const render = ChatWire.makeChunker(
+      `chatcmpl-${randomUUID()}`,
+      body.model,
+      created,
+      body.stream_options?.include_usage === true
+    )
+    const frames = rest(head.buffered, pull).pipe(
+      Stream.tap((event) =>
+        event._tag === "Final" ? Effect.sync(() => settle(totalTokens(event.result.evidence.usage))) : Effect.void
+      ),
+      Stream.mapConcat(render),
+      Stream.catchAll((error) => Stream.make(errorFrame(ErrorWire.fromGatewayError(error))))
+    )
+    const sseHeaders: Record<string, string> = { "cache-control": "no-cache", "x-accel-buffering": "no" }
+    if (head.route !== undefined) sseHeaders["x-modelgate-route"] = head.route
+    return { _tag: "Sse", frames, headers: sseHeaders } as const
+  })
+
+/** The platform route of `POST /v1/chat/completions` (the node server answers it first: `nodeChat`). */
 export const handler = (env: Request.Env) =>
   Request.answer(
     Effect.gen(function* () {
       const { key, body, workflow } = yield* Request.intake(env, readBody, "chat")
-      const problem = ChatWire.unsupported(body, workflow.structured)
-      if (problem !== undefined) return yield* Request.fail(ErrorWire.invalidBody([problem]))
-      const limits = yield* Request.headerLimits
-      const command = yield* ModelCommand.decodeUnknown({
-        ...ChatWire.commandOf(body),
-        ...limits,
-        workflow: workflow.name,
-        tenant: key.tenant
-      }).pipe(Effect.mapError(Request.invalidCommand))
-      const settle = yield* Request.takeRate(env, key)
-      const created = env.createdAt()
-      if (body.stream !== true) {
-        const result = yield* env.gateway.generate(command).pipe(
-          Tenancy.vouch(Request.identityOf(key)),
-          Effect.interruptible,
-          Effect.tapError((e) =>
-            Effect.sync(() => settle(e.attempts.reduce((n, a) => n + (a.usage ? totalTokens(a.usage) : 0), 0)))
-          ),
-          Effect.mapError(gatewayFailure)
-        )
-        settle(totalTokens(result.evidence.usage))
-        return HttpServerResponse.unsafeJson(ChatWire.completionOf(result, body.model, created), {
-          headers: evidenceHeaders(result.evidence)
-        })
-      }
-      const pull = yield* Stream.toPull(
-        Stream.provideService(env.gateway.stream(command), Tenancy.CurrentIdentity, Request.identityOf(key))
-      )
-      const head = yield* pullUntilContent(pull)
-      const render = ChatWire.makeChunker(
-        `chatcmpl-${randomUUID()}`,
-        body.model,
-        created,
-        body.stream_options?.include_usage === true
-      )
-      const frames = rest(head.buffered, pull).pipe(
-        Stream.tap((event) =>
-          event._tag === "Final" ? Effect.sync(() => settle(totalTokens(event.result.evidence.usage))) : Effect.void
-        ),
-        Stream.mapConcat(render),
-        Stream.catchAll((error) => Stream.make(errorFrame(ErrorWire.fromGatewayError(error)))),
-        Stream.map((text) => encoder.encode(text))
-      )
-      const headers: Record<string, string> = { "cache-control": "no-cache", "x-accel-buffering": "no" }
-      if (head.route !== undefined) headers["x-modelgate-route"] = head.route
-      return HttpServerResponse.stream(frames, { contentType: "text/event-stream", headers })
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const answer = yield* call(env, request.headers, key, body, workflow)
+      return answer._tag === "Json"
+        ? HttpServerResponse.unsafeJson(answer.body, { headers: answer.headers })
+        : HttpServerResponse.stream(answer.frames.pipe(Stream.map((text) => encoder.encode(text))), {
+            contentType: "text/event-stream",
+            headers: answer.headers
+          })
     })
   )

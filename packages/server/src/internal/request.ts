@@ -7,7 +7,7 @@
  */
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { ModelGateway, RateLimitStore, Tenancy } from "@modelgate/core"
-import { Clock, Data, Effect, Option, type ParseResult, Schema } from "effect"
+import { Clock, Data, Effect, Either, Option, type ParseResult, Schema } from "effect"
 import { bearerOf, type KeyRing } from "../Keys.js"
 import { type ApiKey, issuePaths, type Limits } from "../ServerConfig.js"
 import * as ErrorWire from "./errorWire.js"
@@ -56,15 +56,24 @@ export const answer = <R>(handler: Effect.Effect<HttpServerResponse.HttpServerRe
     Effect.catchAllDefect(() => Effect.succeed(errorResponse(ErrorWire.internal)))
   )
 
-/** Past the concurrency bound (or while draining): a fast 503. */
-export const admit = (env: Env) =>
-  env.tracker.draining
-    ? fail(ErrorWire.wire(503, "server_error", "shutting_down", "the server is shutting down", { "retry-after": "1" }))
-    : env.tracker.inflight > env.limits.maxConcurrentRequests
-      ? fail(ErrorWire.overloaded)
-      : Effect.void
+const shuttingDown = ErrorWire.wire(503, "server_error", "shutting_down", "the server is shutting down", {
+  "retry-after": "1"
+})
 
-/** The key of the request's bearer token, else 401. */
+/** The refusal past the concurrency bound (or while draining), if any. */
+export const admission = (env: Env): ErrorWire.WireError | undefined =>
+  env.tracker.draining
+    ? shuttingDown
+    : env.tracker.inflight > env.limits.maxConcurrentRequests
+      ? ErrorWire.overloaded
+      : undefined
+
+/** Past the concurrency bound (or while draining): a fast 503. */
+export const admit = (env: Env) => {
+  const refused = admission(env)
+  return refused === undefined ? Effect.void : fail(refused)
+}
+
 /** The identity a key vouches for: its tenant, by the server's key check, with the key's id as subject. */
 export const identityOf = (key: ApiKey): Tenancy.Identity => ({
   tenant: key.tenant,
@@ -72,23 +81,46 @@ export const identityOf = (key: ApiKey): Tenancy.Identity => ({
   subject: key.id
 })
 
+/** The key of an `Authorization` header's bearer token, if any. */
+export const keyOf = (env: Env, authorization: string | undefined): ApiKey | undefined => {
+  const token = bearerOf(authorization)
+  return token === undefined ? undefined : env.keys.verify(token)
+}
+
+/** The key of the request's bearer token, else 401. */
 export const authenticate = (env: Env) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    const token = bearerOf(request.headers.authorization)
-    const key = token === undefined ? undefined : env.keys.verify(token)
+    const key = keyOf(env, request.headers.authorization)
     return key === undefined ? fail(ErrorWire.unauthorized) : Effect.succeed(key)
   })
 
-const tooLarge = (limit: number) =>
+/** The 413 of a body over `limit` bytes. */
+export const tooLarge = (limit: number) =>
   ErrorWire.wire(413, "invalid_request_error", "body_too_large", `the request body exceeds ${limit} bytes`)
 
 /**
- * A reader of the JSON body decoded by `schema`, at most `maxBodyBytes`; problems by path, never
- * values. The decoder is built once. `fast` may answer the common shapes without the Schema walk:
- * it must return exactly what the schema decodes, or `undefined` to leave the body to the schema.
+ * A decoder of a JSON body text by `schema` (built once): problems by path, never values. `fast`
+ * may answer the common shapes without the Schema walk: it must return exactly what the schema
+ * decodes, or `undefined` to leave the body to the schema.
  */
+export const bodyDecoder = <A, I>(schema: Schema.Schema<A, I>, fast?: (json: unknown) => A | undefined) => {
+  const decode = Schema.decodeUnknownEither(schema, { errors: "all" })
+  return (text: string): Either.Either<A, ErrorWire.WireError> => {
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      return Either.left(ErrorWire.invalidBody(["the body is not JSON"]))
+    }
+    const quick = fast?.(json)
+    if (quick !== undefined) return Either.right(quick)
+    return Either.mapLeft(decode(json), (e: ParseResult.ParseError) => ErrorWire.invalidBody(issuePaths(e)))
+  }
+}
+
+/** A reader of the JSON body decoded by `schema` (see {@link bodyDecoder}), at most `maxBodyBytes`. */
 export const bodyOf = <A, I>(schema: Schema.Schema<A, I>, fast?: (json: unknown) => A | undefined) => {
-  const decode = Schema.decodeUnknown(schema, { errors: "all" })
+  const decode = bodyDecoder(schema, fast)
   return (env: Env) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -100,27 +132,28 @@ export const bodyOf = <A, I>(schema: Schema.Schema<A, I>, fast?: (json: unknown)
         Effect.interruptible,
         Effect.mapError(() => new WireFailure({ error: tooLarge(limit) }))
       )
-      let json: unknown
-      try {
-        json = JSON.parse(text)
-      } catch {
-        return yield* fail(ErrorWire.invalidBody(["the body is not JSON"]))
-      }
-      const quick = fast?.(json)
-      if (quick !== undefined) return quick
-      return yield* decode(json).pipe(
-        Effect.mapError((e: ParseResult.ParseError) => new WireFailure({ error: ErrorWire.invalidBody(issuePaths(e)) }))
-      )
+      return yield* Either.mapLeft(decode(text), (error) => new WireFailure({ error }))
     })
 }
 
-/** The workflow a request's `model` names (or aliases) and the key may call, else 404. */
-export const workflowFor = (env: Env, key: ApiKey, model: string, kind: "chat" | "embedding") => {
+/** The workflow a request's `model` names (or aliases) and the key may call, if any. */
+export const workflowOf = (
+  env: Env,
+  key: ApiKey,
+  model: string,
+  kind: "chat" | "embedding"
+): WorkflowInfo | undefined => {
   const name = env.aliases[model] ?? model
   const info = env.workflows.get(name)
-  if (info === undefined || !env.keys.allows(key, name) || info.embedding !== (kind === "embedding"))
-    return fail(ErrorWire.modelNotFound())
-  return Effect.succeed(info)
+  return info === undefined || !env.keys.allows(key, name) || info.embedding !== (kind === "embedding")
+    ? undefined
+    : info
+}
+
+/** {@link workflowOf}, else 404. */
+export const workflowFor = (env: Env, key: ApiKey, model: string, kind: "chat" | "embedding") => {
+  const info = workflowOf(env, key, model, kind)
+  return info === undefined ? fail(ErrorWire.modelNotFound()) : Effect.succeed(info)
 }
 
 /**
@@ -188,10 +221,19 @@ const requestIdShape = /^[A-Za-z0-9._:-]{1,128}$/
  * `x-modelgate-max-cost` (USD) — and `x-request-id`, the caller's request id (the command's
  * `requestId`: 1 to 128 characters of `A-Z a-z 0-9 . _ : -`). A malformed value is a 400.
  */
-export const headerLimits = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-  const timeout = positive(request.headers["x-modelgate-timeout-ms"], true)
-  const maxCost = positive(request.headers["x-modelgate-max-cost"], false)
-  const requestId = request.headers["x-request-id"]
+export const headerLimits = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => limitsOf(request.headers))
+
+/** Request headers as either server gives them (Node joins repeated custom headers with `, `). */
+export type Headers = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+const one = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" ? value : undefined
+
+/** {@link headerLimits} of the headers themselves. */
+export const limitsOf = (headers: Headers) => {
+  const timeout = positive(one(headers["x-modelgate-timeout-ms"]), true)
+  const maxCost = positive(one(headers["x-modelgate-max-cost"]), false)
+  const requestId = one(headers["x-request-id"])
   if (Number.isNaN(timeout)) return fail(ErrorWire.invalidBody(["x-modelgate-timeout-ms: a positive integer"]))
   if (Number.isNaN(maxCost)) return fail(ErrorWire.invalidBody(["x-modelgate-max-cost: a positive number"]))
   if (requestId !== undefined && !requestIdShape.test(requestId)) {
@@ -202,7 +244,7 @@ export const headerLimits = Effect.flatMap(HttpServerRequest.HttpServerRequest, 
   if (maxCost !== undefined) fields.maxCost = maxCost
   if (requestId !== undefined) fields.requestId = requestId
   return Effect.succeed(fields)
-})
+}
 
 /** A ParseError of core's command decoding as a 400 (its message names paths only). */
 export const invalidCommand = (error: ParseResult.ParseError) =>

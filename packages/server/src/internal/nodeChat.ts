@@ -1,0 +1,135 @@
+/**
+ * `POST /v1/chat/completions` answered straight from the `node:http` request listener, ahead of
+ * the platform router: the same steps and answers as the platform route (`chat.ts`), without its
+ * request and response objects. Admission, the key, the size-capped body, its decoding and the
+ * workflow are plain checks; the call (`Chat.call`) runs as one fiber on the server's runtime and
+ * its answer is written with one `writeHead` and `end` (JSON) or frame by frame with backpressure
+ * (SSE). A response closed before its end interrupts the fiber, so a client that disconnects
+ * cancels the call, as on the platform route.
+ *
+ * @internal
+ */
+import { Cause, Effect, Exit, type Fiber, FiberId, Option, Runtime, Stream } from "effect"
+import type * as Http from "node:http"
+import * as Chat from "./chat.js"
+import * as ErrorWire from "./errorWire.js"
+import * as Request from "./request.js"
+
+const path = "/v1/chat/completions"
+
+/** The OpenAI error JSON of `error`, unless the response is already under way or gone. */
+const writeError = (res: Http.ServerResponse, error: ErrorWire.WireError) =>
+  writeJson(res, error.status, error.headers ?? {}, ErrorWire.errorBody(error))
+
+const writeJson = (
+  res: Http.ServerResponse,
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  body: unknown
+) => {
+  if (res.headersSent || res.destroyed) return
+  const text = JSON.stringify(body)
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+  res.end(text)
+}
+
+/** Writes one frame, waiting for `drain` when the socket's buffer is full (a slow reader). */
+const writeFrame = (res: Http.ServerResponse, text: string) =>
+  Effect.async<void>((resume) => {
+    if (res.write(text) || res.destroyed) return resume(Effect.void)
+    const done = () => {
+      res.off("drain", done)
+      res.off("close", done)
+      resume(Effect.void)
+    }
+    res.on("drain", done)
+    res.on("close", done)
+    return Effect.sync(() => {
+      res.off("drain", done)
+      res.off("close", done)
+    })
+  })
+
+const deliver = (res: Http.ServerResponse, answer: Chat.Answer) =>
+  answer._tag === "Json"
+    ? Effect.sync(() => writeJson(res, 200, answer.headers, answer.body))
+    : Effect.sync(() => res.writeHead(200, { ...answer.headers, "content-type": "text/event-stream" })).pipe(
+        Effect.zipRight(Stream.runForEach(answer.frames, (text) => writeFrame(res, text))),
+        Effect.zipRight(Effect.sync(() => res.end()))
+      )
+
+/** A refusal as its error answer; a defect as a 500 (or a cut stream once it is under way). */
+const settle = (res: Http.ServerResponse, exit: Exit.Exit<void, Request.WireFailure>) => {
+  if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return
+  const failure = Cause.failureOption(exit.cause)
+  if (res.headersSent) res.destroy()
+  else writeError(res, Option.isSome(failure) ? failure.value.error : ErrorWire.internal)
+}
+
+/** Reads the body up to `limit` bytes: the text, or `undefined` past the limit (read no further). */
+const readText = (req: Http.IncomingMessage, limit: number, done: (text: string | undefined) => void) => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  const onData = (chunk: Buffer) => {
+    size += chunk.length
+    if (size <= limit) return void chunks.push(chunk)
+    req.off("data", onData)
+    req.off("end", onEnd)
+    done(undefined)
+  }
+  const onEnd = () =>
+    done(
+      chunks.length === 1 && chunks[0] !== undefined
+        ? chunks[0].toString("utf8")
+        : Buffer.concat(chunks).toString("utf8")
+    )
+  req.on("data", onData)
+  req.on("end", onEnd)
+}
+
+/** The steps of `chat.ts`'s route, as plain checks up to the call. */
+const answer = (
+  env: Request.Env,
+  run: (effect: Effect.Effect<void, Request.WireFailure>) => Fiber.RuntimeFiber<void, Request.WireFailure>,
+  req: Http.IncomingMessage,
+  res: Http.ServerResponse
+) => {
+  const refused = Request.admission(env)
+  if (refused !== undefined) return writeError(res, refused)
+  const key = Request.keyOf(env, req.headers.authorization)
+  if (key === undefined) return writeError(res, ErrorWire.unauthorized)
+  const limit = env.limits.maxBodyBytes
+  if (Number(req.headers["content-length"] ?? "0") > limit) return writeError(res, Request.tooLarge(limit))
+  readText(req, limit, (text) => {
+    if (text === undefined) return writeError(res, Request.tooLarge(limit))
+    const body = Chat.decodeBody(text)
+    if (body._tag === "Left") return writeError(res, body.left)
+    const workflow = Request.workflowOf(env, key, body.right.model, "chat")
+    if (workflow === undefined) return writeError(res, ErrorWire.modelNotFound())
+    const fiber = run(
+      Effect.scoped(
+        Effect.flatMap(Chat.call(env, req.headers, key, body.right, workflow), (answer) => deliver(res, answer))
+      )
+    )
+    fiber.addObserver((exit) => settle(res, exit))
+    res.on("close", () => {
+      if (!res.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
+    })
+  })
+}
+
+/**
+ * The listener: answers `POST /v1/chat/completions` and returns true, or returns false for every
+ * other request (left to the platform router).
+ */
+export const listener = (env: Request.Env, runtime: Runtime.Runtime<never>) => {
+  const runFork = Runtime.runFork(runtime)
+  return (req: Http.IncomingMessage, res: Http.ServerResponse): boolean => {
+    const url = req.url ?? ""
+    if (req.method !== "POST" || !(url === path || url.startsWith(`${path}?`))) return false
+    // A client gone while its body is read: nothing to answer (the socket's close ends it).
+    req.on("error", () => {})
+    answer(env, runFork, req, res)
+    return true
+  }
+}
