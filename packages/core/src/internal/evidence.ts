@@ -255,9 +255,14 @@ export const recordCall = (
     segmentLabel: segment === undefined ? "none" : labels?.segments.has(segment) === true ? segment : "other"
   })
   // The recorder is the application's: whatever it does, it never changes the call's outcome.
-  const recorded = Effect.catchAllCause(ctx.recorder.record(callRecord), (cause) =>
-    Effect.logError(`modelgate: the call recorder failed for ${call.id} (${defectKind(Cause.squash(cause))})`)
-  )
+  const recording = ctx.recorder.record(callRecord)
+  // A recorder that answered at once (a sink that buffers, or none) has nothing to catch.
+  const recorded =
+    Exit.isExit(recording) && Exit.isSuccess(recording)
+      ? recording
+      : Effect.catchAllCause(recording, (cause) =>
+          Effect.logError(`modelgate: the call recorder failed for ${call.id} (${defectKind(Cause.squash(cause))})`)
+        )
   // Lifecycle features (canary controller, quality signals, shadow): one hook per settled call,
   // only for a workflow that uses one; it never changes the call's outcome either.
   const compiled = route?.compiled

@@ -90,7 +90,10 @@ const run = (ctx: Call.EngineContext, call: Call.Call, invoke: Invoke): Effect.E
           onFailure: (cleanup) => failWith(call, Cause.sequential(cause, cleanup)),
           onSuccess: () => failWith(call, cause)
         }),
-      onSuccess: (result) => Effect.as(settle(ctx, call, Exit.succeed(result)), result)
+      onSuccess: (result) => {
+        const settled = settle(ctx, call, Exit.succeed(result))
+        return Exit.isExit(settled) && Exit.isSuccess(settled) ? Exit.succeed(result) : Effect.as(settled, result)
+      }
     })
   )
 
@@ -320,8 +323,11 @@ const settleHeld = (
   // Money first, so that the record says what the settlement found (an overspend).
   const money = settleMoney(holds, tally.spent)
   const bookkeeping = admitted === undefined ? money : Effect.zipRight(ctx.health.release(admitted), money)
-  return Effect.zipRight(
-    bookkeeping,
-    Effect.suspend(() => recordCall(ctx, call, exit, interrupted, at))
-  )
+  // Settled at once (in memory): the record is handed over in this step.
+  return Exit.isExit(bookkeeping) && Exit.isSuccess(bookkeeping)
+    ? recordCall(ctx, call, exit, interrupted, at)
+    : Effect.zipRight(
+        bookkeeping,
+        Effect.suspend(() => recordCall(ctx, call, exit, interrupted, at))
+      )
 }
