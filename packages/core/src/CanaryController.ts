@@ -18,7 +18,7 @@
 import { Clock, Context, Duration, Effect, Layer, Metric, PubSub, Stream } from "effect"
 import { percentile } from "./internal/healthWindow.js"
 import type { CallRecord } from "./ModelResult.js"
-import type { CanaryPolicy, CanaryRollout } from "./Workflow.js"
+import type { CanaryPolicy, CanaryRollout } from "./internal/workflowPolicies.js"
 import { canaryMetrics as metrics } from "./internal/metrics.js"
 
 /**

@@ -60,8 +60,8 @@ import type { PermitLimit, Share } from "./internal/permitTypes.js"
 import { TenantId } from "./ModelCommand.js"
 import * as PermitStore from "./PermitStore.js"
 import type { TargetRef } from "./ModelTarget.js"
-import { WorkflowName } from "./Workflow.js"
 import { decodeSection } from "./internal/configSection.js"
+import * as Literals from "./internal/literals.js"
 
 /**
  * A held permit. `release` is synchronous and idempotent: the first call gives the permit back (to
@@ -252,7 +252,7 @@ export const ConcurrencyConfig = Schema.Struct({
 export type Options = typeof ConcurrencyConfig.Type
 
 const isTenantId = Schema.is(TenantId)
-const isWorkflowName = Schema.is(WorkflowName)
+const isWorkflowName = Schema.is(Literals.WorkflowName)
 const isCount = (n: number, min: number) => Number.isInteger(n) && n >= min
 
 /**

@@ -13,16 +13,15 @@ import { Schema } from "effect"
 import { ToolCall } from "./ModelCommand.js"
 import { OptionsEvidence } from "./ModelOptions.js"
 import { TargetRef } from "./ModelTarget.js"
-import { CanaryAssignment, Escalation, ExcludedTarget, SelectionReason, TargetScore } from "./RouteDecision.js"
+import { CanaryAssignment, Escalation, ExcludedTarget, TargetScore } from "./RouteDecision.js"
 import { Identity } from "./Tenancy.js"
+import * as Literals from "./internal/literals.js"
 
 /**
  * @since 0.1.0
  * @category Models
  */
-export const CallId = Schema.String.pipe(Schema.brand("CallId"))
-/** @since 0.1.0 */
-export type CallId = typeof CallId.Type
+export type CallId = typeof Literals.CallId.Type
 
 const Count = Schema.Int.pipe(Schema.nonNegative())
 
@@ -148,9 +147,7 @@ export interface AttemptRecord extends Schema.Schema.Type<typeof AttemptRecord> 
  * @since 0.1.0
  * @category Models
  */
-export const CallOutcome = Schema.Literal("success", "degraded", "failed", "cancelled", "incomplete")
-/** @since 0.1.0 */
-export type CallOutcome = typeof CallOutcome.Type
+export type CallOutcome = typeof Literals.CallOutcome.Type
 
 /**
  * A step of a run that completed (successfully or not): its call and how it ended, not the whole
@@ -161,8 +158,8 @@ export type CallOutcome = typeof CallOutcome.Type
  */
 export const CompletedStep = Schema.Struct({
   step: Schema.optional(Schema.Int),
-  callId: CallId,
-  outcome: CallOutcome,
+  callId: Literals.CallId,
+  outcome: Literals.CallOutcome,
   errorTag: Schema.optional(Schema.String),
   /** Actual cost of the call. */
   cost: Schema.Number
@@ -227,7 +224,7 @@ export interface CacheEvidence extends Schema.Schema.Type<typeof CacheEvidence> 
  * @category Models
  */
 export const Evidence = Schema.Struct({
-  callId: CallId,
+  callId: Literals.CallId,
   workflow: Schema.String,
   policyVersion: Schema.String,
   promptId: Schema.String,
@@ -248,7 +245,7 @@ export const Evidence = Schema.Struct({
   /** The route decision's id (`RouteDecision.routeId`; absent without a route or before 0.6.0). */
   routeId: Schema.optional(Schema.String),
   /** Why the first eligible target led (absent in evidence recorded before 0.4.0 or without a route). */
-  selectionReason: Schema.optional(SelectionReason),
+  selectionReason: Schema.optional(Literals.SelectionReason),
   /**
    * Each escalation with its signal, in order: the command's `escalate` (at routing), then those
    * inside the call (invalid output, the workflow's check). Absent without any.
@@ -327,7 +324,7 @@ export class ModelResult extends Schema.Class<ModelResult>("@modelgate/core/Mode
 export const CallRecord = Schema.Struct({
   tenant: Schema.optional(Schema.String),
   mode: Schema.Literal("generate", "stream", "embed"),
-  outcome: CallOutcome,
+  outcome: Literals.CallOutcome,
   errorTag: Schema.optional(Schema.String),
   errorReason: Schema.optional(Schema.String),
   finishReason: Schema.optional(FinishReason),
