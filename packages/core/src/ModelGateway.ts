@@ -572,7 +572,7 @@ export const streamWith = <A, I>(
 }
 
 /** @since 0.2.0 */
-export type { CatalogueIds, CatalogueOptions }
+export type { CatalogueOptions }
 
 /**
  * A gateway over catalogue models with safe defaults, for a first program: one target per id

@@ -13,7 +13,8 @@ import { Schema } from "effect"
 import { ToolCall } from "./ModelCommand.js"
 import { OptionsEvidence } from "./ModelOptions.js"
 import { TargetRef } from "./ModelTarget.js"
-import { CanaryAssignment, Escalation, ExcludedTarget, TargetScore } from "./RouteDecision.js"
+import { ExcludedTarget } from "./RouteDecision.js"
+import * as RouteSchemas from "./internal/routeSchemas.js"
 import { Identity } from "./Tenancy.js"
 import * as Literals from "./internal/literals.js"
 
@@ -250,11 +251,11 @@ export const Evidence = Schema.Struct({
    * Each escalation with its signal, in order: the command's `escalate` (at routing), then those
    * inside the call (invalid output, the workflow's check). Absent without any.
    */
-  escalations: Schema.optional(Schema.Array(Escalation)),
+  escalations: Schema.optional(Schema.Array(RouteSchemas.Escalation)),
   /** Scored selection: the scores of the targets that passed the hard filters, best first. */
-  scores: Schema.optional(Schema.Array(TargetScore)),
+  scores: Schema.optional(Schema.Array(RouteSchemas.TargetScore)),
   /** The workflow's canary and the side the call was assigned (absent without a canary). */
-  canary: Schema.optional(CanaryAssignment),
+  canary: Schema.optional(RouteSchemas.CanaryAssignment),
   fallbackUsed: Schema.Boolean,
   degraded: Schema.Boolean,
   attempts: Schema.Array(AttemptRecord),

@@ -7,6 +7,7 @@
 import { Schema } from "effect"
 import { TargetRef } from "./ModelTarget.js"
 import * as Literals from "./internal/literals.js"
+import * as RouteSchemas from "./internal/routeSchemas.js"
 
 /**
  * Why a target was not eligible.
@@ -95,9 +96,7 @@ export type SelectionReason = typeof Literals.SelectionReason.Type
  * @since 0.2.0
  * @category Models
  */
-const HealthStatus = Schema.Literal("HEALTHY", "DEGRADED", "UNAVAILABLE")
-/** @since 0.2.0 */
-export type HealthStatus = typeof HealthStatus.Type
+export type HealthStatus = typeof RouteSchemas.HealthStatus.Type
 
 /**
  * What raised an escalation: the command's `escalate` (`command`), an answer that failed the
@@ -107,9 +106,7 @@ export type HealthStatus = typeof HealthStatus.Type
  * @since 0.2.0
  * @category Models
  */
-const EscalationSignal = Schema.Literal("command", "invalid_output", "check")
-/** @since 0.2.0 */
-export type EscalationSignal = typeof EscalationSignal.Type
+export type EscalationSignal = typeof RouteSchemas.EscalationSignal.Type
 
 /**
  * One escalation: from the target (and its quality class) the call was on or would have started
@@ -118,15 +115,7 @@ export type EscalationSignal = typeof EscalationSignal.Type
  * @since 0.2.0
  * @category Models
  */
-export const Escalation = Schema.Struct({
-  signal: EscalationSignal,
-  from: TargetRef,
-  fromTier: Schema.optional(Literals.QualityTier),
-  to: Schema.optional(TargetRef),
-  toTier: Schema.optional(Literals.QualityTier)
-}).annotations({ identifier: "@modelgate/core/Escalation" })
-/** @since 0.2.0 */
-export interface Escalation extends Schema.Schema.Type<typeof Escalation> {}
+export interface Escalation extends Schema.Schema.Type<typeof RouteSchemas.Escalation> {}
 
 /**
  * The requirements a decision applied (values, never content): capabilities the request needs,
@@ -161,26 +150,7 @@ export interface RouteRequirements extends Schema.Schema.Type<typeof RouteRequir
  * @since 0.2.0
  * @category Models
  */
-export const TargetScore = Schema.Struct({
-  target: TargetRef,
-  quality: Schema.Number,
-  latency: Schema.Number,
-  cost: Schema.Number,
-  health: Schema.Number,
-  /** From the route's health record; absent when the health service keeps none for the target. */
-  status: Schema.optional(HealthStatus),
-  /**
-   * The smoothed p95 latency (TTFT for streams) the `latency` term was computed from, ms; absent
-   * when the route has no observation (the latency class applied).
-   */
-  observedP95Ms: Schema.optional(Schema.Number),
-  affinity: Schema.Number,
-  /** Subtracted for a deprecated target (0 otherwise). */
-  penalty: Schema.Number,
-  total: Schema.Number
-}).annotations({ identifier: "@modelgate/core/TargetScore" })
-/** @since 0.2.0 */
-export interface TargetScore extends Schema.Schema.Type<typeof TargetScore> {}
+export interface TargetScore extends Schema.Schema.Type<typeof RouteSchemas.TargetScore> {}
 
 /**
  * The side of a workflow's canary a call was assigned: `candidate` (the candidate leads) or
@@ -190,14 +160,7 @@ export interface TargetScore extends Schema.Schema.Type<typeof TargetScore> {}
  * @since 0.2.0
  * @category Models
  */
-export const CanaryAssignment = Schema.Struct({
-  id: Schema.String,
-  side: Schema.Literal("candidate", "baseline"),
-  /** Assigned to the candidate side but the candidate was not eligible (its reason is in `excluded`). */
-  skipped: Schema.optional(Schema.Boolean)
-}).annotations({ identifier: "@modelgate/core/CanaryAssignment" })
-/** @since 0.2.0 */
-export interface CanaryAssignment extends Schema.Schema.Type<typeof CanaryAssignment> {}
+export interface CanaryAssignment extends Schema.Schema.Type<typeof RouteSchemas.CanaryAssignment> {}
 
 /**
  * @since 0.1.0
@@ -233,13 +196,13 @@ export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/
    * eligible order; with `allowFallback: false` all but the first are excluded as
    * `FALLBACK_NOT_ALLOWED`).
    */
-  scores: Schema.optional(Schema.Array(TargetScore)),
+  scores: Schema.optional(Schema.Array(RouteSchemas.TargetScore)),
   /** The workflow's canary and the side this call was assigned (absent without a canary). */
-  canary: Schema.optional(CanaryAssignment),
+  canary: Schema.optional(RouteSchemas.CanaryAssignment),
   /** The selected target: the first eligible one (absent when none is). */
   selected: Schema.optional(TargetRef),
   /** The command's `escalate` signal and where it led (absent without one). */
-  escalation: Schema.optional(Escalation),
+  escalation: Schema.optional(RouteSchemas.Escalation),
   /** The caller's request id (`ModelCommand.requestId`; not part of `routeId`). Since 0.3.0. */
   requestId: Schema.optional(Schema.String)
 }) {}

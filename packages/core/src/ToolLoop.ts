@@ -72,7 +72,6 @@ import type { DegradeHandler } from "./GatewayConfig.js"
 import * as ToolImpl from "./internal/tool.js"
 import type {
   Any,
-  CallRef,
   Executed,
   LedgerError,
   Options,
@@ -88,7 +87,7 @@ import type { ModelResult } from "./ModelResult.js"
 import * as ToolLedger from "./ToolLedger.js"
 import * as Literals from "./internal/literals.js"
 
-export type { Any, CallRef, Executed, LedgerError, Options, Prepared, Tool, ToolContext, ToolOptions }
+export type { Any, Options, Tool, ToolContext }
 
 // ---------------------------------------------------------------------------------------------
 // Tools
