@@ -63,7 +63,7 @@ import * as Store from "./BudgetStore.js"
 import { type BudgetExceeded, GatewayConfigError, type StoreError } from "./Errors.js"
 import * as Service_ from "./internal/budgetService.js"
 import * as Windows from "./internal/budgetWindow.js"
-import { TenantId } from "./ModelCommand.js"
+import type { TenantId } from "./ModelCommand.js"
 import {
   type Balance,
   type Options,

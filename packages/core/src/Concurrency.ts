@@ -56,12 +56,12 @@ import { GatewayConfigError } from "./Errors.js"
 import type { StoreError } from "./Errors.js"
 import * as FastPath from "./internal/fastPath.js"
 import type { PermitLimit, Share } from "./internal/permitTypes.js"
-import { TenantId } from "./ModelCommand.js"
+import type { TenantId } from "./ModelCommand.js"
 import * as PermitStore from "./PermitStore.js"
 import type { TargetRef } from "./ModelTarget.js"
 import { decodeSection } from "./internal/configSection.js"
 
-import * as Config_ from "./internal/concurrencyConfig.js"
+import type * as Config_ from "./internal/concurrencyConfig.js"
 import { ConcurrencyConfig, tenantLimit, validate, workflowsReserved } from "./internal/concurrencyConfig.js"
 
 /**
