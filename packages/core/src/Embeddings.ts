@@ -19,8 +19,10 @@ import { TenantId } from "./ModelCommand.js"
 import { Evidence } from "./ModelResult.js"
 import { type EmbeddingCapability, Label, Labels, Millis, type ModelTarget } from "./ModelTarget.js"
 import type { ExclusionReason } from "./RouteDecision.js"
-import { type EmbeddingSpace, type Workflow, WorkflowName } from "./Workflow.js"
+import type { EmbeddingSpace } from "./internal/workflowPolicies.js"
+import type { Workflow } from "./Workflow.js"
 import { RequestId } from "./internal/requestId.js"
+import * as Literals from "./internal/literals.js"
 
 /**
  * Most inputs of one embedding command (OpenAI's per-request limit).
@@ -50,7 +52,7 @@ export type EmbeddingTask = typeof EmbeddingTask.Type
  * @category Models
  */
 export class EmbedCommand extends Schema.Class<EmbedCommand>("@modelgate/core/EmbedCommand")({
-  workflow: WorkflowName,
+  workflow: Literals.WorkflowName,
   tenant: TenantId,
   /** Texts to embed, one vector each, in order (1 to {@link maxInputs}, each 1 to 2 000 000 characters). */
   inputs: Schema.NonEmptyArray(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2_000_000))).pipe(

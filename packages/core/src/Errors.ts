@@ -7,11 +7,12 @@
 import { Duration, Schema } from "effect"
 import { TenantId } from "./ModelCommand.js"
 import { TargetRef } from "./ModelTarget.js"
-import { AttemptRecord, CallId, CallRecord, CompletedStep } from "./ModelResult.js"
-import { ExcludedTarget, ExclusionReason } from "./RouteDecision.js"
+import { AttemptRecord, type CallId, CallRecord, CompletedStep } from "./ModelResult.js"
+import { ExcludedTarget } from "./RouteDecision.js"
+import * as Literals from "./internal/literals.js"
 
 const common = {
-  callId: Schema.optional(CallId),
+  callId: Schema.optional(Literals.CallId),
   attempts: Schema.optionalWith(Schema.Array(AttemptRecord), { default: () => [] }),
   /**
    * The targets the budget kept off the call's route (`BUDGET_DOES_NOT_FIT`: the tenant's budget
@@ -165,7 +166,7 @@ export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("Pr
  */
 export class PolicyViolation extends Schema.TaggedError<PolicyViolation>()("PolicyViolation", {
   ...common,
-  reason: ExclusionReason,
+  reason: Literals.ExclusionReason,
   excluded: Schema.Array(ExcludedTarget)
 }) {
   override get message(): string {

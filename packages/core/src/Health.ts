@@ -52,7 +52,7 @@ export {
   RetryBudgetSettings,
   WindowSettings
 } from "./internal/healthConfig.js"
-export { type HealthFacts, healthScore, RetryBudgetSnapshot, RouteHealth, routeKey } from "./internal/healthRecord.js"
+export { healthScore, RouteHealth, routeKey } from "./internal/healthRecord.js"
 
 export type { AttemptSignal, Service } from "./internal/healthTypes.js"
 

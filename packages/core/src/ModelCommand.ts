@@ -35,10 +35,11 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Issues from "./internal/issues.js"
 import { ProviderOptions, RequestOptions } from "./ModelOptions.js"
-import { AudioFormat, Label, Labels, MediaType, Millis, QualityTier, SchemaFeature, Segment } from "./ModelTarget.js"
+import { AudioFormat, Label, Labels, MediaType, Millis, Segment } from "./ModelTarget.js"
 import { TenantId } from "./Tenancy.js"
-import { Risk, WorkflowName } from "./Workflow.js"
+
 import { RequestId } from "./internal/requestId.js"
+import * as Literals from "./internal/literals.js"
 
 /**
  * A tenant id (defined in `Tenancy`, below every module that names one).
@@ -161,7 +162,7 @@ export type ToolChoice = typeof ToolChoice.Type
  */
 export class RequestRequirements extends Schema.Class<RequestRequirements>("@modelgate/core/RequestRequirements")({
   /** JSON-Schema features the structured output of this request needs. */
-  schemaFeatures: Schema.optional(Schema.Array(SchemaFeature).pipe(Schema.maxItems(32))),
+  schemaFeatures: Schema.optional(Schema.Array(Literals.SchemaFeature).pipe(Schema.maxItems(32))),
   streaming: Schema.optional(Schema.Boolean)
 }) {}
 
@@ -187,7 +188,7 @@ const valueFree = {
  */
 export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/ModelCommand")(
   {
-    workflow: WorkflowName,
+    workflow: Literals.WorkflowName,
     tenant: TenantId,
     messages: Schema.NonEmptyArray(Message).pipe(Schema.maxItems(10_000)),
     tools: Schema.optional(Schema.Array(ToolDefinition).pipe(Schema.maxItems(128))),
@@ -225,13 +226,13 @@ export class ModelCommand extends Schema.Class<ModelCommand>("@modelgate/core/Mo
      */
     providerOptions: Schema.optional(ProviderOptions),
     /** Risk of this call; only raises the workflow's (`HIGH` needs verified quality on the segment). */
-    risk: Schema.optional(Risk),
+    risk: Schema.optional(Literals.Risk),
     /** Task segment of this call (at most 100 characters); defaults to the workflow's. */
     segment: Schema.optional(Segment),
     /** Quality class scored selection should prefer for this call; defaults to the workflow's. */
-    preferredTier: Schema.optional(QualityTier),
+    preferredTier: Schema.optional(Literals.QualityTier),
     /** Lowest quality class for this call; only raises the workflow's. */
-    minQualityTier: Schema.optional(QualityTier),
+    minQualityTier: Schema.optional(Literals.QualityTier),
     /**
      * Escalation signal (e.g. a follow-up after a weak answer): prefer an eligible target of a
      * stronger quality class than the one the router would pick, under the same hard filters.

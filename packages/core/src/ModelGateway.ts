@@ -37,7 +37,8 @@ import type * as Router from "./Router.js"
 import * as Telemetry from "./Telemetry.js"
 import * as BudgetsModule from "./Budgets.js"
 import { type CatalogueIds, type CatalogueOptions, catalogueConfig } from "./internal/catalogueGateway.js"
-import { WorkflowName } from "./Workflow.js"
+import type { WorkflowName } from "./Workflow.js"
+import * as Literals from "./internal/literals.js"
 
 /**
  * @since 0.1.0
@@ -489,7 +490,7 @@ export type RegisteredWorkflowName = Register extends { readonly config: infer C
  * @category Constructors
  */
 export const workflow = <A, I>(name: RegisteredWorkflowName, schema: Schema.Schema<A, I>): TypedWorkflow<A, I> => ({
-  name: WorkflowName.make(name),
+  name: Literals.WorkflowName.make(name),
   schema
 })
 
@@ -571,7 +572,7 @@ export const streamWith = <A, I>(
 }
 
 /** @since 0.2.0 */
-export type { CatalogueIds, CatalogueOptions }
+export type { CatalogueOptions }
 
 /**
  * A gateway over catalogue models with safe defaults, for a first program: one target per id

@@ -13,16 +13,16 @@ import { Schema } from "effect"
 import { ToolCall } from "./ModelCommand.js"
 import { OptionsEvidence } from "./ModelOptions.js"
 import { TargetRef } from "./ModelTarget.js"
-import { CanaryAssignment, Escalation, ExcludedTarget, SelectionReason, TargetScore } from "./RouteDecision.js"
+import { ExcludedTarget } from "./RouteDecision.js"
+import * as RouteSchemas from "./internal/routeSchemas.js"
 import { Identity } from "./Tenancy.js"
+import * as Literals from "./internal/literals.js"
 
 /**
  * @since 0.1.0
  * @category Models
  */
-export const CallId = Schema.String.pipe(Schema.brand("CallId"))
-/** @since 0.1.0 */
-export type CallId = typeof CallId.Type
+export type CallId = typeof Literals.CallId.Type
 
 const Count = Schema.Int.pipe(Schema.nonNegative())
 
@@ -148,9 +148,7 @@ export interface AttemptRecord extends Schema.Schema.Type<typeof AttemptRecord> 
  * @since 0.1.0
  * @category Models
  */
-export const CallOutcome = Schema.Literal("success", "degraded", "failed", "cancelled", "incomplete")
-/** @since 0.1.0 */
-export type CallOutcome = typeof CallOutcome.Type
+export type CallOutcome = typeof Literals.CallOutcome.Type
 
 /**
  * A step of a run that completed (successfully or not): its call and how it ended, not the whole
@@ -161,8 +159,8 @@ export type CallOutcome = typeof CallOutcome.Type
  */
 export const CompletedStep = Schema.Struct({
   step: Schema.optional(Schema.Int),
-  callId: CallId,
-  outcome: CallOutcome,
+  callId: Literals.CallId,
+  outcome: Literals.CallOutcome,
   errorTag: Schema.optional(Schema.String),
   /** Actual cost of the call. */
   cost: Schema.Number
@@ -227,7 +225,7 @@ export interface CacheEvidence extends Schema.Schema.Type<typeof CacheEvidence> 
  * @category Models
  */
 export const Evidence = Schema.Struct({
-  callId: CallId,
+  callId: Literals.CallId,
   workflow: Schema.String,
   policyVersion: Schema.String,
   promptId: Schema.String,
@@ -248,16 +246,16 @@ export const Evidence = Schema.Struct({
   /** The route decision's id (`RouteDecision.routeId`; absent without a route or before 0.6.0). */
   routeId: Schema.optional(Schema.String),
   /** Why the first eligible target led (absent in evidence recorded before 0.4.0 or without a route). */
-  selectionReason: Schema.optional(SelectionReason),
+  selectionReason: Schema.optional(Literals.SelectionReason),
   /**
    * Each escalation with its signal, in order: the command's `escalate` (at routing), then those
    * inside the call (invalid output, the workflow's check). Absent without any.
    */
-  escalations: Schema.optional(Schema.Array(Escalation)),
+  escalations: Schema.optional(Schema.Array(RouteSchemas.Escalation)),
   /** Scored selection: the scores of the targets that passed the hard filters, best first. */
-  scores: Schema.optional(Schema.Array(TargetScore)),
+  scores: Schema.optional(Schema.Array(RouteSchemas.TargetScore)),
   /** The workflow's canary and the side the call was assigned (absent without a canary). */
-  canary: Schema.optional(CanaryAssignment),
+  canary: Schema.optional(RouteSchemas.CanaryAssignment),
   fallbackUsed: Schema.Boolean,
   degraded: Schema.Boolean,
   attempts: Schema.Array(AttemptRecord),
@@ -327,7 +325,7 @@ export class ModelResult extends Schema.Class<ModelResult>("@modelgate/core/Mode
 export const CallRecord = Schema.Struct({
   tenant: Schema.optional(Schema.String),
   mode: Schema.Literal("generate", "stream", "embed"),
-  outcome: CallOutcome,
+  outcome: Literals.CallOutcome,
   errorTag: Schema.optional(Schema.String),
   errorReason: Schema.optional(Schema.String),
   finishReason: Schema.optional(FinishReason),

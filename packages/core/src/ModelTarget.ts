@@ -7,6 +7,7 @@ import { Duration, Schema } from "effect"
 import { OptionName } from "./ModelOptions.js"
 import { RateLimit } from "./RateLimits.js"
 import { TenantId } from "./Tenancy.js"
+import * as Literals from "./internal/literals.js"
 
 /**
  * Stable id of a target, e.g. `model://openai/gpt-4.1-mini@eu`.
@@ -38,25 +39,7 @@ export type ProviderId = typeof ProviderId.Type
  * @since 0.1.0
  * @category Models
  */
-export const SchemaFeature = Schema.Literal(
-  "anyOf",
-  "oneOf",
-  "allOf",
-  "not",
-  "enum",
-  "const",
-  "pattern",
-  "format",
-  "stringLength",
-  "numberRange",
-  "arrayLength",
-  "openObject",
-  "optionalProperties",
-  "recursiveRef",
-  "nullable"
-)
-/** @since 0.1.0 */
-export type SchemaFeature = typeof SchemaFeature.Type
+export type SchemaFeature = typeof Literals.SchemaFeature.Type
 
 /**
  * How a target returns structured output.
@@ -82,7 +65,7 @@ const defaultStrictFeatures: ReadonlyArray<SchemaFeature> = ["anyOf", "enum", "c
 /**
  * Features a non-strict schema mode accepts by default: everything.
  */
-const allSchemaFeatures: ReadonlyArray<SchemaFeature> = SchemaFeature.literals
+const allSchemaFeatures: ReadonlyArray<SchemaFeature> = Literals.SchemaFeature.literals
 
 /**
  * @since 0.1.0
@@ -91,7 +74,7 @@ const allSchemaFeatures: ReadonlyArray<SchemaFeature> = SchemaFeature.literals
 export class StructuredOutput extends Schema.Class<StructuredOutput>("@modelgate/core/StructuredOutput")({
   mode: StructuredOutputMode,
   /** Features accepted. Omitted: all for `json_schema`/`json_object`, `anyOf`, `enum`, `const` and `nullable` for strict. */
-  supportedFeatures: Schema.optional(Schema.Array(SchemaFeature))
+  supportedFeatures: Schema.optional(Schema.Array(Literals.SchemaFeature))
 }) {
   /** The features this mode accepts, after defaults. */
   get features(): ReadonlyArray<SchemaFeature> {
@@ -317,9 +300,7 @@ const TargetStatus = Schema.Literal("active", "deprecated", "disabled")
  * @since 0.2.0
  * @category Models
  */
-export const QualityTier = Schema.Literal("low", "standard", "high")
-/** @since 0.2.0 */
-export type QualityTier = typeof QualityTier.Type
+export type QualityTier = typeof Literals.QualityTier.Type
 
 /**
  * Latency class of a target, fastest first.
@@ -343,7 +324,7 @@ const CostTier = Schema.Literal("low", "medium", "high")
  * @since 0.2.0
  * @category Utils
  */
-export const qualityRank = (tier: QualityTier): number => QualityTier.literals.indexOf(tier)
+export const qualityRank = (tier: QualityTier): number => Literals.QualityTier.literals.indexOf(tier)
 
 /**
  * A target's classes. Each is optional; `quality` omitted falls back to the legacy `tier`
@@ -353,7 +334,7 @@ export const qualityRank = (tier: QualityTier): number => QualityTier.literals.i
  * @category Models
  */
 export class TargetClasses extends Schema.Class<TargetClasses>("@modelgate/core/TargetClasses")({
-  quality: Schema.optional(QualityTier),
+  quality: Schema.optional(Literals.QualityTier),
   latency: Schema.optional(LatencyTier),
   cost: Schema.optional(CostTier)
 }) {}

@@ -15,7 +15,7 @@ import { Context, Duration, Effect, Layer, Metric, Schema } from "effect"
 import type { Standing } from "./internal/lifecycle.js"
 import type { CallRecord } from "./ModelResult.js"
 import { Name, Segment, TargetRef } from "./ModelTarget.js"
-import type { QualityPolicy } from "./Workflow.js"
+import type { QualityPolicy } from "./internal/workflowPolicies.js"
 import { qualityMetrics as metrics } from "./internal/metrics.js"
 
 /**

@@ -5,7 +5,9 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import { QualityTier, TargetRef } from "./ModelTarget.js"
+import { TargetRef } from "./ModelTarget.js"
+import * as Literals from "./internal/literals.js"
+import * as RouteSchemas from "./internal/routeSchemas.js"
 
 /**
  * Why a target was not eligible.
@@ -13,48 +15,7 @@ import { QualityTier, TargetRef } from "./ModelTarget.js"
  * @since 0.1.0
  * @category Models
  */
-export const ExclusionReason = Schema.Literal(
-  "CAPABILITY_MISSING",
-  "SCHEMA_FEATURE_UNSUPPORTED",
-  "DATA_REGION_MISMATCH",
-  "DATA_CLASS_NOT_ALLOWED",
-  "CONTEXT_TOO_SMALL",
-  "BREAKER_OPEN",
-  "BUDGET_DOES_NOT_FIT",
-  "DISABLED",
-  "FALLBACK_NOT_ALLOWED",
-  /** The request sets (or its workflow pins) a sampling option the target does not accept. */
-  "OPTION_UNSUPPORTED",
-  /** A `HIGH`-risk call and no verified score at or above the workflow's threshold on its segment. */
-  "QUALITY_UNVERIFIED",
-  /** The target's quality class is below the call's `minQualityTier` (or it declares none). */
-  "BELOW_MIN_TIER",
-  /** An embedding workflow's target whose vectors are of another family or length (`Workflow.embedding`). */
-  "EMBEDDING_INCOMPATIBLE",
-  /** Scored selection: the route's health record says `UNAVAILABLE` (see the health record's `status`). */
-  "UNHEALTHY",
-  /** The target's quality regressed on this workflow past its `quality.excludeAbove` (`QualitySignals`). */
-  "QUALITY_REGRESSION",
-  /** The target's provider rate limit (`ModelTarget.rateLimit`) has no headroom in this minute (`RateLimits`). */
-  "RATE_LIMITED_LOCAL",
-  /**
-   * A target dedicated to other tenants (`ModelTarget.tenants`), or a workflow bound to other
-   * tenants (`Workflow.tenants`): the call's tenant is not vouched for one of them (`Tenancy`).
-   */
-  "TENANT_NOT_ALLOWED",
-  /** The call needs a tenant the host vouched for (`Tenancy.vouch`) and runs without one. */
-  "TENANT_NOT_VOUCHED",
-  /** The command names a tenant other than the one the host vouched for. */
-  "TENANT_MISMATCH",
-  /**
-   * The request carries audio in a format, or a file of a media type, that the target does not
-   * accept (`capabilities.audioInput`, `capabilities.fileInput`), or the workflow requires one
-   * (`requires.audioInput`, `requires.fileInput`).
-   */
-  "MEDIA_UNSUPPORTED"
-)
-/** @since 0.1.0 */
-export type ExclusionReason = typeof ExclusionReason.Type
+export type ExclusionReason = typeof Literals.ExclusionReason.Type
 
 /**
  * Longest `detail` of an {@link ExcludedTarget}; a longer one (e.g. a long region list) is cut and
@@ -94,7 +55,7 @@ export const boundDetail = (detail: string): string =>
  */
 export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/core/ExcludedTarget")({
   target: TargetRef,
-  reason: ExclusionReason,
+  reason: Literals.ExclusionReason,
   /**
    * Short machine-made detail (`missing: vision`, `region us not in [eu]`); never request content.
    * At most {@link maxDetailLength} characters: the constructor cuts a longer one, however the
@@ -126,18 +87,7 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
  * @since 0.2.0
  * @category Models
  */
-export const SelectionReason = Schema.Literal(
-  "PINNED_ORDER",
-  "BEST_SCORE",
-  "ONLY_ELIGIBLE",
-  "STICKY",
-  "PREFIX_AFFINITY",
-  "ESCALATION",
-  /** The workflow's canary assigned the call to the candidate side and the candidate leads. */
-  "CANARY"
-)
-/** @since 0.2.0 */
-export type SelectionReason = typeof SelectionReason.Type
+export type SelectionReason = typeof Literals.SelectionReason.Type
 
 /**
  * Status of a route from its health record: `HEALTHY`, `DEGRADED` (scored
@@ -146,9 +96,7 @@ export type SelectionReason = typeof SelectionReason.Type
  * @since 0.2.0
  * @category Models
  */
-const HealthStatus = Schema.Literal("HEALTHY", "DEGRADED", "UNAVAILABLE")
-/** @since 0.2.0 */
-export type HealthStatus = typeof HealthStatus.Type
+export type HealthStatus = typeof RouteSchemas.HealthStatus.Type
 
 /**
  * What raised an escalation: the command's `escalate` (`command`), an answer that failed the
@@ -158,9 +106,7 @@ export type HealthStatus = typeof HealthStatus.Type
  * @since 0.2.0
  * @category Models
  */
-const EscalationSignal = Schema.Literal("command", "invalid_output", "check")
-/** @since 0.2.0 */
-export type EscalationSignal = typeof EscalationSignal.Type
+export type EscalationSignal = typeof RouteSchemas.EscalationSignal.Type
 
 /**
  * One escalation: from the target (and its quality class) the call was on or would have started
@@ -169,15 +115,7 @@ export type EscalationSignal = typeof EscalationSignal.Type
  * @since 0.2.0
  * @category Models
  */
-export const Escalation = Schema.Struct({
-  signal: EscalationSignal,
-  from: TargetRef,
-  fromTier: Schema.optional(QualityTier),
-  to: Schema.optional(TargetRef),
-  toTier: Schema.optional(QualityTier)
-}).annotations({ identifier: "@modelgate/core/Escalation" })
-/** @since 0.2.0 */
-export interface Escalation extends Schema.Schema.Type<typeof Escalation> {}
+export interface Escalation extends Schema.Schema.Type<typeof RouteSchemas.Escalation> {}
 
 /**
  * The requirements a decision applied (values, never content): capabilities the request needs,
@@ -188,8 +126,8 @@ export interface Escalation extends Schema.Schema.Type<typeof Escalation> {}
  * @category Models
  */
 const RouteRequirements = Schema.Struct({
-  minQualityTier: Schema.optional(QualityTier),
-  preferredTier: Schema.optional(QualityTier),
+  minQualityTier: Schema.optional(Literals.QualityTier),
+  preferredTier: Schema.optional(Literals.QualityTier),
   latencyTier: Schema.optional(Schema.Literal("fast")),
   tools: Schema.Boolean,
   vision: Schema.Boolean,
@@ -212,26 +150,7 @@ export interface RouteRequirements extends Schema.Schema.Type<typeof RouteRequir
  * @since 0.2.0
  * @category Models
  */
-export const TargetScore = Schema.Struct({
-  target: TargetRef,
-  quality: Schema.Number,
-  latency: Schema.Number,
-  cost: Schema.Number,
-  health: Schema.Number,
-  /** From the route's health record; absent when the health service keeps none for the target. */
-  status: Schema.optional(HealthStatus),
-  /**
-   * The smoothed p95 latency (TTFT for streams) the `latency` term was computed from, ms; absent
-   * when the route has no observation (the latency class applied).
-   */
-  observedP95Ms: Schema.optional(Schema.Number),
-  affinity: Schema.Number,
-  /** Subtracted for a deprecated target (0 otherwise). */
-  penalty: Schema.Number,
-  total: Schema.Number
-}).annotations({ identifier: "@modelgate/core/TargetScore" })
-/** @since 0.2.0 */
-export interface TargetScore extends Schema.Schema.Type<typeof TargetScore> {}
+export interface TargetScore extends Schema.Schema.Type<typeof RouteSchemas.TargetScore> {}
 
 /**
  * The side of a workflow's canary a call was assigned: `candidate` (the candidate leads) or
@@ -241,14 +160,7 @@ export interface TargetScore extends Schema.Schema.Type<typeof TargetScore> {}
  * @since 0.2.0
  * @category Models
  */
-export const CanaryAssignment = Schema.Struct({
-  id: Schema.String,
-  side: Schema.Literal("candidate", "baseline"),
-  /** Assigned to the candidate side but the candidate was not eligible (its reason is in `excluded`). */
-  skipped: Schema.optional(Schema.Boolean)
-}).annotations({ identifier: "@modelgate/core/CanaryAssignment" })
-/** @since 0.2.0 */
-export interface CanaryAssignment extends Schema.Schema.Type<typeof CanaryAssignment> {}
+export interface CanaryAssignment extends Schema.Schema.Type<typeof RouteSchemas.CanaryAssignment> {}
 
 /**
  * @since 0.1.0
@@ -278,19 +190,19 @@ export class RouteDecision extends Schema.Class<RouteDecision>("@modelgate/core/
    */
   estimatedInputTokens: Schema.optional(Schema.Int),
   /** Why the first eligible target leads (absent in decisions recorded before 0.4.0). */
-  selectionReason: Schema.optional(SelectionReason),
+  selectionReason: Schema.optional(Literals.SelectionReason),
   /**
    * Scored selection: the score of every target that passed the hard filters, best first (the
    * eligible order; with `allowFallback: false` all but the first are excluded as
    * `FALLBACK_NOT_ALLOWED`).
    */
-  scores: Schema.optional(Schema.Array(TargetScore)),
+  scores: Schema.optional(Schema.Array(RouteSchemas.TargetScore)),
   /** The workflow's canary and the side this call was assigned (absent without a canary). */
-  canary: Schema.optional(CanaryAssignment),
+  canary: Schema.optional(RouteSchemas.CanaryAssignment),
   /** The selected target: the first eligible one (absent when none is). */
   selected: Schema.optional(TargetRef),
   /** The command's `escalate` signal and where it led (absent without one). */
-  escalation: Schema.optional(Escalation),
+  escalation: Schema.optional(RouteSchemas.Escalation),
   /** The caller's request id (`ModelCommand.requestId`; not part of `routeId`). Since 0.3.0. */
   requestId: Schema.optional(Schema.String)
 }) {}

@@ -21,7 +21,7 @@ import { decide } from "./internal/router/engine.js"
 import { type RouterState, RoutedWorkflows, stateOf } from "./internal/router/state.js"
 
 export type { Route } from "./internal/router/decision.js"
-export { type Ranking, type ScoreContext, score } from "./internal/router/scoring.js"
+export { score } from "./internal/router/scoring.js"
 export type { RouterState } from "./internal/router/state.js"
 
 /**

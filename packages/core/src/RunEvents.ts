@@ -27,8 +27,9 @@
  */
 import { Effect, PubSub, Schema, type Scope, Stream } from "effect"
 import type { ToolCall } from "./ModelCommand.js"
-import { CallId, CallOutcome, type CallRecord, FinishReason, type ModelResult, Usage } from "./ModelResult.js"
+import { type CallId, type CallRecord, FinishReason, type ModelResult, Usage } from "./ModelResult.js"
 import { TargetRef } from "./ModelTarget.js"
+import * as Literals from "./internal/literals.js"
 
 const Millis = Schema.Number
 
@@ -41,7 +42,7 @@ const Millis = Schema.Number
 const PreModel = Schema.TaggedStruct("PreModel", {
   runId: Schema.String,
   step: Schema.optional(Schema.Int),
-  callId: CallId,
+  callId: Literals.CallId,
   workflow: Schema.String,
   configVersion: Schema.String,
   /** Epoch millis (the fiber's `Clock`). */
@@ -60,7 +61,7 @@ export interface PreModel extends Schema.Schema.Type<typeof PreModel> {}
 const PostModel = Schema.TaggedStruct("PostModel", {
   runId: Schema.String,
   step: Schema.optional(Schema.Int),
-  callId: CallId,
+  callId: Literals.CallId,
   workflow: Schema.String,
   policyVersion: Schema.String,
   promptId: Schema.String,
@@ -69,7 +70,7 @@ const PostModel = Schema.TaggedStruct("PostModel", {
   target: Schema.optional(TargetRef),
   model: Schema.optional(Schema.String),
   modelVersion: Schema.optional(Schema.String),
-  outcome: CallOutcome,
+  outcome: Literals.CallOutcome,
   errorTag: Schema.optional(Schema.String),
   finishReason: Schema.optional(FinishReason),
   fallbackUsed: Schema.Boolean,

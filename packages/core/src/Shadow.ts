@@ -36,7 +36,8 @@ import { costAt, costOf, inputTokensAt, outputCapAt } from "./Pricing.js"
 import type { ProviderAdapter } from "./ProviderAdapter.js"
 import type * as RateLimitStore from "./RateLimitStore.js"
 import { ExcludedTarget } from "./RouteDecision.js"
-import { canarySide, checkTarget } from "./internal/router/engine.js"
+import { checkTarget } from "./internal/router/engine.js"
+import { sampled } from "./internal/shadowSample.js"
 import * as TokenEstimator from "./TokenEstimator.js"
 import { shadowMetrics as metrics } from "./internal/metrics.js"
 
@@ -139,15 +140,6 @@ export const layerMemory: Layer.Layer<ShadowRecorder | MemoryShadowRecorder> = L
     return Context.make(MemoryShadowRecorder, memory).pipe(Context.add(ShadowRecorder, memory))
   })
 )
-
-/**
- * Whether the call `callId` is in the sampled `share` (a hash of the id: the same id, the same answer).
- *
- * @since 0.2.0
- * @category Utils
- */
-export const sampled = (callId: string, share: number): boolean =>
-  canarySide({ id: "shadow", share }, callId) === "candidate"
 
 /**
  * Share of the top-level fields of `primary` (a plain object) whose value `candidate` has too;

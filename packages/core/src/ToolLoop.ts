@@ -72,7 +72,6 @@ import type { DegradeHandler } from "./GatewayConfig.js"
 import * as ToolImpl from "./internal/tool.js"
 import type {
   Any,
-  CallRef,
   Executed,
   LedgerError,
   Options,
@@ -84,10 +83,11 @@ import type {
 import * as Loop from "./internal/toolLoop.js"
 import type { Message, ModelCommand } from "./ModelCommand.js"
 import type * as ModelGateway from "./ModelGateway.js"
-import { CallId, type ModelResult } from "./ModelResult.js"
+import type { ModelResult } from "./ModelResult.js"
 import * as ToolLedger from "./ToolLedger.js"
+import * as Literals from "./internal/literals.js"
 
-export type { Any, CallRef, Executed, LedgerError, Options, Prepared, Tool, ToolContext, ToolOptions }
+export type { Any, Options, Tool, ToolContext }
 
 // ---------------------------------------------------------------------------------------------
 // Tools
@@ -188,7 +188,7 @@ export interface ProposedCall extends Schema.Schema.Type<typeof ProposedCall> {}
 export class Suggestion extends Schema.TaggedClass<Suggestion>("@modelgate/core/ToolLoop/Suggestion")("Suggestion", {
   runId: Schema.String,
   step: Schema.Int,
-  callId: CallId,
+  callId: Literals.CallId,
   reason: Schema.Literal("degraded_answer"),
   calls: Schema.Array(ProposedCall)
 }) {}
@@ -210,7 +210,7 @@ export type Outcome = Completed | Suggestion
 export class MaxStepsExceeded extends Schema.TaggedError<MaxStepsExceeded>()("MaxStepsExceeded", {
   runId: Schema.String,
   maxSteps: Schema.Int,
-  callId: CallId
+  callId: Literals.CallId
 }) {
   override get message(): string {
     return `tool loop of run ${this.runId} still asked for tools after ${this.maxSteps} step(s)`

@@ -23,6 +23,7 @@ import {
 import { reportOverspend } from "../src/internal/budgetReservation.js"
 import * as FastPath from "../src/internal/fastPath.js"
 import { capturingLogger } from "./fixtures.js"
+import * as BudgetConfig from "../src/internal/budgetConfig.js"
 import { metrics as budgetMetrics } from "../src/internal/budgetReservation.js"
 import { windowOf } from "../src/internal/budgetWindow.js"
 import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
@@ -648,10 +649,10 @@ describe("Budgets configuration", () => {
 
   it("no tenants while undeclared tenants are rejected: every call would fail, so it is an error", () => {
     assert.deepStrictEqual(
-      Budgets.validate({}).map((p) => p.reason),
+      BudgetConfig.validate({}).map((p) => p.reason),
       ["NO_TENANTS"]
     )
-    assert.deepStrictEqual(Budgets.validate({ undeclaredTenants: "unlimited" }), [])
+    assert.deepStrictEqual(BudgetConfig.validate({ undeclaredTenants: "unlimited" }), [])
   })
 
   it.effect("layerConfig reads the options from Config; JSON decodes with the BudgetsConfig schema", () =>
@@ -680,14 +681,14 @@ describe("Budgets configuration", () => {
   )
 
   it("BudgetsConfig decodes JSON (reservationTtl in milliseconds)", () => {
-    const decoded = Schema.decodeUnknownSync(Budgets.BudgetsConfig)({
+    const decoded = Schema.decodeUnknownSync(BudgetConfig.BudgetsConfig)({
       tenants: { acme: { limit: 5, period: "monthly" } },
       undeclaredTenants: "reject",
       reservationTtl: 120_000
     })
-    assert.deepStrictEqual(Budgets.validate(decoded), [])
+    assert.deepStrictEqual(BudgetConfig.validate(decoded), [])
     assert.throws(() =>
-      Schema.decodeUnknownSync(Budgets.BudgetsConfig)({ tenants: { acme: { limit: 5, period: "weekly" } } })
+      Schema.decodeUnknownSync(BudgetConfig.BudgetsConfig)({ tenants: { acme: { limit: 5, period: "weekly" } } })
     )
   })
 })

@@ -8,6 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { CanaryController, GatewayConfig, ModelGateway } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Effect, Fiber, Layer, Metric, Stream } from "effect"
+import * as CanaryWindow from "../src/internal/canaryWindow.js"
 import * as RouterEngine from "../src/internal/router/engine.js"
 import { command, gatewayLayer, target, targets, workflow } from "./fixtures.js"
 import { at, candidateRef, concurrently } from "./lifecycleFixtures.js"
@@ -219,19 +220,15 @@ describe("CanaryController", () => {
       costPerCall: 0.01,
       ...fields
     })
-    assert.deepStrictEqual(CanaryController.breaches(rules, stats({ errorRate: 0.05 }), stats({})), [])
-    assert.deepStrictEqual(CanaryController.breaches(rules, stats({ p95LatencyMs: 150 }), stats({})), [])
+    assert.deepStrictEqual(CanaryWindow.breaches(rules, stats({ errorRate: 0.05 }), stats({})), [])
+    assert.deepStrictEqual(CanaryWindow.breaches(rules, stats({ p95LatencyMs: 150 }), stats({})), [])
     assert.deepStrictEqual(
-      CanaryController.breaches(
-        rules,
-        stats({ invalidOutputRate: 0.2, p95LatencyMs: 151, costPerCall: 0.02 }),
-        stats({})
-      ),
+      CanaryWindow.breaches(rules, stats({ invalidOutputRate: 0.2, p95LatencyMs: 151, costPerCall: 0.02 }), stats({})),
       ["invalidOutputRate 0.2 > 0 + 0.05", "p95LatencyMs 151 > 100 × 1.5", "costPerCall 0.02 > 0.01 × 1.5"]
     )
-    assert.strictEqual(CanaryController.statsOf([]).calls, 0)
+    assert.strictEqual(CanaryWindow.statsOf([]).calls, 0)
     assert.deepStrictEqual(
-      CanaryController.statsOf(
+      CanaryWindow.statsOf(
         Array.from({ length: 20 }, (_, i) => ({ error: i < 2, invalid: false, latencyMs: i + 1, cost: 0.5 }))
       ),
       { calls: 20, errorRate: 0.1, invalidOutputRate: 0, p95LatencyMs: 19, costPerCall: 0.5 }

@@ -6,6 +6,7 @@ import { TargetRef } from "@modelgate/core/ModelTarget"
 import type { StoreError } from "@modelgate/core/Errors"
 import { Clock, ConfigProvider, Deferred, Effect, Fiber, FiberId, Layer, Ref, Schema, TestClock } from "effect"
 import * as FastPath from "../src/internal/fastPath.js"
+import * as ConcurrencyConfig from "../src/internal/concurrencyConfig.js"
 
 const A = TenantId.make("tenant-a")
 const B = TenantId.make("tenant-b")
@@ -485,11 +486,11 @@ describe("Concurrency configuration", () => {
 
   it("zero permits, and a max nobody could reach, are errors", () => {
     assert.deepStrictEqual(
-      Concurrency.validate({ permits: 0 }).map((p) => p.reason),
+      ConcurrencyConfig.validate({ permits: 0 }).map((p) => p.reason),
       ["NON_POSITIVE_LIMIT"]
     )
     assert.deepStrictEqual(
-      Concurrency.validate({ permits: 4, tenants: { a: { reserved: 1, max: 5 } }, undeclaredMax: 4 }).map((p) => [
+      ConcurrencyConfig.validate({ permits: 4, tenants: { a: { reserved: 1, max: 5 } }, undeclaredMax: 4 }).map((p) => [
         p.path,
         p.reason
       ]),
@@ -499,7 +500,7 @@ describe("Concurrency configuration", () => {
       ]
     )
     assert.deepStrictEqual(
-      Concurrency.validate({ permits: 6, tenants: { a: { reserved: 2, max: 4 }, b: { reserved: 2 } } }),
+      ConcurrencyConfig.validate({ permits: 6, tenants: { a: { reserved: 2, max: 4 }, b: { reserved: 2 } } }),
       []
     )
   })

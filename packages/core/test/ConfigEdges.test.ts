@@ -26,6 +26,8 @@ import {
 import { decode } from "../src/internal/healthConfig.js"
 import { defaultReservationTtl } from "../src/internal/budgetWindow.js"
 import { maxReservationTtl } from "../src/internal/budgetWindow.js"
+import * as BudgetConfig from "../src/internal/budgetConfig.js"
+import * as ConcurrencyConfig from "../src/internal/concurrencyConfig.js"
 
 /** The failure of `effect` when it is a `GatewayConfigError`; throws on success or on a defect. */
 const configError = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -110,7 +112,7 @@ describe("config edges: durations are finite and bounded", () => {
         assert.include(pathsOf(error), path)
       }
       for (const ttl of [infinity, week + 1]) {
-        const decoded = Schema.decodeUnknownEither(Budgets.BudgetsConfig)({
+        const decoded = Schema.decodeUnknownEither(BudgetConfig.BudgetsConfig)({
           tenants: { acme: { limit: 1 } },
           reservationTtl: ttl
         })
@@ -340,7 +342,7 @@ describe("config edges: __proto__ and constructor keys in JSON are listed proble
           [[`budgets.tenants.${key}`, "RESERVED_KEY"]]
         )
         // the schema alone (whatever the decoder's options) refuses the key instead of dropping it
-        const bySchema = Schema.decodeUnknownEither(Budgets.BudgetsConfig)(JSON.parse(text))
+        const bySchema = Schema.decodeUnknownEither(BudgetConfig.BudgetsConfig)(JSON.parse(text))
         assert.strictEqual(bySchema._tag, "Left", key)
         // raw JSON passed straight to `make` (an untyped caller, no decoding)
         const raw: Budgets.Options = JSON.parse(text)
@@ -366,7 +368,10 @@ describe("config edges: __proto__ and constructor keys in JSON are listed proble
           decoded.problems.map((p) => [p.path, p.reason]),
           expected
         )
-        assert.strictEqual(Schema.decodeUnknownEither(Concurrency.ConcurrencyConfig)(JSON.parse(text))._tag, "Left")
+        assert.strictEqual(
+          Schema.decodeUnknownEither(ConcurrencyConfig.ConcurrencyConfig)(JSON.parse(text))._tag,
+          "Left"
+        )
         const raw: Concurrency.Options = JSON.parse(text)
         const error = yield* configError(Concurrency.make(raw))
         assert.deepStrictEqual(

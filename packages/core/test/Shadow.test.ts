@@ -21,6 +21,7 @@ import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Effect, Layer, Stream, TestContext } from "effect"
 import { Classification, command, providers, refs, servicesOff, target, targets, workflow } from "./fixtures.js"
 import { candidateRef, concurrently } from "./lifecycleFixtures.js"
+import * as ShadowSample from "../src/internal/shadowSample.js"
 import { dropped, shadowRecords } from "./shadowFixtures.js"
 
 const definition = (shadow: { readonly target?: string; readonly maxConcurrent?: number } | undefined) => ({
@@ -117,14 +118,14 @@ describe("Shadow traffic", () => {
   it("samples a call by a hash of its id: the same id, the same answer; about the share of ids", () => {
     const ids = Array.from({ length: 10_000 }, (_, i) => `mg_${i}`)
     for (const share of [0.05, 0.2]) {
-      const picked = ids.filter((id) => Shadow.sampled(id, share))
+      const picked = ids.filter((id) => ShadowSample.sampled(id, share))
       assert.isTrue(Math.abs(picked.length / ids.length - share) <= 0.01, `${picked.length} for ${share}`)
-      assert.isTrue(picked.every((id) => Shadow.sampled(id, share)))
+      assert.isTrue(picked.every((id) => ShadowSample.sampled(id, share)))
       // A larger share keeps every id a smaller one sampled.
-      assert.isTrue(picked.every((id) => Shadow.sampled(id, 0.5)))
+      assert.isTrue(picked.every((id) => ShadowSample.sampled(id, 0.5)))
     }
-    assert.isFalse(ids.some((id) => Shadow.sampled(id, 0)))
-    assert.isTrue(ids.every((id) => Shadow.sampled(id, 1)))
+    assert.isFalse(ids.some((id) => ShadowSample.sampled(id, 0)))
+    assert.isTrue(ids.every((id) => ShadowSample.sampled(id, 1)))
   })
 
   it.effect("a candidate's answer is judged as production judges it: truncated at the token limit is invalid", () =>

@@ -14,6 +14,7 @@ import * as ModelGateway from "@modelgate/core/ModelGateway"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Clock, Effect, Exit, Fiber, Layer, Ref, TestClock } from "effect"
 import { command, target, workflow } from "./fixtures.js"
+import * as ConcurrencyConfig from "../src/internal/concurrencyConfig.js"
 
 const A = TenantId.make("tenant-a")
 const B = TenantId.make("tenant-b")
@@ -220,7 +221,7 @@ describe("Concurrency: a workflow's share of its tenant's permits (memory)", () 
       )
       // reservations that fit every tenant: valid
       assert.deepStrictEqual(
-        Concurrency.validate({ permits: 4, tenants: { acme: { max: 2 } }, workflows: { chat: { reserved: 2 } } }),
+        ConcurrencyConfig.validate({ permits: 4, tenants: { acme: { max: 2 } }, workflows: { chat: { reserved: 2 } } }),
         []
       )
     })

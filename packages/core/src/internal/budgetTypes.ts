@@ -132,7 +132,7 @@ export const TenantBudget = Schema.Struct({
 export type TenantBudget = typeof TenantBudget.Type
 
 /**
- * Options of `Budgets.make`: the decoded `Budgets.BudgetsConfig`, with any `DurationInput` as TTL.
+ * Options of `Budgets.make`: the decoded budget configuration (`internal/budgetConfig.ts`), with any `DurationInput` as TTL.
  *
  * @since 0.1.0
  * @category Models

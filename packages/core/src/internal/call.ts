@@ -21,7 +21,7 @@ import type { Failure, StoreError } from "../Errors.js"
 import type { CompiledWorkflow } from "../GatewayConfig.js"
 import type * as Health from "../Health.js"
 import type { Message, ModelCommand } from "../ModelCommand.js"
-import { type AttemptRecord, CallId, type FinishReason, type ModelResult, type Usage } from "../ModelResult.js"
+import type { AttemptRecord, CallId, FinishReason, ModelResult, Usage } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { audioCostOf, costOf } from "../Pricing.js"
 import type { ProviderAdapter, ProviderResponse } from "../ProviderAdapter.js"
@@ -36,6 +36,7 @@ import type { AttemptContext } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
 import * as FastPath from "./fastPath.js"
 import type * as Lifecycle from "./lifecycle.js"
+import * as Literals from "./literals.js"
 
 /** One running configuration: its router (compiled workflows) and its version. */
 export interface LiveConfig {
@@ -60,7 +61,7 @@ export interface CallIds {
 export const makeCallIds = (): CallIds => {
   let seq = 0
   // Well-formed by construction: the brand's check is skipped.
-  return { next: (now) => CallId.make(`mg_${now.toString(36)}_${(++seq).toString(36)}`, true) }
+  return { next: (now) => Literals.CallId.make(`mg_${now.toString(36)}_${(++seq).toString(36)}`, true) }
 }
 
 /**

@@ -4,7 +4,7 @@
  * to wait.
  */
 import { Duration, Effect, Option, Random, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
-import type { RetryPolicy } from "../Workflow.js"
+import type { RetryPolicy } from "./workflowPolicies.js"
 
 /**
  * What a retry schedule needs from the failure it is asked to retry.

@@ -2,7 +2,7 @@
  * One stored answer of the response cache (re-exported as `ResponseCacheStore.Entry`): below the
  * store module and its fast path, which both name it.
  *
- * @internal
+ *
  */
 
 /** One stored answer: its encoded form and the epoch-ms instant it was stored. */

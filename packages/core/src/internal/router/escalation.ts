@@ -6,7 +6,7 @@
 import type { ModelTarget } from "../../ModelTarget.js"
 import { qualityRank } from "../../ModelTarget.js"
 import type { Escalation, EscalationSignal } from "../../RouteDecision.js"
-import type { EscalationPolicy } from "../../Workflow.js"
+import type { EscalationPolicy } from "../workflowPolicies.js"
 
 /**
  * Whether `candidate` is an escalation target from `from` under `policy`: one of the policy's
