@@ -52,6 +52,26 @@ describe("TokenEstimator", () => {
     assert.isAtLeast(TokenEstimator.countText(emoji), countTokens(emoji))
   })
 
+  it("memoizes short texts only in the cache it is given, which empties when full", () => {
+    const cache = TokenEstimator.makeCache()
+    const schema = { type: "object", properties: { answer: { type: "string" } } }
+    const input = { messages: [{ _tag: "user", content: "hello world" } as const], outputJsonSchema: schema }
+    assert.strictEqual(TokenEstimator.countText("hello world"), 2)
+    assert.strictEqual(
+      Effect.runSync(TokenEstimator.estimateInputYielding(input, cache)),
+      TokenEstimator.estimateInput(input)
+    )
+    assert.strictEqual(cache.schemaLengths.get(schema), JSON.stringify(schema).length)
+    assert.deepStrictEqual([...cache.texts.keys()], ["hello world", JSON.stringify(schema)])
+    const long = "a ".repeat(4_096) // over the memo's 4,096 characters
+    assert.strictEqual(TokenEstimator.countText(long, cache), countTokens(long))
+    assert.isFalse(cache.texts.has(long))
+    for (let i = cache.texts.size; i < 1_024; i++) TokenEstimator.countText(`text ${i}`, cache)
+    assert.strictEqual(cache.texts.size, 1_024) // full
+    assert.strictEqual(TokenEstimator.countText("one more", cache), 2)
+    assert.deepStrictEqual([...cache.texts.entries()], [["one more", 2]])
+  })
+
   it("estimates everything that is sent: messages, tool calls, images, tools and the output JSON Schema", () => {
     const system: Message = { _tag: "system", content: "You classify support tickets." }
     const user: Message = { _tag: "user", content: "My invoice is wrong" }
