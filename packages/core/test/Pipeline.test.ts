@@ -284,13 +284,19 @@ describe("pipeline: input tokens are counted only when a limit needs the count",
   )
 })
 
+/** A logger that keeps every message it is given, as text. */
+const collectingLogger = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ message }) => {
+    lines.push(String(message))
+  })
+  return { lines, logger }
+}
+
 describe("pipeline: failed attempts leave no unhandled fiber errors", () => {
   it.effect("a 503 and a fallback at Debug level log no 'Fiber terminated with an unhandled error'", () =>
     Effect.gen(function* () {
-      const lines: Array<string> = []
-      const logger = Logger.make(({ message }) => {
-        lines.push(String(message))
-      })
+      const { lines, logger } = collectingLogger()
       const exit = yield* run(command("ticket.reply")).pipe(
         Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
         Logger.withMinimumLogLevel(LogLevel.Debug)
@@ -357,10 +363,7 @@ describe("pipeline: the settlement is in the evidence", () => {
 describe("pipeline: the recorder never kills a call", () => {
   it.effect("a recorder that dies or fails: the caller still gets the answer; the failure is logged", () =>
     Effect.gen(function* () {
-      const lines: Array<string> = []
-      const logger = Logger.make(({ message }) => {
-        lines.push(String(message))
-      })
+      const { lines, logger } = collectingLogger()
       // A recorder can only fail by dying (its error channel is `never`) or by being interrupted.
       for (const broken of [Effect.die(new RangeError("Maximum call stack size exceeded")), Effect.interrupt]) {
         const recorder = Layer.succeed(
