@@ -13,7 +13,7 @@ import { TenantId } from "@modelgate/core/ModelCommand"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import * as Pricing from "@modelgate/core/Pricing"
 import { Workflow } from "@modelgate/core/Workflow"
-import { Effect, Exit, FastCheck as fc, Layer, Schema, } from "effect"
+import { Effect, Exit, FastCheck as fc, Layer, Schema } from "effect"
 import { instantEmbedder } from "./support/embedder.js"
 import { driven, failureOf } from "./virtualTime.js"
 

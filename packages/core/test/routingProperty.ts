@@ -183,7 +183,10 @@ export const check = (targetSpecs: ReadonlyArray<TargetSpec>, r: RequestSpec, ta
     )
   )
   // no untyped defect, whatever the case
-  assert.isFalse(Exit.isFailure(exit) && !Cause.isFailType(exit.cause), `defect: ${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""}`)
+  assert.isFalse(
+    Exit.isFailure(exit) && !Cause.isFailType(exit.cause),
+    `defect: ${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""}`
+  )
   const requestRegionsOutside = r.regions?.some((x) => !r.workflowRegions.includes(x)) ?? false
   if (Exit.isFailure(exit)) {
     const failure = Cause.failureOption(exit.cause)
