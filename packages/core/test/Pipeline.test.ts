@@ -10,14 +10,24 @@ import {
   CallRecorder,
   Concurrency,
   Errors,
-  GatewayConfig,
+  type GatewayConfig,
   Health,
   ModelGateway,
   TokenEstimator
 } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
-import { command, definition, providers, refs, target, targets, workflow } from "./fixtures.js"
+import {
+  command,
+  definition,
+  providers,
+  refs,
+  target,
+  targets,
+  workflow,
+  definitionOf,
+  exclusionsOf
+} from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
 import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
 
@@ -255,19 +265,13 @@ describe("pipeline: input tokens are counted only when a limit needs the count",
   it.effect("an input that may not fit a context window is counted (and excluded when it does not fit)", () =>
     Effect.gen(function* () {
       // A 20-token window: the length bound of the fixture command cannot prove it fits.
-      const def: GatewayConfig.Definition = {
-        ...definition,
-        config: GatewayConfig.GatewayConfig.make({
-          targets: [targets[0]!, target(refs.fallback, "anthropic", { contextWindow: 20 })],
-          workflows: [workflow({ name: "ticket.reply" })]
-        })
-      }
+      const def: GatewayConfig.Definition = definitionOf({
+        targets: [targets[0]!, target(refs.fallback, "anthropic", { contextWindow: 20 })],
+        workflows: [workflow({ name: "ticket.reply" })]
+      })
       const gateway = yield* ModelGateway.ModelGateway.pipe(Effect.provide(gatewayWith({}, {}, def)))
       const route = yield* gateway.router.resolve(cmd)
-      assert.deepStrictEqual(
-        route.decision.excluded.map((e) => [e.target, e.reason]),
-        [[refs.fallback, "CONTEXT_TOO_SMALL"]]
-      )
+      assert.deepStrictEqual(exclusionsOf(route.decision), [[refs.fallback, "CONTEXT_TOO_SMALL"]])
     })
   )
 

@@ -10,7 +10,7 @@ import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Effect, Exit, Layer } from "effect"
 import { countTokens } from "gpt-tokenizer"
-import { command, servicesCounting, target, workflow } from "./fixtures.js"
+import { command, servicesCounting, target, workflow, exclusionsOf } from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
 import { maxPieceLength } from "../src/internal/tokenLimits.js"
 import { imageTokens } from "../src/internal/tokenLimits.js"
@@ -189,10 +189,7 @@ describe("input-token limits and safety factors in the gateway", () => {
       const route = yield* g.router.resolve(command("w.reply"))
       assert.strictEqual(route.inputTokens, n)
       // P's window holds n tokens but not n × 1.5: excluded; F (factor 1, same window) is eligible
-      assert.deepStrictEqual(
-        route.decision.excluded.map((e) => [e.target, e.reason]),
-        [[P, "CONTEXT_TOO_SMALL"]]
-      )
+      assert.deepStrictEqual(exclusionsOf(route.decision), [[P, "CONTEXT_TOO_SMALL"]])
       assert.deepStrictEqual(route.decision.eligible.map(String), [F])
     }).pipe(
       Effect.provide(

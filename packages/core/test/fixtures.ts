@@ -94,6 +94,17 @@ export const definition: GatewayConfig.Definition = {
   schemas: { Classification }
 }
 
+/** {@link definition} (its schemas) with other targets and workflows. */
+export const definitionOf = (config: {
+  readonly targets: ReadonlyArray<ModelTarget>
+  readonly workflows: ReadonlyArray<Workflow>
+}): GatewayConfig.Definition => ({ ...definition, config: GatewayConfig.GatewayConfig.make(config) })
+
+/** A route decision's exclusions as `[target, reason]` pairs, in order. */
+export const exclusionsOf = (decision: {
+  readonly excluded: ReadonlyArray<{ readonly target: string; readonly reason: string }>
+}): Array<readonly [string, string]> => decision.excluded.map((e) => [e.target, e.reason] as const)
+
 export const providers = ["openai", "anthropic", "gemini", "vllm"]
 
 /** A provider's plain answer (`ok`, stop, HTTP 200, no usage), with `over` on top. */
