@@ -4,7 +4,7 @@ import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { Effect, Exit, Fiber } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
-import { bound, type Scenario, scenarios } from "@modelgate/testing/DeadlineScenarios"
+import { bound, fakeTimers, type Scenario, scenarios } from "@modelgate/testing/DeadlineScenarios"
 import { asyncUntil } from "../src/internal/ownedDeadline.js"
 import { serve as serveLoopback } from "./loopback.js"
 
@@ -22,12 +22,9 @@ const expected = (s: Scenario): Observed =>
     : { outcome: "cut", at: bound + 1, abortedAt: bound + 1 }
 
 describe("asyncUntil: the adapter-owned timer (live clock, fake timers)", () => {
-  beforeEach(() => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"] })
-  })
-  afterEach(() => {
-    vi.useRealTimers()
-  })
+  // Fake timers, immediates and clock (`fakeTimers`): no real time passes.
+  beforeEach(() => void vi.useFakeTimers(fakeTimers))
+  afterEach(() => void vi.useRealTimers())
 
   plainIt("every scenario, in order, has bounded's outcome at bounded's instant", async () => {
     const seen: Array<Observed> = []

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Option, Supervisor, TestClock } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
-import { bound, type Scenario, scenarios } from "@modelgate/testing/DeadlineScenarios"
+import { bound, fakeTimers, type Scenario, scenarios } from "@modelgate/testing/DeadlineScenarios"
 import { bounded } from "../src/internal/deadline.js"
 
 /** What a caller observed: the outcome and the instant (ms from the start) it got it. */
@@ -119,15 +119,9 @@ describe("deadline scope: bounded vs Effect.timeout (TestClock)", () => {
 })
 
 describe("deadline scope: the native timer (live clock) gives the same outcomes as the clock's sleep", () => {
-  beforeEach(() => {
-    // Fake timers, immediates and clock: no real time passes. (With a real `setImmediate`, the fake
-    // clock yields to the event loop between two timers due at the same instant, which a real
-    // timers phase does not do, so the tie-rule deferral would run too early.)
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"] })
-  })
-  afterEach(() => {
-    vi.useRealTimers()
-  })
+  // Fake timers, immediates and clock (`fakeTimers`): no real time passes.
+  beforeEach(() => void vi.useFakeTimers(fakeTimers))
+  afterEach(() => void vi.useRealTimers())
 
   plainIt("every scenario, in order, through the live path", async () => {
     const seen: Array<Observed> = []

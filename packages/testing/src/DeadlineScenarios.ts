@@ -15,6 +15,21 @@
 export const bound = 100
 
 /**
+ * The fake timers the live-clock deadline tests run under (`vi.useFakeTimers(fakeTimers)`): timers,
+ * immediates and the clock, so no real time passes. With a real `setImmediate`, the fake clock
+ * yields to the event loop between two timers due at the same instant, which a real timers phase
+ * does not do, so the tie rule's deferral would run too early.
+ *
+ * @since 0.2.0
+ * @category Scenarios
+ */
+export const fakeTimers: {
+  readonly toFake: Array<"setTimeout" | "clearTimeout" | "setImmediate" | "clearImmediate" | "Date">
+} = {
+  toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"]
+}
+
+/**
  * A step: when it settles and how.
  *
  * @since 0.2.0
