@@ -56,3 +56,29 @@ export const scenarios: ReadonlyArray<Scenario> = [
   { name: "fails exactly at the bound", after: bound, fails: true },
   { name: "never completes", after: undefined, fails: false }
 ]
+
+/**
+ * Waits for `running` under fake timers, as a real event loop would reach it: the timers due now
+ * (and the immediates they queue) first, then 1 ms on, until it settled. Its value and when it
+ * settled, in ms after `start` (by the faked `Date`).
+ *
+ * @since 0.2.0
+ * @category Scenarios
+ */
+export const settleUnderFakeTimers = async <A>(
+  running: Promise<A>,
+  start: number,
+  advanceTimersBy: (ms: number) => Promise<unknown>
+): Promise<{ readonly value: A; readonly at: number }> => {
+  let done: { readonly value: A; readonly at: number } | undefined
+  const settled = running.then((value) => {
+    done = { value, at: Date.now() - start }
+  })
+  for (;;) {
+    await advanceTimersBy(0)
+    if (done !== undefined) break
+    await advanceTimersBy(1)
+  }
+  await settled
+  return done
+}
