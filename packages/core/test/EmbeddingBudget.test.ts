@@ -12,8 +12,8 @@ import { TokenEstimator } from "@modelgate/core"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import * as Pricing from "@modelgate/core/Pricing"
-import { Workflow } from "@modelgate/core/Workflow"
 import { Effect, Exit, FastCheck as fc, Layer, Schema } from "effect"
+import { workflow } from "./fixtures.js"
 import { instantEmbedder } from "./support/embedder.js"
 import { driven, failureOf } from "./virtualTime.js"
 
@@ -41,14 +41,11 @@ const definitionAt = (target: ModelTarget): GatewayConfig.Definition => ({
   config: GatewayConfig.GatewayConfig.make({
     targets: [target],
     workflows: [
-      Schema.decodeSync(Workflow)({
+      workflow({
         name: "docs.embed",
         policyVersion: "policy-1",
         prompt: { id: "docs.embed", version: "1" },
         route: [ref],
-        timeout: 1000,
-        regions: ["eu"],
-        dataClass: "internal",
         embedding: { family: "text-embedding-3-small", dimensions: 2 },
         maxInputCharacters: 50_000_000
       })

@@ -165,10 +165,7 @@ describe("class 7: evidence written from what was executed", () => {
           evidence.escalations?.map((e) => [e.signal, String(e.from), e.to]),
           [["command", A, undefined]]
         )
-        assert.deepStrictEqual(
-          evidence.excluded.map((e) => [e.target, e.reason]),
-          [[B, "BUDGET_DOES_NOT_FIT"]]
-        )
+        assert.deepStrictEqual(exclusionsOf(evidence), [[B, "BUDGET_DOES_NOT_FIT"]])
         assert.strictEqual(evidence.selectionReason, "ONLY_ELIGIBLE")
       }
       const [record] = yield* Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)

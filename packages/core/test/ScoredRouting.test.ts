@@ -24,7 +24,7 @@ import {
 } from "effect"
 import * as FastPath from "../src/internal/fastPath.js"
 import * as RouterEngine from "../src/internal/router/engine.js"
-import { capturingLogger, command, gatewayLayer, exclusionsOf } from "./fixtures.js"
+import { capturingLogger, command, gatewayLayer, exclusionsOf, routeHealth } from "./fixtures.js"
 import {
   closedBreakers,
   compiledScored,
@@ -370,15 +370,7 @@ describe("scored selection: health, escalation, affinity", () => {
   )
 
   it("RouterEngine.healthOf: success rate, half-open breaker, low rate-limit headroom until its reset", () => {
-    const record = (fields: Partial<Health.RouteHealth>) =>
-      new Health.RouteHealth({
-        route: refs.fast,
-        at: 1000,
-        breaker: "closed",
-        consecutiveFailures: 0,
-        samples: 10,
-        ...fields
-      })
+    const record = (fields: Partial<Health.RouteHealth>) => routeHealth(refs.fast, fields)
     assert.strictEqual(RouterEngine.healthOf(record({ samples: 0 })), 1)
     assert.strictEqual(RouterEngine.healthOf(record({ successRate: 0.9 })), 0.9)
     assert.strictEqual(RouterEngine.healthOf(record({ successRate: 0.9, breaker: "half_open" })), 0.45)

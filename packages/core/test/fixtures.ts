@@ -105,6 +105,10 @@ export const exclusionsOf = (decision: {
   readonly excluded: ReadonlyArray<{ readonly target: string; readonly reason: string }>
 }): Array<readonly [string, string]> => decision.excluded.map((e) => [e.target, e.reason] as const)
 
+/** A health record of `route` at 1,000 ms: closed breaker, no failures, 10 samples, unless `fields` say. */
+export const routeHealth = (route: string, fields: Partial<Health.RouteHealth>) =>
+  new Health.RouteHealth({ route, at: 1000, breaker: "closed", consecutiveFailures: 0, samples: 10, ...fields })
+
 export const providers = ["openai", "anthropic", "gemini", "vllm"]
 
 /** A provider's plain answer (`ok`, stop, HTTP 200, no usage), with `over` on top. */
