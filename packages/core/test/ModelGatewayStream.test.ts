@@ -12,7 +12,8 @@ import {
   targets,
   threeChunkStreamTags,
   workflows,
-  definitionOf
+  definitionOf,
+  tagsOf
 } from "./fixtures.js"
 
 const collect = (cmd: ReturnType<typeof command>, ms: number) =>
@@ -44,10 +45,7 @@ describe("ModelGateway.stream", () => {
       assert.isTrue(Exit.isSuccess(exit))
       if (Exit.isSuccess(exit)) {
         const events = Chunk.toReadonlyArray(exit.value)
-        assert.deepStrictEqual(
-          events.map((e) => e._tag),
-          threeChunkStreamTags
-        )
+        assert.deepStrictEqual(tagsOf(events), threeChunkStreamTags)
         const text = events.flatMap((e) => (e._tag === "TextDelta" ? [e.text] : [])).join("")
         assert.strictEqual(text, "Hello there, friend")
         const final = events[events.length - 1]

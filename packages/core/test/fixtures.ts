@@ -109,6 +109,9 @@ export const exclusionsOf = (decision: {
 export const routeHealth = (route: string, fields: Partial<Health.RouteHealth>) =>
   new Health.RouteHealth({ route, at: 1000, breaker: "closed", consecutiveFailures: 0, samples: 10, ...fields })
 
+/** The tags of `events`, in order. */
+export const tagsOf = (events: ReadonlyArray<{ readonly _tag: string }>): Array<string> => events.map((e) => e._tag)
+
 export const providers = ["openai", "anthropic", "gemini", "vllm"]
 
 /** A provider's plain answer (`ok`, stop, HTTP 200, no usage), with `over` on top. */
