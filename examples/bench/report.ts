@@ -45,13 +45,20 @@ export interface Verdict {
   readonly pass: boolean
 }
 
+/** A verdict's target: the figure, its unit and which side of it passes. */
+interface Bound {
+  readonly comparison: "<=" | ">="
+  readonly target: number
+  readonly unit: string
+}
+const atMost = (target: number, unit: string): Bound => ({ comparison: "<=", target, unit })
+const atLeast = (target: number, unit: string): Bound => ({ comparison: ">=", target, unit })
+
 const check = (
   id: string,
   what: string,
   measured: number,
-  unit: string,
-  comparison: "<=" | ">=",
-  target: number,
+  { comparison, target, unit }: Bound,
   baseline: string
 ): Verdict => ({
   id,
@@ -73,6 +80,38 @@ const httpLevel = (r: Results, concurrency: number): HttpLevel | undefined =>
  * The engine v2 targets (issue 11). Always listed: a figure that was not measured (section
  * skipped, case missing) is `NaN`, which is a MISS.
  */
+/** HTTP CPU per call of the gateway over the official openai client's, at one HTTP level. */
+const cpuVsOpenAi = (id: string, level: HttpLevel | undefined, concurrency: number, target: number): Verdict =>
+  check(
+    id,
+    `HTTP CPU per call, gateway / official openai client, concurrency ${concurrency}`,
+    level?.gateway.cpuVsOpenAi ?? Number.NaN,
+    atMost(target, "×"),
+    level === undefined
+      ? "not measured"
+      : `openai client ${fmt(level.openai.cpuUsPerCall.median)} µs/call, gateway ${fmt(level.gateway.cpuUsPerCall.median)} µs/call, raw undici ${fmt(level.undici.cpuUsPerCall.median)} µs/call`
+  )
+
+/** The per-decision verdict of the largest routing point measured (none when none was). */
+const lastResolve = (
+  id: string,
+  points: ReadonlyArray<{ readonly targets: number; readonly decisionUs: number }>,
+  selection: string
+): ReadonlyArray<Verdict> => {
+  const last = points[points.length - 1]
+  return last === undefined
+    ? []
+    : [
+        check(
+          id,
+          `resolve at ${last.targets} targets${selection}, per decision`,
+          last.decisionUs,
+          atMost(50, "µs"),
+          "empty Effect.runSync"
+        )
+      ]
+}
+
 const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
   const instant = r.inProcess.cases.find((c) => c.name === "instant adapter")
   const c64 = httpLevel(r, 64)
@@ -85,9 +124,7 @@ const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
       "inprocess.p50.addedUs",
       "in-process added p50 per call, gateway vs direct adapter (instant adapter, sequential)",
       instant?.sequential.diffP50 ?? Number.NaN,
-      "µs",
-      "<=",
-      15,
+      atMost(15, "µs"),
       instant === undefined
         ? notMeasured
         : `the adapter called directly: ${fmt(instant.sequential.baseline.p50)} µs p50`
@@ -96,43 +133,19 @@ const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
       "inprocess.throughput.1000",
       `gateway throughput, ${r.inProcess.concurrency.toLocaleString("en-US")} concurrent fibers (instant adapter)`,
       r.inProcess.concurrency === 1_000 ? (instant?.concurrent?.subject ?? Number.NaN) : Number.NaN,
-      "calls/s",
-      ">=",
-      20_000,
+      atLeast(20_000, "calls/s"),
       instant?.concurrent === undefined
         ? notMeasured
         : `the adapter called directly: ${fmt(instant.concurrent.baseline)} calls/s`
     ),
     // Issue 27: the HTTP path at the floor.
-    check(
-      "http.cpu.vsOpenAiSdk",
-      "HTTP CPU per call, gateway / official openai client, concurrency 64",
-      c64?.gateway.cpuVsOpenAi ?? Number.NaN,
-      "×",
-      "<=",
-      0.5,
-      c64 === undefined
-        ? notMeasured
-        : `openai client ${fmt(c64.openai.cpuUsPerCall.median)} µs/call, gateway ${fmt(c64.gateway.cpuUsPerCall.median)} µs/call, raw undici ${fmt(c64.undici.cpuUsPerCall.median)} µs/call`
-    ),
-    check(
-      "http.cpu.vsOpenAiSdk.c1",
-      "HTTP CPU per call, gateway / official openai client, concurrency 1",
-      c1?.gateway.cpuVsOpenAi ?? Number.NaN,
-      "×",
-      "<=",
-      0.6,
-      c1 === undefined
-        ? notMeasured
-        : `openai client ${fmt(c1.openai.cpuUsPerCall.median)} µs/call, gateway ${fmt(c1.gateway.cpuUsPerCall.median)} µs/call, raw undici ${fmt(c1.undici.cpuUsPerCall.median)} µs/call`
-    ),
+    cpuVsOpenAi("http.cpu.vsOpenAiSdk", c64, 64, 0.5),
+    cpuVsOpenAi("http.cpu.vsOpenAiSdk.c1", c1, 1, 0.6),
     check(
       "http.throughput.vsOpenAiSdk",
       "HTTP calls/s, gateway / official openai client, concurrency 64",
       c64?.gateway.throughputVsOpenAi ?? Number.NaN,
-      "×",
-      ">=",
-      1.8,
+      atLeast(1.8, "×"),
       c64 === undefined
         ? notMeasured
         : `openai client ${fmt(c64.openai.throughput.median)} calls/s, gateway ${fmt(c64.gateway.throughput.median)} calls/s`
@@ -141,27 +154,21 @@ const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
       "http.cpu.addedOverAdapterUs",
       "HTTP CPU per call added by the gateway over its adapter alone, concurrency 64",
       c64?.addedOverAdapterCpuUs ?? Number.NaN,
-      "µs",
-      "<=",
-      80,
+      atMost(80, "µs"),
       c64 === undefined ? notMeasured : `the adapter alone: ${fmt(c64.adapter.cpuUsPerCall.median)} µs/call`
     ),
     check(
       "memory.inFlight.addedBytes",
       `heap per in-flight call added by the gateway (${r.memory.count.toLocaleString("en-US")} in flight)`,
       r.memory.inFlight.added,
-      "bytes",
-      "<=",
-      8_192,
+      atMost(8_192, "bytes"),
       `a direct adapter call in flight: ${fmt(r.memory.inFlight.direct)} bytes; over an adapter owning its deadline (the HTTP adapters): ${fmt(r.memory.inFlightOwned.added)} added`
     ),
     check(
       "routing.resolve.1000.us",
       "resolve at 1,000 targets (all eligible), per decision",
       resolve1000?.decisionUs ?? Number.NaN,
-      "µs",
-      "<=",
-      50,
+      atMost(50, "µs"),
       "empty Effect.runSync"
     ),
     // Issue 14: the same budget with scoring on (every eligible target scored, the route sorted).
@@ -169,9 +176,7 @@ const engineV2 = (r: Results): ReadonlyArray<Verdict> => {
       "routing.resolve.scored.1000.us",
       "resolve at 1,000 targets (all eligible), scored selection, per decision",
       scored1000?.decisionUs ?? Number.NaN,
-      "µs",
-      "<=",
-      50,
+      atMost(50, "µs"),
       "empty Effect.runSync"
     )
   ]
@@ -188,18 +193,14 @@ export const cacheVerdicts = (r: Pick<Results, "cache">): ReadonlyArray<Verdict>
       "cache.hit.p50Us",
       "response cache hit, p50 per call, memory store (classification workflow with an output schema, sequential)",
       c.hit.subject.p50,
-      "µs",
-      "<=",
-      10,
+      atMost(10, "µs"),
       `an empty Effect.runPromise: ${fmt(c.hit.baseline.p50)} µs p50`
     ),
     check(
       "cache.redis.roundTripsPerHit",
       "Redis round trips per cache hit (writes of the connection carrying a command of the hit, per hit; sequential hits, exact count)",
       redis?.roundTripsPerHit ?? Number.NaN,
-      "",
-      "<=",
-      1,
+      atMost(1, ""),
       redis === undefined
         ? "skipped" in c.redis
           ? c.redis.skipped
@@ -217,9 +218,7 @@ export const redisVerdicts = (r: Pick<Results, "redis">): ReadonlyArray<Verdict>
       "redis.throughput.vsMemory",
       `calls/s with the Redis stores / with the memory stores, ${x?.concurrency ?? 256} concurrent calls, provider answering after ${x?.throughput.providerLatencyMs ?? 5} ms, local redis-server`,
       x?.throughput.ratio ?? Number.NaN,
-      "×",
-      ">=",
-      0.7,
+      atLeast(0.7, "×"),
       x === undefined
         ? notMeasured
         : `memory ${fmt(x.throughput.memory)} calls/s, Redis ${fmt(x.throughput.redis)} calls/s; provider answering at once: ${fmt(x.instant.ratio)}× (${fmt(x.instant.redis)} / ${fmt(x.instant.memory)})`
@@ -228,9 +227,7 @@ export const redisVerdicts = (r: Pick<Results, "redis">): ReadonlyArray<Verdict>
       "redis.roundTripsPerCall",
       "Redis round trips per call on the happy path (client connection writes per call, sequential calls)",
       x?.roundTripsPerCall ?? Number.NaN,
-      "",
-      "<=",
-      2,
+      atMost(2, ""),
       x === undefined
         ? notMeasured
         : `${fmt(x.commandsPerCall)} scripts per call; server read events per call ${fmt(x.serverReadsPerCall)}`
@@ -247,9 +244,7 @@ export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
         `overhead.sequential.${c.name}`,
         `in-process overhead per call, median, sequential (${c.name})`,
         c.sequential.diffP50,
-        "µs",
-        "<=",
-        20,
+        atMost(20, "µs"),
         "same adapter called directly"
       )
     )
@@ -259,9 +254,7 @@ export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
           `throughput.${r.inProcess.concurrency}.${c.name}`,
           `gateway throughput, ${r.inProcess.concurrency} concurrent fibers (${c.name})`,
           c.concurrent.subject,
-          "calls/s",
-          ">=",
-          40_000,
+          atLeast(40_000, "calls/s"),
           `direct adapter: ${fmt(c.concurrent.baseline)} calls/s (ratio ${fmt(c.concurrent.ratio, 3)})`
         )
       )
@@ -274,9 +267,7 @@ export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
           `http.cpu.c${l.concurrency}`,
           `HTTP path added CPU per call, concurrency ${l.concurrency}`,
           l.addedCpuUs,
-          "µs",
-          "<=",
-          50,
+          atMost(50, "µs"),
           "raw HttpClient POST"
         )
       )
@@ -286,9 +277,7 @@ export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
             `http.p50.c64`,
             "HTTP path added p50 latency, concurrency 64",
             l.addedP50Ms,
-            "ms",
-            "<=",
-            0.3,
+            atMost(0.3, "ms"),
             "raw HttpClient POST"
           )
         )
@@ -298,51 +287,23 @@ export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
           `http.throughput.c${l.concurrency}`,
           `HTTP path throughput vs raw, concurrency ${l.concurrency}`,
           l.throughputRatio,
-          "×",
-          ">=",
-          0.9,
+          atLeast(0.9, "×"),
           "raw HttpClient POST"
         )
       )
     }
   }
-  const last = r.routing.points[r.routing.points.length - 1]
-  if (last !== undefined) {
-    out.push(
-      check(
-        "resolve.1000",
-        `resolve at ${last.targets} targets, per decision`,
-        last.decisionUs,
-        "µs",
-        "<=",
-        50,
-        "empty Effect.runSync"
-      )
-    )
-  }
-  const lastScored = r.routing.scored[r.routing.scored.length - 1]
-  if (lastScored !== undefined) {
-    out.push(
-      check(
-        "resolve.scored.1000",
-        `resolve at ${lastScored.targets} targets, scored selection, per decision`,
-        lastScored.decisionUs,
-        "µs",
-        "<=",
-        50,
-        "empty Effect.runSync"
-      )
-    )
-  }
+  out.push(
+    ...lastResolve("resolve.1000", r.routing.points, ""),
+    ...lastResolve("resolve.scored.1000", r.routing.scored, ", scored selection")
+  )
   for (const g of r.routing.growth) {
     out.push(
       check(
         `resolve.growth.${g.from}-${g.to}`,
         `resolve growth ${g.from} → ${g.to} targets`,
         g.ratio,
-        "×",
-        "<=",
-        12,
+        atMost(12, "×"),
         `resolve at ${g.from} targets`
       )
     )
@@ -352,9 +313,7 @@ export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
       "memory.inflight",
       `heap per in-flight call (${r.memory.count.toLocaleString("en-US")} in flight), added by the gateway`,
       r.memory.inFlight.added / 1024,
-      "KB",
-      "<=",
-      4,
+      atMost(4, "KB"),
       `a direct adapter call in flight: ${fmt(r.memory.inFlight.direct / 1024)} KB`
     )
   )
@@ -363,9 +322,7 @@ export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
       "memory.tenant",
       `heap per idle tenant (${r.memory.count.toLocaleString("en-US")} tenants, one call each)`,
       r.memory.tenants.perTenant / 1024,
-      "KB",
-      "<=",
-      1,
+      atMost(1, "KB"),
       "the same calls by one tenant"
     )
   )
@@ -375,9 +332,7 @@ export const verdicts = (r: Results): ReadonlyArray<Verdict> => {
         `tokens.${p.kb}kb`,
         `token estimation (estimateInput) per KB, ${p.kb} KB input`,
         p.estimateInputUsPerKb,
-        "µs/KB",
-        "<=",
-        50,
+        atMost(50, "µs/KB"),
         "per KB of input"
       )
     )

@@ -1,7 +1,8 @@
 /**
  * §5 Token estimation: `TokenEstimator.countText` and `estimateInput` (the router's estimate) per
  * KB of input, on varied prose with numbers and identifiers (rotating texts, so the tokenizer's
- * cache of common chunks helps as it would in production, but never holds the whole input).
+ * cache of common chunks helps as it would in production, but never holds the whole input), with a
+ * `TokenEstimator.Cache` as a gateway's router keeps one (texts up to 4 KB are memoized there).
  */
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import type { Message } from "@modelgate/core/ModelCommand"
@@ -60,11 +61,12 @@ export const run = async (profile: Profile): Promise<TokenResults> => {
       { _tag: "system", content: t.slice(0, 256) },
       { _tag: "user", content: t.slice(256) }
     ])
+    const cache = TokenEstimator.makeCache()
     let i = 0
-    const countText = await single(profile, () => TokenEstimator.countText(pool[i++ % pool.length]!))
+    const countText = await single(profile, () => TokenEstimator.countText(pool[i++ % pool.length]!, cache))
     let j = 0
     const estimate = await single(profile, () =>
-      TokenEstimator.estimateInput({ messages: messages[j++ % messages.length]! })
+      TokenEstimator.estimateInput({ messages: messages[j++ % messages.length]! }, cache)
     )
     points.push({
       kb,

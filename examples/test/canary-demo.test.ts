@@ -5,15 +5,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { runCanary } from "../support-ticket/canary.js"
-
-import { plainOutput } from "./plainOutput.js"
+import { runScenario } from "./plainOutput.js"
 
 describe("demo scenario canary", () => {
   it.effect("prints a ramp and an automatic rollback on its timeline", () =>
     Effect.gen(function* () {
-      const { output, text } = plainOutput()
-      const report = yield* runCanary(output)
-      const out = text()
+      const { report, out } = yield* runScenario(runCanary)
       const lines = out.split("\n").map((l) => l.trim())
       const verdicts = lines.filter((l) => l.startsWith("clean window") || l.startsWith("ROLLED BACK"))
       assert.deepStrictEqual(

@@ -6,15 +6,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import { Effect } from "effect"
 import { runScored } from "../support-ticket/scored.js"
-
-import { plainOutput } from "./plainOutput.js"
+import { runScenario } from "./plainOutput.js"
 
 describe("demo scenario scored", () => {
   it.effect("prints the scores and an escalation on the timeline", () =>
     Effect.gen(function* () {
-      const { output, text } = plainOutput()
-      const report = yield* runScored(output)
-      const out = text()
+      const { report, out } = yield* runScenario(runScored)
       const [sure, unsure] = report.records
       assert.strictEqual(sure?.evidence.selectionReason, "BEST_SCORE")
       assert.strictEqual(sure?.evidence.target, "model://openai/gpt-4.1-nano@eu")

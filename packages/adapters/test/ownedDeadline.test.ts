@@ -4,7 +4,7 @@ import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { Effect, Exit, Fiber } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
-import { bound, type Scenario, scenarios } from "@modelgate/testing/DeadlineScenarios"
+import * as Deadlines from "@modelgate/testing/DeadlineScenarios"
 import { asyncUntil } from "../src/internal/ownedDeadline.js"
 import { serve as serveLoopback } from "./loopback.js"
 
@@ -16,26 +16,22 @@ interface Observed {
 }
 
 /** `bounded`'s outcome (completion wins a tie); a cut lands 1 fake ms late (see core's test). */
-const expected = (s: Scenario): Observed =>
-  s.after !== undefined && s.after <= bound
+const expected = (s: Deadlines.Scenario): Observed =>
+  s.after !== undefined && s.after <= Deadlines.bound
     ? { outcome: s.fails ? "failed" : "value", at: s.after, abortedAt: undefined }
-    : { outcome: "cut", at: bound + 1, abortedAt: bound + 1 }
+    : { outcome: "cut", at: Deadlines.bound + 1, abortedAt: Deadlines.bound + 1 }
 
 describe("asyncUntil: the adapter-owned timer (live clock, fake timers)", () => {
-  beforeEach(() => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"] })
-  })
-  afterEach(() => {
-    vi.useRealTimers()
-  })
+  // Fake timers, immediates and clock (`fakeTimers`): no real time passes.
+  beforeEach(() => void vi.useFakeTimers(Deadlines.fakeTimers))
+  afterEach(() => void vi.useRealTimers())
 
   plainIt("every scenario, in order, has bounded's outcome at bounded's instant", async () => {
     const seen: Array<Observed> = []
-    for (const s of scenarios) {
+    for (const s of Deadlines.scenarios) {
       const start = Date.now()
       let abortedAt: number | undefined
-      let done: { exit: Exit.Exit<"done" | undefined, "boom">; at: number } | undefined
-      const step = asyncUntil<"done", "boom">(start + bound, (signal, finish) => {
+      const step = asyncUntil<"done", "boom">(start + Deadlines.bound, (signal, finish) => {
         signal.addEventListener("abort", () => {
           abortedAt = Date.now() - start
         })
@@ -43,32 +39,25 @@ describe("asyncUntil: the adapter-owned timer (live clock, fake timers)", () => 
           setTimeout(() => finish(s.fails ? Effect.fail("boom") : Effect.succeed("done")), s.after)
         }
       })
-      const running = Effect.runPromiseExit(step).then((exit) => {
-        done = { exit, at: Date.now() - start }
-      })
-      for (;;) {
-        await vi.advanceTimersByTimeAsync(0)
-        if (done !== undefined) break
-        await vi.advanceTimersByTimeAsync(1)
-      }
-      await running
-      const exit = done.exit
+      const { value: exit, at } = await Deadlines.settleUnderFakeTimers(Effect.runPromiseExit(step), start, (ms) =>
+        vi.advanceTimersByTimeAsync(ms)
+      )
       seen.push({
         outcome: Exit.isFailure(exit) ? "failed" : exit.value === undefined ? "cut" : "value",
-        at: done.at,
+        at,
         abortedAt
       })
       // Nothing is left behind: the step's own timer is cleared when it completes or cuts.
       await vi.runAllTimersAsync()
     }
-    assert.deepStrictEqual(seen, scenarios.map(expected))
+    assert.deepStrictEqual(seen, Deadlines.scenarios.map(expected))
   })
 
   plainIt("interrupting the step aborts its work and clears its timer", async () => {
     let aborted = false
     let settled = false
     const fiber = Effect.runFork(
-      asyncUntil<"done", never>(Date.now() + bound, (signal) => {
+      asyncUntil<"done", never>(Date.now() + Deadlines.bound, (signal) => {
         signal.addEventListener("abort", () => {
           aborted = true
         })

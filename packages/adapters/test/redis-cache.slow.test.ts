@@ -5,62 +5,21 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Redis from "@modelgate/adapters/redis"
-import { CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway, Budgets, ResponseCache } from "@modelgate/core"
-import { ModelCommand } from "@modelgate/core/ModelCommand"
-import { ModelTarget } from "@modelgate/core/ModelTarget"
-import { Workflow } from "@modelgate/core/Workflow"
+import { CallRecorder, Concurrency, Health, ModelGateway, Budgets, ResponseCache } from "@modelgate/core"
 import { startRedis } from "@modelgate/testing/RedisServer"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Duration, Effect, Layer, Schema } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { Redis as IORedis } from "ioredis"
-import { redisPerFile } from "./redis-fixtures.js"
+import { oneTargetDefinition, redisPerFile, replyCommand } from "./redis-fixtures.js"
 
 const { server, freshOptions } = redisPerFile()
 
-const ref = "model://openai/small@eu"
-
-const definition: GatewayConfig.Definition = {
-  config: GatewayConfig.GatewayConfig.make({
-    targets: [
-      Schema.decodeSync(ModelTarget)({
-        ref,
-        provider: "openai",
-        model: "small",
-        capabilities: {
-          vision: false,
-          tools: true,
-          streaming: true,
-          structuredOutput: { mode: "json_schema" },
-          contextWindow: 128_000,
-          maxOutputTokens: 4096
-        },
-        regions: ["eu"],
-        dataClasses: ["internal"],
-        pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, currency: "USD", pricingVersion: "p1" },
-        limits: { maxAttempts: 1, perAttemptTimeout: 5_000, minimumAttemptTime: 10 },
-        status: "active"
-      })
-    ],
-    workflows: [
-      Schema.decodeSync(Workflow)({
-        name: "ticket.reply",
-        policyVersion: "policy-1",
-        prompt: { id: "reply", version: "1" },
-        route: [ref],
-        timeout: 5_000,
-        regions: ["eu"],
-        dataClass: "internal",
-        cache: { ttl: 600_000, scope: "tenant" }
-      })
-    ]
-  })
-}
-
-const command = Schema.decodeSync(ModelCommand)({
-  workflow: "ticket.reply",
-  tenant: "acme",
-  messages: [{ _tag: "user", content: "Where is my order?" }]
-})
+const { ref, definition } = oneTargetDefinition(
+  "openai",
+  { tools: true, structuredOutput: { mode: "json_schema" } },
+  { cache: { ttl: 600_000, scope: "tenant" } }
+)
+const command = replyCommand
 
 /** A gateway over scripted providers whose response cache is on Redis (`options`). */
 const gatewayOn = (options: Redis.Options) =>

@@ -9,7 +9,7 @@ import * as Redis from "@modelgate/adapters/redis"
 import * as BudgetStore from "@modelgate/core/BudgetStore"
 import * as ToolLedger from "@modelgate/core/ToolLedger"
 import * as ToolLedgerStore from "@modelgate/core/ToolLedgerStore"
-import { startRedis } from "@modelgate/testing/RedisServer"
+import { ownRedis } from "./redis-fixtures.js"
 import { Cause, Context, Duration, Effect, Exit, Layer, Option, Ref, Schedule, Schema } from "effect"
 
 class Task extends Schema.Class<Task>("Task")({ id: Schema.String }) {}
@@ -31,10 +31,7 @@ describe("Redis data loss", () => {
   it.live("an emptied Redis: the tool is not re-run, claims fail closed until acknowledged, lost spend reported", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const redis = yield* Effect.acquireRelease(
-          Effect.promise(() => startRedis()),
-          (s) => Effect.promise(() => s.stop())
-        )
+        const redis = yield* ownRedis
         const losses: Array<Redis.DataLoss> = []
         const options: Redis.Options = {
           url: redis.url,

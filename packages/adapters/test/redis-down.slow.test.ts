@@ -14,8 +14,7 @@ import { StoreError } from "@modelgate/core/Errors"
 import * as StoreHealth from "@modelgate/core/StoreHealth"
 import { IdempotencyKey, ToolRecord } from "@modelgate/core/ToolLedgerStore"
 import { Duration, Effect, Exit, Metric, Schedule } from "effect"
-import { startRedis } from "@modelgate/testing/RedisServer"
-import { redisPerFile } from "./redis-fixtures.js"
+import { ownRedis, redisPerFile } from "./redis-fixtures.js"
 
 const { server } = redisPerFile()
 
@@ -124,10 +123,7 @@ describe("Redis stores with Redis killed", () => {
     Effect.scoped(
       Effect.gen(function* () {
         // a server of its own (the other tests kill theirs)
-        const paused = yield* Effect.acquireRelease(
-          Effect.promise(() => startRedis()),
-          (s) => Effect.promise(() => s.stop())
-        )
+        const paused = yield* ownRedis
         const stores = yield* Redis.make({
           url: paused.url,
           keyPrefix: "paused:",

@@ -4,8 +4,12 @@
  */
 import { afterAll, beforeAll } from "@effect/vitest"
 import type * as Redis from "@modelgate/adapters/redis"
+import { GatewayConfig } from "@modelgate/core"
+import { ModelCommand } from "@modelgate/core/ModelCommand"
+import { ModelTarget } from "@modelgate/core/ModelTarget"
+import { Workflow } from "@modelgate/core/Workflow"
 import { type RedisServer, startRedis } from "@modelgate/testing/RedisServer"
-import { Duration } from "effect"
+import { Duration, Effect, Schema } from "effect"
 
 /** @see redisPerFile */
 export interface RedisPerFile {
@@ -40,3 +44,66 @@ export const redisPerFile = (): RedisPerFile => {
     })
   }
 }
+
+/** A `redis-server` of the test's own, stopped when its scope closes (for tests that pause or kill it). */
+export const ownRedis = Effect.acquireRelease(
+  Effect.promise(() => startRedis()),
+  (s) => Effect.promise(() => s.stop())
+)
+
+/**
+ * A configuration of one target `model://<provider>/small@eu` (capabilities overridden by
+ * `capabilities`) and one workflow "ticket.reply" routed to it (fields overridden by `workflow`).
+ */
+export const oneTargetDefinition = (
+  provider: string,
+  capabilities: Partial<(typeof ModelTarget.Encoded)["capabilities"]>,
+  workflow: Partial<typeof Workflow.Encoded>
+): { readonly ref: string; readonly definition: GatewayConfig.Definition } => {
+  const ref = `model://${provider}/small@eu`
+  const definition: GatewayConfig.Definition = {
+    config: GatewayConfig.GatewayConfig.make({
+      targets: [
+        Schema.decodeSync(ModelTarget)({
+          ref,
+          provider,
+          model: "small",
+          capabilities: {
+            vision: false,
+            tools: false,
+            streaming: true,
+            structuredOutput: { mode: "none" },
+            contextWindow: 128_000,
+            maxOutputTokens: 4096,
+            ...capabilities
+          },
+          regions: ["eu"],
+          dataClasses: ["internal"],
+          pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, currency: "USD", pricingVersion: "p1" },
+          limits: { maxAttempts: 1, perAttemptTimeout: 5_000, minimumAttemptTime: 10 },
+          status: "active"
+        })
+      ],
+      workflows: [
+        Schema.decodeSync(Workflow)({
+          name: "ticket.reply",
+          policyVersion: "policy-1",
+          prompt: { id: "reply", version: "1" },
+          route: [ref],
+          timeout: 5_000,
+          regions: ["eu"],
+          dataClass: "internal",
+          ...workflow
+        })
+      ]
+    })
+  }
+  return { ref, definition }
+}
+
+/** Acme's "Where is my order?" to "ticket.reply". */
+export const replyCommand = Schema.decodeSync(ModelCommand)({
+  workflow: "ticket.reply",
+  tenant: "acme",
+  messages: [{ _tag: "user", content: "Where is my order?" }]
+})

@@ -8,19 +8,15 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Redis from "@modelgate/adapters/redis"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
 import type * as BudgetStore from "@modelgate/core/BudgetStore"
-import { ModelCommand } from "@modelgate/core/ModelCommand"
 import { Usage } from "@modelgate/core/ModelResult"
-import { ModelTarget } from "@modelgate/core/ModelTarget"
 import type * as PermitStore from "@modelgate/core/PermitStore"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import { Workflow } from "@modelgate/core/Workflow"
-import { startRedis } from "@modelgate/testing/RedisServer"
-import { Duration, Effect, Either, Layer, Schedule, Schema, Stream } from "effect"
+import { Duration, Effect, Either, Layer, Schedule, Stream } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { jointCapabilityOf } from "../src/internal/redis/joint.js"
-import { redisPerFile } from "./redis-fixtures.js"
+import { oneTargetDefinition, ownRedis, redisPerFile, replyCommand } from "./redis-fixtures.js"
 
 const { server, freshOptions } = redisPerFile()
 
@@ -108,10 +104,7 @@ describe("Redis joint admission (reserve + permit in one script)", () => {
   it.live("the deadline cuts a paused Redis; what it takes once it answers again is given back", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const redis = yield* Effect.acquireRelease(
-          Effect.promise(() => startRedis()),
-          (s) => Effect.promise(() => s.stop())
-        )
+        const redis = yield* ownRedis
         const stores = yield* Redis.make({ url: redis.url, keyPrefix: "joint-deadline:", commandTimeout: "1 second" })
         const pool = stores.permit.pool(poolOptions)
         const joint = yield* jointOf(stores, pool)
@@ -177,50 +170,8 @@ describe("Redis joint admission (reserve + permit in one script)", () => {
 // Through gateways
 // ---------------------------------------------------------------------------------------------
 
-const ref = "model://bench/small@eu"
-
-const definition: GatewayConfig.Definition = {
-  config: GatewayConfig.GatewayConfig.make({
-    targets: [
-      Schema.decodeSync(ModelTarget)({
-        ref,
-        provider: "bench",
-        model: "small",
-        capabilities: {
-          vision: false,
-          tools: false,
-          streaming: true,
-          structuredOutput: { mode: "none" },
-          contextWindow: 128_000,
-          maxOutputTokens: 4096
-        },
-        regions: ["eu"],
-        dataClasses: ["internal"],
-        pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, currency: "USD", pricingVersion: "p1" },
-        limits: { maxAttempts: 1, perAttemptTimeout: 5_000, minimumAttemptTime: 10 },
-        status: "active"
-      })
-    ],
-    workflows: [
-      Schema.decodeSync(Workflow)({
-        name: "ticket.reply",
-        policyVersion: "policy-1",
-        prompt: { id: "reply", version: "1" },
-        route: [ref],
-        timeout: 8_000,
-        regions: ["eu"],
-        dataClass: "internal",
-        maxOutputTokens: 1_000
-      })
-    ]
-  })
-}
-
-const command = Schema.decodeSync(ModelCommand)({
-  workflow: "ticket.reply",
-  tenant: "acme",
-  messages: [{ _tag: "user", content: "Where is my order?" }]
-})
+const { definition } = oneTargetDefinition("bench", {}, { timeout: 8_000, maxOutputTokens: 1_000 })
+const command = replyCommand
 
 const usage = new Usage({ inputTokens: 42, outputTokens: 12 })
 const response: ProviderAdapter.ProviderResponse = {

@@ -92,25 +92,44 @@ const mediaTokens = (part: Exclude<ContentPart, { readonly _tag: "text" }>): num
 }
 
 /**
- * Counts of texts seen recently (system prompts, tool definitions and schemas repeat from call to
- * call): at most {@link memoEntries} texts of at most {@link memoMaxLength} characters each, so it
- * holds a few MB at most; it is emptied when full.
+ * Memory that makes repeated counting cheap, owned by whoever counts (a gateway's router keeps one
+ * for its lifetime, `makeCache`): the counts of texts seen recently (system prompts, tool
+ * definitions and schemas repeat from call to call), at most {@link memoEntries} texts of at most
+ * {@link memoMaxLength} characters each, so it holds a few MB at most and is emptied when full;
+ * and the JSON length of each output schema object. Without one, every count runs the tokenizer.
+ *
+ * @since 0.2.0
+ * @category Models
  */
-const memo = new Map<string, number>()
+export interface Cache {
+  readonly texts: Map<string, number>
+  readonly schemaLengths: WeakMap<object, number>
+}
+
+/**
+ * A fresh, empty {@link Cache}.
+ *
+ * @since 0.2.0
+ * @category Constructors
+ */
+export const makeCache = (): Cache => ({ texts: new Map(), schemaLengths: new WeakMap() })
+
 /** @internal */
 export const memoEntries = 1_024
 /** @internal */
 export const memoMaxLength = 4_096
 
 /**
- * Tokens of one text (memoized for texts of at most {@link memoMaxLength} characters).
+ * Tokens of one text (memoized in `cache`, when given, for texts of at most {@link memoMaxLength}
+ * characters).
  *
  * @since 0.1.0
  * @category Utils
  */
-export const countText = (text: string): number => {
+export const countText = (text: string, cache?: Cache): number => {
   if (text.length === 0) return 0
-  if (text.length > memoMaxLength) return countUncached(text)
+  if (cache === undefined || text.length > memoMaxLength) return countUncached(text)
+  const memo = cache.texts
   let n = memo.get(text)
   if (n === undefined) {
     n = countUncached(text)
@@ -148,33 +167,39 @@ const countUncached = (text: string): number => {
  * @since 0.1.0
  * @category Utils
  */
-export const estimateInput = (input: {
-  readonly messages: ReadonlyArray<Message>
-  readonly tools?: ReadonlyArray<ToolDefinition> | undefined
-  readonly outputJsonSchema?: Record<string, unknown> | undefined
-}): number => {
+export const estimateInput = (
+  input: {
+    readonly messages: ReadonlyArray<Message>
+    readonly tools?: ReadonlyArray<ToolDefinition> | undefined
+    readonly outputJsonSchema?: Record<string, unknown> | undefined
+  },
+  cache?: Cache
+): number => {
   let total = 3
   for (const m of input.messages) {
     total += perMessageOverhead
     switch (m._tag) {
       case "system":
       case "tool":
-        total += countText(m.content)
+        total += countText(m.content, cache)
         break
       case "assistant":
-        if (m.content) total += countText(m.content)
-        for (const call of m.toolCalls ?? []) total += countText(call.name) + countText(call.arguments)
+        if (m.content) total += countText(m.content, cache)
+        for (const call of m.toolCalls ?? []) total += countText(call.name, cache) + countText(call.arguments, cache)
         break
       case "user":
-        if (typeof m.content === "string") total += countText(m.content)
-        else for (const p of m.content) total += p._tag === "text" ? countText(p.text) : mediaTokens(p)
+        if (typeof m.content === "string") total += countText(m.content, cache)
+        else for (const p of m.content) total += p._tag === "text" ? countText(p.text, cache) : mediaTokens(p)
         break
     }
   }
   for (const tool of input.tools ?? []) {
-    total += countText(JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters }))
+    total += countText(
+      JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters }),
+      cache
+    )
   }
-  if (input.outputJsonSchema) total += countText(JSON.stringify(input.outputJsonSchema))
+  if (input.outputJsonSchema) total += countText(JSON.stringify(input.outputJsonSchema), cache)
   return total
 }
 
@@ -189,8 +214,8 @@ export const estimateInput = (input: {
  *
  * @internal
  */
-export const upperBound = (input: Input): number => {
-  const m = measure(input)
+export const upperBound = (input: Input, cache?: Cache): number => {
+  const m = measure(input, cache)
   return m.fixed + 3 * m.characters
 }
 
@@ -215,10 +240,10 @@ export interface Input {
  *
  * @internal
  */
-export const inputCharacters = (input: Input): number => measure(input).characters
+export const inputCharacters = (input: Input, cache?: Cache): number => measure(input, cache).characters
 
 /** Lengths only: characters of text, and the tokens that do not depend on text (overheads, images). */
-const measure = (input: Input): { readonly characters: number; readonly fixed: number } => {
+const measure = (input: Input, cache: Cache | undefined): { readonly characters: number; readonly fixed: number } => {
   let total = 3
   let chars = 0
   for (const m of input.messages) {
@@ -244,17 +269,17 @@ const measure = (input: Input): { readonly characters: number; readonly fixed: n
   for (const tool of input.tools ?? []) {
     chars += JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters }).length
   }
-  if (input.outputJsonSchema) chars += jsonLength(input.outputJsonSchema)
+  if (input.outputJsonSchema) chars += jsonLength(input.outputJsonSchema, cache)
   return { characters: chars, fixed: total }
 }
 
-const jsonLengths = new WeakMap<object, number>()
-/** Length of a (configuration-owned, immutable) JSON Schema's text, computed once. */
-const jsonLength = (schema: Record<string, unknown>): number => {
-  let n = jsonLengths.get(schema)
+/** Length of a (configuration-owned, immutable) JSON Schema's text, computed once per `cache`. */
+const jsonLength = (schema: Record<string, unknown>, cache: Cache | undefined): number => {
+  if (cache === undefined) return JSON.stringify(schema).length
+  let n = cache.schemaLengths.get(schema)
   if (n === undefined) {
     n = JSON.stringify(schema).length
-    jsonLengths.set(schema, n)
+    cache.schemaLengths.set(schema, n)
   }
   return n
 }
@@ -318,9 +343,9 @@ const cutAt = (text: string, start: number, end: number): number => {
  * @since 0.2.0
  * @category Utils
  */
-export const estimateInputYielding = (input: Input): Effect.Effect<number> =>
+export const estimateInputYielding = (input: Input, cache?: Cache): Effect.Effect<number> =>
   Effect.suspend(() => {
-    if (measure(input).characters <= sliceCharacters) return Effect.sync(() => estimateInput(input))
+    if (measure(input, cache).characters <= sliceCharacters) return Effect.sync(() => estimateInput(input, cache))
     const { texts, fixed } = textsOf(input)
     return withSliceYield((yieldBetween) => {
       let total = fixed
@@ -332,7 +357,7 @@ export const estimateInputYielding = (input: Input): Effect.Effect<number> =>
           const text = texts[t]!
           const end = cutAt(text, offset, Math.min(text.length, offset + sliceCharacters))
           // A whole (short) text through the memo; a slice of a long one never (it would keep the text).
-          total += offset === 0 && end === text.length ? countText(text) : countUncached(text.slice(offset, end))
+          total += offset === 0 && end === text.length ? countText(text, cache) : countUncached(text.slice(offset, end))
           offset = end
           if (offset >= text.length) {
             t++
@@ -355,10 +380,10 @@ export const estimateInputYielding = (input: Input): Effect.Effect<number> =>
  *
  * @internal
  */
-export const countTextYielding = (text: string): Effect.Effect<number> =>
+export const countTextYielding = (text: string, cache?: Cache): Effect.Effect<number> =>
   text.length <= sliceCharacters
-    ? Effect.sync(() => countText(text))
-    : estimateInputYielding({ messages: [{ _tag: "system", content: text }] }).pipe(
+    ? Effect.sync(() => countText(text, cache))
+    : estimateInputYielding({ messages: [{ _tag: "system", content: text }] }, cache).pipe(
         // Only the text: not the per-request and per-message overheads `estimateInput` adds.
         Effect.map((n) => n - 3 - perMessageOverhead)
       )

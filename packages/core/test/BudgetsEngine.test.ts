@@ -17,7 +17,7 @@ import { ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Clock, Effect, Exit, Fiber, Layer, TestClock } from "effect"
-import { Classification, command, target, workflow } from "./fixtures.js"
+import { Classification, command, target, workflow, exclusionsOf } from "./fixtures.js"
 import { generateFor } from "./virtualTime.js"
 import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
 
@@ -567,10 +567,7 @@ describe("router: BUDGET_DOES_NOT_FIT", () => {
       const maxCost = (n * 1_000 + 16 * 2_000 * 5) / 1e6
       const route = yield* g.router.resolve(command("w.short", { maxCost }))
       assert.deepStrictEqual(route.decision.eligible.map(String), [F])
-      assert.deepStrictEqual(
-        route.decision.excluded.map((e) => [e.target, e.reason]),
-        [[P, "BUDGET_DOES_NOT_FIT"]]
-      )
+      assert.deepStrictEqual(exclusionsOf(route.decision), [[P, "BUDGET_DOES_NOT_FIT"]])
       const { exit } = yield* runFor(command("w.short", { maxCost }), 1_000)
       assert.isTrue(Exit.isSuccess(exit))
       // the fallback's cap is what maxCost pays for after its input

@@ -8,12 +8,13 @@
  */
 import { randomBytes } from "node:crypto"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { Embeddings, GatewayConfig, ModelGateway, ProviderAdapter, RateLimitStore, Shadow } from "@modelgate/core"
+import { Embeddings, GatewayConfig, ModelGateway, RateLimitStore, Shadow } from "@modelgate/core"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, Exit, Fiber, Layer, ManagedRuntime, Schema, Stream } from "effect"
+import { Effect, Exit, Fiber, Layer, ManagedRuntime, Schema } from "effect"
 import { assert, describe, it } from "vitest"
 import { Classification, command, providers, refs, servicesOff, target, workflow } from "./fixtures.js"
+import { instantEmbedder } from "./support/embedder.js"
 
 /** 1 MB: 700 K characters of base64 (no whitespace), then 300 K of "aaaa ". */
 const hostile = () => randomBytes(525_000).toString("base64") + "aaaa ".repeat(60_000)
@@ -65,21 +66,7 @@ const definition: GatewayConfig.Definition = {
 const answer = ScriptedProvider.success({ after: 5, value: { category: "billing", confidence: 0.9 } })
 
 /** An embedder that answers without usage (as Gemini does): billed the counted input. */
-const embedder = ProviderAdapter.layer(
-  "oa",
-  Effect.succeed({
-    generate: () => Effect.dieMessage("not generated here"),
-    stream: () => Stream.dieMessage("not streamed here"),
-    embed: (request: ProviderAdapter.EmbedRequest) =>
-      Effect.succeed({
-        vectors: request.inputs.map(() => [0.5, 0.25]),
-        usage: undefined,
-        modelVersion: undefined,
-        requestId: undefined,
-        httpStatus: 200
-      })
-  })
-)
+const embedder = instantEmbedder("oa", undefined)
 
 const layer = (scripts: ScriptedProvider.Scripts) =>
   ModelGateway.layer(definition).pipe(

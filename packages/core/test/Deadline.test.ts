@@ -7,7 +7,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Option, Supervisor, TestClock } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
-import { bound, type Scenario, scenarios } from "@modelgate/testing/DeadlineScenarios"
+import {
+  bound,
+  fakeTimers,
+  type Scenario,
+  scenarios,
+  settleUnderFakeTimers
+} from "@modelgate/testing/DeadlineScenarios"
 import { bounded } from "../src/internal/deadline.js"
 
 /** What a caller observed: the outcome and the instant (ms from the start) it got it. */
@@ -119,33 +125,22 @@ describe("deadline scope: bounded vs Effect.timeout (TestClock)", () => {
 })
 
 describe("deadline scope: the native timer (live clock) gives the same outcomes as the clock's sleep", () => {
-  beforeEach(() => {
-    // Fake timers, immediates and clock: no real time passes. (With a real `setImmediate`, the fake
-    // clock yields to the event loop between two timers due at the same instant, which a real
-    // timers phase does not do, so the tie-rule deferral would run too early.)
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"] })
-  })
-  afterEach(() => {
-    vi.useRealTimers()
-  })
+  // Fake timers, immediates and clock (`fakeTimers`): no real time passes.
+  beforeEach(() => void vi.useFakeTimers(fakeTimers))
+  afterEach(() => void vi.useRealTimers())
 
   plainIt("every scenario, in order, through the live path", async () => {
     const seen: Array<Observed> = []
     for (const s of scenarios) {
       const log: { interruptedAt: number | undefined } = { interruptedAt: undefined }
       const start = Date.now()
-      let done: { exit: Exit.Exit<Option.Option<"done">, "boom">; at: number } | undefined
-      const running = Effect.runPromiseExit(bounded(stepOf(s, log), start + bound)).then((exit) => {
-        done = { exit, at: Date.now() - start }
-      })
       // Timers due now (and the immediates they queue) first, then 1 ms on.
-      for (;;) {
-        await vi.advanceTimersByTimeAsync(0)
-        if (done !== undefined) break
-        await vi.advanceTimersByTimeAsync(1)
-      }
-      await running
-      seen.push(observe(done.exit, done.at, log.interruptedAt === undefined ? undefined : log.interruptedAt - start))
+      const done = await settleUnderFakeTimers(
+        Effect.runPromiseExit(bounded(stepOf(s, log), start + bound)),
+        start,
+        (ms) => vi.advanceTimersByTimeAsync(ms)
+      )
+      seen.push(observe(done.value, done.at, log.interruptedAt === undefined ? undefined : log.interruptedAt - start))
     }
     // Same outcomes, in the same order, completions at the same instants. A cut lands 1 fake ms
     // late: the fake clock runs an immediate queued by a timer callback on its next tick, where

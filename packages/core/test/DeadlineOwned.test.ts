@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { ProviderAdapter, ProviderResponse } from "@modelgate/core/ProviderAdapter"
 import { simpleRequest } from "@modelgate/testing/AdapterFixtures"
+import { fakeTimers } from "@modelgate/testing/DeadlineScenarios"
 import { Clock, Effect, Fiber, Option, Stream, TestClock } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
 import { generateUntil } from "../src/internal/attempt.js"
@@ -59,12 +60,9 @@ describe("an adapter-owned deadline under TestClock: the engine's raced timer", 
 })
 
 describe("an adapter-owned deadline under the live clock", () => {
-  beforeEach(() => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"] })
-  })
-  afterEach(() => {
-    vi.useRealTimers()
-  })
+  // Fake timers, immediates and clock (`fakeTimers`): no real time passes.
+  beforeEach(() => void vi.useFakeTimers(fakeTimers))
+  afterEach(() => void vi.useRealTimers())
 
   plainIt("the engine hands the bound to generateUntil: no fork, no timer of its own", async () => {
     const calls: Array<string> = []

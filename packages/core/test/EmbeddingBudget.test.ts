@@ -8,14 +8,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Budgets, CallRecorder, Concurrency, Embeddings, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
-import type { ProviderAdapter as Adapter } from "@modelgate/core"
-import { ProviderAdapter, TokenEstimator } from "@modelgate/core"
+import { TokenEstimator } from "@modelgate/core"
 import { TenantId } from "@modelgate/core/ModelCommand"
-import { Usage } from "@modelgate/core/ModelResult"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import * as Pricing from "@modelgate/core/Pricing"
-import { Workflow } from "@modelgate/core/Workflow"
-import { Effect, Exit, FastCheck as fc, Layer, Schema, Stream } from "effect"
+import { Effect, Exit, FastCheck as fc, Layer, Schema } from "effect"
+import { workflow } from "./fixtures.js"
+import { instantEmbedder } from "./support/embedder.js"
 import { driven, failureOf } from "./virtualTime.js"
 
 const ref = TargetRef.make("model://oa/te3s@eu")
@@ -42,14 +41,11 @@ const definitionAt = (target: ModelTarget): GatewayConfig.Definition => ({
   config: GatewayConfig.GatewayConfig.make({
     targets: [target],
     workflows: [
-      Schema.decodeSync(Workflow)({
+      workflow({
         name: "docs.embed",
         policyVersion: "policy-1",
         prompt: { id: "docs.embed", version: "1" },
         route: [ref],
-        timeout: 1000,
-        regions: ["eu"],
-        dataClass: "internal",
         embedding: { family: "text-embedding-3-small", dimensions: 2 },
         maxInputCharacters: 50_000_000
       })
@@ -57,27 +53,9 @@ const definitionAt = (target: ModelTarget): GatewayConfig.Definition => ({
   })
 })
 
-/** An embedder that answers at once, reporting `usage` input tokens (none: no usage reported). */
-const embedder = (usage: number | undefined) =>
-  ProviderAdapter.layer(
-    "oa",
-    Effect.succeed({
-      generate: () => Effect.dieMessage("not generated in these tests"),
-      stream: () => Stream.dieMessage("not streamed in these tests"),
-      embed: (request: Adapter.EmbedRequest) =>
-        Effect.succeed({
-          vectors: request.inputs.map(() => [0.5, 0.25]),
-          usage: usage === undefined ? undefined : new Usage({ inputTokens: usage, outputTokens: 0 }),
-          modelVersion: undefined,
-          requestId: undefined,
-          httpStatus: 200
-        })
-    })
-  )
-
 const layerFor = (target: ModelTarget, limit: number, usage: number | undefined) =>
   ModelGateway.layer(definitionAt(target)).pipe(
-    Layer.provideMerge(embedder(usage)),
+    Layer.provideMerge(instantEmbedder("oa", usage)),
     Layer.provideMerge(
       Layer.mergeAll(
         Budgets.layerMemory({ tenants: { acme: { limit } } }),

@@ -6,23 +6,20 @@
  */
 import { randomBytes } from "node:crypto"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, type GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Exit, Layer, ManagedRuntime } from "effect"
 import { assert, describe, it } from "vitest"
-import { command, definition, providers, refs, target, workflow } from "./fixtures.js"
+import { command, providers, refs, target, workflow, definitionOf } from "./fixtures.js"
 
-const def: GatewayConfig.Definition = {
-  ...definition,
-  config: GatewayConfig.GatewayConfig.make({
-    targets: [
-      target(refs.primary, "openai", { contextWindow: 4_000_000 }),
-      target(refs.fallback, "anthropic", { contextWindow: 4_000_000 })
-    ],
-    // Room for the hostile inputs below (the default limit is ~1 M characters).
-    workflows: [workflow({ name: "ticket.reply", maxInputCharacters: 4_000_000, timeout: 60_000 })]
-  })
-}
+const def: GatewayConfig.Definition = definitionOf({
+  targets: [
+    target(refs.primary, "openai", { contextWindow: 4_000_000 }),
+    target(refs.fallback, "anthropic", { contextWindow: 4_000_000 })
+  ],
+  // Room for the hostile inputs below (the default limit is ~1 M characters).
+  workflows: [workflow({ name: "ticket.reply", maxInputCharacters: 4_000_000, timeout: 60_000 })]
+})
 
 const layer = ModelGateway.layer(def).pipe(
   Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: {} })),

@@ -6,7 +6,7 @@ import type { ModelTarget } from "@modelgate/core/ModelTarget"
 import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Duration, Effect, Exit, Fiber, HashMap, Layer, Logger, Metric, Option, TestClock } from "effect"
-import { Classification, command, providers, target, workflow } from "./fixtures.js"
+import { Classification, command, providers, target, workflow, exclusionsOf } from "./fixtures.js"
 import { failureOf, generateFor } from "./virtualTime.js"
 import { metrics as healthMetrics } from "../src/internal/healthRecord.js"
 
@@ -72,7 +72,7 @@ const excludedAtOnce = (exit: Exit.Exit<unknown, GatewayError>, excluded: Readon
     assert.strictEqual(error?._tag, "NoEligibleRoute")
     if (error?._tag === "NoEligibleRoute") {
       assert.deepStrictEqual(
-        error.excluded.map((e) => [e.target, e.reason]),
+        exclusionsOf(error),
         excluded.map(([target, reason]) => [target, reason])
       )
     }
@@ -123,10 +123,7 @@ describe("breakers in routing", () => {
         assert.isTrue(Exit.isSuccess(skipped.exit))
         if (Exit.isSuccess(skipped.exit)) {
           const ev = skipped.exit.value.evidence
-          assert.deepStrictEqual(
-            ev.excluded.map((e) => [e.target, e.reason]),
-            [[primary, "BREAKER_OPEN"]]
-          )
+          assert.deepStrictEqual(exclusionsOf(ev), [[primary, "BREAKER_OPEN"]])
           assert.strictEqual(ev.target, fallback)
           assert.deepStrictEqual(
             ev.attempts.map((a) => [a.target, a.startOffsetMs]),
@@ -143,10 +140,7 @@ describe("breakers in routing", () => {
         yield* TestClock.adjust(10)
         // ... and a call at 12060, while the probe is out, does not pile onto the primary
         const meanwhile = yield* gw.generate(reply)
-        assert.deepStrictEqual(
-          meanwhile.evidence.excluded.map((e) => [e.target, e.reason]),
-          [[primary, "BREAKER_OPEN"]]
-        )
+        assert.deepStrictEqual(exclusionsOf(meanwhile.evidence), [[primary, "BREAKER_OPEN"]])
         yield* TestClock.adjust(90)
         const probed = yield* Fiber.join(probe)
         assert.strictEqual(probed.evidence.target, primary)

@@ -10,14 +10,14 @@ import {
   BudgetStore,
   CallRecorder,
   Concurrency,
-  GatewayConfig,
+  type GatewayConfig,
   Health,
   ModelGateway,
   TokenEstimator
 } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Clock, Effect, Exit, Fiber, Layer, Option, TestClock } from "effect"
-import { command, definition, providers, refs, target, workflow } from "./fixtures.js"
+import { command, definition, providers, refs, target, workflow, definitionOf } from "./fixtures.js"
 import { defaultMaxInputCharacters } from "../src/internal/router/engine.js"
 import { sliceCharacters } from "../src/internal/tokenLimits.js"
 import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
@@ -126,16 +126,13 @@ describe("counting large inputs under TestClock", () => {
 })
 
 /** Targets with room for 1 MB of input; `ticket.reply` times out after 1 s. */
-const roomy: GatewayConfig.Definition = {
-  ...definition,
-  config: GatewayConfig.GatewayConfig.make({
-    targets: [
-      target(refs.primary, "openai", { contextWindow: 4_000_000 }),
-      target(refs.fallback, "anthropic", { contextWindow: 4_000_000 })
-    ],
-    workflows: [workflow({ name: "ticket.reply", timeout: 1_000 })]
-  })
-}
+const roomy: GatewayConfig.Definition = definitionOf({
+  targets: [
+    target(refs.primary, "openai", { contextWindow: 4_000_000 }),
+    target(refs.fallback, "anthropic", { contextWindow: 4_000_000 })
+  ],
+  workflows: [workflow({ name: "ticket.reply", timeout: 1_000 })]
+})
 
 /** The gateway over scripted providers with a limited budget for `acme` (so every input is counted). */
 const countedLayer = (scripts: ScriptedProvider.Scripts) =>

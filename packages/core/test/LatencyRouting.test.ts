@@ -10,7 +10,7 @@ import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { Effect, type Layer, Metric, Schema, TestClock } from "effect"
 import * as RouterEngine from "../src/internal/router/engine.js"
-import { command } from "./fixtures.js"
+import { command, routeHealth } from "./fixtures.js"
 import { routingGateway } from "./routingFixtures.js"
 import { metrics as routerMetrics } from "../src/internal/router/metrics.js"
 import { statusOf } from "../src/internal/healthRecord.js"
@@ -164,15 +164,7 @@ describe("observed latency", () => {
 })
 
 describe("health record: status and headroom", () => {
-  const record = (fields: Partial<Health.RouteHealth>) =>
-    new Health.RouteHealth({
-      route: refs.a,
-      at: 1000,
-      breaker: "closed",
-      consecutiveFailures: 0,
-      samples: 10,
-      ...fields
-    })
+  const record = (fields: Partial<Health.RouteHealth>) => routeHealth(refs.a, fields)
 
   it("statusOf: HEALTHY at a health score of 0.8 and above, DEGRADED below, UNAVAILABLE when open or out of rate limit", () => {
     assert.strictEqual(statusOf(record({ successRate: 0.8 })), "HEALTHY")

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Effect, Exit, Fiber, Layer, Logger, LogLevel, Random, Ref, Schema, TestClock } from "effect"
 import {
@@ -13,7 +13,9 @@ import {
   target,
   targets,
   workflow,
-  workflows
+  workflows,
+  definitionOf,
+  exclusionsOf
 } from "./fixtures.js"
 import { generateFor } from "./virtualTime.js"
 
@@ -88,17 +90,12 @@ describe("ModelGateway.generate", () => {
       Effect.provide(
         gatewayLayer(
           { [refs.primary]: [ScriptedProvider.hang], [refs.fallback]: [ScriptedProvider.success({ after: 10 })] },
-          {
-            ...definition,
-            config: GatewayConfig.GatewayConfig.make({
-              targets: targets.map((t) =>
-                t.ref === refs.fallback
-                  ? target(refs.fallback, "anthropic", { limits: { minimumAttemptTime: 150 } })
-                  : t
-              ),
-              workflows
-            })
-          }
+          definitionOf({
+            targets: targets.map((t) =>
+              t.ref === refs.fallback ? target(refs.fallback, "anthropic", { limits: { minimumAttemptTime: 150 } }) : t
+            ),
+            workflows
+          })
         )
       )
     )
@@ -173,13 +170,10 @@ describe("ModelGateway.generate", () => {
       Effect.provide(
         gatewayLayer(
           { [refs.primary]: [ScriptedProvider.rateLimited({ after: 100, retryAfter: "5 seconds" })] },
-          {
-            ...definition,
-            config: GatewayConfig.GatewayConfig.make({
-              targets,
-              workflows: [...workflows, workflow({ name: "ticket.solo", route: [refs.primary] })]
-            })
-          }
+          definitionOf({
+            targets,
+            workflows: [...workflows, workflow({ name: "ticket.solo", route: [refs.primary] })]
+          })
         )
       )
     )
@@ -263,10 +257,7 @@ describe("ModelGateway.generate", () => {
           assert.strictEqual(error._tag, "PolicyViolation")
           if (error._tag === "PolicyViolation") {
             assert.strictEqual(error.reason, "DATA_REGION_MISMATCH")
-            assert.deepStrictEqual(
-              error.excluded.map((e) => [e.target, e.reason]),
-              [[refs.us, "DATA_REGION_MISMATCH"]]
-            )
+            assert.deepStrictEqual(exclusionsOf(error), [[refs.us, "DATA_REGION_MISMATCH"]])
             assert.include(error.message, refs.us)
           }
         }

@@ -1,18 +1,19 @@
 import { assert, describe, it } from "@effect/vitest"
-import { CallRecorder, GatewayConfig, ModelGateway } from "@modelgate/core"
+import { CallRecorder, ModelGateway } from "@modelgate/core"
 import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Clock, Effect, Exit, Fiber, Stream, TestClock } from "effect"
 import {
   command,
-  definition,
   gatewayLayer,
   primaryAnswers,
   refs,
   target,
   targets,
   threeChunkStreamTags,
-  workflows
+  workflows,
+  definitionOf,
+  tagsOf
 } from "./fixtures.js"
 
 const collect = (cmd: ReturnType<typeof command>, ms: number) =>
@@ -29,15 +30,13 @@ const collect = (cmd: ReturnType<typeof command>, ms: number) =>
   })
 
 const records = Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)
-const withLimits = (limits: { ttftTimeout?: number; streamIdleTimeout?: number; maxAttempts?: number }) => ({
-  ...definition,
-  config: GatewayConfig.GatewayConfig.make({
+const withLimits = (limits: { ttftTimeout?: number; streamIdleTimeout?: number; maxAttempts?: number }) =>
+  definitionOf({
     targets: targets.map((t) =>
       t.ref === refs.primary ? target(refs.primary, "openai", { mode: "json_schema_strict", limits }) : t
     ),
     workflows
   })
-})
 
 describe("ModelGateway.stream", () => {
   it.effect("streams route, deltas, usage and the final envelope", () =>
@@ -46,10 +45,7 @@ describe("ModelGateway.stream", () => {
       assert.isTrue(Exit.isSuccess(exit))
       if (Exit.isSuccess(exit)) {
         const events = Chunk.toReadonlyArray(exit.value)
-        assert.deepStrictEqual(
-          events.map((e) => e._tag),
-          threeChunkStreamTags
-        )
+        assert.deepStrictEqual(tagsOf(events), threeChunkStreamTags)
         const text = events.flatMap((e) => (e._tag === "TextDelta" ? [e.text] : [])).join("")
         assert.strictEqual(text, "Hello there, friend")
         const final = events[events.length - 1]

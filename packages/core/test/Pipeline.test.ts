@@ -10,14 +10,24 @@ import {
   CallRecorder,
   Concurrency,
   Errors,
-  GatewayConfig,
+  type GatewayConfig,
   Health,
   ModelGateway,
   TokenEstimator
 } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
-import { command, definition, providers, refs, target, targets, workflow } from "./fixtures.js"
+import {
+  command,
+  definition,
+  providers,
+  refs,
+  target,
+  targets,
+  workflow,
+  definitionOf,
+  exclusionsOf
+} from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
 import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
 
@@ -255,19 +265,13 @@ describe("pipeline: input tokens are counted only when a limit needs the count",
   it.effect("an input that may not fit a context window is counted (and excluded when it does not fit)", () =>
     Effect.gen(function* () {
       // A 20-token window: the length bound of the fixture command cannot prove it fits.
-      const def: GatewayConfig.Definition = {
-        ...definition,
-        config: GatewayConfig.GatewayConfig.make({
-          targets: [targets[0]!, target(refs.fallback, "anthropic", { contextWindow: 20 })],
-          workflows: [workflow({ name: "ticket.reply" })]
-        })
-      }
+      const def: GatewayConfig.Definition = definitionOf({
+        targets: [targets[0]!, target(refs.fallback, "anthropic", { contextWindow: 20 })],
+        workflows: [workflow({ name: "ticket.reply" })]
+      })
       const gateway = yield* ModelGateway.ModelGateway.pipe(Effect.provide(gatewayWith({}, {}, def)))
       const route = yield* gateway.router.resolve(cmd)
-      assert.deepStrictEqual(
-        route.decision.excluded.map((e) => [e.target, e.reason]),
-        [[refs.fallback, "CONTEXT_TOO_SMALL"]]
-      )
+      assert.deepStrictEqual(exclusionsOf(route.decision), [[refs.fallback, "CONTEXT_TOO_SMALL"]])
     })
   )
 
@@ -284,13 +288,19 @@ describe("pipeline: input tokens are counted only when a limit needs the count",
   )
 })
 
+/** A logger that keeps every message it is given, as text. */
+const collectingLogger = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ message }) => {
+    lines.push(String(message))
+  })
+  return { lines, logger }
+}
+
 describe("pipeline: failed attempts leave no unhandled fiber errors", () => {
   it.effect("a 503 and a fallback at Debug level log no 'Fiber terminated with an unhandled error'", () =>
     Effect.gen(function* () {
-      const lines: Array<string> = []
-      const logger = Logger.make(({ message }) => {
-        lines.push(String(message))
-      })
+      const { lines, logger } = collectingLogger()
       const exit = yield* run(command("ticket.reply")).pipe(
         Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
         Logger.withMinimumLogLevel(LogLevel.Debug)
@@ -357,10 +367,7 @@ describe("pipeline: the settlement is in the evidence", () => {
 describe("pipeline: the recorder never kills a call", () => {
   it.effect("a recorder that dies or fails: the caller still gets the answer; the failure is logged", () =>
     Effect.gen(function* () {
-      const lines: Array<string> = []
-      const logger = Logger.make(({ message }) => {
-        lines.push(String(message))
-      })
+      const { lines, logger } = collectingLogger()
       // A recorder can only fail by dying (its error channel is `never`) or by being interrupted.
       for (const broken of [Effect.die(new RangeError("Maximum call stack size exceeded")), Effect.interrupt]) {
         const recorder = Layer.succeed(
@@ -399,9 +406,7 @@ describe("router: a plain request reads its workflow's precomputed reasons", () 
         const a = yield* Effect.either(gateway.router.resolve(plain))
         const b = yield* Effect.either(gateway.router.resolve(full))
         const summary = (r: typeof a) =>
-          r._tag === "Right"
-            ? { eligible: r.right.eligible, excluded: r.right.excluded.map((e) => [e.target, e.reason]) }
-            : { error: r.left._tag }
+          r._tag === "Right" ? { eligible: r.right.eligible, excluded: exclusionsOf(r.right) } : { error: r.left._tag }
         assert.deepStrictEqual(summary(a), summary(b), name)
       }
     }).pipe(Effect.provide(gatewayWith({})))

@@ -15,7 +15,7 @@ import { Capabilities, ModelTarget, Pricing, TargetClasses } from "@modelgate/co
 import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Effect, Exit, Fiber, Layer, Metric, TestClock } from "effect"
-import { command, servicesCounting, target, workflow } from "./fixtures.js"
+import { command, servicesCounting, target, workflow, exclusionsOf } from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
 import { keyOn } from "./lifecycleFixtures.js"
 import { metrics as routerMetrics } from "../src/internal/router/metrics.js"
@@ -91,10 +91,7 @@ describe("class 3: the context check counts the output", () => {
     Effect.gen(function* () {
       const g = yield* ModelGateway.ModelGateway
       const route = yield* g.router.resolve(long)
-      assert.deepStrictEqual(
-        route.decision.excluded.map((e) => [e.target, e.reason]),
-        [[A, "CONTEXT_TOO_SMALL"]]
-      )
+      assert.deepStrictEqual(exclusionsOf(route.decision), [[A, "CONTEXT_TOO_SMALL"]])
       assert.deepStrictEqual(route.decision.eligible.map(String), [B])
     }).pipe(
       Effect.provide(
@@ -168,10 +165,7 @@ describe("class 7: evidence written from what was executed", () => {
           evidence.escalations?.map((e) => [e.signal, String(e.from), e.to]),
           [["command", A, undefined]]
         )
-        assert.deepStrictEqual(
-          evidence.excluded.map((e) => [e.target, e.reason]),
-          [[B, "BUDGET_DOES_NOT_FIT"]]
-        )
+        assert.deepStrictEqual(exclusionsOf(evidence), [[B, "BUDGET_DOES_NOT_FIT"]])
         assert.strictEqual(evidence.selectionReason, "ONLY_ELIGIBLE")
       }
       const [record] = yield* Effect.flatMap(CallRecorder.MemoryRecorder, (m) => m.records)

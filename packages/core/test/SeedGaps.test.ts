@@ -5,7 +5,7 @@
  * recorded as a timeout, and not charged to the target's breaker when the call's deadline cut it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, type GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import type { GatewayError } from "@modelgate/core/Errors"
 import { CallRecord, type ModelResult } from "@modelgate/core/ModelResult"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
@@ -26,7 +26,8 @@ import {
   target,
   targets,
   workflow,
-  workflows
+  workflows,
+  definitionOf
 } from "./fixtures.js"
 import { generateFor } from "./virtualTime.js"
 
@@ -74,18 +75,15 @@ const withVision = (t: ModelTarget): ModelTarget => {
 const visionTarget = withVision(target(visionRef, "openai"))
 
 const output = { schema: "Classification", schemaVersion: "1" } as const
-const seedDefinition: GatewayConfig.Definition = {
-  ...definition,
-  config: GatewayConfig.GatewayConfig.make({
-    targets: [...targets, visionTarget],
-    workflows: [
-      ...workflows,
-      workflow({ name: "seed.repair", repair: true, output }),
-      workflow({ name: "seed.noRepair", repair: false, output }),
-      workflow({ name: "seed.vision", route: [refs.primary, visionRef] })
-    ]
-  })
-}
+const seedDefinition: GatewayConfig.Definition = definitionOf({
+  targets: [...targets, visionTarget],
+  workflows: [
+    ...workflows,
+    workflow({ name: "seed.repair", repair: true, output }),
+    workflow({ name: "seed.noRepair", repair: false, output }),
+    workflow({ name: "seed.vision", route: [refs.primary, visionRef] })
+  ]
+})
 
 /** `gatewayLayer` with a Health service that keeps every attempt signal in `signals`. */
 const layerObservingHealth = (

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, type GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { BudgetExceeded, type GatewayError } from "@modelgate/core/Errors"
 import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import * as ModelCommand from "@modelgate/core/ModelCommand"
@@ -26,7 +26,7 @@ import {
   type Tracer
 } from "effect"
 import { inspect } from "node:util"
-import { Classification, definition, providers, refs, targets, workflow, workflows } from "./fixtures.js"
+import { providers, refs, targets, workflow, workflows, definitionOf } from "./fixtures.js"
 
 /** A tracer that keeps every span (what an OpenTelemetry exporter would receive). */
 const makeTracer = RecordingTracer.make
@@ -35,22 +35,18 @@ const makeTracer = RecordingTracer.make
 // Fixtures
 // ---------------------------------------------------------------------------------------------
 
-const testDefinition: GatewayConfig.Definition = {
-  ...definition,
-  config: GatewayConfig.GatewayConfig.make({
-    targets,
-    workflows: [
-      ...workflows,
-      workflow({ name: "tele.fallback", output: { schema: "Classification", schemaVersion: "4" } }),
-      workflow({ name: "tele.metrics" }),
-      workflow({ name: "tele.budget" }),
-      workflow({ name: "tele.degraded", degrade: { _tag: "static", value: "sorry" } }),
-      workflow({ name: "tele.permit" }),
-      workflow({ name: "tele.repair", repair: true, output: { schema: "Classification", schemaVersion: "1" } })
-    ]
-  }),
-  schemas: { Classification }
-}
+const testDefinition: GatewayConfig.Definition = definitionOf({
+  targets,
+  workflows: [
+    ...workflows,
+    workflow({ name: "tele.fallback", output: { schema: "Classification", schemaVersion: "4" } }),
+    workflow({ name: "tele.metrics" }),
+    workflow({ name: "tele.budget" }),
+    workflow({ name: "tele.degraded", degrade: { _tag: "static", value: "sorry" } }),
+    workflow({ name: "tele.permit" }),
+    workflow({ name: "tele.repair", repair: true, output: { schema: "Classification", schemaVersion: "1" } })
+  ]
+})
 
 const layerWith = (
   scripts: ScriptedProvider.Scripts,

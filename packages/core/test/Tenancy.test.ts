@@ -10,7 +10,7 @@ import type { ModelCommand } from "@modelgate/core/ModelCommand"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Effect, Exit, Fiber, Layer, Option, Schema, TestClock } from "effect"
-import { command, refs, target, workflow } from "./fixtures.js"
+import { command, refs, target, workflow, exclusionsOf } from "./fixtures.js"
 
 /** acme's own deployment: its own provider id, so its own adapter and credential. */
 const dedicated = "model://acme-openai/acme-small@eu" as const
@@ -113,10 +113,7 @@ describe("Tenancy: targets dedicated to tenants", () => {
       const error = failureOf(only)
       assert.strictEqual(error?._tag, "NoEligibleRoute")
       if (error?._tag === "NoEligibleRoute") {
-        assert.deepStrictEqual(
-          error.excluded.map((e) => [e.target, e.reason]),
-          [[dedicated, "TENANT_NOT_ALLOWED"]]
-        )
+        assert.deepStrictEqual(exclusionsOf(error), [[dedicated, "TENANT_NOT_ALLOWED"]])
       }
       assert.deepStrictEqual(yield* attempted, [refs.primary])
     }).pipe(Effect.provide(layerFor()))

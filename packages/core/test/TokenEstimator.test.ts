@@ -10,7 +10,7 @@ import * as TokenEstimator from "@modelgate/core/TokenEstimator"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
 import { Effect, Exit, Layer } from "effect"
 import { countTokens } from "gpt-tokenizer"
-import { command, servicesCounting, target, workflow } from "./fixtures.js"
+import { command, servicesCounting, target, workflow, exclusionsOf } from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
 import { maxPieceLength } from "../src/internal/tokenLimits.js"
 import { imageTokens } from "../src/internal/tokenLimits.js"
@@ -50,6 +50,26 @@ describe("TokenEstimator", () => {
     // a surrogate pair on a slice boundary is not split
     const emoji = "😀".repeat(300)
     assert.isAtLeast(TokenEstimator.countText(emoji), countTokens(emoji))
+  })
+
+  it("memoizes short texts only in the cache it is given, which empties when full", () => {
+    const cache = TokenEstimator.makeCache()
+    const schema = { type: "object", properties: { answer: { type: "string" } } }
+    const input = { messages: [{ _tag: "user", content: "hello world" } as const], outputJsonSchema: schema }
+    assert.strictEqual(TokenEstimator.countText("hello world"), 2)
+    assert.strictEqual(
+      Effect.runSync(TokenEstimator.estimateInputYielding(input, cache)),
+      TokenEstimator.estimateInput(input)
+    )
+    assert.strictEqual(cache.schemaLengths.get(schema), JSON.stringify(schema).length)
+    assert.deepStrictEqual([...cache.texts.keys()], ["hello world", JSON.stringify(schema)])
+    const long = "a ".repeat(4_096) // over the memo's 4,096 characters
+    assert.strictEqual(TokenEstimator.countText(long, cache), countTokens(long))
+    assert.isFalse(cache.texts.has(long))
+    for (let i = cache.texts.size; i < 1_024; i++) TokenEstimator.countText(`text ${i}`, cache)
+    assert.strictEqual(cache.texts.size, 1_024) // full
+    assert.strictEqual(TokenEstimator.countText("one more", cache), 2)
+    assert.deepStrictEqual([...cache.texts.entries()], [["one more", 2]])
   })
 
   it("estimates everything that is sent: messages, tool calls, images, tools and the output JSON Schema", () => {
@@ -169,10 +189,7 @@ describe("input-token limits and safety factors in the gateway", () => {
       const route = yield* g.router.resolve(command("w.reply"))
       assert.strictEqual(route.inputTokens, n)
       // P's window holds n tokens but not n × 1.5: excluded; F (factor 1, same window) is eligible
-      assert.deepStrictEqual(
-        route.decision.excluded.map((e) => [e.target, e.reason]),
-        [[P, "CONTEXT_TOO_SMALL"]]
-      )
+      assert.deepStrictEqual(exclusionsOf(route.decision), [[P, "CONTEXT_TOO_SMALL"]])
       assert.deepStrictEqual(route.decision.eligible.map(String), [F])
     }).pipe(
       Effect.provide(

@@ -6,20 +6,14 @@
  */
 import { createHash } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
-import { AgentRun, ToolLedger, ToolLedgerStore, ToolLoop } from "@modelgate/core"
-import { TenantId } from "@modelgate/core/ModelCommand"
+import { ToolLedger, ToolLedgerStore, ToolLoop } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Layer, Schema } from "effect"
 import { command, gatewayLayer, refs } from "./fixtures.js"
-import { agentDefinition, agentLayer, answers, asks, makeTools, taskKey, toolCall } from "./toolLoopFixtures.js"
-import { driven, failureOf } from "./virtualTime.js"
+import * as Agent from "./toolLoopFixtures.js"
+import { failureOf } from "./virtualTime.js"
 import { callIdentity } from "../src/internal/callIdentity.js"
 import { callIdempotencyKey } from "../src/internal/toolCallKey.js"
-
-const tenant = TenantId.make("acme")
-
-const inRun = <A, E, R>(runId: string, body: Effect.Effect<A, E, R>) =>
-  driven(AgentRun.run({ runId, deadline: "1 minute", tenant }, body), 10_000)
 
 const callBack = { ticketId: "T-1", title: "Call back" }
 const refund = { ticketId: "T-1", title: "Send the refund" }
@@ -30,7 +24,7 @@ const ambiguous = ScriptedProvider.fail(50, { kind: "server_error", processed: "
 
 /** A model step asking for several tool calls at once. */
 const asksAll = (...calls: ReadonlyArray<readonly [string, string, unknown]>) =>
-  ScriptedProvider.success({ after: 10, toolCalls: calls.map(([id, name, args]) => toolCall(id, name, args)) })
+  ScriptedProvider.success({ after: 10, toolCalls: calls.map(([id, name, args]) => Agent.toolCall(id, name, args)) })
 
 const retried = { maxSteps: 4, ambiguousRetries: 1 } as const
 
@@ -52,40 +46,38 @@ describe("callIdentity", () => {
 })
 
 describe("ToolLoop: a side-effecting call runs once by what it does", () => {
-  it.effect("the retried pass asks the same call at another step, after an inserted read-only step", () => {
-    const t = makeTools()
+  it.effect("the retried pass Agent.asks the same call at another step, after an inserted read-only step", () => {
+    const t = Agent.makeTools()
     return Effect.gen(function* () {
-      const outcome = yield* inRun("re-plan", ToolLoop.run(command("ticket.agent"), t.tools, retried))
-      assert.strictEqual(outcome._tag, "Completed")
-      assert.deepStrictEqual(t.created, [taskKey("re-plan", callBack)])
+      yield* Agent.completedIn("re-plan", t.tools, retried)
+      assert.deepStrictEqual(t.created, [Agent.taskKey("re-plan", callBack)])
       assert.deepStrictEqual(t.lookedUp, ["ORD-123456"])
       const stored = yield* Effect.flatMap(ToolLedger.ToolLedger, (ledger) => ledger.records("re-plan"))
       assert.deepStrictEqual(
         stored.map((r) => [r.key, r.step, r.status]),
-        [[taskKey("re-plan", callBack), 1, "completed"]]
+        [[Agent.taskKey("re-plan", callBack), 1, "completed"]]
       )
     }).pipe(
       Effect.provide(
-        agentLayer({
+        Agent.agentLayer({
           [refs.primary]: [
-            asks("c1", "create_task", callBack),
+            Agent.asks("c1", "create_task", callBack),
             ambiguous,
             // Pass 2: a read-only lookup first, then the same call at step 2 → replayed.
-            asks("c2", "lookup_order", lookup),
-            asks("c3", "create_task", callBack),
-            answers("Scheduled.")
+            Agent.asks("c2", "lookup_order", lookup),
+            Agent.asks("c3", "create_task", callBack),
+            Agent.answers("Scheduled.")
           ]
         })
       )
     )
   })
 
-  it.effect("the retried pass asks two calls in the other order: each replayed, none run again", () => {
-    const t = makeTools()
+  it.effect("the retried pass Agent.asks two calls in the other order: each replayed, none run again", () => {
+    const t = Agent.makeTools()
     return Effect.gen(function* () {
-      const outcome = yield* inRun("reorder", ToolLoop.run(command("ticket.agent"), t.tools, retried))
-      assert.strictEqual(outcome._tag, "Completed")
-      assert.deepStrictEqual(t.created, [taskKey("reorder", callBack), taskKey("reorder", refund)])
+      const outcome = yield* Agent.completedIn("reorder", t.tools, retried)
+      assert.deepStrictEqual(t.created, [Agent.taskKey("reorder", callBack), Agent.taskKey("reorder", refund)])
       if (outcome._tag !== "Completed") return
       // The replayed results follow the new order: each call gets its own stored result.
       const contents = outcome.messages.flatMap((m) => (m._tag === "tool" ? [JSON.parse(m.content)] : []))
@@ -95,12 +87,12 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
       ])
     }).pipe(
       Effect.provide(
-        agentLayer({
+        Agent.agentLayer({
           [refs.primary]: [
             asksAll(["c1", "create_task", callBack], ["c2", "create_task", refund]),
             ambiguous,
             asksAll(["c3", "create_task", refund], ["c4", "create_task", callBack]),
-            answers("Both scheduled.")
+            Agent.answers("Both scheduled.")
           ]
         })
       )
@@ -108,21 +100,20 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
   })
 
   it.effect("two identical calls in one step are two calls (ordinals 0 and 1), replayed as two", () => {
-    const t = makeTools()
+    const t = Agent.makeTools()
     return Effect.gen(function* () {
-      const outcome = yield* inRun("twice", ToolLoop.run(command("ticket.agent"), t.tools, retried))
-      assert.strictEqual(outcome._tag, "Completed")
-      assert.deepStrictEqual(t.created, [taskKey("twice", callBack, 0), taskKey("twice", callBack, 1)])
+      yield* Agent.completedIn("twice", t.tools, retried)
+      assert.deepStrictEqual(t.created, [Agent.taskKey("twice", callBack, 0), Agent.taskKey("twice", callBack, 1)])
     }).pipe(
       Effect.provide(
-        agentLayer({
+        Agent.agentLayer({
           [refs.primary]: [
             asksAll(["c1", "create_task", callBack], ["c2", "create_task", callBack]),
             ambiguous,
-            // Pass 2 asks them in two steps: still the 1st and 2nd identical call of the pass.
-            asks("c3", "create_task", callBack),
-            asks("c4", "create_task", callBack),
-            answers("Both scheduled.")
+            // Pass 2 Agent.asks them in two steps: still the 1st and 2nd identical call of the pass.
+            Agent.asks("c3", "create_task", callBack),
+            Agent.asks("c4", "create_task", callBack),
+            Agent.answers("Both scheduled.")
           ]
         })
       )
@@ -145,20 +136,19 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
       }
     })
     return Effect.gen(function* () {
-      const outcome = yield* inRun("same-key", ToolLoop.run(command("ticket.agent"), [flaky], retried))
-      assert.strictEqual(outcome._tag, "Completed")
+      yield* Agent.completedIn("same-key", [flaky], retried)
       // Pass 1 step 1 failed, pass 2 step 2 ran it: one effect, the same key both times.
-      assert.deepStrictEqual(keys, [taskKey("same-key", callBack), taskKey("same-key", callBack)])
+      assert.deepStrictEqual(keys, [Agent.taskKey("same-key", callBack), Agent.taskKey("same-key", callBack)])
     }).pipe(
       Effect.provide(
-        agentLayer({
+        Agent.agentLayer({
           [refs.primary]: [
-            asks("c1", "create_task", callBack),
+            Agent.asks("c1", "create_task", callBack),
             ambiguous,
-            // Pass 2: a step that asks a tool this loop lacks, then the call again at step 2.
-            asks("c2", "lookup_order", lookup),
-            asks("c3", "create_task", callBack),
-            answers("Done.")
+            // Pass 2: a step that Agent.asks a tool this loop lacks, then the call again at step 2.
+            Agent.asks("c2", "lookup_order", lookup),
+            Agent.asks("c3", "create_task", callBack),
+            Agent.answers("Done.")
           ]
         })
       )
@@ -166,18 +156,18 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
   })
 
   it.effect("a loop resumed in another process (a fresh loop and ledger over the store) replays", () => {
-    const first = makeTools()
-    const second = makeTools()
-    const loop = (tools: ReturnType<typeof makeTools>) =>
+    const first = Agent.makeTools()
+    const second = Agent.makeTools()
+    const loop = (tools: ReturnType<typeof Agent.makeTools>) =>
       Effect.provide(ToolLoop.run(command("ticket.agent"), tools.tools, { maxSteps: 4 }), ToolLedger.layer)
     return Effect.gen(function* () {
       // The first process runs the tool, then its next model call ends ambiguous (it "crashed").
-      const crashed = yield* inRun("resume", Effect.exit(loop(first)))
+      const crashed = yield* Agent.inRun("resume", Effect.exit(loop(first)))
       assert.strictEqual(failureOf(crashed)?._tag, "AmbiguousOutcome")
       // Another process: fresh tools and ledger; the model re-plans with a lookup first.
-      const resumed = yield* inRun("resume", loop(second))
+      const resumed = yield* Agent.inRun("resume", loop(second))
       assert.strictEqual(resumed._tag, "Completed")
-      assert.deepStrictEqual([first.created, second.created], [[taskKey("resume", callBack)], []])
+      assert.deepStrictEqual([first.created, second.created], [[Agent.taskKey("resume", callBack)], []])
       assert.deepStrictEqual(second.lookedUp, ["ORD-123456"])
     }).pipe(
       Effect.provide(
@@ -185,14 +175,14 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
           gatewayLayer(
             {
               [refs.primary]: [
-                asks("c1", "create_task", callBack),
+                Agent.asks("c1", "create_task", callBack),
                 ambiguous,
-                asks("c2", "lookup_order", lookup),
-                asks("c3", "create_task", callBack),
-                answers("Scheduled.")
+                Agent.asks("c2", "lookup_order", lookup),
+                Agent.asks("c3", "create_task", callBack),
+                Agent.answers("Scheduled.")
               ]
             },
-            agentDefinition
+            Agent.agentDefinition
           ),
           ToolLedgerStore.layerMemory
         )
@@ -201,24 +191,28 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
   })
 
   it.effect("after an approved suggestion, the run asking the same call at another step replays it", () => {
-    const t = makeTools()
+    const t = Agent.makeTools()
     const proposed = { ticketId: "T-1", title: "Call the customer back" }
     const routesDown = gatewayLayer(
       {
         [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
         [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
       },
-      agentDefinition
+      Agent.agentDefinition
     )
-    // The providers are back: the model looks the order up, then asks the approved call at step 3.
+    // The providers are back: the model looks the order up, then Agent.asks the approved call at step 3.
     const routesBack = gatewayLayer(
       {
-        [refs.primary]: [asks("c1", "lookup_order", lookup), asks("c2", "create_task", proposed), answers("Done.")]
+        [refs.primary]: [
+          Agent.asks("c1", "lookup_order", lookup),
+          Agent.asks("c2", "create_task", proposed),
+          Agent.answers("Done.")
+        ]
       },
-      agentDefinition
+      Agent.agentDefinition
     )
     return Effect.gen(function* () {
-      const suggested = yield* inRun(
+      const suggested = yield* Agent.inRun(
         "approved",
         Effect.provide(ToolLoop.run(command("ticket.agentDegraded"), t.tools, { maxSteps: 3 }), routesDown)
       )
@@ -226,8 +220,8 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
       if (suggested._tag !== "Suggestion") return
       assert.strictEqual(suggested.step, 1)
       yield* ToolLoop.approve(suggested, t.tools)
-      assert.deepStrictEqual(t.created, [taskKey("approved", proposed)])
-      const outcome = yield* inRun(
+      assert.deepStrictEqual(t.created, [Agent.taskKey("approved", proposed)])
+      const outcome = yield* Agent.inRun(
         "approved",
         Effect.provide(
           ToolLoop.run(command("ticket.agentDegraded"), t.tools, { maxSteps: 4, firstStep: 2 }),
@@ -235,7 +229,7 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
         )
       )
       assert.strictEqual(outcome._tag, "Completed")
-      assert.deepStrictEqual(t.created, [taskKey("approved", proposed)])
+      assert.deepStrictEqual(t.created, [Agent.taskKey("approved", proposed)])
       assert.deepStrictEqual(t.lookedUp, ["ORD-123456"])
     }).pipe(Effect.provide(ToolLedger.layerMemory))
   })
@@ -252,17 +246,16 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
       handler: (_args, context) => Effect.sync(() => created.push(context.idempotencyKey)).pipe(Effect.as("TASK-1"))
     })
     return Effect.gen(function* () {
-      const outcome = yield* inRun("declared", ToolLoop.run(command("ticket.agent"), [byTicket], retried))
-      assert.strictEqual(outcome._tag, "Completed")
+      yield* Agent.completedIn("declared", [byTicket], retried)
       assert.deepStrictEqual(created, [callIdempotencyKey("declared", "create_task", callIdentity(undefined, "T-1"))])
     }).pipe(
       Effect.provide(
-        agentLayer({
+        Agent.agentLayer({
           [refs.primary]: [
-            asks("c1", "create_task", callBack),
+            Agent.asks("c1", "create_task", callBack),
             ambiguous,
-            asks("c2", "create_task", refund),
-            answers("Scheduled.")
+            Agent.asks("c2", "create_task", refund),
+            Agent.answers("Scheduled.")
           ]
         })
       )
@@ -270,41 +263,51 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
   })
 
   it.effect("a retried pass asking a new call while an earlier one is unmatched is refused (unmatched)", () => {
-    const t = makeTools()
+    const t = Agent.makeTools()
     return Effect.gen(function* () {
-      const exit = yield* inRun("unmatched", Effect.exit(ToolLoop.run(command("ticket.agent"), t.tools, retried)))
+      const exit = yield* Agent.inRun("unmatched", Effect.exit(ToolLoop.run(command("ticket.agent"), t.tools, retried)))
       const error = failureOf(exit)
       assert.strictEqual(error?._tag, "ToolReplayRefused")
       if (error?._tag === "ToolReplayRefused") {
-        assert.deepStrictEqual([error.reason, error.key, error.step], ["unmatched", taskKey("unmatched", refund), 1])
+        assert.deepStrictEqual(
+          [error.reason, error.key, error.step],
+          ["unmatched", Agent.taskKey("unmatched", refund), 1]
+        )
       }
-      assert.deepStrictEqual(t.created, [taskKey("unmatched", callBack)])
+      assert.deepStrictEqual(t.created, [Agent.taskKey("unmatched", callBack)])
     }).pipe(
       Effect.provide(
-        agentLayer({
-          [refs.primary]: [asks("c1", "create_task", callBack), ambiguous, asks("c2", "create_task", refund)]
+        Agent.agentLayer({
+          [refs.primary]: [
+            Agent.asks("c1", "create_task", callBack),
+            ambiguous,
+            Agent.asks("c2", "create_task", refund)
+          ]
         })
       )
     )
   })
 
   it.effect("onUnmatchedReplay: run lets the re-planned call run; calls after the replay run as usual", () => {
-    const t = makeTools()
+    const t = Agent.makeTools()
     return Effect.gen(function* () {
-      const outcome = yield* inRun(
+      const outcome = yield* Agent.inRun(
         "unmatched-run",
         ToolLoop.run(command("ticket.agent"), t.tools, { ...retried, onUnmatchedReplay: "run" })
       )
       assert.strictEqual(outcome._tag, "Completed")
-      assert.deepStrictEqual(t.created, [taskKey("unmatched-run", callBack), taskKey("unmatched-run", refund)])
+      assert.deepStrictEqual(t.created, [
+        Agent.taskKey("unmatched-run", callBack),
+        Agent.taskKey("unmatched-run", refund)
+      ])
     }).pipe(
       Effect.provide(
-        agentLayer({
+        Agent.agentLayer({
           [refs.primary]: [
-            asks("c1", "create_task", callBack),
+            Agent.asks("c1", "create_task", callBack),
             ambiguous,
-            asks("c2", "create_task", refund),
-            answers("Scheduled.")
+            Agent.asks("c2", "create_task", refund),
+            Agent.answers("Scheduled.")
           ]
         })
       )
@@ -312,20 +315,19 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
   })
 
   it.effect("once the retried pass has matched every earlier call, a new call runs (default policy)", () => {
-    const t = makeTools()
+    const t = Agent.makeTools()
     return Effect.gen(function* () {
-      const outcome = yield* inRun("caught-up", ToolLoop.run(command("ticket.agent"), t.tools, retried))
-      assert.strictEqual(outcome._tag, "Completed")
-      assert.deepStrictEqual(t.created, [taskKey("caught-up", callBack), taskKey("caught-up", refund)])
+      yield* Agent.completedIn("caught-up", t.tools, retried)
+      assert.deepStrictEqual(t.created, [Agent.taskKey("caught-up", callBack), Agent.taskKey("caught-up", refund)])
     }).pipe(
       Effect.provide(
-        agentLayer({
+        Agent.agentLayer({
           [refs.primary]: [
-            asks("c1", "create_task", callBack),
+            Agent.asks("c1", "create_task", callBack),
             ambiguous,
-            asks("c2", "create_task", callBack),
-            asks("c3", "create_task", refund),
-            answers("Scheduled.")
+            Agent.asks("c2", "create_task", callBack),
+            Agent.asks("c3", "create_task", refund),
+            Agent.answers("Scheduled.")
           ]
         })
       )

@@ -2,7 +2,15 @@ import { assert, describe, it } from "@effect/vitest"
 import { ModelGateway, type StreamEvent } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Chunk, Clock, Effect, Exit, Fiber, Schema, Stream, TestClock } from "effect"
-import { Classification, command, gatewayLayer, primaryAnswers, refs, threeChunkStreamTags } from "./fixtures.js"
+import {
+  Classification,
+  command,
+  gatewayLayer,
+  primaryAnswers,
+  refs,
+  threeChunkStreamTags,
+  tagsOf
+} from "./fixtures.js"
 
 /** The primary target streams a valid classification in five chunks: the first 50 ms in, then every 20 ms. */
 const streamedClassification = primaryAnswers({
@@ -150,10 +158,7 @@ describe("typed workflows", () => {
       assert.isTrue(success)
       // Five chunks: the first 50 ms in, then one every 20 ms.
       assert.strictEqual(at, 130)
-      assert.deepStrictEqual(
-        events.map((e) => e._tag),
-        streamedClassificationTags
-      )
+      assert.deepStrictEqual(tagsOf(events), streamedClassificationTags)
       const values = partials(events)
       assert.deepStrictEqual(values, [
         {},
@@ -180,10 +185,7 @@ describe("typed workflows", () => {
       assert.isTrue(Exit.isSuccess(exit))
       if (Exit.isSuccess(exit)) {
         const events = Chunk.toReadonlyArray(exit.value)
-        assert.deepStrictEqual(
-          events.map((e) => e._tag),
-          streamedClassificationTags
-        )
+        assert.deepStrictEqual(tagsOf(events), streamedClassificationTags)
         const final = events[events.length - 1]
         if (final?._tag === "Final") {
           const category: "billing" | "technical" | "other" = final.value.category
@@ -238,10 +240,7 @@ describe("typed workflows", () => {
       const { events, success, at } = yield* streamEvents(command("ticket.reply"))
       assert.isTrue(success)
       assert.strictEqual(at, 90)
-      assert.deepStrictEqual(
-        events.map((e) => e._tag),
-        threeChunkStreamTags
-      )
+      assert.deepStrictEqual(tagsOf(events), threeChunkStreamTags)
       assert.deepStrictEqual(partials(events), [])
     }).pipe(
       Effect.provide(

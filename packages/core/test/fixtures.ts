@@ -94,6 +94,24 @@ export const definition: GatewayConfig.Definition = {
   schemas: { Classification }
 }
 
+/** {@link definition} (its schemas) with other targets and workflows. */
+export const definitionOf = (config: {
+  readonly targets: ReadonlyArray<ModelTarget>
+  readonly workflows: ReadonlyArray<Workflow>
+}): GatewayConfig.Definition => ({ ...definition, config: GatewayConfig.GatewayConfig.make(config) })
+
+/** A route decision's exclusions as `[target, reason]` pairs, in order. */
+export const exclusionsOf = (decision: {
+  readonly excluded: ReadonlyArray<{ readonly target: string; readonly reason: string }>
+}): Array<readonly [string, string]> => decision.excluded.map((e) => [e.target, e.reason] as const)
+
+/** A health record of `route` at 1,000 ms: closed breaker, no failures, 10 samples, unless `fields` say. */
+export const routeHealth = (route: string, fields: Partial<Health.RouteHealth>) =>
+  new Health.RouteHealth({ route, at: 1000, breaker: "closed", consecutiveFailures: 0, samples: 10, ...fields })
+
+/** The tags of `events`, in order. */
+export const tagsOf = (events: ReadonlyArray<{ readonly _tag: string }>): Array<string> => events.map((e) => e._tag)
+
 export const providers = ["openai", "anthropic", "gemini", "vllm"]
 
 /** A provider's plain answer (`ok`, stop, HTTP 200, no usage), with `over` on top. */

@@ -184,7 +184,10 @@ export const check = async (targetSpecs: ReadonlyArray<TargetSpec>, r: RequestSp
     )
   )
   // no untyped defect, whatever the case
-  assert.isFalse(Exit.isFailure(exit) && !Cause.isFailType(exit.cause), `defect: ${String(exit)}`)
+  assert.isFalse(
+    Exit.isFailure(exit) && !Cause.isFailType(exit.cause),
+    `defect: ${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""}`
+  )
   const requestRegionsOutside = r.regions?.some((x) => !r.workflowRegions.includes(x)) ?? false
   if (Exit.isFailure(exit)) {
     const failure = Cause.failureOption(exit.cause)
@@ -236,4 +239,18 @@ export const check = async (targetSpecs: ReadonlyArray<TargetSpec>, r: RequestSp
   })
   assert.isAtLeast(route.targets.length, 1)
   if (!r.allowFallback) assert.strictEqual(route.targets.length, 1)
+}
+
+/**
+ * Checks `numRuns` generated cases and that the generator reached both sides: routed decisions
+ * and refusals.
+ */
+export const checkGenerated = async (numRuns: number): Promise<void> => {
+  const tally = { cases: 0, routed: 0 }
+  await fc.assert(
+    fc.asyncProperty(caseArb, ({ request, targets }) => check(targets, request, tally)),
+    { numRuns }
+  )
+  assert.isAbove(tally.routed, tally.cases / 10)
+  assert.isBelow(tally.routed, tally.cases)
 }

@@ -3,10 +3,12 @@
  * that proposes a follow-up task), two tools (side-effecting `create_task`, read-only
  * `lookup_order`) whose handlers count what they really did, and the gateway with a memory ledger.
  */
-import { GatewayConfig, ToolLedger, ToolLoop } from "@modelgate/core"
+import { AgentRun, GatewayConfig, ToolLedger, ToolLoop } from "@modelgate/core"
+import { TenantId } from "@modelgate/core/ModelCommand"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Layer, Schema } from "effect"
-import { Classification, gatewayLayer, targets, workflow, workflows } from "./fixtures.js"
+import { Classification, command, gatewayLayer, targets, workflow, workflows } from "./fixtures.js"
+import { driven } from "./virtualTime.js"
 import { callIdentity } from "../src/internal/callIdentity.js"
 import { callIdempotencyKey } from "../src/internal/toolCallKey.js"
 
@@ -100,3 +102,15 @@ export const createThenAmbiguous = (retryCallId = "c1") => [
 /** The ledger key `create_task` gets for `args` in run `runId` (the `ordinal`-th identical call of its pass). */
 export const taskKey = (runId: string, args: { readonly ticketId: string; readonly title: string }, ordinal = 0) =>
   callIdempotencyKey(runId, "create_task", callIdentity(args), ordinal)
+
+/** `body` in agent run `runId` of tenant acme (deadline one minute), virtual time driven up to 10 s. */
+export const inRun = <A, E, R>(runId: string, body: Effect.Effect<A, E, R>) =>
+  driven(AgentRun.run({ runId, deadline: "1 minute", tenant: TenantId.make("acme") }, body), 10_000)
+
+/** The "ticket.agent" loop over `tools` in run `runId` ({@link inRun}); its outcome, which must be `Completed`. */
+export const completedIn = (runId: string, tools: ReadonlyArray<ToolLoop.Any>, options: ToolLoop.Options) =>
+  Effect.flatMap(inRun(runId, ToolLoop.run(command("ticket.agent"), tools, options)), (outcome) =>
+    outcome._tag === "Completed"
+      ? Effect.succeed(outcome)
+      : Effect.dieMessage(`the loop ended with ${outcome._tag}, not Completed`)
+  )

@@ -15,6 +15,21 @@
 export const bound = 100
 
 /**
+ * The fake timers the live-clock deadline tests run under (`vi.useFakeTimers(fakeTimers)`): timers,
+ * immediates and the clock, so no real time passes. With a real `setImmediate`, the fake clock
+ * yields to the event loop between two timers due at the same instant, which a real timers phase
+ * does not do, so the tie rule's deferral would run too early.
+ *
+ * @since 0.2.0
+ * @category Scenarios
+ */
+export const fakeTimers: {
+  readonly toFake: Array<"setTimeout" | "clearTimeout" | "setImmediate" | "clearImmediate" | "Date">
+} = {
+  toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"]
+}
+
+/**
  * A step: when it settles and how.
  *
  * @since 0.2.0
@@ -41,3 +56,29 @@ export const scenarios: ReadonlyArray<Scenario> = [
   { name: "fails exactly at the bound", after: bound, fails: true },
   { name: "never completes", after: undefined, fails: false }
 ]
+
+/**
+ * Waits for `running` under fake timers, as a real event loop would reach it: the timers due now
+ * (and the immediates they queue) first, then 1 ms on, until it settled. Its value and when it
+ * settled, in ms after `start` (by the faked `Date`).
+ *
+ * @since 0.2.0
+ * @category Scenarios
+ */
+export const settleUnderFakeTimers = async <A>(
+  running: Promise<A>,
+  start: number,
+  advanceTimersBy: (ms: number) => Promise<unknown>
+): Promise<{ readonly value: A; readonly at: number }> => {
+  let done: { readonly value: A; readonly at: number } | undefined
+  const settled = running.then((value) => {
+    done = { value, at: Date.now() - start }
+  })
+  for (;;) {
+    await advanceTimersBy(0)
+    if (done !== undefined) break
+    await advanceTimersBy(1)
+  }
+  await settled
+  return done
+}

@@ -4,18 +4,14 @@
  * with the provider's error envelope, headers, raw bodies).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { MockProviderServer } from "../src/MockProviderServer.js"
+import { postJson } from "./support/post.js"
 
 const post = (url: string, body: unknown) =>
-  Effect.flatMap(HttpClient.HttpClient, (client) =>
-    client.execute(HttpClientRequest.post(url).pipe(HttpClientRequest.bodyUnsafeJson(body)))
-  ).pipe(
-    Effect.flatMap((response) =>
-      Effect.map(response.json, (json) => ({ status: response.status, headers: response.headers, json }))
-    )
+  Effect.flatMap(postJson(url, body), (response) =>
+    Effect.map(response.json, (json) => ({ status: response.status, headers: response.headers, json }))
   )
 
 const Live = Layer.merge(MockProviderServer.layer(), NodeHttpClient.layerUndici)

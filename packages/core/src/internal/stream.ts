@@ -15,7 +15,7 @@ import type { ProviderResponse, ProviderStreamEvent, RateLimitHeadroom } from ".
 import type { ModelTarget } from "../ModelTarget.js"
 import { costOf } from "../Pricing.js"
 import * as StreamEvent from "../StreamEvent.js"
-import { countTextYielding } from "../TokenEstimator.js"
+import { countTextYielding, makeCache } from "../TokenEstimator.js"
 import type { AttemptContext, Invoke } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
 import type { EngineContext } from "./call.js"
@@ -161,6 +161,8 @@ const invokeStream =
         let rateLimit: RateLimitHeadroom | undefined
         let firstAt: number | undefined
         let outputTokens = 0
+        // This attempt's memory of delta counts (short deltas such as " the" repeat within a response).
+        const deltaCounts = makeCache()
         let finish:
           | { finishReason: FinishReason; refusal: boolean; usage: Usage | undefined; modelVersion: string | undefined }
           | undefined
@@ -231,7 +233,7 @@ const invokeStream =
               if (event._tag === "TextDelta") {
                 text += event.text
                 // Any delta size: large deltas are counted in slices with event-loop turns.
-                outputTokens += yield* countTextYielding(event.text)
+                outputTokens += yield* countTextYielding(event.text, deltaCounts)
                 emit(new StreamEvent.TextDelta({ text: event.text }, { disableValidation: true }))
                 if (
                   structured &&
@@ -243,7 +245,7 @@ const invokeStream =
                   if (value !== undefined) emit(new StreamEvent.PartialObject({ value }, { disableValidation: true }))
                 }
               } else {
-                outputTokens += yield* countTextYielding(event.argumentsDelta)
+                outputTokens += yield* countTextYielding(event.argumentsDelta, deltaCounts)
                 toolDelta(tools, event, emit)
               }
               progress.outputTokens = outputTokens

@@ -459,9 +459,10 @@ export const checkTarget = (
 export const fitsEveryWindow = (
   compiled: CompiledWorkflow,
   command: ModelCommand,
-  input: TokenEstimator.Input
+  input: TokenEstimator.Input,
+  cache?: TokenEstimator.Cache
 ): boolean => {
-  const bound = TokenEstimator.upperBound(input)
+  const bound = TokenEstimator.upperBound(input, cache)
   const w = compiled.workflow
   const fits = (t: ModelTarget) =>
     inputTokensAt(bound, t) + Math.max(outputCapAt(command.maxOutputTokens, w.maxOutputTokens, t), 1) <=

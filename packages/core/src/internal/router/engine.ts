@@ -123,9 +123,13 @@ export const decide = (
   let characters: number
   let needsCount: boolean
   try {
-    characters = TokenEstimator.inputCharacters(input)
+    characters = TokenEstimator.inputCharacters(input, state.tokens)
     // Count only when a limit needs it, or when the input may not fit a context window.
-    needsCount = budgetLimited || limit < Infinity || maxCost < Infinity || !fitsEveryWindow(compiled, command, input)
+    needsCount =
+      budgetLimited ||
+      limit < Infinity ||
+      maxCost < Infinity ||
+      !fitsEveryWindow(compiled, command, input, state.tokens)
   } catch {
     // e.g. tool parameters nested too deep to serialize: refuse the request, never crash
     return Effect.fail({ _tag: "InvalidRequest", reason: "invalid_command", detail: "the request cannot be measured" })
@@ -159,8 +163,8 @@ export const decide = (
     )
   if (!needsCount) return withCount(undefined)
   // Small inputs are counted at once; large ones in slices that give the event loop turns.
-  if (characters <= sliceCharacters) return withCount(TokenEstimator.estimateInput(input))
-  return Effect.flatMap(TokenEstimator.estimateInputYielding(input), withCount)
+  if (characters <= sliceCharacters) return withCount(TokenEstimator.estimateInput(input, state.tokens))
+  return Effect.flatMap(TokenEstimator.estimateInputYielding(input, state.tokens), withCount)
 }
 
 /** The time a call has when nothing but its command and workflow bound it: the earlier timeout, ms. */

@@ -2,10 +2,12 @@
  * The router's state, as one value owned by the gateway that routes with it: session affinity (the
  * target that served a session last), prompt-prefix affinity, hysteresis (each scored workflow's last best-scoring
  * target), the lifecycle view (canary controller, quality signals), the deprecated targets already
- * warned about, and per-workflow values computed once (plain-request exclusions, class terms).
+ * warned about, per-workflow values computed once (plain-request exclusions, class terms), and the
+ * token counter's memory (counts of repeated texts, schema lengths).
  * Nothing here is module-level: two gateways never share a session or a leader.
  */
 import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
+import * as TokenEstimator from "../../TokenEstimator.js"
 import type { CompiledWorkflow } from "../compiled.js"
 import type * as Lifecycle from "../lifecycle.js"
 import type { ClassTerms, Exclusion } from "./types.js"
@@ -37,6 +39,8 @@ export interface RouterState {
   readonly classTerms: WeakMap<CompiledWorkflow, ClassTerms>
   /** Per compiled workflow: whether a route target or its canary candidate is deprecated. */
   readonly deprecated: WeakMap<CompiledWorkflow, boolean>
+  /** The token counts of texts seen recently and the lengths of output schemas (`TokenEstimator.Cache`). */
+  readonly tokens: TokenEstimator.Cache
 }
 
 /** A fresh router state (one per gateway), reading `lifecycle` when given. */
@@ -48,7 +52,8 @@ export const makeState = (lifecycle?: Lifecycle.View): RouterState => ({
   warned: new WeakSet(),
   plainReasons: new WeakMap(),
   classTerms: new WeakMap(),
-  deprecated: new WeakMap()
+  deprecated: new WeakMap(),
+  tokens: TokenEstimator.makeCache()
 })
 
 /**
