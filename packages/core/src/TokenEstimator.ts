@@ -94,7 +94,7 @@ const mediaTokens = (part: Exclude<ContentPart, { readonly _tag: "text" }>): num
 /**
  * Memory that makes repeated counting cheap, owned by whoever counts (a gateway's router keeps one
  * for its lifetime, `makeCache`): the counts of texts seen recently (system prompts, tool
- * definitions and schemas repeat from call to call), at most {@link memoEntries} texts of at most
+ * definitions and schemas repeat from call to call), at most `memoEntries` texts of at most
  * {@link memoMaxLength} characters each, so it holds a few MB at most and is emptied when full;
  * and the JSON length of each output schema object. Without one, every count runs the tokenizer.
  *

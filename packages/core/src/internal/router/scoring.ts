@@ -156,7 +156,7 @@ export interface Ranking {
  *   0.5, `standard` 0.75, `high` 0.9, else 0.5, plus any quality adjustment); minus 0.1 per class of
  *   distance from the preferred class (if both are known), floored at 0.
  * - `latency`: with an observed p95 on the route (smoothed; TTFT for streams), `1 − p95 / time
- *   left` (the time the call has: {@link ScoreContext.timeLeftMs}), 0 when the p95 does not fit; else the latency class: `fast` 1,
+ *   left` (the time the call has: `timeLeftMs` of the score context), 0 when the p95 does not fit; else the latency class: `fast` 1,
  *   `medium` 0.6, `slow` 0.3, undeclared 0.5.
  * - `cost`: the cheapest candidate's price over this one's (1 for the cheapest). The price is the
  *   estimated worst-case cost of the call at the target when the input was counted (input tokens ×
