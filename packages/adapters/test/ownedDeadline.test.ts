@@ -5,7 +5,7 @@ import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { Effect, Exit, Fiber } from "effect"
 import { afterEach, beforeEach, it as plainIt, vi } from "vitest"
 import * as Deadlines from "@modelgate/testing/DeadlineScenarios"
-import { asyncUntil } from "../src/internal/ownedDeadline.js"
+import { abortableUntil } from "../src/internal/ownedDeadline.js"
 import { serve as serveLoopback } from "./loopback.js"
 
 interface Observed {
@@ -21,7 +21,7 @@ const expected = (s: Deadlines.Scenario): Observed =>
     ? { outcome: s.fails ? "failed" : "value", at: s.after, abortedAt: undefined }
     : { outcome: "cut", at: Deadlines.bound + 1, abortedAt: Deadlines.bound + 1 }
 
-describe("asyncUntil: the adapter-owned timer (live clock, fake timers)", () => {
+describe("abortableUntil: the adapter-owned timer (live clock, fake timers)", () => {
   // Fake timers, immediates and clock (`fakeTimers`): no real time passes.
   beforeEach(() => void vi.useFakeTimers(Deadlines.fakeTimers))
   afterEach(() => void vi.useRealTimers())
@@ -31,12 +31,12 @@ describe("asyncUntil: the adapter-owned timer (live clock, fake timers)", () => 
     for (const s of Deadlines.scenarios) {
       const start = Date.now()
       let abortedAt: number | undefined
-      const step = asyncUntil<"done", "boom">(start + Deadlines.bound, (signal, finish) => {
-        signal.addEventListener("abort", () => {
-          abortedAt = Date.now() - start
-        })
+      const step = abortableUntil<"done", "boom">(start + Deadlines.bound, (finish) => {
         if (s.after !== undefined) {
           setTimeout(() => finish(s.fails ? Effect.fail("boom") : Effect.succeed("done")), s.after)
+        }
+        return () => {
+          abortedAt = Date.now() - start
         }
       })
       const { value: exit, at } = await Deadlines.settleUnderFakeTimers(Effect.runPromiseExit(step), start, (ms) =>
@@ -57,10 +57,8 @@ describe("asyncUntil: the adapter-owned timer (live clock, fake timers)", () => 
     let aborted = false
     let settled = false
     const fiber = Effect.runFork(
-      asyncUntil<"done", never>(Date.now() + Deadlines.bound, (signal) => {
-        signal.addEventListener("abort", () => {
-          aborted = true
-        })
+      abortableUntil<"done", never>(Date.now() + Deadlines.bound, () => () => {
+        aborted = true
       }).pipe(Effect.ensuring(Effect.sync(() => (settled = true))))
     )
     await vi.advanceTimersByTimeAsync(10)

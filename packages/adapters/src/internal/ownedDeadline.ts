@@ -1,6 +1,6 @@
 /**
  * An asynchronous step that owns its deadline: one native timer, cleared when the step completes,
- * and an `AbortSignal` the step's work listens to. It has the outcomes of the engine's `bounded`
+ * and the abort its work hands back. It has the outcomes of the engine's `bounded`
  * under the live clock (`Date.now` instants), without a forked fiber: the step's value, or
  * `undefined` when the deadline came first — its work then aborted.
  *
@@ -55,19 +55,4 @@ export const abortableUntil = <A, E>(
       if (timer !== undefined) clearTimeout(timer)
       abort?.()
     })
-  })
-
-/**
- * {@link abortableUntil} for work that listens to an `AbortSignal`: `start(signal, done)`.
- *
- * @internal
- */
-export const asyncUntil = <A, E>(
-  until: number | undefined,
-  start: (signal: AbortSignal, done: (result: Effect.Effect<A, E>) => void) => void
-): Effect.Effect<A | undefined, E> =>
-  abortableUntil<A, E>(until, (done) => {
-    const controller = new AbortController()
-    start(controller.signal, done)
-    return () => controller.abort()
   })

@@ -20,6 +20,7 @@ import { inputTokensAt } from "../Pricing.js"
 import type { AttemptRecord } from "../ModelResult.js"
 import type { ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
 import type { Route } from "./router/decision.js"
+import { tokensOf } from "./router/engine.js"
 import type { RouteDecision } from "../RouteDecision.js"
 import * as TokenEstimator from "../TokenEstimator.js"
 import type { AttemptContext, AttemptProgress, Invoke } from "./attemptContext.js"
@@ -362,11 +363,11 @@ export const countInput = (call: Call, route: Route, messages: ReadonlyArray<Mes
   const kept = call.holds.counted
   if (kept !== undefined && kept.messages === messages) return Effect.succeed(kept.tokens)
   return Effect.map(
-    TokenEstimator.estimateInputYielding({
-      messages,
-      tools: call.command.tools,
-      outputJsonSchema: route.compiled.jsonSchema
-    }),
+    TokenEstimator.estimateInputYielding(
+      { messages, tools: call.command.tools, outputJsonSchema: route.compiled.jsonSchema },
+      // The gateway's cache of counts, as the router counts with.
+      tokensOf(call.config.router.workflows)
+    ),
     (tokens) => {
       call.holds.counted = { messages, tokens }
       return tokens

@@ -80,6 +80,10 @@ export const rememberPrefixServed = (
   now: number
 ): void => rememberPrefix(stateOf(workflows), prefix.keys, target, now + prefix.ttlMs)
 
+/** The token counts' cache of the gateway that routes `workflows` (its router state's). */
+export const tokensOf = (workflows: ReadonlyMap<string, CompiledWorkflow>): TokenEstimator.Cache =>
+  stateOf(workflows).tokens
+
 /**
  * Routes `command` under the compiled `workflows` (with the router state they carry, see
  * {@link routed}): the route, or why there is none as a {@link Failure} (the caller turns it into
