@@ -1,7 +1,9 @@
 /**
  * The processes of the server benchmark, one role each (argv[2]): `mock` (the loopback mock
  * provider), `server` (the modelgate server over it), `proxy` (a bare `node:http` handler forwarding
- * the same request to the same mock with `fetch`, and answering `POST /fixed` with a fixed answer),
+ * the same request to the same mock with `undici.request` on a keep-alive pool — the floor a
+ * hand-written proxy reaches —, with global `fetch` on `POST /fetch`, and answering `POST /fixed`
+ * with a fixed answer),
  * `fixed` (the server with a gateway that answers at once), `inprocess` (the gateway alone). Each prints `port <n>` when listening and answers
  * the `cpu` / `memory` IPC messages with its own `process.cpuUsage()` / `memoryUsage()`.
  */
@@ -12,6 +14,7 @@ import * as OpenAi from "@modelgate/adapters/openai"
 import { GatewayConfig, Health, ModelCommand, ModelGateway, RateLimitStore } from "@modelgate/core"
 import { Effect, Layer, Logger, Schema } from "effect"
 import * as Http from "node:http"
+import { Pool } from "undici"
 import { gatewayConfig, Ticket } from "../src/DevDefault.js"
 import { hashKey, makeKeyRing } from "../src/Keys.js"
 import * as Launch from "../src/Launch.js"
@@ -140,8 +143,12 @@ const mockAnswer = (mockUrl: string) =>
     body: JSON.stringify({ model: "mock-chat", messages: [{ role: "user", content: "hello" }] })
   }).then((r) => r.text())
 
+const upstreamHeaders = { "content-type": "application/json", authorization: "Bearer upstream" }
+
 const proxy = async (mockUrl: string) => {
   const fixed = await mockAnswer(mockUrl)
+  // A keep-alive pool to the mock, unbounded in connections like the server's undici transport.
+  const pool = new Pool(mockUrl, { keepAliveTimeout: 60_000 })
   const http = Http.createServer((req, res) => {
     if (req.method === "GET") {
       res.writeHead(200, { "content-type": "application/json" })
@@ -158,20 +165,30 @@ const proxy = async (mockUrl: string) => {
         res.end(JSON.stringify(JSON.parse(fixed)))
         return
       }
-      fetch(`${mockUrl}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: "Bearer upstream" },
-        body: Buffer.concat(chunks)
-      })
+      const body = Buffer.concat(chunks)
+      const failed = () => {
+        res.writeHead(502)
+        res.end()
+      }
+      if (req.url === "/fetch") {
+        // The same forward with global `fetch` (Node's bundled undici behind the WHATWG API).
+        fetch(`${mockUrl}/v1/chat/completions`, { method: "POST", headers: upstreamHeaders, body })
+          .then(async (upstream) => {
+            const text = await upstream.text()
+            res.writeHead(upstream.status, { "content-type": "application/json" })
+            res.end(text)
+          })
+          .catch(failed)
+        return
+      }
+      pool
+        .request({ path: "/v1/chat/completions", method: "POST", headers: upstreamHeaders, body })
         .then(async (upstream) => {
-          const body = await upstream.text()
-          res.writeHead(upstream.status, { "content-type": "application/json" })
-          res.end(body)
+          const text = await upstream.body.text()
+          res.writeHead(upstream.statusCode, { "content-type": "application/json" })
+          res.end(text)
         })
-        .catch(() => {
-          res.writeHead(502)
-          res.end()
-        })
+        .catch(failed)
     })
   })
   http.listen(0, "127.0.0.1", () => {

@@ -2,7 +2,9 @@
  * The server benchmark (`npx -y pnpm@10.34.8 --filter @modelgate/server bench`): requests/s, p50
  * latency and CPU per request at concurrency 1 and 64, in one run, for
  *   (a) the modelgate server over the loopback mock provider,
- *   (b) a bare `node:http` proxy forwarding the same request to the same mock with `fetch`,
+ *   (b) a bare `node:http` proxy forwarding the same request to the same mock with `undici.request`
+ *       on a keep-alive pool (the floor of a hand-written proxy; also reported: the same proxy
+ *       forwarding with global `fetch`, `fetchProxy`),
  *   (c) Portkey's open-source gateway (`@portkey-ai/gateway`, `--headless`) forwarding to the same
  *       mock (`x-portkey-provider: openai`, `x-portkey-custom-host`),
  * each in its own process; the load generator (autocannon) runs here and the mock in a fourth
@@ -172,14 +174,27 @@ const main = async () => {
   const server = await startChild("server", mockUrl)
   const proxy = await startChild("proxy", mockUrl)
   const portkey = await startPortkey()
-  const systems: Array<{ name: string; pid: number; url: string; headers: Record<string, string> }> = [
+  const systems: Array<{
+    name: string
+    pid: number
+    url: string
+    headers: Record<string, string>
+    path?: string
+  }> = [
     {
       name: "server",
       pid: server.child.pid ?? 0,
       url: `http://127.0.0.1:${server.port}`,
       headers: { authorization: `Bearer ${benchKey}` }
     },
-    { name: "bareProxy", pid: proxy.child.pid ?? 0, url: `http://127.0.0.1:${proxy.port}`, headers: {} }
+    { name: "bareProxy", pid: proxy.child.pid ?? 0, url: `http://127.0.0.1:${proxy.port}`, headers: {} },
+    {
+      name: "fetchProxy",
+      pid: proxy.child.pid ?? 0,
+      url: `http://127.0.0.1:${proxy.port}`,
+      headers: {},
+      path: "/fetch"
+    }
   ]
   if ("port" in portkey)
     systems.push({
@@ -195,7 +210,7 @@ const main = async () => {
   const runs: Record<string, Record<string, Run>> = {}
   for (const connections of [1, 64]) {
     for (const s of systems) {
-      runs[s.name] = { ...runs[s.name], [`c${connections}`]: await load(s.pid, s.url, s.headers, connections) }
+      runs[s.name] = { ...runs[s.name], [`c${connections}`]: await load(s.pid, s.url, s.headers, connections, s.path) }
       process.stderr.write(`${s.name} c=${connections}: ${JSON.stringify(runs[s.name]?.[`c${connections}`])}\n`)
     }
   }
