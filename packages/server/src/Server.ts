@@ -3,8 +3,9 @@
  * server (header and body caps, header/request/idle timeouts, a bound on requests in flight with a
  * fast 503 past it, graceful shutdown that drains in-flight calls within a bound).
  *
- * Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/embeddings`,
- * `GET /v1/models`, `GET /v1/models/:id`, `GET /healthz`, `GET /readyz`.
+ * Routes: `POST /v1/chat/completions` (answered straight from the `node:http` listener),
+ * `POST /v1/responses`, `POST /v1/embeddings`, `GET /v1/models`, `GET /v1/models/:id`,
+ * `GET /healthz`, `GET /readyz` (on the router).
  *
  * @since 0.1.0
  */
@@ -15,7 +16,6 @@ import { type GatewayConfig, ModelGateway, RateLimitStore } from "@modelgate/cor
 import { Deferred, Effect, type Scope } from "effect"
 import * as Http from "node:http"
 import type { KeyRing } from "./Keys.js"
-import * as Chat from "./internal/chat.js"
 import * as Embeddings from "./internal/embeddings.js"
 import * as ErrorWire from "./internal/errorWire.js"
 import * as NodeChat from "./internal/nodeChat.js"
@@ -95,14 +95,11 @@ const model = (env: Request.Env) =>
   )
 
 /**
- * The routes over an environment.
- *
- * @since 0.1.0
- * @category Constructors
+ * The platform routes over an environment: every route but `POST /v1/chat/completions`, which the
+ * `node:http` listener answers first (`internal/nodeChat.ts`).
  */
-export const router = (env: Request.Env) =>
+const router = (env: Request.Env) =>
   HttpRouter.empty.pipe(
-    HttpRouter.post("/v1/chat/completions", Chat.handler(env)),
     HttpRouter.post("/v1/responses", Responses.handler(env)),
     HttpRouter.post("/v1/embeddings", Embeddings.handler(env)),
     HttpRouter.get("/v1/models", models(env)),

@@ -1,11 +1,11 @@
 /**
  * `POST /v1/chat/completions`: one command per request through `generate` (JSON) or `stream`
- * (SSE in the OpenAI chunk format, evidence in the last chunk before `data: [DONE]`). The call runs
- * interruptibly under the request's fiber, so a client that disconnects cancels it.
+ * (SSE in the OpenAI chunk format, evidence in the last chunk before `data: [DONE]`): the call and
+ * its answer, written by `nodeChat.ts` from the `node:http` listener, whose fiber a client that
+ * disconnects interrupts (so it cancels the call).
  *
  * @internal
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { type Errors, ModelCommand, type ModelResult, type StreamEvent, Tenancy } from "@modelgate/core"
 import { Chunk, Effect, Option, type Scope, Stream } from "effect"
 import { randomUUID } from "node:crypto"
@@ -15,8 +15,6 @@ import * as ChatWire from "./chatWire.js"
 import * as ErrorWire from "./errorWire.js"
 import { evidenceHeaders } from "./evidenceWire.js"
 import * as Request from "./request.js"
-
-const encoder = new TextEncoder()
 
 const gatewayFailure = (error: Errors.GatewayError) =>
   new Request.WireFailure({ error: ErrorWire.fromGatewayError(error) })
@@ -55,8 +53,6 @@ export const rest = <A, E>(buffered: Chunk.Chunk<A>, pull: Effect.Effect<Chunk.C
 
 /** The body decoder of the endpoint (fast path, then the Schema). */
 export const decodeBody = Request.bodyDecoder(ChatWire.ChatRequest, ChatFast.chatRequest)
-
-const readBody = Request.bodyOf(ChatWire.ChatRequest, ChatFast.chatRequest)
 
 /** What a chat request answers, for either server to write: a JSON body, or SSE frames. */
 export type Answer =
@@ -124,19 +120,3 @@ export const call = (
     if (head.route !== undefined) sseHeaders["x-modelgate-route"] = head.route
     return { _tag: "Sse", frames, headers: sseHeaders } as const
   })
-
-/** The platform route of `POST /v1/chat/completions` (the node server answers it first: `nodeChat`). */
-export const handler = (env: Request.Env) =>
-  Request.answer(
-    Effect.gen(function* () {
-      const { key, body, workflow } = yield* Request.intake(env, readBody, "chat")
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const answer = yield* call(env, request.headers, key, body, workflow)
-      return answer._tag === "Json"
-        ? HttpServerResponse.unsafeJson(answer.body, { headers: answer.headers })
-        : HttpServerResponse.stream(answer.frames.pipe(Stream.map((text) => encoder.encode(text))), {
-            contentType: "text/event-stream",
-            headers: answer.headers
-          })
-    })
-  )
