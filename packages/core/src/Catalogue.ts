@@ -69,6 +69,8 @@ export const version = "catalogue-2026-11"
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const figuresAsOf = "2026-08-21"
 

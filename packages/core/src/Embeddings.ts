@@ -29,6 +29,8 @@ import * as Literals from "./internal/literals.js"
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const maxInputs = 2048
 

@@ -94,6 +94,8 @@ export const globalCacheDataClass = "public"
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const unversioned = "unversioned"
 
