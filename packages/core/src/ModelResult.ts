@@ -17,7 +17,7 @@ import { ExcludedTarget } from "./RouteDecision.js"
 import * as RouteSchemas from "./internal/routeSchemas.js"
 import { Identity } from "./Tenancy.js"
 import * as Literals from "./internal/literals.js"
-import * as Steps from "./internal/completedStep.js"
+import type * as Steps from "./internal/completedStep.js"
 
 /**
  * @since 0.1.0
