@@ -67,18 +67,16 @@ import type { TenantId } from "./ModelCommand.js"
 import {
   type Balance,
   type Options,
-  Period,
   type Reservation,
   type Service,
   type Settlement,
-  TenantBudget,
-  type Window
+  TenantBudget
 } from "./internal/budgetTypes.js"
 import { decodeSection } from "./internal/configSection.js"
 import { BudgetsConfig, validate } from "./internal/budgetConfig.js"
 
-export { Period, TenantBudget }
-export type { Balance, Options, Reservation, Service, Settlement, Window }
+export { TenantBudget }
+export type { Balance, Options, Reservation, Service, Settlement }
 
 /**
  * @since 0.1.0

@@ -19,7 +19,7 @@
  * Evidence records the catalogue version of the target that answered.
  *
  * **The figures are data, updated by hand (or by a script) for each release, never fetched at run
- * time.** Figures as of {@link figuresAsOf}, taken from the providers' pricing and model pages as
+ * time.** Figures as of 2026-08-21 (`figuresAsOf`), taken from the providers' pricing and model pages as
  * collected by `pydantic/genai-prices` (commit 47df840, 2026-08-21; it cites
  * https://developers.openai.com/api/docs/pricing, https://www.anthropic.com/pricing#api and
  * https://ai.google.dev/gemini-api/docs/pricing) and cross-checked against LiteLLM's
@@ -69,6 +69,8 @@ export const version = "catalogue-2026-11"
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const figuresAsOf = "2026-08-21"
 

@@ -29,6 +29,8 @@ import * as Literals from "./internal/literals.js"
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const maxInputs = 2048
 
@@ -54,7 +56,7 @@ export type EmbeddingTask = typeof EmbeddingTask.Type
 export class EmbedCommand extends Schema.Class<EmbedCommand>("@modelgate/core/EmbedCommand")({
   workflow: Literals.WorkflowName,
   tenant: TenantId,
-  /** Texts to embed, one vector each, in order (1 to {@link maxInputs}, each 1 to 2 000 000 characters). */
+  /** Texts to embed, one vector each, in order (1 to 2048, each 1 to 2 000 000 characters). */
   inputs: Schema.NonEmptyArray(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2_000_000))).pipe(
     Schema.maxItems(maxInputs)
   ),

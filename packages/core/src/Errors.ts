@@ -7,7 +7,8 @@
 import { Duration, Schema } from "effect"
 import { TenantId } from "./ModelCommand.js"
 import { TargetRef } from "./ModelTarget.js"
-import { AttemptRecord, type CallId, CallRecord, CompletedStep } from "./ModelResult.js"
+import { AttemptRecord, type CallId, CallRecord } from "./ModelResult.js"
+import { CompletedStep } from "./internal/completedStep.js"
 import { ExcludedTarget } from "./RouteDecision.js"
 import * as Literals from "./internal/literals.js"
 

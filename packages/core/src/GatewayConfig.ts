@@ -65,7 +65,7 @@ export class GatewayConfig extends Schema.Class<GatewayConfig>("@modelgate/core/
   requireVouchedTenant: Schema.optional(Schema.Boolean)
 }) {}
 
-export type { CompiledWorkflow, DegradeHandler, EscalationCheck } from "./internal/compiled.js"
+export type { CompiledWorkflow, DegradeHandler } from "./internal/compiled.js"
 
 /**
  * Everything the gateway is built from.

@@ -17,6 +17,7 @@ import { ExcludedTarget } from "./RouteDecision.js"
 import * as RouteSchemas from "./internal/routeSchemas.js"
 import { Identity } from "./Tenancy.js"
 import * as Literals from "./internal/literals.js"
+import type * as Steps from "./internal/completedStep.js"
 
 /**
  * @since 0.1.0
@@ -157,24 +158,15 @@ export type CallOutcome = typeof Literals.CallOutcome.Type
  * @since 0.2.0
  * @category Models
  */
-export const CompletedStep = Schema.Struct({
-  step: Schema.optional(Schema.Int),
-  callId: Literals.CallId,
-  outcome: Literals.CallOutcome,
-  errorTag: Schema.optional(Schema.String),
-  /** Actual cost of the call. */
-  cost: Schema.Number
-}).annotations({ identifier: "@modelgate/core/AgentRun/CompletedStep" })
-/** @since 0.2.0 */
-export interface CompletedStep extends Schema.Schema.Type<typeof CompletedStep> {}
+export interface CompletedStep extends Schema.Schema.Type<typeof Steps.CompletedStep> {}
 
 /**
+ * Why the model stopped: `stop`, `length`, `tool_calls`, `content_filter`, `refusal` or `other`.
+ *
  * @since 0.1.0
  * @category Models
  */
-export const FinishReason = Schema.Literal("stop", "length", "tool_calls", "content_filter", "refusal", "other")
-/** @since 0.1.0 */
-export type FinishReason = typeof FinishReason.Type
+export type FinishReason = typeof Literals.FinishReason.Type
 
 /**
  * What an embedding call asked for (`ModelGateway.embed`): the vector space and how many inputs,
@@ -312,7 +304,7 @@ export interface Content extends Schema.Schema.Type<typeof Content> {}
  */
 export class ModelResult extends Schema.Class<ModelResult>("@modelgate/core/ModelResult")({
   content: Content,
-  finishReason: FinishReason,
+  finishReason: Literals.FinishReason,
   evidence: Evidence
 }) {}
 
@@ -328,7 +320,7 @@ export const CallRecord = Schema.Struct({
   outcome: Literals.CallOutcome,
   errorTag: Schema.optional(Schema.String),
   errorReason: Schema.optional(Schema.String),
-  finishReason: Schema.optional(FinishReason),
+  finishReason: Schema.optional(Literals.FinishReason),
   evidence: Evidence,
   /**
    * `pending`: the budget store did not record the call's commit in time; it is retried in the

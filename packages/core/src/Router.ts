@@ -7,7 +7,7 @@
  * measure, the hard filters in route order (`internal/router/eligibility`, then the breaker), the
  * selection (the route's order, or `internal/router/scoring`), the canary's side
  * (`internal/router/canary`) and a deprecation warning. Session affinity, hysteresis leaders and
- * the lifecycle view live in a {@link RouterState} owned by the gateway (`internal/router/state`).
+ * the lifecycle view live in a `RouterState` owned by the gateway (`internal/router/state`).
  *
  * @since 0.1.0
  */
@@ -20,9 +20,7 @@ import type { Route } from "./internal/router/decision.js"
 import { decide } from "./internal/router/engine.js"
 import { type RouterState, RoutedWorkflows, stateOf } from "./internal/router/state.js"
 
-export type { Route } from "./internal/router/decision.js"
 export { score } from "./internal/router/scoring.js"
-export type { RouterState } from "./internal/router/state.js"
 
 /**
  * @since 0.1.0

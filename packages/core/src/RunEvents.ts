@@ -27,7 +27,8 @@
  */
 import { Effect, PubSub, Schema, type Scope, Stream } from "effect"
 import type { ToolCall } from "./ModelCommand.js"
-import { type CallId, type CallRecord, FinishReason, type ModelResult, Usage } from "./ModelResult.js"
+import { type CallId, type CallRecord, type ModelResult, Usage } from "./ModelResult.js"
+import { FinishReason } from "./internal/literals.js"
 import { TargetRef } from "./ModelTarget.js"
 import * as Literals from "./internal/literals.js"
 

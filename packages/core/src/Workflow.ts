@@ -94,6 +94,8 @@ export const globalCacheDataClass = "public"
  *
  * @since 0.2.0
  * @category Constants
+ *
+ * @internal
  */
 export const unversioned = "unversioned"
 
@@ -117,9 +119,9 @@ export const defaultMaxOutputTokens = 4_096
  */
 export class Workflow extends Schema.Class<Workflow>("@modelgate/core/Workflow")({
   name: Literals.WorkflowName,
-  /** Version of this policy, in evidence. Omitted: {@link unversioned}, with a startup warning. */
+  /** Version of this policy, in evidence. Omitted: `"unversioned"`, with a startup warning. */
   policyVersion: Schema.optionalWith(Name, { default: () => unversioned }),
-  /** The prompt's id and version, in evidence. Version omitted: {@link unversioned}, with a startup warning. */
+  /** The prompt's id and version, in evidence. Version omitted: `"unversioned"`, with a startup warning. */
   prompt: Schema.Struct({ id: Name, version: Schema.optionalWith(Name, { default: () => unversioned }) }),
   requires: Schema.optionalWith(RequiredCapabilities, { default: () => RequiredCapabilities.make({}) }),
   /** Structured output; omitted for free text. */

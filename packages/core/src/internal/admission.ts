@@ -19,7 +19,6 @@ import type { ModelCommand } from "../ModelCommand.js"
 import type { ModelTarget } from "../ModelTarget.js"
 import { affordableOutput, costAt, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../Pricing.js"
 import { ExcludedTarget } from "../RouteDecision.js"
-import type * as Router from "../Router.js"
 import { reportOverspend, settledReservation } from "./budgetReservation.js"
 import { type Call, deadlineFailure, type EngineContext, type Holds, storeFailure } from "./call.js"
 import * as FastPath from "./fastPath.js"
@@ -209,7 +208,7 @@ const budgetFailure = (e: BudgetExceeded): Failure => ({
 /** The worst case of `target` for an input of `estimatedInput` tokens (before its safety factor). */
 export const worstCaseAt = (
   estimatedInput: number,
-  route: Router.Route,
+  route: Route,
   command: ModelCommand,
   target: ModelTarget
 ): number => {
@@ -251,7 +250,7 @@ const cappedCost = (call: Call, route: Route, cost: number): number =>
 
 /** What a refused reservation re-plans to: the route and the amount to reserve for it (none: degrade). */
 interface Replan {
-  readonly route: Router.Route
+  readonly route: Route
   /** `undefined`: nothing fits and the workflow degrades; nothing is reserved. */
   readonly amount: number | undefined
 }
@@ -349,7 +348,7 @@ const replanWithin = (
  * their breaker, so each may serve alone. In the selection's order: by score when scored, else in
  * route order (a new version's canary held back the running version of its ref: it comes first).
  */
-const heldBack = (route: Router.Route): Array<ModelTarget> => {
+const heldBack = (route: Route): Array<ModelTarget> => {
   const out: Array<ModelTarget> = []
   const { targets } = route.compiled
   for (const e of route.excluded) {
@@ -366,7 +365,7 @@ const heldBack = (route: Router.Route): Array<ModelTarget> => {
 }
 
 /** `BUDGET_DOES_NOT_FIT` for `t`; naming its model when another version shares its ref. */
-const budgetExclusion = (route: Router.Route, t: ModelTarget, need: number, left: number): ExcludedTarget => {
+const budgetExclusion = (route: Route, t: ModelTarget, need: number, left: number): ExcludedTarget => {
   const other = (o: ModelTarget | undefined) => o !== undefined && o !== t && o.ref === t.ref
   const shared = route.targets.some(other) || route.compiled.targets.some(other) || other(route.compiled.canaryTarget)
   const detail = `worst case ${money(need)} exceeds the ${money(left)} left of the tenant's budget${shared ? ` (model ${t.model})` : ""}`
@@ -377,7 +376,7 @@ const budgetExclusion = (route: Router.Route, t: ModelTarget, need: number, left
  * How a refused call could fit: the output cap the `left` amount pays for on the cheapest target
  * after its input, when that is still a useful answer; else a limit that covers `requested`.
  */
-const fixFor = (route: Router.Route, cheapest: ModelTarget | undefined, left: number, requested: number): string => {
+const fixFor = (route: Route, cheapest: ModelTarget | undefined, left: number, requested: number): string => {
   const raise = `raise the tenant's limit by at least ${money(Math.max(0, requested - left))}`
   const input = route.inputTokens
   if (cheapest === undefined || input === undefined) return raise

@@ -29,6 +29,7 @@ import type * as RateLimitStore from "../RateLimitStore.js"
 import type * as ResponseCache from "../ResponseCache.js"
 import type { Escalation, ExcludedTarget } from "../RouteDecision.js"
 import type * as Router from "../Router.js"
+import type { Route } from "./router/decision.js"
 import type { BreakerView } from "./router/context.js"
 import type * as Telemetry from "../Telemetry.js"
 import type * as Tenancy from "../Tenancy.js"
@@ -152,7 +153,7 @@ export interface Tally {
 /** What the exit handler gives back or settles, whatever the exit (written by admission and attempts). */
 export interface Holds {
   /** The route the call runs on (the router's, or the affordable part of it). */
-  route: Router.Route | undefined
+  route: Route | undefined
   /** The worst case of the route's first target (evidence). */
   estimatedCost: number | undefined
   reservation: Reservation | undefined

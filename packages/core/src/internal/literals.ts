@@ -11,6 +11,9 @@ export const CallId = Schema.String.pipe(Schema.brand("CallId"))
 /** The schema of `ModelResult.CallOutcome`. */
 export const CallOutcome = Schema.Literal("success", "degraded", "failed", "cancelled", "incomplete")
 
+/** The schema of `ModelResult.FinishReason`. */
+export const FinishReason = Schema.Literal("stop", "length", "tool_calls", "content_filter", "refusal", "other")
+
 /** The schema of `ModelTarget.QualityTier`. */
 export const QualityTier = Schema.Literal("low", "standard", "high")
 

@@ -11,6 +11,7 @@ import { Health } from "../Health.js"
 import type * as ModelOptions from "../ModelOptions.js"
 import * as ProviderAdapter from "../ProviderAdapter.js"
 import * as Router from "../Router.js"
+import type { RouterState } from "./router/state.js"
 import { ModelTarget } from "../ModelTarget.js"
 import { Workflow } from "../Workflow.js"
 import * as Lifecycle from "./lifecycle.js"
@@ -25,7 +26,7 @@ export interface Builder {
   readonly health: Context.Tag.Service<typeof Health>
   readonly canaries: CanaryController.Service
   /** What the router remembers (session affinity, hysteresis, the lifecycle view), across reloads. */
-  readonly routerState: Router.RouterState
+  readonly routerState: RouterState
   /** New model versions running as canaries (`onNewVersion: "canary"`), across reloads. */
   readonly versionPins: Map<string, Lifecycle.VersionPin>
 }
