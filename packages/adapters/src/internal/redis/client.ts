@@ -97,8 +97,9 @@ const evalsha = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: Reado
 const utf8 = { replyEncoding: "utf8" } as const
 
 const evalScript = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) =>
-  evalsha(r, s, keys, args)
-    .catch((e: unknown) => (isNoScript(e) ? r.eval(s.lua, keys.length, ...keys, ...args) : Promise.reject(e)))
+  evalsha(r, s, keys, args).catch((e: unknown) =>
+    isNoScript(e) ? r.eval(s.lua, keys.length, ...keys, ...args) : Promise.reject(e)
+  )
 
 /** @internal */
 export const makeClient = (settings: ClientSettings): Effect.Effect<Client, never, Scope.Scope> =>
