@@ -1,6 +1,6 @@
 /**
- * The Redis client of the stores: one `ioredis` connection (auto-pipelined: commands issued in the
- * same tick share one network round trip), bounded operations mapped to `StoreError`, store health
+ * The Redis client of the stores: one `ioredis` connection (commands issued in the same tick leave
+ * in one write, its socket corked until then: one network round trip), bounded operations mapped to `StoreError`, store health
  * metrics, and a subscriber connection (made on first use) for pub/sub wake-ups.
  *
  * @internal
