@@ -6,7 +6,7 @@
  *   empty `Effect.void` run (the subject's absolute p50 is the figure).
  * - Redis: the same gateway over the Redis store (`@modelgate/adapters/redis`), budgets in memory;
  *   per hit, the commands the hit path issues and the writes of the connection that carry them
- *   (each a batch of auto-pipelined commands whose replies the call waits for), counted exactly
+ *   (one per command; a tick's commands leave together: this errs high), counted exactly
  *   (`countCommands`): the stores' background work (a breaker mirror's resync, an idle epoch check)
  *   is counted apart. Skipped without `redis-server`.
  */

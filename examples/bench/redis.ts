@@ -6,8 +6,8 @@
  * - Throughput: calls/s at 256 concurrent fibers with a provider answering after 5 ms (each side
  *   its median over rounds), Redis ÷ memory. The same with a provider answering at once is listed
  *   as context: it is the stores' own cost, which a real provider's latency hides.
- * - Round trips per call: 500 sequential calls; the writes of the client's connection (each a batch
- *   of auto-pipelined commands), cross-checked with the server's `total_reads_processed`. Scripts
+ * - Round trips per call: 500 sequential calls; the writes of the client's connection (one per
+ *   command; a tick's commands leave the corked socket together, so this errs high), cross-checked with the server's `total_reads_processed`. Scripts
  *   per call from `INFO commandstats`.
  */
 import * as Redis from "@modelgate/adapters/redis"

@@ -5,7 +5,8 @@
  * epoch check — and ioredis' own commands). Counts are exact, not sampled: every command is
  * counted by name when it is issued, and a round trip is a write of the connection's socket that
  * carries at least one command of the measured path (auto-pipelined commands issued together
- * leave in one write).
+ * leave in one write). Commands sent as `Command` objects (`sendCommand`, as the stores send
+ * their scripts) are counted too.
  *
  * A command issued outside any fiber (in a promise callback, such as the `EVAL` retry after a
  * `NOSCRIPT` reply) counts as background: measure after a warm-up that has loaded the scripts.
@@ -71,6 +72,14 @@ export const countCommands = (connection: Redis): CommandCounter => {
   let writes = 0
   // a measured command was issued since the last write: the next write carries it
   let pending = false
+  // inside a counted command method (its own `sendCommand` is not counted again)
+  let inMethod = 0
+  const issue = (command: string) => {
+    if (issuedByMeasured()) {
+      bump(measured, command)
+      pending = true
+    } else bump(background, command)
+  }
   const names = [...connection.getBuiltinCommands(), "call"]
   for (const name of names) {
     const original: unknown = Reflect.get(connection, name)
@@ -79,15 +88,32 @@ export const countCommands = (connection: Redis): CommandCounter => {
       configurable: true,
       writable: true,
       value: (...args: Array<unknown>): unknown => {
-        const command = name === "call" ? String(args[0]).toLowerCase() : name
-        if (issuedByMeasured()) {
-          bump(measured, command)
-          pending = true
-        } else bump(background, command)
-        return Reflect.apply(original, connection, args)
+        issue(name === "call" ? String(args[0]).toLowerCase() : name)
+        inMethod++
+        try {
+          return Reflect.apply(original, connection, args)
+        } finally {
+          inMethod--
+        }
       }
     })
   }
+  // Command objects sent directly (as the stores send their scripts)
+  const sendCommand: unknown = Reflect.get(connection, "sendCommand")
+  if (typeof sendCommand !== "function") throw new Error("countCommands: the connection has no sendCommand")
+  Object.defineProperty(connection, "sendCommand", {
+    configurable: true,
+    writable: true,
+    value: (...args: Array<unknown>): unknown => {
+      const command: unknown = args[0]
+      // (a pipeline's own send carries its stream: its commands were counted by their method)
+      const direct = inMethod === 0 && args[1] === undefined
+      if (direct && typeof command === "object" && command !== null && "name" in command) {
+        issue(String(command.name).toLowerCase())
+      }
+      return Reflect.apply(sendCommand, connection, args)
+    }
+  })
   Object.defineProperty(socket, "write", {
     configurable: true,
     writable: true,
@@ -112,6 +138,7 @@ export const countCommands = (connection: Redis): CommandCounter => {
     },
     detach: () => {
       for (const name of names) Reflect.deleteProperty(connection, name)
+      Reflect.deleteProperty(connection, "sendCommand")
       Reflect.deleteProperty(socket, "write")
     }
   }

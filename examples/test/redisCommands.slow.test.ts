@@ -5,7 +5,7 @@
  */
 import { startRedis } from "@modelgate/testing/RedisServer"
 import { Effect, Fiber } from "effect"
-import { Redis } from "ioredis"
+import { Command, Redis } from "ioredis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { countCommands, listCounts, total } from "../bench/redisCommands.js"
 
@@ -55,6 +55,26 @@ describe("countCommands", () => {
         background: new Map(),
         roundTrips: 3,
         writes: 3
+      })
+    } finally {
+      counter.detach()
+    }
+  })
+
+  it("counts a command object sent directly (as the stores send their scripts), once", async () => {
+    const counter = countCommands(redis)
+    try {
+      const direct = Effect.promise(() => {
+        const command = new Command("get", ["k"], { replyEncoding: "utf8" })
+        redis.sendCommand(command)
+        return command.promise
+      })
+      await Effect.runPromise(counter.measured(Effect.zipRight(direct, get("k"))))
+      expect(counter.count()).toEqual({
+        measured: new Map([["get", 2]]),
+        background: new Map(),
+        roundTrips: 2,
+        writes: 2
       })
     } finally {
       counter.detach()

@@ -2,8 +2,8 @@
  * Redis implementations of modelgate's store seams, so that several gateway processes share one
  * state: budgets (`BudgetStore`), concurrency permits (`PermitStore`), circuit breakers
  * (`BreakerStore`), the tool ledger (`ToolLedgerStore`) and provider rate limits
- * (`RateLimitStore`). Over `ioredis` 5, one client per layer (auto-pipelined: commands issued
- * together share a round trip), against a single Redis node (not Redis Cluster).
+ * (`RateLimitStore`). Over `ioredis` 5, one client per layer (commands issued in the same tick
+ * leave in one write and share a round trip), against a single Redis node (not Redis Cluster).
  *
  * Details
  *

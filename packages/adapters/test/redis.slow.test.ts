@@ -77,6 +77,30 @@ describe("Redis BudgetStore through Budgets", () => {
     })
   )
 
+  it.scoped("a reservation repeated after its first one expired is reserved again, once", () =>
+    Effect.gen(function* () {
+      const { budget } = yield* Redis.make(freshOptions())
+      const request = (now: number): BudgetStore.ReserveRequest => ({
+        account: "acme/total",
+        id: "r-1",
+        amount: 5,
+        limit: 8,
+        now,
+        expiresAt: now + 1_000,
+        accountExpiresAt: Number.POSITIVE_INFINITY
+      })
+      assert.strictEqual((yield* budget.reserve(request(0)))._tag, "Reserved")
+      // repeated while held: not reserved twice
+      assert.deepStrictEqual(yield* budget.reserve(request(500)), { _tag: "Reserved", committed: 0, reserved: 5 })
+      assert.deepStrictEqual(yield* budget.balance("acme/total", 500), { committed: 0, reserved: 5, overspent: 0 })
+      // repeated after it expired (purged in the same script): reserved again
+      assert.deepStrictEqual(yield* budget.reserve(request(2_000)), { _tag: "Reserved", committed: 0, reserved: 5 })
+      assert.deepStrictEqual(yield* budget.balance("acme/total", 2_000), { committed: 0, reserved: 5, overspent: 0 })
+      assert.deepStrictEqual(yield* budget.release({ account: "acme/total", id: "r-1" }), undefined)
+      assert.deepStrictEqual(yield* budget.balance("acme/total", 2_000), { committed: 0, reserved: 0, overspent: 0 })
+    })
+  )
+
   it.scoped("a late commit after its reservation expired is committed in full; what does not fit is overspent", () =>
     Effect.gen(function* () {
       const b = yield* budgetsOver(freshOptions(), {

@@ -13,25 +13,32 @@ import { script } from "./script.js"
  * reservation can still be live.
  */
 const purge = `
-local function purge(h, z, now)
+local function purge(h, z, now, id)
   local expired = redis.call('ZRANGEBYSCORE', z, '-inf', now)
-  for _, id in ipairs(expired) do
-    local held = redis.call('HGET', h, 'h:' .. id)
+  local freed, gone = 0, false
+  for _, e in ipairs(expired) do
+    local held = redis.call('HGET', h, 'h:' .. e)
     if held then
-      redis.call('HDEL', h, 'h:' .. id)
+      redis.call('HDEL', h, 'h:' .. e)
       redis.call('HINCRBY', h, 'r', string.format('%d', -tonumber(held)))
+      freed = freed + tonumber(held)
+      if e == id then gone = true end
     end
   end
   if #expired > 0 then redis.call('ZREMRANGEBYSCORE', z, '-inf', now) end
+  return freed, gone
 end
 `
 
 /**
- * `budget_check(h, z, id, amount, limit, now, accountExpiresAt)` (strings, as the script's
- * arguments): initialises the account, frees expired reservations and returns `status, c, r`:
- * status 2 when `id` is held already (a repeated request: not reserved twice), 1 when `amount`
- * fits, 0 when it does not. `budget_take(h, z, id, amount, now, expiresAt, accountExpiresAt)`
- * then reserves it. `read_epoch(key, new, init)`: the data-loss epoch (`epoch.ts`), written when
+ * `purge(h, z, now, id)` frees the expired reservations and returns the amount freed and whether
+ * `id` was among them. `budget_check(h, z, id, amount, limit, now, accountExpiresAt)` (strings, as
+ * the script's arguments): initialises the account, frees expired reservations and returns
+ * `status, c, r, e`: status 2 when `id` is held already (a repeated request: not reserved twice), 1
+ * when `amount` fits, 0 when it does not; `e` the account's expiry. `budget_take(h, z, id, amount,
+ * now, expiresAt, accountExpiresAt, e)` then reserves it. (An account hash always has `c`: a
+ * missing `c` is a missing account, read with the other fields in one `HMGET`.)
+ * `read_epoch(key, new, init)`: the data-loss epoch (`epoch.ts`), written when
  * missing and `init` is `'1'`; `false` without a key.
  *
  * @internal
@@ -40,23 +47,24 @@ export const reserveFunctions = `${purge}
 local function budget_check(h, z, id, amountS, limitS, nowS, accountExpiresAtS)
   local amount, limit, now = tonumber(amountS), tonumber(limitS), tonumber(nowS)
   local accountExpiresAt = tonumber(accountExpiresAtS)
-  if redis.call('EXISTS', h) == 0 then
+  local v = redis.call('HMGET', h, 'c', 'r', 'h:' .. id, 'e')
+  local c, r, held, e = tonumber(v[1]), tonumber(v[2]), v[3], tonumber(v[4])
+  if not c then
     redis.call('HSET', h, 'c', '0', 'r', '0', 'o', '0', 'e', accountExpiresAtS)
     if accountExpiresAt >= 0 then redis.call('PEXPIRE', h, string.format('%d', math.max(1, accountExpiresAt - now))) end
+    c, r, held, e = 0, 0, false, accountExpiresAt
   end
-  purge(h, z, nowS)
-  local c = tonumber(redis.call('HGET', h, 'c'))
-  local r = tonumber(redis.call('HGET', h, 'r'))
-  if redis.call('HEXISTS', h, 'h:' .. id) == 1 then return 2, c, r end
-  if c + r + amount > limit then return 0, c, r end
-  return 1, c, r
+  local freed, gone = purge(h, z, nowS, id)
+  r = r - freed
+  if held and not gone then return 2, c, r, e end
+  if c + r + amount > limit then return 0, c, r, e end
+  return 1, c, r, e
 end
-local function budget_take(h, z, id, amountS, nowS, expiresAtS, accountExpiresAtS)
+local function budget_take(h, z, id, amountS, nowS, expiresAtS, accountExpiresAtS, e)
   local now, expiresAt, accountExpiresAt = tonumber(nowS), tonumber(expiresAtS), tonumber(accountExpiresAtS)
   redis.call('HINCRBY', h, 'r', amountS)
   redis.call('HSET', h, 'h:' .. id, amountS)
   redis.call('ZADD', z, expiresAtS, id)
-  local e = tonumber(redis.call('HGET', h, 'e'))
   if e >= 0 and (accountExpiresAt < 0 or accountExpiresAt > e) then
     e = accountExpiresAt
     redis.call('HSET', h, 'e', accountExpiresAtS)
@@ -94,10 +102,10 @@ end
 export const reserve = script(`${reserveFunctions}
 local h, z = KEYS[1], KEYS[2]
 local epoch = read_epoch(KEYS[3], ARGV[7], ARGV[8])
-local status, c, r = budget_check(h, z, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6])
+local status, c, r, e = budget_check(h, z, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6])
 if status == 2 then return {1, c, r, epoch} end
 if status == 0 then return {0, c, r, epoch} end
-budget_take(h, z, ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6])
+budget_take(h, z, ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6], e)
 return {1, c, r + tonumber(ARGV[2]), epoch}
 `)
 
@@ -112,14 +120,15 @@ return {1, c, r + tonumber(ARGV[2]), epoch}
 export const settleFunction = `
 local function budget_settle(h, z, id, spendS, limitS, retry)
   local spend, limit = tonumber(spendS), tonumber(limitS)
-  if redis.call('EXISTS', h) == 0 then return {0, spend} end
-  local held = redis.call('HGET', h, 'h:' .. id)
+  -- (a missing c is a missing account)
+  local v = redis.call('HMGET', h, 'c', 'r', 'h:' .. id)
+  if not v[1] then return {0, spend} end
+  local held = v[3]
   -- A retried commit whose reservation is gone: its first attempt landed.
   if not held and retry == '1' then return {0, 0} end
   -- Room under the limit beside what is committed and reserved (expired reservations not purged
   -- yet still count as reserved: the overspend errs on the safe side).
-  local c = tonumber(redis.call('HGET', h, 'c'))
-  local r = tonumber(redis.call('HGET', h, 'r'))
+  local c, r = tonumber(v[1]), tonumber(v[2])
   local room = math.max(0, limit - c - r)
   local over
   if held then

@@ -1,6 +1,6 @@
 /**
- * The Redis client of the stores: one `ioredis` connection (auto-pipelined: commands issued in the
- * same tick share one network round trip), bounded operations mapped to `StoreError`, store health
+ * The Redis client of the stores: one `ioredis` connection (commands issued in the same tick leave
+ * in one write, its socket corked until then: one network round trip), bounded operations mapped to `StoreError`, store health
  * metrics, and a subscriber connection (made on first use) for pub/sub wake-ups.
  *
  * @internal
@@ -10,7 +10,7 @@ import { StoreError as StoreErrorClass } from "@modelgate/core/Errors"
 import * as StoreHealth from "@modelgate/core/StoreHealth"
 import type { Scope } from "effect"
 import { Clock, Duration, Effect, Redacted } from "effect"
-import { Redis as IORedis } from "ioredis"
+import { Command, Redis as IORedis } from "ioredis"
 import type { Script } from "./script.js"
 
 /** @internal */
@@ -87,10 +87,19 @@ const noStrings: ReadonlyArray<string> = []
 const failedWith = (tracker: StoreHealth.Tracker, store: StoreName, operation: string, detail: string) =>
   Effect.zipRight(tracker.failed(operation), Effect.fail(storeError(store, operation, detail)))
 
+/** `EVALSHA` as one command object (no variadic call, no argument flattening of its own). */
+const evalsha = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) => {
+  const command = new Command("evalsha", [s.sha, keys.length, ...keys, ...args], utf8)
+  r.sendCommand(command)
+  return command.promise
+}
+
+const utf8 = { replyEncoding: "utf8" } as const
+
 const evalScript = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) =>
-  r
-    .evalsha(s.sha, keys.length, ...keys, ...args)
-    .catch((e: unknown) => (isNoScript(e) ? r.eval(s.lua, keys.length, ...keys, ...args) : Promise.reject(e)))
+  evalsha(r, s, keys, args).catch((e: unknown) =>
+    isNoScript(e) ? r.eval(s.lua, keys.length, ...keys, ...args) : Promise.reject(e)
+  )
 
 /** @internal */
 export const makeClient = (settings: ClientSettings): Effect.Effect<Client, never, Scope.Scope> =>
@@ -105,9 +114,9 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
       // not idempotent across a resend).
       maxRetriesPerRequest: 0,
       autoResendUnfulfilledCommands: false,
-      // Commands issued in the same tick (a reserve and a permit, a commit and a release) go out in
-      // one write and come back in one read: one round trip.
-      enableAutoPipelining: true,
+      // Commands issued in the same tick go out in one write (see `batch`), without ioredis'
+      // auto-pipelining (a pipeline, promises and closures per command and per tick).
+      enableAutoPipelining: false,
       retryStrategy: (times: number) => Math.min(times * 50, 1000)
     }
     let subscriber: IORedis | undefined
@@ -148,6 +157,23 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
       const timer = setTimeout(done, settings.connectTimeoutMs)
       redis.once("ready", done)
     })
+    /**
+     * Commands issued in the same tick share one write (one round trip): the first one corks the
+     * socket, which is uncorked once the tick's I/O callbacks have run (as ioredis' auto-pipelining
+     * would, in one `setImmediate`); commands keep their order on the connection.
+     */
+    let corked = false
+    const uncork = (socket: IORedis["stream"]) => {
+      corked = false
+      socket.uncork()
+    }
+    const batch = () => {
+      if (corked) return
+      corked = true
+      const socket = redis.stream
+      socket.cork()
+      setImmediate(uncork, socket)
+    }
     const trackers = new Map<StoreName, StoreHealth.Tracker>()
     const health = (store: StoreName) => {
       let t = trackers.get(store)
@@ -222,7 +248,8 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
           // (our own timer answers "timed out": the connection has no command timeout)
           resume(failedWith(tracker, store, operation, "unavailable"))
         }
-        const sent = typeof run === "function" ? run(redis) : redis.evalsha(run.sha, keys.length, ...keys, ...args)
+        batch()
+        const sent = typeof run === "function" ? run(redis) : evalsha(redis, run, keys, args)
         sent.then(onReply, onError)
         return Effect.sync(() => {
           settled = true
@@ -240,6 +267,7 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
     const send: Client["send"] = (s, keys, args) => {
       // Down: nothing to send to (what it would have freed comes back by its lease or TTL).
       if (redis.status !== "ready") return
+      batch()
       if (known.has(s.sha)) evalScript(redis, s, keys, args).catch(() => {})
       else
         redis.eval(s.lua, keys.length, ...keys, ...args).then(

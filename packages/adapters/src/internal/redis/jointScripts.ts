@@ -33,14 +33,15 @@ local now = now_ms()
 if purge(ph, pz, info, now) > 0 and tonumber(redis.call('HGET', ph, 'w') or '0') > 0 then
   redis.call('PUBLISH', ARGV[13], '')
 end
-local held = tonumber(redis.call('HGET', ph, 'k:' .. key) or '0')
+local pv = redis.call('HMGET', ph, 'k:' .. key, 's')
+local held = tonumber(pv[1] or '0')
 local free = held < max
-if free and held >= reserved then free = tonumber(redis.call('HGET', ph, 's') or '0') < shared end
-local status, c, r = budget_check(h, z, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6])
+if free and held >= reserved then free = tonumber(pv[2] or '0') < shared end
+local status, c, r, e = budget_check(h, z, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6])
 if status == 0 then return {0, c, r, epoch} end
 if not free then return {2, c, r, epoch} end
 if status == 1 then
-  budget_take(h, z, ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6])
+  budget_take(h, z, ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6], e)
   r = r + tonumber(ARGV[2])
 end
 if held >= reserved then redis.call('HINCRBY', ph, 's', 1) end

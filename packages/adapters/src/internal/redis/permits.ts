@@ -3,7 +3,7 @@
  * script to take it, one to give it back).
  *
  * - Asking: a caller with no earlier waiter of its key in this process asks at once (concurrent
- *   callers' asks share round trips on the auto-pipelined connection).
+ *   callers' asks share round trips: a tick's commands leave in one write).
  * - Waiting: FIFO per key (and sub-key, in a pool with workflow shares) within a process (only the
  *   head of a local queue asks Redis), each
  *   ask bounded by the command timeout and the waiter's `until`. Between asks the head sleeps until
