@@ -298,7 +298,13 @@ const toUsage = (usage: ResponseWire["usageMetadata"]): Usage | undefined =>
         audioInputTokens: usage.promptTokensDetails?.find((d) => d.modality === "AUDIO")?.tokenCount
       })
 
-const contentFilterReasons: ReadonlySet<string> = new Set(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"])
+const contentFilterReasons: ReadonlySet<string> = new Set([
+  "SAFETY",
+  "RECITATION",
+  "BLOCKLIST",
+  "PROHIBITED_CONTENT",
+  "SPII"
+])
 const invalidOutputReasons: ReadonlySet<string> = new Set([
   "MALFORMED_FUNCTION_CALL",
   "UNEXPECTED_TOOL_CALL",
