@@ -50,34 +50,30 @@ const finishUsage = (events: ReadonlyArray<ProviderStreamEvent>) => {
   return finish?._tag === "Finish" ? finish.usage : undefined
 }
 
+/** The provider's stream has the `expected` shape, and its last `Usage` event equals `Finish.usage`. */
+const streamedAs = (provider: "openai" | "anthropic" | "gemini", expected: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const events = yield* streamed(provider)
+    assert.deepStrictEqual(shape(events), expected)
+    const last = events.filter((e) => e._tag === "Usage").pop()
+    assert.deepStrictEqual(last?._tag === "Usage" && last.usage, finishUsage(events))
+  })
+
 layer(TestLayer, { excludeTestServices: true })("usage events mid-stream", (it) => {
   it.effect("anthropic: the input before the first token, the cumulative output before the end", () =>
-    Effect.gen(function* () {
-      const events = yield* streamed("anthropic")
-      // message_start carries output_tokens: 1 (the wire's own count), message_delta the total.
-      assert.deepStrictEqual(shape(events), ["Usage 1200/1", "Text", "Text", "Text", "Text", "Usage 1200/30"])
-      const last = events.filter((e) => e._tag === "Usage").pop()
-      assert.deepStrictEqual(last?._tag === "Usage" && last.usage, finishUsage(events))
-    })
+    // message_start carries output_tokens: 1 (the wire's own count), message_delta the total.
+    streamedAs("anthropic", ["Usage 1200/1", "Text", "Text", "Text", "Text", "Usage 1200/30"])
   )
 
   it.effect("openai: the usage chunk before [DONE] (stream_options.include_usage)", () =>
     Effect.gen(function* () {
-      const events = yield* streamed("openai")
-      assert.deepStrictEqual(shape(events), ["Text", "Text", "Text", "Text", "Usage 1200/30"])
-      const last = events.filter((e) => e._tag === "Usage").pop()
-      assert.deepStrictEqual(last?._tag === "Usage" && last.usage, finishUsage(events))
+      yield* streamedAs("openai", ["Text", "Text", "Text", "Text", "Usage 1200/30"])
       const [request] = yield* Effect.flatMap(MockProviderServer, (m) => m.requests)
       assert.deepStrictEqual(recordOf(request?.body).stream_options, { include_usage: true })
     })
   )
 
   it.effect("gemini: usageMetadata on the chunk that carries it", () =>
-    Effect.gen(function* () {
-      const events = yield* streamed("gemini")
-      assert.deepStrictEqual(shape(events), ["Text", "Text", "Text", "Text", "Usage 1200/30"])
-      const last = events.filter((e) => e._tag === "Usage").pop()
-      assert.deepStrictEqual(last?._tag === "Usage" && last.usage, finishUsage(events))
-    })
+    streamedAs("gemini", ["Text", "Text", "Text", "Text", "Usage 1200/30"])
   )
 })

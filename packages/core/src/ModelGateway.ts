@@ -19,6 +19,7 @@ import { Health } from "./Health.js"
 import * as engine from "./internal/pipeline.js"
 import { makeHooks } from "./internal/lifecycleHooks.js"
 import { type Builder, prepare } from "./internal/prepareConfig.js"
+import * as Report from "./internal/telemetry.js"
 import * as CanaryController from "./CanaryController.js"
 import * as QualitySignals from "./QualitySignals.js"
 import * as RateLimitStore from "./RateLimitStore.js"
@@ -166,6 +167,7 @@ export const make = (
       callIds: engine.makeCallIds(),
       routeView: engine.routeViewOf(health, concurrency),
       telemetry: yield* Telemetry.TelemetrySettings,
+      metricLabels: Report.makeMetricLabels(),
       lifecycle: hooks,
       rateLimits: yield* RateLimitStore.RateLimitStore,
       cache: yield* responseCacheOrMemory

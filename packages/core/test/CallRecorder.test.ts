@@ -33,6 +33,18 @@ const capture = () => {
   return { entries, layer: Logger.replace(Logger.defaultLogger, logger) }
 }
 
+/** Replaces the default logger with `format`, whose rendered lines are pushed to the returned array. */
+const renderedBy = (format: Logger.Logger<unknown, string>) => {
+  const lines: Array<string> = []
+  const layer = Logger.replace(
+    Logger.defaultLogger,
+    Logger.map(format, (line) => {
+      lines.push(line)
+    })
+  )
+  return { lines, layer }
+}
+
 const encode = Schema.encodeSync(CallRecord)
 
 /**
@@ -321,17 +333,8 @@ describe("CallRecorder.layerLog: what the line says about the call's path", () =
 
   it.effect("structured under Logger.json and Logger.logFmt: the fields are annotations, typed", () =>
     Effect.gen(function* () {
-      const json: Array<string> = []
-      const record = yield* logOne(
-        "ticket.classify",
-        outage,
-        Logger.replace(
-          Logger.defaultLogger,
-          Logger.map(Logger.jsonLogger, (line) => {
-            json.push(line)
-          })
-        )
-      )
+      const { lines: json, layer: jsonLayer } = renderedBy(Logger.jsonLogger)
+      const record = yield* logOne("ticket.classify", outage, jsonLayer)
       const calls = json.map((l) => JSON.parse(l)).filter((o) => String(o.message).startsWith("modelgate call"))
       assert.strictEqual(calls.length, 1)
       assert.strictEqual(calls[0].message, "modelgate call success via fallback after 2 retries")
@@ -349,17 +352,8 @@ describe("CallRecorder.layerLog: what the line says about the call's path", () =
         callId: record.evidence.callId
       })
 
-      const logfmt: Array<string> = []
-      const second = yield* logOne(
-        "ticket.classify",
-        outage,
-        Logger.replace(
-          Logger.defaultLogger,
-          Logger.map(Logger.logfmtLogger, (line) => {
-            logfmt.push(line)
-          })
-        )
-      )
+      const { lines: logfmt, layer: logfmtLayer } = renderedBy(Logger.logfmtLogger)
+      const second = yield* logOne("ticket.classify", outage, logfmtLayer)
       const lines = logfmt.filter((l) => l.includes('message="modelgate call'))
       assert.strictEqual(lines.length, 1)
       const line = lines[0]!

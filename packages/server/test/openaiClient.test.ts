@@ -26,6 +26,14 @@ const weather = {
   }
 }
 
+/** A raw POST to `/v1/chat/completions` with the test key and `headers` (what the SDK cannot send). */
+const postChat = (body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${h.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: "Bearer mg-test-key-0123456789", ...headers },
+    body: JSON.stringify(body)
+  })
+
 describe("chat completions", () => {
   it("create: the answer, usage, and the evidence headers and record", async () => {
     const { data, response } = await h
@@ -276,11 +284,10 @@ describe("errors", () => {
   })
 
   it("an invalid body is a 400 naming paths, never values", async () => {
-    const response = await fetch(`${h.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: "Bearer mg-test-key-0123456789", "content-type": "application/json" },
-      body: JSON.stringify({ model: "chat", messages: [{ role: "wizard", content: "secret-prompt-text" }] })
-    })
+    const response = await postChat(
+      { model: "chat", messages: [{ role: "wizard", content: "secret-prompt-text" }] },
+      { "content-type": "application/json" }
+    )
     expect(response.status).toBe(400)
     const text = await response.text()
     expect(text).toContain("$.messages[0]")
@@ -310,15 +317,10 @@ describe("errors", () => {
     }
     const streamed = (await h.run(h.recorder.records)).filter((r) => r.mode === "stream").at(-1)
     expect(streamed?.evidence.requestId).toBe("req_7f3a-2")
-    const bad = await fetch(`${h.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: {
-        authorization: "Bearer mg-test-key-0123456789",
-        "content-type": "application/json",
-        "x-request-id": "secret value with spaces"
-      },
-      body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "x" }] })
-    })
+    const bad = await postChat(
+      { model: "chat", messages: [{ role: "user", content: "x" }] },
+      { "content-type": "application/json", "x-request-id": "secret value with spaces" }
+    )
     expect(bad.status).toBe(400)
     const text = await bad.text()
     expect(text).toContain("x-request-id")
@@ -368,11 +370,10 @@ describe("errors", () => {
   })
 
   it("a malformed per-call limit header is a 400", async () => {
-    const response = await fetch(`${h.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: "Bearer mg-test-key-0123456789", "x-modelgate-max-cost": "lots" },
-      body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "x" }] })
-    })
+    const response = await postChat(
+      { model: "chat", messages: [{ role: "user", content: "x" }] },
+      { "x-modelgate-max-cost": "lots" }
+    )
     expect(response.status).toBe(400)
     expect(await response.text()).toContain("x-modelgate-max-cost")
   })

@@ -6,11 +6,19 @@ import { retryHintMs } from "./retryHints.js"
 import type { StatusInput } from "./wireError.js"
 import { statusError } from "./wireError.js"
 
-const quotaCodes = new Set(["insufficient_quota", "credit_balance_exhausted", "organization_usage_limit_exceeded"])
-const spendCodes = new Set(["organization_spend_limit_exceeded", "project_spend_limit_exceeded"])
+const quotaCodes: ReadonlySet<string> = new Set([
+  "insufficient_quota",
+  "credit_balance_exhausted",
+  "organization_usage_limit_exceeded"
+])
+const spendCodes: ReadonlySet<string> = new Set(["organization_spend_limit_exceeded", "project_spend_limit_exceeded"])
 
 /** Codes of a provider's safety system refusing the input or output. */
-const policyCodes = new Set(["content_filter", "content_policy_violation", "ResponsibleAIPolicyViolation"])
+const policyCodes: ReadonlySet<string> = new Set([
+  "content_filter",
+  "content_policy_violation",
+  "ResponsibleAIPolicyViolation"
+])
 
 /**
  * Whether an error object is a safety-filter block: OpenAI's `content_policy_violation`, Azure

@@ -298,8 +298,14 @@ const toUsage = (usage: ResponseWire["usageMetadata"]): Usage | undefined =>
         audioInputTokens: usage.promptTokensDetails?.find((d) => d.modality === "AUDIO")?.tokenCount
       })
 
-const contentFilterReasons = new Set(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"])
-const invalidOutputReasons = new Set([
+const contentFilterReasons: ReadonlySet<string> = new Set([
+  "SAFETY",
+  "RECITATION",
+  "BLOCKLIST",
+  "PROHIBITED_CONTENT",
+  "SPII"
+])
+const invalidOutputReasons: ReadonlySet<string> = new Set([
   "MALFORMED_FUNCTION_CALL",
   "UNEXPECTED_TOOL_CALL",
   "TOO_MANY_TOOL_CALLS",

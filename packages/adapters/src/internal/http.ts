@@ -66,7 +66,7 @@ export const client: Effect.Effect<HttpClient.HttpClient, never, HttpClient.Http
 )
 
 /** Error codes proving the connection never opened, so nothing was sent. @internal */
-const notConnectedCodes = new Set([
+const notConnectedCodes: ReadonlySet<string> = new Set([
   "ECONNREFUSED",
   "ENOTFOUND",
   "EAI_AGAIN",

@@ -32,6 +32,7 @@ import type * as Router from "../Router.js"
 import type { Route } from "./router/decision.js"
 import type { BreakerView } from "./router/context.js"
 import type * as Telemetry from "../Telemetry.js"
+import type * as Report from "./telemetry.js"
 import type * as Tenancy from "../Tenancy.js"
 import type { AttemptContext } from "./attemptContext.js"
 import { bounded } from "./deadline.js"
@@ -91,6 +92,8 @@ export interface EngineContext {
   readonly health: Health.Service
   /** Read once when the gateway is built. */
   readonly telemetry: Telemetry.Settings
+  /** The gateway's metric label caches (`internal/telemetry.ts`), made with it. */
+  readonly metricLabels: Report.MetricLabels
   /** Where provider rate limits are counted (`ModelTarget.rateLimit`); none: they are not enforced. */
   readonly rateLimits?: RateLimitStore.Service | undefined
   /** Canary controller, quality signals and shadow traffic: run only for workflows that use them. */

@@ -246,7 +246,7 @@ export const recordCall = (
   const route = holds.route
   const labels = call.config.labels
   const segment = call.command.segment ?? route?.compiled.workflow.segment
-  Report.unsafeEndCall(call.span, callRecord, {
+  Report.unsafeEndCall(ctx.metricLabels, call.span, callRecord, {
     target: holds.answered ?? tally.lastTarget ?? route?.targets[0],
     workflow: route?.compiled.workflow.name,
     maxOutputTokens: tally.lastMaxOutputTokens,

@@ -261,8 +261,11 @@ interface Trie {
 }
 const newTrie = (): Trie => ({ children: new Map(), labels: undefined })
 
+/** Label sets for one list of label keys, by their values. */
+export type LabelCache = (...values: Array<string>) => Labels
+
 /** A cache of label sets for one list of label keys. */
-const labelCache = (keys: ReadonlyArray<string>) => {
+const labelCache = (keys: ReadonlyArray<string>): LabelCache => {
   let root = newTrie()
   let count = 0
   return (...values: Array<string>): Labels => {
@@ -289,17 +292,39 @@ const labelCache = (keys: ReadonlyArray<string>) => {
   }
 }
 
-const callLabels = labelCache([Attr.workflow, Attr.route, Attr.outcome, Attr.errorType, Attr.mode])
-const latencyLabels = labelCache([Attr.workflow, Attr.route, Attr.outcome, Attr.mode])
-const workflowLabels = labelCache([Attr.workflow])
-const attemptLabels = labelCache([Attr.workflow, Attr.target, Attr.attemptOutcome])
-const attemptLatencyLabels = labelCache([Attr.target, Attr.attemptOutcome])
-const targetLabels = labelCache([Attr.workflow, Attr.target])
-const tokenLabels = labelCache([Attr.workflow, Attr.target, Attr.tokenType])
-const spendLabels = labelCache([Attr.tenant, Attr.policyVersion])
-const fallbackLabels = labelCache([Attr.workflow, Attr.fallbackFrom, Attr.fallbackTo])
-const segmentLabels = labelCache([Attr.workflow, Attr.segment, Attr.outcome, Attr.policyVersion])
-const toolLabels = labelCache([Attr.tool, Attr.toolFailureKind])
+/**
+ * The label caches of one gateway (or one tool loop): created with it, so no label set outlives
+ * the gateway that made it and two gateways share no state.
+ */
+export interface MetricLabels {
+  readonly call: LabelCache
+  readonly latency: LabelCache
+  readonly workflow: LabelCache
+  readonly attempt: LabelCache
+  readonly attemptLatency: LabelCache
+  readonly target: LabelCache
+  readonly token: LabelCache
+  readonly spend: LabelCache
+  readonly fallback: LabelCache
+  readonly segment: LabelCache
+}
+
+/** Makes the label caches of one gateway; built once, when the gateway is. */
+export const makeMetricLabels = (): MetricLabels => ({
+  call: labelCache([Attr.workflow, Attr.route, Attr.outcome, Attr.errorType, Attr.mode]),
+  latency: labelCache([Attr.workflow, Attr.route, Attr.outcome, Attr.mode]),
+  workflow: labelCache([Attr.workflow]),
+  attempt: labelCache([Attr.workflow, Attr.target, Attr.attemptOutcome]),
+  attemptLatency: labelCache([Attr.target, Attr.attemptOutcome]),
+  target: labelCache([Attr.workflow, Attr.target]),
+  token: labelCache([Attr.workflow, Attr.target, Attr.tokenType]),
+  spend: labelCache([Attr.tenant, Attr.policyVersion]),
+  fallback: labelCache([Attr.workflow, Attr.fallbackFrom, Attr.fallbackTo]),
+  segment: labelCache([Attr.workflow, Attr.segment, Attr.outcome, Attr.policyVersion])
+})
+
+/** Makes the label cache of a tool loop's failure counts; built once per `ToolLoop.run`. */
+export const makeToolLabels = (): LabelCache => labelCache([Attr.tool, Attr.toolFailureKind])
 
 /** An amount of the currency in store units (the budget store's integer billionths). */
 const unitsOf = (amount: number): number => Math.round(amount * unitsPerCurrency)
@@ -309,19 +334,19 @@ const unitsOf = (amount: number): number => Math.round(amount * unitsPerCurrency
  * store units) by policy version, its outcome by task segment, and each move from one target to
  * another between consecutive attempts.
  */
-const recordDimensions = (record: CallRecord, end: CallEnd, workflow: string): void => {
+const recordDimensions = (labels: MetricLabels, record: CallRecord, end: CallEnd, workflow: string): void => {
   const e = record.evidence
   const m = metrics
-  const spend = spendLabels(end.tenantLabel, e.policyVersion)
+  const spend = labels.spend(end.tenantLabel, e.policyVersion)
   if (e.cost.estimated !== undefined && e.cost.estimated > 0) {
     m.tenantSpendEstimated.unsafeUpdate(unitsOf(e.cost.estimated), spend)
   }
   if (e.cost.actual > 0) m.tenantSpendActual.unsafeUpdate(unitsOf(e.cost.actual), spend)
-  m.segmentOutcomes.unsafeUpdate(1, segmentLabels(workflow, end.segmentLabel, record.outcome, e.policyVersion))
+  m.segmentOutcomes.unsafeUpdate(1, labels.segment(workflow, end.segmentLabel, record.outcome, e.policyVersion))
   for (let i = 1; i < e.attempts.length; i++) {
     const from = e.attempts[i - 1]!.target
     const to = e.attempts[i]!.target
-    if (from !== to) m.fallbackRoutes.unsafeUpdate(1, fallbackLabels(workflow, from, to))
+    if (from !== to) m.fallbackRoutes.unsafeUpdate(1, labels.fallback(workflow, from, to))
   }
 }
 
@@ -330,30 +355,31 @@ const recordDimensions = (record: CallRecord, end: CallEnd, workflow: string): v
  * name the model made up), `kind` a closed set.
  */
 export const unsafeRecordToolFailure = (
+  labels: LabelCache,
   tool: string,
   kind: "unknown_tool" | "invalid_arguments" | "failed" | "ledger"
 ): void => {
-  metrics.toolFailures.unsafeUpdate(1, toolLabels(tool, kind))
+  metrics.toolFailures.unsafeUpdate(1, labels(tool, kind))
 }
 
 /**
  * Updates the metrics of one finished call from its record. Synchronous: call it where the record
  * is built.
  */
-export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
+export const unsafeRecordMetrics = (labels: MetricLabels, record: CallRecord, end: CallEnd): void => {
   const e = record.evidence
   const workflow = end.workflow ?? "unknown"
   const route: string = e.target ?? "none"
   const m = metrics
-  m.calls.unsafeUpdate(1, callLabels(workflow, route, record.outcome, record.errorTag ?? "none", record.mode))
-  m.callLatency.unsafeUpdate(e.totalLatencyMs, latencyLabels(workflow, route, record.outcome, record.mode))
-  const byWorkflow = workflowLabels(workflow)
+  m.calls.unsafeUpdate(1, labels.call(workflow, route, record.outcome, record.errorTag ?? "none", record.mode))
+  m.callLatency.unsafeUpdate(e.totalLatencyMs, labels.latency(workflow, route, record.outcome, record.mode))
+  const byWorkflow = labels.workflow(workflow)
   if (e.retryCount > 0) m.retries.unsafeUpdate(e.retryCount, byWorkflow)
   if (e.fallbackUsed) m.fallbacks.unsafeUpdate(1, byWorkflow)
   if (e.degraded) m.degraded.unsafeUpdate(1, byWorkflow)
   if (record.errorTag === "BudgetExceeded") m.budgetRejections.unsafeUpdate(1, byWorkflow)
   if (end.permitWaitMs !== undefined) m.permitWait.unsafeUpdate(end.permitWaitMs, byWorkflow)
-  recordDimensions(record, end, workflow)
+  recordDimensions(labels, record, end, workflow)
   // Usage and cost per attempt target; what no attempt carries (input billed for an attempt cut
   // by cancellation) goes to the last target attempted, so the totals match the evidence.
   let input = 0
@@ -364,11 +390,12 @@ export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
   let last: string | undefined
   for (const a of e.attempts) {
     last = a.target
-    m.attempts.unsafeUpdate(1, attemptLabels(workflow, a.target, a.outcome))
-    m.attemptLatency.unsafeUpdate(a.latencyMs, attemptLatencyLabels(a.target, a.outcome))
-    if (a.ttftMs !== undefined) m.ttft.unsafeUpdate(a.ttftMs, targetLabels(workflow, a.target))
+    m.attempts.unsafeUpdate(1, labels.attempt(workflow, a.target, a.outcome))
+    m.attemptLatency.unsafeUpdate(a.latencyMs, labels.attemptLatency(a.target, a.outcome))
+    if (a.ttftMs !== undefined) m.ttft.unsafeUpdate(a.ttftMs, labels.target(workflow, a.target))
     if (a.usage !== undefined) {
       addTokens(
+        labels,
         workflow,
         a.target,
         a.usage.inputTokens,
@@ -382,7 +409,7 @@ export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
       reasoning += a.usage.reasoningTokens
     }
     if (a.cost !== undefined && a.cost > 0) {
-      m.cost.unsafeUpdate(a.cost, targetLabels(workflow, a.target))
+      m.cost.unsafeUpdate(a.cost, labels.target(workflow, a.target))
       cost += a.cost
     }
   }
@@ -390,6 +417,7 @@ export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
   if (rest !== undefined) {
     const u = e.usage
     addTokens(
+      labels,
       workflow,
       rest,
       u.inputTokens - input,
@@ -398,11 +426,12 @@ export const unsafeRecordMetrics = (record: CallRecord, end: CallEnd): void => {
       u.reasoningTokens - reasoning
     )
     // Float sums: ignore differences below a millionth of a cent.
-    if (e.cost.actual - cost > 1e-8) m.cost.unsafeUpdate(e.cost.actual - cost, targetLabels(workflow, rest))
+    if (e.cost.actual - cost > 1e-8) m.cost.unsafeUpdate(e.cost.actual - cost, labels.target(workflow, rest))
   }
 }
 
 const addTokens = (
+  labels: MetricLabels,
   workflow: string,
   target: string,
   input: number,
@@ -411,10 +440,10 @@ const addTokens = (
   reasoning: number
 ) => {
   const m = metrics.tokens
-  if (input > 0) m.unsafeUpdate(input, tokenLabels(workflow, target, "input"))
-  if (cached > 0) m.unsafeUpdate(cached, tokenLabels(workflow, target, "cached_input"))
-  if (output > 0) m.unsafeUpdate(output, tokenLabels(workflow, target, "output"))
-  if (reasoning > 0) m.unsafeUpdate(reasoning, tokenLabels(workflow, target, "reasoning"))
+  if (input > 0) m.unsafeUpdate(input, labels.token(workflow, target, "input"))
+  if (cached > 0) m.unsafeUpdate(cached, labels.token(workflow, target, "cached_input"))
+  if (output > 0) m.unsafeUpdate(output, labels.token(workflow, target, "output"))
+  if (reasoning > 0) m.unsafeUpdate(reasoning, labels.token(workflow, target, "reasoning"))
 }
 
 /**
@@ -439,7 +468,12 @@ export const outsideCallSpanEvents = <A, E, R>(
 /**
  * Annotates the call span and updates the metrics of one finished call.
  */
-export const unsafeEndCall = (span: Tracer.Span | undefined, record: CallRecord, end: CallEnd): void => {
+export const unsafeEndCall = (
+  labels: MetricLabels,
+  span: Tracer.Span | undefined,
+  record: CallRecord,
+  end: CallEnd
+): void => {
   if (span !== undefined) annotateCall(span, record, end)
-  unsafeRecordMetrics(record, end)
+  unsafeRecordMetrics(labels, record, end)
 }

@@ -199,6 +199,8 @@ export interface LoopContext {
   /** Keys earlier passes ran that the current pass has not asked for again. */
   readonly pending: Set<string>
   readonly onUnmatchedReplay: "refuse" | "run"
+  /** Label sets of the loop's tool failure counts, made with the loop. */
+  readonly toolLabels: Report.LabelCache
   /** Model calls of the current pass, usage of every pass, when the loop started. */
   readonly state: { steps: number; usage: Usage; readonly startedAt: number }
   /** What the run had spent when the loop started. */
@@ -243,6 +245,7 @@ export const setup = (
       ordinals: new Map(),
       pending: new Set(),
       onUnmatchedReplay: options.onUnmatchedReplay ?? "refuse",
+      toolLabels: Report.makeToolLabels(),
       state: { steps: 0, usage: Usage.zero, startedAt: yield* Clock.currentTimeMillis },
       spentAtStart: agentRun?.spent ?? 0
     }
@@ -289,20 +292,20 @@ export const runCall = (
       postTool(loop.events, event, startedAt, outcome, content, errorTag)
     if (tool === undefined) {
       // The model's name is not a label (unbounded): counted as `unknown`.
-      Report.unsafeRecordToolFailure("unknown", "unknown_tool")
+      Report.unsafeRecordToolFailure(loop.toolLabels, "unknown", "unknown_tool")
       const content = JSON.stringify({ error: "unknown tool", tools: [...loop.byName.keys()] })
       yield* post("unknown_tool", content)
       return content
     }
     if (Either.isLeft(decoded)) {
-      Report.unsafeRecordToolFailure(tool.name, "invalid_arguments")
+      Report.unsafeRecordToolFailure(loop.toolLabels, tool.name, "invalid_arguments")
       const content = JSON.stringify({ error: "invalid arguments", issues: decoded.left })
       yield* post("invalid_arguments", content)
       return content
     }
     const refused = (tag: string | undefined) =>
       Effect.zipRight(
-        Effect.sync(() => Report.unsafeRecordToolFailure(tool.name, "ledger")),
+        Effect.sync(() => Report.unsafeRecordToolFailure(loop.toolLabels, tool.name, "ledger")),
         post("failed", undefined, tag)
       )
     if (key !== undefined) yield* matchReplay(loop, key, step, tool.name, refused)
@@ -310,7 +313,7 @@ export const runCall = (
       .execute({ runId: loop.runId, step, index, toolCallId: call.id })
       .pipe(Effect.tapError((e) => refused(errorTagOf(e))))
     if (executed.failed !== undefined) {
-      Report.unsafeRecordToolFailure(tool.name, "failed")
+      Report.unsafeRecordToolFailure(loop.toolLabels, tool.name, "failed")
       yield* post("failed", executed.content, executed.failed)
       return executed.content
     }
