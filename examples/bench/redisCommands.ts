@@ -4,7 +4,7 @@
  * background (the stores' own work — a breaker mirror's resync after a (re)subscription, an idle
  * epoch check — and ioredis' own commands). Counts are exact, not sampled: every command is
  * counted by name when it is issued, and a round trip is a write of the connection's socket that
- * carries at least one command of the measured path (auto-pipelined commands issued together
+ * carries at least one command of the measured path (commands issued in one tick
  * leave in one write). Commands sent as `Command` objects (`sendCommand`, as the stores send
  * their scripts) are counted too.
  *

@@ -9,7 +9,7 @@
  * runs no Effect for them. A shared store that can take both in one atomic operation (Redis, both
  * stores on one connection: `FastPath.JointAdmit`) does so, awaited once and with no fork; when no
  * permit is free then, nothing is held and the call takes the two steps. Otherwise the reservation
- * and the permit are asked for at once (one round trip on an auto-pipelined connection); nothing is
+ * and the permit are asked for at once (one round trip: a tick's commands leave in one write); nothing is
  * sent before both are held.
  */
 import { Effect, Exit, Fiber } from "effect"
