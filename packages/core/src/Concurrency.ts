@@ -63,6 +63,7 @@ import { decodeSection } from "./internal/configSection.js"
 
 import type * as Config_ from "./internal/concurrencyConfig.js"
 import { ConcurrencyConfig, tenantLimit, validate, workflowsReserved } from "./internal/concurrencyConfig.js"
+import { noopPermit } from "./internal/permitTypes.js"
 
 /**
  * A held permit. `release` is synchronous and idempotent: the first call gives the permit back (to
@@ -72,15 +73,6 @@ import { ConcurrencyConfig, tenantLimit, validate, workflowsReserved } from "./i
  * @category Models
  */
 export type Permit = PermitStore.Permit
-
-/**
- * The permit of an uncapped target (and of {@link layerOff}): holds nothing, releases
- * nothing. Shared by every call.
- *
- * @since 0.2.0
- * @category Constructors
- */
-export const noopPermit: Permit = { release: () => {} }
 
 const succeedNoop: Effect.Effect<Permit | undefined> = Effect.succeed(noopPermit)
 const takeNoop = (): Permit => noopPermit
@@ -126,7 +118,7 @@ export interface Service {
     onRefused?: ((limit: PermitLimit) => void) | undefined
   ) => Effect.Effect<Permit | undefined, StoreError>
   /**
-   * Same for a target's concurrency cap; an uncapped target gets the shared {@link noopPermit} at
+   * Same for a target's concurrency cap; an uncapped target gets a shared permit that holds nothing at
    * once.
    */
   readonly acquireTarget: (target: TargetRef, until: number) => Effect.Effect<Permit | undefined, StoreError>
@@ -180,7 +172,7 @@ const emptySnapshot: Snapshot = {
 }
 
 /**
- * Concurrency off: every `acquire` gets the shared {@link noopPermit} at once.
+ * Concurrency off: every `acquire` gets a shared permit that holds nothing at once.
  *
  * @since 0.1.0
  * @category Layers

@@ -4,7 +4,7 @@
  *
  * Edges handled at startup:
  *
- * - Every duration is finite and at most 24 h (`ModelTarget.maxDuration`); `1e309`, which
+ * - Every duration is finite and at most 24 h; `1e309`, which
  *   `JSON.parse` reads as `Infinity`, is refused.
  * - Schema and degrade-handler names are looked up among the maps' own properties only, so a
  *   workflow naming `constructor`, `toString` or `__proto__` gets `UNKNOWN_SCHEMA` /
@@ -35,6 +35,7 @@
  */
 import { type Duration, Effect, Either, type ParseResult, Schema } from "effect"
 import * as Catalogue from "./Catalogue.js"
+import { merge as mergeCatalogue } from "./internal/catalogueMerge.js"
 import * as Embeddings from "./Embeddings.js"
 import { type ConfigProblem, GatewayConfigError } from "./Errors.js"
 import type { CompiledWorkflow, DegradeHandler, EscalationCheck } from "./internal/compiled.js"
@@ -313,7 +314,7 @@ const resolveCatalogue = (
       for (const key of suppliedByCatalogue) explained.add(`${path}.${key}`)
       return t
     }
-    return Catalogue.merge(t.catalogue, t)
+    return mergeCatalogue(t.catalogue, t)
   })
   return { input: { ...input, targets }, problems, explained }
 }

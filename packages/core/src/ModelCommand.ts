@@ -34,8 +34,10 @@
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Issues from "./internal/issues.js"
-import { ProviderOptions, RequestOptions } from "./ModelOptions.js"
-import { AudioFormat, Label, Labels, MediaType, Millis, Segment } from "./ModelTarget.js"
+import { RequestOptions } from "./ModelOptions.js"
+import { ProviderOptions } from "./internal/optionSchemas.js"
+import { AudioFormat, Label, Labels, MediaType, Segment } from "./ModelTarget.js"
+import { Millis } from "./internal/fieldSchemas.js"
 import { TenantId } from "./Tenancy.js"
 
 import { RequestId } from "./internal/requestId.js"

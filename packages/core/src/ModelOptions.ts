@@ -19,6 +19,7 @@
  */
 import { Schema } from "effect"
 import * as Options from "./internal/optionFacts.js"
+import * as OptionSchemas from "./internal/optionSchemas.js"
 
 /**
  * The options of one call, resolved from the workflow's bounds and the command's overrides.
@@ -50,61 +51,6 @@ export const OptionName = Schema.Literal(...Options.names)
 export type OptionName = typeof OptionName.Type
 
 /**
- * Sampling temperature, 0 to 2 (Anthropic accepts 0 to 1; its adapter refuses more).
- */
-const Temperature = Schema.Number.pipe(
-  Schema.finite(),
-  Schema.between(0, 2, { description: "a number between 0 and 2" })
-)
-
-/**
- * Nucleus sampling mass, 0 to 1.
- */
-const TopP = Schema.Number.pipe(Schema.finite(), Schema.between(0, 1, { description: "a number between 0 and 1" }))
-
-/**
- * Sampling seed: a non-negative 32-bit integer (the range every provider accepts).
- */
-const Seed = Schema.Int.pipe(Schema.between(0, 2_147_483_647, { description: "an integer between 0 and 2147483647" }))
-
-/**
- * Longest stop sequence.
- */
-const maxStopSequenceLength = 100
-
-/**
- * Stop sequences: 1 to 4 (OpenAI's limit), each 1 to 100 characters.
- */
-const StopSequences = Schema.Array(
-  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(maxStopSequenceLength))
-).pipe(Schema.minItems(1), Schema.maxItems(4, { description: "1 to 4 stop sequences" }))
-
-/**
- * Reasoning effort of a reasoning model.
- */
-const ReasoningEffort = Schema.Literal("low", "medium", "high")
-
-/**
- * Thinking budget in tokens; 0 turns thinking off where the provider allows it.
- */
-const ReasoningBudget = Schema.Int.pipe(
-  Schema.between(0, 1_000_000, { description: "an integer between 0 and 1000000" })
-)
-
-/**
- * Presence or frequency penalty, -2 to 2.
- */
-const Penalty = Schema.Number.pipe(Schema.finite(), Schema.between(-2, 2, { description: "a number between -2 and 2" }))
-
-/**
- * An opaque end-user id for the provider's abuse monitoring (a hash or a UUID, never an email or a
- * name): 1 to 128 characters of `[A-Za-z0-9._:-]`. Records say only that one was set.
- */
-const UserId = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9._:-]{1,128}$/, { description: "1 to 128 characters of [A-Za-z0-9._:-]" })
-)
-
-/**
  * The neutral options of one request.
  *
  * | option | type | meaning |
@@ -123,16 +69,16 @@ const UserId = Schema.String.pipe(
  * @category Models
  */
 export const RequestOptions = Schema.Struct({
-  temperature: Schema.optional(Temperature),
-  topP: Schema.optional(TopP),
-  seed: Schema.optional(Seed),
-  stop: Schema.optional(StopSequences),
-  reasoningEffort: Schema.optional(ReasoningEffort),
-  reasoningBudget: Schema.optional(ReasoningBudget),
+  temperature: Schema.optional(OptionSchemas.Temperature),
+  topP: Schema.optional(OptionSchemas.TopP),
+  seed: Schema.optional(OptionSchemas.Seed),
+  stop: Schema.optional(OptionSchemas.StopSequences),
+  reasoningEffort: Schema.optional(OptionSchemas.ReasoningEffort),
+  reasoningBudget: Schema.optional(OptionSchemas.ReasoningBudget),
   parallelToolCalls: Schema.optional(Schema.Boolean),
-  presencePenalty: Schema.optional(Penalty),
-  frequencyPenalty: Schema.optional(Penalty),
-  userId: Schema.optional(UserId)
+  presencePenalty: Schema.optional(OptionSchemas.Penalty),
+  frequencyPenalty: Schema.optional(OptionSchemas.Penalty),
+  userId: Schema.optional(OptionSchemas.UserId)
 }).annotations({ identifier: "@modelgate/core/RequestOptions" })
 /** @since 0.2.0 */
 export interface RequestOptions extends Schema.Schema.Type<typeof RequestOptions> {}
@@ -140,38 +86,6 @@ export interface RequestOptions extends Schema.Schema.Type<typeof RequestOptions
 // ---------------------------------------------------------------------------------------------
 // Workflow bounds
 // ---------------------------------------------------------------------------------------------
-
-/**
- * Bounds of a numeric option: a bare number pins it (default, minimum and maximum at once), or a
- * default and an allowed range (`{ default: 0.2, min: 0, max: 1 }`). Pinned when `min === max`.
- */
-const rangeOf = <A extends number>(value: Schema.Schema<A, A>) =>
-  Schema.Union(
-    value,
-    Schema.Struct({ default: Schema.optional(value), min: Schema.optional(value), max: Schema.optional(value) })
-  )
-
-/**
- * Bounds of an option with a few values: a bare value pins it, or a default and the values a
- * command may choose (`{ default: "low", allowed: ["low", "medium"] }`). Pinned when one value is
- * allowed.
- */
-const choiceOf = <A extends string | boolean>(value: Schema.Schema<A, A>) =>
-  Schema.Union(
-    value,
-    Schema.Struct({
-      default: Schema.optional(value),
-      allowed: Schema.optional(Schema.NonEmptyArray(value).pipe(Schema.maxItems(8)))
-    })
-  )
-
-/**
- * Bounds of a list or id option (`stop`, `userId`): a default, and whether a command may set its
- * own (`overridable`, default `true`). Pinned when a default is given and it is not overridable;
- * `{ overridable: false }` alone forbids the option.
- */
-const fixedOf = <A, I>(value: Schema.Schema<A, I>) =>
-  Schema.Struct({ default: Schema.optional(value), overridable: Schema.optional(Schema.Boolean) })
 
 /**
  * What a workflow allows and sets by default, per option.
@@ -183,47 +97,16 @@ const fixedOf = <A, I>(value: Schema.Schema<A, I>) =>
  * @since 0.2.0
  * @category Models
  */
-export const WorkflowOptions = Schema.Struct({
-  temperature: Schema.optional(rangeOf(Temperature)),
-  topP: Schema.optional(rangeOf(TopP)),
-  seed: Schema.optional(rangeOf(Seed)),
-  stop: Schema.optional(fixedOf(StopSequences)),
-  reasoningEffort: Schema.optional(choiceOf(ReasoningEffort)),
-  reasoningBudget: Schema.optional(rangeOf(ReasoningBudget)),
-  parallelToolCalls: Schema.optional(choiceOf(Schema.Boolean)),
-  presencePenalty: Schema.optional(rangeOf(Penalty)),
-  frequencyPenalty: Schema.optional(rangeOf(Penalty)),
-  userId: Schema.optional(fixedOf(UserId))
-}).annotations({ identifier: "@modelgate/core/WorkflowOptions" })
-/** @since 0.2.0 */
-export interface WorkflowOptions extends Schema.Schema.Type<typeof WorkflowOptions> {}
+export interface WorkflowOptions extends Schema.Schema.Type<typeof OptionSchemas.WorkflowOptions> {}
 
 // ---------------------------------------------------------------------------------------------
 // Provider options (the escape hatch)
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Most providers in one `providerOptions`, and most fields per provider.
- *
- * @since 0.2.0
- * @category Constants
- *
- * @internal
- */
-export const maxProviderOptions = { providers: 8, fields: 32 } as const
-
-/** A provider id, as `ModelTarget.ProviderId` spells it (not imported: `ModelTarget` imports this module). */
-const ProviderKey = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/, { description: "a provider id" }))
-
-/** A wire field name: a letter, then letters, digits and `_`, at most 64 characters. */
-const FieldName = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, { description: "a wire field name ([A-Za-z][A-Za-z0-9_]{0,63})" })
-)
-
-/**
  * Wire fields the neutral set does not model, per provider id:
  * `{ "openai": { "service_tier": "flex" }, "anthropic": { "top_k": 40 } }`. Each provider's adapter
- * says which fields it accepts and what their values may be ({@link ProviderOptionsAllowlist}); a
+ * says which fields it accepts and what their values may be (`ProviderOptionsAllowlist`); a
  * field outside the allowlist, one that could carry a URL, key or header, or one the gateway owns
  * (model, messages, output cap, stream, tools, response format, the neutral options) is refused.
  * At most 8 providers and 32 fields.
@@ -231,20 +114,7 @@ const FieldName = Schema.String.pipe(
  * @since 0.2.0
  * @category Models
  */
-export const ProviderOptions = Schema.Record({
-  key: ProviderKey,
-  value: Schema.Record({ key: FieldName, value: Schema.Unknown }).pipe(
-    Schema.filter((fields) => Object.keys(fields).length <= maxProviderOptions.fields, {
-      description: `at most ${maxProviderOptions.fields} fields per provider`
-    })
-  )
-}).pipe(
-  Schema.filter((providers) => Object.keys(providers).length <= maxProviderOptions.providers, {
-    description: `at most ${maxProviderOptions.providers} providers`
-  })
-)
-/** @since 0.2.0 */
-export type ProviderOptions = typeof ProviderOptions.Type
+export type ProviderOptions = typeof OptionSchemas.ProviderOptions.Type
 
 /**
  * The wire fields an adapter lets `providerOptions` set, each with the schema its value must
@@ -347,19 +217,4 @@ export const providerOptionsProblems = (
  * @since 0.2.0
  * @category Models
  */
-export const OptionsEvidence = Schema.Struct({
-  temperature: Schema.optional(Schema.Number),
-  topP: Schema.optional(Schema.Number),
-  seed: Schema.optional(Schema.Number),
-  stop: Schema.optional(Schema.Array(Schema.String)),
-  reasoningEffort: Schema.optional(Schema.String),
-  reasoningBudget: Schema.optional(Schema.Number),
-  parallelToolCalls: Schema.optional(Schema.Boolean),
-  presencePenalty: Schema.optional(Schema.Number),
-  frequencyPenalty: Schema.optional(Schema.Number),
-  userId: Schema.optional(Schema.Literal("set")),
-  /** `provider.field` names of the provider options sent, values left out. */
-  providerOptions: Schema.optional(Schema.Array(Schema.String))
-}).annotations({ identifier: "@modelgate/core/OptionsEvidence" })
-/** @since 0.2.0 */
-export interface OptionsEvidence extends Schema.Schema.Type<typeof OptionsEvidence> {}
+export interface OptionsEvidence extends Schema.Schema.Type<typeof OptionSchemas.OptionsEvidence> {}

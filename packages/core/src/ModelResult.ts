@@ -11,7 +11,7 @@
  */
 import { Schema } from "effect"
 import { ToolCall } from "./ModelCommand.js"
-import { OptionsEvidence } from "./ModelOptions.js"
+import { OptionsEvidence } from "./internal/optionSchemas.js"
 import { TargetRef } from "./ModelTarget.js"
 import { ExcludedTarget } from "./RouteDecision.js"
 import * as RouteSchemas from "./internal/routeSchemas.js"

@@ -3,11 +3,13 @@
  *
  * @since 0.1.0
  */
-import { Duration, Schema } from "effect"
+import { Schema } from "effect"
 import { OptionName } from "./ModelOptions.js"
 import { RateLimit } from "./RateLimits.js"
 import { TenantId } from "./Tenancy.js"
-import * as Literals from "./internal/literals.js"
+import { Name } from "./internal/fieldSchemas.js"
+import type * as Literals from "./internal/literals.js"
+import * as TargetSchemas from "./internal/targetSchemas.js"
 
 /**
  * Stable id of a target, e.g. `model://openai/gpt-4.1-mini@eu`.
@@ -52,75 +54,7 @@ export type SchemaFeature = typeof Literals.SchemaFeature.Type
  * @since 0.1.0
  * @category Models
  */
-const StructuredOutputMode = Schema.Literal("none", "json_object", "json_schema", "json_schema_strict")
-/** @since 0.1.0 */
-export type StructuredOutputMode = typeof StructuredOutputMode.Type
-
-/**
- * Features a strict structured-output mode accepts when the target does not declare its own list
- * (the intersection of what OpenAI strict mode, Anthropic structured outputs and Gemini accept).
- */
-const defaultStrictFeatures: ReadonlyArray<SchemaFeature> = ["anyOf", "enum", "const", "nullable"]
-
-/**
- * Features a non-strict schema mode accepts by default: everything.
- */
-const allSchemaFeatures: ReadonlyArray<SchemaFeature> = Literals.SchemaFeature.literals
-
-/**
- * @since 0.1.0
- * @category Models
- */
-export class StructuredOutput extends Schema.Class<StructuredOutput>("@modelgate/core/StructuredOutput")({
-  mode: StructuredOutputMode,
-  /** Features accepted. Omitted: all for `json_schema`/`json_object`, `anyOf`, `enum`, `const` and `nullable` for strict. */
-  supportedFeatures: Schema.optional(Schema.Array(Literals.SchemaFeature))
-}) {
-  /** The features this mode accepts, after defaults. */
-  get features(): ReadonlyArray<SchemaFeature> {
-    if (this.supportedFeatures !== undefined) return this.supportedFeatures
-    switch (this.mode) {
-      case "none":
-        return []
-      case "json_schema_strict":
-        return defaultStrictFeatures
-      default:
-        return allSchemaFeatures
-    }
-  }
-}
-
-/**
- * Longest duration any configuration field or command accepts: 24 hours. Timeouts, retry delays,
- * breaker cool-downs and health windows are finite and at most this long (`1e309`, which
- * `JSON.parse` reads as `Infinity`, is refused).
- *
- * @since 0.2.0
- * @category Constants
- */
-export const maxDuration: Duration.Duration = Duration.hours(24)
-
-const maxDurationMillis = Duration.toMillis(maxDuration)
-
-/**
- * A duration in configuration, written as milliseconds: finite, between 0 and {@link maxDuration}.
- * Checked on both sides, so a class built in code refuses `Duration.infinity` too.
- *
- * @internal
- */
-export const Millis = Schema.transform(
-  Schema.Number.pipe(
-    Schema.finite(),
-    Schema.between(0, maxDurationMillis, { description: `milliseconds between 0 and ${maxDurationMillis} (24 h)` })
-  ),
-  Schema.DurationFromSelf.pipe(
-    Schema.lessThanOrEqualToDuration(maxDuration, {
-      description: "a finite duration of at most 24 h",
-      arbitrary: () => (fc) => fc.integer({ min: 0, max: maxDurationMillis }).map(Duration.millis)
-    })
-  ),
-  { strict: true, decode: (ms) => Duration.millis(ms), encode: (d) => Duration.toMillis(d) }
-)
+export type StructuredOutputMode = typeof TargetSchemas.StructuredOutputMode.Type
 
 /**
  * Most entries of a region or data-class list (in a target, a workflow or a command).
@@ -147,20 +81,6 @@ export const Label = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxLabel
  */
 export const Labels = Schema.NonEmptyArray(Label).pipe(Schema.maxItems(maxLabels))
 
-/**
- * Longest name or version string in configuration (model id, prompt id, schema or handler name,
- * price-list version).
- */
-const maxNameLength = 200
-
-/**
- * A name or version in configuration: trimmed, 1 to 200 characters.
- *
- * @internal
- */
-export const Name = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(maxNameLength))
-
-const PositiveInt = Schema.Int.pipe(Schema.positive())
 const NonNegative = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
 
 /**
@@ -179,7 +99,7 @@ export const maxEmbeddingDimensions = 65_536
  */
 export class EmbeddingCapability extends Schema.Class<EmbeddingCapability>("@modelgate/core/EmbeddingCapability")({
   /** Length of every vector. */
-  dimensions: PositiveInt.pipe(Schema.lessThanOrEqualTo(maxEmbeddingDimensions)),
+  dimensions: TargetSchemas.PositiveInt.pipe(Schema.lessThanOrEqualTo(maxEmbeddingDimensions)),
   /** The vector space (e.g. `text-embedding-3-small`); omitted: the target's `model`. */
   family: Schema.optional(Name),
   /**
@@ -217,11 +137,11 @@ export class Capabilities extends Schema.Class<Capabilities>("@modelgate/core/Ca
   vision: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   tools: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   streaming: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-  structuredOutput: Schema.optionalWith(StructuredOutput, {
-    default: () => new StructuredOutput({ mode: "none" })
+  structuredOutput: Schema.optionalWith(TargetSchemas.StructuredOutput, {
+    default: () => new TargetSchemas.StructuredOutput({ mode: "none" })
   }),
-  contextWindow: PositiveInt,
-  maxOutputTokens: PositiveInt,
+  contextWindow: TargetSchemas.PositiveInt,
+  maxOutputTokens: TargetSchemas.PositiveInt,
   /**
    * The neutral options (`ModelOptions.OptionName`) this target honours, e.g.
    * `["temperature", "topP", "seed", "stop"]`; a reasoning model typically lists
@@ -266,25 +186,6 @@ export class Pricing extends Schema.Class<Pricing>("@modelgate/core/Pricing")({
 }) {}
 
 /**
- * Per-target attempt limits.
- *
- * @since 0.1.0
- * @category Models
- */
-export class AttemptLimits extends Schema.Class<AttemptLimits>("@modelgate/core/AttemptLimits")({
-  /** Attempts on this target per call, the first included. */
-  maxAttempts: Schema.optionalWith(PositiveInt.pipe(Schema.lessThanOrEqualTo(10)), { default: () => 2 }),
-  /** Upper bound of one attempt; the real bound is `min(remaining, perAttemptTimeout)`. */
-  perAttemptTimeout: Schema.optionalWith(Millis, { default: () => Duration.seconds(30) }),
-  /** Time to first token for streams. */
-  ttftTimeout: Schema.optional(Millis),
-  /** Longest gap between stream chunks. */
-  streamIdleTimeout: Schema.optional(Millis),
-  /** No attempt starts with less time than this left before the deadline. */
-  minimumAttemptTime: Schema.optionalWith(Millis, { default: () => Duration.millis(100) })
-}) {}
-
-/**
  * Target lifecycle status. `deprecated` targets stay eligible, are scored down under scored
  * selection and logged once (a warning) when first routed to; `disabled` targets are never called.
  *
@@ -303,43 +204,6 @@ const TargetStatus = Schema.Literal("active", "deprecated", "disabled")
 export type QualityTier = typeof Literals.QualityTier.Type
 
 /**
- * Latency class of a target, fastest first.
- *
- * @since 0.2.0
- * @category Models
- */
-const LatencyTier = Schema.Literal("fast", "medium", "slow")
-
-/**
- * Cost class of a target, cheapest first (descriptive: scoring reads the prices).
- *
- * @since 0.2.0
- * @category Models
- */
-const CostTier = Schema.Literal("low", "medium", "high")
-
-/**
- * Rank of a quality class (`low` 0, `standard` 1, `high` 2).
- *
- * @since 0.2.0
- * @category Utils
- */
-export const qualityRank = (tier: QualityTier): number => Literals.QualityTier.literals.indexOf(tier)
-
-/**
- * A target's classes. Each is optional; `quality` omitted falls back to the legacy `tier`
- * (`small` → `low`, `medium` → `standard`, `large` → `high`).
- *
- * @since 0.2.0
- * @category Models
- */
-export class TargetClasses extends Schema.Class<TargetClasses>("@modelgate/core/TargetClasses")({
-  quality: Schema.optional(Literals.QualityTier),
-  latency: Schema.optional(LatencyTier),
-  cost: Schema.optional(CostTier)
-}) {}
-
-/**
  * Longest task-segment name (`extract.invoice`, `RESEARCH_SYNTHESIS`).
  */
 const maxSegmentLength = 100
@@ -353,21 +217,6 @@ export const Segment = Schema.NonEmptyTrimmedString.pipe(
   Schema.maxLength(maxSegmentLength),
   Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/)
 )
-
-/**
- * A verified quality score of a target on one task segment, from an offline eval.
- *
- * @since 0.2.0
- * @category Models
- */
-export class VerifiedQuality extends Schema.Class<VerifiedQuality>("@modelgate/core/VerifiedQuality")({
-  /** Eval score between 0 and 1. */
-  score: Schema.Number.pipe(Schema.between(0, 1)),
-  /** Version of the eval that produced the score. */
-  evalVersion: Name,
-  /** When it was evaluated (ISO-8601 text, recorded as given). */
-  evaluatedAt: Name
-}) {}
 
 /**
  * A registry entry: one pinned model at one provider endpoint.
@@ -387,14 +236,14 @@ export class ModelTarget extends Schema.Class<ModelTarget>("@modelgate/core/Mode
   /** Legacy size class; read as the quality class when `classes.quality` is omitted. */
   tier: Schema.optional(Schema.Literal("small", "medium", "large")),
   /** Quality, latency and cost classes (scored selection, `minQualityTier`). */
-  classes: Schema.optional(TargetClasses),
+  classes: Schema.optional(TargetSchemas.TargetClasses),
   /** Verified quality per task segment (at most 64 segments); read by `risk: "HIGH"` and scored selection. */
   quality: Schema.optional(
-    Schema.Record({ key: Segment, value: VerifiedQuality }).pipe(
+    Schema.Record({ key: Segment, value: TargetSchemas.VerifiedQuality }).pipe(
       Schema.filter((r) => Object.keys(r).length <= 64 || "at most 64 segments")
     )
   ),
-  limits: Schema.optionalWith(AttemptLimits, { default: () => AttemptLimits.make({}) }),
+  limits: Schema.optionalWith(TargetSchemas.AttemptLimits, { default: () => TargetSchemas.AttemptLimits.make({}) }),
   status: Schema.optionalWith(TargetStatus, { default: () => "active" as const }),
   /** Multiplier on token estimates where the provider's tokenizer is not public. */
   tokenizerSafetyFactor: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(1)), {

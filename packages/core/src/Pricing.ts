@@ -1,23 +1,13 @@
 /**
- * Cost arithmetic, in one place: what usage costs at a target, the worst case of an attempt, and
- * how many output tokens what is left of a reservation still pays for. Pure functions over data
- * (targets, usage); the router, the pipeline and the budgets read them.
+ * Cost arithmetic: what usage costs at a target and the worst case of an attempt. Pure functions
+ * over data (targets, usage); the router, the pipeline and the budgets read them (with the
+ * engine's affordability arithmetic, `internal/affordable.ts`, built on {@link costUnitsAt}).
  *
  * @since 0.2.0
  */
 import { unitsOfTokens, unitsPerCurrency, unitsPerMillion } from "./internal/costUnits.js"
 import type { ModelTarget } from "./ModelTarget.js"
 import { defaultMaxOutputTokens } from "./Workflow.js"
-
-/**
- * Smallest output cap worth starting an attempt with: a target that cannot be paid for this many
- * output tokens after its input is excluded (`BUDGET_DOES_NOT_FIT`), and an attempt whose
- * remaining reservation pays for fewer does not start.
- *
- * @since 0.2.0
- * @category Constants
- */
-export const minimumUsefulOutputTokens = 16
 
 /**
  * Token counts, as plain numbers (a `Usage` satisfies it).
@@ -89,15 +79,6 @@ export const audioCostOf = (target: ModelTarget, usage: Tokens): number | undefi
 }
 
 /**
- * Input tokens at `target`: the estimate scaled by its tokenizer safety factor.
- *
- * @since 0.2.0
- * @category Utils
- */
-export const inputTokensAt = (estimatedInputTokens: number, target: ModelTarget): number =>
-  Math.ceil(estimatedInputTokens * target.tokenizerSafetyFactor)
-
-/**
  * Output cap an attempt at `target` asks for before budget shrinking, and what a reservation pays
  * for: the command's cap (else the workflow's, else `Workflow.defaultMaxOutputTokens`), never above
  * the workflow's or the target's, and, when the input is known (`inputTokens`, at the target:
@@ -127,27 +108,6 @@ export const outputCapAt = (
  */
 export const costAt = (target: ModelTarget, inputTokens: number, outputTokens: number): number =>
   costUnitsAt(target, inputTokens, outputTokens) / unitsPerCurrency
-
-/**
- * Output tokens that `amountLeft` still pays for at `target` after `inputTokens` of input;
- * `Infinity` when output is free, 0 when the input alone does not fit. Computed in whole store
- * units: `amountLeft` is a sum of amounts that are whole units (reservations and costs), so it is
- * read back exactly, and an amount equal to the input cost fits it.
- *
- * @since 0.2.0
- * @category Pricing
- */
-export const affordableOutput = (amountLeft: number, inputTokens: number, target: ModelTarget): number => {
-  const left = Math.round(amountLeft * unitsPerCurrency) - costUnitsAt(target, inputTokens, 0)
-  if (left < 0) return 0
-  const perMillion = unitsPerMillion(target.pricing.outputPerMillion)
-  if (perMillion === 0) return Infinity
-  // The float quotient is within a token of the answer; the integer checks make it exact.
-  let n = Math.max(0, Math.floor((left / perMillion) * 1_000_000))
-  while (n > 0 && unitsOfTokens(n, perMillion) > left) n--
-  while (unitsOfTokens(n + 1, perMillion) <= left) n++
-  return n
-}
 
 /**
  * The target's list price: input plus output price per million tokens (what scored selection

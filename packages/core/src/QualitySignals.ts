@@ -14,7 +14,8 @@
 import { Context, Duration, Effect, Layer, Metric, Schema } from "effect"
 import type { Standing } from "./internal/lifecycle.js"
 import type { CallRecord } from "./ModelResult.js"
-import { Name, Segment, TargetRef } from "./ModelTarget.js"
+import { Segment, TargetRef } from "./ModelTarget.js"
+import { Name } from "./internal/fieldSchemas.js"
 import type { QualityPolicy } from "./internal/workflowPolicies.js"
 import { qualityMetrics as metrics } from "./internal/metrics.js"
 

@@ -18,38 +18,6 @@ import * as RouteSchemas from "./internal/routeSchemas.js"
 export type ExclusionReason = typeof Literals.ExclusionReason.Type
 
 /**
- * Longest `detail` of an {@link ExcludedTarget}; a longer one (e.g. a long region list) is cut and
- * ends with the mark `…(truncated)`.
- *
- * @since 0.2.0
- * @category Constants
- */
-export const maxDetailLength = 256
-
-/**
- * What ends a detail cut to {@link maxDetailLength}.
- *
- * @since 0.2.0
- * @category Constants
- *
- * @internal
- */
-export const truncationMark = "…(truncated)"
-
-/**
- * `detail` cut to {@link maxDetailLength} characters, marked as truncated when cut.
- *
- * @since 0.2.0
- * @category Utils
- *
- * @internal
- */
-export const boundDetail = (detail: string): string =>
-  detail.length <= maxDetailLength
-    ? detail
-    : `${detail.slice(0, maxDetailLength - truncationMark.length)}${truncationMark}`
-
-/**
  * @since 0.1.0
  * @category Models
  */
@@ -58,7 +26,7 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
   reason: Literals.ExclusionReason,
   /**
    * Short machine-made detail (`missing: vision`, `region us not in [eu]`); never request content.
-   * At most {@link maxDetailLength} characters: the constructor cuts a longer one, however the
+   * At most 256 characters: the constructor cuts a longer one, however the
    * target is built (validated, with `disableValidation`, or decoded).
    */
   detail: Schema.String
@@ -67,7 +35,12 @@ export class ExcludedTarget extends Schema.Class<ExcludedTarget>("@modelgate/cor
     props: { readonly target: TargetRef; readonly reason: ExclusionReason; readonly detail: string },
     options?: Schema.MakeOptions
   ) {
-    super(props.detail.length <= maxDetailLength ? props : { ...props, detail: boundDetail(props.detail) }, options)
+    super(
+      props.detail.length <= RouteSchemas.maxDetailLength
+        ? props
+        : { ...props, detail: RouteSchemas.boundDetail(props.detail) },
+      options
+    )
   }
 }
 

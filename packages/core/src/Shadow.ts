@@ -22,7 +22,7 @@
 import { Clock, Context, Duration, Effect, Either, Layer, Metric, Ref, Schema } from "effect"
 import type { Budgets, Reservation } from "./Budgets.js"
 import type * as Concurrency from "./Concurrency.js"
-import type * as Disposition from "./Disposition.js"
+import type { Classified } from "./internal/disposition.js"
 import type { CompiledWorkflow } from "./GatewayConfig.js"
 import * as Attempt from "./internal/attempt.js"
 import { validateOutput } from "./internal/output.js"
@@ -32,7 +32,8 @@ import { type ModelCommand, TenantId } from "./ModelCommand.js"
 import type { ModelResult, Usage } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
 import { TargetRef } from "./ModelTarget.js"
-import { costAt, costOf, inputTokensAt, outputCapAt } from "./Pricing.js"
+import { costAt, costOf, outputCapAt } from "./Pricing.js"
+import { inputTokensAt } from "./internal/affordable.js"
 import type { ProviderAdapter } from "./ProviderAdapter.js"
 import type * as RateLimitStore from "./RateLimitStore.js"
 import { ExcludedTarget } from "./RouteDecision.js"
@@ -194,7 +195,7 @@ const judge = (
   compiled: CompiledWorkflow,
   target: ModelTarget,
   primary: ModelResult,
-  ended: Disposition.Classified
+  ended: Classified
 ): {
   readonly outcome: ShadowRecord["outcome"]
   readonly errorTag: string | undefined

@@ -4,8 +4,9 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import { ProviderOptions, WorkflowOptions } from "./ModelOptions.js"
-import { Label, Labels, Millis, Name, Segment, TargetRef } from "./ModelTarget.js"
+import { ProviderOptions, WorkflowOptions } from "./internal/optionSchemas.js"
+import { Label, Labels, Segment, TargetRef } from "./ModelTarget.js"
+import { Millis, Name } from "./internal/fieldSchemas.js"
 import { TenantId } from "./Tenancy.js"
 import * as Literals from "./internal/literals.js"
 import {

@@ -6,16 +6,7 @@
  * budget re-plan. Virtual time throughout; providers are scripted.
  */
 import { assert, describe, it } from "@effect/vitest"
-import {
-  Budgets,
-  BudgetStore,
-  CallRecorder,
-  Catalogue,
-  Concurrency,
-  GatewayConfig,
-  Health,
-  ModelGateway
-} from "@modelgate/core"
+import { Budgets, BudgetStore, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import type { GatewayError } from "@modelgate/core/Errors"
 import type { ModelResult } from "@modelgate/core/ModelResult"
 import { Capabilities, ModelTarget, Pricing } from "@modelgate/core/ModelTarget"
@@ -27,6 +18,8 @@ import { keyOn } from "./lifecycleFixtures.js"
 import { command, refs, target, workflow } from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
 import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
+import { affordableOutput } from "../src/internal/affordable.js"
+import { merge as mergeCatalogue } from "../src/internal/catalogueMerge.js"
 
 const P = refs.primary
 const F = refs.fallback
@@ -427,7 +420,7 @@ describe("the budget's exclusions on the caller's error (issue 23 item 6)", () =
 describe("docs/budgets.md: the worked example", () => {
   it("a 100-token ticket on the catalogue's gpt-4.1-mini: the figures the page gives", () => {
     const mini = Schema.decodeUnknownSync(ModelTarget)(
-      Catalogue.merge("openai/gpt-4.1-mini", {
+      mergeCatalogue("openai/gpt-4.1-mini", {
         ref: "model://openai/gpt-4.1-mini",
         regions: ["eu"],
         dataClasses: ["internal"]
@@ -440,7 +433,7 @@ describe("docs/budgets.md: the worked example", () => {
     assert.strictEqual(Cost.costAt(mini, 100, 32_768), 0.0524688)
     assert.strictEqual(Cost.costAt(mini, 100, 20), 0.000072)
     // The fix a $0.0002 budget's refusal names, and what it then reserves.
-    assert.strictEqual(Cost.affordableOutput(0.0002, 100, mini), 100)
+    assert.strictEqual(affordableOutput(0.0002, 100, mini), 100)
     assert.strictEqual(Cost.costAt(mini, 100, 100), 0.0002)
   })
 })

@@ -7,6 +7,7 @@ import type { StoreError } from "@modelgate/core/Errors"
 import { Clock, ConfigProvider, Deferred, Effect, Fiber, FiberId, Layer, Ref, Schema, TestClock } from "effect"
 import * as FastPath from "../src/internal/fastPath.js"
 import * as ConcurrencyConfig from "../src/internal/concurrencyConfig.js"
+import { noopPermit } from "../src/internal/permitTypes.js"
 
 const A = TenantId.make("tenant-a")
 const B = TenantId.make("tenant-b")
@@ -322,7 +323,7 @@ describe("Concurrency (memory)", () => {
       assert.deepStrictEqual(yield* Fiber.join(second), [true, 500])
       assert.deepStrictEqual(yield* Fiber.join(third), [false, 201])
       // an uncapped target never waits: it gets the shared no-op permit
-      assert.strictEqual(yield* c.acquireTarget(TargetRef.make("model://x/y@eu"), 0), Concurrency.noopPermit)
+      assert.strictEqual(yield* c.acquireTarget(TargetRef.make("model://x/y@eu"), 0), noopPermit)
       assert.deepStrictEqual((yield* snapshot).targets.get(ref), { inUse: 0, waiting: 0 })
     }).pipe(Effect.provide(Concurrency.layerMemory({ permits: 8, targets: { "model://vllm/llama@eu": 1 } })))
   )
@@ -424,7 +425,7 @@ describe("Concurrency: the synchronous step (internal/fastPath: acquire / acquir
           if (e !== undefined) heldEffect.push(e)
           if (n !== undefined) heldSync.push(n)
           got = [e !== undefined, n !== undefined]
-          if (step === uncapped) assert.deepStrictEqual([e, n], [Concurrency.noopPermit, Concurrency.noopPermit])
+          if (step === uncapped) assert.deepStrictEqual([e, n], [noopPermit, noopPermit])
         }
         trace.push(got[0])
         assert.strictEqual(got[1], got[0], `step ${String(step)}`)
@@ -445,8 +446,8 @@ describe("Concurrency: the synchronous step (internal/fastPath: acquire / acquir
   it.effect("layerOff: the synchronous step gives the no-op permit", () =>
     Effect.gen(function* () {
       const c = yield* service
-      assert.strictEqual(stepOf(c)?.acquire(A), Concurrency.noopPermit)
-      assert.strictEqual(stepOf(c)?.acquireTarget(TargetRef.make("model://x/y@eu")), Concurrency.noopPermit)
+      assert.strictEqual(stepOf(c)?.acquire(A), noopPermit)
+      assert.strictEqual(stepOf(c)?.acquireTarget(TargetRef.make("model://x/y@eu")), noopPermit)
     }).pipe(Effect.provide(Concurrency.layerOff))
   )
 })

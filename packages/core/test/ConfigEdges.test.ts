@@ -6,7 +6,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { BreakerStore, Budgets, BudgetStore, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { GatewayConfigError } from "@modelgate/core/Errors"
-import * as ModelTarget from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Schema, TestClock } from "effect"
@@ -28,6 +27,7 @@ import { defaultReservationTtl } from "../src/internal/budgetWindow.js"
 import { maxReservationTtl } from "../src/internal/budgetWindow.js"
 import * as BudgetConfig from "../src/internal/budgetConfig.js"
 import * as ConcurrencyConfig from "../src/internal/concurrencyConfig.js"
+import { maxDuration } from "../src/internal/fieldSchemas.js"
 
 /** The failure of `effect` when it is a `GatewayConfigError`; throws on success or on a defect. */
 const configError = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -62,7 +62,7 @@ const tooLong = day + 1
 describe("config edges: durations are finite and bounded", () => {
   it("JSON.parse turns 1e309 into Infinity (the premise); the bounds are 24 h and 7 days", () => {
     assert.strictEqual(infinity, Number.POSITIVE_INFINITY)
-    assert.strictEqual(Duration.toMillis(ModelTarget.maxDuration), day)
+    assert.strictEqual(Duration.toMillis(maxDuration), day)
     assert.strictEqual(Duration.toMillis(maxReservationTtl), week)
   })
 

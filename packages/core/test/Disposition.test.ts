@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Option } from "effect"
 import * as Disposition from "../src/Disposition.js"
+import { type Classified, type RetryProbes, type RouteFacts, retryAfterOf } from "../src/internal/disposition.js"
 import type { Failure } from "../src/Errors.js"
 import { ProviderError } from "../src/ProviderAdapter.js"
 import type { AttemptOutcome } from "../src/ModelResult.js"
@@ -155,8 +156,8 @@ describe("Disposition table", () => {
     for (const failure of all) {
       assert.strictEqual(Disposition.isAvailability(failure), oracle(failure, allFacts[0]!).availability)
     }
-    assert.deepStrictEqual(Disposition.retryAfterOf(samples.RateLimited[0]!), Duration.seconds(2))
-    assert.isUndefined(Disposition.retryAfterOf(samples.Refusal[0]!))
+    assert.deepStrictEqual(retryAfterOf(samples.RateLimited[0]!), Duration.seconds(2))
+    assert.isUndefined(retryAfterOf(samples.Refusal[0]!))
   })
 })
 
@@ -223,7 +224,7 @@ describe("Disposition.classify: every recording path", () => {
     possiblyProcessed: boolean
     billSent: boolean
   }
-  const view = (c: Disposition.Classified): Want => ({
+  const view = (c: Classified): Want => ({
     outcome: c.outcome,
     failure:
       c.failure === undefined
@@ -314,7 +315,7 @@ describe("Disposition.retryGate: attempt limit, schedule delay against the time 
         for (const open of bools)
           for (const token of bools) {
             const asked: Array<string> = []
-            const probes: Disposition.RetryProbes = {
+            const probes: RetryProbes = {
               delay: Effect.sync(() => {
                 asked.push("delay")
                 return delay
@@ -360,16 +361,27 @@ describe("Disposition.retryGate: attempt limit, schedule delay against the time 
     assert.strictEqual(cases, 2 * 4 * 2 * 2)
   })
 
-  it("retryFits: the wait plus the minimum attempt time must end by the deadline", () => {
-    assert.isTrue(Disposition.retryFits(0, 500, 500, 1000))
-    assert.isFalse(Disposition.retryFits(0, 501, 500, 1000))
+  it("the wait plus the minimum attempt time must end by the deadline: exactly at it retries, 1 ms past does not", () => {
+    const gate = (delayMs: number) =>
+      Effect.runSync(
+        Disposition.retryGate(
+          { attempt: 1, maxAttempts: 3, now: 0, deadline: 1000, minimumMs: 500 },
+          {
+            delay: Effect.succeed(Option.some(delayMs)),
+            breakerOpen: Effect.succeed(false),
+            retryToken: Effect.succeed(true)
+          }
+        )
+      )
+    assert.deepStrictEqual(gate(500), { _tag: "RetryAfter", delayMs: 500 })
+    assert.deepStrictEqual(gate(501), { _tag: "NoRetry", reason: "time" })
   })
 })
 
 describe("Disposition.endOfRoute: what a route that ran out of targets ends with", () => {
   const lasts: Array<Failure | undefined> = [undefined, ...Object.values(samples).flat()]
   /** DESIGN §4/§5, written out. */
-  const endOracle = (f: Disposition.RouteFacts): string => {
+  const endOracle = (f: RouteFacts): string => {
     const availability =
       f.last !== undefined &&
       (f.last._tag === "RateLimited" || f.last._tag === "ProviderUnavailable" || f.last._tag === "ProviderRejected")

@@ -16,6 +16,7 @@ import { Effect, Exit, FastCheck as fc, Layer, Schema } from "effect"
 import { workflow } from "./fixtures.js"
 import { instantEmbedder } from "./support/embedder.js"
 import { driven, failureOf } from "./virtualTime.js"
+import { inputTokensAt } from "../src/internal/affordable.js"
 
 const ref = TargetRef.make("model://oa/te3s@eu")
 
@@ -74,7 +75,7 @@ const worstCaseOf = (target: ModelTarget, inputs: ReadonlyArray<string>) =>
   Effect.map(
     TokenEstimator.estimateInputYielding({ messages: inputs.map((content) => ({ _tag: "user", content })) }),
     (counted) => {
-      const tokens = Pricing.inputTokensAt(counted, target)
+      const tokens = inputTokensAt(counted, target)
       return { tokens, cost: Pricing.costAt(target, tokens, 0) }
     }
   )

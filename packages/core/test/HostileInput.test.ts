@@ -6,6 +6,7 @@ import * as RouteDecision from "@modelgate/core/RouteDecision"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Arbitrary, Cause, Effect, Exit, FastCheck as fc, Fiber, Option, ParseResult, Schema, TestClock } from "effect"
 import { gatewayLayer, plainTarget, plainWorkflow, refs, exclusionsOf } from "./fixtures.js"
+import { maxDetailLength } from "../src/internal/routeSchemas.js"
 
 /** Decoding untrusted input: a value or a typed ParseError, never a throw or a defect. */
 const decodeCommand = (input: unknown): "ok" | "rejected" => {
@@ -423,7 +424,7 @@ describe("Hostile input: field caps of a command", () => {
       { target: TargetRef.make(refs.us), reason: "DATA_REGION_MISMATCH", detail },
       { disableValidation: true }
     )
-    assert.isAtMost(excluded.detail.length, RouteDecision.maxDetailLength)
+    assert.isAtMost(excluded.detail.length, maxDetailLength)
     assert.isTrue(excluded.detail.endsWith("…(truncated)"))
     assert.isTrue(excluded.detail.startsWith("runs in [us], allowed [eu, eu"))
     const decoded = Schema.decodeUnknownSync(RouteDecision.ExcludedTarget)({
@@ -431,7 +432,7 @@ describe("Hostile input: field caps of a command", () => {
       reason: "DATA_REGION_MISMATCH",
       detail
     })
-    assert.isAtMost(decoded.detail.length, RouteDecision.maxDetailLength)
+    assert.isAtMost(decoded.detail.length, maxDetailLength)
     const short = new RouteDecision.ExcludedTarget({ target: TargetRef.make(refs.us), reason: "DISABLED", detail: "x" })
     assert.strictEqual(short.detail, "x")
   })
@@ -447,7 +448,7 @@ describe("Hostile input: field caps of a command", () => {
       const gateway = yield* ModelGateway.ModelGateway
       const route = yield* gateway.router.resolve(command)
       assert.deepStrictEqual(exclusionsOf(route.decision), [[refs.us, "DATA_REGION_MISMATCH"]])
-      for (const e of route.decision.excluded) assert.isAtMost(e.detail.length, RouteDecision.maxDetailLength)
+      for (const e of route.decision.excluded) assert.isAtMost(e.detail.length, maxDetailLength)
     }).pipe(Effect.provide(gatewayLayer({})))
   )
 })

@@ -30,6 +30,7 @@ import {
 } from "./fixtures.js"
 import { driven, generateExit } from "./virtualTime.js"
 import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
+import { noopPermit } from "../src/internal/permitTypes.js"
 
 const services = (parts: {
   readonly budgets?: Layer.Layer<Budgets.Budgets, Errors.GatewayConfigError>
@@ -197,7 +198,7 @@ describe("pipeline: stores fail closed", () => {
         Concurrency.Concurrency,
         Concurrency.Concurrency.of({
           acquire: () => Effect.fail(new Errors.StoreError({ store: "permit", operation: "acquire", detail: "down" })),
-          acquireTarget: () => Effect.succeed(Concurrency.noopPermit),
+          acquireTarget: () => Effect.succeed(noopPermit),
           isCapped: () => false,
           snapshot: Effect.die("not used")
         })

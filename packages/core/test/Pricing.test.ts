@@ -7,6 +7,7 @@ import { ModelTarget, Pricing as Prices } from "@modelgate/core/ModelTarget"
 import * as Pricing from "@modelgate/core/Pricing"
 import { FastCheck as fc } from "effect"
 import { target } from "./fixtures.js"
+import { affordableOutput } from "../src/internal/affordable.js"
 
 const base = target("model://openai/small@eu", "openai")
 const at = (inputPerMillion: number, outputPerMillion: number) =>
@@ -40,13 +41,13 @@ describe("Pricing: exact money", () => {
     fc.assert(
       fc.property(price, price, tokens, fc.integer({ min: 0, max: 100_000 }), (pi, po, n, m) => {
         const t = at(pi, po)
-        const afford = Pricing.affordableOutput(Pricing.costAt(t, n, m), n, t)
+        const afford = affordableOutput(Pricing.costAt(t, n, m), n, t)
         assert.isTrue(afford >= m, `affords ${afford} < ${m}`)
         if (po > 0) assert.isTrue(Pricing.costAt(t, n, afford) <= Pricing.costAt(t, n, m) + 1e-15)
         // a unit less does not afford the input plus what was asked (when the output costs anything)
         if (Pricing.costAt(t, n, m) > 0 && m > 0 && po > 0) {
           const less = (units(Pricing.costAt(t, n, m)) - 1) / 1e9
-          assert.isTrue(Pricing.affordableOutput(less, n, t) < m)
+          assert.isTrue(affordableOutput(less, n, t) < m)
         }
       })
     ))

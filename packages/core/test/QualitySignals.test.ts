@@ -6,7 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayConfig, ModelGateway, QualitySignals } from "@modelgate/core"
-import { ModelTarget, TargetClasses, TargetRef } from "@modelgate/core/ModelTarget"
+import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
+import { TargetClasses } from "../src/internal/targetSchemas.js"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect } from "effect"
 import { Classification, command, gatewayLayer, refs, targets, workflow } from "./fixtures.js"

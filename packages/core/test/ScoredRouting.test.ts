@@ -5,7 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
-import { ModelTarget, qualityRank, TargetRef } from "@modelgate/core/ModelTarget"
+import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
+import { qualityRank } from "../src/internal/targetSchemas.js"
 import { RouteDecision } from "@modelgate/core/RouteDecision"
 import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"

@@ -8,6 +8,7 @@
  */
 import { Cause, type Clock, Duration, Effect, Exit, type Option, type Tracer } from "effect"
 import * as Disposition from "../Disposition.js"
+import type { Classified } from "./disposition.js"
 import type { Failure } from "../Errors.js"
 import type { ProviderError } from "../ProviderAdapter.js"
 import type { CompiledWorkflow } from "../GatewayConfig.js"
@@ -16,7 +17,7 @@ import type * as ModelOptions from "../ModelOptions.js"
 import * as Options from "./options.js"
 import { Usage } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
-import { inputTokensAt } from "../Pricing.js"
+import { inputTokensAt } from "./affordable.js"
 import type { AttemptRecord } from "../ModelResult.js"
 import type { ProviderAdapter, ProviderRequest, ProviderResponse } from "../ProviderAdapter.js"
 import type { Route } from "./router/decision.js"
@@ -96,7 +97,7 @@ export const classifyEnd = (
   startedAt: number,
   until: number,
   endedAt: number
-): Disposition.Classified =>
+): Classified =>
   Disposition.classify(
     target.ref,
     exit,
@@ -133,10 +134,7 @@ export interface Attempt {
  * and reports it to health. `undefined` when the target's permit did not come before too little
  * time was left.
  */
-export const dispatch = (
-  frame: Frame,
-  attempt: Attempt
-): Effect.Effect<Disposition.Classified | undefined, Failure> => {
+export const dispatch = (frame: Frame, attempt: Attempt): Effect.Effect<Classified | undefined, Failure> => {
   const { ctx, call } = frame
   const target = attempt.request.target
   if (!ctx.concurrency.isCapped(target.ref)) return run(frame, attempt)
@@ -170,7 +168,7 @@ export const dispatch = (
 }
 
 /** Runs one provider call, records it in the call's tally, and reports its outcome to health. */
-const run = (frame: Frame, attempt: Attempt): Effect.Effect<Disposition.Classified> => {
+const run = (frame: Frame, attempt: Attempt): Effect.Effect<Classified> => {
   const { call } = frame
   const target = attempt.request.target
   return call.span === undefined
@@ -180,11 +178,7 @@ const run = (frame: Frame, attempt: Attempt): Effect.Effect<Disposition.Classifi
       )
 }
 
-const runTraced = (
-  frame: Frame,
-  attempt: Attempt,
-  span: Tracer.Span | undefined
-): Effect.Effect<Disposition.Classified> => {
+const runTraced = (frame: Frame, attempt: Attempt, span: Tracer.Span | undefined): Effect.Effect<Classified> => {
   const { ctx, call, route } = frame
   const { request } = attempt
   const target = request.target
@@ -261,16 +255,14 @@ class AttemptRun implements AttemptContext, AttemptProgress {
     )
   }
 
-  readonly onFailure = (cause: Cause.Cause<ProviderError>): Effect.Effect<Disposition.Classified> =>
+  readonly onFailure = (cause: Cause.Cause<ProviderError>): Effect.Effect<Classified> =>
     this.ended(Exit.failCause(cause))
 
-  readonly onSuccess = (value: Option.Option<ProviderResponse>): Effect.Effect<Disposition.Classified> =>
+  readonly onSuccess = (value: Option.Option<ProviderResponse>): Effect.Effect<Classified> =>
     this.ended(Exit.succeed(value))
 
   /** Classifies and records the attempt's outcome. */
-  private ended(
-    exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>
-  ): Effect.Effect<Disposition.Classified> {
+  private ended(exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>): Effect.Effect<Classified> {
     const { frame, target, startedAt } = this
     const call = frame.call
     const request = this.planned.request
@@ -311,9 +303,9 @@ const ended = (
   context: AttemptContext,
   span: Tracer.Span | undefined,
   exit: Exit.Exit<Option.Option<ProviderResponse>, ProviderError>,
-  c: Disposition.Classified,
+  c: Classified,
   record: AttemptRecord
-): Effect.Effect<Disposition.Classified> => {
+): Effect.Effect<Classified> => {
   const { ctx, call } = frame
   const { tally, holds } = call
   const target = context.target

@@ -5,7 +5,7 @@
  */
 import { Cause, Duration, Effect, Exit, Option } from "effect"
 import type { Failure } from "../Errors.js"
-import type { Classified } from "../Disposition.js"
+import type { Classified } from "./disposition.js"
 import type { AttemptRecord, CallRecord, Cost, Evidence, ModelResult } from "../ModelResult.js"
 import { Usage } from "../ModelResult.js"
 import * as Options from "./options.js"

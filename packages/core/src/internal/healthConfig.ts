@@ -4,7 +4,7 @@
  */
 import { Duration, Effect, Schema } from "effect"
 import { ConfigProblem, GatewayConfigError } from "../Errors.js"
-import { maxDuration, Millis } from "../ModelTarget.js"
+import { maxDuration, Millis } from "./fieldSchemas.js"
 import type * as Breaker from "./breaker.js"
 import {
   describeIssue,

@@ -1,5 +1,6 @@
 /**
- * The data types of module `PermitStore` (re-exported there): below both `PermitStore` and the
+ * The data types of module `PermitStore` (re-exported there), and the permit that holds nothing
+ * (`Concurrency`'s for an uncapped target): below both `PermitStore` and the
  * private fast path (`internal/fastPath`) that the memory pools attach, so neither imports the
  * other back.
  */
@@ -16,6 +17,12 @@ import type { StoreError } from "../Errors.js"
 export interface Permit {
   readonly release: () => void
 }
+
+/**
+ * The permit of an uncapped target (and of `Concurrency.layerOff`): holds nothing, releases
+ * nothing. Shared by every call.
+ */
+export const noopPermit: Permit = { release: () => {} }
 
 /**
  * Which limit kept a key (and sub-key) from a permit: the sub-key's own cap (`workflow_max`), the

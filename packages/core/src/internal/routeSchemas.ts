@@ -1,6 +1,7 @@
 /**
  * The schemas of a route decision's parts that only the engine builds and decodes (escalation,
- * per-target score, canary assignment): their types stay public in `RouteDecision`.
+ * per-target score, canary assignment): their types stay public in `RouteDecision`; and the bound
+ * of an excluded target's `detail`.
  */
 import { Schema } from "effect"
 import { TargetRef } from "../ModelTarget.js"
@@ -48,3 +49,18 @@ export const CanaryAssignment = Schema.Struct({
   /** Assigned to the candidate side but the candidate was not eligible (its reason is in `excluded`). */
   skipped: Schema.optional(Schema.Boolean)
 }).annotations({ identifier: "@modelgate/core/CanaryAssignment" })
+
+/**
+ * Longest `detail` of a `RouteDecision.ExcludedTarget`; a longer one (e.g. a long region list) is
+ * cut and ends with the mark `…(truncated)`.
+ */
+export const maxDetailLength = 256
+
+/** What ends a detail cut to {@link maxDetailLength}. */
+export const truncationMark = "…(truncated)"
+
+/** `detail` cut to {@link maxDetailLength} characters, marked as truncated when cut. */
+export const boundDetail = (detail: string): string =>
+  detail.length <= maxDetailLength
+    ? detail
+    : `${detail.slice(0, maxDetailLength - truncationMark.length)}${truncationMark}`

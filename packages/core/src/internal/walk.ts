@@ -9,11 +9,13 @@
 import { Clock, Duration, Effect, Either } from "effect"
 import type { Reservation } from "../Budgets.js"
 import * as Disposition from "../Disposition.js"
+import { type Classified, type RetryFacts, type RetryProbes, retryAfterOf } from "./disposition.js"
 import type { Failure } from "../Errors.js"
 import type { Message } from "../ModelCommand.js"
 import type { AttemptRecord } from "../ModelResult.js"
 import type { ModelTarget } from "../ModelTarget.js"
-import { affordableOutput, costAt, inputTokensAt, minimumUsefulOutputTokens, outputCapAt } from "../Pricing.js"
+import { costAt, outputCapAt } from "../Pricing.js"
+import { affordableOutput, inputTokensAt, minimumUsefulOutputTokens } from "./affordable.js"
 import { ExcludedTarget } from "../RouteDecision.js"
 import * as Router from "./router/engine.js"
 import { countInput, dispatch, type Frame, type RequestBasis, requestOf } from "./attempt.js"
@@ -282,12 +284,7 @@ const lastRecord = (walk: Walk): AttemptRecord => walk.call.tally.attempts[walk.
  * An attempt that ended: an answer is validated (and may be escalated by the workflow's check); a
  * failure, or an answer that failed validation, goes through the disposition table to {@link next}.
  */
-const judged = (
-  walk: Walk,
-  cursor: Cursor,
-  target: ModelTarget,
-  c: Disposition.Classified
-): Effect.Effect<Step, Failure> => {
+const judged = (walk: Walk, cursor: Cursor, target: ModelTarget, c: Classified): Effect.Effect<Step, Failure> => {
   const { call, compiled } = walk
   const w = compiled.workflow
   if (c.failure !== undefined) return decided(walk, cursor, target, c.failure, undefined, c)
@@ -330,7 +327,7 @@ const decided = (
   target: ModelTarget,
   failure: Failure,
   repairText: string | undefined,
-  c: Disposition.Classified
+  c: Classified
 ): Effect.Effect<Step, Failure> => {
   const w = walk.compiled.workflow
   const disposition = Disposition.decide(failure, {
@@ -400,10 +397,10 @@ const retry = (walk: Walk, cursor: Cursor, target: ModelTarget): Effect.Effect<S
     const { ctx, call } = walk
     const schedule = retrySchedule(walk.compiled.workflow.retry)
     let state: RetryState = cursor.retry ?? schedule.initial
-    const probes: Disposition.RetryProbes = {
+    const probes: RetryProbes = {
       delay: Effect.map(
         nextDelay(schedule, state, now, {
-          retryAfter: cursor.last === undefined ? undefined : Disposition.retryAfterOf(cursor.last)
+          retryAfter: cursor.last === undefined ? undefined : retryAfterOf(cursor.last)
         }),
         ([stepped, delay]) => {
           state = stepped
@@ -413,7 +410,7 @@ const retry = (walk: Walk, cursor: Cursor, target: ModelTarget): Effect.Effect<S
       breakerOpen: Effect.orElseSucceed(ctx.health.isOpen(target), () => true),
       retryToken: ctx.health.tryRetry
     }
-    const facts: Disposition.RetryFacts = {
+    const facts: RetryFacts = {
       attempt: cursor.attempt,
       maxAttempts: target.limits.maxAttempts,
       now,

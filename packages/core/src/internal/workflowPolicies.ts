@@ -4,7 +4,8 @@
  * by the engine, never built by a user (a workflow is written as plain data).
  */
 import { Duration, Schema } from "effect"
-import { AudioFormat, MediaType, maxEmbeddingDimensions, Millis, Name, TargetRef } from "../ModelTarget.js"
+import { AudioFormat, MediaType, maxEmbeddingDimensions, TargetRef } from "../ModelTarget.js"
+import { Millis, Name } from "./fieldSchemas.js"
 import * as Literals from "./literals.js"
 
 /**

@@ -4,7 +4,8 @@
  */
 import * as Duration from "effect/Duration"
 import * as Catalogue from "../../Catalogue.js"
-import { maxDuration, type ModelTarget } from "../../ModelTarget.js"
+import type { ModelTarget } from "../../ModelTarget.js"
+import { maxDuration } from "../fieldSchemas.js"
 import { type Add, listOf } from "./problems.js"
 
 /** A duration beyond 24 h or infinite (possible only for a config built without validation). */

@@ -4,7 +4,7 @@
  * workflow's check fired on it), within the route's hard filters and reservation.
  */
 import type { ModelTarget } from "../../ModelTarget.js"
-import { qualityRank } from "../../ModelTarget.js"
+import { qualityRank } from "../targetSchemas.js"
 import type { Escalation, EscalationSignal } from "../../RouteDecision.js"
 import type { EscalationPolicy } from "../workflowPolicies.js"
 

@@ -6,7 +6,8 @@
  */
 import { healthScore, type RouteHealth, statusOf } from "../healthRecord.js"
 import type { ModelTarget, TargetRef } from "../../ModelTarget.js"
-import { costAt, inputTokensAt, listPrice } from "../../Pricing.js"
+import { costAt, listPrice } from "../../Pricing.js"
+import { inputTokensAt } from "../affordable.js"
 import type { HealthStatus } from "../../RouteDecision.js"
 import { splitUnitsOfTokens, unitsPerCurrency, unitsPerMillion, wholeUnitsPerToken } from "../costUnits.js"
 import { termCount } from "./lazyScores.js"
