@@ -25,6 +25,7 @@ const defaultStrictFeatures: ReadonlyArray<typeof Literals.SchemaFeature.Type> =
  */
 const allSchemaFeatures: ReadonlyArray<typeof Literals.SchemaFeature.Type> = Literals.SchemaFeature.literals
 
+/** How a target returns structured output: its mode, and the JSON-Schema features it accepts. */
 export class StructuredOutput extends Schema.Class<StructuredOutput>("@modelgate/core/StructuredOutput")({
   mode: StructuredOutputMode,
   /** Features accepted. Omitted: all for `json_schema`/`json_object`, `anyOf`, `enum`, `const` and `nullable` for strict. */
