@@ -3,7 +3,7 @@ import { ModelCommand } from "@modelgate/core/ModelCommand"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
-import { HashMap, Layer, Logger, Schema } from "effect"
+import { Effect, HashMap, Layer, Logger, Schema } from "effect"
 import type { ProviderResponse } from "@modelgate/core/ProviderAdapter"
 
 export const Classification = Schema.Struct({
@@ -149,6 +149,20 @@ export const gatewayLayer = (scripts: ScriptedProvider.Scripts, def: GatewayConf
   ModelGateway.layer(def).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
     Layer.provideMerge(servicesOff)
+  )
+
+/**
+ * Provides {@link gatewayLayer} whose primary target answers `primary` and, when given, whose
+ * fallback answers `fallback`, each in order.
+ */
+export const onRoutes = (
+  primary: ReadonlyArray<ScriptedProvider.Outcome>,
+  fallback?: ReadonlyArray<ScriptedProvider.Outcome>
+) =>
+  Effect.provide(
+    gatewayLayer(
+      fallback === undefined ? { [refs.primary]: primary } : { [refs.primary]: primary, [refs.fallback]: fallback }
+    )
   )
 
 const decodeCommand = Schema.decodeSync(ModelCommand)
