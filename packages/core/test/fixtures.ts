@@ -20,8 +20,10 @@ export const refs = {
 
 const limits = { maxAttempts: 3, perAttemptTimeout: 400, minimumAttemptTime: 100 }
 
-const decodeTarget = Schema.decodeSync(ModelTarget)
-const decodeWorkflow = Schema.decodeSync(Workflow)
+/** A target from its encoded (JSON) form. */
+export const decodeTarget = Schema.decodeSync(ModelTarget)
+/** A workflow from its encoded (JSON) form. */
+export const decodeWorkflow = Schema.decodeSync(Workflow)
 
 export const target = (
   ref: string,
@@ -144,12 +146,33 @@ export const servicesCounting = (limit: number) =>
     CallRecorder.layerMemory
   )
 
-/** The gateway over scripted providers, unlimited budgets, in-memory records. */
-export const gatewayLayer = (scripts: ScriptedProvider.Scripts, def: GatewayConfig.Definition = definition) =>
+/** The gateway's services with a budget: in-memory budgets (acme's `limit`), concurrency and health off, in-memory records. */
+export const servicesBudgeted = (limit: number) =>
+  Layer.mergeAll(
+    Budgets.layerMemory({ tenants: { acme: { limit } } }),
+    Concurrency.layerOff,
+    Health.layerOff,
+    CallRecorder.layerMemory
+  )
+
+/** The gateway over scripted providers and `services`. */
+const scriptedGateway = <ROut, E>(
+  scripts: ScriptedProvider.Scripts,
+  def: GatewayConfig.Definition,
+  services: Layer.Layer<ROut, E>
+) =>
   ModelGateway.layer(def).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
-    Layer.provideMerge(servicesOff)
+    Layer.provideMerge(services)
   )
+
+/** The gateway over scripted providers, unlimited budgets, in-memory records. */
+export const gatewayLayer = (scripts: ScriptedProvider.Scripts, def: GatewayConfig.Definition = definition) =>
+  scriptedGateway(scripts, def, servicesOff)
+
+/** {@link gatewayLayer} with acme's budget limited to `limit` ({@link servicesBudgeted}): every input is counted. */
+export const budgetedGateway = (scripts: ScriptedProvider.Scripts, def: GatewayConfig.Definition, limit: number) =>
+  scriptedGateway(scripts, def, servicesBudgeted(limit))
 
 /**
  * Provides {@link gatewayLayer} whose primary target answers `primary` and, when given, whose
