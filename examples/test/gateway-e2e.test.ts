@@ -9,7 +9,7 @@ import * as OpenAi from "@modelgate/adapters/openai"
 import { CallRecorder, Health, ModelGateway } from "@modelgate/core"
 import type { GatewayConfigError } from "@modelgate/core/Errors"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
-import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
+import { type Behavior, MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
 import { apiKey, canary, mockGateway, targetJson, workflowJson } from "@modelgate/testing/AdapterFixtures"
 
@@ -58,17 +58,22 @@ const command = (workflow: string) =>
     messages: [{ _tag: "user", content: "I was charged twice" }]
   })
 
+/** A fresh mock whose OpenAI answers 503 once and whose Anthropic answers `fallback` once. */
+const openAiDownThen = (fallback: Behavior) =>
+  Effect.gen(function* () {
+    const mock = yield* MockProviderServer
+    yield* mock.reset
+    yield* mock.enqueue(MockProviderServer.failure(503, { error: { type: "server_error", message: "down" } }), {
+      provider: "openai"
+    })
+    yield* mock.enqueue(fallback, { provider: "anthropic" })
+    return mock
+  })
+
 describe("ModelGateway over real adapters and the mock server", () => {
   it.live("generate: 503 on the OpenAI primary, the Anthropic fallback answers and is validated", () =>
     Effect.gen(function* () {
-      const mock = yield* MockProviderServer
-      yield* mock.reset
-      yield* mock.enqueue(MockProviderServer.failure(503, { error: { type: "server_error", message: "down" } }), {
-        provider: "openai"
-      })
-      yield* mock.enqueue(MockProviderServer.success({ json: { category: "billing", confidence: 0.9 } }), {
-        provider: "anthropic"
-      })
+      const mock = yield* openAiDownThen(MockProviderServer.success({ json: { category: "billing", confidence: 0.9 } }))
       const result = yield* ModelGateway.generate(command("ticket.classify"))
       assert.deepStrictEqual(result.content.value, { category: "billing", confidence: 0.9 })
       assert.isTrue(result.evidence.fallbackUsed)
@@ -93,14 +98,7 @@ describe("ModelGateway over real adapters and the mock server", () => {
 
   it.live("stream: 503 on the OpenAI primary before the commit point, the Anthropic fallback streams", () =>
     Effect.gen(function* () {
-      const mock = yield* MockProviderServer
-      yield* mock.reset
-      yield* mock.enqueue(MockProviderServer.failure(503, { error: { type: "server_error", message: "down" } }), {
-        provider: "openai"
-      })
-      yield* mock.enqueue(MockProviderServer.success({ text: "We will refund the duplicate charge." }), {
-        provider: "anthropic"
-      })
+      const mock = yield* openAiDownThen(MockProviderServer.success({ text: "We will refund the duplicate charge." }))
       const events = Chunk.toReadonlyArray(yield* Stream.runCollect(ModelGateway.stream(command("ticket.reply"))))
       const selected = events.flatMap((e) => (e._tag === "RouteSelected" ? [String(e.target)] : []))
       assert.deepStrictEqual(selected, ["model://openai/gpt-4.1-mini@eu", "model://anthropic/claude-haiku@eu"])
