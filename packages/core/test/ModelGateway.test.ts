@@ -18,7 +18,7 @@ import {
   exclusionsOf,
   onRoutes
 } from "./fixtures.js"
-import { generateFor } from "./virtualTime.js"
+import { generateFor, failureOf } from "./virtualTime.js"
 
 const runFor = generateFor
 
@@ -213,15 +213,12 @@ describe("ModelGateway.generate", () => {
         const logs = yield* (yield* scripted).attempts
         assert.isTrue(logs.length > 0)
         assert.isTrue(logs.every((l) => l.target === refs.primary))
-        assert.isTrue(Exit.isFailure(exit))
-        if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
-          const error = exit.cause.error
-          assert.strictEqual(error._tag, "PolicyViolation")
-          if (error._tag === "PolicyViolation") {
-            assert.strictEqual(error.reason, "DATA_REGION_MISMATCH")
-            assert.deepStrictEqual(exclusionsOf(error), [[refs.us, "DATA_REGION_MISMATCH"]])
-            assert.include(error.message, refs.us)
-          }
+        const error = failureOf(exit)
+        assert.strictEqual(error?._tag, "PolicyViolation")
+        if (error?._tag === "PolicyViolation") {
+          assert.strictEqual(error.reason, "DATA_REGION_MISMATCH")
+          assert.deepStrictEqual(exclusionsOf(error), [[refs.us, "DATA_REGION_MISMATCH"]])
+          assert.include(error.message, refs.us)
         }
       }).pipe(
         Effect.provide(
