@@ -6,83 +6,47 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as OpenAi from "@modelgate/adapters/openai"
-import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
+import { CallRecorder, Health, ModelGateway } from "@modelgate/core"
 import type { GatewayConfigError } from "@modelgate/core/Errors"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
-import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
+import { type Behavior, MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
-import { apiKey, canary, TestLayer } from "@modelgate/testing/AdapterFixtures"
+import { apiKey, canary, mockGateway, targetJson, workflowJson } from "@modelgate/testing/AdapterFixtures"
 
 const Answer = Schema.Struct({ category: Schema.Literal("billing", "other"), confidence: Schema.Number })
 
-const config = (strictFeatures: boolean) => ({
+const openAiRef = "model://openai/gpt-4.1-mini@eu"
+const anthropicRef = "model://anthropic/claude-haiku@eu"
+
+const config = {
   targets: [
-    {
-      ref: "model://openai/gpt-4.1-mini@eu",
-      provider: "openai",
-      model: "gpt-4.1-mini",
-      regions: ["eu"],
-      dataClasses: ["internal"],
-      pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, pricingVersion: "p1" },
-      capabilities: {
-        contextWindow: 128_000,
-        maxOutputTokens: 4096,
-        structuredOutput: { mode: strictFeatures ? "json_schema_strict" : "json_schema" }
-      },
-      limits: { maxAttempts: 1, perAttemptTimeout: 5000 }
-    },
-    {
-      ref: "model://anthropic/claude-haiku@eu",
-      provider: "anthropic",
-      model: "claude-haiku",
-      regions: ["eu"],
-      dataClasses: ["internal"],
-      pricing: { inputPerMillion: 1, outputPerMillion: 5, pricingVersion: "p1" },
-      capabilities: { contextWindow: 200_000, maxOutputTokens: 4096, structuredOutput: { mode: "json_schema" } },
-      limits: { maxAttempts: 1, perAttemptTimeout: 5000 }
-    }
+    targetJson(openAiRef, {
+      pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6 },
+      capabilities: { contextWindow: 128_000, maxOutputTokens: 4096, structuredOutput: { mode: "json_schema_strict" } }
+    }),
+    targetJson(anthropicRef, {
+      pricing: { inputPerMillion: 1, outputPerMillion: 5 },
+      capabilities: { contextWindow: 200_000, maxOutputTokens: 4096, structuredOutput: { mode: "json_schema" } }
+    })
   ],
   workflows: [
-    {
-      name: "ticket.classify",
-      policyVersion: "1",
-      prompt: { id: "classify", version: "1" },
-      output: { schema: "Answer", schemaVersion: "1" },
-      route: ["model://openai/gpt-4.1-mini@eu", "model://anthropic/claude-haiku@eu"],
-      timeout: 10_000,
-      regions: ["eu"],
-      dataClass: "internal"
-    },
-    {
-      name: "ticket.reply",
-      policyVersion: "1",
-      prompt: { id: "reply", version: "1" },
-      route: ["model://openai/gpt-4.1-mini@eu", "model://anthropic/claude-haiku@eu"],
-      timeout: 10_000,
-      regions: ["eu"],
-      dataClass: "internal"
-    }
+    workflowJson("ticket.classify", [openAiRef, anthropicRef], "Answer"),
+    workflowJson("ticket.reply", [openAiRef, anthropicRef])
   ]
-})
+}
 
 /** The gateway over the real OpenAI and Anthropic adapters pointed at the mock server. */
 const gatewayOver = (health: Layer.Layer<Health.Health, GatewayConfigError>) =>
-  Layer.unwrapEffect(
-    Effect.map(MockProviderServer, (mock) =>
-      ModelGateway.layerJson(config(true), { schemas: { Answer } }).pipe(
-        Layer.provideMerge(
-          Layer.mergeAll(
-            OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
-            Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey }),
-            Budgets.layerOff,
-            Concurrency.layerOff,
-            health,
-            CallRecorder.layerMemory
-          )
-        )
-      )
-    )
-  ).pipe(Layer.provideMerge(TestLayer))
+  mockGateway(
+    config,
+    { schemas: { Answer } },
+    (mock) =>
+      Layer.merge(
+        OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
+        Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey })
+      ),
+    health
+  )
 
 const GatewayLayer = gatewayOver(Health.layerOff)
 const gatewayWithHealth = gatewayOver(Health.layerMemory())
@@ -94,17 +58,22 @@ const command = (workflow: string) =>
     messages: [{ _tag: "user", content: "I was charged twice" }]
   })
 
+/** A fresh mock whose OpenAI answers 503 once and whose Anthropic answers `fallback` once. */
+const openAiDownThen = (fallback: Behavior) =>
+  Effect.gen(function* () {
+    const mock = yield* MockProviderServer
+    yield* mock.reset
+    yield* mock.enqueue(MockProviderServer.failure(503, { error: { type: "server_error", message: "down" } }), {
+      provider: "openai"
+    })
+    yield* mock.enqueue(fallback, { provider: "anthropic" })
+    return mock
+  })
+
 describe("ModelGateway over real adapters and the mock server", () => {
   it.live("generate: 503 on the OpenAI primary, the Anthropic fallback answers and is validated", () =>
     Effect.gen(function* () {
-      const mock = yield* MockProviderServer
-      yield* mock.reset
-      yield* mock.enqueue(MockProviderServer.failure(503, { error: { type: "server_error", message: "down" } }), {
-        provider: "openai"
-      })
-      yield* mock.enqueue(MockProviderServer.success({ json: { category: "billing", confidence: 0.9 } }), {
-        provider: "anthropic"
-      })
+      const mock = yield* openAiDownThen(MockProviderServer.success({ json: { category: "billing", confidence: 0.9 } }))
       const result = yield* ModelGateway.generate(command("ticket.classify"))
       assert.deepStrictEqual(result.content.value, { category: "billing", confidence: 0.9 })
       assert.isTrue(result.evidence.fallbackUsed)
@@ -129,14 +98,7 @@ describe("ModelGateway over real adapters and the mock server", () => {
 
   it.live("stream: 503 on the OpenAI primary before the commit point, the Anthropic fallback streams", () =>
     Effect.gen(function* () {
-      const mock = yield* MockProviderServer
-      yield* mock.reset
-      yield* mock.enqueue(MockProviderServer.failure(503, { error: { type: "server_error", message: "down" } }), {
-        provider: "openai"
-      })
-      yield* mock.enqueue(MockProviderServer.success({ text: "We will refund the duplicate charge." }), {
-        provider: "anthropic"
-      })
+      const mock = yield* openAiDownThen(MockProviderServer.success({ text: "We will refund the duplicate charge." }))
       const events = Chunk.toReadonlyArray(yield* Stream.runCollect(ModelGateway.stream(command("ticket.reply"))))
       const selected = events.flatMap((e) => (e._tag === "RouteSelected" ? [String(e.target)] : []))
       assert.deepStrictEqual(selected, ["model://openai/gpt-4.1-mini@eu", "model://anthropic/claude-haiku@eu"])

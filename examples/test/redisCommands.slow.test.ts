@@ -26,10 +26,19 @@ afterAll(async () => {
 
 const get = (key: string) => Effect.promise(() => redis.get(key))
 
+/** Runs `body` with a counter on the connection, detached afterwards whatever `body` does. */
+const counting = async (body: (counter: ReturnType<typeof countCommands>) => Promise<void>) => {
+  const counter = countCommands(redis)
+  try {
+    await body(counter)
+  } finally {
+    counter.detach()
+  }
+}
+
 describe("countCommands", () => {
-  it("counts the measured path's commands by name, and one round trip per write carrying them", async () => {
-    const counter = countCommands(redis)
-    try {
+  it("counts the measured path's commands by name, and one round trip per write carrying them", () =>
+    counting(async (counter) => {
       // two commands in one tick: one write
       await Effect.runPromise(counter.measured(Effect.all([get("k"), get("k")], { concurrency: "unbounded" })))
       expect(counter.count()).toEqual({
@@ -56,14 +65,10 @@ describe("countCommands", () => {
         roundTrips: 3,
         writes: 3
       })
-    } finally {
-      counter.detach()
-    }
-  })
+    }))
 
-  it("counts a command object sent directly (as the stores send their scripts), once", async () => {
-    const counter = countCommands(redis)
-    try {
+  it("counts a command object sent directly (as the stores send their scripts), once", () =>
+    counting(async (counter) => {
       const direct = Effect.promise(() => {
         const command = new Command("get", ["k"], { replyEncoding: "utf8" })
         redis.sendCommand(command)
@@ -76,25 +81,17 @@ describe("countCommands", () => {
         roundTrips: 2,
         writes: 2
       })
-    } finally {
-      counter.detach()
-    }
-  })
+    }))
 
-  it("counts a forked fiber's commands as its parent's", async () => {
-    const counter = countCommands(redis)
-    try {
+  it("counts a forked fiber's commands as its parent's", () =>
+    counting(async (counter) => {
       await Effect.runPromise(counter.measured(Effect.flatMap(Effect.fork(get("k")), Fiber.join)))
       expect(counter.count().measured).toEqual(new Map([["get", 1]]))
       expect(counter.count().roundTrips).toBe(1)
-    } finally {
-      counter.detach()
-    }
-  })
+    }))
 
-  it("counts other fibers' and plain commands as background, and no round trip for them", async () => {
-    const counter = countCommands(redis)
-    try {
+  it("counts other fibers' and plain commands as background, and no round trip for them", () =>
+    counting(async (counter) => {
       await Effect.runPromise(get("k"))
       await redis.exists("k")
       expect(counter.count()).toEqual({
@@ -117,10 +114,7 @@ describe("countCommands", () => {
       expect(count.roundTrips).toBe(1)
       expect(count.writes).toBe(3)
       expect(listCounts(count.background)).toBe("get 2, exists 1")
-    } finally {
-      counter.detach()
-    }
-  })
+    }))
 
   it("resets, and detaches: the connection then issues and writes uncounted", async () => {
     const counter = countCommands(redis)

@@ -11,75 +11,43 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Anthropic from "@modelgate/adapters/anthropic"
 import * as EffectAi from "@modelgate/adapters/effect-ai"
 import * as OpenAi from "@modelgate/adapters/openai"
-import {
-  Budgets,
-  CallRecorder,
-  Concurrency,
-  Health,
-  ModelCommand,
-  ModelGateway,
-  ToolLedger,
-  ToolLoop
-} from "@modelgate/core"
+import { ModelCommand, ToolLedger, ToolLoop } from "@modelgate/core"
 import type { RecordedRequest } from "@modelgate/testing/MockProviderServer"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Chunk, Effect, Layer, Schema, Stream } from "effect"
-import { apiKey, TestLayer } from "./adapters-fixtures.js"
+import { apiKey, mockGateway, targetJson, workflowJson } from "./adapters-fixtures.js"
 
 const Answer = Schema.Struct({ category: Schema.Literal("billing", "other"), confidence: Schema.Number })
 
 const openAiRef = "model://openai/gpt-4.1-mini@eu"
 const anthropicRef = "model://anthropic/claude-haiku@eu"
 
-const target = (ref: string, provider: string, model: string) => ({
-  ref,
-  provider,
-  model,
-  regions: ["eu"],
-  dataClasses: ["internal"],
-  pricing: { inputPerMillion: 1, outputPerMillion: 2, pricingVersion: "p1" },
-  capabilities: {
-    contextWindow: 128_000,
-    maxOutputTokens: 4096,
-    tools: true,
-    vision: true,
-    structuredOutput: { mode: "json_schema" }
-  },
-  limits: { maxAttempts: 1, perAttemptTimeout: 5000 }
-})
-
-const workflow = (name: string, output?: string) => ({
-  name,
-  policyVersion: "1",
-  prompt: { id: name, version: "1" },
-  ...(output === undefined ? {} : { output: { schema: output, schemaVersion: "1" } }),
-  route: [openAiRef, anthropicRef],
-  timeout: 10_000,
-  regions: ["eu"],
-  dataClass: "internal"
-})
+const target = (ref: string) =>
+  targetJson(ref, {
+    pricing: { inputPerMillion: 1, outputPerMillion: 2 },
+    capabilities: {
+      contextWindow: 128_000,
+      maxOutputTokens: 4096,
+      tools: true,
+      vision: true,
+      structuredOutput: { mode: "json_schema" }
+    }
+  })
 
 const config = {
-  targets: [target(openAiRef, "openai", "gpt-4.1-mini"), target(anthropicRef, "anthropic", "claude-haiku")],
-  workflows: [workflow("ticket.classify", "Answer"), workflow("ticket.reply")]
+  targets: [target(openAiRef), target(anthropicRef)],
+  workflows: [
+    workflowJson("ticket.classify", [openAiRef, anthropicRef], "Answer"),
+    workflowJson("ticket.reply", [openAiRef, anthropicRef])
+  ]
 }
 
-const GatewayLayer = Layer.unwrapEffect(
-  Effect.map(MockProviderServer, (mock) =>
-    ModelGateway.layerJson(config, { schemas: { Answer } }).pipe(
-      Layer.provideMerge(
-        Layer.mergeAll(
-          OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
-          Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey }),
-          Budgets.layerOff,
-          Concurrency.layerOff,
-          Health.layerOff,
-          CallRecorder.layerMemory
-        )
-      )
-    )
+const GatewayLayer = mockGateway(config, { schemas: { Answer } }, (mock) =>
+  Layer.merge(
+    OpenAi.layer({ baseUrl: mock.baseUrl("openai"), apiKey }),
+    Anthropic.layer({ baseUrl: mock.baseUrl("anthropic"), apiKey })
   )
-).pipe(Layer.provideMerge(TestLayer))
+)
 
 /** `@effect/ai`'s LanguageModel served by workflow `workflow`, over the gateway above. */
 const served = (workflow: string) =>

@@ -8,45 +8,40 @@
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { assert, describe, it } from "@effect/vitest"
 import * as EffectAi from "@modelgate/adapters/effect-ai"
-import { Budgets, CallRecorder, Concurrency, Health, ModelGateway } from "@modelgate/core"
+import { ModelGateway } from "@modelgate/core"
 import { ModelCommand } from "@modelgate/core/ModelCommand"
 import type { RecordedRequest } from "@modelgate/testing/MockProviderServer"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
-import type { Behavior } from "@modelgate/testing/MockProviderServer"
+import type { Behavior, Service as MockService } from "@modelgate/testing/MockProviderServer"
 import { Chunk, Context, Duration, Effect, Fiber, Layer, Schema, Stream, TestClock } from "effect"
-import { apiKey, canary, collectFailure, simpleRequest, TestLayer } from "./adapters-fixtures.js"
+import {
+  apiKey,
+  canary,
+  collectFailure,
+  mockGateway,
+  TestLayer,
+  simpleRequest,
+  targetJson,
+  workflowJson
+} from "./adapters-fixtures.js"
 
 const Answer = Schema.Struct({ category: Schema.Literal("billing", "other"), confidence: Schema.Number })
 
-const target = (model: string, maxAttempts: number) => ({
-  ref: `model://openai-responses/${model}@eu`,
-  provider: "openai-responses",
-  model,
-  regions: ["eu"],
-  dataClasses: ["internal"],
-  pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6, pricingVersion: "p1" },
-  capabilities: {
-    contextWindow: 128_000,
-    maxOutputTokens: 4096,
-    tools: true,
-    structuredOutput: { mode: "json_schema_strict" }
-  },
-  limits: { maxAttempts, perAttemptTimeout: 5000 }
-})
+const target = (model: string, maxAttempts: number) =>
+  targetJson(`model://openai-responses/${model}@eu`, {
+    pricing: { inputPerMillion: 0.4, outputPerMillion: 1.6 },
+    capabilities: {
+      contextWindow: 128_000,
+      maxOutputTokens: 4096,
+      tools: true,
+      structuredOutput: { mode: "json_schema_strict" }
+    },
+    maxAttempts
+  })
 
-const workflow = (name: string, route: ReadonlyArray<string>, output?: string) => ({
-  name,
-  policyVersion: "1",
-  prompt: { id: name, version: "1" },
-  ...(output === undefined ? {} : { output: { schema: output, schemaVersion: "1" } }),
-  route,
-  timeout: 10_000,
-  maxOutputTokens: 300,
-  regions: ["eu"],
-  dataClass: "internal",
-  requires: { tools: name === "agent" }
-})
+const workflow = (name: string, route: ReadonlyArray<string>, output?: string) =>
+  workflowJson(name, route, output, { maxOutputTokens: 300, requires: { tools: name === "agent" } })
 
 const mini = "model://openai-responses/gpt-4.1-mini@eu"
 const nano = "model://openai-responses/gpt-4.1-nano@eu"
@@ -68,23 +63,11 @@ const ResponsesAdapter = EffectAi.providerAdapter("openai-responses", {
   requestContext: (request) => Context.make(OpenAiLanguageModel.Config, { max_output_tokens: request.maxOutputTokens })
 })
 
-const GatewayLayer = Layer.unwrapEffect(
-  Effect.map(MockProviderServer, (mock) =>
-    ModelGateway.layerJson(config, { schemas: { Answer } }).pipe(
-      Layer.provideMerge(
-        Layer.mergeAll(
-          ResponsesAdapter.pipe(
-            Layer.provide(OpenAiClient.layer({ apiUrl: mock.baseUrl("openai-responses"), apiKey }))
-          ),
-          Budgets.layerOff,
-          Concurrency.layerOff,
-          Health.layerOff,
-          CallRecorder.layerMemory
-        )
-      )
-    )
-  )
-).pipe(Layer.provideMerge(TestLayer))
+/** {@link ResponsesAdapter} over the mock server. */
+const responsesAt = (mock: MockService) =>
+  ResponsesAdapter.pipe(Layer.provide(OpenAiClient.layer({ apiUrl: mock.baseUrl("openai-responses"), apiKey })))
+
+const GatewayLayer = mockGateway(config, { schemas: { Answer } }, responsesAt)
 
 const command = (workflow: string, extra: Partial<typeof ModelCommand.Encoded> = {}) =>
   Schema.decodeSync(ModelCommand)({
@@ -383,11 +366,7 @@ describe("EffectAi.providerAdapter over @effect/ai-openai and the mock Responses
 })
 
 /** The adapter alone (no gateway), to read its classified errors. */
-const AdapterLayer = Layer.unwrapEffect(
-  Effect.map(MockProviderServer, (mock) =>
-    ResponsesAdapter.pipe(Layer.provide(OpenAiClient.layer({ apiUrl: mock.baseUrl("openai-responses"), apiKey })))
-  )
-).pipe(Layer.provideMerge(TestLayer))
+const AdapterLayer = Layer.unwrapEffect(Effect.map(MockProviderServer, responsesAt)).pipe(Layer.provideMerge(TestLayer))
 
 const request = simpleRequest("openai-responses", "gpt-4.1-mini")
 

@@ -9,7 +9,7 @@ import { AgentRun, CallRecorder, ModelGateway } from "@modelgate/core"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Effect, Exit, Option } from "effect"
-import { command, gatewayLayer, refs } from "./fixtures.js"
+import { command, gatewayLayer, refs, onRoutes } from "./fixtures.js"
 import { driven, failureOf } from "./virtualTime.js"
 
 const tenant = TenantId.make("acme")
@@ -199,7 +199,7 @@ describe("AgentRun", () => {
           ["explicit", 42]
         ]
       )
-    }).pipe(Effect.provide(gatewayLayer({ [refs.primary]: [ScriptedProvider.success({ after: 10 })] })))
+    }).pipe(onRoutes([ScriptedProvider.success({ after: 10 })]))
   )
 
   it.effect("a call for another tenant inside the run is refused (typed), no provider call, not a step", () =>
@@ -236,7 +236,7 @@ describe("AgentRun", () => {
         [outcome.own.evidence.callId]
       )
       assert.strictEqual(outcome.run.reserved, 0)
-    }).pipe(Effect.provide(gatewayLayer({ [refs.primary]: [ScriptedProvider.success({ after: 10 })] })))
+    }).pipe(onRoutes([ScriptedProvider.success({ after: 10 })]))
   )
 
   it.effect("a call outside any run behaves as before (its own deadline, no run fields)", () =>
@@ -255,12 +255,6 @@ describe("AgentRun", () => {
       assert.isTrue(Exit.isSuccess(tagged.exit))
       assert.deepStrictEqual([recorded[1]!.evidence.runId, recorded[1]!.evidence.step], ["given", 2])
       assert.isTrue(Option.isNone(yield* AgentRun.current))
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.success({ after: 400 }), ScriptedProvider.success({ after: 10 })]
-        })
-      )
-    )
+    }).pipe(onRoutes([ScriptedProvider.success({ after: 400 }), ScriptedProvider.success({ after: 10 })]))
   )
 })

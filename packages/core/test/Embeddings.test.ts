@@ -22,7 +22,8 @@ import { ProviderError } from "@modelgate/core/ProviderAdapter"
 import { ModelCommand, TenantId } from "@modelgate/core/ModelCommand"
 import { Evidence, Usage } from "@modelgate/core/ModelResult"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
-import { Workflow } from "@modelgate/core/Workflow"
+import type { Workflow } from "@modelgate/core/Workflow"
+import { decodeTarget, decodeWorkflow } from "./fixtures.js"
 import { Clock, Duration, Effect, Layer, Schema, Stream } from "effect"
 import { keepingTracer } from "./keptSpans.js"
 import { driven, failureOf } from "./virtualTime.js"
@@ -35,9 +36,6 @@ const refs = {
   gemini: TargetRef.make("model://gm/gemini-embedding@eu"),
   chat: TargetRef.make("model://oa/chat@eu")
 }
-
-const decodeTarget = Schema.decodeSync(ModelTarget)
-const decodeWorkflow = Schema.decodeSync(Workflow)
 
 const embeddingTarget = (
   ref: string,

@@ -6,11 +6,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayConfig, ModelGateway } from "@modelgate/core"
-import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
-import { Workflow } from "@modelgate/core/Workflow"
+import { TargetRef } from "@modelgate/core/ModelTarget"
+import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Either, Fiber, Metric, Schema, TestClock } from "effect"
-import { Classification, command, providers } from "./fixtures.js"
+import { Classification, command, providers, decodeTarget, decodeWorkflow } from "./fixtures.js"
 import { routingGateway } from "./routingFixtures.js"
 import { metrics as routerMetrics } from "../src/internal/router/metrics.js"
 
@@ -20,9 +20,6 @@ const refs = {
   strong: TargetRef.make("model://openai/strong@eu"),
   strongUs: TargetRef.make("model://vllm/strong@us")
 }
-
-const decodeTarget = Schema.decodeSync(ModelTarget)
-const decodeWorkflow = Schema.decodeSync(Workflow)
 
 const target = (
   ref: string,

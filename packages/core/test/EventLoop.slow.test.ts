@@ -6,11 +6,10 @@
  */
 import { randomBytes } from "node:crypto"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { Budgets, CallRecorder, Concurrency, type GatewayConfig, Health, ModelGateway } from "@modelgate/core"
-import { ScriptedProvider } from "@modelgate/testing"
-import { Exit, Layer, ManagedRuntime } from "effect"
+import { type GatewayConfig, ModelGateway } from "@modelgate/core"
+import { Exit, ManagedRuntime } from "effect"
 import { assert, describe, it } from "vitest"
-import { command, providers, refs, target, workflow, definitionOf } from "./fixtures.js"
+import { command, budgetedGateway, refs, target, workflow, definitionOf } from "./fixtures.js"
 
 const def: GatewayConfig.Definition = definitionOf({
   targets: [
@@ -21,18 +20,8 @@ const def: GatewayConfig.Definition = definitionOf({
   workflows: [workflow({ name: "ticket.reply", maxInputCharacters: 4_000_000, timeout: 60_000 })]
 })
 
-const layer = ModelGateway.layer(def).pipe(
-  Layer.provideMerge(ScriptedProvider.layer({ providers, scripts: {} })),
-  Layer.provideMerge(
-    Layer.mergeAll(
-      // A limited budget: the gateway must count the input.
-      Budgets.layerMemory({ tenants: { acme: { limit: 1_000_000 } } }),
-      Concurrency.layerOff,
-      Health.layerOff,
-      CallRecorder.layerMemory
-    )
-  )
-)
+// A limited budget: the gateway must count the input.
+const layer = budgetedGateway({}, def, 1_000_000)
 
 describe("the event loop under hostile input", () => {
   it("1.5 M characters of base64, then 1 M of 'aaaa ': no event-loop gap over 100 ms", async () => {

@@ -89,24 +89,33 @@ const garbage = fc.oneof(
   )
 )
 
-describe("Hostile input: the command decoder", () => {
-  it("arbitrary garbage: a typed error, never a throw", () => {
-    fc.assert(
-      fc.property(garbage, (input) => {
-        assert.strictEqual(decodeCommand(input), "rejected")
-      }),
-      { numRuns: 500 }
-    )
-  })
+/** 500 runs: `decode` rejects arbitrary garbage (a typed error, never a throw). */
+const rejectsGarbage = (decode: (input: unknown) => "ok" | "rejected") =>
+  fc.assert(
+    fc.property(garbage, (input) => {
+      assert.strictEqual(decode(input), "rejected")
+    }),
+    { numRuns: 500 }
+  )
 
-  it("a valid command with garbage at a random path: decoded or a typed error, never a throw", () => {
-    fc.assert(
-      fc.property(fc.array(fc.nat(), { maxLength: 5 }), garbage, (path, replacement) => {
-        decodeCommand(mutateAt(validCommand, path, replacement))
-      }),
-      { numRuns: 500 }
-    )
-  })
+/** `valid` with garbage at a random path of at most `maxLength` steps: `decode` never throws. */
+const survivesGarbageAt = (
+  decode: (input: unknown) => "ok" | "rejected",
+  valid: unknown,
+  options: { readonly maxLength: number; readonly numRuns: number }
+) =>
+  fc.assert(
+    fc.property(fc.array(fc.nat(), { maxLength: options.maxLength }), garbage, (path, replacement) => {
+      decode(mutateAt(valid, path, replacement))
+    }),
+    { numRuns: options.numRuns }
+  )
+
+describe("Hostile input: the command decoder", () => {
+  it("arbitrary garbage: a typed error, never a throw", () => rejectsGarbage(decodeCommand))
+
+  it("a valid command with garbage at a random path: decoded or a typed error, never a throw", () =>
+    survivesGarbageAt(decodeCommand, validCommand, { maxLength: 5, numRuns: 500 }))
 
   /** Whether `value` has an own `__proto__` key at any depth. */
   const hasProtoKey = (value: unknown): boolean => {
@@ -190,23 +199,10 @@ describe("Hostile input: the config decoder", () => {
     assert.strictEqual(decodeConfig(validConfig), "ok")
   })
 
-  it("arbitrary garbage: a GatewayConfigError listing problems, never a throw", () => {
-    fc.assert(
-      fc.property(garbage, (input) => {
-        assert.strictEqual(decodeConfig(input), "rejected")
-      }),
-      { numRuns: 500 }
-    )
-  })
+  it("arbitrary garbage: a GatewayConfigError listing problems, never a throw", () => rejectsGarbage(decodeConfig))
 
-  it("a valid config with garbage at a random path: decoded or a GatewayConfigError, never a throw", () => {
-    fc.assert(
-      fc.property(fc.array(fc.nat(), { maxLength: 6 }), garbage, (path, replacement) => {
-        decodeConfig(mutateAt(validConfig, path, replacement))
-      }),
-      { numRuns: 1000 }
-    )
-  })
+  it("a valid config with garbage at a random path: decoded or a GatewayConfigError, never a throw", () =>
+    survivesGarbageAt(decodeConfig, validConfig, { maxLength: 6, numRuns: 1000 }))
 
   it("negative and non-finite limits, prices and windows are refused", () => {
     const t = validConfig.targets[0]!

@@ -17,7 +17,7 @@ import {
 } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Cause, Clock, Effect, Exit, Fiber, Layer, Option, TestClock } from "effect"
-import { command, definition, providers, refs, target, workflow, definitionOf } from "./fixtures.js"
+import { command, budgetedGateway, definition, providers, refs, target, workflow, definitionOf } from "./fixtures.js"
 import { defaultMaxInputCharacters } from "../src/internal/router/engine.js"
 import { sliceCharacters } from "../src/internal/tokenLimits.js"
 import { makeMemory as makeMemoryBudgetStore } from "../src/internal/budgetMemoryStore.js"
@@ -135,18 +135,7 @@ const roomy: GatewayConfig.Definition = definitionOf({
 })
 
 /** The gateway over scripted providers with a limited budget for `acme` (so every input is counted). */
-const countedLayer = (scripts: ScriptedProvider.Scripts) =>
-  ModelGateway.layer(roomy).pipe(
-    Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
-    Layer.provideMerge(
-      Layer.mergeAll(
-        Budgets.layerMemory({ tenants: { acme: { limit: 1_000 } } }),
-        Concurrency.layerOff,
-        Health.layerOff,
-        CallRecorder.layerMemory
-      )
-    )
-  )
+const countedLayer = (scripts: ScriptedProvider.Scripts) => budgetedGateway(scripts, roomy, 1_000)
 
 describe("large inputs under TestClock", () => {
   // ~1 MB of prose-like text (64 slices), just under the default input limit.

@@ -6,11 +6,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Concurrency, GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
-import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
-import { Workflow } from "@modelgate/core/Workflow"
-import { Effect, type Layer, Metric, Schema, TestClock } from "effect"
+import { TargetRef } from "@modelgate/core/ModelTarget"
+import type { Workflow } from "@modelgate/core/Workflow"
+import { Effect, type Layer, Metric, TestClock } from "effect"
 import * as RouterEngine from "../src/internal/router/engine.js"
-import { command, routeHealth } from "./fixtures.js"
+import { command, routeHealth, decodeTarget, decodeWorkflow } from "./fixtures.js"
 import { routingGateway } from "./routingFixtures.js"
 import { metrics as routerMetrics } from "../src/internal/router/metrics.js"
 import { statusOf } from "../src/internal/healthRecord.js"
@@ -20,9 +20,6 @@ const refs = {
   b: TargetRef.make("model://anthropic/b@eu"),
   slowTier: TargetRef.make("model://vllm/slowtier@eu")
 }
-
-const decodeTarget = Schema.decodeSync(ModelTarget)
-const decodeWorkflow = Schema.decodeSync(Workflow)
 
 const target = (ref: string, provider: string, latency: "fast" | "medium" | "slow") =>
   decodeTarget({

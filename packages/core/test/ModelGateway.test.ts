@@ -15,9 +15,10 @@ import {
   workflow,
   workflows,
   definitionOf,
-  exclusionsOf
+  exclusionsOf,
+  onRoutes
 } from "./fixtures.js"
-import { generateFor } from "./virtualTime.js"
+import { generateFor, failureOf } from "./virtualTime.js"
 
 const runFor = generateFor
 
@@ -55,15 +56,7 @@ describe("ModelGateway.generate", () => {
         ]
       )
       assert.strictEqual(record?.evidence.retryCount, 1)
-    }).pipe(
-      Effect.withRandom(Random.fixed([0.5])),
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.hang],
-          [refs.fallback]: [ScriptedProvider.hang]
-        })
-      )
-    )
+    }).pipe(Effect.withRandom(Random.fixed([0.5])), onRoutes([ScriptedProvider.hang], [ScriptedProvider.hang]))
   )
 
   it.effect("no attempt begins with less than minimumAttemptTime left", () =>
@@ -101,39 +94,20 @@ describe("ModelGateway.generate", () => {
     )
   )
 
-  it.effect("a permanent invalid request: one attempt, InvalidRequest, no retry, no fallback", () =>
+  it.effect.each([
+    { error: "InvalidRequest", at: 50, primary: ScriptedProvider.invalidRequest({ after: 50 }) },
+    { error: "Refusal", at: 80, primary: ScriptedProvider.refusal({ after: 80 }) }
+  ])("a permanent $error: one attempt, no retry, never a reason to try another model", ({ error, at, primary }) =>
     Effect.gen(function* () {
-      const { exit, at } = yield* runFor(command("ticket.reply"), 1_000)
-      assert.strictEqual(at, 50)
-      assert.isTrue(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "InvalidRequest")
+      const run = yield* runFor(command("ticket.reply"), 1_000)
+      assert.strictEqual(run.at, at)
+      const exit = run.exit
+      assert.isTrue(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === error)
       assert.deepStrictEqual(starts(yield* (yield* scripted).attempts), [[refs.primary, 0, 400]])
       const [record] = yield* records
-      assert.strictEqual(record?.errorTag, "InvalidRequest")
+      assert.strictEqual(record?.errorTag, error)
       assert.isFalse(record?.evidence.fallbackUsed)
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.invalidRequest({ after: 50 })],
-          [refs.fallback]: [ScriptedProvider.success({ after: 10 })]
-        })
-      )
-    )
-  )
-
-  it.effect("a refusal: one attempt, Refusal, never a reason to try another model", () =>
-    Effect.gen(function* () {
-      const { exit, at } = yield* runFor(command("ticket.reply"), 1_000)
-      assert.strictEqual(at, 80)
-      assert.isTrue(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "Refusal")
-      assert.deepStrictEqual(starts(yield* (yield* scripted).attempts), [[refs.primary, 0, 400]])
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.refusal({ after: 80 })],
-          [refs.fallback]: [ScriptedProvider.success({ after: 10 })]
-        })
-      )
-    )
+    }).pipe(onRoutes([primary], [ScriptedProvider.success({ after: 10 })]))
   )
 
   it.effect("a 429 whose retry-after exceeds the remaining time: no sleep, the fallback starts at once", () =>
@@ -151,11 +125,9 @@ describe("ModelGateway.generate", () => {
         assert.strictEqual(exit.value.evidence.attempts[0]?.retryAfterMs, 5_000)
       }
     }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.rateLimited({ after: 100, retryAfter: "5 seconds" })],
-          [refs.fallback]: [ScriptedProvider.success({ after: 30 })]
-        })
+      onRoutes(
+        [ScriptedProvider.rateLimited({ after: 100, retryAfter: "5 seconds" })],
+        [ScriptedProvider.success({ after: 30 })]
       )
     )
   )
@@ -181,21 +153,19 @@ describe("ModelGateway.generate", () => {
 
   it.effect("retry-after is the minimum wait; backoff with full jitter is reproducible with a seeded Random", () =>
     Effect.gen(function* () {
+      // The attempts of one "ticket.reply" call (deadline 1 s) against a primary answering `primary`.
+      const attemptsOf = (primary: ReadonlyArray<ScriptedProvider.Outcome>) =>
+        Effect.gen(function* () {
+          yield* runFor(command("ticket.reply"), 1_000)
+          return yield* (yield* scripted).attempts
+        }).pipe(onRoutes(primary))
       const timeline = (seed: number) =>
         Effect.gen(function* () {
-          const logs = yield* Effect.provide(
-            Effect.gen(function* () {
-              yield* runFor(command("ticket.reply"), 1_000)
-              return yield* (yield* scripted).attempts
-            }),
-            gatewayLayer({
-              [refs.primary]: [
-                ScriptedProvider.unavailable({ after: 10 }),
-                ScriptedProvider.unavailable({ after: 10 }),
-                ScriptedProvider.success({ after: 10 })
-              ]
-            })
-          ).pipe(Effect.withRandom(Random.make(seed)))
+          const logs = yield* attemptsOf([
+            ScriptedProvider.unavailable({ after: 10 }),
+            ScriptedProvider.unavailable({ after: 10 }),
+            ScriptedProvider.success({ after: 10 })
+          ]).pipe(Effect.withRandom(Random.make(seed)))
           return logs.map((l) => l.startedAt - logs[0]!.startedAt)
         })
       const a = yield* timeline(42)
@@ -206,18 +176,10 @@ describe("ModelGateway.generate", () => {
       assert.isTrue(a[1]! - 10 >= 0 && a[1]! - 10 < 200)
       assert.isTrue(a[2]! - a[1]! - 10 >= 0 && a[2]! - a[1]! - 10 < 400)
       // retry-after 300 ms beats a 10 ms jittered backoff (r = 0.05 × 200 ms)
-      const withHint = yield* Effect.provide(
-        Effect.gen(function* () {
-          yield* runFor(command("ticket.reply"), 1_000)
-          return yield* (yield* scripted).attempts
-        }),
-        gatewayLayer({
-          [refs.primary]: [
-            ScriptedProvider.rateLimited({ after: 0, retryAfter: "300 millis" }),
-            ScriptedProvider.success({ after: 10 })
-          ]
-        })
-      ).pipe(Effect.withRandom(Random.fixed([0.05])))
+      const withHint = yield* attemptsOf([
+        ScriptedProvider.rateLimited({ after: 0, retryAfter: "300 millis" }),
+        ScriptedProvider.success({ after: 10 })
+      ]).pipe(Effect.withRandom(Random.fixed([0.05])))
       assert.deepStrictEqual(
         withHint.map((l) => l.startedAt - withHint[0]!.startedAt),
         [0, 300]
@@ -251,15 +213,12 @@ describe("ModelGateway.generate", () => {
         const logs = yield* (yield* scripted).attempts
         assert.isTrue(logs.length > 0)
         assert.isTrue(logs.every((l) => l.target === refs.primary))
-        assert.isTrue(Exit.isFailure(exit))
-        if (Exit.isFailure(exit) && exit.cause._tag === "Fail") {
-          const error = exit.cause.error
-          assert.strictEqual(error._tag, "PolicyViolation")
-          if (error._tag === "PolicyViolation") {
-            assert.strictEqual(error.reason, "DATA_REGION_MISMATCH")
-            assert.deepStrictEqual(exclusionsOf(error), [[refs.us, "DATA_REGION_MISMATCH"]])
-            assert.include(error.message, refs.us)
-          }
+        const error = failureOf(exit)
+        assert.strictEqual(error?._tag, "PolicyViolation")
+        if (error?._tag === "PolicyViolation") {
+          assert.strictEqual(error.reason, "DATA_REGION_MISMATCH")
+          assert.deepStrictEqual(exclusionsOf(error), [[refs.us, "DATA_REGION_MISMATCH"]])
+          assert.include(error.message, refs.us)
         }
       }).pipe(
         Effect.provide(
@@ -286,7 +245,7 @@ describe("ModelGateway.generate", () => {
         record?.evidence.attempts.map((a) => [a.outcome, a.latencyMs]),
         [["cancelled", 150]]
       )
-    }).pipe(Effect.provide(gatewayLayer({ [refs.primary]: [ScriptedProvider.hang] })))
+    }).pipe(onRoutes([ScriptedProvider.hang]))
   )
 
   it.effect("invalid output on the primary: the fallback is used and validated", () =>
@@ -307,11 +266,9 @@ describe("ModelGateway.generate", () => {
         )
       }
     }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.success({ after: 40, value: { category: "shipping", confidence: 2 } })],
-          [refs.fallback]: [ScriptedProvider.success({ after: 30, value: { category: "billing", confidence: 0.9 } })]
-        })
+      onRoutes(
+        [ScriptedProvider.success({ after: 40, value: { category: "shipping", confidence: 2 } })],
+        [ScriptedProvider.success({ after: 30, value: { category: "billing", confidence: 0.9 } })]
       )
     )
   )
@@ -339,14 +296,7 @@ describe("ModelGateway.generate", () => {
       }
       const [record] = yield* records
       assert.strictEqual(record?.outcome, "degraded")
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-          [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
-        })
-      )
-    )
+    }).pipe(onRoutes([ScriptedProvider.unavailable({ after: 10 })], [ScriptedProvider.unavailable({ after: 10 })]))
   )
 
   it.effect("state-changing tools allowed and an attempt timed out after dispatch: AmbiguousOutcome, no retry", () =>
@@ -365,14 +315,7 @@ describe("ModelGateway.generate", () => {
       assert.strictEqual(at, 400)
       assert.isTrue(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "AmbiguousOutcome")
       assert.deepStrictEqual(starts(yield* (yield* scripted).attempts), [[refs.primary, 0, 400]])
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.hang],
-          [refs.fallback]: [ScriptedProvider.success({ after: 1 })]
-        })
-      )
-    )
+    }).pipe(onRoutes([ScriptedProvider.hang], [ScriptedProvider.success({ after: 1 })]))
   )
 
   it.effect("a definite 503 stays retryable even with state-changing tools", () =>
@@ -385,11 +328,7 @@ describe("ModelGateway.generate", () => {
       assert.strictEqual((yield* (yield* scripted).attempts).length, 2)
     }).pipe(
       Effect.withRandom(Random.fixed([0.5])),
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.unavailable({ after: 10 }), ScriptedProvider.success({ after: 10 })]
-        })
-      )
+      onRoutes([ScriptedProvider.unavailable({ after: 10 }), ScriptedProvider.success({ after: 10 })])
     )
   )
 
@@ -464,12 +403,6 @@ describe("ModelGateway.generate", () => {
         const error = yield* Effect.flip(settle(ModelGateway.generateObject(command("ticket.classify"), Other)))
         assert.strictEqual(error._tag, "InvalidOutput")
         if (error._tag === "InvalidOutput") assert.deepStrictEqual(error.issues, ["$.orderId: Missing"])
-      }).pipe(
-        Effect.provide(
-          gatewayLayer({
-            [refs.primary]: [ScriptedProvider.success({ after: 10, value: { category: "billing", confidence: 0.75 } })]
-          })
-        )
-      )
+      }).pipe(onRoutes([ScriptedProvider.success({ after: 10, value: { category: "billing", confidence: 0.75 } })]))
   )
 })

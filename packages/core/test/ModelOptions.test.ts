@@ -4,7 +4,7 @@
  * adapter, and what evidence records.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, CallRecorder, GatewayConfig, ModelGateway } from "@modelgate/core"
 import type { GatewayError } from "@modelgate/core/Errors"
 import * as ModelCommand from "@modelgate/core/ModelCommand"
 import * as ModelOptions from "@modelgate/core/ModelOptions"
@@ -13,7 +13,7 @@ import { Usage } from "@modelgate/core/ModelResult"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Cause, Effect, Either, Exit, Layer, Option, Schema, Stream } from "effect"
 import * as Options from "../src/internal/options.js"
-import { command, target, workflow } from "./fixtures.js"
+import { command, servicesBudgeted, target, workflow } from "./fixtures.js"
 
 const refs = {
   classic: TargetRef.make("model://openai/classic@eu"),
@@ -82,17 +82,7 @@ const definition = (
 ): GatewayConfig.Definition => ({ config: GatewayConfig.GatewayConfig.make({ targets, workflows }) })
 
 const gateway = (def: GatewayConfig.Definition, adapters: Layer.Layer<ProviderAdapter.ProviderAdapter>) =>
-  ModelGateway.layer(def).pipe(
-    Layer.provideMerge(adapters),
-    Layer.provideMerge(
-      Layer.mergeAll(
-        Budgets.layerMemory({ tenants: { acme: { limit: 10 } } }),
-        Concurrency.layerOff,
-        Health.layerOff,
-        CallRecorder.layerMemory
-      )
-    )
-  )
+  ModelGateway.layer(def).pipe(Layer.provideMerge(adapters), Layer.provideMerge(servicesBudgeted(10)))
 
 const bounded = workflow({
   name: "reply.bounded",

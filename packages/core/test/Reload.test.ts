@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { CallRecorder, GatewayConfig, ModelGateway } from "@modelgate/core"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Effect, Exit, Fiber, HashMap, Layer, Logger, Option, Stream, TestClock } from "effect"
-import { command, definition, gatewayLayer, refs, targets, workflow, workflows } from "./fixtures.js"
+import { command, definition, gatewayLayer, refs, targets, workflow, workflows, onRoutes } from "./fixtures.js"
 
 /** The fixtures' configuration with `ticket.reply` routed to `route`. */
 const routedTo = (route: readonly [string, ...Array<string>], version?: string): ModelGateway.ReloadSource => ({
@@ -59,14 +59,7 @@ describe("ModelGateway.reload", () => {
         (yield* records).map((r) => `${r.evidence.target} ${r.evidence.configVersion}`).sort(),
         [`${refs.primary} ${initial}`, `${refs.fallback} v2`].sort()
       )
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.success({ after: 300 })],
-          [refs.fallback]: [ScriptedProvider.success({ after: 200 })]
-        })
-      )
-    )
+    }).pipe(onRoutes([ScriptedProvider.success({ after: 300 })], [ScriptedProvider.success({ after: 200 })]))
   )
 
   it.effect("a reload during 100 in-flight calls: each finishes on its own configuration, none fails", () =>
@@ -134,7 +127,7 @@ describe("ModelGateway.reload", () => {
       yield* TestClock.adjust(100)
       const { result, at } = yield* Fiber.join(call)
       assert.deepStrictEqual([at, result.evidence.target, result.evidence.configVersion], [100, refs.primary, initial])
-    }).pipe(Effect.provide(gatewayLayer({ [refs.primary]: [ScriptedProvider.success({ after: 100 })] })))
+    }).pipe(onRoutes([ScriptedProvider.success({ after: 100 })]))
   )
 
   it.effect("reloadingFrom applies a stream's valid configurations in order and skips invalid ones", () => {

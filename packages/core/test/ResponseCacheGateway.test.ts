@@ -34,6 +34,9 @@ const definitionOf = (promptVersion?: string): GatewayConfig.Definition => ({
 const ok = (after = 50) =>
   ScriptedProvider.success({ after, value: answer, usage: { inputTokens: 100, outputTokens: 20 } })
 
+/** A provider answering 503 after 10 ms. */
+const unavailable = ScriptedProvider.unavailable({ after: 10 })
+
 /** A gateway with a $5 budget for two tenants, an in-memory recorder and scripted providers. */
 const layerOf = (
   scripts: ScriptedProvider.Scripts,
@@ -183,14 +186,7 @@ describe("response cache through the gateway", () => {
       expect(between).toBeGreaterThan(before)
       expect(Exit.isFailure(yield* Effect.exit(generate(command("ticket.classify"), 1_000)))).toBe(true)
       expect(yield* providerCalls).toBeGreaterThan(between)
-    }).pipe(
-      Effect.provide(
-        layerOf({
-          [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-          [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })]
-        })
-      )
-    )
+    }).pipe(Effect.provide(layerOf({ [refs.primary]: [unavailable], [refs.fallback]: [unavailable] })))
   )
 
   it.effect("single flight: concurrent identical requests make one provider call", () =>

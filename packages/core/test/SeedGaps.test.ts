@@ -27,7 +27,8 @@ import {
   targets,
   workflow,
   workflows,
-  definitionOf
+  definitionOf,
+  onRoutes
 } from "./fixtures.js"
 import { generateFor } from "./virtualTime.js"
 
@@ -145,13 +146,7 @@ describe("schemaValid", () => {
         const encoded = JSON.parse(JSON.stringify(Schema.encodeSync(CallRecord)(record)))
         assert.notProperty(encoded.evidence, "schemaValid")
       }
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.success({ after: 25, text: "Dear customer, sorry about that." })]
-        })
-      )
-    )
+    }).pipe(onRoutes([ScriptedProvider.success({ after: 25, text: "Dear customer, sorry about that." })]))
   )
 })
 

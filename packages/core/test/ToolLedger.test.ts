@@ -6,6 +6,7 @@ import * as ToolLedgerStore from "@modelgate/core/ToolLedgerStore"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Effect, Either, Exit, Fiber, HashMap, Layer, Logger, Option, Ref, Schema, TestClock } from "effect"
 import { command, gatewayLayer, refs } from "./fixtures.js"
+import { failureOf } from "./virtualTime.js"
 import { toolDefinition } from "../src/internal/toolCallKey.js"
 
 class Task extends Schema.Class<Task>("Task")({ id: Schema.String, due: Schema.Date }) {}
@@ -27,6 +28,12 @@ const makeTasks = Effect.map(Ref.make(0), (created) => ({
       (n) => new Task({ id: `${ticketId}-T${n}`, due: new Date(0) })
     )
 }))
+
+/** The key of `create_task` at run-1's step 1, the call most scenarios make. */
+const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+
+/** The ledger from the context and a fresh task system. */
+const ledgerAndTasks = Effect.all({ ledger: ToolLedger.ToolLedger, tasks: makeTasks })
 
 const failureTag = <A, E extends { readonly _tag: string }>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error._tag : undefined
@@ -57,9 +64,7 @@ describe("ToolLedger keys", () => {
 describe("ToolLedger.runOnce", () => {
   it.effect("runs a side-effecting tool once, stores the encoded result, replays it decoded", () =>
     Effect.gen(function* () {
-      const ledger = yield* ToolLedger.ToolLedger
-      const tasks = yield* makeTasks
-      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+      const { ledger, tasks } = yield* ledgerAndTasks
       yield* TestClock.adjust(5)
       const first = yield* ledger.runOnce(key, tasks.create("42"))
       yield* TestClock.adjust(10)
@@ -81,19 +86,17 @@ describe("ToolLedger.runOnce", () => {
     Effect.gen(function* () {
       const ledger = yield* ToolLedger.ToolLedger
       const calls = yield* Ref.make(0)
-      const key = ToolLedger.key(lookupOrder, { runId: "run-1", step: 1 })
+      const lookupKey = ToolLedger.key(lookupOrder, { runId: "run-1", step: 1 })
       const lookup = Ref.updateAndGet(calls, (n) => n + 1).pipe(Effect.map((n) => `order-${n}`))
-      assert.strictEqual(yield* ledger.runOnce(key, lookup), "order-1")
-      assert.strictEqual(yield* ledger.runOnce(key, lookup), "order-2")
-      assert.isTrue(Option.isNone(yield* ledger.record(key.id)))
+      assert.strictEqual(yield* ledger.runOnce(lookupKey, lookup), "order-1")
+      assert.strictEqual(yield* ledger.runOnce(lookupKey, lookup), "order-2")
+      assert.isTrue(Option.isNone(yield* ledger.record(lookupKey.id)))
     }).pipe(Effect.provide(ToolLedger.layerMemory))
   )
 
   it.effect("a typed failure means not done: the claim is dropped and the tool may run again", () =>
     Effect.gen(function* () {
-      const ledger = yield* ToolLedger.ToolLedger
-      const tasks = yield* makeTasks
-      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+      const { ledger, tasks } = yield* ledgerAndTasks
       const failed = yield* Effect.exit(ledger.runOnce(key, Effect.fail("task system said no" as const)))
       assert.deepStrictEqual(failed, Exit.fail("task system said no" as const))
       assert.isTrue(Option.isNone(yield* ledger.record(key.id)))
@@ -104,9 +107,7 @@ describe("ToolLedger.runOnce", () => {
 
   it.effect("a tool interrupted mid-run is in doubt: never run again, refused with a typed error", () =>
     Effect.gen(function* () {
-      const ledger = yield* ToolLedger.ToolLedger
-      const tasks = yield* makeTasks
-      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+      const { ledger, tasks } = yield* ledgerAndTasks
       // The task is created at t=50 but the caller gives up at t=30, before the result is known.
       const slow = Effect.zipRight(Effect.sleep(50), tasks.create("42"))
       const fiber = yield* Effect.fork(ledger.runOnce(key, slow).pipe(Effect.timeout(30), Effect.exit))
@@ -115,23 +116,18 @@ describe("ToolLedger.runOnce", () => {
       assert.strictEqual(failureTag(first), "TimeoutException")
       const retried = yield* Effect.exit(ledger.runOnce(key, tasks.create("42")))
       assert.strictEqual(yield* Ref.get(tasks.created), 0)
-      assert.isTrue(Exit.isFailure(retried))
-      if (Exit.isFailure(retried) && retried.cause._tag === "Fail") {
-        const error = retried.cause.error
-        assert.strictEqual(error._tag, "ToolReplayRefused")
-        if (error._tag === "ToolReplayRefused") {
-          assert.strictEqual(error.reason, "in_doubt")
-          assert.strictEqual(error.key, key.id)
-        }
+      const error = failureOf(retried)
+      assert.strictEqual(error?._tag, "ToolReplayRefused")
+      if (error?._tag === "ToolReplayRefused") {
+        assert.strictEqual(error.reason, "in_doubt")
+        assert.strictEqual(error.key, key.id)
       }
     }).pipe(Effect.provide(ToolLedger.layerMemory))
   )
 
   it.effect("two concurrent calls with one key: the tool runs once, the other is refused", () =>
     Effect.gen(function* () {
-      const ledger = yield* ToolLedger.ToolLedger
-      const tasks = yield* makeTasks
-      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
+      const { ledger, tasks } = yield* ledgerAndTasks
       const run = Effect.either(ledger.runOnce(key, Effect.zipRight(Effect.sleep(10), tasks.create("42"))))
       const fiber = yield* Effect.fork(Effect.all([run, run], { concurrency: 2 }))
       yield* TestClock.adjust(10)
@@ -169,7 +165,6 @@ describe("ToolLedger.checkReplay", () => {
   it.effect("refuses a step whose side-effecting call started and never completed", () =>
     Effect.gen(function* () {
       const ledger = yield* ToolLedger.ToolLedger
-      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
       const fiber = yield* Effect.fork(ledger.runOnce(key, Effect.never))
       yield* TestClock.adjust(1)
       yield* Fiber.interrupt(fiber)
@@ -195,7 +190,6 @@ describe("ToolLedger with a failing store", () => {
     Effect.gen(function* () {
       const tasks = yield* makeTasks
       const { ledger, inner } = yield* makeLedger(() => ({ claim: () => Effect.fail(storeError("claim")) }))
-      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
       const error = yield* Effect.flip(ledger.runOnce(key, tasks.create("42")))
       assert.deepStrictEqual(error._tag === "StoreError" ? [error.store, error.operation] : error, ["ledger", "claim"])
       assert.strictEqual(yield* Ref.get(tasks.created), 0)
@@ -209,7 +203,6 @@ describe("ToolLedger with a failing store", () => {
       Effect.gen(function* () {
         const tasks = yield* makeTasks
         const { ledger, inner } = yield* makeLedger(() => ({ complete: () => Effect.fail(storeError("complete")) }))
-        const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
         const error = yield* Effect.flip(ledger.runOnce(key, tasks.create("42")))
         assert.deepStrictEqual(error._tag === "StoreError" ? [error.store, error.operation] : error, [
           "ledger",
@@ -231,7 +224,6 @@ describe("ToolLedger with a failing store", () => {
         logs.push(Object.fromEntries(HashMap.toEntries(annotations)))
       })
       const { ledger } = yield* makeLedger(() => ({ release: () => Effect.fail(storeError("release")) }))
-      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
       const failed = yield* Effect.exit(
         ledger.runOnce(key, Effect.fail("task system said no" as const)).pipe(Effect.provide(Logger.add(logger)))
       )
@@ -246,7 +238,6 @@ describe("ToolLedger with a failing store", () => {
   it.effect("checkReplay and record fail with StoreError when the store cannot answer", () =>
     Effect.gen(function* () {
       const { ledger } = yield* makeLedger(() => ({ get: () => Effect.fail(storeError("get")) }))
-      const key = ToolLedger.key(createTask, { runId: "run-1", step: 1 })
       const error = yield* Effect.flip(ledger.checkReplay([key]))
       assert.deepStrictEqual(error._tag === "StoreError" ? error.operation : error, "get")
       assert.strictEqual((yield* Effect.flip(ledger.record(key.id)))._tag, "StoreError")

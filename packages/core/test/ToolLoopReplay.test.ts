@@ -28,6 +28,26 @@ const asksAll = (...calls: ReadonlyArray<readonly [string, string, unknown]>) =>
 
 const retried = { maxSteps: 4, ambiguousRetries: 1 } as const
 
+/** A side-effecting `create_task` with a text result, for the scenarios that write their own handler. */
+const textTask = {
+  name: "create_task",
+  description: "Creates a follow-up task",
+  parameters: Schema.Struct({ ticketId: Schema.String, title: Schema.String }),
+  result: Schema.String,
+  sideEffecting: true
+} as const
+
+/** A retried pass that re-plans: a read-only lookup at step 1, then the call back again at step 2. */
+const lookupThenCallBack = [Agent.asks("c2", "lookup_order", lookup), Agent.asks("c3", "create_task", callBack)]
+
+/** Runs a scenario against the agent gateway whose primary answers `steps` in order. */
+const onPrimary = (...steps: ReadonlyArray<ScriptedProvider.Outcome>) =>
+  Effect.provide(Agent.agentLayer({ [refs.primary]: steps }))
+
+/** {@link onPrimary} where step 1 asks for `create_task` (call back) and step 2 ends ambiguous; `retriedPass` follows. */
+const afterAmbiguous = (...retriedPass: ReadonlyArray<ScriptedProvider.Outcome>) =>
+  onPrimary(Agent.asks("c1", "create_task", callBack), ambiguous, ...retriedPass)
+
 describe("callIdentity", () => {
   it("is the SHA-256 of the canonical JSON (sorted keys, no whitespace), key order aside", () => {
     const canonical = '{"a":[1,{"c":"é","d":null}],"b":"x"}'
@@ -57,20 +77,8 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
         stored.map((r) => [r.key, r.step, r.status]),
         [[Agent.taskKey("re-plan", callBack), 1, "completed"]]
       )
-    }).pipe(
-      Effect.provide(
-        Agent.agentLayer({
-          [refs.primary]: [
-            Agent.asks("c1", "create_task", callBack),
-            ambiguous,
-            // Pass 2: a read-only lookup first, then the same call at step 2 → replayed.
-            Agent.asks("c2", "lookup_order", lookup),
-            Agent.asks("c3", "create_task", callBack),
-            Agent.answers("Scheduled.")
-          ]
-        })
-      )
-    )
+      // Pass 2: a read-only lookup first, then the same call at step 2 → replayed.
+    }).pipe(afterAmbiguous(...lookupThenCallBack, Agent.answers("Scheduled.")))
   })
 
   it.effect("the retried pass Agent.asks two calls in the other order: each replayed, none run again", () => {
@@ -86,15 +94,11 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
         { id: "TASK-1", title: "Call back" }
       ])
     }).pipe(
-      Effect.provide(
-        Agent.agentLayer({
-          [refs.primary]: [
-            asksAll(["c1", "create_task", callBack], ["c2", "create_task", refund]),
-            ambiguous,
-            asksAll(["c3", "create_task", refund], ["c4", "create_task", callBack]),
-            Agent.answers("Both scheduled.")
-          ]
-        })
+      onPrimary(
+        asksAll(["c1", "create_task", callBack], ["c2", "create_task", refund]),
+        ambiguous,
+        asksAll(["c3", "create_task", refund], ["c4", "create_task", callBack]),
+        Agent.answers("Both scheduled.")
       )
     )
   })
@@ -105,17 +109,13 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
       yield* Agent.completedIn("twice", t.tools, retried)
       assert.deepStrictEqual(t.created, [Agent.taskKey("twice", callBack, 0), Agent.taskKey("twice", callBack, 1)])
     }).pipe(
-      Effect.provide(
-        Agent.agentLayer({
-          [refs.primary]: [
-            asksAll(["c1", "create_task", callBack], ["c2", "create_task", callBack]),
-            ambiguous,
-            // Pass 2 Agent.asks them in two steps: still the 1st and 2nd identical call of the pass.
-            Agent.asks("c3", "create_task", callBack),
-            Agent.asks("c4", "create_task", callBack),
-            Agent.answers("Both scheduled.")
-          ]
-        })
+      onPrimary(
+        asksAll(["c1", "create_task", callBack], ["c2", "create_task", callBack]),
+        ambiguous,
+        // Pass 2 Agent.asks them in two steps: still the 1st and 2nd identical call of the pass.
+        Agent.asks("c3", "create_task", callBack),
+        Agent.asks("c4", "create_task", callBack),
+        Agent.answers("Both scheduled.")
       )
     )
   })
@@ -124,12 +124,8 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
     class Locked extends Schema.TaggedError<Locked>()("Locked", {}) {}
     const keys: Array<string | undefined> = []
     const flaky = ToolLoop.make({
-      name: "create_task",
-      description: "Creates a task",
-      parameters: Schema.Struct({ ticketId: Schema.String, title: Schema.String }),
-      result: Schema.String,
+      ...textTask,
       failure: Locked,
-      sideEffecting: true,
       handler: (_args, context) => {
         keys.push(context.idempotencyKey)
         return keys.length === 1 ? Effect.fail(new Locked()) : Effect.succeed("TASK-9")
@@ -139,20 +135,8 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
       yield* Agent.completedIn("same-key", [flaky], retried)
       // Pass 1 step 1 failed, pass 2 step 2 ran it: one effect, the same key both times.
       assert.deepStrictEqual(keys, [Agent.taskKey("same-key", callBack), Agent.taskKey("same-key", callBack)])
-    }).pipe(
-      Effect.provide(
-        Agent.agentLayer({
-          [refs.primary]: [
-            Agent.asks("c1", "create_task", callBack),
-            ambiguous,
-            // Pass 2: a step that Agent.asks a tool this loop lacks, then the call again at step 2.
-            Agent.asks("c2", "lookup_order", lookup),
-            Agent.asks("c3", "create_task", callBack),
-            Agent.answers("Done.")
-          ]
-        })
-      )
-    )
+      // Pass 2: a step that Agent.asks a tool this loop lacks, then the call again at step 2.
+    }).pipe(afterAmbiguous(...lookupThenCallBack, Agent.answers("Done.")))
   })
 
   it.effect("a loop resumed in another process (a fresh loop and ledger over the store) replays", () => {
@@ -177,8 +161,7 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
               [refs.primary]: [
                 Agent.asks("c1", "create_task", callBack),
                 ambiguous,
-                Agent.asks("c2", "lookup_order", lookup),
-                Agent.asks("c3", "create_task", callBack),
+                ...lookupThenCallBack,
                 Agent.answers("Scheduled.")
               ]
             },
@@ -237,29 +220,14 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
   it.effect("a declared idempotency key makes a re-worded call the same call", () => {
     const created: Array<string | undefined> = []
     const byTicket = ToolLoop.make({
-      name: "create_task",
-      description: "Creates the ticket's one follow-up task",
-      parameters: Schema.Struct({ ticketId: Schema.String, title: Schema.String }),
-      result: Schema.String,
-      sideEffecting: true,
+      ...textTask,
       idempotencyKey: (args) => args.ticketId,
       handler: (_args, context) => Effect.sync(() => created.push(context.idempotencyKey)).pipe(Effect.as("TASK-1"))
     })
     return Effect.gen(function* () {
       yield* Agent.completedIn("declared", [byTicket], retried)
       assert.deepStrictEqual(created, [callIdempotencyKey("declared", "create_task", callIdentity(undefined, "T-1"))])
-    }).pipe(
-      Effect.provide(
-        Agent.agentLayer({
-          [refs.primary]: [
-            Agent.asks("c1", "create_task", callBack),
-            ambiguous,
-            Agent.asks("c2", "create_task", refund),
-            Agent.answers("Scheduled.")
-          ]
-        })
-      )
-    )
+    }).pipe(afterAmbiguous(Agent.asks("c2", "create_task", refund), Agent.answers("Scheduled.")))
   })
 
   it.effect("a retried pass asking a new call while an earlier one is unmatched is refused (unmatched)", () => {
@@ -275,17 +243,7 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
         )
       }
       assert.deepStrictEqual(t.created, [Agent.taskKey("unmatched", callBack)])
-    }).pipe(
-      Effect.provide(
-        Agent.agentLayer({
-          [refs.primary]: [
-            Agent.asks("c1", "create_task", callBack),
-            ambiguous,
-            Agent.asks("c2", "create_task", refund)
-          ]
-        })
-      )
-    )
+    }).pipe(afterAmbiguous(Agent.asks("c2", "create_task", refund)))
   })
 
   it.effect("onUnmatchedReplay: run lets the re-planned call run; calls after the replay run as usual", () => {
@@ -300,18 +258,7 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
         Agent.taskKey("unmatched-run", callBack),
         Agent.taskKey("unmatched-run", refund)
       ])
-    }).pipe(
-      Effect.provide(
-        Agent.agentLayer({
-          [refs.primary]: [
-            Agent.asks("c1", "create_task", callBack),
-            ambiguous,
-            Agent.asks("c2", "create_task", refund),
-            Agent.answers("Scheduled.")
-          ]
-        })
-      )
-    )
+    }).pipe(afterAmbiguous(Agent.asks("c2", "create_task", refund), Agent.answers("Scheduled.")))
   })
 
   it.effect("once the retried pass has matched every earlier call, a new call runs (default policy)", () => {
@@ -320,16 +267,10 @@ describe("ToolLoop: a side-effecting call runs once by what it does", () => {
       yield* Agent.completedIn("caught-up", t.tools, retried)
       assert.deepStrictEqual(t.created, [Agent.taskKey("caught-up", callBack), Agent.taskKey("caught-up", refund)])
     }).pipe(
-      Effect.provide(
-        Agent.agentLayer({
-          [refs.primary]: [
-            Agent.asks("c1", "create_task", callBack),
-            ambiguous,
-            Agent.asks("c2", "create_task", callBack),
-            Agent.asks("c3", "create_task", refund),
-            Agent.answers("Scheduled.")
-          ]
-        })
+      afterAmbiguous(
+        Agent.asks("c2", "create_task", callBack),
+        Agent.asks("c3", "create_task", refund),
+        Agent.answers("Scheduled.")
       )
     )
   })

@@ -9,7 +9,8 @@ import {
   primaryAnswers,
   refs,
   threeChunkStreamTags,
-  tagsOf
+  tagsOf,
+  onRoutes
 } from "./fixtures.js"
 
 /** The primary target streams a valid classification in five chunks: the first 50 ms in, then every 20 ms. */
@@ -102,13 +103,7 @@ describe("typed workflows", () => {
         assert.strictEqual(result.evidence.workflow, "ticket.classify")
         assert.isTrue(result.evidence.schemaValid)
       }
-    }).pipe(
-      Effect.provide(
-        gatewayLayer({
-          [refs.primary]: [ScriptedProvider.success({ after: 10, value: { category: "billing", confidence: 0.75 } })]
-        })
-      )
-    )
+    }).pipe(onRoutes([ScriptedProvider.success({ after: 10, value: { category: "billing", confidence: 0.75 } })]))
   )
 
   it.effect("a handle whose schema the workflow's output does not satisfy fails with InvalidOutput", () =>

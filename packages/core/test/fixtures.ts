@@ -3,7 +3,7 @@ import { ModelCommand } from "@modelgate/core/ModelCommand"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
-import { HashMap, Layer, Logger, Schema } from "effect"
+import { Effect, HashMap, Layer, Logger, Schema } from "effect"
 import type { ProviderResponse } from "@modelgate/core/ProviderAdapter"
 
 export const Classification = Schema.Struct({
@@ -20,8 +20,10 @@ export const refs = {
 
 const limits = { maxAttempts: 3, perAttemptTimeout: 400, minimumAttemptTime: 100 }
 
-const decodeTarget = Schema.decodeSync(ModelTarget)
-const decodeWorkflow = Schema.decodeSync(Workflow)
+/** A target from its encoded (JSON) form. */
+export const decodeTarget = Schema.decodeSync(ModelTarget)
+/** A workflow from its encoded (JSON) form. */
+export const decodeWorkflow = Schema.decodeSync(Workflow)
 
 export const target = (
   ref: string,
@@ -144,11 +146,46 @@ export const servicesCounting = (limit: number) =>
     CallRecorder.layerMemory
   )
 
-/** The gateway over scripted providers, unlimited budgets, in-memory records. */
-export const gatewayLayer = (scripts: ScriptedProvider.Scripts, def: GatewayConfig.Definition = definition) =>
+/** The gateway's services with a budget: in-memory budgets (acme's `limit`), concurrency and health off, in-memory records. */
+export const servicesBudgeted = (limit: number) =>
+  Layer.mergeAll(
+    Budgets.layerMemory({ tenants: { acme: { limit } } }),
+    Concurrency.layerOff,
+    Health.layerOff,
+    CallRecorder.layerMemory
+  )
+
+/** The gateway over scripted providers and `services`. */
+const scriptedGateway = <ROut, E>(
+  scripts: ScriptedProvider.Scripts,
+  def: GatewayConfig.Definition,
+  services: Layer.Layer<ROut, E>
+) =>
   ModelGateway.layer(def).pipe(
     Layer.provideMerge(ScriptedProvider.layer({ providers, scripts })),
-    Layer.provideMerge(servicesOff)
+    Layer.provideMerge(services)
+  )
+
+/** The gateway over scripted providers, unlimited budgets, in-memory records. */
+export const gatewayLayer = (scripts: ScriptedProvider.Scripts, def: GatewayConfig.Definition = definition) =>
+  scriptedGateway(scripts, def, servicesOff)
+
+/** {@link gatewayLayer} with acme's budget limited to `limit` ({@link servicesBudgeted}): every input is counted. */
+export const budgetedGateway = (scripts: ScriptedProvider.Scripts, def: GatewayConfig.Definition, limit: number) =>
+  scriptedGateway(scripts, def, servicesBudgeted(limit))
+
+/**
+ * Provides {@link gatewayLayer} whose primary target answers `primary` and, when given, whose
+ * fallback answers `fallback`, each in order.
+ */
+export const onRoutes = (
+  primary: ReadonlyArray<ScriptedProvider.Outcome>,
+  fallback?: ReadonlyArray<ScriptedProvider.Outcome>
+) =>
+  Effect.provide(
+    gatewayLayer(
+      fallback === undefined ? { [refs.primary]: primary } : { [refs.primary]: primary, [refs.fallback]: fallback }
+    )
   )
 
 const decodeCommand = Schema.decodeSync(ModelCommand)

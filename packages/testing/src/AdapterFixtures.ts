@@ -6,7 +6,15 @@
  *
  * @since 0.2.0
  */
+import type { HttpClient } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
+import * as Budgets from "@modelgate/core/Budgets"
+import * as CallRecorder from "@modelgate/core/CallRecorder"
+import * as Concurrency from "@modelgate/core/Concurrency"
+import type { GatewayConfigError } from "@modelgate/core/Errors"
+import type { Definition } from "@modelgate/core/GatewayConfig"
+import * as Health from "@modelgate/core/Health"
+import * as ModelGateway from "@modelgate/core/ModelGateway"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import type {
   ProviderAdapter,
@@ -15,7 +23,7 @@ import type {
   ProviderStreamEvent
 } from "@modelgate/core/ProviderAdapter"
 import { Chunk, Duration, Effect, Either, Layer, Redacted, Stream } from "effect"
-import { MockProviderServer } from "./MockProviderServer.js"
+import { MockProviderServer, type Service as MockService } from "./MockProviderServer.js"
 
 /** The canary key: it must reach the auth header and nothing else. @since 0.2.0 */
 export const canary = "sk-CANARY-123"
@@ -83,3 +91,78 @@ export const lastRequestFor = (model: string) =>
     if (last === undefined) return yield* Effect.dieMessage(`no request recorded for ${model}`)
     return last
   })
+
+/**
+ * A target's JSON configuration for gateway tests over the mock server: the provider and model
+ * read from `ref` (`model://<provider>/<model>@<region>`), in `eu` for internal data, priced under
+ * version `p1`, `maxAttempts` attempts (default 1) of at most 5 s each.
+ *
+ * @since 0.2.0
+ */
+export const targetJson = (
+  ref: string,
+  fields: {
+    readonly pricing: { readonly inputPerMillion: number; readonly outputPerMillion: number }
+    readonly capabilities: Readonly<Record<string, unknown>>
+    readonly maxAttempts?: number
+  }
+) => {
+  const [, provider = "", model = ""] = /^model:\/\/([^/]+)\/([^@]+)@/.exec(ref) ?? []
+  return {
+    ref,
+    provider,
+    model,
+    regions: ["eu"],
+    dataClasses: ["internal"],
+    pricing: { ...fields.pricing, pricingVersion: "p1" },
+    capabilities: fields.capabilities,
+    limits: { maxAttempts: fields.maxAttempts ?? 1, perAttemptTimeout: 5000 }
+  }
+}
+
+/**
+ * A workflow's JSON configuration for gateway tests over the mock server: policy and prompt
+ * version 1 (the prompt named as the workflow), a 10 s deadline, in `eu` for internal data;
+ * `output` names its schema, `extra` adds or overrides fields.
+ *
+ * @since 0.2.0
+ */
+export const workflowJson = (
+  name: string,
+  route: ReadonlyArray<string>,
+  output?: string,
+  extra: Readonly<Record<string, unknown>> = {}
+) => ({
+  name,
+  policyVersion: "1",
+  prompt: { id: name, version: "1" },
+  ...(output === undefined ? {} : { output: { schema: output, schemaVersion: "1" } }),
+  route,
+  timeout: 10_000,
+  regions: ["eu"],
+  dataClass: "internal",
+  ...extra
+})
+
+/**
+ * The gateway of `config` (JSON) over the adapters `adapters` builds against the mock server:
+ * budgets and concurrency off, `health` (default off), calls recorded in memory; the mock server
+ * and the undici client ({@link TestLayer}) provided and kept in the output.
+ *
+ * @since 0.2.0
+ */
+export const mockGateway = <A, E>(
+  config: unknown,
+  code: Omit<Definition, "config">,
+  adapters: (mock: MockService) => Layer.Layer<A, E, HttpClient.HttpClient>,
+  health: Layer.Layer<Health.Health, GatewayConfigError> = Health.layerOff
+) =>
+  Layer.unwrapEffect(
+    Effect.map(MockProviderServer, (mock) =>
+      ModelGateway.layerJson(config, code).pipe(
+        Layer.provideMerge(
+          Layer.mergeAll(adapters(mock), Budgets.layerOff, Concurrency.layerOff, health, CallRecorder.layerMemory)
+        )
+      )
+    )
+  ).pipe(Layer.provideMerge(TestLayer))
