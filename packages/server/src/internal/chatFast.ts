@@ -1,11 +1,14 @@
 /**
- * A hand-checked fast path for the common chat body — `model`, text messages of the four roles,
- * `stream` and a few sampling scalars — returning exactly what `ChatWire.ChatRequest` decodes, or
- * `undefined` for any other shape (the Schema then decides, with its error paths). The tests hold
- * it to the schema over generated bodies.
+ * Hand-checked fast paths for the common chat request, each returning exactly what its Schema
+ * decodes, or `undefined` for any other shape (the Schema then decides, with its error paths):
+ * the body — `model`, text messages of the four roles, `stream` and a few sampling scalars — as
+ * `ChatWire.ChatRequest` decodes it, and the command of such a body — text messages, an output cap
+ * and streaming, no sampling options or header limits — as `ModelCommand.decodeUnknown` decodes
+ * `ChatWire.commandOf`'s fields. The tests hold both to their schemas over generated bodies.
  *
  * @internal
  */
+import { ModelCommand, type Tenancy, type Workflow } from "@modelgate/core"
 import type { Types } from "effect"
 import type { ChatRequest } from "./chatWire.js"
 
@@ -98,4 +101,79 @@ export const chatRequest = (json: unknown): ChatRequest | undefined => {
   for (const field in json)
     if (field !== "model" && field !== "messages" && !copyScalar(out, field, json[field])) return undefined
   return out
+}
+
+/** `ModelCommand`'s limits on the fields the command's fast path builds (see its module doc). */
+const maxMessages = 10_000
+const maxText = 2_000_000
+const maxOutputTokens = 100_000_000
+
+const streaming = new ModelCommand.RequestRequirements({ streaming: true })
+
+/** A body message as a command message when it is text within the command's limit, else `undefined`. */
+const commandMessage = (m: ChatRequest["messages"][number]): ModelCommand.Message | undefined => {
+  const content = m.content
+  if (typeof content !== "string" || content.length > maxText) return undefined
+  switch (m.role) {
+    case "system":
+    case "developer":
+      return { _tag: "system", content }
+    case "user":
+      return { _tag: "user", content }
+    case "assistant":
+      return m.tool_calls === undefined ? { _tag: "assistant", content } : undefined
+    default:
+      return undefined
+  }
+}
+
+/** True when the body sets a field the command's fast path leaves to the Schema. */
+const hasOtherFields = (body: ChatRequest): boolean =>
+  body.tools !== undefined ||
+  body.tool_choice !== undefined ||
+  (body.temperature ?? undefined) !== undefined ||
+  (body.top_p ?? undefined) !== undefined ||
+  (body.seed ?? undefined) !== undefined ||
+  (body.stop ?? undefined) !== undefined ||
+  (body.presence_penalty ?? undefined) !== undefined ||
+  (body.frequency_penalty ?? undefined) !== undefined ||
+  (body.parallel_tool_calls ?? undefined) !== undefined ||
+  (body.reasoning_effort ?? undefined) !== undefined ||
+  body.user !== undefined
+
+/**
+ * The command of a decoded body with no header limits — what `ModelCommand.decodeUnknown` gives
+ * for `{ ...ChatWire.commandOf(body), workflow, tenant }` — when the body is text messages within
+ * the command's limits with at most an output cap and `stream`; else `undefined`. The workflow and
+ * tenant are decoded already (their types say so), so only the body's fields are checked here.
+ */
+export const command = (
+  body: ChatRequest,
+  workflow: Workflow.WorkflowName,
+  tenant: Tenancy.TenantId
+): ModelCommand.ModelCommand | undefined => {
+  if (body.messages.length > maxMessages || hasOtherFields(body)) return undefined
+  const head = body.messages[0]
+  const first = head === undefined ? undefined : commandMessage(head)
+  if (first === undefined) return undefined
+  const messages: [ModelCommand.Message, ...Array<ModelCommand.Message>] = [first]
+  for (let i = 1; i < body.messages.length; i++) {
+    const m = body.messages[i]
+    const message = m === undefined ? undefined : commandMessage(m)
+    if (message === undefined) return undefined
+    messages.push(message)
+  }
+  const fields: Types.Mutable<ConstructorParameters<typeof ModelCommand.ModelCommand>[0]> = {
+    workflow,
+    tenant,
+    messages
+  }
+  const cap = body.max_completion_tokens ?? body.max_tokens ?? undefined
+  if (cap !== undefined) {
+    if (cap < 1 || cap > maxOutputTokens) return undefined
+    fields.maxOutputTokens = cap
+  }
+  if (body.stream === true) fields.requires = streaming
+  // Every field was checked above against the schema's limits (the tests compare with its decode).
+  return new ModelCommand.ModelCommand(fields, true)
 }

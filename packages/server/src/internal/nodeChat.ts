@@ -9,6 +9,7 @@
  *
  * @internal
  */
+import type { Errors, ModelResult } from "@modelgate/core"
 import { Cause, Effect, Exit, type Fiber, FiberId, Option, Runtime, Stream } from "effect"
 import type * as Http from "node:http"
 import * as Chat from "./chat.js"
@@ -87,13 +88,41 @@ const readText = (req: Http.IncomingMessage, limit: number, done: (text: string 
   req.on("end", onEnd)
 }
 
-/** The steps of `chat.ts`'s route, as plain checks up to the call. */
-const answer = (
+type Run = <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+
+/** A response closed before its end interrupts `fiber` (a client gone cancels its call). */
+const cancelOnClose = (res: Http.ServerResponse, fiber: Fiber.RuntimeFiber<unknown, unknown>) =>
+  res.on("close", () => {
+    if (!res.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
+  })
+
+/**
+ * The common call (`Chat.direct`): the gateway's generate as the fiber, its result or error
+ * written from the fiber's observer (no steps on the runtime around it).
+ */
+const runDirect = (
   env: Request.Env,
-  run: (effect: Effect.Effect<void, Request.WireFailure>) => Fiber.RuntimeFiber<void, Request.WireFailure>,
-  req: Http.IncomingMessage,
-  res: Http.ServerResponse
+  run: Run,
+  res: Http.ServerResponse,
+  model: string,
+  generate: Effect.Effect<ModelResult.ModelResult, Errors.GatewayError>
 ) => {
+  const created = env.createdAt()
+  const fiber = run(generate)
+  fiber.addObserver((exit) => {
+    if (Exit.isSuccess(exit)) {
+      const answer = Chat.jsonOf(exit.value, model, created)
+      return writeJson(res, 200, answer.headers, answer.body)
+    }
+    if (Cause.isInterruptedOnly(exit.cause)) return
+    const failure = Cause.failureOption(exit.cause)
+    writeError(res, Option.isSome(failure) ? ErrorWire.fromGatewayError(failure.value) : ErrorWire.internal)
+  })
+  cancelOnClose(res, fiber)
+}
+
+/** The steps of `chat.ts`'s route, as plain checks up to the call. */
+const answer = (env: Request.Env, run: Run, req: Http.IncomingMessage, res: Http.ServerResponse) => {
   const refused = Request.admission(env)
   if (refused !== undefined) return writeError(res, refused)
   const key = Request.keyOf(env, req.headers.authorization)
@@ -106,15 +135,18 @@ const answer = (
     if (body._tag === "Left") return writeError(res, body.left)
     const workflow = Request.workflowOf(env, key, body.right.model, "chat")
     if (workflow === undefined) return writeError(res, ErrorWire.modelNotFound())
+    const direct = Chat.direct(env, req.headers, key, body.right, workflow)
+    if (direct !== undefined) {
+      if (Effect.isEffect(direct)) return runDirect(env, run, res, body.right.model, direct)
+      return writeError(res, direct)
+    }
     const fiber = run(
       Effect.scoped(
         Effect.flatMap(Chat.call(env, req.headers, key, body.right, workflow), (answer) => deliver(res, answer))
       )
     )
     fiber.addObserver((exit) => settle(res, exit))
-    res.on("close", () => {
-      if (!res.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
-    })
+    cancelOnClose(res, fiber)
   })
 }
 
