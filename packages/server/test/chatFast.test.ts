@@ -145,7 +145,13 @@ describe("the chat command's fast path", () => {
         { role: "user", content: "again" }
       ],
       max_tokens: 64,
-      stream: true
+      stream: true,
+      temperature: 0.2,
+      top_p: 1,
+      seed: 7,
+      presence_penalty: -2,
+      frequency_penalty: 0.5,
+      user: "u-1"
     })
     expect(commandAgrees(body)).toBe(true)
     expect(commandAgrees(decoded({ model: "chat", messages: [{ role: "user", content: "hello" }] }))).toBe(true)
@@ -154,9 +160,16 @@ describe("the chat command's fast path", () => {
   it("leaves every other command to core's decode", () => {
     const base = { model: "chat", messages: [{ role: "user", content: "hi" }] }
     for (const json of [
-      { ...base, temperature: 0.2 },
-      { ...base, user: "u-1" },
+      { ...base, temperature: 2.5 },
+      { ...base, top_p: 1.5 },
+      { ...base, seed: -1 },
+      { ...base, presence_penalty: -3 },
+      { ...base, frequency_penalty: 2.1 },
+      { ...base, user: "u 1" },
+      { ...base, user: "" },
       { ...base, stop: "x" },
+      { ...base, parallel_tool_calls: true },
+      { ...base, reasoning_effort: "low" },
       { ...base, max_tokens: 0 },
       { ...base, max_completion_tokens: 100_000_001 },
       { ...base, tools: [{ type: "function", function: { name: "f" } }] },
@@ -175,6 +188,9 @@ describe("the chat command's fast path", () => {
     const base = { model: "chat", messages: [{ role: "user", content: "hi" }] }
     for (const json of [
       { ...base, max_tokens: -1 },
+      { ...base, temperature: 2.5 },
+      { ...base, seed: 2_147_483_648 },
+      { ...base, user: "u 1" },
       { ...base, messages: [{ role: "user", content: "x".repeat(2_000_001) }] }
     ]) {
       const body = decoded(json)
@@ -194,6 +210,37 @@ describe("the chat command's fast path", () => {
       { numRuns: 3000 }
     )
     expect(answered).toBeGreaterThan(20)
+  })
+
+  it("agrees with core's decode on sampling options at and past their ranges", () => {
+    const near = (...edges: Array<number>) =>
+      fc.oneof(
+        fc.constant(undefined),
+        fc.constant(null),
+        fc.constantFrom(...edges.flatMap((e) => [e, e + 1e-9, e - 1e-9, e + 0.5, e - 0.5]))
+      )
+    const sampled = fc.record({
+      temperature: near(0, 2),
+      top_p: near(0, 1),
+      seed: fc.oneof(fc.constant(undefined), fc.constantFrom(-1, 0, 1, 2_147_483_647, 2_147_483_648)),
+      presence_penalty: near(-2, 2),
+      frequency_penalty: near(-2, 2),
+      user: fc.oneof(fc.constant(undefined), fc.stringMatching(/^[A-Za-z0-9._: -]{0,130}$/))
+    })
+    let answered = 0
+    let refused = 0
+    fc.assert(
+      fc.property(sampled, (options) => {
+        const body = decoded(
+          JSON.parse(JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }], ...options }))
+        )
+        if (commandAgrees(body)) answered++
+        else refused++
+      }),
+      { numRuns: 2000 }
+    )
+    expect(answered).toBeGreaterThan(20)
+    expect(refused).toBeGreaterThan(20)
   })
 
   it("agrees with core's decode on bodies generated from the schema", () => {

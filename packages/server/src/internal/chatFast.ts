@@ -2,8 +2,8 @@
  * Hand-checked fast paths for the common chat request, each returning exactly what its Schema
  * decodes, or `undefined` for any other shape (the Schema then decides, with its error paths):
  * the body — `model`, text messages of the four roles, `stream` and a few sampling scalars — as
- * `ChatWire.ChatRequest` decodes it, and the command of such a body — text messages, an output cap
- * and streaming, no sampling options or header limits — as `ModelCommand.decodeUnknown` decodes
+ * `ChatWire.ChatRequest` decodes it, and the command of such a body — text messages, an output cap,
+ * those sampling scalars and streaming, no header limits — as `ModelCommand.decodeUnknown` decodes
  * `ChatWire.commandOf`'s fields. The tests hold both to their schemas over generated bodies.
  *
  * @internal
@@ -131,15 +131,58 @@ const commandMessage = (m: ChatRequest["messages"][number]): ModelCommand.Messag
 const hasOtherFields = (body: ChatRequest): boolean =>
   body.tools !== undefined ||
   body.tool_choice !== undefined ||
-  (body.temperature ?? undefined) !== undefined ||
-  (body.top_p ?? undefined) !== undefined ||
-  (body.seed ?? undefined) !== undefined ||
   (body.stop ?? undefined) !== undefined ||
-  (body.presence_penalty ?? undefined) !== undefined ||
-  (body.frequency_penalty ?? undefined) !== undefined ||
   (body.parallel_tool_calls ?? undefined) !== undefined ||
-  (body.reasoning_effort ?? undefined) !== undefined ||
-  body.user !== undefined
+  (body.reasoning_effort ?? undefined) !== undefined
+
+type Options = Types.Mutable<NonNullable<ModelCommand.ModelCommand["options"]>>
+
+const within = (value: number, min: number, max: number): boolean =>
+  Number.isFinite(value) && value >= min && value <= max
+
+/** `ModelOptions.RequestOptions`' limits on `userId`. */
+const userIdShape = /^[A-Za-z0-9._:-]{1,128}$/
+
+/**
+ * The sampling options of a body within `ModelOptions.RequestOptions`' ranges (`undefined` when
+ * none is set), or `false` when one is out of its range (the Schema then names it).
+ */
+const optionsOf = (body: ChatRequest): Options | undefined | false => {
+  const options: Options = {}
+  let set = false
+  const { temperature, top_p, seed, presence_penalty, frequency_penalty, user } = body
+  if (temperature !== undefined && temperature !== null) {
+    if (!within(temperature, 0, 2)) return false
+    options.temperature = temperature
+    set = true
+  }
+  if (top_p !== undefined && top_p !== null) {
+    if (!within(top_p, 0, 1)) return false
+    options.topP = top_p
+    set = true
+  }
+  if (seed !== undefined && seed !== null) {
+    if (!Number.isSafeInteger(seed) || !within(seed, 0, 2_147_483_647)) return false
+    options.seed = seed
+    set = true
+  }
+  if (presence_penalty !== undefined && presence_penalty !== null) {
+    if (!within(presence_penalty, -2, 2)) return false
+    options.presencePenalty = presence_penalty
+    set = true
+  }
+  if (frequency_penalty !== undefined && frequency_penalty !== null) {
+    if (!within(frequency_penalty, -2, 2)) return false
+    options.frequencyPenalty = frequency_penalty
+    set = true
+  }
+  if (user !== undefined) {
+    if (!userIdShape.test(user)) return false
+    options.userId = user
+    set = true
+  }
+  return set ? options : undefined
+}
 
 /**
  * The command of a decoded body with no header limits — what `ModelCommand.decodeUnknown` gives
@@ -173,6 +216,9 @@ export const command = (
     if (cap < 1 || cap > maxOutputTokens) return undefined
     fields.maxOutputTokens = cap
   }
+  const options = optionsOf(body)
+  if (options === false) return undefined
+  if (options !== undefined) fields.options = options
   if (body.stream === true) fields.requires = streaming
   // Every field was checked above against the schema's limits (the tests compare with its decode).
   return new ModelCommand.ModelCommand(fields, true)
