@@ -7,6 +7,7 @@
  * B fixed, alternating which of A and B goes first — for `rounds` rounds of `seconds` (after 1 s
  * of warm-up each). CPU per request is the process's user + system time (`/proc/<pid>/stat`) over
  * the window; prints each window and the medians. A is the other tree (the baseline), B this one.
+ * `AB_STREAM=1` sends `stream: true` and loads only the two servers.
  */
 import autocannon from "autocannon"
 import { fork, spawnSync } from "node:child_process"
@@ -38,7 +39,13 @@ const cpuMicros = (pid) => {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
 }
-const body = JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hello" }] })
+// `AB_STREAM=1`: the request streams (`stream: true`), and only the server rows run.
+const stream = process.env.AB_STREAM === "1"
+const body = JSON.stringify({
+  model: "chat",
+  messages: [{ role: "user", content: "hello" }],
+  ...(stream ? { stream } : {})
+})
 const load = async (system) => {
   const options = {
     url: `${system.url}${system.path}`,
@@ -72,7 +79,9 @@ try {
   const seen = {}
   for (let round = 0; round < rounds; round++) {
     const [first, second] = round % 2 === 0 ? ["A", "B"] : ["B", "A"]
-    const order = ["bareProxy", `server${first}`, `server${second}`, "bareFixed", `fixed${first}`, `fixed${second}`]
+    const order = stream
+      ? [`server${first}`, `server${second}`]
+      : ["bareProxy", `server${first}`, `server${second}`, "bareFixed", `fixed${first}`, `fixed${second}`]
     for (const name of order) {
       const row = await load(systems[name])
       if (seen[name] === undefined) seen[name] = []
@@ -96,9 +105,10 @@ try {
         .padStart(6)} req/s p50 ${median(rows.map((r) => r.p50))} ms\n`
     )
   const m = (name) => median(seen[name].map((r) => r.us))
-  process.stdout.write(
-    `server.cpu.addedUs: A ${(m("serverA") - m("bareProxy")).toFixed(0)}, B ${(m("serverB") - m("bareProxy")).toFixed(0)}; own share (fixed − bare fixed): A ${(m("fixedA") - m("bareFixed")).toFixed(0)}, B ${(m("fixedB") - m("bareFixed")).toFixed(0)}\n`
-  )
+  if (!stream)
+    process.stdout.write(
+      `server.cpu.addedUs: A ${(m("serverA") - m("bareProxy")).toFixed(0)}, B ${(m("serverB") - m("bareProxy")).toFixed(0)}; own share (fixed − bare fixed): A ${(m("fixedA") - m("bareFixed")).toFixed(0)}, B ${(m("fixedB") - m("bareFixed")).toFixed(0)}\n`
+    )
 } finally {
   for (const child of children) child.kill()
 }

@@ -102,8 +102,9 @@ export const direct = (
 
 /**
  * The call of an admitted, authenticated request whose body is decoded and whose workflow the key
- * may call: the header limits, the command, the key's rate limit, then `generate` or `stream`. A
- * stream's frames pull from the gateway's stream within the scope, so it must outlive them.
+ * may call: the header limits, the command (by `ChatFast.command` when it can), the key's rate
+ * limit, then `generate` or `stream`. A stream's frames pull from the gateway's stream within the
+ * scope, so it must outlive them.
  */
 export const call = (
   env: Request.Env,
@@ -116,12 +117,14 @@ export const call = (
     const problem = ChatWire.unsupported(body, workflow.structured)
     if (problem !== undefined) return yield* Request.fail(ErrorWire.invalidBody([problem]))
     const limits = yield* Request.limitsOf(headers)
-    const command = yield* ModelCommand.decodeUnknown({
-      ...ChatWire.commandOf(body),
-      ...limits,
-      workflow: workflow.name,
-      tenant: key.tenant
-    }).pipe(Effect.mapError(Request.invalidCommand))
+    const command =
+      (hasHeaderLimits(headers) ? undefined : ChatFast.command(body, workflow.name, key.tenant)) ??
+      (yield* ModelCommand.decodeUnknown({
+        ...ChatWire.commandOf(body),
+        ...limits,
+        workflow: workflow.name,
+        tenant: key.tenant
+      }).pipe(Effect.mapError(Request.invalidCommand)))
     const settle = yield* Request.takeRate(env, key)
     const created = env.createdAt()
     if (body.stream !== true) {

@@ -10,7 +10,7 @@
  * @internal
  */
 import type { Errors, ModelResult } from "@modelgate/core"
-import { Cause, Effect, Exit, type Fiber, FiberId, Option, Runtime, Stream } from "effect"
+import { Cause, Chunk, Effect, Exit, type Fiber, FiberId, Option, Runtime, Stream } from "effect"
 import type * as Http from "node:http"
 import * as Chat from "./chat.js"
 import * as ErrorWire from "./errorWire.js"
@@ -34,7 +34,7 @@ const writeJson = (
   res.end(text)
 }
 
-/** Writes one frame, waiting for `drain` when the socket's buffer is full (a slow reader). */
+/** Writes frames, waiting for `drain` when the socket's buffer is full (a slow reader). */
 const writeFrame = (res: Http.ServerResponse, text: string) =>
   Effect.async<void>((resume) => {
     if (res.write(text) || res.destroyed) return resume(Effect.void)
@@ -55,7 +55,12 @@ const deliver = (res: Http.ServerResponse, answer: Chat.Answer) =>
   answer._tag === "Json"
     ? Effect.sync(() => writeJson(res, 200, answer.headers, answer.body))
     : Effect.sync(() => res.writeHead(200, { ...answer.headers, "content-type": "text/event-stream" })).pipe(
-        Effect.zipRight(Stream.runForEach(answer.frames, (text) => writeFrame(res, text))),
+        // The frames of one chunk (e.g. a stream's closing frames) go out as one write.
+        Effect.zipRight(
+          Stream.runForEachChunk(answer.frames, (frames) =>
+            Chunk.isEmpty(frames) ? Effect.void : writeFrame(res, Chunk.join(frames, ""))
+          )
+        ),
         Effect.zipRight(Effect.sync(() => res.end()))
       )
 
