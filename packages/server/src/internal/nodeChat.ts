@@ -116,8 +116,13 @@ const runDirect = (
   const fiber = run(generate)
   fiber.addObserver((exit) => {
     if (Exit.isSuccess(exit)) {
-      const answer = Chat.jsonOf(exit.value, model, created)
-      return writeJson(res, 200, answer.headers, answer.body)
+      // A defect while rendering the answer is a 500, as it is inside a fiber.
+      try {
+        const answer = Chat.jsonOf(exit.value, model, created)
+        return writeJson(res, 200, answer.headers, answer.body)
+      } catch {
+        return writeError(res, ErrorWire.internal)
+      }
     }
     if (Cause.isInterruptedOnly(exit.cause)) return
     const failure = Cause.failureOption(exit.cause)
