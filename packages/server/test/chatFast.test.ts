@@ -1,10 +1,12 @@
 /**
- * The chat body's fast path gives exactly what the Schema decodes, or leaves the body to it.
+ * The chat body's fast path gives exactly what the Schema decodes, or leaves the body to it; so
+ * does the fast path of its command (against `ModelCommand.decodeUnknown`).
  */
-import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
+import { ModelCommand, Tenancy, Workflow } from "@modelgate/core"
+import { Arbitrary, Effect, Either, FastCheck as fc, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { chatRequest } from "../src/internal/chatFast.js"
-import { ChatRequest } from "../src/internal/chatWire.js"
+import { chatRequest, command } from "../src/internal/chatFast.js"
+import { ChatRequest, commandOf } from "../src/internal/chatWire.js"
 
 const decode = Schema.decodeUnknownEither(ChatRequest, { errors: "all" })
 const encode = Schema.encodeSync(ChatRequest)
@@ -111,6 +113,140 @@ describe("the chat body's fast path", () => {
     fc.assert(
       fc.property(Arbitrary.make(ChatRequest), (value) => {
         agrees(JSON.parse(JSON.stringify(encode(value))))
+      }),
+      { numRuns: 500 }
+    )
+  })
+})
+
+const workflow = Schema.decodeSync(Workflow.Workflow.fields.name)("chat")
+const tenant = Schema.decodeSync(Tenancy.TenantId)("acme")
+
+/** The command's fast path either declines or gives what core decodes; true when it answered. */
+const commandAgrees = (body: ChatRequest): boolean => {
+  const fast = command(body, workflow, tenant)
+  if (fast === undefined) return false
+  const slow = Effect.runSync(Effect.either(ModelCommand.decodeUnknown({ ...commandOf(body), workflow, tenant })))
+  expect(Either.isRight(slow)).toBe(true)
+  if (Either.isRight(slow)) expect(fast).toStrictEqual(slow.right)
+  return true
+}
+
+const decoded = (json: unknown): ChatRequest => Schema.decodeUnknownSync(ChatRequest)(json)
+
+describe("the chat command's fast path", () => {
+  it("builds the common command, the same value as core's decode", () => {
+    const body = decoded({
+      model: "chat",
+      messages: [
+        { role: "developer", content: "be brief" },
+        { role: "user", content: "hello" },
+        { role: "assistant", content: "hi" },
+        { role: "user", content: "again" }
+      ],
+      max_tokens: 64,
+      stream: true,
+      temperature: 0.2,
+      top_p: 1,
+      seed: 7,
+      presence_penalty: -2,
+      frequency_penalty: 0.5,
+      user: "u-1"
+    })
+    expect(commandAgrees(body)).toBe(true)
+    expect(commandAgrees(decoded({ model: "chat", messages: [{ role: "user", content: "hello" }] }))).toBe(true)
+  })
+
+  it("leaves every other command to core's decode", () => {
+    const base = { model: "chat", messages: [{ role: "user", content: "hi" }] }
+    for (const json of [
+      { ...base, temperature: 2.5 },
+      { ...base, top_p: 1.5 },
+      { ...base, seed: -1 },
+      { ...base, presence_penalty: -3 },
+      { ...base, frequency_penalty: 2.1 },
+      { ...base, user: "u 1" },
+      { ...base, user: "" },
+      { ...base, stop: "x" },
+      { ...base, parallel_tool_calls: true },
+      { ...base, reasoning_effort: "low" },
+      { ...base, max_tokens: 0 },
+      { ...base, max_completion_tokens: 100_000_001 },
+      { ...base, tools: [{ type: "function", function: { name: "f" } }] },
+      { ...base, tool_choice: "auto" },
+      { ...base, messages: [{ role: "user", content: "x".repeat(2_000_001) }] },
+      { ...base, messages: Array.from({ length: 10_001 }, () => ({ role: "user", content: "x" })) },
+      { ...base, messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }] },
+      { ...base, messages: [{ role: "assistant", content: null }] },
+      { ...base, messages: [{ role: "assistant", content: "a", tool_calls: [] }] },
+      { ...base, messages: [{ role: "tool", tool_call_id: "c", content: "x" }] }
+    ])
+      expect(command(decoded(json), workflow, tenant)).toBeUndefined()
+  })
+
+  it("agrees with core's decode where core refuses: the fast path never answers those", () => {
+    const base = { model: "chat", messages: [{ role: "user", content: "hi" }] }
+    for (const json of [
+      { ...base, max_tokens: -1 },
+      { ...base, temperature: 2.5 },
+      { ...base, seed: 2_147_483_648 },
+      { ...base, user: "u 1" },
+      { ...base, messages: [{ role: "user", content: "x".repeat(2_000_001) }] }
+    ]) {
+      const body = decoded(json)
+      const slow = Effect.runSync(Effect.either(ModelCommand.decodeUnknown({ ...commandOf(body), workflow, tenant })))
+      expect(Either.isLeft(slow)).toBe(true)
+      expect(command(body, workflow, tenant)).toBeUndefined()
+    }
+  })
+
+  it("agrees with core's decode on bodies generated near its shape", () => {
+    let answered = 0
+    fc.assert(
+      fc.property(nearBody, (json) => {
+        const body = Schema.decodeUnknownEither(ChatRequest)(JSON.parse(JSON.stringify(json)))
+        if (Either.isRight(body) && commandAgrees(body.right)) answered++
+      }),
+      { numRuns: 3000 }
+    )
+    expect(answered).toBeGreaterThan(20)
+  })
+
+  it("agrees with core's decode on sampling options at and past their ranges", () => {
+    const near = (...edges: Array<number>) =>
+      fc.oneof(
+        fc.constant(undefined),
+        fc.constant(null),
+        fc.constantFrom(...edges.flatMap((e) => [e, e + 1e-9, e - 1e-9, e + 0.5, e - 0.5]))
+      )
+    const sampled = fc.record({
+      temperature: near(0, 2),
+      top_p: near(0, 1),
+      seed: fc.oneof(fc.constant(undefined), fc.constantFrom(-1, 0, 1, 2_147_483_647, 2_147_483_648)),
+      presence_penalty: near(-2, 2),
+      frequency_penalty: near(-2, 2),
+      user: fc.oneof(fc.constant(undefined), fc.stringMatching(/^[A-Za-z0-9._: -]{0,130}$/))
+    })
+    let answered = 0
+    let refused = 0
+    fc.assert(
+      fc.property(sampled, (options) => {
+        const body = decoded(
+          JSON.parse(JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hi" }], ...options }))
+        )
+        if (commandAgrees(body)) answered++
+        else refused++
+      }),
+      { numRuns: 2000 }
+    )
+    expect(answered).toBeGreaterThan(20)
+    expect(refused).toBeGreaterThan(20)
+  })
+
+  it("agrees with core's decode on bodies generated from the schema", () => {
+    fc.assert(
+      fc.property(Arbitrary.make(ChatRequest), (value) => {
+        commandAgrees(decoded(JSON.parse(JSON.stringify(encode(value)))))
       }),
       { numRuns: 500 }
     )

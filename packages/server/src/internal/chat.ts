@@ -59,10 +59,52 @@ export type Answer =
   | { readonly _tag: "Json"; readonly body: unknown; readonly headers: Record<string, string> }
   | { readonly _tag: "Sse"; readonly frames: Stream.Stream<string>; readonly headers: Record<string, string> }
 
+/** The JSON answer of a result (`created`: when the call started, in seconds). */
+export const jsonOf = (
+  result: ModelResult.ModelResult,
+  model: string,
+  created: number
+): Extract<Answer, { readonly _tag: "Json" }> => ({
+  _tag: "Json",
+  body: ChatWire.completionOf(result, model, created),
+  headers: evidenceHeaders(result.evidence)
+})
+
+/** The gateway's generate for `command`, vouched for by `key`. */
+const generate = (env: Request.Env, key: ApiKey, command: ModelCommand.ModelCommand) =>
+  env.gateway.generate(command).pipe(Tenancy.vouch(Request.identityOf(key)))
+
+/** True when the request sets a header limit (`Request.limitsOf`). */
+const hasHeaderLimits = (headers: Request.Headers): boolean =>
+  headers["x-modelgate-timeout-ms"] !== undefined ||
+  headers["x-modelgate-max-cost"] !== undefined ||
+  headers["x-request-id"] !== undefined
+
+/**
+ * The common call in plain steps: a non-streaming request with no header limits, by a key with no
+ * rate limit, whose command the fast path builds (`ChatFast.command`) — the gateway's generate, to
+ * be answered by {@link jsonOf} — or its refusal (the same as {@link call}'s); `undefined` for
+ * every other request ({@link call} then takes every step).
+ */
+export const direct = (
+  env: Request.Env,
+  headers: Request.Headers,
+  key: ApiKey,
+  body: ChatWire.ChatRequest,
+  workflow: Request.WorkflowInfo
+): Effect.Effect<ModelResult.ModelResult, Errors.GatewayError> | ErrorWire.WireError | undefined => {
+  if (body.stream === true || key.rateLimit !== undefined || hasHeaderLimits(headers)) return undefined
+  const problem = ChatWire.unsupported(body, workflow.structured)
+  if (problem !== undefined) return ErrorWire.invalidBody([problem])
+  const command = ChatFast.command(body, workflow.name, key.tenant)
+  return command === undefined ? undefined : generate(env, key, command)
+}
+
 /**
  * The call of an admitted, authenticated request whose body is decoded and whose workflow the key
- * may call: the header limits, the command, the key's rate limit, then `generate` or `stream`. A
- * stream's frames pull from the gateway's stream within the scope, so it must outlive them.
+ * may call: the header limits, the command (by `ChatFast.command` when it can), the key's rate
+ * limit, then `generate` or `stream`. A stream's frames pull from the gateway's stream within the
+ * scope, so it must outlive them.
  */
 export const call = (
   env: Request.Env,
@@ -75,17 +117,18 @@ export const call = (
     const problem = ChatWire.unsupported(body, workflow.structured)
     if (problem !== undefined) return yield* Request.fail(ErrorWire.invalidBody([problem]))
     const limits = yield* Request.limitsOf(headers)
-    const command = yield* ModelCommand.decodeUnknown({
-      ...ChatWire.commandOf(body),
-      ...limits,
-      workflow: workflow.name,
-      tenant: key.tenant
-    }).pipe(Effect.mapError(Request.invalidCommand))
+    const command =
+      (hasHeaderLimits(headers) ? undefined : ChatFast.command(body, workflow.name, key.tenant)) ??
+      (yield* ModelCommand.decodeUnknown({
+        ...ChatWire.commandOf(body),
+        ...limits,
+        workflow: workflow.name,
+        tenant: key.tenant
+      }).pipe(Effect.mapError(Request.invalidCommand)))
     const settle = yield* Request.takeRate(env, key)
     const created = env.createdAt()
     if (body.stream !== true) {
-      const result = yield* env.gateway.generate(command).pipe(
-        Tenancy.vouch(Request.identityOf(key)),
+      const result = yield* generate(env, key, command).pipe(
         Effect.interruptible,
         Effect.tapError((e) =>
           Effect.sync(() => settle(e.attempts.reduce((n, a) => n + (a.usage ? totalTokens(a.usage) : 0), 0)))
@@ -93,11 +136,7 @@ export const call = (
         Effect.mapError(gatewayFailure)
       )
       settle(totalTokens(result.evidence.usage))
-      return {
-        _tag: "Json",
-        body: ChatWire.completionOf(result, body.model, created),
-        headers: evidenceHeaders(result.evidence)
-      } as const
+      return jsonOf(result, body.model, created)
     }
     const pull = yield* Stream.toPull(
       Stream.provideService(env.gateway.stream(command), Tenancy.CurrentIdentity, Request.identityOf(key))

@@ -1,11 +1,14 @@
 /**
- * A hand-checked fast path for the common chat body — `model`, text messages of the four roles,
- * `stream` and a few sampling scalars — returning exactly what `ChatWire.ChatRequest` decodes, or
- * `undefined` for any other shape (the Schema then decides, with its error paths). The tests hold
- * it to the schema over generated bodies.
+ * Hand-checked fast paths for the common chat request, each returning exactly what its Schema
+ * decodes, or `undefined` for any other shape (the Schema then decides, with its error paths):
+ * the body — `model`, text messages of the four roles, `stream` and a few sampling scalars — as
+ * `ChatWire.ChatRequest` decodes it, and the command of such a body — text messages, an output cap,
+ * those sampling scalars and streaming, no header limits — as `ModelCommand.decodeUnknown` decodes
+ * `ChatWire.commandOf`'s fields. The tests hold both to their schemas over generated bodies.
  *
  * @internal
  */
+import { ModelCommand, type Tenancy, type Workflow } from "@modelgate/core"
 import type { Types } from "effect"
 import type { ChatRequest } from "./chatWire.js"
 
@@ -98,4 +101,125 @@ export const chatRequest = (json: unknown): ChatRequest | undefined => {
   for (const field in json)
     if (field !== "model" && field !== "messages" && !copyScalar(out, field, json[field])) return undefined
   return out
+}
+
+/** `ModelCommand`'s limits on the fields the command's fast path builds (see its module doc). */
+const maxMessages = 10_000
+const maxText = 2_000_000
+const maxOutputTokens = 100_000_000
+
+const streaming = new ModelCommand.RequestRequirements({ streaming: true })
+
+/** A body message as a command message when it is text within the command's limit, else `undefined`. */
+const commandMessage = (m: ChatRequest["messages"][number]): ModelCommand.Message | undefined => {
+  const content = m.content
+  if (typeof content !== "string" || content.length > maxText) return undefined
+  switch (m.role) {
+    case "system":
+    case "developer":
+      return { _tag: "system", content }
+    case "user":
+      return { _tag: "user", content }
+    case "assistant":
+      return m.tool_calls === undefined ? { _tag: "assistant", content } : undefined
+    default:
+      return undefined
+  }
+}
+
+/** True when the body sets a field the command's fast path leaves to the Schema. */
+const hasOtherFields = (body: ChatRequest): boolean =>
+  body.tools !== undefined ||
+  body.tool_choice !== undefined ||
+  (body.stop ?? undefined) !== undefined ||
+  (body.parallel_tool_calls ?? undefined) !== undefined ||
+  (body.reasoning_effort ?? undefined) !== undefined
+
+type Options = Types.Mutable<NonNullable<ModelCommand.ModelCommand["options"]>>
+
+const within = (value: number, min: number, max: number): boolean =>
+  Number.isFinite(value) && value >= min && value <= max
+
+/** `ModelOptions.RequestOptions`' limits on `userId`. */
+const userIdShape = /^[A-Za-z0-9._:-]{1,128}$/
+
+/**
+ * The sampling options of a body within `ModelOptions.RequestOptions`' ranges (`undefined` when
+ * none is set), or `false` when one is out of its range (the Schema then names it).
+ */
+const optionsOf = (body: ChatRequest): Options | undefined | false => {
+  const options: Options = {}
+  let set = false
+  const { temperature, top_p, seed, presence_penalty, frequency_penalty, user } = body
+  if (temperature !== undefined && temperature !== null) {
+    if (!within(temperature, 0, 2)) return false
+    options.temperature = temperature
+    set = true
+  }
+  if (top_p !== undefined && top_p !== null) {
+    if (!within(top_p, 0, 1)) return false
+    options.topP = top_p
+    set = true
+  }
+  if (seed !== undefined && seed !== null) {
+    if (!Number.isSafeInteger(seed) || !within(seed, 0, 2_147_483_647)) return false
+    options.seed = seed
+    set = true
+  }
+  if (presence_penalty !== undefined && presence_penalty !== null) {
+    if (!within(presence_penalty, -2, 2)) return false
+    options.presencePenalty = presence_penalty
+    set = true
+  }
+  if (frequency_penalty !== undefined && frequency_penalty !== null) {
+    if (!within(frequency_penalty, -2, 2)) return false
+    options.frequencyPenalty = frequency_penalty
+    set = true
+  }
+  if (user !== undefined) {
+    if (!userIdShape.test(user)) return false
+    options.userId = user
+    set = true
+  }
+  return set ? options : undefined
+}
+
+/**
+ * The command of a decoded body with no header limits — what `ModelCommand.decodeUnknown` gives
+ * for `{ ...ChatWire.commandOf(body), workflow, tenant }` — when the body is text messages within
+ * the command's limits with at most an output cap and `stream`; else `undefined`. The workflow and
+ * tenant are decoded already (their types say so), so only the body's fields are checked here.
+ */
+export const command = (
+  body: ChatRequest,
+  workflow: Workflow.WorkflowName,
+  tenant: Tenancy.TenantId
+): ModelCommand.ModelCommand | undefined => {
+  if (body.messages.length > maxMessages || hasOtherFields(body)) return undefined
+  const head = body.messages[0]
+  const first = head === undefined ? undefined : commandMessage(head)
+  if (first === undefined) return undefined
+  const messages: [ModelCommand.Message, ...Array<ModelCommand.Message>] = [first]
+  for (let i = 1; i < body.messages.length; i++) {
+    const m = body.messages[i]
+    const message = m === undefined ? undefined : commandMessage(m)
+    if (message === undefined) return undefined
+    messages.push(message)
+  }
+  const fields: Types.Mutable<ConstructorParameters<typeof ModelCommand.ModelCommand>[0]> = {
+    workflow,
+    tenant,
+    messages
+  }
+  const cap = body.max_completion_tokens ?? body.max_tokens ?? undefined
+  if (cap !== undefined) {
+    if (cap < 1 || cap > maxOutputTokens) return undefined
+    fields.maxOutputTokens = cap
+  }
+  const options = optionsOf(body)
+  if (options === false) return undefined
+  if (options !== undefined) fields.options = options
+  if (body.stream === true) fields.requires = streaming
+  // Every field was checked above against the schema's limits (the tests compare with its decode).
+  return new ModelCommand.ModelCommand(fields, true)
 }

@@ -9,7 +9,8 @@
  *
  * @internal
  */
-import { Cause, Effect, Exit, type Fiber, FiberId, Option, Runtime, Stream } from "effect"
+import type { Errors, ModelResult } from "@modelgate/core"
+import { Cause, Chunk, Effect, Exit, type Fiber, FiberId, Option, Runtime, Stream } from "effect"
 import type * as Http from "node:http"
 import * as Chat from "./chat.js"
 import * as ErrorWire from "./errorWire.js"
@@ -33,7 +34,7 @@ const writeJson = (
   res.end(text)
 }
 
-/** Writes one frame, waiting for `drain` when the socket's buffer is full (a slow reader). */
+/** Writes frames, waiting for `drain` when the socket's buffer is full (a slow reader). */
 const writeFrame = (res: Http.ServerResponse, text: string) =>
   Effect.async<void>((resume) => {
     if (res.write(text) || res.destroyed) return resume(Effect.void)
@@ -54,7 +55,12 @@ const deliver = (res: Http.ServerResponse, answer: Chat.Answer) =>
   answer._tag === "Json"
     ? Effect.sync(() => writeJson(res, 200, answer.headers, answer.body))
     : Effect.sync(() => res.writeHead(200, { ...answer.headers, "content-type": "text/event-stream" })).pipe(
-        Effect.zipRight(Stream.runForEach(answer.frames, (text) => writeFrame(res, text))),
+        // The frames of one chunk (e.g. a stream's closing frames) go out as one write.
+        Effect.zipRight(
+          Stream.runForEachChunk(answer.frames, (frames) =>
+            Chunk.isEmpty(frames) ? Effect.void : writeFrame(res, Chunk.join(frames, ""))
+          )
+        ),
         Effect.zipRight(Effect.sync(() => res.end()))
       )
 
@@ -87,13 +93,46 @@ const readText = (req: Http.IncomingMessage, limit: number, done: (text: string 
   req.on("end", onEnd)
 }
 
-/** The steps of `chat.ts`'s route, as plain checks up to the call. */
-const answer = (
+type Run = <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+
+/** A response closed before its end interrupts `fiber` (a client gone cancels its call). */
+const cancelOnClose = (res: Http.ServerResponse, fiber: Fiber.RuntimeFiber<unknown, unknown>) =>
+  res.on("close", () => {
+    if (!res.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
+  })
+
+/**
+ * The common call (`Chat.direct`): the gateway's generate as the fiber, its result or error
+ * written from the fiber's observer (no steps on the runtime around it).
+ */
+const runDirect = (
   env: Request.Env,
-  run: (effect: Effect.Effect<void, Request.WireFailure>) => Fiber.RuntimeFiber<void, Request.WireFailure>,
-  req: Http.IncomingMessage,
-  res: Http.ServerResponse
+  run: Run,
+  res: Http.ServerResponse,
+  model: string,
+  generate: Effect.Effect<ModelResult.ModelResult, Errors.GatewayError>
 ) => {
+  const created = env.createdAt()
+  const fiber = run(generate)
+  fiber.addObserver((exit) => {
+    if (Exit.isSuccess(exit)) {
+      // A defect while rendering the answer is a 500, as it is inside a fiber.
+      try {
+        const answer = Chat.jsonOf(exit.value, model, created)
+        return writeJson(res, 200, answer.headers, answer.body)
+      } catch {
+        return writeError(res, ErrorWire.internal)
+      }
+    }
+    if (Cause.isInterruptedOnly(exit.cause)) return
+    const failure = Cause.failureOption(exit.cause)
+    writeError(res, Option.isSome(failure) ? ErrorWire.fromGatewayError(failure.value) : ErrorWire.internal)
+  })
+  cancelOnClose(res, fiber)
+}
+
+/** The steps of `chat.ts`'s route, as plain checks up to the call. */
+const answer = (env: Request.Env, run: Run, req: Http.IncomingMessage, res: Http.ServerResponse) => {
   const refused = Request.admission(env)
   if (refused !== undefined) return writeError(res, refused)
   const key = Request.keyOf(env, req.headers.authorization)
@@ -106,15 +145,18 @@ const answer = (
     if (body._tag === "Left") return writeError(res, body.left)
     const workflow = Request.workflowOf(env, key, body.right.model, "chat")
     if (workflow === undefined) return writeError(res, ErrorWire.modelNotFound())
+    const direct = Chat.direct(env, req.headers, key, body.right, workflow)
+    if (direct !== undefined) {
+      if (Effect.isEffect(direct)) return runDirect(env, run, res, body.right.model, direct)
+      return writeError(res, direct)
+    }
     const fiber = run(
       Effect.scoped(
         Effect.flatMap(Chat.call(env, req.headers, key, body.right, workflow), (answer) => deliver(res, answer))
       )
     )
     fiber.addObserver((exit) => settle(res, exit))
-    res.on("close", () => {
-      if (!res.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
-    })
+    cancelOnClose(res, fiber)
   })
 }
 

@@ -6,7 +6,7 @@
  * @internal
  */
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import type { ModelGateway, RateLimitStore, Tenancy } from "@modelgate/core"
+import type { ModelGateway, RateLimitStore, Tenancy, Workflow } from "@modelgate/core"
 import { Clock, Data, Effect, Either, Option, type ParseResult, Schema } from "effect"
 import { bearerOf, type KeyRing } from "../Keys.js"
 import { type ApiKey, issuePaths, type Limits } from "../ServerConfig.js"
@@ -14,7 +14,7 @@ import * as ErrorWire from "./errorWire.js"
 
 /** What a workflow is, as far as the wire cares. */
 export interface WorkflowInfo {
-  readonly name: string
+  readonly name: Workflow.WorkflowName
   readonly structured: boolean
   readonly embedding: boolean
 }
