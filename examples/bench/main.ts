@@ -5,7 +5,8 @@
  * `--only-cache` runs the response cache section alone and prints its verdicts (writes nothing);
  * `--only-redis` the same for the Redis section (to compare two builds run after one another);
  * `--only-http` runs the HTTP section alone and prints its table (writes nothing);
- * `--only-routing` runs the routing scale section alone and prints its figures (writes nothing).
+ * `--only-routing` runs the routing scale section alone and prints its figures (writes nothing);
+ * `--only-memory` runs the memory section alone and prints its figures (writes nothing).
  *
  * Run with `node --expose-gc --conditions=source --import tsx bench/main.ts` (the `bench` script runs
  * an esbuild bundle of it with `--expose-gc`) so that the memory figures are taken after a full GC.
@@ -15,6 +16,7 @@ import { fileURLToPath } from "node:url"
 import { collectGarbage, profiles } from "./harness.js"
 import * as Cache from "./cache.js"
 import * as Http from "./http.js"
+import * as Memory from "./memory.js"
 import { httpSection } from "./httpReport.js"
 import { fmt } from "./harness.js"
 import * as Redis from "./redis.js"
@@ -54,6 +56,15 @@ if (args.has("--only-routing")) {
   for (const [name, p] of lines) {
     process.stdout.write(`${name}.${p.targets}: ${fmt(p.decisionUs)} µs per decision (p99 ${fmt(p.p99Us)} µs)\n`)
   }
+  process.exit(0)
+}
+
+if (args.has("--only-memory")) {
+  const memory = await Memory.run(profile)
+  const line = (name: string, m: { readonly direct: number; readonly gateway: number; readonly added: number }) =>
+    `${name}: direct ${fmt(m.direct)} B, gateway ${fmt(m.gateway)} B, added ${fmt(m.added)} B per in-flight call\n`
+  process.stdout.write(line("memory.inFlight", memory.inFlight) + line("memory.inFlightOwned", memory.inFlightOwned))
+  process.stdout.write(`memory.tenants: ${fmt(memory.tenants.perTenant)} B per idle tenant\n`)
   process.exit(0)
 }
 

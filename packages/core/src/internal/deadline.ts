@@ -11,14 +11,15 @@
  * - steps that cannot wait (in-memory stores, validation) run as they are.
  *
  * Tie rule: a completion at exactly the bounding instant counts as a completion. Under the live
- * clock, `bounded` forks the step and arms one native timer (one fiber and one timer per wait),
- * which cuts the step one macrotask after it fires unless the step completed meanwhile;
+ * clock, `bounded` runs the step in a fiber of its own, started at once, and arms one native timer
+ * (one fiber and one timer per wait), which cuts the step one macrotask after it fires unless the
+ * step completed meanwhile;
  * under any other clock (`TestClock`), it races the step against that clock's `sleep`, with the
  * sleep registered first so that the completion wins a same-instant tie (`TestClock` wakes sleeps
  * due at the same instant latest-registered first). Both paths have the same outcomes; a test
  * runs the same scenarios through both.
  */
-import { Clock, Duration, Effect, Exit, Fiber, Option } from "effect"
+import { type Cause, Clock, Duration, Effect, Exit, Fiber, Option, Runtime } from "effect"
 
 /** The class of Effect's live clock: a step under it gets a native timer. */
 const LiveClock = Clock.make().constructor
@@ -87,41 +88,105 @@ export const clockTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): E
       )
   })
 
-/** The live path: one forked fiber for `self` and one native timer. */
+/**
+ * The live path: one fiber for `self` and one native timer. The fiber is started in the step that
+ * arms the timer and registers the canceller (no scheduler turn before the step starts, nothing
+ * between the fork and the wait that could leave it running), on the caller's runtime (context,
+ * fiber refs, runtime flags), as `Effect.fork` would give it.
+ */
 export const nativeTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): Effect.Effect<Option.Option<A>, E, R> =>
-  // The step's fiber ends with its `Exit` as a value, so a failed step is not an unhandled fiber error.
-  Effect.flatMap(Effect.fork(Effect.exit(self)), (fiber) =>
-    Effect.async<Option.Option<A>, E>((resume) => {
-      let settled = false
-      const onExit = (exit: Exit.Exit<Exit.Exit<A, E>>) => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        if (Exit.isFailure(exit)) return resume(Exit.failCause(exit.cause))
-        const inner = exit.value
-        resume(Exit.isSuccess(inner) ? Exit.succeed(Option.some(inner.value)) : Exit.failCause(inner.cause))
-      }
-      // Tie rule: when the timer fires, a completion due at the same instant (its own timer fired
-      // earlier in this turn, its fiber finishing in microtasks) still wins — the step is cut one
-      // macrotask later only if it has not completed by then.
-      const cut = () => {
-        if (settled) return
-        settled = true
-        fiber.removeObserver(onExit)
-        resume(Effect.as(Fiber.interrupt(fiber), Option.none<A>()))
-      }
-      const timer = setTimeout(() => {
-        if (!settled) setImmediate(cut)
-      }, ms)
-      fiber.addObserver(onExit)
-      // The caller was interrupted while waiting: stop the timer and the step.
-      return Effect.suspend(() => {
-        if (!settled) {
-          settled = true
-          clearTimeout(timer)
-          fiber.removeObserver(onExit)
-        }
-        return Fiber.interrupt(fiber)
-      })
+  Effect.flatMap(Effect.runtime<R>(), (runtime) => {
+    // Held until the step starts only: the wait keeps neither the step nor the runtime.
+    let start: { readonly runtime: Runtime.Runtime<R>; readonly self: Effect.Effect<A, E, R> } | undefined = {
+      runtime,
+      self
+    }
+    return Effect.async<Option.Option<A>, E>((resume) => {
+      // The timer is armed before the step starts: a step that runs long before its first wait
+      // does not push its own deadline back.
+      const watch = new Watch<A, E>(resume, ms)
+      const { runtime, self } = start!
+      start = undefined
+      // The step's fiber ends with its `Exit` as a value, so a failed step is not an unhandled
+      // fiber error. It runs at once, up to its first wait; a step that completes there settles
+      // the watch in its observer, before this returns.
+      return watch.follow(
+        Runtime.runFork(
+          runtime,
+          Effect.matchCauseEffect(self, { onFailure: failedAsValue<A, E>, onSuccess: succeededAsValue<A, E> })
+        )
+      )
     })
-  )
+  })
+
+/** `Effect.exit` without its per-call closures: the step's outcome as its fiber's value. */
+const failedAsValue = <A, E>(cause: Cause.Cause<E>): Exit.Exit<Exit.Exit<A, E>> => Exit.succeed(Exit.failCause(cause))
+const succeededAsValue = <A, E>(value: A): Exit.Exit<Exit.Exit<A, E>> => Exit.succeed(Exit.succeed(value))
+
+/**
+ * The wait of {@link nativeTimer} on its step's fiber: settled once, by the step's exit, by the
+ * timer (the step is then interrupted), or by the caller's interruption. Holds neither the step nor
+ * the caller's runtime.
+ */
+class Watch<A, E> {
+  private settled = false
+  private fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>> | undefined = undefined
+  private readonly timer: ReturnType<typeof setTimeout>
+
+  constructor(
+    private readonly resume: (effect: Effect.Effect<Option.Option<A>, E>) => void,
+    ms: number
+  ) {
+    this.timer = setTimeout(fire, ms, this)
+  }
+
+  /** Watches `fiber`; the caller's canceller. */
+  follow(fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>>): Effect.Effect<void> {
+    this.fiber = fiber
+    fiber.addObserver(this.onExit)
+    return Effect.suspend(this.cancel)
+  }
+
+  readonly onExit = (exit: Exit.Exit<Exit.Exit<A, E>>): void => {
+    if (this.settled) return
+    this.settled = true
+    clearTimeout(this.timer)
+    if (Exit.isFailure(exit)) {
+      this.resume(Exit.failCause(exit.cause))
+      return
+    }
+    const inner = exit.value
+    this.resume(Exit.isSuccess(inner) ? Exit.succeed(Option.some(inner.value)) : Exit.failCause(inner.cause))
+  }
+
+  /** The bound came first: the step is cut and `None` returned once it has stopped. */
+  cut(): void {
+    const fiber = this.fiber
+    if (this.settled || fiber === undefined) return
+    this.settled = true
+    fiber.removeObserver(this.onExit)
+    this.resume(Effect.as(Fiber.interrupt(fiber), Option.none<A>()))
+  }
+
+  /** The caller was interrupted while waiting: stop the timer and the step. */
+  private readonly cancel = (): Effect.Effect<void> => {
+    const fiber = this.fiber
+    if (!this.settled) {
+      this.settled = true
+      clearTimeout(this.timer)
+      if (fiber !== undefined) fiber.removeObserver(this.onExit)
+    }
+    return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
+  }
+}
+
+/**
+ * The timer of a {@link Watch}. Tie rule: a completion due at the same instant (its own timer fired
+ * earlier in this turn, its fiber finishing in microtasks) still wins — the step is cut one
+ * macrotask later only if it has not completed by then.
+ */
+const fire = <A, E>(watch: Watch<A, E>): void => {
+  setImmediate(cutLater, watch)
+}
+
+const cutLater = <A, E>(watch: Watch<A, E>): void => watch.cut()
