@@ -16,7 +16,7 @@ import { Effect, Layer, Logger, Schema } from "effect"
 import * as Http from "node:http"
 import { Pool } from "undici"
 import { gatewayConfig, Ticket } from "../src/DevDefault.js"
-import { hashKey, makeKeyRing } from "../src/Keys.js"
+import { hashKey } from "../src/Keys.js"
 import * as Launch from "../src/Launch.js"
 import * as Server from "../src/Server.js"
 import { ServerConfig } from "../src/ServerConfig.js"
@@ -92,14 +92,9 @@ const fixedServer = (mockUrl: string) =>
       const real = yield* ModelGateway.ModelGateway
       const result = yield* real.generate(yield* helloCommand)
       const config = yield* benchConfig(mockUrl)
-      const running = yield* Server.make({
-        host: "127.0.0.1",
-        port: 0,
-        keys: makeKeyRing(config.keys, config.aliases),
-        aliases: config.aliases,
-        limits: config.limits,
-        gatewayConfig: yield* GatewayConfig.decode(config.gateway)
-      }).pipe(
+      const running = yield* Server.make(
+        Launch.serverOptions(config, yield* GatewayConfig.decode(config.gateway))
+      ).pipe(
         Effect.provideService(ModelGateway.ModelGateway, { ...real, generate: () => Effect.succeed(result) }),
         Effect.provide(RateLimitStore.layerMemory)
       )

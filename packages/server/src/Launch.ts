@@ -100,6 +100,22 @@ const storesOf = (config: ServerConfig, extras: Extras) =>
   })
 
 /**
+ * The server's options for a configuration (its listen address, keys, aliases and limits) over
+ * the gateway configuration decoded from it.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const serverOptions = (config: ServerConfig, gatewayConfig: GatewayConfig.GatewayConfig): Server.Options => ({
+  host: config.listen.host,
+  port: config.listen.port,
+  keys: makeKeyRing(config.keys, config.aliases),
+  aliases: config.aliases,
+  limits: config.limits,
+  gatewayConfig
+})
+
+/**
  * Starts the server of `config` in the current scope.
  *
  * @since 0.1.0
@@ -130,12 +146,5 @@ export const start = (
       Layer.provideMerge(Layer.merge(stores, recorder))
     )
     const context = yield* Layer.build(gateway)
-    return yield* Server.make({
-      host: config.listen.host,
-      port: config.listen.port,
-      keys: makeKeyRing(config.keys, config.aliases),
-      aliases: config.aliases,
-      limits: config.limits,
-      gatewayConfig
-    }).pipe(Effect.provide(context))
+    return yield* Server.make(serverOptions(config, gatewayConfig)).pipe(Effect.provide(context))
   })

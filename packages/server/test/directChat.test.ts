@@ -9,7 +9,8 @@ import { GatewayConfig, ModelGateway, RateLimitStore } from "@modelgate/core"
 import { Effect, Exit, Layer, Schema, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { gatewayConfig, Ticket } from "../src/DevDefault.js"
-import { hashKey, makeKeyRing } from "../src/Keys.js"
+import { hashKey } from "../src/Keys.js"
+import * as Launch from "../src/Launch.js"
 import * as Server from "../src/Server.js"
 import { ServerConfig } from "../src/ServerConfig.js"
 
@@ -36,14 +37,7 @@ beforeAll(async () => {
         gateway: gatewayConfig,
         recorder: "none"
       })
-      return yield* Server.make({
-        host: "127.0.0.1",
-        port: 0,
-        keys: makeKeyRing(config.keys, config.aliases),
-        aliases: config.aliases,
-        limits: config.limits,
-        gatewayConfig: yield* GatewayConfig.decode(config.gateway)
-      }).pipe(
+      return yield* Server.make(Launch.serverOptions(config, yield* GatewayConfig.decode(config.gateway))).pipe(
         Effect.provideService(ModelGateway.ModelGateway, { ...real, generate: () => Effect.die("boom") }),
         Effect.provide(RateLimitStore.layerMemory)
       )
