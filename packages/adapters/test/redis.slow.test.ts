@@ -11,6 +11,7 @@ import * as Health from "@modelgate/core/Health"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import * as ToolLedger from "@modelgate/core/ToolLedger"
+import * as BudgetScenarios from "@modelgate/testing/BudgetScenarios"
 import { ConfigProvider, Context, Duration, Effect, Exit, Layer, Ref, Schema, TestClock } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { redisPerFile } from "./redis-fixtures.js"
@@ -103,24 +104,9 @@ describe("Redis BudgetStore through Budgets", () => {
 
   it.scoped("a late commit after its reservation expired is committed in full; what does not fit is overspent", () =>
     Effect.gen(function* () {
-      const b = yield* budgetsOver(freshOptions(), {
-        tenants: { acme: { limit: 10, period: "total" } },
-        reservationTtl: "1 minute"
-      })
-      const late = yield* b.reserve(acme, 8)
-      yield* TestClock.adjust("1 minute")
-      const next = yield* b.reserve(acme, 8)
-      const settlement = yield* late.settle(8)
-      const balance = yield* b.balance(acme)
-      assert.deepStrictEqual(
-        [units(balance.committed), units(balance.reserved), units(balance.overspent)],
-        [units(8), units(8), units(6)]
-      )
-      assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(8), units(6)])
-      const onTime = yield* next.settle(1)
-      assert.deepStrictEqual([units(onTime.committed), units(onTime.overspent)], [units(1), 0])
-      const after = yield* b.balance(acme)
-      assert.deepStrictEqual([units(after.committed), units(after.reserved)], [units(9), 0])
+      const b = yield* budgetsOver(freshOptions(), BudgetScenarios.lateCommitOptions)
+      const seen = yield* BudgetScenarios.lateCommitAfterExpiry(b, Effect.void)
+      assert.deepStrictEqual(seen, BudgetScenarios.lateCommitExpected)
     })
   )
 
