@@ -14,7 +14,7 @@ import * as ToolLedger from "@modelgate/core/ToolLedger"
 import * as BudgetScenarios from "@modelgate/testing/BudgetScenarios"
 import { ConfigProvider, Context, Duration, Effect, Exit, Layer, Ref, Schema, TestClock } from "effect"
 import { Redis as IORedis } from "ioredis"
-import { redisPerFile } from "./redis-fixtures.js"
+import { redisPerFile, twoProcesses } from "./redis-fixtures.js"
 
 const { freshOptions } = redisPerFile()
 /** Distinct target refs across tests. */
@@ -130,8 +130,7 @@ describe("Redis BudgetStore through Budgets", () => {
     Effect.gen(function* () {
       const options = freshOptions()
       const budget: Budgets.Options = { tenants: { acme: { limit: 10, period: "monthly" } } }
-      const one = yield* budgetsOver(options, budget)
-      const two = yield* budgetsOver(options, budget)
+      const [one, two] = yield* twoProcesses(budgetsOver(options, budget))
       const r = yield* one.reserve(acme, 7)
       assert.strictEqual((yield* two.balance(acme)).reserved, 7)
       assert.strictEqual(failureTag(yield* Effect.exit(two.reserve(acme, 4))), "BudgetExceeded")
@@ -248,8 +247,7 @@ describe("Redis BreakerStore through Health", () => {
   it.scoped("a breaker opened by one service is open for the other; the half-open probe slot is shared", () =>
     Effect.gen(function* () {
       const options = freshOptions()
-      const one = yield* healthOver(options)
-      const two = yield* healthOver(options)
+      const [one, two] = yield* twoProcesses(healthOver(options))
       const t = target("shared")
       assert.isFalse(yield* two.isOpen(t))
       yield* one.record(t, unavailable)
@@ -327,8 +325,7 @@ describe("Redis ToolLedgerStore through ToolLedger", () => {
   it.scoped("runOnce with one key from two services runs the tool once; both get its result", () =>
     Effect.gen(function* () {
       const options = freshOptions()
-      const one = yield* ledgerOver(options)
-      const two = yield* ledgerOver(options)
+      const [one, two] = yield* twoProcesses(ledgerOver(options))
       const created = yield* Ref.make(0)
       const create = Effect.map(
         Ref.updateAndGet(created, (n) => n + 1),
@@ -364,8 +361,7 @@ describe("Redis ToolLedgerStore through ToolLedger", () => {
   it.scoped("a typed failure drops the claim (a later attempt runs); an unfinished claim is in doubt", () =>
     Effect.gen(function* () {
       const options = freshOptions()
-      const one = yield* ledgerOver(options)
-      const two = yield* ledgerOver(options)
+      const [one, two] = yield* twoProcesses(ledgerOver(options))
       const key = ToolLedger.key(createTask, { runId: "run-2", step: 1 })
       assert.strictEqual(
         failureTag(yield* Effect.exit(one.runOnce(key, Effect.fail({ _tag: "Nope" as const })))),
