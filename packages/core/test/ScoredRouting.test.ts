@@ -31,6 +31,7 @@ import {
   compiledScored,
   generatedTargets,
   routingGateway,
+  routingDefinition,
   routingWorkflow,
   scoredRefs,
   scoredRoute,
@@ -48,23 +49,18 @@ const route = scoredRoute
 const workflow = (fields: Partial<typeof Workflow.Encoded> & { readonly name: string }) =>
   routingWorkflow({ route, ...fields })
 
-const makeDefinition = (): GatewayConfig.Definition => ({
-  config: GatewayConfig.GatewayConfig.make({
-    targets: makeTargets(),
-    workflows: [
-      workflow({ name: "ordered" }),
-      workflow({ name: "scored", selection: "scored" }),
-      workflow({ name: "scored.standard", selection: "scored", minQualityTier: "standard" }),
-      workflow({ name: "scored.high", selection: "scored", risk: "HIGH" }),
-      workflow({ name: "ordered.high", risk: "HIGH", qualityThreshold: 0.75 }),
-      workflow({ name: "scored.quality", selection: "scored", scoring: { weights: { quality: 0.9 } } }),
-      workflow({ name: "scored.noPenalty", selection: "scored", scoring: { deprecatedPenalty: 0 } }),
-      workflow({ name: "scored.single", selection: "scored", allowFallback: false }),
-      workflow({ name: "ordered.single", allowFallback: false })
-    ]
-  }),
-  schemas: {}
-})
+const makeDefinition = (): GatewayConfig.Definition =>
+  routingDefinition(makeTargets(), [
+    workflow({ name: "ordered" }),
+    workflow({ name: "scored", selection: "scored" }),
+    workflow({ name: "scored.standard", selection: "scored", minQualityTier: "standard" }),
+    workflow({ name: "scored.high", selection: "scored", risk: "HIGH" }),
+    workflow({ name: "ordered.high", risk: "HIGH", qualityThreshold: 0.75 }),
+    workflow({ name: "scored.quality", selection: "scored", scoring: { weights: { quality: 0.9 } } }),
+    workflow({ name: "scored.noPenalty", selection: "scored", scoring: { deprecatedPenalty: 0 } }),
+    workflow({ name: "scored.single", selection: "scored", allowFallback: false }),
+    workflow({ name: "ordered.single", allowFallback: false })
+  ])
 
 const layer = () => gatewayLayer({}, makeDefinition())
 
