@@ -4,7 +4,7 @@
  * determinism (spec T8). The default `ordered` selection keeps route order.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
+import { type GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { qualityRank } from "../src/internal/targetSchemas.js"
 import { RouteDecision } from "@modelgate/core/RouteDecision"

@@ -3,7 +3,7 @@
  * TestClock, exact values.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, type GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
