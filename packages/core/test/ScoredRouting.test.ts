@@ -25,6 +25,7 @@ import {
 } from "effect"
 import * as FastPath from "../src/internal/fastPath.js"
 import * as RouterEngine from "../src/internal/router/engine.js"
+import { driven } from "./virtualTime.js"
 import { capturingLogger, command, gatewayLayer, exclusionsOf, routeHealth } from "./fixtures.js"
 import {
   closedBreakers,
@@ -489,10 +490,7 @@ describe("scored selection: health, escalation, affinity", () => {
 
   it.effect("affinity follows the target that finally served the call, after a fallback", () =>
     Effect.gen(function* () {
-      const gateway = yield* ModelGateway.ModelGateway
-      const fiber = yield* Effect.fork(gateway.generate(command("scored", { sessionKey: "s1" })))
-      yield* TestClock.adjust(100)
-      const result = yield* Fiber.join(fiber)
+      const result = yield* driven(ModelGateway.generate(command("scored", { sessionKey: "s1" })), 100)
       // fast was the decision's first pick; it failed and standard served
       assert.strictEqual(result.evidence.eligible[0], refs.fast)
       assert.strictEqual(result.evidence.target, refs.standard)
