@@ -48,6 +48,13 @@ const run = (scenario: ScenarioName) =>
     return { records, report }
   })
 
+/** A test of `scenario` under `--json`: `check` reads its records and report (it runs for real: 30 s). */
+const scenarioTest = (
+  name: string,
+  scenario: ScenarioName,
+  check: (demo: { readonly records: ReadonlyArray<CallRecord>; readonly report: DemoReport }) => void
+) => it.live(name, () => Effect.map(run(scenario), check), 30_000)
+
 const isOpenAi = (target: string) => target.startsWith("model://openai/")
 const isUs = (target: string) => target.endsWith("@us")
 const byWorkflow = (records: ReadonlyArray<CallRecord>, workflow: string) =>
@@ -63,213 +70,201 @@ const assertOneTaskPerFollowUp = (report: DemoReport, expected: ReadonlyArray<st
 }
 
 describe("demo --json", () => {
-  it.live(
+  scenarioTest(
     "normal: every call answered; the EU-only tenant never routed to the US; the tool runs once per follow-up",
-    () =>
-      Effect.gen(function* () {
-        const { records, report } = yield* run("normal")
-        for (const workflow of ["ticket.classify", "ticket.extract", "ticket.draftReply"]) {
-          const calls = byWorkflow(records, workflow)
-          assert.strictEqual(calls.length, tickets.length, workflow)
-          for (const r of calls) assert.strictEqual(r.outcome, "success", `${workflow} ${r.evidence.callId}`)
-        }
-        // Structured outputs were validated against their schemas.
-        for (const r of [...byWorkflow(records, "ticket.classify"), ...byWorkflow(records, "ticket.extract")]) {
-          assert.isTrue(r.evidence.schemaValid)
-        }
-        for (const r of records.filter((r) => r.tenant === "globex")) {
-          assert.isFalse(r.evidence.eligible.some(isUs))
-          assert.isFalse(r.evidence.attempts.some((a) => isUs(a.target)))
-        }
-        // The draft of a globex ticket shows the US target excluded, with its reason.
-        const globexDraft = byWorkflow(records, "ticket.draftReply").find((r) => r.tenant === "globex")
-        assert.deepStrictEqual(
-          globexDraft?.evidence.excluded.map((x) => [x.target, x.reason]),
-          [[refs.pro, "DATA_REGION_MISMATCH"]]
-        )
-        // The confirmation call after the tool hangs once per follow-up: AmbiguousOutcome (never
-        // retried by the gateway since the command offers a side-effecting tool), the agent retries
-        // the step, the ledger replays the task: one task per follow-up ticket.
-        const followUps = byWorkflow(records, "ticket.followUp")
-        const ambiguous = followUps.filter((r) => r.errorTag === "AmbiguousOutcome")
-        assert.strictEqual(ambiguous.length, 2)
-        for (const r of ambiguous) {
-          assert.strictEqual(r.evidence.attempts.length, 1)
-          assert.strictEqual(r.evidence.attempts[0]?.outcome, "timeout")
-          assert.isTrue(r.evidence.attempts[0]?.possiblyProcessed)
-        }
-        assert.strictEqual(followUps.filter((r) => r.outcome === "success").length, 6)
-        assertOneTaskPerFollowUp(report, ["T-1003", "T-1004"])
-        // The warm-up calls before the first timed one leave no record behind.
-        assert.deepStrictEqual([...new Set(records.map((r) => r.tenant))].sort(), ["acme", "globex"])
-      }),
-    30_000
+    "normal",
+    ({ records, report }) => {
+      for (const workflow of ["ticket.classify", "ticket.extract", "ticket.draftReply"]) {
+        const calls = byWorkflow(records, workflow)
+        assert.strictEqual(calls.length, tickets.length, workflow)
+        for (const r of calls) assert.strictEqual(r.outcome, "success", `${workflow} ${r.evidence.callId}`)
+      }
+      // Structured outputs were validated against their schemas.
+      for (const r of [...byWorkflow(records, "ticket.classify"), ...byWorkflow(records, "ticket.extract")]) {
+        assert.isTrue(r.evidence.schemaValid)
+      }
+      for (const r of records.filter((r) => r.tenant === "globex")) {
+        assert.isFalse(r.evidence.eligible.some(isUs))
+        assert.isFalse(r.evidence.attempts.some((a) => isUs(a.target)))
+      }
+      // The draft of a globex ticket shows the US target excluded, with its reason.
+      const globexDraft = byWorkflow(records, "ticket.draftReply").find((r) => r.tenant === "globex")
+      assert.deepStrictEqual(
+        globexDraft?.evidence.excluded.map((x) => [x.target, x.reason]),
+        [[refs.pro, "DATA_REGION_MISMATCH"]]
+      )
+      // The confirmation call after the tool hangs once per follow-up: AmbiguousOutcome (never
+      // retried by the gateway since the command offers a side-effecting tool), the agent retries
+      // the step, the ledger replays the task: one task per follow-up ticket.
+      const followUps = byWorkflow(records, "ticket.followUp")
+      const ambiguous = followUps.filter((r) => r.errorTag === "AmbiguousOutcome")
+      assert.strictEqual(ambiguous.length, 2)
+      for (const r of ambiguous) {
+        assert.strictEqual(r.evidence.attempts.length, 1)
+        assert.strictEqual(r.evidence.attempts[0]?.outcome, "timeout")
+        assert.isTrue(r.evidence.attempts[0]?.possiblyProcessed)
+      }
+      assert.strictEqual(followUps.filter((r) => r.outcome === "success").length, 6)
+      assertOneTaskPerFollowUp(report, ["T-1003", "T-1004"])
+      // The warm-up calls before the first timed one leave no record behind.
+      assert.deepStrictEqual([...new Set(records.map((r) => r.tenant))].sort(), ["acme", "globex"])
+    }
   )
 
-  it.live(
+  scenarioTest(
     "outage: every call whose primary is an OpenAI target falls back to another provider",
-    () =>
-      Effect.gen(function* () {
-        const { records, report } = yield* run("outage")
-        const affected = records.filter((r) => isOpenAi(r.evidence.attempts[0]?.target ?? ""))
-        // classify and draftReply for each ticket
-        assert.strictEqual(affected.length, 2 * tickets.length)
-        for (const r of affected) {
-          assert.strictEqual(r.outcome, "success", r.evidence.callId)
-          assert.isTrue(r.evidence.fallbackUsed)
-          assert.isFalse(isOpenAi(r.evidence.target ?? ""))
-          const onOpenAi = r.evidence.attempts.filter((a) => isOpenAi(a.target))
-          for (const a of onOpenAi) {
-            assert.strictEqual(a.outcome, "unavailable")
-            assert.strictEqual(a.httpStatus, 503)
-          }
-          // classify's small model has maxAttempts 2 (one retry); the draft's large one maxAttempts 1.
-          assert.strictEqual(onOpenAi.length, r.evidence.workflow === "ticket.classify" ? 2 : 1, r.evidence.callId)
-          assert.strictEqual(r.evidence.retryCount, r.evidence.workflow === "ticket.classify" ? 1 : 0)
+    "outage",
+    ({ records, report }) => {
+      const affected = records.filter((r) => isOpenAi(r.evidence.attempts[0]?.target ?? ""))
+      // classify and draftReply for each ticket
+      assert.strictEqual(affected.length, 2 * tickets.length)
+      for (const r of affected) {
+        assert.strictEqual(r.outcome, "success", r.evidence.callId)
+        assert.isTrue(r.evidence.fallbackUsed)
+        assert.isFalse(isOpenAi(r.evidence.target ?? ""))
+        const onOpenAi = r.evidence.attempts.filter((a) => isOpenAi(a.target))
+        for (const a of onOpenAi) {
+          assert.strictEqual(a.outcome, "unavailable")
+          assert.strictEqual(a.httpStatus, 503)
         }
-        // The unaffected workflows never saw OpenAI and needed no fallback.
-        for (const r of records.filter((r) => !affected.includes(r) && r.outcome === "success")) {
-          assert.isFalse(r.evidence.fallbackUsed)
-        }
-        assert.isTrue(report.requests.some((q) => q.provider === "openai"))
-      }),
-    30_000
+        // classify's small model has maxAttempts 2 (one retry); the draft's large one maxAttempts 1.
+        assert.strictEqual(onOpenAi.length, r.evidence.workflow === "ticket.classify" ? 2 : 1, r.evidence.callId)
+        assert.strictEqual(r.evidence.retryCount, r.evidence.workflow === "ticket.classify" ? 1 : 0)
+      }
+      // The unaffected workflows never saw OpenAI and needed no fallback.
+      for (const r of records.filter((r) => !affected.includes(r) && r.outcome === "success")) {
+        assert.isFalse(r.evidence.fallbackUsed)
+      }
+      assert.isTrue(report.requests.some((q) => q.provider === "openai"))
+    }
   )
 
-  it.live(
+  scenarioTest(
     "rate-limit: a retry-after longer than the deadline is not slept on: immediate fallback",
-    () =>
-      Effect.gen(function* () {
-        const { records } = yield* run("rate-limit")
-        const affected = records.filter((r) => isOpenAi(r.evidence.attempts[0]?.target ?? ""))
-        assert.strictEqual(affected.length, 2 * tickets.length)
-        for (const r of affected) {
-          const [first, second, ...rest] = r.evidence.attempts
-          assert.strictEqual(first?.outcome, "rate_limited")
-          assert.strictEqual(first?.retryAfterMs, 30_000)
-          // No second attempt on the rate-limited target, no sleep before the fallback.
-          assert.isFalse(isOpenAi(second?.target ?? "model://openai/"))
-          assert.strictEqual(second?.outcome, "success")
-          assert.strictEqual(rest.length, 0)
-          assert.strictEqual(r.evidence.retryCount, 0)
-          assert.isTrue(r.evidence.fallbackUsed)
-          const gap = (second?.startOffsetMs ?? 0) - ((first?.startOffsetMs ?? 0) + (first?.latencyMs ?? 0))
-          assert.isBelow(gap, 1_000)
-          assert.isBelow(r.evidence.totalLatencyMs, 3_000 * scale)
-        }
-      }),
-    30_000
+    "rate-limit",
+    ({ records }) => {
+      const affected = records.filter((r) => isOpenAi(r.evidence.attempts[0]?.target ?? ""))
+      assert.strictEqual(affected.length, 2 * tickets.length)
+      for (const r of affected) {
+        const [first, second, ...rest] = r.evidence.attempts
+        assert.strictEqual(first?.outcome, "rate_limited")
+        assert.strictEqual(first?.retryAfterMs, 30_000)
+        // No second attempt on the rate-limited target, no sleep before the fallback.
+        assert.isFalse(isOpenAi(second?.target ?? "model://openai/"))
+        assert.strictEqual(second?.outcome, "success")
+        assert.strictEqual(rest.length, 0)
+        assert.strictEqual(r.evidence.retryCount, 0)
+        assert.isTrue(r.evidence.fallbackUsed)
+        const gap = (second?.startOffsetMs ?? 0) - ((first?.startOffsetMs ?? 0) + (first?.latencyMs ?? 0))
+        assert.isBelow(gap, 1_000)
+        assert.isBelow(r.evidence.totalLatencyMs, 3_000 * scale)
+      }
+    }
   )
 
-  it.live(
+  scenarioTest(
     "slow: the streamed draft exceeds its time to first token on the primary and falls back",
-    () =>
-      Effect.gen(function* () {
-        const { records } = yield* run("slow")
-        const drafts = byWorkflow(records, "ticket.draftReply")
-        assert.strictEqual(drafts.length, tickets.length)
-        for (const r of drafts) {
-          assert.strictEqual(r.mode, "stream")
-          assert.strictEqual(r.outcome, "success")
-          assert.isTrue(r.evidence.fallbackUsed)
-          const [first, second] = r.evidence.attempts
-          assert.strictEqual<string | undefined>(first?.target, refs.gpt)
-          assert.strictEqual(first?.outcome, "timeout")
-          // Cut at the 300 ms TTFT limit (scaled), well before the 900 ms first token and the
-          // attempt's own 2 s bound.
-          assert.isAtLeast(first?.latencyMs ?? 0, 300 * scale)
-          assert.isBelow(first?.latencyMs ?? Infinity, 900 * scale)
-          assert.isBelow(first?.latencyMs ?? Infinity, first?.timeoutMs ?? 0)
-          assert.strictEqual<string | undefined>(second?.target, refs.sonnet)
-          assert.strictEqual(second?.outcome, "success")
-        }
-      }),
-    30_000
+    "slow",
+    ({ records }) => {
+      const drafts = byWorkflow(records, "ticket.draftReply")
+      assert.strictEqual(drafts.length, tickets.length)
+      for (const r of drafts) {
+        assert.strictEqual(r.mode, "stream")
+        assert.strictEqual(r.outcome, "success")
+        assert.isTrue(r.evidence.fallbackUsed)
+        const [first, second] = r.evidence.attempts
+        assert.strictEqual<string | undefined>(first?.target, refs.gpt)
+        assert.strictEqual(first?.outcome, "timeout")
+        // Cut at the 300 ms TTFT limit (scaled), well before the 900 ms first token and the
+        // attempt's own 2 s bound.
+        assert.isAtLeast(first?.latencyMs ?? 0, 300 * scale)
+        assert.isBelow(first?.latencyMs ?? Infinity, 900 * scale)
+        assert.isBelow(first?.latencyMs ?? Infinity, first?.timeoutMs ?? 0)
+        assert.strictEqual<string | undefined>(second?.target, refs.sonnet)
+        assert.strictEqual(second?.outcome, "success")
+      }
+    }
   )
 
-  it.live(
+  scenarioTest(
     "budget: a cheaper target when the expensive ones do not fit; once none fits, the degraded answer or BudgetExceeded before any traffic",
-    () =>
-      Effect.gen(function* () {
-        const { records, report } = yield* run("budget")
-        const acme = records.filter((r) => r.tenant === "acme")
-        // Out of budget: BudgetExceeded, or (a workflow with `degrade`) its degraded answer, each
-        // with every target excluded by the budget and nothing sent.
-        const outOfBudget = (r: (typeof acme)[number]) =>
-          r.errorTag === "BudgetExceeded" ||
-          (r.evidence.degraded &&
-            r.evidence.attempts.length === 0 &&
-            r.evidence.excluded.some((x) => x.reason === "BUDGET_DOES_NOT_FIT"))
-        const firstRefused = acme.findIndex(outOfBudget)
-        assert.isAbove(firstRefused, 0, "acme's budget runs out mid-run, after some calls succeeded")
-        for (const r of acme.slice(0, firstRefused)) assert.isFalse(outOfBudget(r))
-        const refused = acme[firstRefused]!
-        assert.include(["failed", "degraded"], refused.outcome)
-        assert.strictEqual(refused.evidence.attempts.length, 0)
-        assert.strictEqual(refused.evidence.cost.actual, 0)
-        // The call before it succeeded: the budget ran out between them.
-        assert.strictEqual(acme[firstRefused - 1]?.outcome, "success")
-        // Spend stays within the limit; the other tenant is not affected.
-        const balance = report.balances.find((b) => b.tenant === "acme")
-        assert.isAtMost((balance?.committed ?? Infinity) + (balance?.reserved ?? 0), 0.004)
-        // Budget-aware choice (issue 14): before running out, a call whose expensive targets did not
-        // fit what was left excluded them and was served by a cheaper one.
-        const cheaper = acme
-          .slice(0, firstRefused)
-          .find((r) => r.evidence.excluded.some((x) => x.reason === "BUDGET_DOES_NOT_FIT"))
-        assert.strictEqual(cheaper?.outcome, "success")
-        assert.isFalse(records.some((r) => r.tenant === "globex" && r.errorTag === "BudgetExceeded"))
-        // Every refused call sent nothing to any provider.
-        const sent = report.requests.length
-        const attempts = records.reduce((n, r) => n + r.evidence.attempts.length, 0)
-        assert.strictEqual(sent, attempts)
-      }),
-    30_000
+    "budget",
+    ({ records, report }) => {
+      const acme = records.filter((r) => r.tenant === "acme")
+      // Out of budget: BudgetExceeded, or (a workflow with `degrade`) its degraded answer, each
+      // with every target excluded by the budget and nothing sent.
+      const outOfBudget = (r: (typeof acme)[number]) =>
+        r.errorTag === "BudgetExceeded" ||
+        (r.evidence.degraded &&
+          r.evidence.attempts.length === 0 &&
+          r.evidence.excluded.some((x) => x.reason === "BUDGET_DOES_NOT_FIT"))
+      const firstRefused = acme.findIndex(outOfBudget)
+      assert.isAbove(firstRefused, 0, "acme's budget runs out mid-run, after some calls succeeded")
+      for (const r of acme.slice(0, firstRefused)) assert.isFalse(outOfBudget(r))
+      const refused = acme[firstRefused]!
+      assert.include(["failed", "degraded"], refused.outcome)
+      assert.strictEqual(refused.evidence.attempts.length, 0)
+      assert.strictEqual(refused.evidence.cost.actual, 0)
+      // The call before it succeeded: the budget ran out between them.
+      assert.strictEqual(acme[firstRefused - 1]?.outcome, "success")
+      // Spend stays within the limit; the other tenant is not affected.
+      const balance = report.balances.find((b) => b.tenant === "acme")
+      assert.isAtMost((balance?.committed ?? Infinity) + (balance?.reserved ?? 0), 0.004)
+      // Budget-aware choice (issue 14): before running out, a call whose expensive targets did not
+      // fit what was left excluded them and was served by a cheaper one.
+      const cheaper = acme
+        .slice(0, firstRefused)
+        .find((r) => r.evidence.excluded.some((x) => x.reason === "BUDGET_DOES_NOT_FIT"))
+      assert.strictEqual(cheaper?.outcome, "success")
+      assert.isFalse(records.some((r) => r.tenant === "globex" && r.errorTag === "BudgetExceeded"))
+      // Every refused call sent nothing to any provider.
+      const sent = report.requests.length
+      const attempts = records.reduce((n, r) => n + r.evidence.attempts.length, 0)
+      assert.strictEqual(sent, attempts)
+    }
   )
 
-  it.live(
+  scenarioTest(
     "residency: with the EU providers down the EU-only tenant is never sent to a US target",
-    () =>
-      Effect.gen(function* () {
-        const { records, report } = yield* run("residency")
-        const globex = records.filter((r) => r.tenant === "globex")
-        assert.isAbove(globex.length, 0)
-        for (const r of globex) {
-          assert.isFalse(
-            r.evidence.attempts.some((a) => isUs(a.target)),
-            r.evidence.callId
-          )
-          assert.notStrictEqual(r.outcome, "success")
-        }
-        // Not one request about a globex ticket reached the (US) Gemini endpoints.
-        for (const q of report.requests.filter((q) => q.provider === "gemini")) {
-          assert.isFalse(
-            globexTickets.some((id) => q.rawBody.includes(`Ticket ${id}`)),
-            "a globex ticket was sent to a US target"
-          )
-        }
-        // Without a degraded mode the call is refused, naming the excluded US target and why.
-        const refused = globex.filter((r) => r.errorTag === "PolicyViolation")
-        assert.isAbove(refused.length, 0)
-        for (const r of refused) {
-          assert.strictEqual(r.evidence.workflow, "ticket.followUp")
-          assert.strictEqual(r.errorReason, "DATA_REGION_MISMATCH")
-          assert.deepStrictEqual(
-            r.evidence.excluded.map((x) => [x.target, x.reason]),
-            [[refs.flash, "DATA_REGION_MISMATCH"]]
-          )
-        }
-        // With one, a non-model answer: still nothing sent to the US.
-        assert.isTrue(globex.some((r) => r.outcome === "degraded"))
-        // The confidential, EU-only extract workflow has no US route for anyone.
-        for (const r of byWorkflow(records, "ticket.extract")) assert.strictEqual(r.outcome, "degraded")
-        // acme, without the EU-only contract, is served from the US.
-        assert.isTrue(
-          records.some((r) => r.tenant === "acme" && r.outcome === "success" && isUs(r.evidence.target ?? ""))
+    "residency",
+    ({ records, report }) => {
+      const globex = records.filter((r) => r.tenant === "globex")
+      assert.isAbove(globex.length, 0)
+      for (const r of globex) {
+        assert.isFalse(
+          r.evidence.attempts.some((a) => isUs(a.target)),
+          r.evidence.callId
         )
-        assertOneTaskPerFollowUp(report, ["T-1003"])
-      }),
-    30_000
+        assert.notStrictEqual(r.outcome, "success")
+      }
+      // Not one request about a globex ticket reached the (US) Gemini endpoints.
+      for (const q of report.requests.filter((q) => q.provider === "gemini")) {
+        assert.isFalse(
+          globexTickets.some((id) => q.rawBody.includes(`Ticket ${id}`)),
+          "a globex ticket was sent to a US target"
+        )
+      }
+      // Without a degraded mode the call is refused, naming the excluded US target and why.
+      const refused = globex.filter((r) => r.errorTag === "PolicyViolation")
+      assert.isAbove(refused.length, 0)
+      for (const r of refused) {
+        assert.strictEqual(r.evidence.workflow, "ticket.followUp")
+        assert.strictEqual(r.errorReason, "DATA_REGION_MISMATCH")
+        assert.deepStrictEqual(
+          r.evidence.excluded.map((x) => [x.target, x.reason]),
+          [[refs.flash, "DATA_REGION_MISMATCH"]]
+        )
+      }
+      // With one, a non-model answer: still nothing sent to the US.
+      assert.isTrue(globex.some((r) => r.outcome === "degraded"))
+      // The confidential, EU-only extract workflow has no US route for anyone.
+      for (const r of byWorkflow(records, "ticket.extract")) assert.strictEqual(r.outcome, "degraded")
+      // acme, without the EU-only contract, is served from the US.
+      assert.isTrue(
+        records.some((r) => r.tenant === "acme" && r.outcome === "success" && isUs(r.evidence.target ?? ""))
+      )
+      assertOneTaskPerFollowUp(report, ["T-1003"])
+    }
   )
 })
 

@@ -177,13 +177,7 @@ describe("fallback lab scenario model", () => {
 
   it.effect("the global deadline cuts the fallback; both servers answer late", () =>
     Effect.gen(function* () {
-      const m = yield* computeScenario({
-        primary: "slow",
-        routeTimeout: 250,
-        deadline: 400,
-        secondaryContract: "compatible",
-        secondary: "slow"
-      })
+      const m = yield* computeScenario({ ...defaultScenario, routeTimeout: 250, deadline: 400, secondary: "slow" })
       assert.deepStrictEqual(
         m.attempts.map((a) => [a.route, a.dispatchedAt, a.timeoutMs, a.endedAt, a.endedBy, a.outcome]),
         [
@@ -219,13 +213,7 @@ describe("fallback lab scenario model", () => {
 
   it.effect("a 200 that arrives late, while the client waits for the fallback, does not rescue the request", () =>
     Effect.gen(function* () {
-      const m = yield* computeScenario({
-        primary: "slow",
-        routeTimeout: 500,
-        deadline: 1600,
-        secondaryContract: "compatible",
-        secondary: "slow"
-      })
+      const m = yield* computeScenario({ ...defaultScenario, routeTimeout: 500, deadline: 1600, secondary: "slow" })
       assert.deepStrictEqual(
         m.events
           .filter((e) => e.kind === "route-timeout" || e.kind === "late-response" || e.kind === "result")

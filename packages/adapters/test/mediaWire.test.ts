@@ -7,7 +7,7 @@
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { assert, layer } from "@effect/vitest"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
-import type { ProviderRequest } from "@modelgate/core/ProviderAdapter"
+import type { ProviderAdapter, ProviderRequest } from "@modelgate/core/ProviderAdapter"
 import { MockProviderServer } from "@modelgate/testing/MockProviderServer"
 import { Effect, Either } from "effect"
 import * as Anthropic from "../src/Anthropic.js"
@@ -41,15 +41,23 @@ type Wire = "openai" | "anthropic" | "gemini" | "openai-responses"
 const reset = (provider: Wire, ...behaviors: ReadonlyArray<MockProviderServer.Behavior>) =>
   Effect.flatMap(MockProviderServer, (mock) => Effect.zipRight(mock.reset, mock.enqueue(behaviors, { provider })))
 
+/** Sends a request of `parts` through `adapter` (the mock answers "ok"); the body the mock received. */
+const sentBody = (adapter: Omit<ProviderAdapter, "provider">, provider: Wire, parts: ReadonlyArray<ContentPart>) =>
+  Effect.zipRight(
+    Effect.zipRight(
+      reset(provider, MockProviderServer.success({ text: "ok" })),
+      adapter.generate(withParts(provider, parts))
+    ),
+    lastBody
+  )
+
 const baseUrl = (provider: Wire) => Effect.map(MockProviderServer, (mock) => mock.baseUrl(provider))
 
 layer(TestLayer, { excludeTestServices: true })("audio and file inputs on the wire", (it) => {
   it.effect("openai chat: input_audio {data, format}, file {file_data, filename}", () =>
     Effect.gen(function* () {
       const adapter = yield* OpenAi.make({ baseUrl: yield* baseUrl("openai"), apiKey })
-      yield* reset("openai", MockProviderServer.success({ text: "ok" }))
-      yield* adapter.generate(withParts("openai", audioParts))
-      assert.deepStrictEqual((yield* lastBody).messages, [
+      assert.deepStrictEqual((yield* sentBody(adapter, "openai", audioParts)).messages, [
         {
           role: "user",
           content: [
@@ -58,9 +66,7 @@ layer(TestLayer, { excludeTestServices: true })("audio and file inputs on the wi
           ]
         }
       ])
-      yield* reset("openai", MockProviderServer.success({ text: "ok" }))
-      yield* adapter.generate(withParts("openai", fileParts))
-      assert.deepStrictEqual((yield* lastBody).messages, [
+      assert.deepStrictEqual((yield* sentBody(adapter, "openai", fileParts)).messages, [
         {
           role: "user",
           content: [
@@ -75,9 +81,7 @@ layer(TestLayer, { excludeTestServices: true })("audio and file inputs on the wi
   it.effect("anthropic: a PDF as a document block with a base64 source; audio refused before sending", () =>
     Effect.gen(function* () {
       const adapter = yield* Anthropic.make({ baseUrl: yield* baseUrl("anthropic"), apiKey })
-      yield* reset("anthropic", MockProviderServer.success({ text: "ok" }))
-      yield* adapter.generate(withParts("anthropic", fileParts))
-      assert.deepStrictEqual((yield* lastBody).messages, [
+      assert.deepStrictEqual((yield* sentBody(adapter, "anthropic", fileParts)).messages, [
         {
           role: "user",
           content: [
@@ -101,9 +105,7 @@ layer(TestLayer, { excludeTestServices: true })("audio and file inputs on the wi
   it.effect("gemini: inlineData {mimeType, data} for audio and files", () =>
     Effect.gen(function* () {
       const adapter = yield* Gemini.make({ baseUrl: yield* baseUrl("gemini"), apiKey })
-      yield* reset("gemini", MockProviderServer.success({ text: "ok" }))
-      yield* adapter.generate(withParts("gemini", [...audioParts, ...fileParts]))
-      assert.deepStrictEqual((yield* lastBody).contents, [
+      assert.deepStrictEqual((yield* sentBody(adapter, "gemini", [...audioParts, ...fileParts])).contents, [
         {
           role: "user",
           parts: [
@@ -124,9 +126,7 @@ layer(TestLayer, { excludeTestServices: true })("audio and file inputs on the wi
         model: (name) => OpenAiLanguageModel.layer({ model: name }),
         apiKey
       }).pipe(Effect.provide(OpenAiClient.layer({ apiUrl: url, apiKey })))
-      yield* reset("openai-responses", MockProviderServer.success({ text: "ok" }))
-      yield* adapter.generate(withParts("openai-responses", fileParts))
-      assert.deepStrictEqual((yield* lastBody).input, [
+      assert.deepStrictEqual((yield* sentBody(adapter, "openai-responses", fileParts)).input, [
         {
           role: "user",
           content: [

@@ -45,76 +45,52 @@ const providerAnswer = (
   mode: Mode
 ): { status: number; body: unknown; headers: Record<string, string> } => {
   const headers = { "content-type": "application/json", "x-request-id": "req_fake_1", "request-id": "req_fake_1" }
+  const unauthorized = mode === "unauthorized"
+  return { status: mode === "ok" ? 200 : unauthorized ? 401 : 400, headers, body: answerBody(url, mode) }
+}
+
+/** The body a provider answers `url` with: its error body in an error mode, a success otherwise. */
+const answerBody = (url: string, mode: Mode): unknown => {
+  const unauthorized = mode === "unauthorized"
   // Hostile providers echo what they got: the key in an auth error, the prompt in a 400.
-  const message =
-    mode === "unauthorized" ? `Incorrect API key provided: ${KEY}` : `Invalid value at messages[0]: '${CONTENT}-prompt'`
+  const message = unauthorized
+    ? `Incorrect API key provided: ${KEY}`
+    : `Invalid value at messages[0]: '${CONTENT}-prompt'`
   if (url.includes("/chat/completions")) {
-    if (mode !== "ok") {
-      return {
-        status: mode === "unauthorized" ? 401 : 400,
-        headers,
-        body: {
-          error: { message, type: "invalid_request_error", code: mode === "unauthorized" ? "invalid_api_key" : null }
+    return mode !== "ok"
+      ? { error: { message, type: "invalid_request_error", code: unauthorized ? "invalid_api_key" : null } }
+      : {
+          id: "chatcmpl-1",
+          model: "gpt-x-2026-01-01",
+          choices: [{ finish_reason: "stop", message: { content: `${CONTENT}-output` } }],
+          usage: { prompt_tokens: 11, completion_tokens: 5 }
         }
-      }
-    }
-    return {
-      status: 200,
-      headers,
-      body: {
-        id: "chatcmpl-1",
-        model: "gpt-x-2026-01-01",
-        choices: [{ finish_reason: "stop", message: { content: `${CONTENT}-output` } }],
-        usage: { prompt_tokens: 11, completion_tokens: 5 }
-      }
-    }
   }
   if (url.includes("/messages")) {
-    if (mode !== "ok") {
-      return {
-        status: mode === "unauthorized" ? 401 : 400,
-        headers,
-        body: {
-          type: "error",
-          error: { type: mode === "unauthorized" ? "authentication_error" : "invalid_request_error", message }
+    return mode !== "ok"
+      ? { type: "error", error: { type: unauthorized ? "authentication_error" : "invalid_request_error", message } }
+      : {
+          id: "msg_1",
+          model: "claude-x-2026",
+          content: [{ type: "text", text: `${CONTENT}-output` }],
+          stop_reason: "end_turn",
+          usage: { input_tokens: 11, output_tokens: 5 }
         }
-      }
-    }
-    return {
-      status: 200,
-      headers,
-      body: {
-        id: "msg_1",
-        model: "claude-x-2026",
-        content: [{ type: "text", text: `${CONTENT}-output` }],
-        stop_reason: "end_turn",
-        usage: { input_tokens: 11, output_tokens: 5 }
-      }
-    }
   }
-  if (mode !== "ok") {
-    return {
-      status: mode === "unauthorized" ? 401 : 400,
-      headers,
-      body: {
+  return mode !== "ok"
+    ? {
         error: {
-          code: mode === "unauthorized" ? 401 : 400,
+          code: unauthorized ? 401 : 400,
           message,
-          status: mode === "unauthorized" ? "UNAUTHENTICATED" : "INVALID_ARGUMENT"
+          status: unauthorized ? "UNAUTHENTICATED" : "INVALID_ARGUMENT"
         }
       }
-    }
-  }
-  return {
-    status: 200,
-    headers,
-    body: {
-      candidates: [{ finishReason: "STOP", content: { parts: [{ text: `${CONTENT}-output` }] } }],
-      usageMetadata: { promptTokenCount: 11, candidatesTokenCount: 5 },
-      modelVersion: "gemini-x-001",
-      responseId: "resp_1"
-    }
-  }
+    : {
+        candidates: [{ finishReason: "STOP", content: { parts: [{ text: `${CONTENT}-output` }] } }],
+        usageMetadata: { promptTokenCount: 11, candidatesTokenCount: 5 },
+        modelVersion: "gemini-x-001",
+        responseId: "resp_1"
+      }
 }
 
 const makeFakeHttp = (state: { mode: Mode; collectorStatus?: number }) => {

@@ -9,8 +9,7 @@ import { CallRecorder, Concurrency, Health, ModelGateway, Budgets, ResponseCache
 import { startRedis } from "@modelgate/testing/RedisServer"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Duration, Effect, Layer } from "effect"
-import { Redis as IORedis } from "ioredis"
-import { oneTargetDefinition, redisPerFile, replyCommand } from "./redis-fixtures.js"
+import { commandStats, oneTargetDefinition, redisPerFile, replyCommand } from "./redis-fixtures.js"
 
 const { server, freshOptions } = redisPerFile()
 
@@ -46,20 +45,6 @@ const providerCalls = Effect.map(
   Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.attempts),
   (a) => a.length
 )
-
-/** Calls per command name on the server (`INFO commandstats`), read on a connection of its own. */
-const commandStats = (url: string) =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => new IORedis(url)),
-    (admin) =>
-      Effect.promise(async () => {
-        const info = await admin.info("commandstats")
-        const counts: Record<string, number> = {}
-        for (const m of info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) counts[m[1]!] = Number(m[2])
-        return counts
-      }),
-    (admin) => Effect.sync(() => admin.disconnect())
-  )
 
 describe("ResponseCacheStore on Redis", () => {
   it.live("stores the entry encoded with its Schema, with a PX TTL, and reads it back", () =>

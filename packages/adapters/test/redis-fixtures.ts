@@ -10,6 +10,7 @@ import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { type RedisServer, startRedis } from "@modelgate/testing/RedisServer"
 import { Duration, Effect, Schema } from "effect"
+import { Redis as IORedis } from "ioredis"
 
 /** @see redisPerFile */
 export interface RedisPerFile {
@@ -50,6 +51,26 @@ export const ownRedis = Effect.acquireRelease(
   Effect.promise(() => startRedis()),
   (s) => Effect.promise(() => s.stop())
 )
+
+/**
+ * Two gateway processes over one Redis: runs `make` (a service with a client of its own) twice, in
+ * order.
+ */
+export const twoProcesses = <A, E, R>(make: Effect.Effect<A, E, R>) => Effect.all([make, make])
+
+/** Calls per command name on the server (`INFO commandstats`), read on a connection of its own. */
+export const commandStats = (url: string) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new IORedis(url)),
+    (admin) =>
+      Effect.promise(async () => {
+        const info = await admin.info("commandstats")
+        const counts: Record<string, number> = {}
+        for (const m of info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) counts[m[1]!] = Number(m[2])
+        return counts
+      }),
+    (admin) => Effect.sync(() => admin.disconnect())
+  )
 
 /**
  * A configuration of one target `model://<provider>/small@eu` (capabilities overridden by

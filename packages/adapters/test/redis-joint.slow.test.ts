@@ -14,9 +14,15 @@ import { Usage } from "@modelgate/core/ModelResult"
 import type * as PermitStore from "@modelgate/core/PermitStore"
 import * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Duration, Effect, Either, Layer, Schedule, Stream } from "effect"
-import { Redis as IORedis } from "ioredis"
 import { jointCapabilityOf } from "../src/internal/redis/joint.js"
-import { oneTargetDefinition, ownRedis, redisPerFile, replyCommand } from "./redis-fixtures.js"
+import {
+  commandStats,
+  oneTargetDefinition,
+  ownRedis,
+  redisPerFile,
+  replyCommand,
+  twoProcesses
+} from "./redis-fixtures.js"
 
 const { server, freshOptions } = redisPerFile()
 
@@ -45,18 +51,7 @@ const jointOf = (stores: Redis.Stores, pool: PermitStore.Pool) =>
   })
 
 /** Scripts run by the server so far (`EVALSHA` and `EVAL`), read on a connection of its own. */
-const scriptsRun = (url: string) =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => new IORedis(url)),
-    (admin) =>
-      Effect.promise(async () => {
-        const info = await admin.info("commandstats")
-        let n = 0
-        for (const m of info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)) n += Number(m[2])
-        return n
-      }),
-    (admin) => Effect.sync(() => admin.disconnect())
-  )
+const scriptsRun = (url: string) => Effect.map(commandStats(url), (calls) => (calls.evalsha ?? 0) + (calls.eval ?? 0))
 
 /** Retries `check` every 20 ms for up to 2 s. */
 const eventually = <A>(check: Effect.Effect<A, string>) =>
@@ -263,8 +258,7 @@ describe("Redis joint admission through gateways", () => {
         // A reservation is ~$0.0016 (1,000 output tokens at $1.6/M plus the input): 0.01 fits a few
         // at once, so callers waiting for a permit are refused once the waiting ones hold the rest.
         const limit = 0.01
-        const one = yield* Layer.build(gatewayOn(options, flight, limit, 15))
-        const two = yield* Layer.build(gatewayOn(options, flight, limit, 15))
+        const [one, two] = yield* twoProcesses(Layer.build(gatewayOn(options, flight, limit, 15)))
         const calls = (context: typeof one) =>
           Effect.forEach(
             Array.from({ length: 20 }, (_, i) => i),

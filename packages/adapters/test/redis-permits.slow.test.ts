@@ -10,7 +10,7 @@ import * as Concurrency from "@modelgate/core/Concurrency"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import { Context, Duration, Effect, Exit, Fiber, Layer } from "effect"
-import { redisPerFile } from "./redis-fixtures.js"
+import { redisPerFile, twoProcesses } from "./redis-fixtures.js"
 
 const { freshOptions } = redisPerFile()
 
@@ -24,16 +24,16 @@ const concurrencyOver = (options: Redis.Options, config: Concurrency.Options) =>
     Context.get(Concurrency.Concurrency)
   )
 
+/** Two processes' `Concurrency` (`config`) over one Redis, on a fresh key prefix. */
+const twoOver = (config: Concurrency.Options) => twoProcesses(concurrencyOver(freshOptions(), config))
+
 const far = () => Date.now() + 10_000
 
 describe("Redis PermitStore through Concurrency", () => {
   it.live("has no synchronous fast path; two processes share one tenant limit", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const options = freshOptions()
-        const config: Concurrency.Options = { permits: 3, tenants: { acme: { max: 2 } } }
-        const one = yield* concurrencyOver(options, config)
-        const two = yield* concurrencyOver(options, config)
+        const [one, two] = yield* twoOver({ permits: 3, tenants: { acme: { max: 2 } } })
         // no private synchronous fast path (`@modelgate/core` internal/fastPath): every permit is a store
         // operation (the slot only names the tenants' pool, for a joint admission with the budget store)
         assert.strictEqual(
@@ -70,10 +70,7 @@ describe("Redis PermitStore through Concurrency", () => {
   it.live("reserved permits stay with their tenant across processes; the shared pool is shared", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const options = freshOptions()
-        const config: Concurrency.Options = { permits: 3, tenants: { acme: { reserved: 2 } } }
-        const one = yield* concurrencyOver(options, config)
-        const two = yield* concurrencyOver(options, config)
+        const [one, two] = yield* twoOver({ permits: 3, tenants: { acme: { reserved: 2 } } })
         // beta (undeclared) may use the one shared permit only
         const b1 = yield* one.acquire(beta, "w", far())
         assert.isDefined(b1)
@@ -92,15 +89,12 @@ describe("Redis PermitStore through Concurrency", () => {
   it.live("workflow shares across processes: the cap, the reservation and the limit a refusal names", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const options = freshOptions()
         // acme may hold 3; chat keeps 1 of them; batch holds at most 2 (the memory test's limits)
-        const config: Concurrency.Options = {
+        const [one, two] = yield* twoOver({
           permits: 5,
           tenants: { acme: { max: 3 } },
           workflows: { batch: { max: 1 }, chat: { reserved: 1 } }
-        }
-        const one = yield* concurrencyOver(options, config)
-        const two = yield* concurrencyOver(options, config)
+        })
         const limits: Array<string> = []
         const note = (limit: string) => limits.push(limit)
         const soon = () => Date.now() + 60
@@ -233,11 +227,8 @@ describe("Redis PermitStore through Concurrency", () => {
   it.live("a target's cap is shared across processes; its headroom counts this process's permits", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const options = freshOptions()
         const ref = TargetRef.make("local/llama")
-        const config: Concurrency.Options = { permits: 10, targets: { "local/llama": 1 } }
-        const one = yield* concurrencyOver(options, config)
-        const two = yield* concurrencyOver(options, config)
+        const [one, two] = yield* twoOver({ permits: 10, targets: { "local/llama": 1 } })
         assert.isTrue(one.isCapped(ref))
         const held = yield* one.acquireTarget(ref, far())
         assert.isDefined(held)
@@ -278,8 +269,7 @@ describe("Redis PermitStore through Concurrency", () => {
     Effect.scoped(
       Effect.gen(function* () {
         const options = freshOptions({ permitWakeup: wakeup })
-        const one = yield* concurrencyOver(options, { permits: 1 })
-        const two = yield* concurrencyOver(options, { permits: 1 })
+        const [one, two] = yield* twoProcesses(concurrencyOver(options, { permits: 1 }))
         let total = 0
         for (let i = 0; i < n; i++) {
           const holder = yield* one.acquire(acme, "w", far())
@@ -311,8 +301,7 @@ describe("Redis RateLimitStore", () => {
     Effect.scoped(
       Effect.gen(function* () {
         const options = freshOptions()
-        const one = yield* Redis.make(options)
-        const two = yield* Redis.make(options)
+        const [one, two] = yield* twoProcesses(Redis.make(options))
         const at = Date.UTC(2026, 10, 3, 12, 0, 30)
         const take = (s: Redis.Stores, tokens: number) =>
           s.rateLimit.take({ key: "acct-1", tokens, requestsPerMinute: 3, tokensPerMinute: 100, now: at })

@@ -11,9 +11,10 @@ import * as Health from "@modelgate/core/Health"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import { Capabilities, ModelTarget, Pricing, ProviderId, TargetRef } from "@modelgate/core/ModelTarget"
 import * as ToolLedger from "@modelgate/core/ToolLedger"
+import * as BudgetScenarios from "@modelgate/testing/BudgetScenarios"
 import { ConfigProvider, Context, Duration, Effect, Exit, Layer, Ref, Schema, TestClock } from "effect"
 import { Redis as IORedis } from "ioredis"
-import { redisPerFile } from "./redis-fixtures.js"
+import { redisPerFile, twoProcesses } from "./redis-fixtures.js"
 
 const { freshOptions } = redisPerFile()
 /** Distinct target refs across tests. */
@@ -103,24 +104,9 @@ describe("Redis BudgetStore through Budgets", () => {
 
   it.scoped("a late commit after its reservation expired is committed in full; what does not fit is overspent", () =>
     Effect.gen(function* () {
-      const b = yield* budgetsOver(freshOptions(), {
-        tenants: { acme: { limit: 10, period: "total" } },
-        reservationTtl: "1 minute"
-      })
-      const late = yield* b.reserve(acme, 8)
-      yield* TestClock.adjust("1 minute")
-      const next = yield* b.reserve(acme, 8)
-      const settlement = yield* late.settle(8)
-      const balance = yield* b.balance(acme)
-      assert.deepStrictEqual(
-        [units(balance.committed), units(balance.reserved), units(balance.overspent)],
-        [units(8), units(8), units(6)]
-      )
-      assert.deepStrictEqual([units(settlement.committed), units(settlement.overspent)], [units(8), units(6)])
-      const onTime = yield* next.settle(1)
-      assert.deepStrictEqual([units(onTime.committed), units(onTime.overspent)], [units(1), 0])
-      const after = yield* b.balance(acme)
-      assert.deepStrictEqual([units(after.committed), units(after.reserved)], [units(9), 0])
+      const b = yield* budgetsOver(freshOptions(), BudgetScenarios.lateCommitOptions)
+      const seen = yield* BudgetScenarios.lateCommitAfterExpiry(b, Effect.void)
+      assert.deepStrictEqual(seen, BudgetScenarios.lateCommitExpected)
     })
   )
 
@@ -144,8 +130,7 @@ describe("Redis BudgetStore through Budgets", () => {
     Effect.gen(function* () {
       const options = freshOptions()
       const budget: Budgets.Options = { tenants: { acme: { limit: 10, period: "monthly" } } }
-      const one = yield* budgetsOver(options, budget)
-      const two = yield* budgetsOver(options, budget)
+      const [one, two] = yield* twoProcesses(budgetsOver(options, budget))
       const r = yield* one.reserve(acme, 7)
       assert.strictEqual((yield* two.balance(acme)).reserved, 7)
       assert.strictEqual(failureTag(yield* Effect.exit(two.reserve(acme, 4))), "BudgetExceeded")
@@ -262,8 +247,7 @@ describe("Redis BreakerStore through Health", () => {
   it.scoped("a breaker opened by one service is open for the other; the half-open probe slot is shared", () =>
     Effect.gen(function* () {
       const options = freshOptions()
-      const one = yield* healthOver(options)
-      const two = yield* healthOver(options)
+      const [one, two] = yield* twoProcesses(healthOver(options))
       const t = target("shared")
       assert.isFalse(yield* two.isOpen(t))
       yield* one.record(t, unavailable)
@@ -341,8 +325,7 @@ describe("Redis ToolLedgerStore through ToolLedger", () => {
   it.scoped("runOnce with one key from two services runs the tool once; both get its result", () =>
     Effect.gen(function* () {
       const options = freshOptions()
-      const one = yield* ledgerOver(options)
-      const two = yield* ledgerOver(options)
+      const [one, two] = yield* twoProcesses(ledgerOver(options))
       const created = yield* Ref.make(0)
       const create = Effect.map(
         Ref.updateAndGet(created, (n) => n + 1),
@@ -378,8 +361,7 @@ describe("Redis ToolLedgerStore through ToolLedger", () => {
   it.scoped("a typed failure drops the claim (a later attempt runs); an unfinished claim is in doubt", () =>
     Effect.gen(function* () {
       const options = freshOptions()
-      const one = yield* ledgerOver(options)
-      const two = yield* ledgerOver(options)
+      const [one, two] = yield* twoProcesses(ledgerOver(options))
       const key = ToolLedger.key(createTask, { runId: "run-2", step: 1 })
       assert.strictEqual(
         failureTag(yield* Effect.exit(one.runOnce(key, Effect.fail({ _tag: "Nope" as const })))),

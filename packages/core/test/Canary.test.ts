@@ -8,7 +8,7 @@ import { GatewayConfig } from "@modelgate/core"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import * as Telemetry from "@modelgate/core/Telemetry"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, Exit, Metric } from "effect"
+import { Cause, Effect, Exit, Metric } from "effect"
 import * as RouterEngine from "../src/internal/router/engine.js"
 import { command, gatewayLayer, providers, refs, target, targets, workflow } from "./fixtures.js"
 import { candidateRef, keyOn as keyOnCanary } from "./lifecycleFixtures.js"
@@ -40,6 +40,12 @@ const keyOn = (side: "candidate" | "baseline") => keyOnCanary(canary(), side, "s
 
 /** Runs `generate` in a fiber and moves virtual time until it is done. */
 const run = (cmd: ReturnType<typeof command>, ms = 5_000) => driven(generateExit(cmd), ms)
+
+/** The evidence of a "ticket.reply" call whose session key lands on `side`; the call must succeed. */
+const evidenceOn = (side: "candidate" | "baseline") =>
+  Effect.map(run(command("ticket.reply", { sessionKey: keyOn(side) })), (exit) => {
+    return Exit.isSuccess(exit) ? exit.value.evidence : assert.fail(`the call failed: ${Cause.pretty(exit.cause)}`)
+  })
 
 describe("canary assignment", () => {
   it("the same key always lands on the same side", () => {
@@ -82,15 +88,11 @@ describe("canary assignment", () => {
 describe("canary routing", () => {
   it.effect("on the candidate side the candidate leads; evidence carries the canary id and side", () =>
     Effect.gen(function* () {
-      const exit = yield* run(command("ticket.reply", { sessionKey: keyOn("candidate") }))
-      assert.isTrue(Exit.isSuccess(exit))
-      if (Exit.isSuccess(exit)) {
-        const e = exit.value.evidence
-        assert.strictEqual(e.target, ref.candidate)
-        assert.strictEqual(e.selectionReason, "CANARY")
-        assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "candidate" })
-        assert.deepStrictEqual(e.eligible, [ref.candidate, ref.primary, ref.fallback])
-      }
+      const e = yield* evidenceOn("candidate")
+      assert.strictEqual(e.target, ref.candidate)
+      assert.strictEqual(e.selectionReason, "CANARY")
+      assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "candidate" })
+      assert.deepStrictEqual(e.eligible, [ref.candidate, ref.primary, ref.fallback])
       const counted = yield* Metric.value(
         Metric.tagged(
           Metric.tagged(
@@ -108,39 +110,31 @@ describe("canary routing", () => {
 
   it.effect("on the baseline side the route is unchanged and says baseline", () =>
     Effect.gen(function* () {
-      const exit = yield* run(command("ticket.reply", { sessionKey: keyOn("baseline") }))
-      assert.isTrue(Exit.isSuccess(exit))
-      if (Exit.isSuccess(exit)) {
-        const e = exit.value.evidence
-        assert.strictEqual(e.target, ref.primary)
-        assert.strictEqual(e.selectionReason, "PINNED_ORDER")
-        assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "baseline" })
-        assert.deepStrictEqual(e.eligible, [ref.primary, ref.fallback])
-      }
+      const e = yield* evidenceOn("baseline")
+      assert.strictEqual(e.target, ref.primary)
+      assert.strictEqual(e.selectionReason, "PINNED_ORDER")
+      assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "baseline" })
+      assert.deepStrictEqual(e.eligible, [ref.primary, ref.fallback])
     }).pipe(Effect.provide(gatewayLayer({}, definitionWith())))
   )
 
   it.effect("a candidate that breaks a hard constraint (region) is skipped: the call says baseline", () =>
     Effect.gen(function* () {
-      const exit = yield* run(command("ticket.reply", { sessionKey: keyOn("candidate") }))
-      assert.isTrue(Exit.isSuccess(exit))
-      if (Exit.isSuccess(exit)) {
-        const e = exit.value.evidence
-        assert.strictEqual(e.target, ref.primary)
-        assert.strictEqual(e.selectionReason, "PINNED_ORDER")
-        assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "baseline", skipped: true })
-        assert.deepStrictEqual(e.eligible, [ref.primary, ref.fallback])
-        assert.deepStrictEqual(
-          e.excluded.map((x) => [x.target, x.reason]),
-          [[ref.us, "DATA_REGION_MISMATCH"]]
-        )
-      }
+      const e = yield* evidenceOn("candidate")
+      assert.strictEqual(e.target, ref.primary)
+      assert.strictEqual(e.selectionReason, "PINNED_ORDER")
+      assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "baseline", skipped: true })
+      assert.deepStrictEqual(e.eligible, [ref.primary, ref.fallback])
+      assert.deepStrictEqual(
+        e.excluded.map((x) => [x.target, x.reason]),
+        [[ref.us, "DATA_REGION_MISMATCH"]]
+      )
     }).pipe(Effect.provide(gatewayLayer({}, definitionWith({ target: refs.us }))))
   )
 
   it.effect("the candidate's failure falls back to the baseline route at exact instants", () =>
     Effect.gen(function* () {
-      const exit = yield* run(command("ticket.reply", { sessionKey: keyOn("candidate") }))
+      const e = yield* evidenceOn("candidate")
       const log = yield* Effect.flatMap(ScriptedProvider.ScriptedProvider, (p) => p.attempts)
       assert.deepStrictEqual(
         log.map((a) => [a.target, a.startedAt]),
@@ -149,16 +143,12 @@ describe("canary routing", () => {
           [ref.primary, 10]
         ]
       )
-      assert.isTrue(Exit.isSuccess(exit))
-      if (Exit.isSuccess(exit)) {
-        const e = exit.value.evidence
-        assert.strictEqual(e.target, ref.primary)
-        assert.strictEqual(e.selectionReason, "CANARY")
-        assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "candidate" })
-        assert.isTrue(e.fallbackUsed)
-        assert.strictEqual(e.startedAt, 0)
-        assert.strictEqual(e.totalLatencyMs, 30)
-      }
+      assert.strictEqual(e.target, ref.primary)
+      assert.strictEqual(e.selectionReason, "CANARY")
+      assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "candidate" })
+      assert.isTrue(e.fallbackUsed)
+      assert.strictEqual(e.startedAt, 0)
+      assert.strictEqual(e.totalLatencyMs, 30)
     }).pipe(
       Effect.provide(
         gatewayLayer(

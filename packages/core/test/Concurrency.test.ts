@@ -8,6 +8,7 @@ import { Clock, ConfigProvider, Deferred, Effect, Fiber, FiberId, Layer, Ref, Sc
 import * as FastPath from "../src/internal/fastPath.js"
 import * as ConcurrencyConfig from "../src/internal/concurrencyConfig.js"
 import { noopPermit } from "../src/internal/permitTypes.js"
+import { makePermitLog, type PermitLog, permitJob } from "./fixtures.js"
 
 const A = TenantId.make("tenant-a")
 const B = TenantId.make("tenant-b")
@@ -18,23 +19,9 @@ const snapshot = Effect.flatMap(service, (c) => c.snapshot)
 /** Asserts no permit is in use, nobody waits and no tenant has state. */
 const assertIdle = Effect.map(snapshot, (s) => assert.deepStrictEqual([s.inUse, s.waiting, s.tenants], [0, 0, 0]))
 
-/**
- * Forks a job that holds a permit of `tenant` for `holdMs` virtual millis, and logs
- * `[label, acquiredAt]` when it gets the permit.
- */
-const job = (log: Ref.Ref<ReadonlyArray<readonly [string, number]>>, tenant: TenantId, label: string, holdMs: number) =>
-  Effect.fork(
-    Concurrency.withPermit(
-      tenant,
-      "wf"
-    )(
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        yield* Ref.update(log, (all) => [...all, [label, now] as const])
-        yield* Effect.sleep(holdMs)
-      })
-    )
-  )
+/** Forks a job of workflow "wf" holding a permit of `tenant` for `holdMs`; logs `[label, acquiredAt]`. */
+const job = (log: PermitLog, tenant: TenantId, label: string, holdMs: number) =>
+  permitJob(log, tenant, "wf", label, holdMs)
 
 /** Waits for a permit of `tenant` until `until`; returns whether one came and when the wait ended. */
 const waitUntil = (tenant: TenantId, until: number) =>
@@ -52,7 +39,7 @@ describe("Concurrency (memory)", () => {
     "reserved permits first, then the shared pool, up to the tenant's max; saturating A never blocks B's reserve",
     () =>
       Effect.gen(function* () {
-        const log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+        const log = yield* makePermitLog
         // permits 4 = A reserved 1 + B reserved 1 + shared 2; A may hold 3 (its max)
         for (let i = 1; i <= 5; i++) yield* job(log, A, `a${i}`, 1_000)
         yield* TestClock.adjust(10)
@@ -87,7 +74,7 @@ describe("Concurrency (memory)", () => {
 
   it.effect("waiting is FIFO per tenant and across tenants for the shared pool", () =>
     Effect.gen(function* () {
-      const log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+      const log = yield* makePermitLog
       yield* job(log, A, "a1", 100)
       yield* TestClock.adjust(1)
       yield* job(log, B, "b1", 100)
@@ -110,7 +97,7 @@ describe("Concurrency (memory)", () => {
 
   it.effect("a wait bounded by `until` ends with no permit at exactly `until`, leaving no waiter or tenant state", () =>
     Effect.gen(function* () {
-      const log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+      const log = yield* makePermitLog
       yield* job(log, A, "a1", 1_000)
       yield* TestClock.adjust(1)
       const waiter = yield* Effect.fork(waitUntil(B, 301))
@@ -282,7 +269,7 @@ describe("Concurrency (memory)", () => {
 
   it.effect("undeclared tenants share the pool up to undeclaredMax", () =>
     Effect.gen(function* () {
-      const log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+      const log = yield* makePermitLog
       yield* job(log, C, "c1", 100)
       yield* job(log, C, "c2", 100)
       yield* job(log, C, "c3", 100)

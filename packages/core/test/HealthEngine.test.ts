@@ -7,7 +7,7 @@ import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Clock, Duration, Effect, Exit, Fiber, HashMap, Layer, Logger, Metric, Option, TestClock } from "effect"
 import { Classification, command, providers, target, workflow, exclusionsOf } from "./fixtures.js"
-import { failureOf, generateFor } from "./virtualTime.js"
+import { driven, failureOf, generateFor } from "./virtualTime.js"
 import { metrics as healthMetrics } from "../src/internal/healthRecord.js"
 
 const primary = "model://openai/small@eu"
@@ -330,10 +330,7 @@ describe("breakers in routing", () => {
 describe("breaker skips in evidence", () => {
   it.effect("a route refused at attempt time is listed as BREAKER_OPEN in the envelope of a successful fallback", () =>
     Effect.gen(function* () {
-      const gw = yield* ModelGateway.ModelGateway
-      const fiber = yield* Effect.fork(gw.generate(command("h.reply")))
-      yield* TestClock.adjust(1_000)
-      const result = yield* Fiber.join(fiber)
+      const result = yield* driven(ModelGateway.generate(command("h.reply")), 1_000)
       assert.strictEqual(String(result.evidence.target), fallback)
       assert.isTrue(result.evidence.fallbackUsed)
       assert.deepStrictEqual(

@@ -4,7 +4,7 @@
  * determinism (spec T8). The default `ordered` selection keeps route order.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
+import { type GatewayConfig, Health, ModelGateway, Router } from "@modelgate/core"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { qualityRank } from "../src/internal/targetSchemas.js"
 import { RouteDecision } from "@modelgate/core/RouteDecision"
@@ -25,12 +25,14 @@ import {
 } from "effect"
 import * as FastPath from "../src/internal/fastPath.js"
 import * as RouterEngine from "../src/internal/router/engine.js"
+import { driven } from "./virtualTime.js"
 import { capturingLogger, command, gatewayLayer, exclusionsOf, routeHealth } from "./fixtures.js"
 import {
   closedBreakers,
   compiledScored,
   generatedTargets,
   routingGateway,
+  routingDefinition,
   routingWorkflow,
   scoredRefs,
   scoredRoute,
@@ -48,23 +50,18 @@ const route = scoredRoute
 const workflow = (fields: Partial<typeof Workflow.Encoded> & { readonly name: string }) =>
   routingWorkflow({ route, ...fields })
 
-const makeDefinition = (): GatewayConfig.Definition => ({
-  config: GatewayConfig.GatewayConfig.make({
-    targets: makeTargets(),
-    workflows: [
-      workflow({ name: "ordered" }),
-      workflow({ name: "scored", selection: "scored" }),
-      workflow({ name: "scored.standard", selection: "scored", minQualityTier: "standard" }),
-      workflow({ name: "scored.high", selection: "scored", risk: "HIGH" }),
-      workflow({ name: "ordered.high", risk: "HIGH", qualityThreshold: 0.75 }),
-      workflow({ name: "scored.quality", selection: "scored", scoring: { weights: { quality: 0.9 } } }),
-      workflow({ name: "scored.noPenalty", selection: "scored", scoring: { deprecatedPenalty: 0 } }),
-      workflow({ name: "scored.single", selection: "scored", allowFallback: false }),
-      workflow({ name: "ordered.single", allowFallback: false })
-    ]
-  }),
-  schemas: {}
-})
+const makeDefinition = (): GatewayConfig.Definition =>
+  routingDefinition(makeTargets(), [
+    workflow({ name: "ordered" }),
+    workflow({ name: "scored", selection: "scored" }),
+    workflow({ name: "scored.standard", selection: "scored", minQualityTier: "standard" }),
+    workflow({ name: "scored.high", selection: "scored", risk: "HIGH" }),
+    workflow({ name: "ordered.high", risk: "HIGH", qualityThreshold: 0.75 }),
+    workflow({ name: "scored.quality", selection: "scored", scoring: { weights: { quality: 0.9 } } }),
+    workflow({ name: "scored.noPenalty", selection: "scored", scoring: { deprecatedPenalty: 0 } }),
+    workflow({ name: "scored.single", selection: "scored", allowFallback: false }),
+    workflow({ name: "ordered.single", allowFallback: false })
+  ])
 
 const layer = () => gatewayLayer({}, makeDefinition())
 
@@ -493,10 +490,7 @@ describe("scored selection: health, escalation, affinity", () => {
 
   it.effect("affinity follows the target that finally served the call, after a fallback", () =>
     Effect.gen(function* () {
-      const gateway = yield* ModelGateway.ModelGateway
-      const fiber = yield* Effect.fork(gateway.generate(command("scored", { sessionKey: "s1" })))
-      yield* TestClock.adjust(100)
-      const result = yield* Fiber.join(fiber)
+      const result = yield* driven(ModelGateway.generate(command("scored", { sessionKey: "s1" })), 100)
       // fast was the decision's first pick; it failed and standard served
       assert.strictEqual(result.evidence.eligible[0], refs.fast)
       assert.strictEqual(result.evidence.target, refs.standard)

@@ -135,6 +135,14 @@ const attempt = (input: unknown) =>
     return { exit, error, attempted: attempts.map((a) => a.target) }
   })
 
+/** One attack: `input` against the attack gateway over `scripts`; `check` reads the failure and what was tried. */
+const attackTest = (
+  name: string,
+  input: unknown,
+  scripts: ScriptedProvider.Scripts,
+  check: (outcome: Effect.Effect.Success<ReturnType<typeof attempt>>) => void
+) => it.effect(name, () => Effect.map(attempt(input), check).pipe(Effect.provide(attackLayer(scripts))))
+
 describe("Security: no command makes a forbidden target eligible", () => {
   it.effect.each([
     { name: "regions outside the workflow's (the only region the forbidden target has)", regions: ["us"] },
@@ -148,57 +156,49 @@ describe("Security: no command makes a forbidden target eligible", () => {
     }).pipe(Effect.provide(attackLayer({})))
   )
 
-  it.effect(
+  attackTest(
     "a data class only the forbidden target accepts: no eligible route, nothing called, it is not even listed",
-    () =>
-      Effect.gen(function* () {
-        const { error, attempted } = yield* attempt({ ...valid, dataClass: "usonly" })
-        assert.strictEqual(error?._tag, "NoEligibleRoute")
-        if (error?._tag === "NoEligibleRoute") {
-          assert.deepStrictEqual(exclusionsOf(error), [
-            [refs.primary, "DATA_CLASS_NOT_ALLOWED"],
-            [refs.fallback, "DATA_CLASS_NOT_ALLOWED"]
-          ])
-        }
-        assert.deepStrictEqual(attempted, [])
-      }).pipe(Effect.provide(attackLayer({})))
+    { ...valid, dataClass: "usonly" },
+    {},
+    ({ error, attempted }) => {
+      assert.strictEqual(error?._tag, "NoEligibleRoute")
+      if (error?._tag === "NoEligibleRoute") {
+        assert.deepStrictEqual(exclusionsOf(error), [
+          [refs.primary, "DATA_CLASS_NOT_ALLOWED"],
+          [refs.fallback, "DATA_CLASS_NOT_ALLOWED"]
+        ])
+      }
+      assert.deepStrictEqual(attempted, [])
+    }
   )
 
-  it.effect(
+  attackTest(
     "every route down and a data class downgraded: only the workflow's route is tried, never another target",
-    () =>
-      Effect.gen(function* () {
-        const { error, attempted } = yield* attempt({ ...valid, dataClass: "public" })
-        assert.strictEqual(error?._tag, "ProviderUnavailable")
-        assert.isAbove(attempted.length, 0)
-        for (const t of attempted) assert.include([refs.primary, refs.fallback], t)
-      }).pipe(
-        Effect.provide(
-          attackLayer({
-            [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-            [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })],
-            [usOnly.ref]: [ScriptedProvider.success({ after: 10 })]
-          })
-        )
-      )
+    { ...valid, dataClass: "public" },
+    {
+      [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
+      [refs.fallback]: [ScriptedProvider.unavailable({ after: 10 })],
+      [usOnly.ref]: [ScriptedProvider.success({ after: 10 })]
+    },
+    ({ error, attempted }) => {
+      assert.strictEqual(error?._tag, "ProviderUnavailable")
+      assert.isAbove(attempted.length, 0)
+      for (const t of attempted) assert.include([refs.primary, refs.fallback], t)
+    }
   )
 
-  it.effect(
+  attackTest(
     "an EU+US workflow narrowed to EU with the EU target down: PolicyViolation, the US target is never called",
-    () =>
-      Effect.gen(function* () {
-        const { error, attempted } = yield* attempt({ ...valid, workflow: "us.summary", regions: ["eu"] })
-        assert.strictEqual(error?._tag, "PolicyViolation")
-        assert.notInclude(attempted, usOnly.ref)
-        assert.deepStrictEqual([...new Set(attempted)], [refs.primary])
-      }).pipe(
-        Effect.provide(
-          attackLayer({
-            [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
-            [usOnly.ref]: [ScriptedProvider.success({ after: 10 })]
-          })
-        )
-      )
+    { ...valid, workflow: "us.summary", regions: ["eu"] },
+    {
+      [refs.primary]: [ScriptedProvider.unavailable({ after: 10 })],
+      [usOnly.ref]: [ScriptedProvider.success({ after: 10 })]
+    },
+    ({ error, attempted }) => {
+      assert.strictEqual(error?._tag, "PolicyViolation")
+      assert.notInclude(attempted, usOnly.ref)
+      assert.deepStrictEqual([...new Set(attempted)], [refs.primary])
+    }
   )
 
   it("a configuration that routes an EU workflow to a US target or a target refusing its data class does not start", () => {

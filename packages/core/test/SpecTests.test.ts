@@ -3,13 +3,20 @@
  * TestClock, exact values.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Budgets, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, type GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Duration, Effect, Either, type Layer, Option, TestClock } from "effect"
 import { command, imageMessages, lookupTool } from "./fixtures.js"
-import { classedTarget, routingGateway, routingWorkflow, tierRefs, verified } from "./routingFixtures.js"
+import {
+  classedTarget,
+  routingGateway,
+  routingDefinition,
+  routingWorkflow,
+  tierRefs,
+  verified
+} from "./routingFixtures.js"
 import { driven } from "./virtualTime.js"
 
 const refs = {
@@ -48,28 +55,23 @@ const makeTargets = () => [
 const workflow = (fields: Partial<typeof Workflow.Encoded> & { readonly name: string }) =>
   routingWorkflow({ route: [refs.strong, refs.standard, refs.fast], regions: ["eu", "us"], ...fields })
 
-const definition = (): GatewayConfig.Definition => ({
-  config: GatewayConfig.GatewayConfig.make({
-    targets: makeTargets(),
-    workflows: [
-      workflow({ name: "ordered" }),
-      workflow({ name: "scored", selection: "scored" }),
-      workflow({
-        name: "wide",
-        selection: "scored",
-        route: [refs.strong, refs.standard, refs.fast, refs.local, refs.us]
-      }),
-      workflow({ name: "wide.ordered", route: [refs.strong, refs.standard, refs.fast, refs.local, refs.us] }),
-      workflow({
-        name: "tested",
-        route: [refs.strong, refs.standard, refs.fast, refs.local, refs.us],
-        risk: "HIGH",
-        qualityThreshold: 0.75
-      })
-    ]
-  }),
-  schemas: {}
-})
+const definition = (): GatewayConfig.Definition =>
+  routingDefinition(makeTargets(), [
+    workflow({ name: "ordered" }),
+    workflow({ name: "scored", selection: "scored" }),
+    workflow({
+      name: "wide",
+      selection: "scored",
+      route: [refs.strong, refs.standard, refs.fast, refs.local, refs.us]
+    }),
+    workflow({ name: "wide.ordered", route: [refs.strong, refs.standard, refs.fast, refs.local, refs.us] }),
+    workflow({
+      name: "tested",
+      route: [refs.strong, refs.standard, refs.fast, refs.local, refs.us],
+      risk: "HIGH",
+      qualityThreshold: 0.75
+    })
+  ])
 
 /** The gateway over scripted providers with the given budgets and route health. */
 const layerWith = (

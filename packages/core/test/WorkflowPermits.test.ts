@@ -12,29 +12,12 @@ import * as Budgets from "@modelgate/core/Budgets"
 import { TenantId } from "@modelgate/core/ModelCommand"
 import * as ModelGateway from "@modelgate/core/ModelGateway"
 import * as ScriptedProvider from "@modelgate/testing/ScriptedProvider"
-import { Clock, Effect, Exit, Fiber, Layer, Ref, TestClock } from "effect"
-import { command, target, workflow } from "./fixtures.js"
+import { Effect, Exit, Fiber, Layer, Ref, TestClock } from "effect"
+import { command, makePermitLog, permitJob, target, workflow } from "./fixtures.js"
 import * as ConcurrencyConfig from "../src/internal/concurrencyConfig.js"
 
 const A = TenantId.make("tenant-a")
 const B = TenantId.make("tenant-b")
-
-type Log = Ref.Ref<ReadonlyArray<readonly [string, number]>>
-
-/** Forks a job of `workflow` holding a permit of `tenant` for `holdMs`; logs `[label, acquiredAt]`. */
-const job = (log: Log, tenant: TenantId, wf: string, label: string, holdMs: number) =>
-  Effect.fork(
-    Concurrency.withPermit(
-      tenant,
-      wf
-    )(
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        yield* Ref.update(log, (all) => [...all, [label, now] as const])
-        yield* Effect.sleep(holdMs)
-      })
-    )
-  )
 
 const held = Effect.map(
   Effect.flatMap(Concurrency.Concurrency, (c) => c.snapshot),
@@ -44,12 +27,12 @@ const held = Effect.map(
 describe("Concurrency: a workflow's share of its tenant's permits (memory)", () => {
   it.effect("a capped workflow holds at most its cap; the tenant's other workflows are not queued behind it", () =>
     Effect.gen(function* () {
-      const log: Log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
-      for (let i = 1; i <= 4; i++) yield* job(log, A, "batch", `batch${i}`, 1_000)
+      const log = yield* makePermitLog
+      for (let i = 1; i <= 4; i++) yield* permitJob(log, A, "batch", `batch${i}`, 1_000)
       yield* TestClock.adjust(10)
       assert.deepStrictEqual(yield* held, [2, 2])
       // batch's waiters do not hold up chat (FIFO is per tenant and workflow)
-      yield* job(log, A, "chat", "chat1", 1_000)
+      yield* permitJob(log, A, "chat", "chat1", 1_000)
       yield* TestClock.adjust(1)
       assert.deepStrictEqual(yield* held, [3, 2])
       yield* TestClock.adjust(3_000)
@@ -66,15 +49,15 @@ describe("Concurrency: a workflow's share of its tenant's permits (memory)", () 
 
   it.effect("a reservation is kept from the tenant's other workflows: they take at most limit − reserved", () =>
     Effect.gen(function* () {
-      const log: Log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
+      const log = yield* makePermitLog
       // tenant A's limit is 4 (the pool); chat keeps 1 of them
-      for (let i = 1; i <= 5; i++) yield* job(log, A, "batch", `batch${i}`, 1_000)
+      for (let i = 1; i <= 5; i++) yield* permitJob(log, A, "batch", `batch${i}`, 1_000)
       yield* TestClock.adjust(10)
       assert.deepStrictEqual(yield* held, [3, 2])
       // chat gets its reserved permit at once although batch waits
-      yield* job(log, A, "chat", "chat1", 500)
+      yield* permitJob(log, A, "chat", "chat1", 500)
       // a second chat call is beyond chat's reservation: it competes with batch for the 3
-      yield* job(log, A, "chat", "chat2", 500)
+      yield* permitJob(log, A, "chat", "chat2", 500)
       yield* TestClock.adjust(1)
       assert.deepStrictEqual(yield* held, [4, 3])
       yield* TestClock.adjust(3_000)
@@ -97,13 +80,13 @@ describe("Concurrency: a workflow's share of its tenant's permits (memory)", () 
 
   it.effect("a reservation within the reservation-holder: its own calls never wait on the others", () =>
     Effect.gen(function* () {
-      const log: Log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
-      for (let i = 1; i <= 6; i++) yield* job(log, A, "batch", `batch${i}`, 1_000)
+      const log = yield* makePermitLog
+      for (let i = 1; i <= 6; i++) yield* permitJob(log, A, "batch", `batch${i}`, 1_000)
       yield* TestClock.adjust(5)
-      for (let i = 1; i <= 2; i++) yield* job(log, A, "chat", `chat${i}`, 100)
+      for (let i = 1; i <= 2; i++) yield* permitJob(log, A, "chat", `chat${i}`, 100)
       yield* TestClock.adjust(5)
       // a third chat call is beyond chat's 2: it waits behind batch for the tenant's other permits
-      yield* job(log, A, "chat", "chat3", 100)
+      yield* permitJob(log, A, "chat", "chat3", 100)
       yield* TestClock.adjust(200)
       // chat1/chat2 released at 105: those are chat's reserved permits, so chat3 takes one at 105
       assert.deepStrictEqual(yield* Ref.get(log), [
@@ -124,11 +107,11 @@ describe("Concurrency: a workflow's share of its tenant's permits (memory)", () 
 
   it.effect("reservations are per tenant: another tenant's workflows are not limited by tenant A's use", () =>
     Effect.gen(function* () {
-      const log: Log = yield* Ref.make<ReadonlyArray<readonly [string, number]>>([])
-      for (let i = 1; i <= 3; i++) yield* job(log, A, "batch", `a${i}`, 1_000)
+      const log = yield* makePermitLog
+      for (let i = 1; i <= 3; i++) yield* permitJob(log, A, "batch", `a${i}`, 1_000)
       yield* TestClock.adjust(1)
       // A's batch took 2 (its limit 3 minus chat's 1); B's batch also takes 2 at once
-      for (let i = 1; i <= 3; i++) yield* job(log, B, "batch", `b${i}`, 1_000)
+      for (let i = 1; i <= 3; i++) yield* permitJob(log, B, "batch", `b${i}`, 1_000)
       yield* TestClock.adjust(1)
       assert.deepStrictEqual(yield* held, [4, 2])
       assert.deepStrictEqual(

@@ -1,9 +1,9 @@
 import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
-import { ModelCommand } from "@modelgate/core/ModelCommand"
+import { ModelCommand, type TenantId } from "@modelgate/core/ModelCommand"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Effect, HashMap, Layer, Logger, Schema } from "effect"
+import { Clock, Effect, HashMap, Layer, Logger, Ref, Schema } from "effect"
 import type { ProviderResponse } from "@modelgate/core/ProviderAdapter"
 
 export const Classification = Schema.Struct({
@@ -245,6 +245,30 @@ export const imageMessages = [
 
 /** A tool definition (for tool-support exclusion). */
 export const lookupTool = { name: "lookup", description: "Looks up an order.", parameters: { type: "object" } }
+
+/** `[label, acquiredAt]` of each permit job, in the order the permits came. */
+export type PermitLog = Ref.Ref<ReadonlyArray<readonly [string, number]>>
+
+/** An empty {@link PermitLog}. */
+export const makePermitLog: Effect.Effect<PermitLog> = Ref.make<ReadonlyArray<readonly [string, number]>>([])
+
+/**
+ * Forks a job of workflow `wf` that holds a permit of `tenant` (the `Concurrency` in the context) for
+ * `holdMs` virtual millis, and logs `[label, acquiredAt]` when it gets the permit.
+ */
+export const permitJob = (log: PermitLog, tenant: TenantId, wf: string, label: string, holdMs: number) =>
+  Effect.fork(
+    Concurrency.withPermit(
+      tenant,
+      wf
+    )(
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        yield* Ref.update(log, (all) => [...all, [label, now] as const])
+        yield* Effect.sleep(holdMs)
+      })
+    )
+  )
 
 /** A logger that keeps level, message and annotations of every entry, and the layer adding it. */
 export const capturingLogger = () => {

@@ -4,7 +4,7 @@
  * `extract`, a compiled workflow built by hand for `Router.score` / `Router.decide`, and the
  * gateway over scripted providers with the services a test picks.
  */
-import { Budgets, CallRecorder, Concurrency, type GatewayConfig, Health, ModelGateway } from "@modelgate/core"
+import { Budgets, CallRecorder, Concurrency, GatewayConfig, Health, ModelGateway } from "@modelgate/core"
 import { ModelTarget, TargetRef } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
@@ -120,6 +120,12 @@ export const compiledScored = (
   degrade: undefined,
   providerOptionAllowlists: new Map()
 })
+
+/** A definition of `targets` and `workflows`, with no output schemas. */
+export const routingDefinition = (
+  targets: ReadonlyArray<ModelTarget>,
+  workflows: ReadonlyArray<Workflow>
+): GatewayConfig.Definition => ({ config: GatewayConfig.GatewayConfig.make({ targets, workflows }), schemas: {} })
 
 /** A breaker view with every breaker closed and no health records. */
 export const closedBreakers = { isOpen: () => Effect.succeed(false) }

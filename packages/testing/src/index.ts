@@ -25,3 +25,5 @@ export * as AdapterFixtures from "./AdapterFixtures.js"
 export * as RecordingTracer from "./RecordingTracer.js"
 /** @since 0.2.0 */
 export * as DeadlineScenarios from "./DeadlineScenarios.js"
+/** @since 0.2.0 */
+export * as BudgetScenarios from "./BudgetScenarios.js"

@@ -23,6 +23,10 @@ const responses = (body: Record<string, unknown>) =>
     return { status: response.status, headers: response.headers, text: yield* response.text }
   })
 
+/** Enqueues `behaviors` as the next answers of the Responses API. */
+const enqueue = (...behaviors: ReadonlyArray<MockProviderServer.Behavior>) =>
+  Effect.flatMap(MockProviderServer, (mock) => mock.enqueue(behaviors, { provider: "openai-responses" }))
+
 /** `[event name, data]` of each SSE frame. */
 const frames = (text: string): Array<[string, Record<string, unknown>]> =>
   text
@@ -38,14 +42,12 @@ describe("MockProviderServer: OpenAI Responses API", () => {
     "a JSON answer: message and function_call items, status, usage; a request for text.format gets a value of its schema",
     () =>
       Effect.gen(function* () {
-        const mock = yield* MockProviderServer
-        yield* mock.enqueue(
+        yield* enqueue(
           MockProviderServer.success({
             text: "Hello",
             toolCalls: [{ id: "call_1", name: "lookup", arguments: { q: "x" } }],
             usage: { input: 20, output: 5, cached: 4, reasoning: 2 }
-          }),
-          { provider: "openai-responses" }
+          })
         )
         const answer = yield* responses({})
         assert.strictEqual(answer.status, 200)
@@ -88,6 +90,7 @@ describe("MockProviderServer: OpenAI Responses API", () => {
         })
         const item = JSON.parse(structured.text).output[0]
         assert.deepStrictEqual(JSON.parse(item.content[0].text), { a: "example" })
+        const mock = yield* MockProviderServer
         assert.deepStrictEqual(
           (yield* mock.requests).map((r) => [r.provider, r.url, r.model]),
           [
@@ -102,14 +105,12 @@ describe("MockProviderServer: OpenAI Responses API", () => {
     "an SSE answer: created, item added, content part added, deltas, done events, item done, completed — numbered in order",
     () =>
       Effect.gen(function* () {
-        const mock = yield* MockProviderServer
-        yield* mock.enqueue(
+        yield* enqueue(
           MockProviderServer.success({
             text: "Hello there",
             chunkSize: 6,
             toolCalls: [{ id: "call_1", name: "lookup", arguments: '{"q":1}' }]
-          }),
-          { provider: "openai-responses" }
+          })
         )
         const answer = yield* responses({ stream: true })
         assert.strictEqual(answer.headers["content-type"], "text/event-stream")
@@ -145,13 +146,9 @@ describe("MockProviderServer: OpenAI Responses API", () => {
 
   it.effect("a refusal is a refusal content part; max_output_tokens makes the response incomplete", () =>
     Effect.gen(function* () {
-      const mock = yield* MockProviderServer
-      yield* mock.enqueue(
-        [
-          MockProviderServer.success({ refusal: "No." }),
-          MockProviderServer.success({ finishReason: "max_output_tokens" })
-        ],
-        { provider: "openai-responses" }
+      yield* enqueue(
+        MockProviderServer.success({ refusal: "No." }),
+        MockProviderServer.success({ finishReason: "max_output_tokens" })
       )
       const refused = JSON.parse((yield* responses({})).text)
       assert.deepStrictEqual(refused.output[0].content, [{ type: "refusal", refusal: "No." }])
@@ -162,17 +159,13 @@ describe("MockProviderServer: OpenAI Responses API", () => {
 
   it.effect("errors: the OpenAI envelope with retry headers, and an error event after HTTP 200", () =>
     Effect.gen(function* () {
-      const mock = yield* MockProviderServer
-      yield* mock.enqueue(
-        [
-          MockProviderServer.failure(429, { headers: { "retry-after": "2" } }),
-          MockProviderServer.success({
-            text: "abcdefgh",
-            chunkSize: 4,
-            streamEnd: { _tag: "Error", afterChunks: 1, error: { code: "server_error", message: "boom" } }
-          })
-        ],
-        { provider: "openai-responses" }
+      yield* enqueue(
+        MockProviderServer.failure(429, { headers: { "retry-after": "2" } }),
+        MockProviderServer.success({
+          text: "abcdefgh",
+          chunkSize: 4,
+          streamEnd: { _tag: "Error", afterChunks: 1, error: { code: "server_error", message: "boom" } }
+        })
       )
       const limited = yield* responses({})
       assert.strictEqual(limited.status, 429)
