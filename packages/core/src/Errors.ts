@@ -73,15 +73,7 @@ export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>
   ...common,
   target: TargetRef,
   /** `adapter_defect`: the adapter failed unexpectedly (a bug); the attempt is recorded and the call goes on. */
-  reason: Schema.Literal(
-    "server_error",
-    "overloaded",
-    "transport",
-    "timeout",
-    "stream_stalled",
-    "stream_truncated",
-    "adapter_defect"
-  ),
+  reason: Schema.Literal(...Literals.temporaryKinds, "adapter_defect"),
   httpStatus: Schema.optional(Schema.Int),
   retryAfter: Schema.optional(Schema.DurationFromMillis)
 }) {
@@ -403,10 +395,42 @@ export class GatewayConfigError extends Schema.TaggedError<GatewayConfigError>()
   }
 }
 
-type FieldsOf<C extends abstract new (...args: never) => unknown> = Omit<
-  ConstructorParameters<C>[0],
+/** The gateway errors a {@link Failure} can become, by tag. */
+const failureClasses = {
+  Refusal,
+  RateLimited,
+  ProviderUnavailable,
+  InvalidOutput,
+  InvalidRequest,
+  ProviderRejected,
+  PolicyViolation,
+  AmbiguousOutcome,
+  BudgetExceeded,
+  DeadlineExceeded,
+  NoEligibleRoute,
+  StoreError,
+  RunExhausted
+}
+
+type FailureTag = keyof typeof failureClasses
+
+/** A failure's fields were checked where it was described: its error is made without validation. */
+const unchecked = { disableValidation: true } as const
+
+type FieldsOf<K extends FailureTag> = Omit<
+  ConstructorParameters<(typeof failureClasses)[K]>[0],
   "callId" | "attempts" | "budgetExcluded"
 >
+
+type FailureOf<K extends FailureTag> = { readonly [T in K]: { readonly _tag: T } & FieldsOf<T> }[K]
+
+/** {@link failureClasses} typed per tag, so that a failure of tag `K` makes the error of tag `K`. */
+const makers: {
+  readonly [K in FailureTag]: new (
+    fields: FieldsOf<K> & CallContext & { readonly attempts: ReadonlyArray<AttemptRecord> },
+    options: typeof unchecked
+  ) => GatewayError
+} = failureClasses
 
 /**
  * A gateway failure as plain data, before it becomes an error: what the pipeline, the router and
@@ -416,20 +440,7 @@ type FieldsOf<C extends abstract new (...args: never) => unknown> = Omit<
  * @since 0.2.0
  * @category Errors
  */
-export type Failure =
-  | ({ readonly _tag: "Refusal" } & FieldsOf<typeof Refusal>)
-  | ({ readonly _tag: "RateLimited" } & FieldsOf<typeof RateLimited>)
-  | ({ readonly _tag: "ProviderUnavailable" } & FieldsOf<typeof ProviderUnavailable>)
-  | ({ readonly _tag: "InvalidOutput" } & FieldsOf<typeof InvalidOutput>)
-  | ({ readonly _tag: "InvalidRequest" } & FieldsOf<typeof InvalidRequest>)
-  | ({ readonly _tag: "ProviderRejected" } & FieldsOf<typeof ProviderRejected>)
-  | ({ readonly _tag: "PolicyViolation" } & FieldsOf<typeof PolicyViolation>)
-  | ({ readonly _tag: "AmbiguousOutcome" } & FieldsOf<typeof AmbiguousOutcome>)
-  | ({ readonly _tag: "BudgetExceeded" } & FieldsOf<typeof BudgetExceeded>)
-  | ({ readonly _tag: "DeadlineExceeded" } & FieldsOf<typeof DeadlineExceeded>)
-  | ({ readonly _tag: "NoEligibleRoute" } & FieldsOf<typeof NoEligibleRoute>)
-  | ({ readonly _tag: "StoreError" } & FieldsOf<typeof StoreError>)
-  | ({ readonly _tag: "RunExhausted" } & FieldsOf<typeof RunExhausted>)
+export type Failure = FailureOf<FailureTag>
 
 /**
  * What an error knows about the call it ended.
@@ -450,39 +461,12 @@ export interface CallContext {
  *
  * @internal
  */
-export const fromFailure = (failure: Failure, call: CallContext): GatewayError => {
+export const fromFailure = <K extends FailureTag>(failure: FailureOf<K>, call: CallContext): GatewayError => {
   const excluded = call.budgetExcluded
   const props =
     excluded === undefined || excluded.length === 0
       ? { callId: call.callId, attempts: call.attempts ?? [] }
       : { callId: call.callId, attempts: call.attempts ?? [], budgetExcluded: excluded }
-  const unchecked = { disableValidation: true }
-  switch (failure._tag) {
-    case "Refusal":
-      return new Refusal({ ...failure, ...props }, unchecked)
-    case "RateLimited":
-      return new RateLimited({ ...failure, ...props }, unchecked)
-    case "ProviderUnavailable":
-      return new ProviderUnavailable({ ...failure, ...props }, unchecked)
-    case "InvalidOutput":
-      return new InvalidOutput({ ...failure, ...props }, unchecked)
-    case "InvalidRequest":
-      return new InvalidRequest({ ...failure, ...props }, unchecked)
-    case "ProviderRejected":
-      return new ProviderRejected({ ...failure, ...props }, unchecked)
-    case "PolicyViolation":
-      return new PolicyViolation({ ...failure, ...props }, unchecked)
-    case "AmbiguousOutcome":
-      return new AmbiguousOutcome({ ...failure, ...props }, unchecked)
-    case "BudgetExceeded":
-      return new BudgetExceeded({ ...failure, ...props }, unchecked)
-    case "DeadlineExceeded":
-      return new DeadlineExceeded({ ...failure, ...props }, unchecked)
-    case "NoEligibleRoute":
-      return new NoEligibleRoute({ ...failure, ...props }, unchecked)
-    case "StoreError":
-      return new StoreError({ ...failure, ...props }, unchecked)
-    case "RunExhausted":
-      return new RunExhausted({ ...failure, ...props }, unchecked)
-  }
+  const make = makers[failure._tag]
+  return new make({ ...failure, ...props }, unchecked)
 }
