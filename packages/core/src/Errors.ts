@@ -135,15 +135,7 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
 export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("ProviderRejected", {
   ...common,
   target: TargetRef,
-  reason: Schema.Literal(
-    "authentication",
-    "permission",
-    "quota_exhausted",
-    "spend_cap",
-    "model_not_found",
-    "request_too_large",
-    "other"
-  ),
+  reason: Schema.Literal(...Literals.rejectedKinds, "other"),
   httpStatus: Schema.optional(Schema.Int)
 }) {
   override get message(): string {
@@ -395,42 +387,13 @@ export class GatewayConfigError extends Schema.TaggedError<GatewayConfigError>()
   }
 }
 
-/** The gateway errors a {@link Failure} can become, by tag. */
-const failureClasses = {
-  Refusal,
-  RateLimited,
-  ProviderUnavailable,
-  InvalidOutput,
-  InvalidRequest,
-  ProviderRejected,
-  PolicyViolation,
-  AmbiguousOutcome,
-  BudgetExceeded,
-  DeadlineExceeded,
-  NoEligibleRoute,
-  StoreError,
-  RunExhausted
-}
-
-type FailureTag = keyof typeof failureClasses
-
-/** A failure's fields were checked where it was described: its error is made without validation. */
-const unchecked = { disableValidation: true } as const
-
-type FieldsOf<K extends FailureTag> = Omit<
-  ConstructorParameters<(typeof failureClasses)[K]>[0],
-  "callId" | "attempts" | "budgetExcluded"
->
-
-type FailureOf<K extends FailureTag> = { readonly [T in K]: { readonly _tag: T } & FieldsOf<T> }[K]
-
-/** {@link failureClasses} typed per tag, so that a failure of tag `K` makes the error of tag `K`. */
-const makers: {
-  readonly [K in FailureTag]: new (
-    fields: FieldsOf<K> & CallContext & { readonly attempts: ReadonlyArray<AttemptRecord> },
-    options: typeof unchecked
-  ) => GatewayError
-} = failureClasses
+/** A gateway error class's constructor fields, without those of the call it ended, under its tag. */
+type FailureOf<C> = C extends abstract new (
+  props: infer P,
+  ...rest: infer _
+) => { readonly _tag: infer T }
+  ? { readonly _tag: T } & Omit<P, "callId" | "attempts" | "budgetExcluded">
+  : never
 
 /**
  * A gateway failure as plain data, before it becomes an error: what the pipeline, the router and
@@ -440,7 +403,7 @@ const makers: {
  * @since 0.2.0
  * @category Errors
  */
-export type Failure = FailureOf<FailureTag>
+export type Failure = FailureOf<(typeof GatewayError.members)[number]>
 
 /**
  * What an error knows about the call it ended.
@@ -461,12 +424,39 @@ export interface CallContext {
  *
  * @internal
  */
-export const fromFailure = <K extends FailureTag>(failure: FailureOf<K>, call: CallContext): GatewayError => {
+export const fromFailure = (failure: Failure, call: CallContext): GatewayError => {
   const excluded = call.budgetExcluded
   const props =
     excluded === undefined || excluded.length === 0
       ? { callId: call.callId, attempts: call.attempts ?? [] }
       : { callId: call.callId, attempts: call.attempts ?? [], budgetExcluded: excluded }
-  const make = makers[failure._tag]
-  return new make({ ...failure, ...props }, unchecked)
+  const unchecked = { disableValidation: true }
+  switch (failure._tag) {
+    case "Refusal":
+      return new Refusal({ ...failure, ...props }, unchecked)
+    case "RateLimited":
+      return new RateLimited({ ...failure, ...props }, unchecked)
+    case "ProviderUnavailable":
+      return new ProviderUnavailable({ ...failure, ...props }, unchecked)
+    case "InvalidOutput":
+      return new InvalidOutput({ ...failure, ...props }, unchecked)
+    case "InvalidRequest":
+      return new InvalidRequest({ ...failure, ...props }, unchecked)
+    case "ProviderRejected":
+      return new ProviderRejected({ ...failure, ...props }, unchecked)
+    case "PolicyViolation":
+      return new PolicyViolation({ ...failure, ...props }, unchecked)
+    case "AmbiguousOutcome":
+      return new AmbiguousOutcome({ ...failure, ...props }, unchecked)
+    case "BudgetExceeded":
+      return new BudgetExceeded({ ...failure, ...props }, unchecked)
+    case "DeadlineExceeded":
+      return new DeadlineExceeded({ ...failure, ...props }, unchecked)
+    case "NoEligibleRoute":
+      return new NoEligibleRoute({ ...failure, ...props }, unchecked)
+    case "StoreError":
+      return new StoreError({ ...failure, ...props }, unchecked)
+    case "RunExhausted":
+      return new RunExhausted({ ...failure, ...props }, unchecked)
+  }
 }

@@ -15,7 +15,7 @@ import type { Message, ToolCall, ToolChoice, ToolDefinition } from "./ModelComma
 import type { ProviderOptionsAllowlist, RequestOptions } from "./ModelOptions.js"
 import { type FinishReason, Usage } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
-import { temporaryKinds } from "./internal/literals.js"
+import { rejectedKinds, temporaryKinds } from "./internal/literals.js"
 
 /**
  * A classified failure reported by a provider adapter. The engine maps it onto a `GatewayError`
@@ -35,12 +35,7 @@ export class ProviderError extends Schema.TaggedError<ProviderError>()("Provider
     ...temporaryKinds,
     "invalid_request",
     "context_length",
-    "authentication",
-    "permission",
-    "quota_exhausted",
-    "spend_cap",
-    "model_not_found",
-    "request_too_large",
+    ...rejectedKinds,
     "rejected",
     "invalid_output"
   ),

@@ -21,6 +21,19 @@ export const temporaryKinds = [
   "stream_truncated"
 ] as const
 
+/**
+ * The permanent rejections: each `ProviderAdapter.ProviderError` `kind` here becomes the
+ * `Errors.ProviderRejected` `reason` of the same name (`Disposition.failureOf`).
+ */
+export const rejectedKinds = [
+  "authentication",
+  "permission",
+  "quota_exhausted",
+  "spend_cap",
+  "model_not_found",
+  "request_too_large"
+] as const
+
 /** The schema of `ModelResult.CallOutcome`. */
 export const CallOutcome = Schema.Literal("success", "degraded", "failed", "cancelled", "incomplete")
 
