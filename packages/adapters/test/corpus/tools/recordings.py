@@ -94,17 +94,18 @@ e = err("invalid_output", "InvalidOutput", workflow="tools", tools=["test-tool"]
 anth_rec("duplicate-message-start", "duplicate-message-start", error=e, why="a second message_start mid-stream must fail the attempt (defect class 4)", stream_only=True)
 anth_rec("spliced-message-start", "spliced-message-start", error=e, why="two messages spliced: a cut-off tool call then a second message_start (defect class 4)", stream_only=True)
 
-for name, path, finish, why in [
-    ("sdk-basic-stream", "tests/lib/fixtures/basic_response.txt", "stop", "the SDK's basic stream (pings, CRLF-free frames)"),
-    ("sdk-tool-use-stream", "tests/lib/fixtures/tool_use_response.txt", "tool_calls", "text then a tool call with argument deltas"),
-    ("sdk-refusal-stream", "tests/fixtures/fable-fallback/stream-a-refusal.sse", "refusal", "thinking then refusal with stop_details"),
-    ("sdk-tool-refusal-stream", "tests/fixtures/fable-fallback/stream-a-toolrefusal.sse", "refusal", "refusal during a tool call"),
-    ("sdk-fallback-stream", "tests/fixtures/fable-fallback/stream-b-fallback.sse", "stop", "the fallback model's answer"),
+SD = "tests/lib/fixtures/"
+for name, path, finish, why, wf in [
+    ("sdk-basic-stream", "tests/lib/fixtures/basic_response.txt", "stop", "the SDK's basic stream (pings, CRLF-free frames)", None),
+    ("sdk-tool-use-stream", "tests/lib/fixtures/tool_use_response.txt", "tool_calls", "text then a tool call with argument deltas", None),
+    ("sdk-refusal-stream", "tests/fixtures/fable-fallback/stream-a-refusal.sse", "refusal", "thinking then refusal with stop_details", None),
+    ("sdk-tool-refusal-stream", "tests/fixtures/fable-fallback/stream-a-toolrefusal.sse", "refusal", "refusal during a tool call", None),
+    ("sdk-fallback-stream", "tests/fixtures/fable-fallback/stream-b-fallback.sse", "stop", "the fallback model's answer", None),
 ]:
     raw = show(A, path)
     t, tl = anth_stream(raw)
     if finish == "refusal": tl = []  # a refused answer carries no usable tool call
-    e = ok(t, tl, finish, anth_stream_usage(raw), workflow=None); e["why"] = why
+    e = ok(t, tl, finish, anth_stream_usage(raw), workflow=wf); e["why"] = why
     rec("anthropic", name, A, path, True, e, convert=False)
 raw = show(A, "tests/lib/fixtures/incomplete_partial_json_response.txt")
 e = err("invalid_output", "InvalidOutput", workflow="tools", tools=["make_file"]); e["why"] = "max_tokens in the middle of a tool_use: arguments are not JSON, never a success (defect class 3)"
@@ -112,12 +113,12 @@ rec("anthropic", "sdk-max-tokens-mid-tool-stream", A, "tests/lib/fixtures/incomp
 
 # ---------------- Gemini ----------------
 GF = "google/src/__fixtures__/"
-for name, base, finish, why in [
-    ("text", "google-text", "stop", "plain text"),
-    ("tool-call", "google-tool-call", "tool_calls", "a functionCall part"),
-    ("reasoning", "google-reasoning", "stop", "thought parts are not text; thoughtsTokenCount is output"),
-    ("reasoning-gemini3", "google-reasoning-gemini3", "stop", "gemini 3 thought signatures"),
-    ("tool-call-gemini3", "google-tool-call-gemini3", "tool_calls", "gemini 3 functionCall with thoughtSignature"),
+for name, base, finish, why, both in [
+    ("text", "google-text", "stop", "plain text", True),
+    ("tool-call", "google-tool-call", "tool_calls", "a functionCall part", True),
+    ("reasoning", "google-reasoning", "stop", "thought parts are not text; thoughtsTokenCount is output", True),
+    ("reasoning-gemini3", "google-reasoning-gemini3", "stop", "gemini 3 thought signatures", True),
+    ("tool-call-gemini3", "google-tool-call-gemini3", "tool_calls", "gemini 3 functionCall with thoughtSignature", True),
 ]:
     for stream in [False, True]:
         path = vp(GF + base + (".chunks.txt" if stream else ".json"))
@@ -142,52 +143,43 @@ def compat(family, name, path, finish=None, why="", workflow=None, error=None, s
         o = json.loads(raw); e = ok(chat_json_text(o), chat_json_tools(o), finish, chat_usage(o.get("usage"), reasoning_outside), workflow=workflow)
     e["why"] = why
     rec(family, name, V, vp(path), s, e, status=status)
-# Per vendor: family, fixture folder, file prefix, options of every case, cases (name, finish, why[, options]).
-# A case's file is the prefix, its name without `-stream` (or the `file` option), then `.chunks.txt`
-# when the name ends with `stream`, else `.json`.
-for family, folder, prefix, common, cases in [
-    ("deepseek", "deepseek/src/chat/__fixtures__/", "deepseek-", {}, [
-        ("json", "stop", "JSON answer with reasoning_content; cached prompt tokens", {"workflow": "structured"}),
-        ("reasoning", "stop", "reasoning_content is not text"),
-        ("reasoning-stream", "stop", "streamed reasoning_content then content"),
-        ("text", "length", "plain text stopped at max tokens (finish_reason length): a text answer says length"),
-        ("tool-call", "tool_calls", "tool call"),
-        ("tool-call-stream", "tool_calls", "streamed tool-call argument deltas")]),
-    ("groq", "groq/src/__fixtures__/", "groq-", {}, [
-        ("tool-call", "tool_calls", "tool call with arguments {}"),
-        ("tool-call-stream", "tool_calls", "tool call in one delta, x_groq usage"),
-        ("text", "stop", "plain text"),
-        ("reasoning", "stop", "reasoning field is not text")]),
-    ("mistral", "mistral/src/__fixtures__/", "mistral-", {}, [
-        ("text", "stop", "plain text"),
-        ("text-stream", "stop", "streamed text"),
-        ("tool-call", "tool_calls", "tool call"),
-        ("tool-call-stream", "tool_calls", "tool call in one delta"),
-        ("incremental-tool-call-stream", "tool_calls", "tool name first, arguments later with name \"\""),
-        ("reasoning", "stop", "magistral: content is an array of thinking and text parts"),
-        ("reasoning-stream", "stop", "magistral: streamed content parts")]),
-    ("xai", "openai-compatible/src/chat/__fixtures__/", "xai-", {"reasoning_outside": True}, [
-        ("text", "stop", "total_tokens = prompt + completion + reasoning: reasoning is outside completion (defect class 2)"),
-        ("tool-call", "tool_calls", "reasoning outside completion, tool call"),
-        ("tool-call-stream", "tool_calls", "streamed, reasoning outside completion")]),
-    ("xai", "xai/src/__fixtures__/", "xai-", {"reasoning_outside": True}, [
-        ("text-2", "stop", "grok chat completion", {"file": "text"}),
-        ("text-2-stream", "stop", "grok streamed", {"file": "text"}),
-        ("tool-call-2", "tool_calls", "grok tool call", {"file": "tool-call"}),
-        ("tool-call-2-stream", "tool_calls", "grok streamed tool call", {"file": "tool-call"})]),
-    ("moonshot", "moonshotai/src/__fixtures__/", "moonshotai-", {}, [
-        ("text", "stop", "kimi text"),
-        ("reasoning", "stop", "kimi reasoning_content"),
-        ("tool-call", "tool_calls", "kimi tool call"),
-        ("stream", "stop", "finish_reason and usage on the last content chunk")]),
-    ("alibaba", "alibaba/src/__fixtures__/", "alibaba-", {}, [
-        ("tool-call", "tool_calls", "qwen tool call"),
-        ("tool-call-stream", "tool_calls", "later deltas carry id \"\": the first id stays")]),
-]:
-    for name, finish, why, *options in cases:
-        kw = {**common, **(options[0] if options else {})}
-        base = kw.pop("file", name.removesuffix("-stream"))
-        compat(family, name, folder + prefix + base + (".chunks.txt" if name.endswith("stream") else ".json"), finish, why, **kw)
+DS = "deepseek/src/chat/__fixtures__/"
+compat("deepseek", "json", DS + "deepseek-json.json", "stop", "JSON answer with reasoning_content; cached prompt tokens", workflow="structured")
+compat("deepseek", "reasoning", DS + "deepseek-reasoning.json", "stop", "reasoning_content is not text")
+compat("deepseek", "reasoning-stream", DS + "deepseek-reasoning.chunks.txt", "stop", "streamed reasoning_content then content")
+compat("deepseek", "text", DS + "deepseek-text.json", "length", "plain text stopped at max tokens (finish_reason length): a text answer says length")
+compat("deepseek", "tool-call", DS + "deepseek-tool-call.json", "tool_calls", "tool call")
+compat("deepseek", "tool-call-stream", DS + "deepseek-tool-call.chunks.txt", "tool_calls", "streamed tool-call argument deltas")
+GQ = "groq/src/__fixtures__/"
+compat("groq", "tool-call", GQ + "groq-tool-call.json", "tool_calls", "tool call with arguments {}")
+compat("groq", "tool-call-stream", GQ + "groq-tool-call.chunks.txt", "tool_calls", "tool call in one delta, x_groq usage")
+compat("groq", "text", GQ + "groq-text.json", "stop", "plain text")
+compat("groq", "reasoning", GQ + "groq-reasoning.json", "stop", "reasoning field is not text")
+MI = "mistral/src/__fixtures__/"
+compat("mistral", "text", MI + "mistral-text.json", "stop", "plain text")
+compat("mistral", "text-stream", MI + "mistral-text.chunks.txt", "stop", "streamed text")
+compat("mistral", "tool-call", MI + "mistral-tool-call.json", "tool_calls", "tool call")
+compat("mistral", "tool-call-stream", MI + "mistral-tool-call.chunks.txt", "tool_calls", "tool call in one delta")
+compat("mistral", "incremental-tool-call-stream", MI + "mistral-incremental-tool-call.chunks.txt", "tool_calls", "tool name first, arguments later with name \"\"")
+compat("mistral", "reasoning", MI + "mistral-reasoning.json", "stop", "magistral: content is an array of thinking and text parts")
+compat("mistral", "reasoning-stream", MI + "mistral-reasoning.chunks.txt", "stop", "magistral: streamed content parts")
+XO = "openai-compatible/src/chat/__fixtures__/"
+compat("xai", "text", XO + "xai-text.json", "stop", "total_tokens = prompt + completion + reasoning: reasoning is outside completion (defect class 2)", reasoning_outside=True)
+compat("xai", "tool-call", XO + "xai-tool-call.json", "tool_calls", "reasoning outside completion, tool call", reasoning_outside=True)
+compat("xai", "tool-call-stream", XO + "xai-tool-call.chunks.txt", "tool_calls", "streamed, reasoning outside completion", reasoning_outside=True)
+XF = "xai/src/__fixtures__/"
+compat("xai", "text-2", XF + "xai-text.json", "stop", "grok chat completion", reasoning_outside=True)
+compat("xai", "text-2-stream", XF + "xai-text.chunks.txt", "stop", "grok streamed", reasoning_outside=True)
+compat("xai", "tool-call-2", XF + "xai-tool-call.json", "tool_calls", "grok tool call", reasoning_outside=True)
+compat("xai", "tool-call-2-stream", XF + "xai-tool-call.chunks.txt", "tool_calls", "grok streamed tool call", reasoning_outside=True)
+MO = "moonshotai/src/__fixtures__/"
+compat("moonshot", "text", MO + "moonshotai-text.json", "stop", "kimi text")
+compat("moonshot", "reasoning", MO + "moonshotai-reasoning.json", "stop", "kimi reasoning_content")
+compat("moonshot", "tool-call", MO + "moonshotai-tool-call.json", "tool_calls", "kimi tool call")
+compat("moonshot", "stream", MO + "moonshotai-stream.chunks.txt", "stop", "finish_reason and usage on the last content chunk")
+AL = "alibaba/src/__fixtures__/"
+compat("alibaba", "tool-call", AL + "alibaba-tool-call.json", "tool_calls", "qwen tool call")
+compat("alibaba", "tool-call-stream", AL + "alibaba-tool-call.chunks.txt", "tool_calls", "later deltas carry id \"\": the first id stays")
 
 # ---------------- from docs ----------------
 GW = {"rate_limited": ("RateLimited", None), "server_error": ("ProviderUnavailable", "server_error"), "overloaded": ("ProviderUnavailable", "overloaded"),
