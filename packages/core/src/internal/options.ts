@@ -17,9 +17,6 @@ import { names } from "./optionFacts.js"
 
 type MutableOptions = { -readonly [K in keyof RequestOptions]: RequestOptions[K] }
 
-/** The numeric options a workflow bounds with a `Range`. */
-type RangeName = "temperature" | "topP" | "seed" | "reasoningBudget" | "presencePenalty" | "frequencyPenalty"
-
 // ---------------------------------------------------------------------------------------------
 // Workflow bounds
 // ---------------------------------------------------------------------------------------------
@@ -213,11 +210,13 @@ export const resolve = (
   const required: Array<OptionName> = []
   const values: MutableOptions = {}
   const problems: Array<string> = []
-  // A numeric option bounded by the workflow's range: the value to send set, or the problem kept.
-  const range = (name: RangeName): void => {
-    const picked = pickRange(name, b?.[name], r?.[name], required)
-    if (typeof picked === "string") problems.push(picked)
-    else if (picked !== undefined) values[name] = picked
+  const range = (name: OptionName, bound: Range | undefined, v: number | undefined): number | undefined => {
+    const picked = pickRange(name, bound, v, required)
+    if (typeof picked === "string") {
+      problems.push(picked)
+      return undefined
+    }
+    return picked
   }
   const unwrap = <A>(picked: { readonly value: A | undefined } | string): A | undefined => {
     if (typeof picked === "string") {
@@ -226,18 +225,24 @@ export const resolve = (
     }
     return picked.value
   }
-  range("temperature")
-  range("topP")
-  range("seed")
+  const temperature = range("temperature", b?.temperature, r?.temperature)
+  if (temperature !== undefined) values.temperature = temperature
+  const topP = range("topP", b?.topP, r?.topP)
+  if (topP !== undefined) values.topP = topP
+  const seed = range("seed", b?.seed, r?.seed)
+  if (seed !== undefined) values.seed = seed
   const stop = unwrap(pickFixed("stop", b?.stop, r?.stop, required))
   if (stop !== undefined) values.stop = stop
   const effort = unwrap(pickChoice("reasoningEffort", b?.reasoningEffort, r?.reasoningEffort, required))
   if (effort !== undefined) values.reasoningEffort = effort
-  range("reasoningBudget")
+  const budget = range("reasoningBudget", b?.reasoningBudget, r?.reasoningBudget)
+  if (budget !== undefined) values.reasoningBudget = budget
   const parallel = unwrap(pickChoice("parallelToolCalls", b?.parallelToolCalls, r?.parallelToolCalls, required))
   if (parallel !== undefined) values.parallelToolCalls = parallel
-  range("presencePenalty")
-  range("frequencyPenalty")
+  const presence = range("presencePenalty", b?.presencePenalty, r?.presencePenalty)
+  if (presence !== undefined) values.presencePenalty = presence
+  const frequency = range("frequencyPenalty", b?.frequencyPenalty, r?.frequencyPenalty)
+  if (frequency !== undefined) values.frequencyPenalty = frequency
   const userId = unwrap(pickFixed("userId", b?.userId, r?.userId, required))
   if (userId !== undefined) values.userId = userId
   const providerOptions = mergeProviderOptions(workflow.providerOptions, command.providerOptions)
