@@ -41,16 +41,36 @@ const scenarioFlags: Record<string, keyof Scenario> = {
   "--secondary": "secondary"
 }
 
-/** The `scenario` mode's flags: a scenario, or the text to print (usage or an error). */
-export const parseScenarioArgs = (argv: ReadonlyArray<string>): Scenario | string => {
+/** A flag with its value, or a request for the usage text. */
+type Token = { readonly arg: string; readonly flag: string; readonly value: string | undefined } | "help"
+
+/**
+ * The command line as flags in order (`--flag value` or `--flag=value`; a bare `--` is dropped),
+ * `"help"` where `--help` or `-h` stands; the last flag's value is `undefined` when none follows.
+ */
+const flagsOf = (argv: ReadonlyArray<string>): ReadonlyArray<Token> => {
   const args = argv.filter((a) => a !== "--")
-  const values: Record<string, string> = {}
+  const tokens: Array<Token> = []
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] ?? ""
-    if (arg === "--help" || arg === "-h") return scenarioUsage
+    if (arg === "--help" || arg === "-h") {
+      tokens.push("help")
+      continue
+    }
     const eq = arg.indexOf("=")
-    const flag = eq > 0 ? arg.slice(0, eq) : arg
-    const value = eq > 0 ? arg.slice(eq + 1) : args[++i]
+    tokens.push(
+      eq > 0 ? { arg, flag: arg.slice(0, eq), value: arg.slice(eq + 1) } : { arg, flag: arg, value: args[++i] }
+    )
+  }
+  return tokens
+}
+
+/** The `scenario` mode's flags: a scenario, or the text to print (usage or an error). */
+export const parseScenarioArgs = (argv: ReadonlyArray<string>): Scenario | string => {
+  const values: Record<string, string> = {}
+  for (const token of flagsOf(argv)) {
+    if (token === "help") return scenarioUsage
+    const { arg, flag, value } = token
     const key = Object.hasOwn(scenarioFlags, flag) ? scenarioFlags[flag] : undefined
     if (key === undefined) return `unknown argument "${arg}"\n\n${scenarioUsage}`
     if (value === undefined) return `${flag} needs a value\n\n${scenarioUsage}`
@@ -62,17 +82,13 @@ export const parseScenarioArgs = (argv: ReadonlyArray<string>): Scenario | strin
 
 /** The options, or the text to print (usage or an error). */
 export const parse = (argv: ReadonlyArray<string>): LabOptions | string => {
-  const args = argv.filter((a) => a !== "--")
   let o: LabOptions = defaults
   let timeout: number | undefined
   let primaryTimeout: number | undefined
   let secondaryTimeout: number | undefined
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] ?? ""
-    if (arg === "--help" || arg === "-h") return usage
-    const eq = arg.indexOf("=")
-    const flag = eq > 0 ? arg.slice(0, eq) : arg
-    const value = eq > 0 ? arg.slice(eq + 1) : args[++i]
+  for (const token of flagsOf(argv)) {
+    if (token === "help") return usage
+    const { arg, flag, value } = token
     if (value === undefined) return `${flag} needs a value\n\n${usage}`
     const ms = () => (/^\d+$/.test(value) ? Number(value) : undefined)
     const bad = `${flag}: invalid value "${value}"\n\n${usage}`

@@ -307,6 +307,19 @@ const layerOf = <I, S>(
     Effect.map(clientOf(options), (client) => build(client, options))
   )
 
+/** {@link layerOf} for a store that watches the data-loss epoch (on the same client). */
+const layerWithEpochOf = <I, S>(
+  tag: Context.Tag<I, S>,
+  options: Options,
+  build: (client: Client, options: Options, epoch: Epoch) => S
+): Layer.Layer<I> =>
+  Layer.scoped(
+    tag,
+    Effect.flatMap(clientOf(options), (client) =>
+      Effect.map(epochOf(client, options), (epoch) => build(client, options, epoch))
+    )
+  )
+
 /**
  * `BudgetStore` on Redis (a client of its own).
  *
@@ -314,12 +327,7 @@ const layerOf = <I, S>(
  * @category Layers
  */
 export const layerBudgetStore = (options: Options): Layer.Layer<BudgetStore.BudgetStore> =>
-  Layer.scoped(
-    BudgetStore.BudgetStore,
-    Effect.flatMap(clientOf(options), (client) =>
-      Effect.map(epochOf(client, options), (epoch) => budgetStoreOf(client, options, epoch))
-    )
-  )
+  layerWithEpochOf(BudgetStore.BudgetStore, options, budgetStoreOf)
 
 /**
  * `BreakerStore` on Redis (a client of its own).
@@ -337,12 +345,7 @@ export const layerBreakerStore = (options: Options): Layer.Layer<BreakerStore.Br
  * @category Layers
  */
 export const layerToolLedgerStore = (options: Options): Layer.Layer<ToolLedgerStore.ToolLedgerStore> =>
-  Layer.scoped(
-    ToolLedgerStore.ToolLedgerStore,
-    Effect.flatMap(clientOf(options), (client) =>
-      Effect.map(epochOf(client, options), (epoch) => ledgerStoreOf(client, options, epoch))
-    )
-  )
+  layerWithEpochOf(ToolLedgerStore.ToolLedgerStore, options, ledgerStoreOf)
 
 /**
  * `PermitStore` on Redis (a client of its own): give it to `Concurrency.layer`.

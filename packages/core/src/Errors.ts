@@ -73,15 +73,7 @@ export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>
   ...common,
   target: TargetRef,
   /** `adapter_defect`: the adapter failed unexpectedly (a bug); the attempt is recorded and the call goes on. */
-  reason: Schema.Literal(
-    "server_error",
-    "overloaded",
-    "transport",
-    "timeout",
-    "stream_stalled",
-    "stream_truncated",
-    "adapter_defect"
-  ),
+  reason: Schema.Literal(...Literals.temporaryKinds, "adapter_defect"),
   httpStatus: Schema.optional(Schema.Int),
   retryAfter: Schema.optional(Schema.DurationFromMillis)
 }) {
@@ -143,15 +135,7 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
 export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("ProviderRejected", {
   ...common,
   target: TargetRef,
-  reason: Schema.Literal(
-    "authentication",
-    "permission",
-    "quota_exhausted",
-    "spend_cap",
-    "model_not_found",
-    "request_too_large",
-    "other"
-  ),
+  reason: Schema.Literal(...Literals.rejectedKinds, "other"),
   httpStatus: Schema.optional(Schema.Int)
 }) {
   override get message(): string {
@@ -403,10 +387,13 @@ export class GatewayConfigError extends Schema.TaggedError<GatewayConfigError>()
   }
 }
 
-type FieldsOf<C extends abstract new (...args: never) => unknown> = Omit<
-  ConstructorParameters<C>[0],
-  "callId" | "attempts" | "budgetExcluded"
->
+/** A gateway error class's constructor fields, without those of the call it ended, under its tag. */
+type FailureOf<C> = C extends abstract new (
+  props: infer P,
+  ...rest: infer _
+) => { readonly _tag: infer T }
+  ? { readonly _tag: T } & Omit<P, "callId" | "attempts" | "budgetExcluded">
+  : never
 
 /**
  * A gateway failure as plain data, before it becomes an error: what the pipeline, the router and
@@ -416,20 +403,7 @@ type FieldsOf<C extends abstract new (...args: never) => unknown> = Omit<
  * @since 0.2.0
  * @category Errors
  */
-export type Failure =
-  | ({ readonly _tag: "Refusal" } & FieldsOf<typeof Refusal>)
-  | ({ readonly _tag: "RateLimited" } & FieldsOf<typeof RateLimited>)
-  | ({ readonly _tag: "ProviderUnavailable" } & FieldsOf<typeof ProviderUnavailable>)
-  | ({ readonly _tag: "InvalidOutput" } & FieldsOf<typeof InvalidOutput>)
-  | ({ readonly _tag: "InvalidRequest" } & FieldsOf<typeof InvalidRequest>)
-  | ({ readonly _tag: "ProviderRejected" } & FieldsOf<typeof ProviderRejected>)
-  | ({ readonly _tag: "PolicyViolation" } & FieldsOf<typeof PolicyViolation>)
-  | ({ readonly _tag: "AmbiguousOutcome" } & FieldsOf<typeof AmbiguousOutcome>)
-  | ({ readonly _tag: "BudgetExceeded" } & FieldsOf<typeof BudgetExceeded>)
-  | ({ readonly _tag: "DeadlineExceeded" } & FieldsOf<typeof DeadlineExceeded>)
-  | ({ readonly _tag: "NoEligibleRoute" } & FieldsOf<typeof NoEligibleRoute>)
-  | ({ readonly _tag: "StoreError" } & FieldsOf<typeof StoreError>)
-  | ({ readonly _tag: "RunExhausted" } & FieldsOf<typeof RunExhausted>)
+export type Failure = FailureOf<(typeof GatewayError.members)[number]>
 
 /**
  * What an error knows about the call it ended.

@@ -15,6 +15,7 @@ import type { Message, ToolCall, ToolChoice, ToolDefinition } from "./ModelComma
 import type { ProviderOptionsAllowlist, RequestOptions } from "./ModelOptions.js"
 import { type FinishReason, Usage } from "./ModelResult.js"
 import type { ModelTarget } from "./ModelTarget.js"
+import { rejectedKinds, temporaryKinds } from "./internal/literals.js"
 
 /**
  * A classified failure reported by a provider adapter. The engine maps it onto a `GatewayError`
@@ -31,20 +32,10 @@ export class ProviderError extends Schema.TaggedError<ProviderError>()("Provider
   kind: Schema.Literal(
     "refusal",
     "rate_limited",
-    "server_error",
-    "overloaded",
-    "transport",
-    "timeout",
-    "stream_stalled",
-    "stream_truncated",
+    ...temporaryKinds,
     "invalid_request",
     "context_length",
-    "authentication",
-    "permission",
-    "quota_exhausted",
-    "spend_cap",
-    "model_not_found",
-    "request_too_large",
+    ...rejectedKinds,
     "rejected",
     "invalid_output"
   ),

@@ -52,6 +52,14 @@ const PreModel = Schema.TaggedStruct("PreModel", {
 /** @since 0.2.0 */
 export interface PreModel extends Schema.Schema.Type<typeof PreModel> {}
 
+/** What a gateway call or a tool loop used, cost (USD) and took, and when it ended. */
+const spent = {
+  usage: Usage,
+  cost: Schema.Number,
+  latencyMs: Millis,
+  at: Millis
+}
+
 /**
  * A gateway call of the run settled: its route, versions, outcome, usage and cost. `toolCalls`
  * names the tools the model asked for (names only).
@@ -78,10 +86,7 @@ const PostModel = Schema.TaggedStruct("PostModel", {
   degraded: Schema.Boolean,
   attempts: Schema.Int,
   toolCalls: Schema.Array(Schema.String),
-  usage: Usage,
-  cost: Schema.Number,
-  latencyMs: Millis,
-  at: Millis
+  ...spent
 }).annotations({ identifier: "@modelgate/core/RunEvents/PostModel" })
 /** @since 0.2.0 */
 export interface PostModel extends Schema.Schema.Type<typeof PostModel> {}
@@ -171,7 +176,8 @@ export interface Checkpoint extends Schema.Schema.Type<typeof Checkpoint> {}
 /**
  * The tool loop ended: `completed` (the model answered without tool calls), `suggested` (a degraded
  * step proposed a side-effecting call for a person to approve), `degraded` (a degraded answer
- * without one), `failed` (a typed error, named by `errorTag`).
+ * without one), `failed` (a typed error, named by `errorTag`). `usage` is of the loop's answered
+ * model calls (every pass); `cost` what the run spent during the loop (failed calls included).
  *
  * @since 0.2.0
  * @category Events
@@ -182,12 +188,7 @@ const TaskCompleted = Schema.TaggedStruct("TaskCompleted", {
   errorTag: Schema.optional(Schema.String),
   /** Model steps of the loop's last pass (after an ambiguous retry: of the retry). */
   steps: Schema.Int,
-  /** Usage of the loop's answered model calls (every pass). */
-  usage: Usage,
-  /** What the run spent during the loop (failed calls included). */
-  cost: Schema.Number,
-  latencyMs: Millis,
-  at: Millis
+  ...spent
 }).annotations({ identifier: "@modelgate/core/RunEvents/TaskCompleted" })
 /** @since 0.2.0 */
 export interface TaskCompleted extends Schema.Schema.Type<typeof TaskCompleted> {}

@@ -85,6 +85,15 @@ export const responseToEvents = (response: ProviderResponse): ReadonlyArray<Prov
   }
 ]
 
+/** What every wire codec's settings hold: the provider id, its credentials and its echo rules. */
+export interface CodecSettings {
+  readonly provider: string
+  /** Adds credentials and static headers. */
+  readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
+  /** What the provider's echoes are checked against (`echo.ts`). */
+  readonly echo: EchoRules
+}
+
 /**
  * Size limits of an adapter's answers: the options every HTTP adapter's `Options` take.
  *

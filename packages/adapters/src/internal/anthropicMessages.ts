@@ -3,7 +3,6 @@
  *
  * @internal
  */
-import type { EchoRules } from "./echo.js"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
@@ -12,7 +11,7 @@ import type { FinishReason, Usage } from "@modelgate/core/ModelResult"
 import type { OptionName, ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import type { ProviderRequest, ProviderResponse } from "@modelgate/core/ProviderAdapter"
 import { Either, Schema } from "effect"
-import type { Codec } from "./adapter.js"
+import type { Codec, CodecSettings } from "./adapter.js"
 import type { Meta } from "./classify.js"
 import { field, firstHeader, invalidOutput, isRecord, providerError, stringField } from "./classify.js"
 import { modelVersionOf, requestIdOf } from "./bounded.js"
@@ -26,13 +25,9 @@ import { classifyError, classifyErrorAfter200 } from "./anthropicMessagesErrors.
 import { guard } from "./wireGuard.js"
 
 /** @internal */
-export interface Settings {
-  readonly provider: string
+export interface Settings extends CodecSettings {
   /** Full URL of the messages endpoint. */
   readonly url: string
-  readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
-  /** What the provider's echoes are checked against (`echo.ts`). */
-  readonly echo: EchoRules
 }
 
 // ---------------------------------------------------------------------------------------------

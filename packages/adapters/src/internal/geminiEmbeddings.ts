@@ -7,8 +7,7 @@
  *
  * @internal
  */
-import type { EchoRules } from "./echo.js"
-import type { HttpClientRequest as Request } from "@effect/platform"
+import type { CodecSettings } from "./adapter.js"
 import { HttpClientRequest } from "@effect/platform"
 import type { EmbedRequest } from "@modelgate/core/ProviderAdapter"
 import { Either } from "effect"
@@ -46,13 +45,9 @@ export const requestBody = (request: EmbedRequest): Record<string, unknown> => {
 export const maxBatch = 100
 
 /** @internal */
-export interface Settings {
-  readonly provider: string
+export interface Settings extends CodecSettings {
   /** API root including the version (`…/v1beta`). */
   readonly baseUrl: string
-  readonly authorize: (request: Request.HttpClientRequest) => Request.HttpClientRequest
-  /** What the provider's echoes are checked against (`echo.ts`). */
-  readonly echo: EchoRules
 }
 
 /** @internal */

@@ -4,7 +4,6 @@
  *
  * @internal
  */
-import type { EchoRules } from "./echo.js"
 import { HttpClientRequest } from "@effect/platform"
 import type { ProviderError } from "@modelgate/core/ProviderAdapter"
 import type { ContentPart } from "@modelgate/core/ModelCommand"
@@ -13,7 +12,8 @@ import type { FinishReason, Usage } from "@modelgate/core/ModelResult"
 import type { OptionName, ProviderOptionsAllowlist } from "@modelgate/core/ModelOptions"
 import type { ProviderRequest, ProviderResponse, ProviderStreamEvent } from "@modelgate/core/ProviderAdapter"
 import { Either, Schema } from "effect"
-import type { Codec } from "./adapter.js"
+import type { Codec, CodecSettings } from "./adapter.js"
+import { type AudioFormat, audioMediaTypes } from "./audio.js"
 import type { Meta } from "./classify.js"
 import { field, firstHeader, invalidOutput, isRecord, providerError } from "./classify.js"
 import { modelVersionOf, requestIdOf } from "./bounded.js"
@@ -27,13 +27,9 @@ import { classifyError, classifyErrorAfter200 } from "./geminiGenerateErrors.js"
 import { guard } from "./wireGuard.js"
 
 /** @internal */
-export interface Settings {
-  readonly provider: string
+export interface Settings extends CodecSettings {
   /** API root including the version, e.g. `https://generativelanguage.googleapis.com/v1beta`. */
   readonly baseUrl: string
-  readonly authorize: (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
-  /** What the provider's echoes are checked against (`echo.ts`). */
-  readonly echo: EchoRules
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -42,19 +38,8 @@ export interface Settings {
 
 type Part = Record<string, unknown>
 
-/** Gemini's media type of each audio format. */
-const audioMimeTypes: Record<AudioPart["format"], string> = {
-  wav: "audio/wav",
-  mp3: "audio/mp3",
-  flac: "audio/flac",
-  aac: "audio/aac",
-  ogg: "audio/ogg",
-  webm: "audio/webm",
-  m4a: "audio/mp4",
-  aiff: "audio/aiff"
-}
-
-type AudioPart = Extract<ContentPart, { readonly _tag: "audio" }>
+/** Gemini's media type of each audio format: the registered ones, but `audio/mp3` for mp3. */
+const audioMimeTypes: Readonly<Record<AudioFormat, string>> = { ...audioMediaTypes, mp3: "audio/mp3" }
 
 /** One part of a user message: text, an image (inline or by URL), audio or a file (`inlineData`). */
 const userPart = (part: ContentPart): Part => {

@@ -5,8 +5,7 @@
  *
  * @internal
  */
-import type { EchoRules } from "./echo.js"
-import type { HttpClientRequest as Request } from "@effect/platform"
+import type { CodecSettings } from "./adapter.js"
 import { HttpClientRequest } from "@effect/platform"
 import type { EmbedRequest } from "@modelgate/core/ProviderAdapter"
 import { Either } from "effect"
@@ -26,13 +25,9 @@ export const requestBody = (request: EmbedRequest): Record<string, unknown> => (
 })
 
 /** @internal */
-export interface Settings {
-  readonly provider: string
+export interface Settings extends CodecSettings {
   /** The full endpoint URL (`…/v1/embeddings`). */
   readonly url: string
-  readonly authorize: (request: Request.HttpClientRequest) => Request.HttpClientRequest
-  /** What the provider's echoes are checked against (`echo.ts`). */
-  readonly echo: EchoRules
 }
 
 /** @internal */

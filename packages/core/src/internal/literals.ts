@@ -8,6 +8,32 @@ import { Schema } from "effect"
 /** The schema of `ModelResult.CallId`. */
 export const CallId = Schema.String.pipe(Schema.brand("CallId"))
 
+/**
+ * The temporary failure kinds: each `ProviderAdapter.ProviderError` `kind` here becomes the
+ * `Errors.ProviderUnavailable` `reason` of the same name (`Disposition.failureOf`).
+ */
+export const temporaryKinds = [
+  "server_error",
+  "overloaded",
+  "transport",
+  "timeout",
+  "stream_stalled",
+  "stream_truncated"
+] as const
+
+/**
+ * The permanent rejections: each `ProviderAdapter.ProviderError` `kind` here becomes the
+ * `Errors.ProviderRejected` `reason` of the same name (`Disposition.failureOf`).
+ */
+export const rejectedKinds = [
+  "authentication",
+  "permission",
+  "quota_exhausted",
+  "spend_cap",
+  "model_not_found",
+  "request_too_large"
+] as const
+
 /** The schema of `ModelResult.CallOutcome`. */
 export const CallOutcome = Schema.Literal("success", "degraded", "failed", "cancelled", "incomplete")
 

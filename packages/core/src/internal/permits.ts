@@ -15,7 +15,7 @@
 import type { Clock, Fiber } from "effect"
 import { Duration, Effect, FiberId } from "effect"
 import * as FastPath from "./fastPath.js"
-import type { PermitLimit, Share } from "./permitTypes.js"
+import type { PermitLimit, PoolOptions, PoolSnapshot, Share } from "./permitTypes.js"
 
 /** A permit of one key (and sub-key), given back at most once. */
 export class HeldPermit {
@@ -74,23 +74,11 @@ interface KeyState {
   waiters: Set<Waiter> | undefined
 }
 
-export interface PermitsOptions {
-  /** Permits that any key may use (after reserved shares). */
-  readonly shared: number
-  readonly reservedOf: (key: string) => number
-  readonly maxOf: (key: string) => number
-  readonly shareOf?: ((sub: string) => Share | undefined) | undefined
-  readonly sharesReserved?: number | undefined
-}
+/** A pool's options without its store name: the in-memory pool has no store. */
+export type PermitsOptions = Omit<PoolOptions, "name">
 
-export interface PermitsSnapshot {
-  readonly inUse: number
-  readonly sharedInUse: number
-  readonly waiting: number
-  /** Keys with state (holding or waiting). Idle keys have none. */
-  readonly keys: number
-  readonly byKey: ReadonlyMap<string, { readonly held: number; readonly waiting: number }>
-}
+/** What `snapshot` reports: the store-neutral pool snapshot. */
+export type PermitsSnapshot = PoolSnapshot
 
 const succeedNone: Effect.Effect<HeldPermit | undefined> = Effect.succeed(undefined)
 

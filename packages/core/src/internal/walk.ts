@@ -135,6 +135,14 @@ interface Planned {
   readonly cap: number
 }
 
+/** A step of a planned attempt that its provider rate limit let through (`rated`: what it holds, if any). */
+type PlannedAttempt = (
+  walk: Walk,
+  cursor: Cursor,
+  planned: Planned,
+  rated: RateLimit.Held | undefined
+) => Effect.Effect<Step, Failure>
+
 /**
  * One attempt at the cursor: time left for it, what the reservation still pays for, the target's
  * provider rate limit and breaker, then the attempt itself; its outcome goes to {@link next}.
@@ -190,12 +198,7 @@ const rateChecked = (
 }
 
 /** Admitted by its breaker: the call's first attempt is announced to health, then the attempt is sent. */
-const admitted = (
-  walk: Walk,
-  cursor: Cursor,
-  planned: Planned,
-  rated: RateLimit.Held | undefined
-): Effect.Effect<Step, Failure> => {
+const admitted: PlannedAttempt = (walk, cursor, planned, rated) => {
   const { ctx, call } = walk
   call.holds.admitted = planned.target
   if (cursor.started) return send(walk, cursor, planned, rated)
@@ -213,12 +216,7 @@ const admitted = (
 }
 
 /** The attempt itself; its outcome judged. */
-const send = (
-  walk: Walk,
-  cursor: Cursor,
-  planned: Planned,
-  rated: RateLimit.Held | undefined
-): Effect.Effect<Step, Failure> => {
+const send: PlannedAttempt = (walk, cursor, planned, rated) => {
   const { ctx, call } = walk
   const { target, cap, inputTokens, minimumMs } = planned
   const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)

@@ -8,6 +8,7 @@ import { type Prompt, Tool } from "@effect/ai"
 import type { LanguageModel } from "@effect/ai"
 import type { Message, ModelCommand, ToolChoice, ToolDefinition } from "@modelgate/core/ModelCommand"
 import { Context, Either, Encoding } from "effect"
+import { audioMediaTypes } from "../audio.js"
 
 /** A command message in its encoded (JSON) form. @internal */
 export type MessageInput = (typeof ModelCommand.Encoded)["messages"][number]
@@ -144,18 +145,6 @@ const imageData = (url: string): Either.Either<Uint8Array | URL, string> => {
     return Either.isRight(decoded) ? Either.right(decoded.right) : Either.left("an image data URL is not base64")
   }
   return URL.canParse(url) ? Either.right(new URL(url)) : Either.left("an image URL does not parse")
-}
-
-/** The media type of each audio format of an `audio` part. */
-const audioMediaTypes: Record<"wav" | "mp3" | "flac" | "aac" | "ogg" | "webm" | "m4a" | "aiff", string> = {
-  wav: "audio/wav",
-  mp3: "audio/mpeg",
-  flac: "audio/flac",
-  aac: "audio/aac",
-  ogg: "audio/ogg",
-  webm: "audio/webm",
-  m4a: "audio/mp4",
-  aiff: "audio/aiff"
 }
 
 /**

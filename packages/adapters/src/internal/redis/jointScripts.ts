@@ -30,9 +30,7 @@ local epoch = read_epoch(KEYS[6], ARGV[14], ARGV[15])
 local key, lease = ARGV[7], ARGV[8]
 local leaseMs, reserved, max, shared = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
 local now = now_ms()
-if purge(ph, pz, info, now) > 0 and tonumber(redis.call('HGET', ph, 'w') or '0') > 0 then
-  redis.call('PUBLISH', ARGV[13], '')
-end
+purge_waking(ph, pz, info, now, ARGV[13])
 local pv = redis.call('HMGET', ph, 'k:' .. key, 's')
 local held = tonumber(pv[1] or '0')
 local free = held < max

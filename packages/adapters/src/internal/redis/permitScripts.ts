@@ -15,7 +15,9 @@
 import { script } from "./script.js"
 
 /**
- * `now_ms()`, `free(h, info, lease)` and `purge(h, z, info, now)` of every permit script.
+ * `now_ms()`, `free(h, info, lease)` and `purge(h, z, info, now)` of every permit script, and
+ * `purge_waking(h, z, info, now, channel)`: `purge`, then a wake-up on `channel` when it freed
+ * permits and the pool has waiters.
  *
  * @internal
  */
@@ -55,6 +57,11 @@ local function purge(h, z, info, now)
   if #ended > 0 then redis.call('ZREMRANGEBYSCORE', z, '-inf', now) end
   return #ended
 end
+local function purge_waking(h, z, info, now, channel)
+  if purge(h, z, info, now) > 0 and tonumber(redis.call('HGET', h, 'w') or '0') > 0 then
+    redis.call('PUBLISH', channel, '')
+  end
+end
 `
 
 /**
@@ -71,9 +78,7 @@ local h, z, info = KEYS[1], KEYS[2], KEYS[3]
 local key, lease = ARGV[1], ARGV[2]
 local leaseMs, reserved, max, shared = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = now_ms()
-if purge(h, z, info, now) > 0 and tonumber(redis.call('HGET', h, 'w') or '0') > 0 then
-  redis.call('PUBLISH', ARGV[7], '')
-end
+purge_waking(h, z, info, now, ARGV[7])
 if redis.call('HEXISTS', info, lease) == 1 then return 1 end
 local sub, subMax, subReserved, kept = ARGV[8], tonumber(ARGV[9] or '-1'), tonumber(ARGV[10] or '-1'), tonumber(ARGV[11] or '0')
 local q = sub and ('q:' .. key .. '\\n' .. sub)
