@@ -52,14 +52,23 @@ export const requestOf = (
 ): ProviderRequest => ({
   target,
   messages,
-  tools: basis.command.tools ?? [],
+  tools: basis.command.tools ?? noTools,
   toolChoice: basis.command.toolChoice,
   output: outputFormatOf(basis.compiled, target),
   maxOutputTokens,
-  timeout: Duration.millis(timeoutMs),
+  timeout: timeoutOf(target, timeoutMs),
   options: Options.forTarget(basis.options, target.capabilities.options),
   providerOptions: Options.forProvider(basis.options, target.provider)
 })
+
+/** The tools of a command that has none (one frozen array, not one per request). */
+const noTools: ReadonlyArray<never> = Object.freeze([])
+
+/** `timeoutMs` as a `Duration`: the target's own limit when it is that (no new value per request). */
+const timeoutOf = (target: ModelTarget, timeoutMs: number): Duration.Duration => {
+  const limit = target.limits.perAttemptTimeout
+  return Duration.toMillis(limit) === timeoutMs ? limit : Duration.millis(timeoutMs)
+}
 
 /**
  * `generate` under the attempt's bound: `None` when `until` came first. An adapter that owns the
