@@ -1,6 +1,6 @@
 /**
- * The parsing half of the server benchmark, kept apart so it is unit-tested: the `--duration`
- * argument and the row computed from one autocannon result.
+ * The parsing half of the server benchmark, kept apart so it is unit-tested: the `--duration` and
+ * `--warmup` arguments and the row computed from one autocannon result.
  */
 /** One system at one concurrency. */
 export interface Run {
@@ -14,16 +14,28 @@ export interface Run {
 }
 
 /**
- * Seconds per measured window: the value after `--duration`, else `fallback`. A value that is not a
+ * Seconds after `flag` (e.g. `--duration`) in `argv`, else `fallback`. A value that is not a
  * positive number is an error (autocannon would end a `NaN` window at once).
  */
-export const durationArg = (argv: ReadonlyArray<string>, fallback = 4): number => {
-  const at = argv.indexOf("--duration")
+export const secondsArg = (argv: ReadonlyArray<string>, flag: string, fallback: number): number => {
+  const at = argv.indexOf(flag)
   if (at === -1) return fallback
   const value = Number(argv[at + 1])
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--duration needs a positive number of seconds`)
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} needs a positive number of seconds`)
   return value
 }
+
+/** Seconds per measured window: the value after `--duration`, else `fallback`. */
+export const durationArg = (argv: ReadonlyArray<string>, fallback = 4): number =>
+  secondsArg(argv, "--duration", fallback)
+
+/**
+ * Seconds of load at c=64 each system takes once, unmeasured, before its first window: the value
+ * after `--warmup`, else `fallback`. A fresh process is still compiling (V8's tiers): at c=1 a 1 s
+ * warm-up is a few hundred requests, and the first windows cost 2–3 × the CPU per request of the
+ * later ones.
+ */
+export const warmupArg = (argv: ReadonlyArray<string>, fallback = 3): number => secondsArg(argv, "--warmup", fallback)
 
 /**
  * The row of one autocannon result: requests/s over the window autocannon measured (its own
