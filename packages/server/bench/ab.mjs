@@ -3,7 +3,7 @@
  * `node bench/ab.mjs <other-repo-root> [rounds] [seconds]` builds the bench bundles in both
  * (`bench/run.mjs --build-only`), starts one mock and one bare proxy (this tree's), and the
  * `server` (over the mock) and `fixed` (a gateway answering at once: the server's own share)
- * roles of both trees, warms each with 3 s of unmeasured load at c=64 (a fresh process is still
+ * roles of both trees, warms each with 4,000 unmeasured requests at c=64 (a fresh process is still
  * compiling), then loads them in turn at c=64 (`AB_CONNECTIONS=1` for c=1) — bare proxy, A, B,
  * bare `/fixed`, A fixed, B fixed, alternating which of A and B goes first — for `rounds` rounds of
  * `seconds` (after 1 s of warm-up each). CPU per request is the process's user + system time (`/proc/<pid>/stat`) over
@@ -79,7 +79,7 @@ try {
   }
   systems.bareProxy = { ...proxy, path: "/" }
   systems.bareFixed = { ...proxy, path: "/fixed" }
-  for (const system of Object.values(systems)) await autocannon({ ...optionsOf(system, 64), duration: 3 })
+  for (const system of Object.values(systems)) await autocannon({ ...optionsOf(system, 64), amount: 4000 })
   const seen = {}
   for (let round = 0; round < rounds; round++) {
     const [first, second] = round % 2 === 0 ? ["A", "B"] : ["B", "A"]

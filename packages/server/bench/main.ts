@@ -18,8 +18,9 @@
  * `server.p50.addedMs`, `server.memory.perConnection`) and the ceiling of `server.rps.vsPortkey` on
  * this machine (the bare proxy's requests/s over Portkey's: no proxy in front of the same mock does
  * better, so a target above it cannot be met here). `--duration <s>` (default 4) per window, each
- * after 1 s of warm-up at its concurrency; before its first window each process takes `--warmup
- * <s>` (default 3) of unmeasured load at c=64, so no row measures a process still compiling.
+ * after 1 s of warm-up at its concurrency; before its first window each process answers `--warmup
+ * <requests>` (default 4,000) unmeasured requests at c=64, so no row measures a process still
+ * compiling.
  */
 import autocannon from "autocannon"
 import { type ChildProcess, fork, spawn } from "node:child_process"
@@ -124,9 +125,9 @@ const loadOptions = (url: string, headers: Record<string, string>, connections: 
       }
     : { url: `${url}${path}`, method: "GET" as const, connections }
 
-/** Unmeasured load at c=64 for `--warmup` seconds: the process compiles its hot paths first. */
+/** `--warmup` unmeasured requests at c=64: the process compiles its hot paths first. */
 const warm = (url: string, headers: Record<string, string>, path = "/v1/chat/completions") =>
-  autocannon({ ...loadOptions(url, headers, 64, path), duration: warmup })
+  autocannon({ ...loadOptions(url, headers, 64, path), amount: warmup })
 
 const load = async (
   pid: number,
@@ -300,7 +301,7 @@ const main = async () => {
   const results = {
     startedAt: new Date().toISOString(),
     durationSeconds: duration,
-    warmupSeconds: warmup,
+    warmupRequests: warmup,
     machine: { node: process.version, cpus: Os.cpus().length, loadAverage: Os.loadavg() },
     portkey: "port" in portkey ? "@portkey-ai/gateway 1.15.2, --headless, NODE_ENV=production" : portkey.skipped,
     runs,

@@ -14,28 +14,29 @@ export interface Run {
 }
 
 /**
- * Seconds after `flag` (e.g. `--duration`) in `argv`, else `fallback`. A value that is not a
+ * The number after `flag` (e.g. `--duration`) in `argv`, else `fallback`. A value that is not a
  * positive number is an error (autocannon would end a `NaN` window at once).
  */
-export const secondsArg = (argv: ReadonlyArray<string>, flag: string, fallback: number): number => {
+export const positiveArg = (argv: ReadonlyArray<string>, flag: string, fallback: number): number => {
   const at = argv.indexOf(flag)
   if (at === -1) return fallback
   const value = Number(argv[at + 1])
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} needs a positive number of seconds`)
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} needs a positive number`)
   return value
 }
 
 /** Seconds per measured window: the value after `--duration`, else `fallback`. */
 export const durationArg = (argv: ReadonlyArray<string>, fallback = 4): number =>
-  secondsArg(argv, "--duration", fallback)
+  positiveArg(argv, "--duration", fallback)
 
 /**
- * Seconds of load at c=64 each system takes once, unmeasured, before its first window: the value
- * after `--warmup`, else `fallback`. A fresh process is still compiling (V8's tiers): at c=1 a 1 s
- * warm-up is a few hundred requests, and the first windows cost 2–3 × the CPU per request of the
- * later ones.
+ * Requests at c=64 each process answers once, unmeasured, before its first window: the value after
+ * `--warmup`, else `fallback`. A fresh process is still compiling (V8's tiers, on its helper
+ * threads) for its first few thousand requests, which then cost 2–3 × the CPU of the later ones; a
+ * warm-up by time would be too short on a busy machine, so it is counted in requests.
  */
-export const warmupArg = (argv: ReadonlyArray<string>, fallback = 3): number => secondsArg(argv, "--warmup", fallback)
+export const warmupArg = (argv: ReadonlyArray<string>, fallback = 4000): number =>
+  positiveArg(argv, "--warmup", fallback)
 
 /**
  * The row of one autocannon result: requests/s over the window autocannon measured (its own

@@ -13,9 +13,9 @@ describe("server bench parsing", () => {
   })
 
   it("reads --warmup apart from --duration, defaults when absent, refuses a non-number", () => {
-    expect(warmupArg(["node", "main.ts"])).toBe(3)
-    expect(warmupArg(["node", "main.ts", "--duration", "2", "--warmup", "5"])).toBe(5)
-    expect(durationArg(["node", "main.ts", "--duration", "2", "--warmup", "5"])).toBe(2)
+    expect(warmupArg(["node", "main.ts"])).toBe(4000)
+    expect(warmupArg(["node", "main.ts", "--duration", "2", "--warmup", "500"])).toBe(500)
+    expect(durationArg(["node", "main.ts", "--duration", "2", "--warmup", "500"])).toBe(2)
     expect(() => warmupArg(["node", "main.ts", "--warmup", "soon"])).toThrow(/--warmup needs a positive number/)
   })
 
