@@ -3,9 +3,10 @@
  * `node bench/ab.mjs <other-repo-root> [rounds] [seconds]` builds the bench bundles in both
  * (`bench/run.mjs --build-only`), starts one mock and one bare proxy (this tree's), and the
  * `server` (over the mock) and `fixed` (a gateway answering at once: the server's own share)
- * roles of both trees, then loads them in turn at c=64 — bare proxy, A, B, bare `/fixed`, A fixed,
- * B fixed, alternating which of A and B goes first — for `rounds` rounds of `seconds` (after 1 s
- * of warm-up each). CPU per request is the process's user + system time (`/proc/<pid>/stat`) over
+ * roles of both trees, warms each with 4,000 unmeasured requests at c=64 (a fresh process is still
+ * compiling), then loads them in turn at c=64 (`AB_CONNECTIONS=1` for c=1) — bare proxy, A, B,
+ * bare `/fixed`, A fixed, B fixed, alternating which of A and B goes first — for `rounds` rounds of
+ * `seconds` (after 1 s of warm-up each). CPU per request is the process's user + system time (`/proc/<pid>/stat`) over
  * the window; prints each window and the medians. A is the other tree (the baseline), B this one.
  * `AB_STREAM=1` sends `stream: true` and loads only the two servers.
  */
@@ -46,14 +47,16 @@ const body = JSON.stringify({
   messages: [{ role: "user", content: "hello" }],
   ...(stream ? { stream } : {})
 })
+const connections = Number(process.env.AB_CONNECTIONS ?? "64")
+const optionsOf = (system, c) => ({
+  url: `${system.url}${system.path}`,
+  method: "POST",
+  connections: c,
+  headers: { "content-type": "application/json", authorization: "Bearer mg-bench-key" },
+  body
+})
 const load = async (system) => {
-  const options = {
-    url: `${system.url}${system.path}`,
-    method: "POST",
-    connections: 64,
-    headers: { "content-type": "application/json", authorization: "Bearer mg-bench-key" },
-    body
-  }
+  const options = optionsOf(system, connections)
   await autocannon({ ...options, duration: 1 })
   const before = cpuMicros(system.pid)
   const result = await autocannon({ ...options, duration: seconds })
@@ -76,6 +79,7 @@ try {
   }
   systems.bareProxy = { ...proxy, path: "/" }
   systems.bareFixed = { ...proxy, path: "/fixed" }
+  for (const system of Object.values(systems)) await autocannon({ ...optionsOf(system, 64), amount: 4000 })
   const seen = {}
   for (let round = 0; round < rounds; round++) {
     const [first, second] = round % 2 === 0 ? ["A", "B"] : ["B", "A"]
@@ -95,7 +99,7 @@ try {
     const s = [...xs].sort((a, b) => a - b)
     return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
   }
-  process.stdout.write("\nmedians (A = baseline, B = this tree):\n")
+  process.stdout.write(`\nmedians, c=${connections} (A = baseline, B = this tree):\n`)
   for (const [name, rows] of Object.entries(seen))
     process.stdout.write(
       `${name.padEnd(10)} ${median(rows.map((r) => r.us))

@@ -17,7 +17,10 @@
  * Writes `bench/results.json` and prints the verdicts (`server.cpu.addedUs`, `server.rps.vsPortkey`,
  * `server.p50.addedMs`, `server.memory.perConnection`) and the ceiling of `server.rps.vsPortkey` on
  * this machine (the bare proxy's requests/s over Portkey's: no proxy in front of the same mock does
- * better, so a target above it cannot be met here). `--duration <s>` (default 4).
+ * better, so a target above it cannot be met here). `--duration <s>` (default 4) per window, each
+ * after 1 s of warm-up at its concurrency; before its first window each process answers `--warmup
+ * <requests>` (default 4,000) unmeasured requests at c=64, so no row measures a process still
+ * compiling.
  */
 import autocannon from "autocannon"
 import { type ChildProcess, fork, spawn } from "node:child_process"
@@ -27,9 +30,10 @@ import * as Net from "node:net"
 import * as Os from "node:os"
 import { fileURLToPath } from "node:url"
 import { benchKey } from "./children.js"
-import { durationArg, type Run, rowOf } from "./row.js"
+import { durationArg, type Run, rowOf, warmupArg } from "./row.js"
 
 const duration = durationArg(process.argv)
+const warmup = warmupArg(process.argv)
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
 const ticksPerSecond = 100
 /** Under `bench/run.mjs` this module is a bundle and forks the children's bundle; else tsx. */
@@ -48,7 +52,7 @@ const children: Array<ChildProcess> = []
 /** The gateway alone in a child process (see `children.ts`, role `inprocess`). */
 const gatewayInProcess = (mockUrl: string) =>
   new Promise<unknown>((resolve) => {
-    const child = fork(childEntry, ["inprocess", mockUrl, "600"], {
+    const child = fork(childEntry, ["inprocess", mockUrl, "3000"], {
       execArgv: childArgv,
       stdio: ["ignore", "ignore", "inherit", "ipc"]
     })
@@ -109,6 +113,22 @@ const startPortkey = async (): Promise<{ child: ChildProcess; port: number } | {
   return { skipped: "Portkey did not answer within 20 s" }
 }
 
+/** The load of one system at `connections` (a POST of the bench's chat request, or `GET /healthz`). */
+const loadOptions = (url: string, headers: Record<string, string>, connections: number, path: string) =>
+  path !== "/healthz"
+    ? {
+        url: `${url}${path}`,
+        method: "POST" as const,
+        connections,
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hello" }] })
+      }
+    : { url: `${url}${path}`, method: "GET" as const, connections }
+
+/** `--warmup` unmeasured requests at c=64: the process compiles its hot paths first. */
+const warm = (url: string, headers: Record<string, string>, path = "/v1/chat/completions") =>
+  autocannon({ ...loadOptions(url, headers, 64, path), amount: warmup })
+
 const load = async (
   pid: number,
   url: string,
@@ -116,16 +136,7 @@ const load = async (
   connections: number,
   path = "/v1/chat/completions"
 ): Promise<Run> => {
-  const options =
-    path !== "/healthz"
-      ? {
-          url: `${url}${path}`,
-          method: "POST" as const,
-          connections,
-          headers: { "content-type": "application/json", ...headers },
-          body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hello" }] })
-        }
-      : { url: `${url}${path}`, method: "GET" as const, connections }
+  const options = loadOptions(url, headers, connections, path)
   await autocannon({ ...options, duration: 1 })
   const before = cpuMicros(pid)
   const result = await autocannon({ ...options, duration })
@@ -209,6 +220,7 @@ const main = async () => {
         "x-portkey-custom-host": `${mockUrl}/v1`
       }
     })
+  for (const s of systems) await warm(s.url, s.headers, s.path)
   const runs: Record<string, Record<string, Run>> = {}
   for (const connections of [1, 64]) {
     for (const s of systems) {
@@ -225,6 +237,8 @@ const main = async () => {
   // The server's own share: the server with a gateway answering at once, against a bare node:http
   // handler that parses the body and answers a fixed completion (neither calls the mock).
   const fixed = await startChild("fixed", mockUrl)
+  await warm(`http://127.0.0.1:${fixed.port}`, { authorization: `Bearer ${benchKey}` })
+  await warm(`http://127.0.0.1:${proxy.port}`, {}, "/fixed")
   const ownShare = {
     server: await load(
       fixed.child.pid ?? 0,
@@ -287,6 +301,7 @@ const main = async () => {
   const results = {
     startedAt: new Date().toISOString(),
     durationSeconds: duration,
+    warmupRequests: warmup,
     machine: { node: process.version, cpus: Os.cpus().length, loadAverage: Os.loadavg() },
     portkey: "port" in portkey ? "@portkey-ai/gateway 1.15.2, --headless, NODE_ENV=production" : portkey.skipped,
     runs,

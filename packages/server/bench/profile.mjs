@@ -1,8 +1,9 @@
 /**
  * Profiles the server per request: `node bench/profile.mjs [path] [connections] [seconds]` builds
  * the bench's bundles, starts the mock and the server (`--cpu-prof`), loads it with autocannon
- * (default `POST /v1/chat/completions`, c=64, 5 s), stops it, and prints the functions with the
- * most self time (the `.cpuprofile` stays in `bench/profiles/` for a viewer).
+ * (default `POST /v1/chat/completions`, c=64, 5 s) after a warm-up (4,000 requests at c=64, then 1 s
+ * at the measured concurrency: a fresh process is still compiling, see `main.ts`), stops it, and prints the
+ * functions with the most self time (the `.cpuprofile` stays in `bench/profiles/` for a viewer).
  */
 import autocannon from "autocannon"
 import { fork, spawnSync } from "node:child_process"
@@ -37,6 +38,7 @@ const options = {
   headers: { "content-type": "application/json", authorization: "Bearer mg-bench-key" },
   body: post ? JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hello" }] }) : undefined
 }
+await autocannon({ ...options, connections: 64, amount: 4000 })
 await autocannon({ ...options, duration: 1 })
 // Samples count only inside the measured window (V8's profile clock is the monotonic clock).
 const from = Number(process.hrtime.bigint() / 1000n)

@@ -1,12 +1,14 @@
 /**
- * Virtual API keys: only SHA-256 digests are held. A presented key is hashed once; its digest finds
- * the entry in a map (one lookup, however many keys — what a lookup's timing could tell is about a
- * digest, which does not lead back to a key), and the stored digest is then compared with it in
- * constant time (`crypto.timingSafeEqual`). A key names its tenant and the workflows it may call.
+ * Virtual API keys: only SHA-256 digests are held. A presented key is hashed once (one-shot
+ * `crypto.hash` where Node has it, 20.12+); its hex digest finds the entry in a map (one lookup,
+ * however many keys — what a lookup's timing could tell is about a digest, which does not lead back
+ * to a key), and the stored digest is then compared with it in constant time
+ * (`crypto.timingSafeEqual`). No presented key is kept. A key names its tenant and the workflows it
+ * may call.
  *
  * @since 0.1.0
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import * as Crypto from "node:crypto"
 import type { ApiKey } from "./ServerConfig.js"
 
 /**
@@ -15,7 +17,11 @@ import type { ApiKey } from "./ServerConfig.js"
  * @since 0.1.0
  * @category Utils
  */
-export const hashKey = (key: string): string => createHash("sha256").update(key, "utf8").digest("hex")
+export const hashKey: (key: string) => string =
+  // `crypto.hash` (Node 20.12+) skips the Hash object: about a third of `createHash`'s cost.
+  typeof Crypto.hash === "function"
+    ? (key) => Crypto.hash("sha256", key, "hex")
+    : (key) => Crypto.createHash("sha256").update(key, "utf8").digest("hex")
 
 /**
  * A fresh random key (`mg-` and 32 bytes in base64url).
@@ -23,7 +29,7 @@ export const hashKey = (key: string): string => createHash("sha256").update(key,
  * @since 0.1.0
  * @category Utils
  */
-export const generateKey = (): string => `mg-${randomBytes(32).toString("base64url")}`
+export const generateKey = (): string => `mg-${Crypto.randomBytes(32).toString("base64url")}`
 
 /** Longest key accepted (a longer bearer token is refused before hashing). */
 export const maxKeyLength = 512
@@ -57,9 +63,11 @@ export const makeKeyRing = (keys: ReadonlyArray<ApiKey>, aliases: Readonly<Recor
   return {
     verify: (presented) => {
       if (presented.length === 0 || presented.length > maxKeyLength) return undefined
-      const digest = createHash("sha256").update(presented, "utf8").digest()
-      const entry = byDigest.get(digest.toString("hex"))
-      return entry !== undefined && timingSafeEqual(entry.digest, digest) ? entry.key : undefined
+      const hex = hashKey(presented)
+      const entry = byDigest.get(hex)
+      return entry !== undefined && Crypto.timingSafeEqual(entry.digest, Buffer.from(hex, "hex"))
+        ? entry.key
+        : undefined
     },
     allows: (key, workflow) => {
       const set = allowed.get(key.id)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import autocannon from "autocannon"
 import * as Http from "node:http"
-import { durationArg, rowOf } from "../bench/row.js"
+import { durationArg, rowOf, warmupArg } from "../bench/row.js"
 
 describe("server bench parsing", () => {
   it("reads --duration, defaults when absent, refuses a non-number", () => {
@@ -10,6 +10,13 @@ describe("server bench parsing", () => {
     expect(durationArg(["node", "main.ts", "--duration", "2.5"])).toBe(2.5)
     expect(() => durationArg(["node", "main.ts", "--duration"])).toThrow(/positive number/)
     expect(() => durationArg(["node", "main.ts", "--duration", "0"])).toThrow(/positive number/)
+  })
+
+  it("reads --warmup apart from --duration, defaults when absent, refuses a non-number", () => {
+    expect(warmupArg(["node", "main.ts"])).toBe(4000)
+    expect(warmupArg(["node", "main.ts", "--duration", "2", "--warmup", "500"])).toBe(500)
+    expect(durationArg(["node", "main.ts", "--duration", "2", "--warmup", "500"])).toBe(2)
+    expect(() => warmupArg(["node", "main.ts", "--warmup", "soon"])).toThrow(/--warmup needs a positive number/)
   })
 
   it("computes a row of numbers from a real autocannon result", async () => {

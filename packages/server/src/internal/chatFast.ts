@@ -8,8 +8,8 @@
  *
  * @internal
  */
-import { ModelCommand, type Tenancy, type Workflow } from "@modelgate/core"
-import type { Types } from "effect"
+import { ModelCommand, ModelOptions, type Tenancy, type Workflow } from "@modelgate/core"
+import { Schema, type Types } from "effect"
 import type { ChatRequest } from "./chatWire.js"
 
 type Message = ChatRequest["messages"][number]
@@ -41,48 +41,39 @@ const textMessage = (value: unknown): Message | undefined => {
   }
 }
 
-/** Copies one scalar field after the schema's check; false for any field the fast path leaves. */
-const copyScalar = (out: Types.Mutable<ChatRequest>, field: string, value: unknown): boolean => {
-  switch (field) {
-    case "stream":
-      if (!isBooleanOrNull(value)) return false
-      out.stream = value
-      return true
-    case "temperature":
-      if (!isNumberOrNull(value)) return false
-      out.temperature = value
-      return true
-    case "top_p":
-      if (!isNumberOrNull(value)) return false
-      out.top_p = value
-      return true
-    case "presence_penalty":
-      if (!isNumberOrNull(value)) return false
-      out.presence_penalty = value
-      return true
-    case "frequency_penalty":
-      if (!isNumberOrNull(value)) return false
-      out.frequency_penalty = value
-      return true
-    case "max_tokens":
-      if (!isIntOrNull(value)) return false
-      out.max_tokens = value
-      return true
-    case "max_completion_tokens":
-      if (!isIntOrNull(value)) return false
-      out.max_completion_tokens = value
-      return true
-    case "seed":
-      if (!isIntOrNull(value)) return false
-      out.seed = value
-      return true
-    case "user":
-      if (typeof value !== "string") return false
-      out.user = value
-      return true
-    default:
-      return false
-  }
+type Body = Types.Mutable<ChatRequest>
+type ScalarField =
+  | "stream"
+  | "temperature"
+  | "top_p"
+  | "presence_penalty"
+  | "frequency_penalty"
+  | "max_tokens"
+  | "max_completion_tokens"
+  | "seed"
+  | "user"
+
+/** The schema's check of each scalar field the fast path copies (any other field leaves it). */
+const scalarChecks: { readonly [K in ScalarField]: (value: unknown) => value is Body[K] } = {
+  stream: isBooleanOrNull,
+  temperature: isNumberOrNull,
+  top_p: isNumberOrNull,
+  presence_penalty: isNumberOrNull,
+  frequency_penalty: isNumberOrNull,
+  max_tokens: isIntOrNull,
+  max_completion_tokens: isIntOrNull,
+  seed: isIntOrNull,
+  user: (value): value is string => typeof value === "string"
+}
+
+const isScalarField = (field: string): field is ScalarField => Object.hasOwn(scalarChecks, field)
+
+/** Copies one scalar field after the schema's check; false when the value fails it. */
+const copyScalar = <K extends ScalarField>(out: Body, field: K, value: unknown): boolean => {
+  const check: (value: unknown) => value is Body[K] = scalarChecks[field]
+  if (!check(value)) return false
+  out[field] = value
+  return true
 }
 
 /** The decoded body when it has the common shape, else `undefined`. */
@@ -97,9 +88,11 @@ export const chatRequest = (json: unknown): ChatRequest | undefined => {
     if (message === undefined) return undefined
     decoded.push(message)
   }
-  const out: Types.Mutable<ChatRequest> = { model, messages: decoded }
-  for (const field in json)
-    if (field !== "model" && field !== "messages" && !copyScalar(out, field, json[field])) return undefined
+  const out: Body = { model, messages: decoded }
+  for (const field in json) {
+    if (field === "model" || field === "messages") continue
+    if (!isScalarField(field) || !copyScalar(out, field, json[field])) return undefined
+  }
   return out
 }
 
@@ -137,51 +130,24 @@ const hasOtherFields = (body: ChatRequest): boolean =>
 
 type Options = Types.Mutable<NonNullable<ModelCommand.ModelCommand["options"]>>
 
-const within = (value: number, min: number, max: number): boolean =>
-  Number.isFinite(value) && value >= min && value <= max
-
-/** `ModelOptions.RequestOptions`' limits on `userId`. */
-const userIdShape = /^[A-Za-z0-9._:-]{1,128}$/
+/** Core's own check of the sampling options (`ModelOptions.RequestOptions`: ranges and shapes). */
+const isRequestOptions = Schema.is(ModelOptions.RequestOptions)
 
 /**
- * The sampling options of a body within `ModelOptions.RequestOptions`' ranges (`undefined` when
- * none is set), or `false` when one is out of its range (the Schema then names it).
+ * The sampling options of a body (`undefined` when none is set), or `false` when one is outside
+ * `ModelOptions.RequestOptions` (the Schema then names it).
  */
 const optionsOf = (body: ChatRequest): Options | undefined | false => {
   const options: Options = {}
-  let set = false
   const { temperature, top_p, seed, presence_penalty, frequency_penalty, user } = body
-  if (temperature !== undefined && temperature !== null) {
-    if (!within(temperature, 0, 2)) return false
-    options.temperature = temperature
-    set = true
-  }
-  if (top_p !== undefined && top_p !== null) {
-    if (!within(top_p, 0, 1)) return false
-    options.topP = top_p
-    set = true
-  }
-  if (seed !== undefined && seed !== null) {
-    if (!Number.isSafeInteger(seed) || !within(seed, 0, 2_147_483_647)) return false
-    options.seed = seed
-    set = true
-  }
-  if (presence_penalty !== undefined && presence_penalty !== null) {
-    if (!within(presence_penalty, -2, 2)) return false
-    options.presencePenalty = presence_penalty
-    set = true
-  }
-  if (frequency_penalty !== undefined && frequency_penalty !== null) {
-    if (!within(frequency_penalty, -2, 2)) return false
-    options.frequencyPenalty = frequency_penalty
-    set = true
-  }
-  if (user !== undefined) {
-    if (!userIdShape.test(user)) return false
-    options.userId = user
-    set = true
-  }
-  return set ? options : undefined
+  if (temperature !== undefined && temperature !== null) options.temperature = temperature
+  if (top_p !== undefined && top_p !== null) options.topP = top_p
+  if (seed !== undefined && seed !== null) options.seed = seed
+  if (presence_penalty !== undefined && presence_penalty !== null) options.presencePenalty = presence_penalty
+  if (frequency_penalty !== undefined && frequency_penalty !== null) options.frequencyPenalty = frequency_penalty
+  if (user !== undefined) options.userId = user
+  if (Object.keys(options).length === 0) return undefined
+  return isRequestOptions(options) ? options : false
 }
 
 /**
