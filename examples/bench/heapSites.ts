@@ -73,7 +73,7 @@ const run = async (count: number, out: string, direct: boolean) => {
   const cmd = command("bench.hang")
   // `direct`: the same calls made to the adapter alone (what `memory.ts` subtracts).
   const request = requestFor(cmd, t)
-  const call = direct
+  const call: Effect.Effect<unknown, unknown> = direct
     ? Effect.suspend(() => adapter.generate(request))
     : Effect.suspend(() => stack.gateway.generate(cmd))
   const items = Array.from({ length: count }, (_, i) => i)
