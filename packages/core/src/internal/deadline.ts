@@ -90,7 +90,7 @@ export const clockTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): E
 
 /**
  * The live path: one fiber for `self` and one native timer. The fiber is started in the step that
- * arms the timer and registers the canceller (no scheduler turn before the step starts, nothing
+ * arms the timer and registers the wait (no scheduler turn before the step starts, nothing
  * between the fork and the wait that could leave it running), on the caller's runtime (context,
  * fiber refs, runtime flags), as `Effect.fork` would give it. The {@link Watch} is the wait's only
  * state: its `start` is the registration (no closure or holder of the step per wait besides it).
