@@ -6,8 +6,9 @@
  *
  * Bundle it (from `examples/`), as `run.mjs` does for the suite, then:
  *
- *     node --expose-gc /tmp/heapSites.mjs [count] [out.json]
+ *     node --expose-gc /tmp/heapSites.mjs [count] [out.json] [direct]
  *
+ * (`direct`: the same calls made to the adapter alone, the baseline `memory.ts` subtracts.)
  * prints the live bytes per call by allocating function (the adapter's and `Effect.forEach`'s own
  * share included: compare with `memory.ts`'s direct figure) and writes the raw sampling profile.
  * Lines are the bundle's (the profiler does not apply source maps): the `// path` comment above a
@@ -17,7 +18,7 @@ import type * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import { Deferred, Effect, Fiber } from "effect"
 import { writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
-import { buildGateway, command, hangingAdapter, target, workflow } from "./fixtures.js"
+import { buildGateway, command, hangingAdapter, requestFor, target, workflow } from "./fixtures.js"
 import { collectGarbage } from "./harness.js"
 
 interface CallFrame {
@@ -53,7 +54,7 @@ const bySite = (root: SampleNode): Map<string, number> => {
   return sites
 }
 
-const run = async (count: number, out: string) => {
+const run = async (count: number, out: string, direct: boolean) => {
   const t = target("model://bench/hang@eu", "bench")
   // The adapter hangs each call on the release of the round it is in.
   const round = { release: Effect.runSync(Deferred.make<void>()), counter: { entered: 0 } }
@@ -70,7 +71,11 @@ const run = async (count: number, out: string) => {
   const session = new Session()
   session.connect()
   const cmd = command("bench.hang")
-  const call = Effect.suspend(() => stack.gateway.generate(cmd))
+  // `direct`: the same calls made to the adapter alone (what `memory.ts` subtracts).
+  const request = requestFor(cmd, t)
+  const call: Effect.Effect<unknown, unknown> = direct
+    ? Effect.suspend(() => adapter.generate(request))
+    : Effect.suspend(() => stack.gateway.generate(cmd))
   const items = Array.from({ length: count }, (_, i) => i)
   try {
     // Two unsampled rounds (JIT, label caches), then the sampled one.
@@ -105,4 +110,6 @@ const run = async (count: number, out: string) => {
 }
 
 const isMain = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href
-if (isMain) await run(Number(process.argv[2] ?? 5_000), process.argv[3] ?? "heapSites.json")
+if (isMain) {
+  await run(Number(process.argv[2] ?? 5_000), process.argv[3] ?? "heapSites.json", process.argv[4] === "direct")
+}

@@ -154,6 +154,37 @@ describe("deadline scope: the native timer (live clock) gives the same outcomes 
   })
 })
 
+describe("deadline scope: the native timer and its caller's interruption", () => {
+  beforeEach(() => void vi.useFakeTimers(fakeTimers))
+  afterEach(() => void vi.useRealTimers())
+
+  plainIt("an interrupted caller interrupts the step, its finalizer run, and leaves no timer behind", async () => {
+    const log: { interruptedAt: number | undefined } = { interruptedAt: undefined }
+    const start = Date.now()
+    const fiber = Effect.runFork(bounded(stepOf({ name: "", after: 500, fails: false }, log), start + bound))
+    await vi.advanceTimersByTimeAsync(30)
+    const exit = await Effect.runPromise(Fiber.interrupt(fiber))
+    assert.isTrue(Exit.isInterrupted(exit))
+    assert.strictEqual(log.interruptedAt, start + 30)
+    assert.strictEqual(vi.getTimerCount(), 0)
+  })
+
+  plainIt("an uninterruptible caller waits for its step, which is not interrupted", async () => {
+    const log: { interruptedAt: number | undefined } = { interruptedAt: undefined }
+    const start = Date.now()
+    const fiber = Effect.runFork(
+      Effect.uninterruptible(bounded(stepOf({ name: "", after: 20, fails: false }, log), start + bound))
+    )
+    await vi.advanceTimersByTimeAsync(10)
+    const interrupted = Effect.runPromise(Fiber.interrupt(fiber))
+    await vi.advanceTimersByTimeAsync(10)
+    await interrupted
+    assert.strictEqual(Date.now() - start, 20)
+    assert.strictEqual(log.interruptedAt, undefined)
+    assert.strictEqual(vi.getTimerCount(), 0)
+  })
+})
+
 describe("deadline scope: a step that is already its outcome", () => {
   /** Counts the fibers started under it. */
   class Forks extends Supervisor.AbstractSupervisor<number> {

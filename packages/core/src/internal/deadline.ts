@@ -19,7 +19,7 @@
  * due at the same instant latest-registered first). Both paths have the same outcomes; a test
  * runs the same scenarios through both.
  */
-import { type Cause, Clock, Duration, Effect, Exit, Fiber, Option, Runtime } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Runtime, RuntimeFlags } from "effect"
 
 /** The class of Effect's live clock: a step under it gets a native timer. */
 const LiveClock = Clock.make().constructor
@@ -90,33 +90,21 @@ export const clockTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): E
 
 /**
  * The live path: one fiber for `self` and one native timer. The fiber is started in the step that
- * arms the timer and registers the canceller (no scheduler turn before the step starts, nothing
+ * arms the timer and registers the wait (no scheduler turn before the step starts, nothing
  * between the fork and the wait that could leave it running), on the caller's runtime (context,
- * fiber refs, runtime flags), as `Effect.fork` would give it.
+ * fiber refs, runtime flags), as `Effect.fork` would give it. The {@link Watch} is the wait's only
+ * state: its `start` is the registration (no closure or holder of the step per wait besides it).
  */
 export const nativeTimer = <A, E, R>(self: Effect.Effect<A, E, R>, ms: number): Effect.Effect<Option.Option<A>, E, R> =>
   Effect.flatMap(Effect.runtime<R>(), (runtime) => {
-    // Held until the step starts only: the wait keeps neither the step nor the runtime.
-    let start: { readonly runtime: Runtime.Runtime<R>; readonly self: Effect.Effect<A, E, R> } | undefined = {
-      runtime,
-      self
-    }
-    return Effect.async<Option.Option<A>, E>((resume) => {
-      // The timer is armed before the step starts: a step that runs long before its first wait
-      // does not push its own deadline back.
-      const watch = new Watch<A, E>(resume, ms)
-      const { runtime, self } = start!
-      start = undefined
-      // The step's fiber ends with its `Exit` as a value, so a failed step is not an unhandled
-      // fiber error. It runs at once, up to its first wait; a step that completes there settles
-      // the watch in its observer, before this returns.
-      return watch.follow(
-        Runtime.runFork(
-          runtime,
-          Effect.matchCauseEffect(self, { onFailure: failedAsValue<A, E>, onSuccess: succeededAsValue<A, E> })
-        )
-      )
-    })
+    const watch = new Watch(self, runtime, ms)
+    const wait = Effect.async<Option.Option<A>, E>(watch.start)
+    // The wait's interruption handler in one frame (what `Effect.async`'s canceller costs: an
+    // `onInterrupt` with its mask, closures and exit handler per wait). An uninterruptible caller
+    // cannot be interrupted while it waits: nothing to handle.
+    return RuntimeFlags.interruption(runtime.runtimeFlags)
+      ? Effect.uninterruptible(Effect.catchAllCause(Effect.interruptible(wait), watch.stopped))
+      : wait
   })
 
 /** `Effect.exit` without its per-call closures: the step's outcome as its fiber's value. */
@@ -125,51 +113,81 @@ const succeededAsValue = <A, E>(value: A): Exit.Exit<Exit.Exit<A, E>> => Exit.su
 
 /**
  * The wait of {@link nativeTimer} on its step's fiber: settled once, by the step's exit, by the
- * timer (the step is then interrupted), or by the caller's interruption. Holds neither the step nor
- * the caller's runtime.
+ * timer (the step is then interrupted), or by the caller's interruption. Holds the step and the
+ * caller's runtime until the step starts only.
  */
-class Watch<A, E> {
+class Watch<A, E, R> {
   private settled = false
   private fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>> | undefined = undefined
-  private readonly timer: ReturnType<typeof setTimeout>
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined
+  private resume: ((effect: Effect.Effect<Option.Option<A>, E>) => void) | undefined = undefined
+  private self: Effect.Effect<A, E, R> | undefined
+  private runtime: Runtime.Runtime<R> | undefined
 
   constructor(
-    private readonly resume: (effect: Effect.Effect<Option.Option<A>, E>) => void,
-    ms: number
+    self: Effect.Effect<A, E, R>,
+    runtime: Runtime.Runtime<R>,
+    private readonly ms: number
   ) {
-    this.timer = setTimeout(fire, ms, this)
+    this.self = self
+    this.runtime = runtime
   }
 
-  /** Watches `fiber`; the caller's canceller. */
-  follow(fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>>): Effect.Effect<void> {
+  /**
+   * The registration of the wait (`Effect.async`'s): arms the timer before the step starts (a step
+   * that runs long before its first wait does not push its own deadline back), then runs the step
+   * at once, up to its first wait; a step that completes there settles the watch in its observer,
+   * before this returns. The caller's interruption is handled by {@link stopped}.
+   */
+  readonly start = (resume: (effect: Effect.Effect<Option.Option<A>, E>) => void): void => {
+    this.resume = resume
+    this.timer = setTimeout(fire, this.ms, this)
+    const { self, runtime } = this
+    this.self = undefined
+    this.runtime = undefined
+    if (self === undefined || runtime === undefined) return
+    // The step's fiber ends with its `Exit` as a value, so a failed step is not an unhandled fiber error.
+    const fiber = Runtime.runFork(
+      runtime,
+      Effect.matchCauseEffect(self, { onFailure: failedAsValue<A, E>, onSuccess: succeededAsValue<A, E> })
+    )
     this.fiber = fiber
     fiber.addObserver(this.onExit)
-    return Effect.suspend(this.cancel)
   }
 
   readonly onExit = (exit: Exit.Exit<Exit.Exit<A, E>>): void => {
     if (this.settled) return
     this.settled = true
     clearTimeout(this.timer)
+    const resume = this.resume
+    if (resume === undefined) return
     if (Exit.isFailure(exit)) {
-      this.resume(Exit.failCause(exit.cause))
+      resume(Exit.failCause(exit.cause))
       return
     }
     const inner = exit.value
-    this.resume(Exit.isSuccess(inner) ? Exit.succeed(Option.some(inner.value)) : Exit.failCause(inner.cause))
+    resume(Exit.isSuccess(inner) ? Exit.succeed(Option.some(inner.value)) : Exit.failCause(inner.cause))
   }
 
   /** The bound came first: the step is cut and `None` returned once it has stopped. */
   cut(): void {
     const fiber = this.fiber
-    if (this.settled || fiber === undefined) return
+    const resume = this.resume
+    if (this.settled || fiber === undefined || resume === undefined) return
     this.settled = true
     fiber.removeObserver(this.onExit)
-    this.resume(Effect.as(Fiber.interrupt(fiber), Option.none<A>()))
+    resume(Effect.as(Fiber.interrupt(fiber), Option.none<A>()))
   }
 
+  /**
+   * The wait failed: when the caller was interrupted (as `Effect.onInterrupt` tells it), the timer
+   * and the step are stopped before the interruption goes on; any other failure passes through.
+   */
+  readonly stopped = (cause: Cause.Cause<E>): Effect.Effect<never, E> =>
+    Cause.isInterruptedOnly(cause) ? Effect.zipRight(this.cancel(), Effect.failCause(cause)) : Effect.failCause(cause)
+
   /** The caller was interrupted while waiting: stop the timer and the step. */
-  private readonly cancel = (): Effect.Effect<void> => {
+  private cancel(): Effect.Effect<void> {
     const fiber = this.fiber
     if (!this.settled) {
       this.settled = true
@@ -185,8 +203,8 @@ class Watch<A, E> {
  * earlier in this turn, its fiber finishing in microtasks) still wins — the step is cut one
  * macrotask later only if it has not completed by then.
  */
-const fire = <A, E>(watch: Watch<A, E>): void => {
+const fire = <A, E, R>(watch: Watch<A, E, R>): void => {
   setImmediate(cutLater, watch)
 }
 
-const cutLater = <A, E>(watch: Watch<A, E>): void => watch.cut()
+const cutLater = <A, E, R>(watch: Watch<A, E, R>): void => watch.cut()
