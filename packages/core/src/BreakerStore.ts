@@ -19,6 +19,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import type { StoreError } from "./Errors.js"
+import * as FastPath from "./internal/fastPath.js"
 
 /**
  * Stored state of a breaker that is open or half-open (a closed breaker has no entry).
@@ -73,7 +74,8 @@ export class BreakerStore extends Context.Tag("@modelgate/core/BreakerStore")<Br
  */
 export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   const states = new Map<string, BreakerState>()
-  return BreakerStore.of({
+  // Read at once by `Health` on its hot path (`internal/fastPath`): a closed breaker runs no Effect.
+  const store = BreakerStore.of({
     get: (route) => Effect.sync(() => states.get(route)),
     modify: (route, f) =>
       Effect.sync(() => {
@@ -83,6 +85,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         return a
       })
   })
+  return FastPath.attach(store, { _tag: "BreakerStore", get: (route) => states.get(route) })
 })
 
 /**

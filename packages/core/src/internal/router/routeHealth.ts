@@ -41,7 +41,15 @@ export const readHealth = (
 ): Records | Effect.Effect<Records> => {
   const snapshot = breakers.snapshot
   // No health service (or one that keeps no record, e.g. health off): nothing to read per target.
-  if (snapshot === undefined || eligible.length === 0 || FastPath.health(breakers)?.noRecords === true) return undefined
+  const fast = FastPath.health(breakers)
+  if (snapshot === undefined || eligible.length === 0 || fast?.noRecords === true) return undefined
+  // Records in memory: all read at once, at one clock reading.
+  const at = fast?.snapshotAt
+  if (at !== undefined)
+    return Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      return Effect.succeed(eligible.map((t) => at(t, now)))
+    })
   // A store to ask: every record, one by one.
   return Effect.forEach(eligible, (t) =>
     Effect.map(
