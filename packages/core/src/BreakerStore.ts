@@ -17,28 +17,12 @@
  *
  * @since 0.2.0
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { StoreError } from "./Errors.js"
+import type { BreakerState } from "./internal/breakerState.js"
 import * as FastPath from "./internal/fastPath.js"
 
-/**
- * Stored state of a breaker that is open or half-open (a closed breaker has no entry).
- *
- * @since 0.2.0
- * @category Models
- */
-export const BreakerState = Schema.Struct({
-  status: Schema.Literal("open", "half_open"),
-  /** Instant (epoch ms) it opened, or its cool-down ended. */
-  since: Schema.Number,
-  /** Probes granted and not yet reported. */
-  probes: Schema.Number,
-  probeSuccesses: Schema.Number,
-  /** Instant the last probe was granted. */
-  lastProbeAt: Schema.Number
-})
-/** @since 0.2.0 */
-export type BreakerState = typeof BreakerState.Type
+export { BreakerState } from "./internal/breakerState.js"
 
 /**
  * The operations of a breaker store.

@@ -23,7 +23,7 @@ import type { BudgetExceeded } from "../Errors.js"
 import type * as PermitStore from "./permitTypes.js"
 import type { Effect } from "effect"
 import type { StoreError } from "../Errors.js"
-import type { BreakerState } from "../BreakerStore.js"
+import type { BreakerState } from "./breakerState.js"
 import type { RouteHealth } from "./healthRecord.js"
 import type { AttemptSignal } from "./healthTypes.js"
 
@@ -95,7 +95,9 @@ export interface HealthFast {
    * `record` at the caller's clock reading `now`: the sample is kept at once; returns what is left
    * to run (a breaker transition, a store to ask), or `undefined` when nothing is.
    */
-  readonly recordAt?: ((target: ModelTarget, signal: AttemptSignal, now: number) => Effect.Effect<void> | undefined) | undefined
+  readonly recordAt?:
+    | ((target: ModelTarget, signal: AttemptSignal, now: number) => Effect.Effect<void> | undefined)
+    | undefined
   /** `snapshot` of a target's route at the caller's clock reading `now` (breakers in memory), answered at once. */
   readonly snapshotAt?: ((target: ModelTarget, now: number) => RouteHealth | undefined) | undefined
   /** `onFirstAttempt` at the caller's clock reading `now`. */

@@ -242,7 +242,13 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
       // A closed breaker that stays closed only reads the store.
       s === undefined && reason === undefined
         ? Effect.void
-        : transit(ref, now, rules, (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)], reason)
+        : transit(
+            ref,
+            now,
+            rules,
+            (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)],
+            reason
+          )
     if (fastStore !== undefined) {
       const s = fastStore.get(ref)
       if (s === undefined && reason === undefined) return undefined
