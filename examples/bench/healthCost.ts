@@ -55,11 +55,11 @@ const median = (xs: ReadonlyArray<number>) => {
 
 const rounds = Number(process.argv[2] ?? 5)
 const calls = Number(process.argv[3] ?? 4000)
-const profileOnly = process.argv[4] === "memory-only"
+const only = process.argv[4]
 const off = await build(Health.layerOff)
 const memory = await build(Health.layerMemory())
 const results: Record<string, Array<number>> = {}
-const workflows = ["w", "scored"]
+const workflows = (process.env.HEALTH_COST_WORKFLOWS ?? "w,scored").split(",")
 for (const wf of workflows) {
   for (const c of [1, 64]) {
     await cpuPerCall(off, wf, calls, c)
@@ -80,7 +80,7 @@ for (let r = 0; r < rounds; r++) {
               ["off", off]
             ]
       for (const [name, g] of order) {
-        if (profileOnly && name === "off") continue
+        if (only !== undefined && name !== only) continue
         const key = `${wf} ${name} c=${c}`
         results[key] = [...(results[key] ?? []), await cpuPerCall(g, wf, calls, c)]
       }

@@ -13,7 +13,7 @@ import { type HealthConfig, type Resolved, resolve } from "./healthConfig.js"
 import { metrics, RetryBudgetSnapshot, RouteHealth, routeKey, statusOf } from "./healthRecord.js"
 import { RetryBudget } from "./healthRetryBudget.js"
 import type { AttemptSignal, Service } from "./healthTypes.js"
-import { Kind, RouteWindow } from "./healthWindow.js"
+import { Kind, RouteWindow, type Scratch, scratchOf } from "./healthWindow.js"
 
 const kindOf = (signal: AttemptSignal): Kind => {
   if (signal.availabilityFailure) return signal.outcome === "timeout" ? Kind.timeout : Kind.failure
@@ -77,11 +77,12 @@ const snapshotOf = (
   w: RouteWindow | undefined,
   s: Store.BreakerState | undefined,
   rules: Resolved,
-  windowMs: number
+  windowMs: number,
+  scratch: Scratch
 ): RouteHealth | undefined => {
   if (w === undefined && s === undefined) return undefined
   const v = Breaker.view(s, now, rules)
-  const st = w?.stats(now, windowMs)
+  const st = w?.stats(now, windowMs, scratch)
   const n = st?.samples ?? 0
   const rate = (k: number) => (n === 0 ? undefined : k / n)
   const breaker = Breaker.statusOf(v)
@@ -174,6 +175,8 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   const { touch, windows } = routeWindows(config.window.samples, config.maxRoutes)
   const transit = transitions(store, windows)
   const retries = retryBudgetOf(config)
+  // The service's room for sorting a record's values (reads are synchronous: one reader at a time).
+  const scratch = scratchOf(config.window.samples)
   // A store read at once (in memory): closed breakers and health records are answered without a fiber step.
   const fastStore = FastPath.breakerStore(store)
 
@@ -261,7 +264,7 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
     Effect.flatMap(Clock.currentTimeMillis, (now) => recordAt(target, signal, now) ?? Effect.void)
 
   const snapshotAt = (route: string, now: number, s: Store.BreakerState | undefined) =>
-    snapshotOf(route, now, windows.get(route), s, settingsOfKey(route), windowMs)
+    snapshotOf(route, now, windows.get(route), s, settingsOfKey(route), windowMs, scratch)
 
   const service: Service = {
     isOpen,
