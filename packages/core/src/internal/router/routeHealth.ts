@@ -37,14 +37,16 @@ export type Records = ReadonlyArray<RouteHealth | undefined> | undefined
  */
 export const readHealth = (
   breakers: BreakerView,
-  eligible: ReadonlyArray<ModelTarget>
+  eligible: ReadonlyArray<ModelTarget>,
+  now?: number
 ): Records | Effect.Effect<Records> => {
   const snapshot = breakers.snapshot
   // No health service (or one that keeps no record, e.g. health off): nothing to read per target.
   const fast = FastPath.health(breakers)
   if (snapshot === undefined || eligible.length === 0 || fast?.noRecords === true) return undefined
-  // Records in memory: all read at once, at one clock reading.
+  // Records in memory: all read at once, at one clock reading (the caller's, when given: no fiber step).
   const at = fast?.snapshotAt
+  if (at !== undefined && now !== undefined) return eligible.map((t) => at(t, now))
   if (at !== undefined)
     return Effect.clockWith((clock) => {
       const now = clock.unsafeCurrentTimeMillis()
