@@ -228,10 +228,11 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
     )
   }
 
-  /**
-   * `record` at `now`: the sample is kept at once; what is left to run is returned (`undefined`:
-   * nothing). The hot path, a closed breaker that stays closed in a store read at once, runs no Effect.
-   */
+  /** Whether `target`'s breaker is off, or closed (no state) in a store read at once. */
+  const closedNow = (target: ModelTarget): boolean =>
+    !settingsFor(target.ref).enabled || (fastStore !== undefined && fastStore.get(keyOf(target)) === undefined)
+
+  /** `record` at `now`, the sample kept at once; returns what is left to run (`undefined`: nothing). */
   const recordAt = (target: ModelTarget, signal: AttemptSignal, now: number): Effect.Effect<void> | undefined => {
     const ref = keyOf(target)
     const kind = kindOf(signal)
@@ -285,14 +286,8 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   return FastPath.attach(service, {
     _tag: "Health",
     // A breaker with a state (open or half-open) needs the clock and may transit: its Effect runs.
-    isOpen: (target) =>
-      !settingsFor(target.ref).enabled || (fastStore !== undefined && fastStore.get(keyOf(target)) === undefined)
-        ? false
-        : undefined,
-    tryAcquire: (target) =>
-      !settingsFor(target.ref).enabled || (fastStore !== undefined && fastStore.get(keyOf(target)) === undefined)
-        ? true
-        : undefined,
+    isOpen: (target) => (closedNow(target) ? false : undefined),
+    tryAcquire: (target) => (closedNow(target) ? true : undefined),
     recordAt,
     snapshotAt:
       fastStore === undefined
