@@ -17,27 +17,12 @@
  *
  * @since 0.2.0
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { StoreError } from "./Errors.js"
+import type { BreakerState } from "./internal/breakerState.js"
+import * as FastPath from "./internal/fastPath.js"
 
-/**
- * Stored state of a breaker that is open or half-open (a closed breaker has no entry).
- *
- * @since 0.2.0
- * @category Models
- */
-export const BreakerState = Schema.Struct({
-  status: Schema.Literal("open", "half_open"),
-  /** Instant (epoch ms) it opened, or its cool-down ended. */
-  since: Schema.Number,
-  /** Probes granted and not yet reported. */
-  probes: Schema.Number,
-  probeSuccesses: Schema.Number,
-  /** Instant the last probe was granted. */
-  lastProbeAt: Schema.Number
-})
-/** @since 0.2.0 */
-export type BreakerState = typeof BreakerState.Type
+export { BreakerState } from "./internal/breakerState.js"
 
 /**
  * The operations of a breaker store.
@@ -73,7 +58,8 @@ export class BreakerStore extends Context.Tag("@modelgate/core/BreakerStore")<Br
  */
 export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   const states = new Map<string, BreakerState>()
-  return BreakerStore.of({
+  // Read at once by `Health` on its hot path (`internal/fastPath`): a closed breaker runs no Effect.
+  const store = BreakerStore.of({
     get: (route) => Effect.sync(() => states.get(route)),
     modify: (route, f) =>
       Effect.sync(() => {
@@ -83,6 +69,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         return a
       })
   })
+  return FastPath.attach(store, { _tag: "BreakerStore", get: (route) => states.get(route) })
 })
 
 /**

@@ -338,8 +338,21 @@ describe("Health: the private fast path (internal/fastPath)", () => {
       const h = yield* Health.Health
       const fast = FastPath.health(h)
       assert.deepStrictEqual([fast?.tryAcquire?.(off), fast?.isOpen?.(off)], [true, false])
-      // a route with a breaker: its state is in the store, so the Effect runs
-      assert.deepStrictEqual([fast?.tryAcquire?.(on), fast?.isOpen?.(on)], [undefined, undefined])
+      // a route with a breaker, closed in a store read at once (in memory): answered at once
+      assert.deepStrictEqual([fast?.tryAcquire?.(on), fast?.isOpen?.(on)], [true, false])
+      // a route with a breaker state (open) in that store: the Effect runs (clock, transitions)
+      const memory = yield* BreakerStore.makeMemory
+      const inMemory = FastPath.health(
+        yield* Effect.provideService(Health.make(config({})), BreakerStore.BreakerStore, memory)
+      )
+      const opened = { status: "open", since: 0, probes: 0, probeSuccesses: 0, lastProbeAt: 0 } as const
+      yield* memory.modify(routeKey(on), () => [undefined, opened] as const)
+      assert.deepStrictEqual([inMemory?.tryAcquire?.(on), inMemory?.isOpen?.(on)], [undefined, undefined])
+      // a route with a breaker in a store without a synchronous read (a spread copy has none): the Effect runs
+      const elsewhere = FastPath.health(
+        yield* Effect.provideService(Health.make(config({})), BreakerStore.BreakerStore, { ...memory })
+      )
+      assert.deepStrictEqual([elsewhere?.tryAcquire?.(off), elsewhere?.isOpen?.(off)], [undefined, undefined])
       fast?.onFirstAttempt?.(0)
       assert.strictEqual((yield* h.retryBudget).firstAttempts, 1)
       // a wrapper made by spreading the service has no fast path: its own operations run

@@ -324,24 +324,30 @@ const ended = (
   if (c.response?.modelVersion !== undefined) tally.modelVersion = c.response.modelVersion
   tally.attempts.push(record)
   if (span !== undefined) Report.annotateAttempt(span, record)
-  // Health without route state (off) records at once: nothing to run.
-  const recordNow = FastPath.health(ctx.health)?.record
+  // Health without route state (off) records at once: nothing to run. In memory, only what is left
+  // (a breaker transition) runs.
+  const fast = FastPath.health(ctx.health)
+  const recordNow = fast?.record
   if (recordNow !== undefined) recordNow()
-  const reported =
+  const signal =
     recordNow !== undefined
-      ? Effect.succeed(c)
-      : Effect.as(
-          ctx.health.record(target, {
-            outcome: record.outcome,
-            availabilityFailure: c.breaker,
-            latencyMs: record.latencyMs,
-            ttftMs: record.ttftMs,
-            errorTag: record.errorTag,
-            retryAfterMs: record.retryAfterMs,
-            rateLimit: c.response?.rateLimit
-          }),
-          c
-        )
+      ? undefined
+      : {
+          outcome: record.outcome,
+          availabilityFailure: c.breaker,
+          latencyMs: record.latencyMs,
+          ttftMs: record.ttftMs,
+          errorTag: record.errorTag,
+          retryAfterMs: record.retryAfterMs,
+          rateLimit: c.response?.rateLimit
+        }
+  const left =
+    signal === undefined
+      ? undefined
+      : fast?.recordAt === undefined
+        ? ctx.health.record(target, signal)
+        : fast.recordAt(target, signal, call.clock.unsafeCurrentTimeMillis())
+  const reported = left === undefined ? Effect.succeed(c) : Effect.as(left, c)
   // A bug, reported loudly; by the defect's kind only (its message may quote content).
   return Exit.isFailure(exit) && c.error === undefined
     ? Effect.zipRight(

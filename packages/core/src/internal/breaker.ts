@@ -2,7 +2,7 @@
  * The circuit breaker of one route as pure functions over its stored state, so that a shared store
  * can apply them with compare-and-set. `undefined` is a closed breaker with nothing to remember.
  */
-import type { BreakerState } from "../BreakerStore.js"
+import type { BreakerState } from "./breakerState.js"
 
 /** Stored state of a breaker that is not plainly closed (the `BreakerStore` entry). */
 export type State = BreakerState

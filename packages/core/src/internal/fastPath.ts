@@ -23,6 +23,9 @@ import type { BudgetExceeded } from "../Errors.js"
 import type * as PermitStore from "./permitTypes.js"
 import type { Effect } from "effect"
 import type { StoreError } from "../Errors.js"
+import type { BreakerState } from "./breakerState.js"
+import type { RouteHealth } from "./healthRecord.js"
+import type { AttemptSignal } from "./healthTypes.js"
 
 /** The slot's key (shared across copies of this module). */
 export const TypeId: unique symbol = Symbol.for("@modelgate/core/FastPath")
@@ -88,10 +91,25 @@ export interface HealthFast {
   readonly tryAcquire?: ((target: ModelTarget) => boolean | undefined) | undefined
   /** `record` of a service that records nothing (health off): nothing to run. */
   readonly record?: (() => void) | undefined
+  /**
+   * `record` at the caller's clock reading `now`: the sample is kept at once; returns what is left
+   * to run (a breaker transition, a store to ask), or `undefined` when nothing is.
+   */
+  readonly recordAt?:
+    | ((target: ModelTarget, signal: AttemptSignal, now: number) => Effect.Effect<void> | undefined)
+    | undefined
+  /** `snapshot` of a target's route at the caller's clock reading `now` (breakers in memory), answered at once. */
+  readonly snapshotAt?: ((target: ModelTarget, now: number) => RouteHealth | undefined) | undefined
   /** `onFirstAttempt` at the caller's clock reading `now`. */
   readonly onFirstAttempt?: ((now: number) => void) | undefined
   /** The service keeps no health record (health off): `snapshot` is none for every route, nothing to ask. */
   readonly noRecords?: boolean | undefined
+}
+
+/** A breaker store without I/O: `get` answered at once. */
+export interface BreakerStoreFast {
+  readonly _tag: "BreakerStore"
+  readonly get: (route: string) => BreakerState | undefined
 }
 
 /**
@@ -139,6 +157,7 @@ export type FastPath =
   | ConcurrencyFast
   | PoolFast
   | HealthFast
+  | BreakerStoreFast
   | BudgetStoreJoint
   | BudgetsJoint
   | ConcurrencyPools
@@ -191,6 +210,12 @@ export const pool = (pool: PermitStore.Pool): PoolFast | undefined => {
 export const health = (service: object): HealthFast | undefined => {
   const fast = of(service)
   return fast?._tag === "Health" ? fast : undefined
+}
+
+/** The breaker store's synchronous `get`, if it has one. */
+export const breakerStore = (store: object): BreakerStoreFast | undefined => {
+  const fast = of(store)
+  return fast?._tag === "BreakerStore" ? fast : undefined
 }
 
 /** The budget store's joint admission with a permit pool, if it has one. */

@@ -13,7 +13,7 @@ import { type HealthConfig, type Resolved, resolve } from "./healthConfig.js"
 import { metrics, RetryBudgetSnapshot, RouteHealth, routeKey, statusOf } from "./healthRecord.js"
 import { RetryBudget } from "./healthRetryBudget.js"
 import type { AttemptSignal, Service } from "./healthTypes.js"
-import { Kind, RouteWindow } from "./healthWindow.js"
+import { Kind, RouteWindow, type Scratch, scratchOf } from "./healthWindow.js"
 
 const kindOf = (signal: AttemptSignal): Kind => {
   if (signal.availabilityFailure) return signal.outcome === "timeout" ? Kind.timeout : Kind.failure
@@ -77,11 +77,12 @@ const snapshotOf = (
   w: RouteWindow | undefined,
   s: Store.BreakerState | undefined,
   rules: Resolved,
-  windowMs: number
+  windowMs: number,
+  scratch: Scratch
 ): RouteHealth | undefined => {
   if (w === undefined && s === undefined) return undefined
   const v = Breaker.view(s, now, rules)
-  const st = w?.stats(now, windowMs)
+  const st = w?.stats(now, windowMs, scratch)
   const n = st?.samples ?? 0
   const rate = (k: number) => (n === 0 ? undefined : k / n)
   const breaker = Breaker.statusOf(v)
@@ -174,6 +175,10 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   const { touch, windows } = routeWindows(config.window.samples, config.maxRoutes)
   const transit = transitions(store, windows)
   const retries = retryBudgetOf(config)
+  // The service's room for sorting a record's values (reads are synchronous: one reader at a time).
+  const scratch = scratchOf(config.window.samples)
+  // A store read at once (in memory): closed breakers and health records are answered without a fiber step.
+  const fastStore = FastPath.breakerStore(store)
 
   const tripReason = (w: RouteWindow, now: number, s: Resolved): TripReason | undefined => {
     if (s.consecutiveFailures > 0 && w.consecutiveFailures >= s.consecutiveFailures) return "consecutive_failures"
@@ -223,35 +228,44 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
     )
   }
 
+  /** Whether `target`'s breaker is off, or closed (no state) in a store read at once. */
+  const closedNow = (target: ModelTarget): boolean =>
+    !settingsFor(target.ref).enabled || (fastStore !== undefined && fastStore.get(keyOf(target)) === undefined)
+
+  /** `record` at `now`, the sample kept at once; returns what is left to run (`undefined`: nothing). */
+  const recordAt = (target: ModelTarget, signal: AttemptSignal, now: number): Effect.Effect<void> | undefined => {
+    const ref = keyOf(target)
+    const kind = kindOf(signal)
+    const w = touch(ref)
+    addSample(w, now, kind, signal)
+    const rules = settingsFor(target.ref)
+    if (!rules.enabled) return undefined
+    const result: Breaker.Result = kind === Kind.success ? "success" : kind === Kind.neutral ? "neutral" : "failure"
+    const reason = result === "failure" ? tripReason(w, now, rules) : undefined
+    const update = (s: Store.BreakerState | undefined): Effect.Effect<void, StoreError> =>
+      // A closed breaker that stays closed only reads the store.
+      s === undefined && reason === undefined
+        ? Effect.void
+        : transit(
+            ref,
+            now,
+            rules,
+            (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)],
+            reason
+          )
+    if (fastStore !== undefined) {
+      const s = fastStore.get(ref)
+      if (s === undefined && reason === undefined) return undefined
+      return Effect.catchAll(update(s), () => storeFailed(ref, "record"))
+    }
+    return Effect.catchAll(Effect.flatMap(store.get(ref), update), () => storeFailed(ref, "record"))
+  }
+
   const record = (target: ModelTarget, signal: AttemptSignal): Effect.Effect<void> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const ref = keyOf(target)
-      const kind = kindOf(signal)
-      const w = touch(ref)
-      addSample(w, now, kind, signal)
-      const rules = settingsFor(target.ref)
-      if (!rules.enabled) return Effect.void
-      const result: Breaker.Result = kind === Kind.success ? "success" : kind === Kind.neutral ? "neutral" : "failure"
-      const reason = result === "failure" ? tripReason(w, now, rules) : undefined
-      return Effect.catchAll(
-        Effect.flatMap(store.get(ref), (s) =>
-          // The hot path: a closed breaker that stays closed only reads the store.
-          s === undefined && reason === undefined
-            ? Effect.void
-            : transit(
-                ref,
-                now,
-                rules,
-                (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)],
-                reason
-              )
-        ),
-        () => storeFailed(ref, "record")
-      )
-    })
+    Effect.flatMap(Clock.currentTimeMillis, (now) => recordAt(target, signal, now) ?? Effect.void)
 
   const snapshotAt = (route: string, now: number, s: Store.BreakerState | undefined) =>
-    snapshotOf(route, now, windows.get(route), s, settingsOfKey(route), windowMs)
+    snapshotOf(route, now, windows.get(route), s, settingsOfKey(route), windowMs, scratch)
 
   const service: Service = {
     isOpen,
@@ -271,8 +285,17 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   }
   return FastPath.attach(service, {
     _tag: "Health",
-    isOpen: (target) => (settingsFor(target.ref).enabled ? undefined : false),
-    tryAcquire: (target) => (settingsFor(target.ref).enabled ? undefined : true),
+    // A breaker with a state (open or half-open) needs the clock and may transit: its Effect runs.
+    isOpen: (target) => (closedNow(target) ? false : undefined),
+    tryAcquire: (target) => (closedNow(target) ? true : undefined),
+    recordAt,
+    snapshotAt:
+      fastStore === undefined
+        ? undefined
+        : (target, now) => {
+            const route = keyOf(target)
+            return snapshotAt(route, now, fastStore.get(route))
+          },
     onFirstAttempt: (now) => retries.budget.deposit(now)
   })
 }

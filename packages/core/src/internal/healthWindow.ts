@@ -85,6 +85,18 @@ class Smoothed {
 export const percentile = (sorted: Float64Array, p: number): number | undefined =>
   sorted.length === 0 ? undefined : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]
 
+/** Room for the values a {@link RouteWindow.stats} read sorts (one per reader, reused across reads). */
+export interface Scratch {
+  readonly latency: Float64Array
+  readonly ttft: Float64Array
+}
+
+/** A {@link Scratch} for windows of at most `maxSamples` samples. */
+export const scratchOf = (maxSamples: number): Scratch => ({
+  latency: new Float64Array(maxSamples),
+  ttft: new Float64Array(maxSamples)
+})
+
 export class RouteWindow {
   private at: Float64Array
   private latency: Float32Array
@@ -194,8 +206,12 @@ export class RouteWindow {
     return { calls, failures }
   }
 
-  /** Statistics of the samples no older than `windowMs`. Latency percentiles are over successes. */
-  stats(now: number, windowMs: number): WindowStats {
+  /**
+   * Statistics of the samples no older than `windowMs`. Latency percentiles are over successes.
+   * `scratch` (at least `maxSamples` long each) holds the values sorted for the percentiles, so
+   * that a caller reading many records allocates no arrays per read; without it, they are made.
+   */
+  stats(now: number, windowMs: number, scratch?: Scratch): WindowStats {
     const from = now - windowMs
     let first = this.size
     for (let n = this.size - 1; n >= 0; n--) {
@@ -206,14 +222,15 @@ export class RouteWindow {
     let failures = 0
     let timeouts = 0
     let neutral = 0
-    const latencies: Array<number> = []
-    const ttfts: Array<number> = []
+    const room = this.size - first
+    const latencies = scratch?.latency ?? new Float64Array(room)
+    const ttfts = scratch?.ttft ?? new Float64Array(room)
+    let nt = 0
     for (let n = first; n < this.size; n++) {
       const i = this.index(n)
       switch (this.kind[i]) {
         case Kind.success:
-          successes++
-          latencies.push(this.latency[i]!)
+          latencies[successes++] = this.latency[i]!
           break
         case Kind.failure:
           failures++
@@ -225,10 +242,10 @@ export class RouteWindow {
           neutral++
       }
       const t = this.ttft[i]!
-      if (!Number.isNaN(t)) ttfts.push(t)
+      if (!Number.isNaN(t)) ttfts[nt++] = t
     }
-    const lat = Float64Array.from(latencies).sort()
-    const tt = Float64Array.from(ttfts).sort()
+    const lat = latencies.subarray(0, successes).sort()
+    const tt = ttfts.subarray(0, nt).sort()
     return {
       samples: this.size - first,
       successes,

@@ -150,7 +150,9 @@ const routeAndAnswer = (
     call.id,
     // The time the call has (command, workflow and run deadline), read by every time rule.
     call.deadline - call.startedAt,
-    call.identity
+    call.identity,
+    // Route health in memory is read at this instant without a fiber step.
+    call.clock.unsafeCurrentTimeMillis()
   )
   // A decision that has to wait (a large input counted in slices, a breaker store round trip)
   // waits within the deadline; a settled one is read as it is.

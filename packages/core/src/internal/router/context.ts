@@ -55,6 +55,11 @@ export interface Ctx {
   readonly identity: Tenancy.Identity | undefined
   /** The time the call has, ms (`Router.decide`'s `timeLeftMs`): read by every time rule. */
   readonly timeLeftMs: number
+  /**
+   * The caller's clock reading as routing started (`Router.decide`'s `now`), if given: health
+   * records kept in memory are read at it without a fiber step.
+   */
+  readonly now?: number | undefined
 }
 
 /** The request view of the decision's command. */

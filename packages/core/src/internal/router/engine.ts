@@ -107,7 +107,9 @@ export const decide = (
    */
   timeLeftMs?: number,
   /** The tenant the host vouched for (`Tenancy`): only it opens tenant-dedicated targets. */
-  identity?: Tenancy.Identity
+  identity?: Tenancy.Identity,
+  /** The caller's clock reading now (epoch ms): route health in memory is read at it, at once. */
+  now?: number
 ): Effect.Effect<Route, Failure> => {
   const state = stateOf(workflows)
   const compiled = variantOf(state, workflows.get(command.workflow), command, callId)
@@ -161,7 +163,8 @@ export const decide = (
         media,
         inputTokens,
         identity,
-        timeLeftMs: timeLeftMs ?? timeoutOf(command, w)
+        timeLeftMs: timeLeftMs ?? timeoutOf(command, w),
+        now
       },
       limit
     )

@@ -37,11 +37,21 @@ export type Records = ReadonlyArray<RouteHealth | undefined> | undefined
  */
 export const readHealth = (
   breakers: BreakerView,
-  eligible: ReadonlyArray<ModelTarget>
+  eligible: ReadonlyArray<ModelTarget>,
+  now?: number
 ): Records | Effect.Effect<Records> => {
   const snapshot = breakers.snapshot
   // No health service (or one that keeps no record, e.g. health off): nothing to read per target.
-  if (snapshot === undefined || eligible.length === 0 || FastPath.health(breakers)?.noRecords === true) return undefined
+  const fast = FastPath.health(breakers)
+  if (snapshot === undefined || eligible.length === 0 || fast?.noRecords === true) return undefined
+  // Records in memory: all read at once, at one clock reading (the caller's, when given: no fiber step).
+  const at = fast?.snapshotAt
+  if (at !== undefined && now !== undefined) return eligible.map((t) => at(t, now))
+  if (at !== undefined)
+    return Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      return Effect.succeed(eligible.map((t) => at(t, now)))
+    })
   // A store to ask: every record, one by one.
   return Effect.forEach(eligible, (t) =>
     Effect.map(

@@ -198,7 +198,7 @@ const select = (ctx: Ctx, pass: Pass): Effect.Effect<Route, Failure> => {
   if (eligible.length === 0) return Effect.fail({ _tag: "NoEligibleRoute", workflow: w.name, excluded: pass.excluded })
   if (w.selection === "scored") {
     // Route health for the health term: none to read without a fiber step when the view keeps no records (`Health.layerOff`).
-    const health = readHealth(ctx.breakers, eligible)
+    const health = readHealth(ctx.breakers, eligible, ctx.now)
     return Effect.isEffect(health)
       ? Effect.flatMap(health, (h) => scored(ctx, pass, eligible, h))
       : scored(ctx, pass, eligible, health)
