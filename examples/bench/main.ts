@@ -6,7 +6,8 @@
  * `--only-redis` the same for the Redis section (to compare two builds run after one another);
  * `--only-http` runs the HTTP section alone and prints its table (writes nothing);
  * `--only-routing` runs the routing scale section alone and prints its figures (writes nothing);
- * `--only-memory` runs the memory section alone and prints its figures (writes nothing).
+ * `--only-memory` runs the memory section alone and prints its figures (writes nothing);
+ * `--only-inprocess` the same for the in-process section.
  *
  * Run with `node --expose-gc --conditions=source --import tsx bench/main.ts` (the `bench` script runs
  * an esbuild bundle of it with `--expose-gc`) so that the memory figures are taken after a full GC.
@@ -16,6 +17,7 @@ import { fileURLToPath } from "node:url"
 import { collectGarbage, profiles } from "./harness.js"
 import * as Cache from "./cache.js"
 import * as Http from "./http.js"
+import * as InProcess from "./inProcess.js"
 import * as Memory from "./memory.js"
 import { httpSection } from "./httpReport.js"
 import { fmt } from "./harness.js"
@@ -65,6 +67,16 @@ if (args.has("--only-memory")) {
     `${name}: direct ${fmt(m.direct)} B, gateway ${fmt(m.gateway)} B, added ${fmt(m.added)} B per in-flight call\n`
   process.stdout.write(line("memory.inFlight", memory.inFlight) + line("memory.inFlightOwned", memory.inFlightOwned))
   process.stdout.write(`memory.tenants: ${fmt(memory.tenants.perTenant)} B per idle tenant\n`)
+  process.exit(0)
+}
+
+if (args.has("--only-inprocess")) {
+  const inProcess = await InProcess.run(profile)
+  for (const c of inProcess.cases) {
+    const t =
+      c.concurrent === undefined ? "" : `, ${fmt(c.concurrent.subject)} calls/s at ${inProcess.concurrency} fibers`
+    process.stdout.write(`${c.name}: added p50 ${fmt(c.sequential.diffP50)} µs${t}\n`)
+  }
   process.exit(0)
 }
 
