@@ -243,6 +243,19 @@ const heard = <A, E>(read: Effect.Effect<A, E>, expected: A) =>
     return value
   })
 
+/** Core's read-at-once breaker capability (`internal/fastPath.ts` there), as a Redis store offers it. */
+const isReadAtOnce = (
+  u: unknown
+): u is {
+  readonly ready: () => boolean
+  readonly get: (route: string) => { readonly status: string } | undefined
+} =>
+  typeof u === "object" &&
+  u !== null &&
+  Reflect.get(u, "_tag") === "BreakerStore" &&
+  typeof Reflect.get(u, "ready") === "function" &&
+  typeof Reflect.get(u, "get") === "function"
+
 describe("Redis BreakerStore through Health", () => {
   it.scoped("a breaker opened by one service is open for the other; the half-open probe slot is shared", () =>
     Effect.gen(function* () {
@@ -311,6 +324,36 @@ describe("Redis BreakerStore through Health", () => {
       )
       yield* stores[0].breaker.modify("r", () => [undefined, undefined])
       assert.isUndefined(yield* heard(stores[1].breaker.get("r"), undefined))
+    })
+  )
+
+  it.scoped("in sync, the store offers core's Health its mirror to read at once: the state another client wrote", () =>
+    Effect.gen(function* () {
+      const options = freshOptions()
+      const stores = yield* Effect.all([Redis.make(options), Redis.make(options)])
+      const fast: unknown = Reflect.get(stores[1].breaker, Symbol.for("@modelgate/core/FastPath"))
+      if (!isReadAtOnce(fast)) return assert.fail("the Redis breaker store carries no read-at-once capability")
+      // loaded once after its subscription, the mirror answers
+      assert.isTrue(yield* heard(Effect.sync(fast.ready), true))
+      assert.isUndefined(fast.get("r"))
+      const open = { status: "open" as const, since: 0, probes: 0, probeSuccesses: 0, lastProbeAt: 0 }
+      yield* stores[0].breaker.modify("r", () => [undefined, open])
+      assert.strictEqual(
+        yield* heard(
+          Effect.sync(() => fast.get("r")?.status),
+          "open"
+        ),
+        "open"
+      )
+      // the same state its `get` answers
+      assert.deepStrictEqual(yield* stores[1].breaker.get("r"), fast.get("r"))
+      yield* stores[0].breaker.modify("r", () => [undefined, undefined])
+      assert.isUndefined(
+        yield* heard(
+          Effect.sync(() => fast.get("r")),
+          undefined
+        )
+      )
     })
   )
 })

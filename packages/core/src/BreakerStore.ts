@@ -69,7 +69,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         return a
       })
   })
-  return FastPath.attach(store, { _tag: "BreakerStore", get: (route) => states.get(route) })
+  return FastPath.attach(store, { _tag: "BreakerStore", ready: () => true, get: (route) => states.get(route) })
 })
 
 /**

@@ -98,17 +98,24 @@ export interface HealthFast {
   readonly recordAt?:
     | ((target: ModelTarget, signal: AttemptSignal, now: number) => Effect.Effect<void> | undefined)
     | undefined
-  /** `snapshot` of a target's route at the caller's clock reading `now` (breakers in memory), answered at once. */
+  /** `snapshot` of a target's route at the caller's clock reading `now` (breakers read at once), answered at once. */
   readonly snapshotAt?: ((target: ModelTarget, now: number) => RouteHealth | undefined) | undefined
+  /** Whether `snapshotAt` answers now (its breaker store's mirror is in sync); absent: always. */
+  readonly snapshotReady?: (() => boolean) | undefined
   /** `onFirstAttempt` at the caller's clock reading `now`. */
   readonly onFirstAttempt?: ((now: number) => void) | undefined
   /** The service keeps no health record (health off): `snapshot` is none for every route, nothing to ask. */
   readonly noRecords?: boolean | undefined
 }
 
-/** A breaker store without I/O: `get` answered at once. */
+/**
+ * A breaker store that can answer `get` at once: in memory always, a mirrored shared store while its
+ * mirror is in sync (`ready`); otherwise its `get` Effect is asked.
+ */
 export interface BreakerStoreFast {
   readonly _tag: "BreakerStore"
+  /** Whether `get` answers now (a mirror out of sync does not). */
+  readonly ready: () => boolean
   readonly get: (route: string) => BreakerState | undefined
 }
 

@@ -177,7 +177,8 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   const retries = retryBudgetOf(config)
   // The service's room for sorting a record's values (reads are synchronous: one reader at a time).
   const scratch = scratchOf(config.window.samples)
-  // A store read at once (in memory): closed breakers and health records are answered without a fiber step.
+  // A store read at once (in memory, or a mirror in sync): closed breakers and health records are answered
+  // without a fiber step.
   const fastStore = FastPath.breakerStore(store)
 
   const tripReason = (w: RouteWindow, now: number, s: Resolved): TripReason | undefined => {
@@ -230,7 +231,8 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
 
   /** Whether `target`'s breaker is off, or closed (no state) in a store read at once. */
   const closedNow = (target: ModelTarget): boolean =>
-    !settingsFor(target.ref).enabled || (fastStore !== undefined && fastStore.get(keyOf(target)) === undefined)
+    !settingsFor(target.ref).enabled ||
+    (fastStore !== undefined && fastStore.ready() && fastStore.get(keyOf(target)) === undefined)
 
   /** `record` at `now`, the sample kept at once; returns what is left to run (`undefined`: nothing). */
   const recordAt = (target: ModelTarget, signal: AttemptSignal, now: number): Effect.Effect<void> | undefined => {
@@ -253,7 +255,7 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
             (cur) => [undefined, Breaker.onResult(cur, now, rules, result, reason !== undefined)],
             reason
           )
-    if (fastStore !== undefined) {
+    if (fastStore !== undefined && fastStore.ready()) {
       const s = fastStore.get(ref)
       if (s === undefined && reason === undefined) return undefined
       return Effect.catchAll(update(s), () => storeFailed(ref, "record"))
@@ -296,6 +298,7 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
             const route = keyOf(target)
             return snapshotAt(route, now, fastStore.get(route))
           },
+    snapshotReady: fastStore?.ready,
     onFirstAttempt: (now) => retries.budget.deposit(now)
   })
 }

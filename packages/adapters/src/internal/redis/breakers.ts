@@ -8,6 +8,7 @@ import type { StoreError } from "@modelgate/core/Errors"
 import { Effect, Option, Schema } from "effect"
 import * as BreakerScripts from "./breakerScripts.js"
 import { bad, type Client, storeError } from "./client.js"
+import { capabilitySlot } from "./joint.js"
 
 /** The stored value: the state and a version bumped by every write (the compare-and-set's witness). */
 const StoredBreaker = Schema.parseJson(Schema.Struct({ v: Schema.Int, s: BreakerStore.BreakerState }))
@@ -176,5 +177,20 @@ export const makeBreakerStore = (client: Client, prefix: string): BreakerStore.S
       })
     })
   }
-  return BreakerStore.BreakerStore.of({ get, modify })
+  const store = BreakerStore.BreakerStore.of({ get, modify })
+  // Core's `Health` reads the mirror at once while it is in sync (what `get` answers then, without
+  // an Effect step); out of sync, it asks `get`.
+  const readAtOnce: BreakerReadAtOnce = {
+    _tag: "BreakerStore",
+    ready: () => synced,
+    get: (route) => mirror.get(route)?.state
+  }
+  return Object.defineProperty(store, capabilitySlot, { value: readAtOnce, enumerable: false })
+}
+
+/** What core's `Health` reads under {@link capabilitySlot} of a breaker store (`internal/fastPath.ts` there). */
+interface BreakerReadAtOnce {
+  readonly _tag: "BreakerStore"
+  readonly ready: () => boolean
+  readonly get: (route: string) => BreakerStore.BreakerState | undefined
 }

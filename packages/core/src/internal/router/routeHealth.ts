@@ -45,7 +45,7 @@ export const readHealth = (
   const fast = FastPath.health(breakers)
   if (snapshot === undefined || eligible.length === 0 || fast?.noRecords === true) return undefined
   // Records in memory: all read at once, at one clock reading (the caller's, when given: no fiber step).
-  const at = fast?.snapshotAt
+  const at = fast?.snapshotReady === undefined || fast.snapshotReady() ? fast?.snapshotAt : undefined
   if (at !== undefined && now !== undefined) return eligible.map((t) => at(t, now))
   if (at !== undefined)
     return Effect.clockWith((clock) => {
