@@ -177,8 +177,7 @@ export const makeService = (config: HealthConfig, store: Store.Service): Service
   const retries = retryBudgetOf(config)
   // The service's room for sorting a record's values (reads are synchronous: one reader at a time).
   const scratch = scratchOf(config.window.samples)
-  // A store read at once (in memory, or a mirror in sync): closed breakers and health records are answered
-  // without a fiber step.
+  // A store read at once (in memory, a mirror in sync): closed breakers and records take no fiber step.
   const fastStore = FastPath.breakerStore(store)
 
   const tripReason = (w: RouteWindow, now: number, s: Resolved): TripReason | undefined => {

@@ -177,16 +177,19 @@ export const makeBreakerStore = (client: Client, prefix: string): BreakerStore.S
       })
     })
   }
-  const store = BreakerStore.BreakerStore.of({ get, modify })
-  // Core's `Health` reads the mirror at once while it is in sync (what `get` answers then, without
-  // an Effect step); out of sync, it asks `get`.
-  const readAtOnce: BreakerReadAtOnce = {
+  return offerMirror(BreakerStore.BreakerStore.of({ get, modify }), {
     _tag: "BreakerStore",
     ready: () => synced,
     get: (route) => mirror.get(route)?.state
-  }
-  return Object.defineProperty(store, capabilitySlot, { value: readAtOnce, enumerable: false })
+  })
 }
+
+/**
+ * Core's `Health` reads the mirror at once while it is in sync (what `get` answers then, without an
+ * Effect step); out of sync, it asks `get`.
+ */
+const offerMirror = (store: BreakerStore.Service, readAtOnce: BreakerReadAtOnce): BreakerStore.Service =>
+  Object.defineProperty(store, capabilitySlot, { value: readAtOnce, enumerable: false })
 
 /** What core's `Health` reads under {@link capabilitySlot} of a breaker store (`internal/fastPath.ts` there). */
 interface BreakerReadAtOnce {
