@@ -6,7 +6,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayConfig, ModelGateway } from "@modelgate/core"
+import type { Evidence } from "@modelgate/core/ModelResult"
 import { TargetRef } from "@modelgate/core/ModelTarget"
+import type { Escalation } from "@modelgate/core/RouteDecision"
 import type { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
 import { Effect, Either, Fiber, Metric, Schema, TestClock } from "effect"
@@ -78,13 +80,16 @@ const layer = (scripts: ScriptedProvider.Scripts) => routingGateway(definition, 
 const answer = (confidence: number, after = 10) =>
   ScriptedProvider.success({ after, value: { category: "billing", confidence } })
 
-const run = (name: string, extra: Parameters<typeof command>[1] = {}) =>
+/** Runs a call of `name` to its end (5 s of virtual time) and returns its result; a failed call fails the test. */
+const served = (name: string, extra: Parameters<typeof command>[1] = {}) =>
   Effect.gen(function* () {
     const gateway = yield* ModelGateway.ModelGateway
     // The data of these calls may stay in the EU only: strong@us is excluded by region.
     const fiber = yield* Effect.fork(Effect.either(gateway.generate(command(name, { regions: ["eu"], ...extra }))))
     yield* TestClock.adjust(5000)
-    return yield* Fiber.join(fiber)
+    const done = yield* Fiber.join(fiber)
+    assert.isTrue(Either.isRight(done))
+    return yield* done
   })
 
 const escalations = (workflow: string, from: string, to: string) =>
@@ -96,32 +101,49 @@ const escalations = (workflow: string, from: string, to: string) =>
     )
   )
 
+/**
+ * Asserts that a call of `workflow` escalated once: its attempts (`[target, startOffsetMs, outcome]`),
+ * the escalation's target serving it, the escalation in its evidence, counted once under its tiers.
+ */
+const assertEscalated = (
+  workflow: string,
+  evidence: Evidence,
+  expected: {
+    readonly attempts?: ReadonlyArray<readonly [string, number, string]>
+    readonly escalation: Escalation & { readonly fromTier: string; readonly toTier: string }
+  }
+) =>
+  Effect.gen(function* () {
+    if (expected.attempts !== undefined) {
+      assert.deepStrictEqual(
+        evidence.attempts.map((a): readonly [string, number, string] => [a.target, a.startOffsetMs, a.outcome]),
+        expected.attempts
+      )
+    }
+    assert.strictEqual(evidence.target, expected.escalation.to)
+    assert.deepStrictEqual(evidence.escalations, [expected.escalation])
+    const counted = yield* escalations(workflow, expected.escalation.fromTier, expected.escalation.toTier)
+    assert.strictEqual(counted.count, 1)
+  })
+
 describe("escalation inside a call", () => {
   it.effect(
     "invalid output escalates to the best eligible stronger target at the policy's tier, past the hard filters",
     () =>
       Effect.gen(function* () {
-        const done = yield* run("to.high")
-        assert.isTrue(Either.isRight(done))
-        if (Either.isLeft(done)) return
-        const e = done.right.evidence
+        const e = (yield* served("to.high")).evidence
         // standard is stronger than fast but below the policy's tier; strong@us is outside the regions
         assert.deepStrictEqual(
           e.excluded.map((x) => [x.target, x.reason]),
           [[refs.strongUs, "DATA_REGION_MISMATCH"]]
         )
-        assert.deepStrictEqual(
-          e.attempts.map((a) => [a.target, a.startOffsetMs, a.outcome]),
-          [
+        yield* assertEscalated("to.high", e, {
+          attempts: [
             [refs.fast, 0, "invalid_output"],
             [refs.strong, 10, "success"]
-          ]
-        )
-        assert.strictEqual(e.target, refs.strong)
-        assert.deepStrictEqual(e.escalations, [
-          { signal: "invalid_output", from: refs.fast, fromTier: "low", to: refs.strong, toTier: "high" }
-        ])
-        assert.strictEqual((yield* escalations("to.high", "low", "high")).count, 1)
+          ],
+          escalation: { signal: "invalid_output", from: refs.fast, fromTier: "low", to: refs.strong, toTier: "high" }
+        })
       }).pipe(
         Effect.provide(
           layer({ [refs.fast]: [ScriptedProvider.invalidJson({ after: 10 })], [refs.strong]: [answer(0.9)] })
@@ -131,17 +153,15 @@ describe("escalation inside a call", () => {
 
   it.effect("without an escalation policy invalid output goes to the next target, no escalation", () =>
     Effect.gen(function* () {
-      const done = yield* run("plain")
-      assert.isTrue(Either.isRight(done))
-      if (Either.isLeft(done)) return
+      const result = yield* served("plain")
       assert.deepStrictEqual(
-        done.right.evidence.attempts.map((a) => [a.target, a.outcome]),
+        result.evidence.attempts.map((a) => [a.target, a.outcome]),
         [
           [refs.fast, "invalid_output"],
           [refs.standard, "success"]
         ]
       )
-      assert.isUndefined(done.right.evidence.escalations)
+      assert.isUndefined(result.evidence.escalations)
     }).pipe(
       Effect.provide(
         layer({ [refs.fast]: [ScriptedProvider.invalidJson({ after: 10 })], [refs.standard]: [answer(0.9)] })
@@ -153,33 +173,24 @@ describe("escalation inside a call", () => {
     "the workflow's check on the validated value (confidence < 0.6) escalates; a confident answer does not",
     () =>
       Effect.gen(function* () {
-        const done = yield* run("checked")
-        assert.isTrue(Either.isRight(done))
-        if (Either.isLeft(done)) return
-        const e = done.right.evidence
-        assert.deepStrictEqual(done.right.content.value, { category: "billing", confidence: 0.9 })
-        assert.deepStrictEqual(
-          e.attempts.map((a) => [a.target, a.startOffsetMs, a.outcome]),
-          [
+        const result = yield* served("checked")
+        const e = result.evidence
+        assert.deepStrictEqual(result.content.value, { category: "billing", confidence: 0.9 })
+        yield* assertEscalated("checked", e, {
+          attempts: [
             [refs.fast, 0, "success"],
             [refs.standard, 10, "success"]
-          ]
-        )
-        assert.strictEqual(e.target, refs.standard)
-        assert.deepStrictEqual(e.escalations, [
-          { signal: "check", from: refs.fast, fromTier: "low", to: refs.standard, toTier: "standard" }
-        ])
-        assert.strictEqual((yield* escalations("checked", "low", "standard")).count, 1)
+          ],
+          escalation: { signal: "check", from: refs.fast, fromTier: "low", to: refs.standard, toTier: "standard" }
+        })
       }).pipe(Effect.provide(layer({ [refs.fast]: [answer(0.4)], [refs.standard]: [answer(0.9)] })))
   )
 
   it.effect("the check's answer stands when the stronger targets cannot answer; the escalations are listed", () =>
     Effect.gen(function* () {
-      const done = yield* run("checked")
-      assert.isTrue(Either.isRight(done))
-      if (Either.isLeft(done)) return
-      const e = done.right.evidence
-      assert.deepStrictEqual(done.right.content.value, { category: "billing", confidence: 0.4 })
+      const result = yield* served("checked")
+      const e = result.evidence
+      assert.deepStrictEqual(result.content.value, { category: "billing", confidence: 0.4 })
       assert.strictEqual(e.target, refs.fast)
       assert.deepStrictEqual(
         e.attempts.map((a) => [a.target, a.startOffsetMs, a.outcome]),
@@ -206,17 +217,12 @@ describe("escalation inside a call", () => {
 
   it.effect("explicit escalation targets; the command's escalate is listed first and counted", () =>
     Effect.gen(function* () {
-      const done = yield* run("explicit", { escalate: true })
-      assert.isTrue(Either.isRight(done))
-      if (Either.isLeft(done)) return
-      const e = done.right.evidence
+      const e = (yield* served("explicit", { escalate: true })).evidence
       assert.strictEqual(e.selectionReason, "ESCALATION")
       assert.deepStrictEqual(e.eligible, [refs.strong, refs.fast, refs.standard])
-      assert.strictEqual(e.target, refs.strong)
-      assert.deepStrictEqual(e.escalations, [
-        { signal: "command", from: refs.fast, fromTier: "low", to: refs.strong, toTier: "high" }
-      ])
-      assert.strictEqual((yield* escalations("explicit", "low", "high")).count, 1)
+      yield* assertEscalated("explicit", e, {
+        escalation: { signal: "command", from: refs.fast, fromTier: "low", to: refs.strong, toTier: "high" }
+      })
       assert.match(e.routeId ?? "", /^route-[0-9a-f]{8}$/)
     }).pipe(Effect.provide(layer({ [refs.strong]: [answer(0.9)] })))
   )
