@@ -3,7 +3,7 @@ import { ModelCommand, type TenantId } from "@modelgate/core/ModelCommand"
 import { ModelTarget } from "@modelgate/core/ModelTarget"
 import { Workflow } from "@modelgate/core/Workflow"
 import { ScriptedProvider } from "@modelgate/testing"
-import { Clock, Effect, HashMap, Layer, Logger, Ref, Schema } from "effect"
+import { Clock, Effect, HashMap, Layer, Logger, Ref, Schema, TestClock } from "effect"
 import type { ProviderResponse } from "@modelgate/core/ProviderAdapter"
 
 export const Classification = Schema.Struct({
@@ -269,6 +269,9 @@ export const permitJob = (log: PermitLog, tenant: TenantId, wf: string, label: s
       })
     )
   )
+
+/** Lets `ms` of virtual time pass, then reads the {@link PermitLog}: the permits granted by then, in order. */
+export const grantsAfter = (log: PermitLog, ms: number) => Effect.zipRight(TestClock.adjust(ms), Ref.get(log))
 
 /** A logger that keeps level, message and annotations of every entry, and the layer adding it. */
 export const capturingLogger = () => {
