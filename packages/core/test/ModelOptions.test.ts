@@ -84,6 +84,12 @@ const definition = (
 const gateway = (def: GatewayConfig.Definition, adapters: Layer.Layer<ProviderAdapter.ProviderAdapter>) =>
   ModelGateway.layer(def).pipe(Layer.provideMerge(adapters), Layer.provideMerge(servicesBudgeted(10)))
 
+/** A gateway over `workflows` (the default targets) whose adapters answer at once; the requests they got. */
+const capturingGateway = (workflows: ReadonlyArray<ReturnType<typeof workflow>>) => {
+  const { seen, layer } = capturing()
+  return { seen, layer: gateway(definition(workflows), layer) }
+}
+
 const bounded = workflow({
   name: "reply.bounded",
   route: [refs.classic],
@@ -338,7 +344,7 @@ describe("startup validation", () => {
 
 describe("through the gateway", () => {
   it.effect("a command with temperature is accepted; the adapter gets the options, evidence records them", () => {
-    const { seen, layer } = capturing()
+    const { seen, layer } = capturingGateway([bounded])
     return Effect.gen(function* () {
       const result = yield* ModelGateway.generate(
         command("reply.bounded", { options: { temperature: 0.7, seed: 3, userId: "user-42" } })
@@ -354,11 +360,11 @@ describe("through the gateway", () => {
       assert.deepStrictEqual(records[0]?.evidence.options, { temperature: 0.7, seed: 3, userId: "set" })
       assert.deepStrictEqual(records[1]?.evidence.options, { temperature: 0.2, topP: 0.5 })
       assert.notInclude(JSON.stringify(records), "user-42")
-    }).pipe(Effect.provide(gateway(definition([bounded]), layer)))
+    }).pipe(Effect.provide(layer))
   })
 
   it.effect("an override outside the bounds is InvalidRequest before any reservation or attempt", () => {
-    const { seen, layer } = capturing()
+    const { seen, layer } = capturingGateway([bounded])
     return Effect.gen(function* () {
       const error = yield* failureOf(
         ModelGateway.generate(command("reply.bounded", { options: { temperature: 1.75 } }))
@@ -374,12 +380,12 @@ describe("through the gateway", () => {
       assert.deepInclude(balance, { committed: 0, reserved: 0 })
       const records = yield* CallRecorder.MemoryRecorder.pipe(Effect.flatMap((m) => m.records))
       assert.strictEqual(records[0]?.evidence.cost.reserved, 0)
-    }).pipe(Effect.provide(gateway(definition([bounded]), layer)))
+    }).pipe(Effect.provide(layer))
   })
 
   it.effect("a target that cannot honour an option the command sets is excluded (OPTION_UNSUPPORTED)", () => {
-    const { seen, layer } = capturing()
     const wf = workflow({ name: "reply.mixed", route: [refs.reasoning, refs.classic] })
+    const { seen, layer } = capturingGateway([wf])
     return Effect.gen(function* () {
       const result = yield* ModelGateway.generate(command("reply.mixed", { options: { temperature: 0.4 } }))
       assert.strictEqual(result.evidence.target, refs.classic)
@@ -405,31 +411,31 @@ describe("through the gateway", () => {
         "OPTION_UNSUPPORTED",
         "OPTION_UNSUPPORTED"
       ])
-    }).pipe(Effect.provide(gateway(definition([wf]), layer)))
+    }).pipe(Effect.provide(layer))
   })
 
   it.effect("a workflow default the target does not accept is not sent to it, nor recorded for its answer", () => {
-    const { seen, layer } = capturing()
     const wf = workflow({
       name: "reply.soft",
       route: [refs.reasoning, refs.classic],
       options: { temperature: { default: 0.2 }, seed: { default: 11 } }
     })
+    const { seen, layer } = capturingGateway([wf])
     return Effect.gen(function* () {
       const result = yield* ModelGateway.generate(command("reply.soft"))
       assert.strictEqual(result.evidence.target, refs.reasoning)
       assert.deepStrictEqual(seen[0]?.options, { seed: 11 })
       assert.deepStrictEqual(result.evidence.options, { seed: 11 })
-    }).pipe(Effect.provide(gateway(definition([wf]), layer)))
+    }).pipe(Effect.provide(layer))
   })
 
   it.effect("provider options: the workflow's and the command's reach their provider only; others are refused", () => {
-    const { seen, layer } = capturing()
     const wf = workflow({
       name: "reply.hatch",
       route: [refs.classic, refs.claude],
       providerOptions: { openai: { service_tier: "flex" } }
     })
+    const { seen, layer } = capturingGateway([wf])
     return Effect.gen(function* () {
       const result = yield* ModelGateway.generate(command("reply.hatch", { providerOptions: { openai: { top_k: 5 } } }))
       assert.deepStrictEqual(seen[0]?.providerOptions, { service_tier: "flex", top_k: 5 })
@@ -450,6 +456,6 @@ describe("through the gateway", () => {
         assert.notInclude(JSON.stringify(error), "evil.example")
       }
       assert.strictEqual(seen.length, 1)
-    }).pipe(Effect.provide(gateway(definition([wf]), layer)))
+    }).pipe(Effect.provide(layer))
   })
 })
