@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayConfig } from "@modelgate/core"
+import type { Evidence } from "@modelgate/core/ModelResult"
 import { TargetRef } from "@modelgate/core/ModelTarget"
 import * as Telemetry from "@modelgate/core/Telemetry"
 import { ScriptedProvider } from "@modelgate/testing"
@@ -46,6 +47,21 @@ const evidenceOn = (side: "candidate" | "baseline") =>
   Effect.map(run(command("ticket.reply", { sessionKey: keyOn(side) })), (exit) => {
     return Exit.isSuccess(exit) ? exit.value.evidence : assert.fail(`the call failed: ${Cause.pretty(exit.cause)}`)
   })
+
+/** The route a call took, as its evidence says: target, why, the canary side, and the eligible targets in order. */
+const routeOf = (e: Evidence) => ({
+  target: e.target,
+  selectionReason: e.selectionReason,
+  canary: e.canary,
+  eligible: e.eligible
+})
+/** The workflow's own route, and the route with the candidate leading it. */
+const baselineRoute = { target: ref.primary, selectionReason: "PINNED_ORDER", eligible: [ref.primary, ref.fallback] }
+const candidateRoute = {
+  target: ref.candidate,
+  selectionReason: "CANARY",
+  eligible: [ref.candidate, ref.primary, ref.fallback]
+}
 
 describe("canary assignment", () => {
   it("the same key always lands on the same side", () => {
@@ -89,10 +105,7 @@ describe("canary routing", () => {
   it.effect("on the candidate side the candidate leads; evidence carries the canary id and side", () =>
     Effect.gen(function* () {
       const e = yield* evidenceOn("candidate")
-      assert.strictEqual(e.target, ref.candidate)
-      assert.strictEqual(e.selectionReason, "CANARY")
-      assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "candidate" })
-      assert.deepStrictEqual(e.eligible, [ref.candidate, ref.primary, ref.fallback])
+      assert.deepStrictEqual(routeOf(e), { ...candidateRoute, canary: { id: "reply-v2", side: "candidate" } })
       const counted = yield* Metric.value(
         Metric.tagged(
           Metric.tagged(
@@ -111,20 +124,17 @@ describe("canary routing", () => {
   it.effect("on the baseline side the route is unchanged and says baseline", () =>
     Effect.gen(function* () {
       const e = yield* evidenceOn("baseline")
-      assert.strictEqual(e.target, ref.primary)
-      assert.strictEqual(e.selectionReason, "PINNED_ORDER")
-      assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "baseline" })
-      assert.deepStrictEqual(e.eligible, [ref.primary, ref.fallback])
+      assert.deepStrictEqual(routeOf(e), { ...baselineRoute, canary: { id: "reply-v2", side: "baseline" } })
     }).pipe(Effect.provide(gatewayLayer({}, definitionWith())))
   )
 
   it.effect("a candidate that breaks a hard constraint (region) is skipped: the call says baseline", () =>
     Effect.gen(function* () {
       const e = yield* evidenceOn("candidate")
-      assert.strictEqual(e.target, ref.primary)
-      assert.strictEqual(e.selectionReason, "PINNED_ORDER")
-      assert.deepStrictEqual(e.canary, { id: "reply-v2", side: "baseline", skipped: true })
-      assert.deepStrictEqual(e.eligible, [ref.primary, ref.fallback])
+      assert.deepStrictEqual(routeOf(e), {
+        ...baselineRoute,
+        canary: { id: "reply-v2", side: "baseline", skipped: true }
+      })
       assert.deepStrictEqual(
         e.excluded.map((x) => [x.target, x.reason]),
         [[ref.us, "DATA_REGION_MISMATCH"]]
