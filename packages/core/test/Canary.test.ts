@@ -56,8 +56,12 @@ const routeOf = (e: Evidence) => ({
   eligible: e.eligible
 })
 /** The workflow's own route, and the route with the candidate leading it. */
-const baselineRoute = { target: ref.primary, selectionReason: "PINNED_ORDER", eligible: [ref.primary, ref.fallback] }
-const candidateRoute = {
+const baselineRoute: Omit<ReturnType<typeof routeOf>, "canary"> = {
+  target: ref.primary,
+  selectionReason: "PINNED_ORDER",
+  eligible: [ref.primary, ref.fallback]
+}
+const candidateRoute: Omit<ReturnType<typeof routeOf>, "canary"> = {
   target: ref.candidate,
   selectionReason: "CANARY",
   eligible: [ref.candidate, ref.primary, ref.fallback]
