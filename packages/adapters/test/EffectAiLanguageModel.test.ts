@@ -55,6 +55,12 @@ const served = (workflow: string) =>
 
 const down = MockProviderServer.failure(503, { error: { type: "server_error", message: "down" } })
 
+/** An answer that only calls tools (no text), streamed in chunks of `chunkSize` when given. */
+const callsTools = (
+  toolCalls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly arguments: Record<string, unknown> }>,
+  chunkSize?: number
+) => MockProviderServer.success({ text: "", toolCalls, ...(chunkSize !== undefined ? { chunkSize } : {}) })
+
 const bodyOf = (request: RecordedRequest | undefined): Record<string, unknown> => {
   const body = request?.body
   return typeof body === "object" && body !== null && !Array.isArray(body)
@@ -205,10 +211,7 @@ describe("EffectAi.languageModel: @effect/ai served by a gateway workflow", () =
         const mock = yield* MockProviderServer
         yield* mock.enqueue(
           [
-            MockProviderServer.success({
-              text: "",
-              toolCalls: [{ id: "call_1", name: "lookup_order", arguments: { id: "A-1" } }]
-            }),
+            callsTools([{ id: "call_1", name: "lookup_order", arguments: { id: "A-1" } }]),
             MockProviderServer.success({ text: "You were charged twice; refunded." })
           ],
           { provider: "openai" }
@@ -324,14 +327,9 @@ describe("EffectAi.languageModel: @effect/ai served by a gateway workflow", () =
     const ToolsLive = Tools.toLayer({ lookup_order: () => Effect.succeed({ charged: 2 }) })
     return Effect.gen(function* () {
       const mock = yield* MockProviderServer
-      yield* mock.enqueue(
-        MockProviderServer.success({
-          text: "",
-          chunkSize: 5,
-          toolCalls: [{ id: "call_3", name: "lookup_order", arguments: { id: "A-1" } }]
-        }),
-        { provider: "openai" }
-      )
+      yield* mock.enqueue(callsTools([{ id: "call_3", name: "lookup_order", arguments: { id: "A-1" } }], 5), {
+        provider: "openai"
+      })
       const parts = Chunk.toReadonlyArray(
         yield* Stream.runCollect(LanguageModel.streamText({ prompt: "Why two charges?", toolkit: Tools }))
       )
@@ -396,17 +394,11 @@ describe("EffectAi.toolLoopTool: one @effect/ai Tool definition, used by ToolLoo
         yield* mock.enqueue(
           [
             // A bad argument first: it goes back to the model as a tool error and runs nothing.
-            MockProviderServer.success({
-              text: "",
-              toolCalls: [{ id: "c1", name: "issue_refund", arguments: { orderId: "nope" } }]
-            }),
-            MockProviderServer.success({
-              text: "",
-              toolCalls: [
-                { id: "c2", name: "lookup_order", arguments: { orderId: "A-1" } },
-                { id: "c3", name: "issue_refund", arguments: { orderId: "A-1" } }
-              ]
-            }),
+            callsTools([{ id: "c1", name: "issue_refund", arguments: { orderId: "nope" } }]),
+            callsTools([
+              { id: "c2", name: "lookup_order", arguments: { orderId: "A-1" } },
+              { id: "c3", name: "issue_refund", arguments: { orderId: "A-1" } }
+            ]),
             MockProviderServer.success({ text: "Refunded." })
           ],
           { provider: "openai" }
