@@ -1,20 +1,32 @@
 /**
- * Async boundaries per call: what a call costs around its I/O besides its own steps. For the
- * OpenAI adapter alone and the gateway over it (one target), against the bench's loopback mock
- * (`http.ts`'s `adapter` and `gateway` subjects), and for the instant adapter alone and the gateway
- * over it (in process, no I/O), at c=1 and c=64, per call:
+ * Async boundaries per call: what a call costs around its I/O besides its own steps. Pairs of
+ * subjects, each an adapter alone and the gateway (one target) over it:
+ *
+ * - `http`: the OpenAI adapter over the adapters' default transport against the bench's loopback
+ *   mock, called with the very provider request the gateway builds (`http.ts`'s `adapter` and
+ *   `gateway` subjects);
+ * - `instant`: the instant adapter (`Effect.succeed`), in process;
+ * - `echo`: an adapter giving the HTTP adapter's answer at once (the gateway's own steps over a
+ *   real response, no I/O);
+ * - `until`: not the gateway but the HTTP adapter bounding its own deadline (`generateUntil`, as the
+ *   gateway calls it) against its `generate`;
+ * - `spin`: not the gateway but the HTTP adapter after `ASYNC_COST_SPIN_US` µs (default 40) of
+ *   synchronous work: what that much CPU between the calls' I/O costs.
+ *
+ * Counted per call, at c=1 and c=64:
  *
  * - `tasks`: Effect scheduler tasks (`scheduleTask` on Effect's default scheduler: a fiber's
  *   resumption after an `Effect.async` wait, a fork's start, a yield);
  * - `yields`: the scheduler's `shouldYield` answering yes (a fiber past its op budget);
  * - `fibers`: fibers created (Effect's fiber ids issued);
- * - `setTimeout`, `clearTimeout`, `setImmediate` (the globals, wrapped in this process only);
+ * - `setTimeout`, `clearTimeout`, `setImmediate`, `dateNow` (the globals, wrapped in this process
+ *   only; `Date.now` is every read of Effect's live clock);
  * - `promises`, `ticks`, `timeouts`, `immediates`, `other`: `async_hooks` resources created
  *   (`PROMISE`, `TickObject`, `Timeout`, `Immediate`, the rest), in a pass of their own (the hook
  *   slows the calls down; the counts do not depend on it).
  *
  * The driver (`Effect.forEach` with the concurrency, as `http.ts` runs the Effect clients) is the
- * same for every subject, so differences between subjects are the subjects' own.
+ * same for every subject, so differences within a pair are the subject's own.
  *
  * Bundle it (from `examples/`, next to `mockServer.ts`, which it starts), as `run.mjs` does:
  *
@@ -22,11 +34,14 @@
  *       --outfile=bench/asyncCost.bundle.mjs \
  *       --banner:js="import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"
  *
- * - `node --expose-gc bench/asyncCost.bundle.mjs [calls]`: the counts table (default 2,000 calls);
- * - `node --expose-gc bench/asyncCost.bundle.mjs cpu [rounds] [calls]`: CPU µs per call of the adapter
- *   and the gateway in alternating rounds at c=1 and c=64, and the median of the per-round
- *   differences (over HTTP: what `http.cpu.addedOverAdapterUs` measures, without the other six
- *   clients; in process: 5 × `calls` calls).
+ * - `node --expose-gc bench/asyncCost.bundle.mjs [calls]`: the counts (default 2,000 calls);
+ * - `node --expose-gc bench/asyncCost.bundle.mjs cpu [rounds] [calls] [pairs]`: CPU µs per call
+ *   (user + system, and system alone) of each pair's two sides in alternating rounds, and the
+ *   median of the per-round differences (`http,instant,echo` by default; over HTTP it is what
+ *   `http.cpu.addedOverAdapterUs` measures, without the other six clients; the in-process pairs
+ *   make 5 × `calls` calls a round);
+ * - `node --expose-gc bench/asyncCost.bundle.mjs profile <pair> <adapter|gateway> [c] [calls] [out]`:
+ *   the CPU profile of one side's calls (inspector `Profiler`).
  */
 import * as OpenAi from "@modelgate/adapters/openai"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
@@ -48,6 +63,7 @@ interface Counts {
   setTimeout: number
   clearTimeout: number
   setImmediate: number
+  dateNow: number
   promises: number
   ticks: number
   timeouts: number
@@ -62,6 +78,7 @@ const zero = (): Counts => ({
   setTimeout: 0,
   clearTimeout: 0,
   setImmediate: 0,
+  dateNow: 0,
   promises: 0,
   ticks: 0,
   timeouts: 0,
@@ -85,6 +102,11 @@ const instrument = () => {
     const answer = shouldYield(fiber)
     if (answer !== false && probe.counts !== undefined) probe.counts.yields++
     return answer
+  }
+  const now = Date.now
+  Date.now = () => {
+    if (probe.counts !== undefined) probe.counts.dateNow++
+    return now()
   }
   const { setTimeout: st, clearTimeout: ct, setImmediate: si } = globalThis
   globalThis.setTimeout = Object.assign((...args: Parameters<typeof st>) => {
@@ -115,7 +137,8 @@ const hook = createHook({
 })
 
 /** The next fiber id Effect will issue. */
-const nextFiberId = () => Effect.runSync(Effect.fiberId).id
+const nextFiberId = (): number =>
+  Effect.runSync(Effect.withFiberRuntime<number>((fiber) => Effect.succeed(fiber.id().id)))
 
 /** A subject: makes `calls` calls with `concurrency` in flight. */
 type Run = (calls: number, concurrency: number) => Promise<void>
@@ -145,18 +168,40 @@ const count = async (run: Run, calls: number, concurrency: number, hooked: boole
   return counts
 }
 
-const cpuUsPerCall = async (run: Run, calls: number, concurrency: number) => {
+/** CPU µs per call of one pass: user + system, and system alone. */
+interface CpuPerCall {
+  readonly total: number
+  readonly system: number
+}
+
+const cpuUsPerCall = async (run: Run, calls: number, concurrency: number): Promise<CpuPerCall> => {
   collectGarbage(1)
   const start = process.cpuUsage()
   await run(calls, concurrency)
   const used = process.cpuUsage(start)
-  return (used.user + used.system) / calls
+  return { total: (used.user + used.system) / calls, system: used.system / calls }
 }
 
-/** The four subjects over one mock server; `dispose` closes what they built. */
+/** Busy for `us` µs of wall time. */
+const spin = (us: number) => {
+  const end = performance.now() + us / 1000
+  while (performance.now() < end) {
+    // spin
+  }
+}
+
+/** One pair: the adapter alone and what runs over (or around) it. */
+interface Pair {
+  readonly adapter: Run
+  readonly gateway: Run
+}
+
+/** The pairs over one mock server; `dispose` closes what they built. */
 const subjects = async (baseUrl: string) => {
   const runtime = ManagedRuntime.make(Layer.merge(HttpTransport.layerUndici(), NodeHttpClient.layerUndici))
   const adapter = await runtime.runPromise(OpenAi.make({ baseUrl, apiKey: Redacted.make("sk-bench-not-a-secret") }))
+  const generateUntil = adapter.generateUntil
+  if (generateUntil === undefined) throw new Error("asyncCost: the adapter does not own its deadline")
   const t = target("model://openai/bench@eu", "openai")
   const cmd = command("bench.http")
   // The adapter alone is given the very request the gateway builds (as in `http.ts`): one probe call.
@@ -183,15 +228,21 @@ const subjects = async (baseUrl: string) => {
     workflows: [workflow("bench.http", [t.ref])],
     adapters: { openai: adapter }
   })
+  const check = await Effect.runPromise(http.gateway.generate(cmd))
+  if (check.content.text !== answerText) throw new Error(`asyncCost: got ${JSON.stringify(check.content.text)}`)
   const i = target("model://bench/instant@eu", "bench")
   const instant = await buildGateway({
     targets: [i],
     workflows: [workflow("bench.instant", [i.ref])],
     adapters: { bench: instantAdapter }
   })
-  // The HTTP adapter's answer, given at once: the gateway's own steps over a real response.
+  const instantCmd = command("bench.instant")
+  const instantRequest = requestFor(instantCmd, i)
   const answer = await Effect.runPromise(adapter.generate(request))
-  const echoAdapter = { ...instantAdapter, generate: () => Effect.succeed(answer) }
+  const echoAdapter: Omit<ProviderAdapter.ProviderAdapter, "provider"> = {
+    ...instantAdapter,
+    generate: () => Effect.succeed(answer)
+  }
   const e = target("model://bench/echo@eu", "echo")
   const echo = await buildGateway({
     targets: [e],
@@ -200,29 +251,34 @@ const subjects = async (baseUrl: string) => {
   })
   const echoCmd = command("bench.echo")
   const echoRequest = requestFor(echoCmd, e)
-  const instantCmd = command("bench.instant")
-  const instantRequest = requestFor(instantCmd, i)
-  const check = await Effect.runPromise(http.gateway.generate(cmd))
-  if (check.content.text !== answerText) throw new Error(`asyncCost: got ${JSON.stringify(check.content.text)}`)
-  const runs: Record<string, Run> = {
-    "http adapter": driver(Effect.suspend(() => adapter.generate(request))),
-    "http gateway": driver(Effect.suspend(() => http.gateway.generate(cmd))),
-    "instant adapter": driver(Effect.suspend(() => instantAdapter.generate(instantRequest))),
-    "instant gateway": driver(Effect.suspend(() => instant.gateway.generate(instantCmd))),
-    // The adapter bounding its own deadline, as the gateway calls it (`generateUntil`), against `generate`.
-    "until adapter": driver(Effect.suspend(() => adapter.generate(request))),
-    "until gateway": driver(
-      Effect.suspend(() =>
-        adapter.generateUntil === undefined
-          ? Effect.die("asyncCost: the adapter has no generateUntil")
-          : adapter.generateUntil(request, Date.now() + 30_000)
+  const spinUs = Number(process.env.ASYNC_COST_SPIN_US ?? 40)
+  const direct = driver(Effect.suspend(() => adapter.generate(request)))
+  const pairs: Record<string, Pair> = {
+    http: { adapter: direct, gateway: driver(Effect.suspend(() => http.gateway.generate(cmd))) },
+    instant: {
+      adapter: driver(Effect.suspend(() => instantAdapter.generate(instantRequest))),
+      gateway: driver(Effect.suspend(() => instant.gateway.generate(instantCmd)))
+    },
+    echo: {
+      adapter: driver(Effect.suspend(() => echoAdapter.generate(echoRequest))),
+      gateway: driver(Effect.suspend(() => echo.gateway.generate(echoCmd)))
+    },
+    until: {
+      adapter: direct,
+      gateway: driver(Effect.suspend(() => generateUntil(request, Date.now() + 30_000)))
+    },
+    spin: {
+      adapter: direct,
+      gateway: driver(
+        Effect.suspend(() => {
+          spin(spinUs)
+          return adapter.generate(request)
+        })
       )
-    ),
-    "echo adapter": driver(Effect.suspend(() => echoAdapter.generate(echoRequest))),
-    "echo gateway": driver(Effect.suspend(() => echo.gateway.generate(echoCmd)))
+    }
   }
   return {
-    runs,
+    pairs,
     dispose: async () => {
       await echo.dispose()
       await instant.dispose()
@@ -235,65 +291,81 @@ const subjects = async (baseUrl: string) => {
 const perCall = (counts: Counts, calls: number): Record<string, number> =>
   Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Math.round((v / calls) * 100) / 100]))
 
-const table = async (runs: Record<string, Run>, calls: number) => {
+/** The counts per call of every pair's two sides, at c=1 and c=64. */
+const table = async (pairs: Record<string, Pair>, calls: number) => {
   for (const concurrency of [1, 64]) {
     const rows: Array<Record<string, number | string>> = []
-    for (const [name, run] of Object.entries(runs)) {
-      await run(Math.min(calls, 500), concurrency)
-      const plain = await count(run, calls, concurrency, false)
-      const hooked = await count(run, calls, concurrency, true)
-      const row = perCall(
-        { ...plain, promises: hooked.promises, ticks: hooked.ticks, timeouts: hooked.timeouts, immediates: hooked.immediates, other: hooked.other },
-        calls
-      )
-      rows.push({ subject: name, ...row })
+    for (const [name, pair] of Object.entries(pairs)) {
+      for (const [side, run] of [
+        ["adapter", pair.adapter],
+        ["gateway", pair.gateway]
+      ] as const) {
+        await run(Math.min(calls, 500), concurrency)
+        const plain = await count(run, calls, concurrency, false)
+        const hooked = await count(run, calls, concurrency, true)
+        const { promises, ticks, timeouts, immediates, other } = hooked
+        rows.push({
+          subject: `${name} ${side}`,
+          ...perCall({ ...plain, promises, ticks, timeouts, immediates, other }, calls)
+        })
+      }
     }
     console.log(`c=${concurrency}, ${calls} calls, per call:`)
     console.table(rows)
   }
 }
 
-/** Alternating rounds of `baseline` and `subject`; prints medians (range) of CPU µs per call and of the differences. */
-const cpuPair = async (label: string, baseline: Run, subject: Run, rounds: number, calls: number) => {
+/** CPU of one round of a pair's two sides. */
+interface PairRound {
+  readonly adapter: CpuPerCall
+  readonly gateway: CpuPerCall
+}
+
+/** Alternating rounds of a pair's two sides; prints medians (range) of CPU µs per call and of the differences. */
+const cpuPair = async (label: string, pair: Pair, rounds: number, calls: number) => {
   for (const concurrency of [1, 64]) {
-    await baseline(calls, concurrency)
-    await subject(calls, concurrency)
-    const b: Array<number> = []
-    const s: Array<number> = []
+    await pair.adapter(calls, concurrency)
+    await pair.gateway(calls, concurrency)
+    const done: Array<PairRound> = []
     for (let round = 0; round < rounds; round++) {
+      // Alternate which side goes first.
       if (round % 2 === 0) {
-        b.push(await cpuUsPerCall(baseline, calls, concurrency))
-        s.push(await cpuUsPerCall(subject, calls, concurrency))
+        const adapter = await cpuUsPerCall(pair.adapter, calls, concurrency)
+        done.push({ adapter, gateway: await cpuUsPerCall(pair.gateway, calls, concurrency) })
       } else {
-        s.push(await cpuUsPerCall(subject, calls, concurrency))
-        b.push(await cpuUsPerCall(baseline, calls, concurrency))
+        const gateway = await cpuUsPerCall(pair.gateway, calls, concurrency)
+        done.push({ gateway, adapter: await cpuUsPerCall(pair.adapter, calls, concurrency) })
       }
     }
-    const f = (xs: ReadonlyArray<number>) =>
-      `${median(xs).toFixed(1)} (${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)})`
+    const f = (of: (r: PairRound) => number) => {
+      const xs = done.map(of)
+      return `${median(xs).toFixed(1)} (${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)})`
+    }
     console.log(
-      `${label} c=${concurrency}: adapter ${f(b)} µs, gateway ${f(s)} µs, gateway − adapter ` +
-        `${f(s.map((x, i) => x - b[i]!))} µs per call (${rounds} rounds of ${calls} calls)`
+      `${label} c=${concurrency}: adapter ${f((r) => r.adapter.total)} µs, gateway ${f((r) => r.gateway.total)} µs, ` +
+        `gateway − adapter ${f((r) => r.gateway.total - r.adapter.total)} µs per call; system time of it: ` +
+        `adapter ${f((r) => r.adapter.system)}, gateway ${f((r) => r.gateway.system)} µs ` +
+        `(${rounds} rounds of ${calls} calls)`
     )
   }
 }
 
-/** Posts `method` on an inspector session. */
-const post = <A>(session: Session, method: string): Promise<A> =>
-  new Promise((resolve, reject) =>
-    session.post(method, (error, result) => (error ? reject(error) : resolve(result as A)))
-  )
+/** Runs one inspector command with no result. */
+const command0 = (session: Session, method: "Profiler.enable" | "Profiler.start"): Promise<void> =>
+  new Promise((resolve, reject) => session.post(method, (error) => (error ? reject(error) : resolve())))
 
 /** The CPU profile of `calls` calls of `run` (after a warm-up), written to `out`. */
 const profile = async (run: Run, concurrency: number, calls: number, out: string) => {
   await run(Math.min(calls, 2_000), concurrency)
   const session = new Session()
   session.connect()
-  await post(session, "Profiler.enable")
-  await post(session, "Profiler.start")
-  const us = await cpuUsPerCall(run, calls, concurrency)
-  const result = await post<{ readonly profile: unknown }>(session, "Profiler.stop")
-  writeFileSync(out, JSON.stringify(result.profile))
+  await command0(session, "Profiler.enable")
+  await command0(session, "Profiler.start")
+  const us = (await cpuUsPerCall(run, calls, concurrency)).total
+  const result = await new Promise<unknown>((resolve, reject) =>
+    session.post("Profiler.stop", (error, stopped) => (error ? reject(error) : resolve(stopped.profile)))
+  )
+  writeFileSync(out, JSON.stringify(result))
   session.disconnect()
   console.log(`c=${concurrency}: ${us.toFixed(0)} CPU µs per call over ${calls} calls; profile in ${out}`)
 }
@@ -302,27 +374,24 @@ const isMain = process.argv[1] !== undefined && import.meta.url === new URL(`fil
 if (isMain) {
   const [mode, ...args] = process.argv.slice(2)
   const mock = await startMock()
-  // The CPU mode runs the globals and the scheduler as they are.
-  if (mode !== "cpu") instrument()
+  // The CPU and profile modes run the globals and the scheduler as they are.
+  if (mode !== "cpu" && mode !== "profile") instrument()
   const built = await subjects(mock.baseUrl)
   try {
     if (mode === "profile") {
-      const [subject = "http gateway", concurrency = "64", calls = "10000", out = "asyncCost.cpuprofile"] = args
-      const run = built.runs[subject]
-      if (run === undefined) throw new Error(`asyncCost: no subject ${subject}`)
-      await profile(run, Number(concurrency), Number(calls), out)
+      const [name = "http", side = "gateway", concurrency = "64", calls = "10000", out = "asyncCost.cpuprofile"] = args
+      const pair = built.pairs[name]
+      if (pair === undefined) throw new Error(`asyncCost: no pair ${name}`)
+      await profile(side === "adapter" ? pair.adapter : pair.gateway, Number(concurrency), Number(calls), out)
     } else if (mode === "cpu") {
       const [rounds, calls] = [Number(args[0] ?? 6), Number(args[1] ?? 2_000)]
-      const pairs = (args[2] ?? "http,instant,echo").split(",")
-      const { runs } = built
-      for (const pair of pairs) {
-        const [baseline, subject] = [runs[`${pair} adapter`], runs[`${pair} gateway`]]
-        if (baseline === undefined || subject === undefined) throw new Error(`asyncCost: no pair ${pair}`)
+      for (const name of (args[2] ?? "http,instant,echo").split(",")) {
+        const pair = built.pairs[name]
+        if (pair === undefined) throw new Error(`asyncCost: no pair ${name}`)
         // The in-process pairs are cheap: more calls per round.
-        await cpuPair(pair, baseline, subject, rounds, pair === "instant" || pair === "echo" ? calls * 5 : calls)
+        await cpuPair(name, pair, rounds, name === "instant" || name === "echo" ? calls * 5 : calls)
       }
-    }
-    else await table(built.runs, Number(mode ?? 2_000))
+    } else await table(built.pairs, Number(mode ?? 2_000))
   } finally {
     await built.dispose()
     await mock.stop()
