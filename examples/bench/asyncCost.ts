@@ -196,6 +196,23 @@ interface Pair {
   readonly gateway: Run
 }
 
+/** An in-process pair: `adapter` alone (provider `name`) and a gateway of one target over it. */
+const inProcessPair = async (name: string, adapter: Omit<ProviderAdapter.ProviderAdapter, "provider">) => {
+  const t = target(`model://bench/${name}@eu`, name)
+  const stack = await buildGateway({
+    targets: [t],
+    workflows: [workflow(`bench.${name}`, [t.ref])],
+    adapters: { [name]: adapter }
+  })
+  const cmd = command(`bench.${name}`)
+  const request = requestFor(cmd, t)
+  const pair: Pair = {
+    adapter: driver(Effect.suspend(() => adapter.generate(request))),
+    gateway: driver(Effect.suspend(() => stack.gateway.generate(cmd)))
+  }
+  return { pair, dispose: stack.dispose }
+}
+
 /** The pairs over one mock server; `dispose` closes what they built. */
 const subjects = async (baseUrl: string) => {
   const runtime = ManagedRuntime.make(Layer.merge(HttpTransport.layerUndici(), NodeHttpClient.layerUndici))
@@ -230,39 +247,15 @@ const subjects = async (baseUrl: string) => {
   })
   const check = await Effect.runPromise(http.gateway.generate(cmd))
   if (check.content.text !== answerText) throw new Error(`asyncCost: got ${JSON.stringify(check.content.text)}`)
-  const i = target("model://bench/instant@eu", "bench")
-  const instant = await buildGateway({
-    targets: [i],
-    workflows: [workflow("bench.instant", [i.ref])],
-    adapters: { bench: instantAdapter }
-  })
-  const instantCmd = command("bench.instant")
-  const instantRequest = requestFor(instantCmd, i)
+  const instant = await inProcessPair("instant", instantAdapter)
   const answer = await Effect.runPromise(adapter.generate(request))
-  const echoAdapter: Omit<ProviderAdapter.ProviderAdapter, "provider"> = {
-    ...instantAdapter,
-    generate: () => Effect.succeed(answer)
-  }
-  const e = target("model://bench/echo@eu", "echo")
-  const echo = await buildGateway({
-    targets: [e],
-    workflows: [workflow("bench.echo", [e.ref])],
-    adapters: { echo: echoAdapter }
-  })
-  const echoCmd = command("bench.echo")
-  const echoRequest = requestFor(echoCmd, e)
+  const echo = await inProcessPair("echo", { ...instantAdapter, generate: () => Effect.succeed(answer) })
   const spinUs = Number(process.env.ASYNC_COST_SPIN_US ?? 40)
   const direct = driver(Effect.suspend(() => adapter.generate(request)))
   const pairs: Record<string, Pair> = {
     http: { adapter: direct, gateway: driver(Effect.suspend(() => http.gateway.generate(cmd))) },
-    instant: {
-      adapter: driver(Effect.suspend(() => instantAdapter.generate(instantRequest))),
-      gateway: driver(Effect.suspend(() => instant.gateway.generate(instantCmd)))
-    },
-    echo: {
-      adapter: driver(Effect.suspend(() => echoAdapter.generate(echoRequest))),
-      gateway: driver(Effect.suspend(() => echo.gateway.generate(echoCmd)))
-    },
+    instant: instant.pair,
+    echo: echo.pair,
     until: {
       adapter: direct,
       gateway: driver(Effect.suspend(() => generateUntil(request, Date.now() + 30_000)))
