@@ -20,12 +20,11 @@ import * as OpenAi from "@modelgate/adapters/openai"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { spawn } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
-import { createInterface } from "node:readline"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { pathToFileURL } from "node:url"
 import { answerText, command, requestFor, target } from "./fixtures.js"
+import { startMock } from "./mockProcess.js"
 
 /** A subject: `calls` calls with `concurrency` in flight. */
 export interface Subject {
@@ -54,21 +53,6 @@ export const makeSubject = async (baseUrl: string): Promise<Subject> => {
       ),
     dispose: () => runtime.dispose()
   }
-}
-
-/** Starts `mockServer.ts` in a child process; resolves with its OpenAI base URL. */
-const startMock = async () => {
-  const script = fileURLToPath(new URL("./mockServer.ts", import.meta.url))
-  const child = spawn(process.execPath, ["--conditions=source", "--import", "tsx", script], {
-    cwd: fileURLToPath(new URL("..", import.meta.url)),
-    stdio: ["pipe", "pipe", "inherit"]
-  })
-  const first = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout }).once("line", resolve)
-    child.once("exit", (code) => reject(new Error(`mock server exited with ${code}`)))
-  })
-  const info: { readonly openai: string } = JSON.parse(first)
-  return { baseUrl: info.openai, stop: () => child.stdin.end() }
 }
 
 const cpuUsPerCall = async (subject: Subject, calls: number, concurrency: number) => {
@@ -156,6 +140,6 @@ if (isMain) {
       await loop(mock.baseUrl, Number(args[0] ?? 64), Number(args[1] ?? 20_000), args[2])
     }
   } finally {
-    mock.stop()
+    await mock.stop()
   }
 }

@@ -36,9 +36,6 @@ import * as OpenAi from "@modelgate/adapters/openai"
 import type * as ProviderAdapter from "@modelgate/core/ProviderAdapter"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
 import { Duration, Effect, ExecutionPlan, Layer, ManagedRuntime, Redacted, Schema } from "effect"
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
-import { fileURLToPath } from "node:url"
 import { isDeepStrictEqual } from "node:util"
 import OpenAI from "openai"
 import { Agent } from "undici"
@@ -55,6 +52,7 @@ import {
   summarize,
   timed
 } from "./harness.js"
+import { startMock } from "./mockProcess.js"
 
 /** The clients compared, in the order of the first round. */
 export const clients = ["gateway", "fallback", "failover", "adapter", "raw", "undici", "openai", "effectAi"] as const
@@ -102,31 +100,6 @@ export interface HttpResults {
   readonly server: "child process"
   readonly openaiClient: string
   readonly levels: ReadonlyArray<HttpLevel>
-}
-
-/** Starts `mockServer.ts` in a child process; resolves with its OpenAI base URL. */
-const startServer = async () => {
-  const script = fileURLToPath(new URL("./mockServer.ts", import.meta.url))
-  const cwd = fileURLToPath(new URL("..", import.meta.url))
-  const child = spawn(process.execPath, ["--conditions=source", "--import", "tsx", script], {
-    cwd,
-    stdio: ["pipe", "pipe", "inherit"]
-  })
-  const lines = createInterface({ input: child.stdout })
-  const first = await new Promise<string>((resolve, reject) => {
-    lines.once("line", resolve)
-    child.once("exit", (code) => reject(new Error(`mock server exited with ${code}`)))
-  })
-  const info = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ openai: Schema.String })))(first)
-  return {
-    baseUrl: info.openai,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.once("exit", () => resolve())
-        child.stdin?.end()
-        setTimeout(() => child.kill("SIGTERM"), 2_000).unref()
-      })
-  }
 }
 
 /** Makes `items.length` calls with `concurrency` in flight, pushing each call's latency (ms) to `samples`. */
@@ -407,7 +380,7 @@ const effectAiCall = async (
 }
 
 export const run = async (profile: Profile): Promise<HttpResults> => {
-  const server = await startServer()
+  const server = await startMock()
   // One undici client for the Effect clients: same pool, same dispatcher.
   const clientRuntime = ManagedRuntime.make(NodeHttpClient.layerUndici)
   // The adapters' default transport, its own pool; and the floor's own undici pool.

@@ -74,7 +74,8 @@ export const httpSection = (http: HttpResults | { readonly skipped: string }): R
   for (const l of http.levels) {
     lines.push(
       `- c=${l.concurrency}: gateway / openai client: CPU per call ${fmt(l.gateway.cpuVsOpenAi, 3)}×, ` +
-        `calls/s ${fmt(l.gateway.throughputVsOpenAi, 3)}×; a second target (primary answers) adds ` +
+        `calls/s ${fmt(l.gateway.throughputVsOpenAi, 3)}×; over the adapter alone the gateway adds ` +
+        `${fmt(l.addedOverAdapterCpuUs)} µs of CPU per call; a second target (primary answers) adds ` +
         `${fmt(l.secondTargetAddedCpuUs)} µs of CPU per call over one target; \`@effect/ai\` / openai client: ` +
         `CPU ${fmt(l.effectAi.cpuVsOpenAi, 3)}×, calls/s ${fmt(l.effectAi.throughputVsOpenAi, 3)}×.`
     )
