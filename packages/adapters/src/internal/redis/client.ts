@@ -10,8 +10,9 @@ import { StoreError as StoreErrorClass } from "@modelgate/core/Errors"
 import * as StoreHealth from "@modelgate/core/StoreHealth"
 import type { Scope } from "effect"
 import { Clock, Duration, Effect, Redacted } from "effect"
-import { Command, Redis as IORedis } from "ioredis"
+import { Redis as IORedis } from "ioredis"
 import type { Script } from "./script.js"
+import { makeEncoder, ScriptCall, type ScriptHandlers } from "./scriptCall.js"
 
 /** @internal */
 export type StoreName = StoreError["store"]
@@ -87,19 +88,7 @@ const noStrings: ReadonlyArray<string> = []
 const failedWith = (tracker: StoreHealth.Tracker, store: StoreName, operation: string, detail: string) =>
   Effect.zipRight(tracker.failed(operation), Effect.fail(storeError(store, operation, detail)))
 
-/** `EVALSHA` as one command object (no variadic call, no argument flattening of its own). */
-const evalsha = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) => {
-  const command = new Command("evalsha", [s.sha, keys.length, ...keys, ...args], utf8)
-  r.sendCommand(command)
-  return command.promise
-}
-
-const utf8 = { replyEncoding: "utf8" } as const
-
-const evalScript = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) =>
-  evalsha(r, s, keys, args).catch((e: unknown) =>
-    isNoScript(e) ? r.eval(s.lua, keys.length, ...keys, ...args) : Promise.reject(e)
-  )
+const ignore = () => {}
 
 /** @internal */
 export const makeClient = (settings: ClientSettings): Effect.Effect<Client, never, Scope.Scope> =>
@@ -157,6 +146,7 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
       const timer = setTimeout(done, settings.connectTimeoutMs)
       redis.once("ready", done)
     })
+    const encode = makeEncoder()
     /**
      * Commands issued in the same tick share one write (one round trip): the first one corks the
      * socket, which is uncorked once the tick's I/O callbacks have run (as ioredis' auto-pipelining
@@ -249,8 +239,8 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
           resume(failedWith(tracker, store, operation, "unavailable"))
         }
         batch()
-        const sent = typeof run === "function" ? run(redis) : evalsha(redis, run, keys, args)
-        sent.then(onReply, onError)
+        if (typeof run === "function") run(redis).then(onReply, onError)
+        else redis.sendCommand(new ScriptCall(encode(run, keys, args), { reply: onReply, error: onError }))
         return Effect.sync(() => {
           settled = true
           clearTimeout(timer)
@@ -268,8 +258,15 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
       // Down: nothing to send to (what it would have freed comes back by its lease or TTL).
       if (redis.status !== "ready") return
       batch()
-      if (known.has(s.sha)) evalScript(redis, s, keys, args).catch(() => {})
-      else
+      if (known.has(s.sha)) {
+        const handlers: ScriptHandlers = {
+          reply: ignore,
+          error: (e) => {
+            if (isNoScript(e)) redis.eval(s.lua, keys.length, ...keys, ...args).catch(ignore)
+          }
+        }
+        redis.sendCommand(new ScriptCall(encode(s, keys, args), handlers))
+      } else
         redis.eval(s.lua, keys.length, ...keys, ...args).then(
           () => known.add(s.sha),
           () => {}
