@@ -40,20 +40,28 @@ export const makeEncoder = () => {
     }
     return part
   }
-  // One array reused by every call (joined at once: no chain of intermediate strings per argument).
+  // One array reused by every call, joined at once (no chain of intermediate strings per argument).
+  // It is never truncated (that would drop its storage): slots past a call's parts are blanked.
   const parts: Array<string> = []
+  let used = 0
   /** `EVALSHA sha numkeys keys… args…` in RESP. */
   return (script: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>): string => {
-    parts.length = 0
-    parts.push(
-      "*",
-      String(3 + keys.length + args.length),
-      "\r\n$7\r\nevalsha\r\n$40\r\n",
-      script.sha,
-      "\r\n",
-      keysPart(keys)
-    )
-    for (const a of args) parts.push("$", String(Buffer.byteLength(a)), "\r\n", a, "\r\n")
+    parts[0] = "*"
+    parts[1] = String(3 + keys.length + args.length)
+    parts[2] = "\r\n$7\r\nevalsha\r\n$40\r\n"
+    parts[3] = script.sha
+    parts[4] = "\r\n"
+    parts[5] = keysPart(keys)
+    let i = 6
+    for (const a of args) {
+      parts[i++] = "$"
+      parts[i++] = String(Buffer.byteLength(a))
+      parts[i++] = "\r\n"
+      parts[i++] = a
+      parts[i++] = "\r\n"
+    }
+    for (let j = i; j < used; j++) parts[j] = ""
+    used = i
     return parts.join("")
   }
 }
