@@ -90,6 +90,70 @@ const failedWith = (tracker: StoreHealth.Tracker, store: StoreName, operation: s
 
 const ignore = () => {}
 
+/**
+ * One operation in flight (the state its reply, its error, its timer and its interruption share: one
+ * object rather than a closure each). Settles once; later events are ignored.
+ */
+class Pending<A> implements ScriptHandlers {
+  settled = false
+  timer: ReturnType<typeof setTimeout> | undefined = undefined
+  constructor(
+    readonly redis: IORedis,
+    readonly resume: (effect: Effect.Effect<A, StoreError>) => void,
+    readonly tracker: StoreHealth.Tracker,
+    readonly store: StoreName,
+    readonly operation: string,
+    readonly run: ((redis: IORedis) => Promise<unknown>) | Script,
+    readonly keys: ReadonlyArray<string>,
+    readonly args: ReadonlyArray<string>,
+    readonly decode: (reply: unknown) => A | typeof bad
+  ) {}
+  reply(reply: unknown): void {
+    if (this.settled) return
+    this.settled = true
+    clearTimeout(this.timer)
+    const a = this.decode(reply)
+    const tracker = this.tracker
+    if (a === bad) this.resume(failedWith(tracker, this.store, this.operation, "unexpected reply"))
+    else this.resume(tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a))
+  }
+  error(e: unknown): void {
+    if (this.settled) return
+    const run = this.run
+    if (typeof run !== "function" && isNoScript(e)) {
+      // the server does not hold the script (yet): once more with its text
+      const keys = this.keys
+      this.redis.eval(run.lua, keys.length, ...keys, ...this.args).then(this.replied, this.lost)
+      return
+    }
+    this.end("unavailable")
+  }
+  /** Ends it with a failure (our own timer answers "timed out": the connection has no command timeout). */
+  end(detail: string): void {
+    if (this.settled) return
+    this.settled = true
+    clearTimeout(this.timer)
+    this.resume(failedWith(this.tracker, this.store, this.operation, detail))
+  }
+  /** `reply`, `error` and a lost connection as callbacks (for a promise). */
+  get replied() {
+    return (reply: unknown) => this.reply(reply)
+  }
+  get failed() {
+    return (e: unknown) => this.error(e)
+  }
+  get lost() {
+    return () => this.end("unavailable")
+  }
+  /** Interrupted: nothing more is reported. */
+  readonly cancel = () => {
+    this.settled = true
+    clearTimeout(this.timer)
+  }
+}
+
+const timedOut = <A>(op: Pending<A>) => op.end("timed out")
+
 /** @internal */
 export const makeClient = (settings: ClientSettings): Effect.Effect<Client, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -183,8 +247,8 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
      * only wait in the offline queue), bounded by a plain timer (no fiber: the connection's own
      * `commandTimeout` does not cover a command queued while it is re-established), its reply
      * decoded (`bad` fails) and the store's health reported. The operation is a command (`run`) or
-     * a script (`EVALSHA`, then `EVAL` once on `NOSCRIPT`, retried from the same reply handlers:
-     * no promise or closure of its own per call).
+     * a script (`EVALSHA` as a `ScriptCall`, then `EVAL` once on `NOSCRIPT`, retried from the same
+     * reply handlers); its state is one `Pending` object (no promise, and one closure: the canceller).
      */
     const raw = <A>(
       store: StoreName,
@@ -208,43 +272,12 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
           resume(failedWith(tracker, store, operation, "timed out"))
           return
         }
-        let settled = false
-        const timer = setTimeout(() => {
-          if (settled) return
-          settled = true
-          resume(failedWith(tracker, store, operation, "timed out"))
-        }, waitMs)
-        const onReply = (reply: unknown) => {
-          if (settled) return
-          settled = true
-          clearTimeout(timer)
-          const a = decode(reply)
-          if (a === bad) resume(failedWith(tracker, store, operation, "unexpected reply"))
-          else resume(tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a))
-        }
-        const onError = (e: unknown) => {
-          if (settled) return
-          if (typeof run !== "function" && isNoScript(e)) {
-            // the server does not hold the script (yet): once more with its text
-            redis.eval(run.lua, keys.length, ...keys, ...args).then(onReply, onLost)
-            return
-          }
-          onLost()
-        }
-        const onLost = () => {
-          if (settled) return
-          settled = true
-          clearTimeout(timer)
-          // (our own timer answers "timed out": the connection has no command timeout)
-          resume(failedWith(tracker, store, operation, "unavailable"))
-        }
+        const op = new Pending(redis, resume, tracker, store, operation, run, keys, args, decode)
+        op.timer = setTimeout(timedOut, waitMs, op)
         batch()
-        if (typeof run === "function") run(redis).then(onReply, onError)
-        else redis.sendCommand(new ScriptCall(encode(run, keys, args), { reply: onReply, error: onError }))
-        return Effect.sync(() => {
-          settled = true
-          clearTimeout(timer)
-        })
+        if (typeof run === "function") run(redis).then(op.replied, op.failed)
+        else redis.sendCommand(new ScriptCall(encode(run, keys, args), op))
+        return Effect.sync(op.cancel)
       })
     const command: Client["command"] = (store, operation, run, decode) =>
       raw(store, operation, run, noStrings, noStrings, decode)
