@@ -466,68 +466,6 @@ describe("Redis scripts", () => {
   )
 })
 
-describe("Redis key encodings", () => {
-  it.scoped(
-    "an account and a pool that hold 32 entries at once move to Redis' hashed encodings; nothing else changes",
-    () =>
-      Effect.gen(function* () {
-        const options = freshOptions()
-        const b = yield* budgetsOver(options, { tenants: { acme: { limit: 100, period: "total" } } })
-        const redis = yield* Effect.acquireRelease(
-          Effect.sync(() => new IORedis(options.url)),
-          (r) => Effect.sync(() => r.disconnect())
-        )
-        const encodingOf = (pattern: string) =>
-          Effect.promise(async () => {
-            const [key] = await redis.keys(`${options.keyPrefix}${pattern}`)
-            return key === undefined ? "none" : String(await redis.object("ENCODING", key))
-          })
-        // 31 live reservations: the account's keys stay compact
-        const held = yield* Effect.forEach(Array.from({ length: 31 }), () => b.reserve(acme, 1))
-        assert.deepStrictEqual(
-          [yield* encodingOf("budget:*[^r]"), yield* encodingOf("budget:*:r")],
-          ["listpack", "listpack"]
-        )
-        held.push(yield* b.reserve(acme, 1))
-        assert.deepStrictEqual(
-          [yield* encodingOf("budget:*[^r]"), yield* encodingOf("budget:*:r")],
-          ["hashtable", "skiplist"]
-        )
-        // the budget keeps its sums: 32 reserved, 68 left
-        assert.strictEqual(units((yield* b.balance(acme)).reserved), units(32))
-        assert.strictEqual(failureTag(yield* Effect.exit(b.reserve(acme, 69))), "BudgetExceeded")
-        yield* Effect.forEach(held, (r) => r.settle(1))
-        const balance = yield* b.balance(acme)
-        assert.deepStrictEqual([units(balance.committed), units(balance.reserved)], [units(32), 0])
-        const last = yield* b.reserve(acme, 68)
-        yield* last.settle(68)
-        assert.strictEqual(failureTag(yield* Effect.exit(b.reserve(acme, 0.01))), "BudgetExceeded")
-
-        // a pool: 32 leases at once, then every permit given back
-        const stores = yield* Redis.make(options)
-        const pool = stores.permit.pool({ name: "spread", shared: 40, reservedOf: () => 0, maxOf: () => 40 })
-        const permits = yield* Effect.forEach(Array.from({ length: 32 }), () =>
-          pool.acquire("acme", Number.POSITIVE_INFINITY)
-        )
-        assert.isTrue(permits.every((p) => p !== undefined))
-        assert.deepStrictEqual(
-          [yield* encodingOf("permits:{spread}:l"), yield* encodingOf("permits:{spread}:i")],
-          ["skiplist", "hashtable"]
-        )
-        for (const p of permits) p?.release()
-        yield* Effect.promise(() => redis.ping())
-        const snapshot = yield* pool.snapshot
-        assert.deepStrictEqual([snapshot.inUse, snapshot.sharedInUse], [0, 0])
-        // all 40 can be taken again (the padding is no lease)
-        const again = yield* Effect.forEach(Array.from({ length: 40 }), () =>
-          pool.acquire("acme", Number.POSITIVE_INFINITY)
-        )
-        assert.isTrue(again.every((p) => p !== undefined))
-        assert.isUndefined(yield* pool.acquire("acme", 0))
-      })
-  )
-})
-
 describe("Redis layers", () => {
   it.scoped("layerConfig reads MODELGATE_REDIS_URL and serves the three stores", () =>
     Effect.gen(function* () {
