@@ -3,14 +3,12 @@
  *
  * @internal
  */
-import { script, spreadFunction } from "./script.js"
+import { script } from "./script.js"
 
 /**
  * Budget account layout: hash `KEYS[1]` with `c` (committed), `r` (reserved), `o` (overspent),
  * `e` (account expiry, epoch ms of the caller's clock, `-1` for never) and one `h:<id>` field per
  * live reservation (its amount); sorted set `KEYS[2]` of reservation ids scored by their expiry.
- * An account that held 32 live reservations at once also has field `~` and a member scored `+inf`
- * (`spread` in `script.ts`: they keep its keys in Redis' hashed encoding).
  * Both keys expire (relative to the caller's `now`) once the account's window is over and no
  * reservation can still be live.
  */
@@ -45,7 +43,7 @@ end
  *
  * @internal
  */
-export const reserveFunctions = `${spreadFunction}${purge}
+export const reserveFunctions = `${purge}
 local function budget_check(h, z, id, amountS, limitS, nowS, accountExpiresAtS)
   local amount, limit, now = tonumber(amountS), tonumber(limitS), tonumber(nowS)
   local accountExpiresAt = tonumber(accountExpiresAtS)
@@ -67,7 +65,6 @@ local function budget_take(h, z, id, amountS, nowS, expiresAtS, accountExpiresAt
   redis.call('HINCRBY', h, 'r', amountS)
   redis.call('HSET', h, 'h:' .. id, amountS)
   redis.call('ZADD', z, expiresAtS, id)
-  spread(z, h)
   if e >= 0 and (accountExpiresAt < 0 or accountExpiresAt > e) then
     e = accountExpiresAt
     redis.call('HSET', h, 'e', accountExpiresAtS)

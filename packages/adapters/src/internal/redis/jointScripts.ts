@@ -46,7 +46,6 @@ if held >= reserved then redis.call('HINCRBY', ph, 's', 1) end
 redis.call('HINCRBY', ph, 'k:' .. key, 1)
 redis.call('ZADD', pz, string.format('%d', now + leaseMs), lease)
 redis.call('HSET', info, lease, ARGV[10] .. '\\n' .. key)
-spread(pz, info)
 return {1, c, r, epoch}
 `)
 

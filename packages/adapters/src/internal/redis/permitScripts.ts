@@ -5,16 +5,14 @@
  * `KEYS[3]` of lease → `<reserved of its key>\n<key>`, or, in a pool with workflow shares,
  * `<reserved of its key> <reserved of its sub-key, -1 without a share> <sub-key>\n<key>` (the pool
  * hash then also has `o:<key>`, the key's permits held beyond their sub-key's reservation, and
- * `q:<key>\n<sub-key>`, the permits of a sub-key with a share). A pool that held 32 leases at once
- * also has a member scored `+inf` in `KEYS[2]` and field `~` in `KEYS[3]` (`spread` in `script.ts`).
- * Every script first frees the leases that
+ * `q:<key>\n<sub-key>`, the permits of a sub-key with a share). Every script first frees the leases that
  * ended (their holders crashed or lost their release). A release, and an ask that freed ended
  * leases, publishes on the pool's channel while a waiter is counted (`w`), so that waiters in every
  * process wake up.
  *
  * @internal
  */
-import { script, spreadFunction } from "./script.js"
+import { script } from "./script.js"
 
 /**
  * `now_ms()`, `free(h, info, lease)` and `purge(h, z, info, now)` of every permit script, and
@@ -75,7 +73,7 @@ end
  *
  * @internal
  */
-export const acquire = script(`${spreadFunction}${common}
+export const acquire = script(`${common}
 local h, z, info = KEYS[1], KEYS[2], KEYS[3]
 local key, lease = ARGV[1], ARGV[2]
 local leaseMs, reserved, max, shared = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -107,7 +105,6 @@ if sub then
 else
   redis.call('HSET', info, lease, ARGV[4] .. '\\n' .. key)
 end
-spread(z, info)
 return 1
 `)
 
