@@ -5,7 +5,9 @@
  *
  * - Throughput: calls/s at 256 concurrent fibers with a provider answering after 5 ms (each side
  *   its median over rounds), Redis ÷ memory. The same with a provider answering at once is listed
- *   as context: it is the stores' own cost, which a real provider's latency hides.
+ *   as context: it is the stores' own cost, which a real provider's latency hides. Each side's CPU
+ *   per call is reported too: this process's (user + system) and, for Redis, `redis-server`'s
+ *   (`INFO cpu`), so that a ratio can be read as client CPU, server CPU or waiting.
  * - Round trips per call: 500 sequential calls; the writes of the client's connection (one per
  *   command; a tick's commands leave the corked socket together, so this errs high), cross-checked with the server's `total_reads_processed`. Scripts
  *   per call from `INFO commandstats`.
@@ -27,6 +29,11 @@ export interface RedisThroughput {
   readonly memory: number
   readonly redis: number
   readonly ratio: number
+  /** CPU µs per call of this process (user + system), memory stores and Redis stores (medians over rounds). */
+  readonly memoryCpuUs: number
+  readonly redisCpuUs: number
+  /** CPU µs per call of `redis-server` (its `used_cpu_user` + `used_cpu_sys`), Redis stores. */
+  readonly serverCpuUs: number
 }
 
 export interface RedisResults {
@@ -92,6 +99,21 @@ const redisStores = (url: string, prefix: string, onConnection: (connection: IOR
     })
   )
 
+/** `redis-server`'s CPU time so far (µs), from `INFO cpu`. */
+const serverCpu = async (admin: IORedis) => {
+  const info = await admin.info("cpu")
+  const seconds = (field: string) => Number(new RegExp(`^${field}:([\\d.]+)`, "m").exec(info)?.[1] ?? 0)
+  return (seconds("used_cpu_user") + seconds("used_cpu_sys")) * 1e6
+}
+
+/** Calls/s of `total` calls, `concurrency` at a time, and this process's CPU µs per call. */
+const timed = async (gateway: ModelGateway.Service, total: number) => {
+  const cpu = process.cpuUsage()
+  const perSecond = await throughputOf(gateway, total)
+  const used = process.cpuUsage(cpu)
+  return { perSecond, cpuUs: (used.user + used.system) / total }
+}
+
 /** Calls/s of `total` calls, `concurrency` at a time. */
 const throughputOf = async (gateway: ModelGateway.Service, total: number): Promise<number> => {
   const cmd = command("bench.redis", "acme")
@@ -117,22 +139,35 @@ const measure = async (
   const calls = profile.name === "smoke" ? 500 : 4_000
   const memory = ManagedRuntime.make(stack(memoryStores, adapter))
   const redis = ManagedRuntime.make(stack(redisStores(url, `bench-${latency}:`), adapter))
+  const admin = new IORedis(url)
   try {
     const m = await memory.runPromise(ModelGateway.ModelGateway)
     const r = await redis.runPromise(ModelGateway.ModelGateway)
     // warm-up (JIT, script cache, connections)
     await throughputOf(m, 500)
     await throughputOf(r, 500)
-    const ms: Array<number> = []
-    const rs: Array<number> = []
+    const ms: Array<{ readonly perSecond: number; readonly cpuUs: number }> = []
+    const rs: Array<{ readonly perSecond: number; readonly cpuUs: number }> = []
+    const servers: Array<number> = []
     for (let i = 0; i < rounds; i++) {
-      ms.push(await throughputOf(m, calls))
-      rs.push(await throughputOf(r, calls))
+      ms.push(await timed(m, calls))
+      const before = await serverCpu(admin)
+      rs.push(await timed(r, calls))
+      servers.push(((await serverCpu(admin)) - before) / calls)
     }
-    const mm = median(ms)
-    const rm = median(rs)
-    return { providerLatencyMs: latency, memory: mm, redis: rm, ratio: rm / mm }
+    const mm = median(ms.map((x) => x.perSecond))
+    const rm = median(rs.map((x) => x.perSecond))
+    return {
+      providerLatencyMs: latency,
+      memory: mm,
+      redis: rm,
+      ratio: rm / mm,
+      memoryCpuUs: median(ms.map((x) => x.cpuUs)),
+      redisCpuUs: median(rs.map((x) => x.cpuUs)),
+      serverCpuUs: median(servers)
+    }
   } finally {
+    admin.disconnect()
     await memory.dispose()
     await redis.dispose()
   }

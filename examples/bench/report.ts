@@ -221,7 +221,7 @@ export const redisVerdicts = (r: Pick<Results, "redis">): ReadonlyArray<Verdict>
       atLeast(0.7, "×"),
       x === undefined
         ? notMeasured
-        : `memory ${fmt(x.throughput.memory)} calls/s, Redis ${fmt(x.throughput.redis)} calls/s; provider answering at once: ${fmt(x.instant.ratio)}× (${fmt(x.instant.redis)} / ${fmt(x.instant.memory)})`
+        : `memory ${fmt(x.throughput.memory)} calls/s, Redis ${fmt(x.throughput.redis)} calls/s; CPU µs per call: this process ${fmt(x.throughput.memoryCpuUs)} (memory) / ${fmt(x.throughput.redisCpuUs)} (Redis), redis-server ${fmt(x.throughput.serverCpuUs)}; provider answering at once: ${fmt(x.instant.ratio)}× (${fmt(x.instant.redis)} / ${fmt(x.instant.memory)})`
     ),
     check(
       "redis.roundTripsPerCall",
@@ -461,11 +461,29 @@ export const markdown = (r: Results, v: ReadonlyArray<Verdict>): string => {
     else {
       const x = r.redis
       lines.push(
-        row(["provider latency", "memory stores calls/s", "Redis stores calls/s", "Redis / memory"]),
-        row(["---:", "---:", "---:", "---:"])
+        row([
+          "provider latency",
+          "memory stores calls/s",
+          "Redis stores calls/s",
+          "Redis / memory",
+          "CPU µs/call, memory",
+          "CPU µs/call, Redis",
+          "redis-server CPU µs/call"
+        ]),
+        row(["---:", "---:", "---:", "---:", "---:", "---:", "---:"])
       )
       for (const t of [x.throughput, x.instant]) {
-        lines.push(row([`${t.providerLatencyMs} ms`, fmt(t.memory), fmt(t.redis), fmt(t.ratio)]))
+        lines.push(
+          row([
+            `${t.providerLatencyMs} ms`,
+            fmt(t.memory),
+            fmt(t.redis),
+            fmt(t.ratio),
+            fmt(t.memoryCpuUs),
+            fmt(t.redisCpuUs),
+            fmt(t.serverCpuUs)
+          ])
+        )
       }
       lines.push(
         "",

@@ -117,14 +117,25 @@ export const makeBudgetStore = (
       )
     )
   }
+  // A reservation's keys (the account's two, then the epoch key), built once per account like `keys`.
+  const keptWithEpoch = new Map<string, ReadonlyArray<string>>()
+  const reserveKeys = (account: string): ReadonlyArray<string> => {
+    if (epoch === undefined) return keys(account)
+    let k = keptWithEpoch.get(account)
+    if (k === undefined) {
+      k = [...keys(account), epoch.key]
+      if (keptWithEpoch.size >= keptAccounts) keptWithEpoch.clear()
+      keptWithEpoch.set(account, k)
+    }
+    return k
+  }
   const reserve: BudgetStore.Service["reserve"] = (r) => {
-    const [h, z] = keys(r.account)
     return Effect.flatMap(
       client.script(
         "budget",
         "reserve",
         BudgetScripts.reserve,
-        epoch === undefined ? [h, z] : [h, z, epoch.key],
+        reserveKeys(r.account),
         [...reserveArgs(r), ...(epoch === undefined ? ["", "0"] : epoch.initArgs())],
         reserveReply,
         // never waits past the caller's deadline (the caller releases the id if the answer is lost)

@@ -10,8 +10,9 @@ import { StoreError as StoreErrorClass } from "@modelgate/core/Errors"
 import * as StoreHealth from "@modelgate/core/StoreHealth"
 import type { Scope } from "effect"
 import { Clock, Duration, Effect, Redacted } from "effect"
-import { Command, Redis as IORedis } from "ioredis"
+import { Redis as IORedis } from "ioredis"
 import type { Script } from "./script.js"
+import { makeEncoder, ScriptCall, type ScriptHandlers } from "./scriptCall.js"
 
 /** @internal */
 export type StoreName = StoreError["store"]
@@ -87,19 +88,71 @@ const noStrings: ReadonlyArray<string> = []
 const failedWith = (tracker: StoreHealth.Tracker, store: StoreName, operation: string, detail: string) =>
   Effect.zipRight(tracker.failed(operation), Effect.fail(storeError(store, operation, detail)))
 
-/** `EVALSHA` as one command object (no variadic call, no argument flattening of its own). */
-const evalsha = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) => {
-  const command = new Command("evalsha", [s.sha, keys.length, ...keys, ...args], utf8)
-  r.sendCommand(command)
-  return command.promise
+const ignore = () => {}
+
+/**
+ * One operation in flight (the state its reply, its error, its timer and its interruption share: one
+ * object rather than a closure each). Settles once; later events are ignored.
+ */
+class Pending<A> implements ScriptHandlers {
+  settled = false
+  timer: ReturnType<typeof setTimeout> | undefined = undefined
+  constructor(
+    readonly redis: IORedis,
+    readonly resume: (effect: Effect.Effect<A, StoreError>) => void,
+    readonly tracker: StoreHealth.Tracker,
+    readonly store: StoreName,
+    readonly operation: string,
+    readonly run: ((redis: IORedis) => Promise<unknown>) | Script,
+    readonly keys: ReadonlyArray<string>,
+    readonly args: ReadonlyArray<string>,
+    readonly decode: (reply: unknown) => A | typeof bad
+  ) {}
+  reply(reply: unknown): void {
+    if (this.settled) return
+    this.settled = true
+    clearTimeout(this.timer)
+    const a = this.decode(reply)
+    const tracker = this.tracker
+    if (a === bad) this.resume(failedWith(tracker, this.store, this.operation, "unexpected reply"))
+    else this.resume(tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a))
+  }
+  error(e: unknown): void {
+    if (this.settled) return
+    const run = this.run
+    if (typeof run !== "function" && isNoScript(e)) {
+      // the server does not hold the script (yet): once more with its text
+      const keys = this.keys
+      this.redis.eval(run.lua, keys.length, ...keys, ...this.args).then(this.replied, this.lost)
+      return
+    }
+    this.end("unavailable")
+  }
+  /** Ends it with a failure (our own timer answers "timed out": the connection has no command timeout). */
+  end(detail: string): void {
+    if (this.settled) return
+    this.settled = true
+    clearTimeout(this.timer)
+    this.resume(failedWith(this.tracker, this.store, this.operation, detail))
+  }
+  /** `reply`, `error` and a lost connection as callbacks (for a promise). */
+  get replied() {
+    return (reply: unknown) => this.reply(reply)
+  }
+  get failed() {
+    return (e: unknown) => this.error(e)
+  }
+  get lost() {
+    return () => this.end("unavailable")
+  }
+  /** Interrupted: nothing more is reported. */
+  readonly cancel = () => {
+    this.settled = true
+    clearTimeout(this.timer)
+  }
 }
 
-const utf8 = { replyEncoding: "utf8" } as const
-
-const evalScript = (r: IORedis, s: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) =>
-  evalsha(r, s, keys, args).catch((e: unknown) =>
-    isNoScript(e) ? r.eval(s.lua, keys.length, ...keys, ...args) : Promise.reject(e)
-  )
+const timedOut = <A>(op: Pending<A>) => op.end("timed out")
 
 /** @internal */
 export const makeClient = (settings: ClientSettings): Effect.Effect<Client, never, Scope.Scope> =>
@@ -157,6 +210,7 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
       const timer = setTimeout(done, settings.connectTimeoutMs)
       redis.once("ready", done)
     })
+    const encode = makeEncoder()
     /**
      * Commands issued in the same tick share one write (one round trip): the first one corks the
      * socket, which is uncorked once the tick's I/O callbacks have run (as ioredis' auto-pipelining
@@ -193,8 +247,8 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
      * only wait in the offline queue), bounded by a plain timer (no fiber: the connection's own
      * `commandTimeout` does not cover a command queued while it is re-established), its reply
      * decoded (`bad` fails) and the store's health reported. The operation is a command (`run`) or
-     * a script (`EVALSHA`, then `EVAL` once on `NOSCRIPT`, retried from the same reply handlers:
-     * no promise or closure of its own per call).
+     * a script (`EVALSHA` as a `ScriptCall`, then `EVAL` once on `NOSCRIPT`, retried from the same
+     * reply handlers); its state is one `Pending` object (no promise, and one closure: the canceller).
      */
     const raw = <A>(
       store: StoreName,
@@ -218,43 +272,12 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
           resume(failedWith(tracker, store, operation, "timed out"))
           return
         }
-        let settled = false
-        const timer = setTimeout(() => {
-          if (settled) return
-          settled = true
-          resume(failedWith(tracker, store, operation, "timed out"))
-        }, waitMs)
-        const onReply = (reply: unknown) => {
-          if (settled) return
-          settled = true
-          clearTimeout(timer)
-          const a = decode(reply)
-          if (a === bad) resume(failedWith(tracker, store, operation, "unexpected reply"))
-          else resume(tracker.healthy() ? Effect.succeed(a) : Effect.as(tracker.succeeded, a))
-        }
-        const onError = (e: unknown) => {
-          if (settled) return
-          if (typeof run !== "function" && isNoScript(e)) {
-            // the server does not hold the script (yet): once more with its text
-            redis.eval(run.lua, keys.length, ...keys, ...args).then(onReply, onLost)
-            return
-          }
-          onLost()
-        }
-        const onLost = () => {
-          if (settled) return
-          settled = true
-          clearTimeout(timer)
-          // (our own timer answers "timed out": the connection has no command timeout)
-          resume(failedWith(tracker, store, operation, "unavailable"))
-        }
+        const op = new Pending(redis, resume, tracker, store, operation, run, keys, args, decode)
+        op.timer = setTimeout(timedOut, waitMs, op)
         batch()
-        const sent = typeof run === "function" ? run(redis) : evalsha(redis, run, keys, args)
-        sent.then(onReply, onError)
-        return Effect.sync(() => {
-          settled = true
-          clearTimeout(timer)
-        })
+        if (typeof run === "function") run(redis).then(op.replied, op.failed)
+        else redis.sendCommand(new ScriptCall(encode(run, keys, args), op))
+        return Effect.sync(op.cancel)
       })
     const command: Client["command"] = (store, operation, run, decode) =>
       raw(store, operation, run, noStrings, noStrings, decode)
@@ -268,8 +291,15 @@ export const makeClient = (settings: ClientSettings): Effect.Effect<Client, neve
       // Down: nothing to send to (what it would have freed comes back by its lease or TTL).
       if (redis.status !== "ready") return
       batch()
-      if (known.has(s.sha)) evalScript(redis, s, keys, args).catch(() => {})
-      else
+      if (known.has(s.sha)) {
+        const handlers: ScriptHandlers = {
+          reply: ignore,
+          error: (e) => {
+            if (isNoScript(e)) redis.eval(s.lua, keys.length, ...keys, ...args).catch(ignore)
+          }
+        }
+        redis.sendCommand(new ScriptCall(encode(s, keys, args), handlers))
+      } else
         redis.eval(s.lua, keys.length, ...keys, ...args).then(
           () => known.add(s.sha),
           () => {}
