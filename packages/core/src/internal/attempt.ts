@@ -315,7 +315,7 @@ const ended = (
   c: Classified,
   record: AttemptRecord
 ): Effect.Effect<Classified> => {
-  const { ctx, call } = frame
+  const { call } = frame
   const { tally, holds } = call
   const target = context.target
   holds.inFlight = undefined
@@ -324,29 +324,7 @@ const ended = (
   if (c.response?.modelVersion !== undefined) tally.modelVersion = c.response.modelVersion
   tally.attempts.push(record)
   if (span !== undefined) Report.annotateAttempt(span, record)
-  // Health without route state (off) records at once: nothing to run. In memory, only what is left
-  // (a breaker transition) runs.
-  const fast = FastPath.health(ctx.health)
-  const recordNow = fast?.record
-  if (recordNow !== undefined) recordNow()
-  const signal =
-    recordNow !== undefined
-      ? undefined
-      : {
-          outcome: record.outcome,
-          availabilityFailure: c.breaker,
-          latencyMs: record.latencyMs,
-          ttftMs: record.ttftMs,
-          errorTag: record.errorTag,
-          retryAfterMs: record.retryAfterMs,
-          rateLimit: c.response?.rateLimit
-        }
-  const left =
-    signal === undefined
-      ? undefined
-      : fast?.recordAt === undefined
-        ? ctx.health.record(target, signal)
-        : fast.recordAt(target, signal, call.clock.unsafeCurrentTimeMillis())
+  const left = reportToHealth(frame, target, c, record)
   const reported = left === undefined ? Effect.succeed(c) : Effect.as(left, c)
   // A bug, reported loudly; by the defect's kind only (its message may quote content).
   return Exit.isFailure(exit) && c.error === undefined
@@ -357,6 +335,37 @@ const ended = (
         reported
       )
     : reported
+}
+
+/**
+ * Reports an attempt to health; returns what is left to run (`undefined`: nothing). Health off
+ * records at once with nothing to build; in memory the sample is kept at once and only a breaker
+ * transition (or a store to ask) is left; any other service is asked with its Effect.
+ */
+const reportToHealth = (
+  frame: Frame,
+  target: ModelTarget,
+  c: Classified,
+  record: AttemptRecord
+): Effect.Effect<void> | undefined => {
+  const { ctx, call } = frame
+  const fast = FastPath.health(ctx.health)
+  if (fast?.record !== undefined) {
+    fast.record()
+    return undefined
+  }
+  const signal = {
+    outcome: record.outcome,
+    availabilityFailure: c.breaker,
+    latencyMs: record.latencyMs,
+    ttftMs: record.ttftMs,
+    errorTag: record.errorTag,
+    retryAfterMs: record.retryAfterMs,
+    rateLimit: c.response?.rateLimit
+  }
+  return fast?.recordAt === undefined
+    ? ctx.health.record(target, signal)
+    : fast.recordAt(target, signal, call.clock.unsafeCurrentTimeMillis())
 }
 
 /**

@@ -46,12 +46,12 @@ export const readHealth = (
   if (snapshot === undefined || eligible.length === 0 || fast?.noRecords === true) return undefined
   // Records in memory: all read at once, at one clock reading (the caller's, when given: no fiber step).
   const at = fast?.snapshotReady === undefined || fast.snapshotReady() ? fast?.snapshotAt : undefined
-  if (at !== undefined && now !== undefined) return eligible.map((t) => at(t, now))
-  if (at !== undefined)
-    return Effect.clockWith((clock) => {
-      const now = clock.unsafeCurrentTimeMillis()
-      return Effect.succeed(eligible.map((t) => at(t, now)))
-    })
+  if (at !== undefined) {
+    const readAt = (now: number) => eligible.map((t) => at(t, now))
+    return now !== undefined
+      ? readAt(now)
+      : Effect.clockWith((clock) => Effect.succeed(readAt(clock.unsafeCurrentTimeMillis())))
+  }
   // A store to ask: every record, one by one.
   return Effect.forEach(eligible, (t) =>
     Effect.map(
