@@ -15,6 +15,10 @@
  * share (the server with a gateway answering at once against a bare handler with a fixed answer),
  * and the gateway alone in a process (no HTTP).
  *
+ * Also the p50 below saturation (`fixedRate.ts`): the server and the bare proxy at one fixed offered
+ * load on 64 connections (`server.p50.addedMs.atRate`, reported; `--only-latency` runs only that, at
+ * 200, 500 and 900 requests/s).
+ *
  * Writes `bench/results.json` and prints the verdicts (`server.cpu.addedUs`, `server.rps.vsPortkey`,
  * `server.p50.addedMs`, `server.memory.perConnection`) and the ceiling of `server.rps.vsPortkey` on
  * this machine (the bare proxy's requests/s over Portkey's: no proxy in front of the same mock does
@@ -31,6 +35,7 @@ import * as Net from "node:net"
 import * as Os from "node:os"
 import { fileURLToPath } from "node:url"
 import { benchKey } from "./children.js"
+import { type FixedRateRun, fixedRate, quantile } from "./fixedRate.js"
 import { durationArg, type Run, rowOf, warmupArg } from "./row.js"
 
 const duration = durationArg(process.argv)
@@ -114,6 +119,9 @@ const startPortkey = async (): Promise<{ child: ChildProcess; port: number } | {
   return { skipped: "Portkey did not answer within 20 s" }
 }
 
+/** The bench's chat request. */
+const chatBody = JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hello" }] })
+
 /** The load of one system at `connections` (a POST of the bench's chat request, or `GET /healthz`). */
 const loadOptions = (url: string, headers: Record<string, string>, connections: number, path: string) =>
   path !== "/healthz"
@@ -122,7 +130,7 @@ const loadOptions = (url: string, headers: Record<string, string>, connections: 
         method: "POST" as const,
         connections,
         headers: { "content-type": "application/json", ...headers },
-        body: JSON.stringify({ model: "chat", messages: [{ role: "user", content: "hello" }] })
+        body: chatBody
       }
     : { url: `${url}${path}`, method: "GET" as const, connections }
 
@@ -216,6 +224,31 @@ const main = async () => {
     for (const child of [mock.child, server.child, proxy.child]) child.kill()
     return
   }
+  if (process.argv.includes("--only-latency")) {
+    // Latency below saturation at several offered loads, for the server and the bare proxy.
+    const pairs = [
+      { name: "server", url: `http://127.0.0.1:${server.port}`, headers: { authorization: `Bearer ${benchKey}` } },
+      { name: "bareProxy", url: `http://127.0.0.1:${proxy.port}`, headers: {} }
+    ]
+    for (const s of pairs) await warm(s.url, s.headers)
+    for (const rate of [200, 500, 900]) {
+      for (const s of pairs) {
+        const options = {
+          url: `${s.url}/v1/chat/completions`,
+          headers: s.headers,
+          body: chatBody,
+          rate,
+          connections: 64
+        }
+        await fixedRate({ ...options, seconds: 1 })
+        process.stdout.write(
+          `${JSON.stringify({ system: s.name, ...(await fixedRate({ ...options, seconds: duration })) })}\n`
+        )
+      }
+    }
+    for (const child of [mock.child, server.child, proxy.child]) child.kill()
+    return
+  }
   const portkey = await startPortkey()
   const systems: Array<{
     name: string
@@ -258,6 +291,26 @@ const main = async () => {
       process.stderr.write(`${s.name} c=${connections}: ${JSON.stringify(runs[s.name]?.[`c${connections}`])}\n`)
     }
   }
+  // Latency below saturation: the server and the bare proxy at the same fixed offered load (half
+  // the server's requests/s at c=64 in this run) on 64 connections, open loop (`fixedRate.ts`);
+  // three alternating rounds after the others have drained, the median of each.
+  const rate = Math.max(50, Math.round((runs.server?.c64?.rps ?? 0) / 2 / 50) * 50)
+  await new Promise((r) => setTimeout(r, 2000))
+  const rounds: Record<string, Array<FixedRateRun>> = { bareProxy: [], server: [] }
+  for (let round = 0; round < 3; round++) {
+    for (const s of systems.filter((s) => s.name === "server" || s.name === "bareProxy")) {
+      const options = { url: `${s.url}/v1/chat/completions`, headers: s.headers, body: chatBody, rate, connections: 64 }
+      await fixedRate({ ...options, seconds: 1 })
+      rounds[s.name]?.push(await fixedRate({ ...options, seconds: duration }))
+    }
+  }
+  const medianOf = (runs: ReadonlyArray<FixedRateRun>) => {
+    const p50s = runs.map((r) => r.p50Ms).sort((a, b) => a - b)
+    const p99s = runs.map((r) => r.p99Ms).sort((a, b) => a - b)
+    return { rate, p50Ms: quantile(p50s, 0.5), p99Ms: quantile(p99s, 0.5), rounds: runs }
+  }
+  const atRate = { server: medianOf(rounds.server ?? []), bareProxy: medianOf(rounds.bareProxy ?? []) }
+  process.stderr.write(`fixed rate ${rate}/s, 64 connections: ${JSON.stringify(atRate)}\n`)
   // The HTTP layer alone: `GET /healthz` on the platform server vs a bare node:http answer.
   const httpOnly = {
     server: await load(server.child.pid ?? 0, `http://127.0.0.1:${server.port}`, {}, 64, "/healthz"),
@@ -320,6 +373,13 @@ const main = async () => {
       pass: (at("server", "c64")?.p50Ms ?? Number.NaN) - (at("bareProxy", "c64")?.p50Ms ?? Number.NaN) <= 0.5
     },
     {
+      id: "server.p50.addedMs.atRate",
+      what: `server − bare proxy, p50 latency ms at a fixed ${rate} requests/s on 64 connections (open loop)`,
+      measured: atRate.server.p50Ms - atRate.bareProxy.p50Ms,
+      target: "report",
+      pass: true
+    },
+    {
       id: "server.memory.perConnection",
       what: "server heap + external memory per idle keep-alive connection, bytes",
       measured: memory.server,
@@ -335,6 +395,7 @@ const main = async () => {
     machine: { node: process.version, cpus: Os.cpus().length, loadAverage: Os.loadavg() },
     portkey: "port" in portkey ? "@portkey-ai/gateway 1.15.2, --headless, NODE_ENV=production" : portkey.skipped,
     runs,
+    atRate,
     httpOnly,
     ownShare,
     gatewayInProcess: inProcess,

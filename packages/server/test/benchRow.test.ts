@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import autocannon from "autocannon"
 import * as Http from "node:http"
+import { fixedRate, quantile } from "../bench/fixedRate.js"
 import { durationArg, rowOf, warmupArg } from "../bench/row.js"
 
 describe("server bench parsing", () => {
@@ -44,5 +45,42 @@ describe("server bench parsing", () => {
     expect(row.rps).toBe(0)
     expect(Number.isNaN(row.cpuUsPerRequest)).toBe(true)
     expect(row.errors).toBe(3)
+  })
+
+  it("reads quantiles by nearest rank", () => {
+    const sorted = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    expect(quantile(sorted, 0.5)).toBe(5)
+    expect(quantile(sorted, 0.99)).toBe(10)
+    expect(quantile(sorted, 0)).toBe(1)
+    expect(Number.isNaN(quantile([], 0.5))).toBe(true)
+  })
+
+  it("sends every request of a fixed-rate window and keeps failures out of the latencies", async () => {
+    let seen = 0
+    const server = Http.createServer((req, res) => {
+      req.resume()
+      // Every fourth request fails: it must be counted as failed, not timed.
+      res.statusCode = ++seen % 4 === 0 ? 500 : 200
+      res.end("{}")
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    try {
+      const run = await fixedRate({
+        url: `http://127.0.0.1:${port}/v1/chat/completions`,
+        headers: {},
+        body: "{}",
+        rate: 2000,
+        seconds: 0.02,
+        connections: 4
+      })
+      expect(seen).toBe(40)
+      expect(run.requests).toBe(30)
+      expect(run.failed).toBe(10)
+      expect(run.p50Ms > 0 && run.p50Ms <= run.p99Ms).toBe(true)
+    } finally {
+      server.close()
+    }
   })
 })
