@@ -41,7 +41,12 @@
  *   `http.cpu.addedOverAdapterUs` measures, without the other six clients; the in-process pairs
  *   make 5 × `calls` calls a round);
  * - `node --expose-gc bench/asyncCost.bundle.mjs profile <pair> <adapter|gateway> [c] [calls] [out]`:
- *   the CPU profile of one side's calls (inspector `Profiler`).
+ *   the CPU profile of one side's calls (inspector `Profiler`);
+ * - `node --expose-gc bench/asyncCost.bundle.mjs alloc <pair> [c] [calls] [top]`: bytes **allocated**
+ *   per call by each side (V8's sampling heap profiler, every 128 bytes, objects collected by
+ *   scavenges and full GCs included), scavenges per 1,000 calls, and the gateway's allocating
+ *   functions with the most bytes over the adapter's (bundle lines: the profiler does not apply
+ *   source maps).
  */
 import * as OpenAi from "@modelgate/adapters/openai"
 import * as HttpTransport from "@modelgate/adapters/HttpTransport"
@@ -51,6 +56,7 @@ import { Effect, Layer, ManagedRuntime, Redacted, Scheduler } from "effect"
 import { createHook } from "node:async_hooks"
 import { writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
+import { constants, PerformanceObserver } from "node:perf_hooks"
 import { answerText, buildGateway, command, instantAdapter, requestFor, target, workflow } from "./fixtures.js"
 import { collectGarbage, median } from "./harness.js"
 import { startMock } from "./mockProcess.js"
@@ -363,12 +369,101 @@ const profile = async (run: Run, concurrency: number, calls: number, out: string
   console.log(`c=${concurrency}: ${us.toFixed(0)} CPU µs per call over ${calls} calls; profile in ${out}`)
 }
 
+/** A node of V8's sampling heap profile. */
+interface SampleNode {
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly selfSize: number
+  readonly children: ReadonlyArray<SampleNode>
+}
+
+/** Sampled bytes by allocating function (`name file:line`), and their total. */
+const bySite = (root: SampleNode): { readonly sites: Map<string, number>; readonly total: number } => {
+  const sites = new Map<string, number>()
+  let total = 0
+  const visit = (node: SampleNode) => {
+    const f = node.callFrame
+    if (node.selfSize > 0) {
+      const key = `${f.functionName || "(anonymous)"} ${f.url.split("/").pop() ?? ""}:${f.lineNumber}`
+      sites.set(key, (sites.get(key) ?? 0) + node.selfSize)
+      total += node.selfSize
+    }
+    for (const child of node.children) visit(child)
+  }
+  visit(root)
+  return { sites, total }
+}
+
+/** Scavenges (minor GCs) observed while `body` runs. */
+const scavengesDuring = async (body: () => Promise<void>): Promise<number> => {
+  let scavenges = 0
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const detail: unknown = "detail" in entry ? entry.detail : undefined
+      if (
+        typeof detail === "object" &&
+        detail !== null &&
+        "kind" in detail &&
+        detail.kind === constants.NODE_PERFORMANCE_GC_MINOR
+      )
+        scavenges++
+    }
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  await body()
+  // GC entries are delivered asynchronously.
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  observer.disconnect()
+  return scavenges
+}
+
+/** Allocation by one side's `calls` calls: sampled sites, bytes per call, scavenges per 1,000 calls. */
+const allocation = async (session: Session, run: Run, concurrency: number, calls: number) => {
+  await run(Math.min(calls, 2_000), concurrency)
+  collectGarbage(1)
+  await post(session, "HeapProfiler.startSampling", {
+    samplingInterval: 128,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true
+  })
+  const scavenges = await scavengesDuring(() => run(calls, concurrency))
+  const { profile } = await post<{ profile: { head: SampleNode } }>(session, "HeapProfiler.stopSampling")
+  const { sites, total } = bySite(profile.head)
+  return { sites, bytesPerCall: total / calls, scavengesPer1000: (scavenges / calls) * 1000 }
+}
+
+/** Posts `method` on an inspector session. */
+const post = <A>(session: Session, method: string, params: object = {}): Promise<A> =>
+  new Promise((resolve, reject) =>
+    session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as A)))
+  )
+
+/** Bytes allocated per call by both sides of a pair, and the gateway's sites with the most over the adapter's. */
+const allocPair = async (pair: Pair, concurrency: number, calls: number, top: number) => {
+  const session = new Session()
+  session.connect()
+  await post(session, "HeapProfiler.enable")
+  const adapter = await allocation(session, pair.adapter, concurrency, calls)
+  const gateway = await allocation(session, pair.gateway, concurrency, calls)
+  session.disconnect()
+  const round = (n: number) => Math.round(n)
+  console.log(
+    `c=${concurrency}, ${calls} calls: allocated per call adapter ${round(adapter.bytesPerCall)} B, ` +
+      `gateway ${round(gateway.bytesPerCall)} B (+${round(gateway.bytesPerCall - adapter.bytesPerCall)}); ` +
+      `scavenges per 1,000 calls ${adapter.scavengesPer1000.toFixed(2)} / ${gateway.scavengesPer1000.toFixed(2)}`
+  )
+  const extra = [...gateway.sites].map(
+    ([site, bytes]) => [site, (bytes - (adapter.sites.get(site) ?? 0)) / calls] as const
+  )
+  for (const [site, bytes] of extra.sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`${round(bytes).toString().padStart(7)} B  ${site}`)
+}
+
 const isMain = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href
 if (isMain) {
   const [mode, ...args] = process.argv.slice(2)
   const mock = await startMock()
   // The CPU and profile modes run the globals and the scheduler as they are.
-  if (mode !== "cpu" && mode !== "profile") instrument()
+  if (mode !== "cpu" && mode !== "profile" && mode !== "alloc") instrument()
   const built = await subjects(mock.baseUrl)
   try {
     if (mode === "profile") {
@@ -376,6 +471,11 @@ if (isMain) {
       const pair = built.pairs[name]
       if (pair === undefined) throw new Error(`asyncCost: no pair ${name}`)
       await profile(side === "adapter" ? pair.adapter : pair.gateway, Number(concurrency), Number(calls), out)
+    } else if (mode === "alloc") {
+      const [name = "http", concurrency = "64", calls = "10000", top = "40"] = args
+      const pair = built.pairs[name]
+      if (pair === undefined) throw new Error(`asyncCost: no pair ${name}`)
+      await allocPair(pair, Number(concurrency), Number(calls), Number(top))
     } else if (mode === "cpu") {
       const [rounds, calls] = [Number(args[0] ?? 6), Number(args[1] ?? 2_000)]
       for (const name of (args[2] ?? "http,instant,echo").split(",")) {

@@ -158,10 +158,33 @@ const routeAndAnswer = (
   // waits within the deadline; a settled one is read as it is.
   const routed =
     Exit.isExit(routing) || call.compiled === undefined ? routing : Call.withinDeadline(call, routing, "before_attempt")
-  return Effect.flatMap(routed, (route) =>
-    Effect.flatMap(admit(ctx, call, route), (admitted) => answer(ctx, call, admitted, invoke))
-  )
+  // A settled decision (made at once) is read as it is: no `flatMap` frame for it.
+  if (!isSettled(routed)) return Effect.flatMap(routed, (route) => admitAndAnswer(ctx, call, route, invoke))
+  if (Exit.isFailure(routed)) return Exit.failCause(routed.cause)
+  // Called now rather than in a continuation: a defect it throws is still the step's defect (the
+  // call's exit handler runs), as the continuation's would be.
+  try {
+    return admitAndAnswer(ctx, call, routed.value, invoke)
+  } catch (defect) {
+    return Effect.die(defect)
+  }
 }
+
+/** admission → attempts → envelope, on the route the router decided. */
+const admitAndAnswer = (
+  ctx: Call.EngineContext,
+  call: Call.Call,
+  route: Route,
+  invoke: Invoke
+): Effect.Effect<ModelResult, Failure> => {
+  const admitted = admit(ctx, call, route)
+  // A settled admission (in-memory stores) is read as it is: no `flatMap` frame for it.
+  if (!isSettled(admitted)) return Effect.flatMap(admitted, (r) => answer(ctx, call, r, invoke))
+  return Exit.isSuccess(admitted) ? answer(ctx, call, admitted.value, invoke) : Exit.failCause(admitted.cause)
+}
+
+/** Whether a step is settled already (an `Exit`, read as it is). */
+const isSettled = <A, E, R>(self: Effect.Effect<A, E, R>): self is Exit.Exit<A, E> => Exit.isExit(self)
 
 /** What the call is refused for before it is routed: the wrong mode, another tenant's run, an exhausted run. */
 const refusalOf = (call: Call.Call): Failure | undefined => {

@@ -261,30 +261,42 @@ interface Trie {
 }
 const newTrie = (): Trie => ({ children: new Map(), labels: undefined })
 
-/** Label sets for one list of label keys, by their values. */
-export type LabelCache = (...values: Array<string>) => Labels
+/**
+ * Label sets for one list of (at most five) label keys, by their values in the keys' order. Fixed
+ * parameters rather than a rest array: no array per lookup (a call makes about a dozen).
+ */
+export type LabelCache = (v0: string, v1?: string, v2?: string, v3?: string, v4?: string) => Labels
+
+/** Most label keys of one {@link LabelCache}. */
+const maxLabelKeys = 5
 
 /** A cache of label sets for one list of label keys. */
 const labelCache = (keys: ReadonlyArray<string>): LabelCache => {
+  if (keys.length > maxLabelKeys) throw new Error(`labelCache: at most ${maxLabelKeys} label keys`)
+  const depth = keys.length
   let root = newTrie()
   let count = 0
-  return (...values: Array<string>): Labels => {
-    let node = root
-    for (const v of values) {
-      let next = node.children.get(v)
-      if (next === undefined) {
-        if (count >= 10_000) {
-          root = newTrie()
-          count = 0
-          next = newTrie()
-        } else {
-          next = newTrie()
-        }
-        node.children.set(v, next)
+  /** The child of `node` for `v`, added when missing (a full cache starts over). */
+  const step = (node: Trie, v: string): Trie => {
+    let next = node.children.get(v)
+    if (next === undefined) {
+      if (count >= 10_000) {
+        root = newTrie()
+        count = 0
       }
-      node = next
+      next = newTrie()
+      node.children.set(v, next)
     }
+    return next
+  }
+  return (v0, v1 = "", v2 = "", v3 = "", v4 = ""): Labels => {
+    let node = step(root, v0)
+    if (depth > 1) node = step(node, v1)
+    if (depth > 2) node = step(node, v2)
+    if (depth > 3) node = step(node, v3)
+    if (depth > 4) node = step(node, v4)
     if (node.labels === undefined) {
+      const values = [v0, v1, v2, v3, v4]
       node.labels = keys.map((k, i) => MetricLabel.make(k, values[i]!))
       count++
     }
