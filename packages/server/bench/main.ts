@@ -138,6 +138,13 @@ const loadOptions = (url: string, headers: Record<string, string>, connections: 
 const warm = (url: string, headers: Record<string, string>, path = "/v1/chat/completions") =>
   autocannon({ ...loadOptions(url, headers, 64, path), amount: warmup })
 
+/** One fixed-rate window of the chat request on 64 connections, after 1 s at the same rate (`fixedRate.ts`). */
+const atFixedRate = async (url: string, headers: Record<string, string>, rate: number): Promise<FixedRateRun> => {
+  const options = { url: `${url}/v1/chat/completions`, headers, body: chatBody, rate, connections: 64 }
+  await fixedRate({ ...options, seconds: 1 })
+  return fixedRate({ ...options, seconds: duration })
+}
+
 const load = async (
   pid: number,
   url: string,
@@ -233,17 +240,7 @@ const main = async () => {
     for (const s of pairs) await warm(s.url, s.headers)
     for (const rate of [200, 500, 900]) {
       for (const s of pairs) {
-        const options = {
-          url: `${s.url}/v1/chat/completions`,
-          headers: s.headers,
-          body: chatBody,
-          rate,
-          connections: 64
-        }
-        await fixedRate({ ...options, seconds: 1 })
-        process.stdout.write(
-          `${JSON.stringify({ system: s.name, ...(await fixedRate({ ...options, seconds: duration })) })}\n`
-        )
+        process.stdout.write(`${JSON.stringify({ system: s.name, ...(await atFixedRate(s.url, s.headers, rate)) })}\n`)
       }
     }
     for (const child of [mock.child, server.child, proxy.child]) child.kill()
@@ -296,20 +293,20 @@ const main = async () => {
   // three alternating rounds after the others have drained, the median of each.
   const rate = Math.max(50, Math.round((runs.server?.c64?.rps ?? 0) / 2 / 50) * 50)
   await new Promise((r) => setTimeout(r, 2000))
-  const rounds: Record<string, Array<FixedRateRun>> = { bareProxy: [], server: [] }
-  for (let round = 0; round < 3; round++) {
-    for (const s of systems.filter((s) => s.name === "server" || s.name === "bareProxy")) {
-      const options = { url: `${s.url}/v1/chat/completions`, headers: s.headers, body: chatBody, rate, connections: 64 }
-      await fixedRate({ ...options, seconds: 1 })
-      rounds[s.name]?.push(await fixedRate({ ...options, seconds: duration }))
-    }
+  const serverSystem = systems.find((s) => s.name === "server")
+  const bareSystem = systems.find((s) => s.name === "bareProxy")
+  const serverRounds: Array<FixedRateRun> = []
+  const bareRounds: Array<FixedRateRun> = []
+  for (let round = 0; round < 3 && serverSystem !== undefined && bareSystem !== undefined; round++) {
+    serverRounds.push(await atFixedRate(serverSystem.url, serverSystem.headers, rate))
+    bareRounds.push(await atFixedRate(bareSystem.url, bareSystem.headers, rate))
   }
   const medianOf = (runs: ReadonlyArray<FixedRateRun>) => {
     const p50s = runs.map((r) => r.p50Ms).sort((a, b) => a - b)
     const p99s = runs.map((r) => r.p99Ms).sort((a, b) => a - b)
     return { rate, p50Ms: quantile(p50s, 0.5), p99Ms: quantile(p99s, 0.5), rounds: runs }
   }
-  const atRate = { server: medianOf(rounds.server ?? []), bareProxy: medianOf(rounds.bareProxy ?? []) }
+  const atRate = { server: medianOf(serverRounds), bareProxy: medianOf(bareRounds) }
   process.stderr.write(`fixed rate ${rate}/s, 64 connections: ${JSON.stringify(atRate)}\n`)
   // The HTTP layer alone: `GET /healthz` on the platform server vs a bare node:http answer.
   const httpOnly = {

@@ -31,7 +31,6 @@ import * as FastPath from "./fastPath.js"
 import { cancelledRecord, defectKind, recordOf } from "./evidence.js"
 import { outputFormatOf } from "./output.js"
 import * as Report from "./telemetry.js"
-import { millisOf } from "./durationMillis.js"
 
 /** What every request of a call shares: its workflow, its command, its resolved options. */
 export interface RequestBasis {
@@ -68,7 +67,7 @@ const noTools: ReadonlyArray<never> = Object.freeze([])
 /** `timeoutMs` as a `Duration`: the target's own limit when it is that (no new value per request). */
 const timeoutOf = (target: ModelTarget, timeoutMs: number): Duration.Duration => {
   const limit = target.limits.perAttemptTimeout
-  return millisOf(limit) === timeoutMs ? limit : Duration.millis(timeoutMs)
+  return Duration.toMillis(limit) === timeoutMs ? limit : Duration.millis(timeoutMs)
 }
 
 /**
@@ -111,7 +110,11 @@ export const classifyEnd = (
   Disposition.classify(
     target.ref,
     exit,
-    Disposition.cutByDeadline(until - startedAt, millisOf(target.limits.perAttemptTimeout), endedAt - startedAt)
+    Disposition.cutByDeadline(
+      until - startedAt,
+      Duration.toMillis(target.limits.perAttemptTimeout),
+      endedAt - startedAt
+    )
   )
 
 /** What one attempt of the pipeline needs of its call. */
@@ -237,7 +240,7 @@ class AttemptRun implements AttemptContext, AttemptProgress {
     this.attempt = planned.number
     this.position = planned.index
     this.fallback = planned.index > 0
-    this.until = startedAt + millisOf(request.timeout)
+    this.until = startedAt + Duration.toMillis(request.timeout)
   }
 
   get clock(): Clock.Clock {

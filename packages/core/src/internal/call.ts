@@ -12,7 +12,7 @@
  * The engine context (services resolved once per gateway, the running configuration, the call-id
  * sequence) is here too: every stage reads it.
  */
-import { Clock, Effect, Option, type Tracer } from "effect"
+import { Clock, Duration, Effect, Option, type Tracer } from "effect"
 import type * as AgentRun from "../AgentRun.js"
 import type { Budgets, Reservation, Settlement } from "../Budgets.js"
 import type * as CallRecorder from "../CallRecorder.js"
@@ -39,7 +39,6 @@ import { bounded } from "./deadline.js"
 import * as FastPath from "./fastPath.js"
 import type * as Lifecycle from "./lifecycle.js"
 import * as Literals from "./literals.js"
-import { millisOf } from "./durationMillis.js"
 
 /** One running configuration: its router (compiled workflows) and its version. */
 export interface LiveConfig {
@@ -229,7 +228,10 @@ export interface CallStart {
 const deadlineOf = (start: CallStart, compiled: CompiledWorkflow | undefined, run: AgentRun.Run | undefined) => {
   if (compiled === undefined) return start.startedAt
   const cmd = start.command.timeout
-  const ms = Math.min(cmd !== undefined ? millisOf(cmd) : Infinity, millisOf(compiled.workflow.timeout))
+  const ms = Math.min(
+    cmd !== undefined ? Duration.toMillis(cmd) : Infinity,
+    Duration.toMillis(compiled.workflow.timeout)
+  )
   const own = start.startedAt + ms
   return run === undefined ? own : Math.min(own, run.deadlineAt)
 }

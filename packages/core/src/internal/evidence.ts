@@ -3,7 +3,7 @@
  * `CallRecord`, handed to telemetry, the recorder, the agent run and lifecycle hooks. Built from
  * the call's tally once, when the call answers or settles; never holds content.
  */
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Duration, Effect, Exit, Option } from "effect"
 import type { Failure } from "../Errors.js"
 import type { Classified } from "./disposition.js"
 import type { AttemptRecord, CallRecord, Cost, Evidence, ModelResult } from "../ModelResult.js"
@@ -15,7 +15,6 @@ import type { AttemptContext } from "./attemptContext.js"
 import { type Answer, type Call, type EngineContext, type MetricLabelValues, ranOn } from "./call.js"
 import { withoutTo } from "./router/escalation.js"
 import * as Report from "./telemetry.js"
-import { millisOf } from "./durationMillis.js"
 
 /**
  * The record of an attempt that ended at `end`, as `Disposition.classify` classified it. Every
@@ -45,7 +44,7 @@ export const recordOf = (
     latencyMs: end - attempt.startedAt,
     timeoutMs: attempt.until - attempt.startedAt,
     ttftMs: attempt.progress.ttftMs,
-    retryAfterMs: e?.retryAfter !== undefined ? millisOf(e.retryAfter) : undefined,
+    retryAfterMs: e?.retryAfter !== undefined ? Duration.toMillis(e.retryAfter) : undefined,
     possiblyProcessed: r !== undefined ? undefined : c.possiblyProcessed,
     maxOutputTokens,
     usage,

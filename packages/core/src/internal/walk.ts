@@ -24,7 +24,6 @@ import * as FastPath from "./fastPath.js"
 import { validateOutput } from "./output.js"
 import * as RateLimit from "./rateLimit.js"
 import { nextDelay, type RetryState, retrySchedule } from "./retry.js"
-import { millisOf } from "./durationMillis.js"
 
 /** What the loop runs with, built once per call. */
 export interface Walk extends Frame, RequestBasis {
@@ -152,7 +151,7 @@ type PlannedAttempt = (
 const attemptAt = (walk: Walk, cursor: Cursor): Effect.Effect<Step, Failure> => {
   const { call, route } = walk
   const target = route.targets[cursor.index]!
-  const minimumMs = millisOf(target.limits.minimumAttemptTime)
+  const minimumMs = Duration.toMillis(target.limits.minimumAttemptTime)
   const start = call.clock.unsafeCurrentTimeMillis()
   const remaining = call.deadline - start
   if (remaining < minimumMs) return Effect.succeed(moveTo(walk, { ...cursor, stoppedForTime: true }, cursor.index + 1))
@@ -220,7 +219,7 @@ const admitted: PlannedAttempt = (walk, cursor, planned, rated) => {
 const send: PlannedAttempt = (walk, cursor, planned, rated) => {
   const { ctx, call } = walk
   const { target, cap, inputTokens, minimumMs } = planned
-  const perAttemptMs = millisOf(target.limits.perAttemptTimeout)
+  const perAttemptMs = Duration.toMillis(target.limits.perAttemptTimeout)
   const request = requestOf(walk, target, cursor.messages, cap, Math.min(planned.remaining, perAttemptMs))
   return Effect.flatMap(
     dispatch(walk, { index: cursor.index, number: cursor.attempt, request, inputTokens, minimumMs }),
@@ -414,7 +413,7 @@ const retry = (walk: Walk, cursor: Cursor, target: ModelTarget): Effect.Effect<S
       maxAttempts: target.limits.maxAttempts,
       now,
       deadline: call.deadline,
-      minimumMs: millisOf(target.limits.minimumAttemptTime)
+      minimumMs: Duration.toMillis(target.limits.minimumAttemptTime)
     }
     return Effect.flatMap(Disposition.retryGate(facts, probes), (verdict): Effect.Effect<Step> => {
       if (verdict._tag === "NoRetry") {
@@ -469,7 +468,7 @@ const endOfRoute = (walk: Walk, cursor: Cursor, degrade: boolean): Effect.Effect
     )
     let smallestMinimum = Infinity
     for (const t of route.targets) {
-      smallestMinimum = Math.min(smallestMinimum, millisOf(t.limits.minimumAttemptTime))
+      smallestMinimum = Math.min(smallestMinimum, Duration.toMillis(t.limits.minimumAttemptTime))
     }
     const end = Disposition.endOfRoute({
       last: cursor.last,

@@ -4,6 +4,7 @@
  * a breaker view), the router state it reads (`routed`, `rememberServed`, `makeState`), and the
  * helpers of the stages (canary sides, eligibility, escalation, the health term). Private by path.
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type { Failure } from "../../Errors.js"
@@ -23,7 +24,6 @@ import { fitsEveryWindow, mediaOf } from "./eligibility.js"
 import { withTokens } from "./selection.js"
 import { type RouterState, remember, RoutedWorkflows, stateOf } from "./state.js"
 import { sliceCharacters } from "../tokenLimits.js"
-import { millisOf } from "../durationMillis.js"
 
 export { canaryKey, canarySide } from "./canary.js"
 export type { BreakerView } from "./context.js"
@@ -176,7 +176,7 @@ export const decide = (
 
 /** The time a call has when nothing but its command and workflow bound it: the earlier timeout, ms. */
 const timeoutOf = (command: ModelCommand, w: CompiledWorkflow["workflow"]): number =>
-  Math.min(command.timeout === undefined ? Infinity : millisOf(command.timeout), millisOf(w.timeout))
+  Math.min(command.timeout === undefined ? Infinity : Duration.toMillis(command.timeout), Duration.toMillis(w.timeout))
 
 /** The command's own checks: regions within the workflow's, options within its bounds, provider options allowed. */
 const checkCommand = (
