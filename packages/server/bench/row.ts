@@ -64,3 +64,54 @@ export const rowOf = (
     non2xx: result.non2xx
   }
 }
+
+/**
+ * Rounds of paired windows at c=64, per system: `--rounds <n>` (default 3). The systems compared
+ * by a verdict run one after another in each round, so a verdict is taken per round (the server
+ * against the bare proxy a few seconds apart) and the median of the rounds is reported: the
+ * machine's drift across a run moves both sides of a round, not the verdict.
+ */
+export const roundsArg = (argv: ReadonlyArray<string>, fallback = 3): number => {
+  const rounds = positiveArg(argv, "--rounds", fallback)
+  if (!Number.isInteger(rounds)) throw new Error("--rounds needs a whole number")
+  return rounds
+}
+
+/** The median of `values`: the middle one (an even count: the mean of the two middle ones). */
+export const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  if (sorted.length === 0) return Number.NaN
+  return sorted.length % 2 === 1
+    ? (sorted[mid] ?? Number.NaN)
+    : ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2
+}
+
+/** A system's row over its rounds: each rate, latency and cost the median of the rounds; counts summed. */
+export const medianRow = (rows: ReadonlyArray<Run>): Run => ({
+  rps: median(rows.map((r) => r.rps)),
+  p50Ms: median(rows.map((r) => r.p50Ms)),
+  p99Ms: median(rows.map((r) => r.p99Ms)),
+  cpuUsPerRequest: median(rows.map((r) => r.cpuUsPerRequest)),
+  requests: rows.reduce((n, r) => n + r.requests, 0),
+  errors: rows.reduce((n, r) => n + r.errors, 0),
+  non2xx: rows.reduce((n, r) => n + r.non2xx, 0)
+})
+
+/**
+ * The median over rounds of `f` applied to two systems' windows of the same round (e.g. the
+ * server's CPU per request minus the bare proxy's); `NaN` when either side has no window.
+ */
+export const pairedMedian = (
+  a: ReadonlyArray<Run> | undefined,
+  b: ReadonlyArray<Run> | undefined,
+  f: (a: Run, b: Run) => number
+): number => {
+  if (a === undefined || b === undefined || a.length === 0 || a.length !== b.length) return Number.NaN
+  const values: Array<number> = []
+  a.forEach((run, i) => {
+    const other = b[i]
+    if (other !== undefined) values.push(f(run, other))
+  })
+  return median(values)
+}

@@ -2,7 +2,57 @@ import { describe, expect, it } from "@effect/vitest"
 import autocannon from "autocannon"
 import * as Http from "node:http"
 import { fixedRate, quantile } from "../bench/fixedRate.js"
-import { durationArg, rowOf, warmupArg } from "../bench/row.js"
+import { durationArg, median, medianRow, pairedMedian, roundsArg, type Run, rowOf, warmupArg } from "../bench/row.js"
+
+const row = (rps: number, cpuUsPerRequest: number, p50Ms = 10): Run => ({
+  rps,
+  p50Ms,
+  p99Ms: 2 * p50Ms,
+  cpuUsPerRequest,
+  requests: rps * 4,
+  errors: 0,
+  non2xx: 1
+})
+
+describe("server bench rounds", () => {
+  it("reads --rounds (a whole number), 3 by default", () => {
+    expect(roundsArg(["node", "main.ts"])).toBe(3)
+    expect(roundsArg(["node", "main.ts", "--rounds", "5"])).toBe(5)
+    expect(() => roundsArg(["node", "main.ts", "--rounds", "2.5"])).toThrow(/whole number/)
+    expect(() => roundsArg(["node", "main.ts", "--rounds", "0"])).toThrow(/positive number/)
+  })
+
+  it("takes the middle value, or the mean of the two middle ones", () => {
+    expect(median([3, 1, 2])).toBe(2)
+    expect(median([10, 1, 4, 2])).toBe(3)
+    expect(median([7])).toBe(7)
+    expect(median([])).toBeNaN()
+  })
+
+  it("a row over rounds: medians of each rate and cost, counts summed", () => {
+    const rows = [row(1000, 500, 30), row(1200, 450, 20), row(900, 700, 40)]
+    expect(medianRow(rows)).toEqual({
+      rps: 1000,
+      p50Ms: 30,
+      p99Ms: 60,
+      cpuUsPerRequest: 500,
+      requests: 12_400,
+      errors: 0,
+      non2xx: 3
+    })
+  })
+
+  it("a verdict per round, paired by index, then its median (not the difference of medians)", () => {
+    // A machine that slows down in round 3 slows both sides of that round.
+    const server = [row(1000, 500), row(1000, 520), row(600, 900)]
+    const bare = [row(3000, 200), row(3000, 260), row(1800, 560)]
+    const added = pairedMedian(server, bare, (a, b) => a.cpuUsPerRequest - b.cpuUsPerRequest)
+    expect(added).toBe(300) // rounds: 300, 260, 340
+    expect(medianRow(server).cpuUsPerRequest - medianRow(bare).cpuUsPerRequest).toBe(260)
+    expect(pairedMedian(server, bare.slice(0, 2), (a, b) => a.rps / b.rps)).toBeNaN()
+    expect(pairedMedian(undefined, bare, (a, b) => a.rps / b.rps)).toBeNaN()
+  })
+})
 
 describe("server bench parsing", () => {
   it("reads --duration, defaults when absent, refuses a non-number", () => {

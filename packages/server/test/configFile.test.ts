@@ -74,6 +74,28 @@ describe("a server from a configuration file", () => {
     expect(records.at(-1)?.tenant).toBe("globex")
   })
 
+  it("concurrent requests of two keys each run for their own key's tenant", async () => {
+    const before = (await Effect.runPromise(recorder.records)).length
+    const keys = [
+      "key-full",
+      "key-narrow",
+      "key-full",
+      "key-narrow",
+      "key-narrow",
+      "key-full",
+      "key-full",
+      "key-narrow"
+    ]
+    await Promise.all(
+      keys.map((key) =>
+        client(key).chat.completions.create({ model: "ticket", messages: [{ role: "user", content: "x" }] })
+      )
+    )
+    const records = (await Effect.runPromise(recorder.records)).slice(before)
+    const seen = records.map((r) => `${r.tenant} ${r.evidence.identity?.tenant} ${r.evidence.identity?.subject}`)
+    expect(seen.sort()).toEqual([...Array(4).fill("acme acme full"), ...Array(4).fill("globex globex narrow")])
+  })
+
   it("the reservation shows in the evidence (a budgeted tenant)", async () => {
     const { response } = await client("key-full")
       .chat.completions.create({ model: "chat", messages: [{ role: "user", content: "x" }] })

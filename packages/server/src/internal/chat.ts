@@ -2,11 +2,13 @@
  * `POST /v1/chat/completions`: one command per request through `generate` (JSON) or `stream`
  * (SSE in the OpenAI chunk format, evidence in the last chunk before `data: [DONE]`): the call and
  * its answer, written by `nodeChat.ts` from the `node:http` listener, whose fiber a client that
- * disconnects interrupts (so it cancels the call).
+ * disconnects interrupts (so it cancels the call). The call runs for the key's tenant: the fiber
+ * that runs it has the key's identity in its context (`nodeChat.ts` runs it on a runtime per key,
+ * so no request provides a service).
  *
  * @internal
  */
-import { type Errors, ModelCommand, type ModelResult, type StreamEvent, Tenancy } from "@modelgate/core"
+import { type Errors, ModelCommand, type ModelResult, type StreamEvent } from "@modelgate/core"
 import { Chunk, Effect, Option, type Scope, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import type { ApiKey } from "../ServerConfig.js"
@@ -70,10 +72,6 @@ export const jsonOf = (
   headers: evidenceHeaders(result.evidence)
 })
 
-/** The gateway's generate for `command`, vouched for by `key`. */
-const generate = (env: Request.Env, key: ApiKey, command: ModelCommand.ModelCommand) =>
-  env.gateway.generate(command).pipe(Tenancy.vouch(Request.identityOf(key)))
-
 /** True when the request sets a header limit (`Request.limitsOf`). */
 const hasHeaderLimits = (headers: Request.Headers): boolean =>
   headers["x-modelgate-timeout-ms"] !== undefined ||
@@ -97,7 +95,7 @@ export const direct = (
   const problem = ChatWire.unsupported(body, workflow.structured)
   if (problem !== undefined) return ErrorWire.invalidBody([problem])
   const command = ChatFast.command(body, workflow.name, key.tenant)
-  return command === undefined ? undefined : generate(env, key, command)
+  return command === undefined ? undefined : env.gateway.generate(command)
 }
 
 /**
@@ -128,7 +126,7 @@ export const call = (
     const settle = yield* Request.takeRate(env, key)
     const created = env.createdAt()
     if (body.stream !== true) {
-      const result = yield* generate(env, key, command).pipe(
+      const result = yield* env.gateway.generate(command).pipe(
         Effect.interruptible,
         Effect.tapError((e) =>
           Effect.sync(() => settle(e.attempts.reduce((n, a) => n + (a.usage ? totalTokens(a.usage) : 0), 0)))
@@ -138,9 +136,7 @@ export const call = (
       settle(totalTokens(result.evidence.usage))
       return jsonOf(result, body.model, created)
     }
-    const pull = yield* Stream.toPull(
-      Stream.provideService(env.gateway.stream(command), Tenancy.CurrentIdentity, Request.identityOf(key))
-    )
+    const pull = yield* Stream.toPull(env.gateway.stream(command))
     const head = yield* pullUntilContent(pull)
     const render = ChatWire.makeChunker(
       `chatcmpl-${randomUUID()}`,

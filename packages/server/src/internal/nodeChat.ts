@@ -9,9 +9,10 @@
  *
  * @internal
  */
-import type { Errors, ModelResult } from "@modelgate/core"
-import { Cause, Chunk, Effect, Exit, type Fiber, FiberId, Option, Runtime, Stream } from "effect"
+import { type Errors, type ModelResult, Tenancy } from "@modelgate/core"
+import { Cause, Chunk, Context, Effect, Exit, type Fiber, FiberId, Option, Runtime, Stream } from "effect"
 import type * as Http from "node:http"
+import type { ApiKey } from "../ServerConfig.js"
 import * as Chat from "./chat.js"
 import * as ErrorWire from "./errorWire.js"
 import * as Request from "./request.js"
@@ -132,11 +133,12 @@ const runDirect = (
 }
 
 /** The steps of `chat.ts`'s route, as plain checks up to the call. */
-const answer = (env: Request.Env, run: Run, req: Http.IncomingMessage, res: Http.ServerResponse) => {
+const answer = (env: Request.Env, runAs: (key: ApiKey) => Run, req: Http.IncomingMessage, res: Http.ServerResponse) => {
   const refused = Request.admission(env)
   if (refused !== undefined) return writeError(res, refused)
   const key = Request.keyOf(env, req.headers.authorization)
   if (key === undefined) return writeError(res, ErrorWire.unauthorized)
+  const run = runAs(key)
   const limit = env.limits.maxBodyBytes
   if (Number(req.headers["content-length"] ?? "0") > limit) return writeError(res, Request.tooLarge(limit))
   readText(req, limit, (text) => {
@@ -165,13 +167,36 @@ const answer = (env: Request.Env, run: Run, req: Http.IncomingMessage, res: Http
  * other request (left to the platform router).
  */
 export const listener = (env: Request.Env, runtime: Runtime.Runtime<never>) => {
-  const runFork = Runtime.runFork(runtime)
+  const runAs = runnersByKey(runtime)
   return (req: Http.IncomingMessage, res: Http.ServerResponse): boolean => {
     const url = req.url ?? ""
     if (req.method !== "POST" || !(url === path || url.startsWith(`${path}?`))) return false
     // A client gone while its body is read: nothing to answer (the socket's close ends it).
     req.on("error", () => {})
-    answer(env, runFork, req, res)
+    answer(env, runAs, req, res)
     return true
+  }
+}
+
+/**
+ * The fiber launcher of each key: `runtime` with the key's identity vouched for in its context
+ * (`Tenancy.CurrentIdentity`), built at a key's first request and kept while the key is. A call
+ * started on it runs for the key's tenant without providing a service per request (a context
+ * provided per request made Effect compare and hash the fiber's whole context, twice).
+ */
+const runnersByKey = (runtime: Runtime.Runtime<never>) => {
+  const runners = new WeakMap<ApiKey, Run>()
+  return (key: ApiKey): Run => {
+    const known = runners.get(key)
+    if (known !== undefined) return known
+    const run = Runtime.runFork(
+      Runtime.make({
+        context: Context.add(runtime.context, Tenancy.CurrentIdentity, Request.identityOf(key)),
+        fiberRefs: runtime.fiberRefs,
+        runtimeFlags: runtime.runtimeFlags
+      })
+    )
+    runners.set(key, run)
+    return run
   }
 }
