@@ -1,6 +1,6 @@
 /**
  * The processes of the server benchmark, one role each (argv[2]): `mock` (the loopback mock
- * provider), `server` (the modelgate server over it), `proxy` (a bare `node:http` handler forwarding
+ * provider's answer replayed by a bare handler; `mock effect`: the mock provider itself), `server` (the modelgate server over it), `proxy` (a bare `node:http` handler forwarding
  * the same request to the same mock with `undici.request` on a keep-alive pool — the floor a
  * hand-written proxy reaches —, with global `fetch` on `POST /fetch`, and answering `POST /fixed`
  * with a fixed answer),
@@ -34,17 +34,76 @@ const report = (port: number) => {
   })
 }
 
-const mock = () =>
+const upstreamHeaders = { "content-type": "application/json", authorization: "Bearer upstream" }
+
+const mockProvider = MockProviderServer.make({
+  record: false,
+  defaultBehavior: MockProviderServer.success({ text: "Hello from the mock.", usage: { input: 12, output: 5 } })
+})
+
+/** The response headers a replay sets itself (or that describe one connection, not the answer). */
+const perConnection = new Set(["date", "content-length", "connection", "keep-alive", "transfer-encoding"])
+
+/**
+ * The bench's upstream. `effect`: the scripted mock provider itself (`MockProviderServer`, on
+ * `@effect/platform`'s server). Default: the mock provider's answer to the bench request, captured
+ * once at start (status, headers, body) and replayed by a bare `node:http` handler for every
+ * `POST /v1/chat/completions` (other requests go to the mock provider). The systems under test get
+ * the same bytes either way; the replay costs a fraction of the mock's CPU per request, which
+ * otherwise takes as much of the machine's two cores as the server itself (see docs/server.md).
+ */
+const mock = (kind: string) =>
   Effect.runPromise(
     Effect.gen(function* () {
-      const server = yield* MockProviderServer.make({
-        record: false,
-        defaultBehavior: MockProviderServer.success({ text: "Hello from the mock.", usage: { input: 12, output: 5 } })
-      })
-      report(Number(new URL(server.url).port))
+      const server = yield* mockProvider
+      if (kind === "effect") report(Number(new URL(server.url).port))
+      else yield* Effect.promise(() => replay(server.url))
       yield* Effect.never
     }).pipe(Effect.scoped)
   )
+
+const replay = async (mockUrl: string) => {
+  const answer = await fetch(`${mockUrl}/v1/chat/completions`, {
+    method: "POST",
+    headers: upstreamHeaders,
+    body: JSON.stringify({ model: "mock-chat", messages: [{ role: "user", content: "hello" }] })
+  })
+  const body = Buffer.from(await answer.arrayBuffer())
+  const headers: Record<string, string> = { "content-length": String(body.length) }
+  answer.headers.forEach((value, name) => {
+    if (!perConnection.has(name)) headers[name] = value
+  })
+  const http = Http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      if (req.method === "POST" && req.url === "/v1/chat/completions") {
+        res.writeHead(answer.status, headers)
+        res.end(body)
+        return
+      }
+      const forwarded: Record<string, string> = {}
+      for (const [name, value] of Object.entries(req.headers))
+        if (typeof value === "string" && name !== "host" && name !== "content-length") forwarded[name] = value
+      const init: RequestInit = { method: req.method ?? "GET", headers: forwarded }
+      if (chunks.length > 0) init.body = Buffer.concat(chunks)
+      fetch(`${mockUrl}${req.url ?? "/"}`, init)
+        .then(async (upstream) => {
+          res.writeHead(upstream.status, { "content-type": upstream.headers.get("content-type") ?? "text/plain" })
+          res.end(Buffer.from(await upstream.arrayBuffer()))
+        })
+        .catch(() => {
+          res.writeHead(502)
+          res.end()
+        })
+    })
+  })
+  http.keepAliveTimeout = 60_000
+  http.listen(0, "127.0.0.1", () => {
+    const address = http.address()
+    report(typeof address === "object" && address !== null ? address.port : 0)
+  })
+}
 
 const benchConfig = (mockUrl: string) =>
   Schema.decodeUnknown(ServerConfig)({
@@ -138,8 +197,6 @@ const mockAnswer = (mockUrl: string) =>
     body: JSON.stringify({ model: "mock-chat", messages: [{ role: "user", content: "hello" }] })
   }).then((r) => r.text())
 
-const upstreamHeaders = { "content-type": "application/json", authorization: "Bearer upstream" }
-
 const proxy = async (mockUrl: string) => {
   const fixed = await mockAnswer(mockUrl)
   // A keep-alive pool to the mock, unbounded in connections like the server's undici transport.
@@ -196,7 +253,7 @@ process.on("SIGTERM", () => process.exit(0))
 
 const role = process.argv[2]
 const upstream = process.argv[3] ?? ""
-if (role === "mock") void mock()
+if (role === "mock") void mock(upstream)
 else if (role === "server") void server(upstream)
 else if (role === "proxy") void proxy(upstream)
 else if (role === "fixed") void fixedServer(upstream)

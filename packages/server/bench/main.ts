@@ -28,7 +28,11 @@
  * compiling. At c=64 the server, the bare proxy and Portkey run `--rounds <n>` (default 3) rounds,
  * one after another in each: each verdict is the median of its per-round values (the server's CPU
  * per request minus the bare proxy's a few seconds apart, not across the whole run), each row the
- * median of its rounds (`results.json` keeps every round in `c64Rounds`).
+ * median of its rounds (`results.json` keeps every round in `c64Rounds`). The upstream is the mock
+ * provider's answer replayed by a bare `node:http` handler (`children.ts`, role `mock`): the same
+ * bytes as the mock provider, at a fraction of its CPU, since it shares the machine's cores with
+ * the systems measured; `--mock-effect` runs the mock provider itself, as before wave 13. Each row
+ * also reports the mock's and the load generator's CPU per request over its window.
  */
 import autocannon from "autocannon"
 import { type ChildProcess, fork, spawn } from "node:child_process"
@@ -154,13 +158,23 @@ const load = async (
   url: string,
   headers: Record<string, string>,
   connections: number,
-  path = "/v1/chat/completions"
+  path = "/v1/chat/completions",
+  mockPid?: number
 ): Promise<Run> => {
   const options = loadOptions(url, headers, connections, path)
   await autocannon({ ...options, duration: 1 })
   const before = cpuMicros(pid)
+  const mockBefore = mockPid === undefined ? 0 : cpuMicros(mockPid)
+  const generatorBefore = process.cpuUsage()
   const result = await autocannon({ ...options, duration })
-  return rowOf(result, cpuMicros(pid) - before)
+  const row = rowOf(result, cpuMicros(pid) - before)
+  const generator = process.cpuUsage(generatorBefore)
+  const perRequest = (micros: number) => (row.requests === 0 ? Number.NaN : micros / row.requests)
+  return {
+    ...row,
+    ...(mockPid === undefined ? {} : { mockCpuUsPerRequest: perRequest(cpuMicros(mockPid) - mockBefore) }),
+    loadGeneratorCpuUsPerRequest: perRequest(generator.user + generator.system)
+  }
 }
 
 /** The child's heap and external memory after a full GC (it answers the `memory` message). */
@@ -222,7 +236,8 @@ const memoryPerConnection = async (child: ChildProcess, port: number, n = 1000):
 }
 
 const main = async () => {
-  const mock = await startChild("mock")
+  const mockKind = process.argv.includes("--mock-effect") ? "effect" : "replay"
+  const mock = await startChild("mock", mockKind)
   const mockUrl = `http://127.0.0.1:${mock.port}`
   const server = await startChild("server", mockUrl)
   const proxy = await startChild("proxy", mockUrl)
@@ -290,7 +305,7 @@ const main = async () => {
     runs[name] = { ...runs[name], [`c${connections}`]: run }
     process.stderr.write(`${name} c=${connections}: ${JSON.stringify(run)}\n`)
   }
-  for (const s of systems) record(s.name, 1, await load(s.pid, s.url, s.headers, 1, s.path))
+  for (const s of systems) record(s.name, 1, await load(s.pid, s.url, s.headers, 1, s.path, mock.child.pid))
   // c=64: the systems the verdicts compare run in `rounds` rounds, one after another in each (the
   // order turned by one each round); each row is the median of its rounds, each verdict the median
   // of its per-round values. `fetchProxy` (reported, no verdict) runs once.
@@ -300,14 +315,14 @@ const main = async () => {
     for (let i = 0; i < compared.length; i++) {
       const s = compared[(i + round) % compared.length]
       if (s === undefined) continue
-      const run = await load(s.pid, s.url, s.headers, 64, s.path)
+      const run = await load(s.pid, s.url, s.headers, 64, s.path, mock.child.pid)
       rounds[s.name] = [...(rounds[s.name] ?? []), run]
       process.stderr.write(`${s.name} c=64 round ${round + 1}: ${JSON.stringify(run)}\n`)
     }
   }
   for (const [name, rows] of Object.entries(rounds)) record(name, 64, medianRow(rows))
   for (const s of systems)
-    if (s.name === "fetchProxy") record(s.name, 64, await load(s.pid, s.url, s.headers, 64, s.path))
+    if (s.name === "fetchProxy") record(s.name, 64, await load(s.pid, s.url, s.headers, 64, s.path, mock.child.pid))
   // Latency below saturation: the server and the bare proxy at the same fixed offered load (half
   // the server's requests/s at c=64 in this run) on 64 connections, open loop (`fixedRate.ts`);
   // three alternating rounds after the others have drained, the median of each.
@@ -417,6 +432,7 @@ const main = async () => {
     durationSeconds: duration,
     warmupRequests: warmup,
     rounds: roundCount,
+    mock: mockKind,
     machine: { node: process.version, cpus: Os.cpus().length, loadAverage: Os.loadavg() },
     portkey: "port" in portkey ? "@portkey-ai/gateway 1.15.2, --headless, NODE_ENV=production" : portkey.skipped,
     runs,

@@ -11,6 +11,10 @@ export interface Run {
   readonly requests: number
   readonly errors: number
   readonly non2xx: number
+  /** The mock provider's CPU per request over the same window (it shares the machine's cores). */
+  readonly mockCpuUsPerRequest?: number | undefined
+  /** The load generator's (this process's) CPU per request over the window. */
+  readonly loadGeneratorCpuUsPerRequest?: number | undefined
 }
 
 /**
@@ -87,8 +91,21 @@ export const median = (values: ReadonlyArray<number>): number => {
     : ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2
 }
 
+/** The medians of the mock's and the load generator's CPU per request, when the rows have them. */
+const sharedCosts = (rows: ReadonlyArray<Run>) => {
+  const mock = rows.flatMap((r) => (r.mockCpuUsPerRequest === undefined ? [] : [r.mockCpuUsPerRequest]))
+  const generator = rows.flatMap((r) =>
+    r.loadGeneratorCpuUsPerRequest === undefined ? [] : [r.loadGeneratorCpuUsPerRequest]
+  )
+  return {
+    ...(mock.length > 0 ? { mockCpuUsPerRequest: median(mock) } : {}),
+    ...(generator.length > 0 ? { loadGeneratorCpuUsPerRequest: median(generator) } : {})
+  }
+}
+
 /** A system's row over its rounds: each rate, latency and cost the median of the rounds; counts summed. */
 export const medianRow = (rows: ReadonlyArray<Run>): Run => ({
+  ...sharedCosts(rows),
   rps: median(rows.map((r) => r.rps)),
   p50Ms: median(rows.map((r) => r.p50Ms)),
   p99Ms: median(rows.map((r) => r.p99Ms)),

@@ -42,6 +42,16 @@ describe("server bench rounds", () => {
     })
   })
 
+  it("a row over rounds carries the medians of the mock's and the load generator's CPU when measured", () => {
+    const rows = [300, 100, 200].map((mock) => ({
+      ...row(1000, 500),
+      mockCpuUsPerRequest: mock,
+      loadGeneratorCpuUsPerRequest: mock / 2
+    }))
+    expect(medianRow(rows)).toMatchObject({ mockCpuUsPerRequest: 200, loadGeneratorCpuUsPerRequest: 100 })
+    expect(medianRow([row(1000, 500)])).not.toHaveProperty("mockCpuUsPerRequest")
+  })
+
   it("a verdict per round, paired by index, then its median (not the difference of medians)", () => {
     // A machine that slows down in round 3 slows both sides of that round.
     const server = [row(1000, 500), row(1000, 520), row(600, 900)]
