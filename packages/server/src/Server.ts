@@ -161,14 +161,15 @@ const noReload = () =>
 
 /**
  * `Running.reload`: `prepare` (which checks everything and reloads the gateway, or fails having
- * changed nothing), then `swap`, one reload at a time; logged either way (no secrets: counts and
- * versions, and the problems by path).
+ * changed nothing), then `swap`, one reload at a time (waiting for its turn can be interrupted,
+ * the reload itself cannot); logged either way (no secrets: counts and versions, problems by path).
  */
 const reloadOf = (prepare: Options["prepareReload"], gateway: ModelGateway.Service, swap: (next: Options) => void) =>
   Effect.map(
     Effect.makeSemaphore(1),
     (oneAtATime) => (config: ServerConfig) =>
       oneAtATime.withPermits(1)(
+        // Uninterruptible once it runs: the gateway reloaded is always followed by the swap.
         Effect.gen(function* () {
           const next = yield* (prepare ?? noReload)(config)
           swap(next)
@@ -181,6 +182,7 @@ const reloadOf = (prepare: Options["prepareReload"], gateway: ModelGateway.Servi
           })
           return configVersion
         }).pipe(
+          Effect.uninterruptible,
           Effect.tapError((error) =>
             Effect.annotateLogs(Effect.logWarning("modelgate server: configuration reload rejected"), {
               problems: error.problems.join("; ")

@@ -13,6 +13,7 @@ import { hashKey } from "../src/Keys.js"
 import * as Launch from "../src/Launch.js"
 import type * as Server from "../src/Server.js"
 import * as ServerConfig from "../src/ServerConfig.js"
+import { ticketSchemas } from "./fixtures.js"
 import { type GatedUpstream, startGatedUpstream } from "./gatedUpstream.js"
 
 const chatTarget = gatewayConfig.targets[0]
@@ -109,6 +110,24 @@ describe("reloading a running server", () => {
     expect(answer.status).toBe(200)
     expect(answer.headers.get("x-modelgate-config-version")).toBe(version)
     expect(await modelIds(server, "ops")).toEqual(["chat", "short", "summarize"])
+  })
+
+  it("rebuilds the output schemas from the file: a structured workflow naming a new schema reloads", async () => {
+    const server = await start(fileJson({ keys: [key("ops")] }))
+    const structured = (schemas: Readonly<Record<string, unknown>>) => ({
+      ...fileJson({ keys: [key("ops")] }),
+      gateway: {
+        targets: [chatTarget],
+        workflows: [chatWorkflow, { ...gatewayConfig.workflows[1], route: [chatTarget.ref] }]
+      },
+      schemas
+    })
+    const error = await rejection(server, structured({}))
+    expect(error.problems).toContainEqual(
+      expect.stringMatching(/^\$\.gateway: workflows\[1\]\.output\.schema: UNKNOWN_SCHEMA/)
+    )
+    await reload(server, structured(ticketSchemas))
+    expect(await modelIds(server, "ops")).toEqual(["chat", "extract"])
   })
 
   it("a key's workflows change with the reload (a narrowed key loses the others)", async () => {
