@@ -118,7 +118,7 @@ describe("reloading a running server", () => {
       ...fileJson({ keys: [key("ops")] }),
       gateway: {
         targets: [chatTarget],
-        workflows: [chatWorkflow, { ...gatewayConfig.workflows[1], route: [chatTarget.ref] }]
+        workflows: [chatWorkflow, gatewayConfig.workflows[1]]
       },
       schemas
     })
