@@ -2,7 +2,7 @@
  * Builds a running server from a {@link ServerConfig}: the output schemas, the provider adapters,
  * the stores (memory, or Redis when `redis` is set, so several server processes share budgets,
  * permits, breakers and rate limits), the gateway (validated by core exactly as in-process), and
- * the HTTP server.
+ * the HTTP server, whose `reload` takes a new configuration of the same file (all or nothing).
  *
  * @since 0.1.0
  */
@@ -24,7 +24,8 @@ import {
   type ProviderAdapter,
   RateLimitStore
 } from "@modelgate/core"
-import { Effect, Either, Layer, Redacted, type Schema, type Scope } from "effect"
+import { Context, Effect, Either, Layer, Redacted, Ref, type Schema, type Scope } from "effect"
+import { restartProblems } from "./internal/restartFields.js"
 import { fromJsonSchema } from "./JsonSchemaCodec.js"
 import { makeKeyRing } from "./Keys.js"
 import * as Server from "./Server.js"
@@ -61,7 +62,10 @@ const adapterOf = (spec: ProviderSpec): Layer.Layer<ProviderAdapter.ProviderAdap
   }
 }
 
-const schemasOf = (config: ServerConfig) => {
+/** The output schemas of the file, or every problem with them. */
+const schemasEither = (
+  config: ServerConfig
+): Either.Either<Record<string, Schema.Schema.AnyNoContext>, ReadonlyArray<string>> => {
   const schemas: Record<string, Schema.Schema.AnyNoContext> = {}
   const problems: Array<string> = []
   for (const [name, json] of Object.entries(config.schemas)) {
@@ -69,8 +73,60 @@ const schemasOf = (config: ServerConfig) => {
     if (Either.isRight(decoded)) schemas[name] = decoded.right
     else problems.push(...decoded.left)
   }
-  return problems.length === 0 ? Effect.succeed(schemas) : Effect.fail(new ServerConfigError({ problems }))
+  return problems.length === 0 ? Either.right(schemas) : Either.left(problems)
 }
+
+const schemasOf = (config: ServerConfig) =>
+  Either.match(schemasEither(config), {
+    onLeft: (problems) => Effect.fail(new ServerConfigError({ problems })),
+    onRight: Effect.succeed
+  })
+
+/** One problem per alias that names no workflow of `gatewayConfig`. */
+const aliasProblems = (config: ServerConfig, gatewayConfig: GatewayConfig.GatewayConfig): ReadonlyArray<string> =>
+  Object.entries(config.aliases)
+    .filter(([, workflow]) => !gatewayConfig.workflows.some((w) => w.name === workflow))
+    .map(([alias]) => `$.aliases.${alias} names no workflow`)
+
+/** Core's problems as the server's (under `$.gateway`). */
+const gatewayProblems = (error: Errors.GatewayConfigError): ReadonlyArray<string> =>
+  error.problems.map((problem) => `$.gateway: ${problem.toString()}`)
+
+/**
+ * Everything of `next` checked before the gateway is touched: the fields that need a restart,
+ * the output schemas, the gateway configuration (core's decoding) and the aliases, every problem
+ * in one error.
+ */
+const checkReload = (running: ServerConfig, next: ServerConfig, extras: Extras) =>
+  Effect.gen(function* () {
+    const schemas = schemasEither(next)
+    const decoded = yield* Effect.either(GatewayConfig.decode(next.gateway))
+    const problems = [
+      ...restartProblems(running, next),
+      ...(Either.isLeft(schemas) ? schemas.left : []),
+      ...Either.match(decoded, { onLeft: gatewayProblems, onRight: (config) => aliasProblems(next, config) })
+    ]
+    if (problems.length > 0 || Either.isLeft(schemas) || Either.isLeft(decoded))
+      return yield* new ServerConfigError({ problems })
+    return { gatewayConfig: decoded.right, schemas: { ...schemas.right, ...extras.schemas } }
+  })
+
+/**
+ * The reload step of a server started from `current`: checks `next` ({@link checkReload}), reloads
+ * the gateway on it (core validates it against the adapters and swaps it, or changes nothing),
+ * then remembers it and gives the server's options over it for `Server.Running.reload` to swap in.
+ */
+const reloader =
+  (current: Ref.Ref<ServerConfig>, gateway: ModelGateway.Service, extras: Extras) =>
+  (next: ServerConfig): Effect.Effect<Server.Options, ServerConfigError> =>
+    Effect.gen(function* () {
+      const { gatewayConfig, schemas } = yield* checkReload(yield* Ref.get(current), next, extras)
+      yield* gateway
+        .reload({ config: gatewayConfig, schemas })
+        .pipe(Effect.mapError((error) => new ServerConfigError({ problems: gatewayProblems(error) })))
+      yield* Ref.set(current, next)
+      return serverOptions(next, gatewayConfig)
+    })
 
 const noRecorder = Layer.succeed(CallRecorder.CallRecorder, { record: () => Effect.void })
 
@@ -128,9 +184,7 @@ export const start = (
   Effect.gen(function* () {
     const schemas = { ...(yield* schemasOf(config)), ...extras.schemas }
     const gatewayConfig = yield* GatewayConfig.decode(config.gateway)
-    const unknownAliases = Object.entries(config.aliases)
-      .filter(([, workflow]) => !gatewayConfig.workflows.some((w) => w.name === workflow))
-      .map(([alias]) => `$.aliases.${alias} names no workflow`)
+    const unknownAliases = aliasProblems(config, gatewayConfig)
     if (unknownAliases.length > 0) return yield* new ServerConfigError({ problems: unknownAliases })
     // The configured providers send over the direct pooled `undici` transport (no HttpClient
     // request/response objects per call); adapters built in code keep the HttpClient.
@@ -146,5 +200,6 @@ export const start = (
       Layer.provideMerge(Layer.merge(stores, recorder))
     )
     const context = yield* Layer.build(gateway)
-    return yield* Server.make(serverOptions(config, gatewayConfig)).pipe(Effect.provide(context))
+    const prepareReload = reloader(yield* Ref.make(config), Context.get(context, ModelGateway.ModelGateway), extras)
+    return yield* Server.make({ ...serverOptions(config, gatewayConfig), prepareReload }).pipe(Effect.provide(context))
   })

@@ -21,7 +21,7 @@ import * as ErrorWire from "./internal/errorWire.js"
 import * as NodeChat from "./internal/nodeChat.js"
 import * as Request from "./internal/request.js"
 import * as Responses from "./internal/responses.js"
-import type { Limits } from "./ServerConfig.js"
+import { type Limits, type ServerConfig, ServerConfigError } from "./ServerConfig.js"
 
 /**
  * @since 0.1.0
@@ -36,6 +36,12 @@ export interface Options {
   readonly limits: Limits
   /** The gateway's decoded configuration: which workflows exist, which give structured output. */
   readonly gatewayConfig: GatewayConfig.GatewayConfig
+  /**
+   * The step `Running.reload` runs before it swaps: validates a new configuration, reloads the
+   * gateway on it and gives the server's options over it (`Launch.start` gives it), or fails
+   * having changed nothing. Absent: `reload` refuses.
+   */
+  readonly prepareReload?: ((config: ServerConfig) => Effect.Effect<Options, ServerConfigError>) | undefined
 }
 
 /**
@@ -55,6 +61,13 @@ export interface Running {
    * cuts what is left (those calls are cancelled: budget settled, record written).
    */
   readonly shutdown: Effect.Effect<void>
+  /**
+   * Applies a new configuration of the same server, all or nothing, one reload at a time: checks
+   * it whole (every problem in one `ServerConfigError`, nothing changed), reloads the gateway, then
+   * swaps the keys, aliases, workflows and live limits in one assignment. Requests already under
+   * way finish on the configuration they started with. Returns the gateway's new config version.
+   */
+  readonly reload: (config: ServerConfig) => Effect.Effect<ModelGateway.ConfigVersion, ServerConfigError>
 }
 
 const workflowsOf = (config: GatewayConfig.GatewayConfig): ReadonlyMap<string, Request.WorkflowInfo> =>
@@ -94,26 +107,89 @@ const model = (env: Request.Env) =>
     })
   )
 
+/** The platform handlers of one environment (built once per configuration). */
+interface Handlers {
+  readonly responses: ReturnType<typeof Responses.handler>
+  readonly embeddings: ReturnType<typeof Embeddings.handler>
+  readonly models: ReturnType<typeof models>
+  readonly model: ReturnType<typeof model>
+}
+
+const handlersOf = (env: Request.Env): Handlers => ({
+  responses: Responses.handler(env),
+  embeddings: Embeddings.handler(env),
+  models: models(env),
+  model: model(env)
+})
+
 /**
- * The platform routes over an environment: every route but `POST /v1/chat/completions`, which the
- * `node:http` listener answers first (`internal/nodeChat.ts`).
+ * The platform routes: every route but `POST /v1/chat/completions`, which the `node:http` listener
+ * answers first (`internal/nodeChat.ts`). Each request runs the handlers current when it arrives.
  */
-const router = (env: Request.Env) =>
+const router = (tracker: Request.Tracker, handlers: { readonly current: Handlers }) =>
   HttpRouter.empty.pipe(
-    HttpRouter.post("/v1/responses", Responses.handler(env)),
-    HttpRouter.post("/v1/embeddings", Embeddings.handler(env)),
-    HttpRouter.get("/v1/models", models(env)),
-    HttpRouter.get("/v1/models/:id", model(env)),
+    HttpRouter.post(
+      "/v1/responses",
+      Effect.suspend(() => handlers.current.responses)
+    ),
+    HttpRouter.post(
+      "/v1/embeddings",
+      Effect.suspend(() => handlers.current.embeddings)
+    ),
+    HttpRouter.get(
+      "/v1/models",
+      Effect.suspend(() => handlers.current.models)
+    ),
+    HttpRouter.get(
+      "/v1/models/:id",
+      Effect.suspend(() => handlers.current.model)
+    ),
     HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
     HttpRouter.get(
       "/readyz",
       Effect.sync(() =>
-        env.tracker.draining
+        tracker.draining
           ? HttpServerResponse.unsafeJson({ status: "draining" }, { status: 503 })
           : HttpServerResponse.unsafeJson({ status: "ready" })
       )
     ),
     HttpRouter.catchAll(() => Effect.succeed(Request.errorResponse(ErrorWire.notFound)))
+  )
+
+const noReload = () =>
+  Effect.fail(new ServerConfigError({ problems: ["this server was started without a way to reload"] }))
+
+/**
+ * `Running.reload`: `prepare` (which checks everything and reloads the gateway, or fails having
+ * changed nothing), then `swap`, one reload at a time (waiting for its turn can be interrupted,
+ * the reload itself cannot); logged either way (no secrets: counts and versions, problems by path).
+ */
+const reloadOf = (prepare: Options["prepareReload"], gateway: ModelGateway.Service, swap: (next: Options) => void) =>
+  Effect.map(
+    Effect.makeSemaphore(1),
+    (oneAtATime) => (config: ServerConfig) =>
+      oneAtATime.withPermits(1)(
+        // Uninterruptible once it runs: the gateway reloaded is always followed by the swap.
+        Effect.gen(function* () {
+          const next = yield* (prepare ?? noReload)(config)
+          swap(next)
+          const configVersion = yield* gateway.configVersion
+          yield* Effect.annotateLogs(Effect.logInfo("modelgate server: configuration reloaded"), {
+            configVersion,
+            policyVersions: next.gatewayConfig.workflows.map((w) => `${w.name}@${w.policyVersion}`).join(" "),
+            keys: config.keys.length,
+            aliases: Object.keys(next.aliases).length
+          })
+          return configVersion
+        }).pipe(
+          Effect.uninterruptible,
+          Effect.tapError((error) =>
+            Effect.annotateLogs(Effect.logWarning("modelgate server: configuration reload rejected"), {
+              problems: error.problems.join("; ")
+            })
+          )
+        )
+      )
   )
 
 /** A `node:http` server with the limits set, counting requests in flight into `tracker`. */
@@ -174,24 +250,26 @@ export const make = (
     const gateway = yield* ModelGateway.ModelGateway
     const rateLimits = yield* RateLimitStore.RateLimitStore
     const tracker: Request.Tracker = { inflight: 0, draining: false }
-    const env: Request.Env = {
-      keys: options.keys,
-      aliases: options.aliases,
-      workflows: workflowsOf(options.gatewayConfig),
-      limits: options.limits,
+    const envOf = (next: Options): Request.Env => ({
+      keys: next.keys,
+      aliases: next.aliases,
+      workflows: workflowsOf(next.gatewayConfig),
+      limits: next.limits,
       rateLimits,
       gateway,
       tracker,
       createdAt: () => Math.floor(Date.now() / 1000)
-    }
+    })
+    const live: Request.Live = { current: envOf(options) }
+    const handlers = { current: handlersOf(live.current) }
     const server = nodeServer(options.limits, tracker)
-    const app = yield* HttpRouter.toHttpApp(router(env))
+    const app = yield* HttpRouter.toHttpApp(router(tracker, handlers))
     // No platform span per request: the gateway's call span carries the call (see docs/server.md).
     const platform = yield* NodeHttpServer.makeHandler(app).pipe(
       HttpMiddleware.withTracerDisabledWhenEffect(() => true)
     )
     // The chat endpoint straight from node:http (see `internal/nodeChat.ts`); the rest on the router.
-    const chat = NodeChat.listener(env, yield* Effect.runtime<never>())
+    const chat = NodeChat.listener(live, yield* Effect.runtime<never>())
     server.on("request", (req, res) => {
       if (!chat(req, res)) platform(req, res)
     })
@@ -201,15 +279,21 @@ export const make = (
       tracker.draining = true
       server.close(() => Deferred.unsafeDone(drained, Effect.void))
       server.closeIdleConnections()
-      const deadline = Date.now() + options.limits.shutdownGraceMs
+      const deadline = Date.now() + live.current.limits.shutdownGraceMs
       while (tracker.inflight > 0 && Date.now() < deadline) yield* Effect.sleep("20 millis")
       server.closeAllConnections()
       yield* Deferred.await(drained).pipe(Effect.timeout("1 second"), Effect.ignore)
+    })
+    const reload = reloadOf(options.prepareReload, gateway, (next) => {
+      // One synchronous block: a request arriving after it sees the new environment and handlers.
+      live.current = envOf(next)
+      handlers.current = handlersOf(live.current)
     })
     return {
       url: `http://${options.host}:${port}`,
       port,
       inflight: () => tracker.inflight,
-      shutdown
+      shutdown,
+      reload: yield* reload
     }
   })

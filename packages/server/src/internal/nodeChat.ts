@@ -166,14 +166,14 @@ const answer = (env: Request.Env, runAs: (key: ApiKey) => Run, req: Http.Incomin
  * The listener: answers `POST /v1/chat/completions` and returns true, or returns false for every
  * other request (left to the platform router).
  */
-export const listener = (env: Request.Env, runtime: Runtime.Runtime<never>) => {
+export const listener = (live: Request.Live, runtime: Runtime.Runtime<never>) => {
   const runAs = runnersByKey(runtime)
   return (req: Http.IncomingMessage, res: Http.ServerResponse): boolean => {
     const url = req.url ?? ""
     if (req.method !== "POST" || !(url === path || url.startsWith(`${path}?`))) return false
     // A client gone while its body is read: nothing to answer (the socket's close ends it).
     req.on("error", () => {})
-    answer(env, runAs, req, res)
+    answer(live.current, runAs, req, res)
     return true
   }
 }

@@ -37,6 +37,14 @@ export interface Env {
   readonly createdAt: () => number
 }
 
+/**
+ * The environment of the running configuration: a reload swaps `current` whole (one assignment).
+ * A request reads it once, when it arrives, and keeps that environment to its end.
+ */
+export interface Live {
+  current: Env
+}
+
 /** An HTTP answer short of the gateway (a refused request). */
 export class WireFailure extends Data.TaggedError("WireFailure")<{ readonly error: ErrorWire.WireError }> {}
 
