@@ -27,6 +27,7 @@ import {
 import { Effect, Either, Layer, Redacted, type Schema, type Scope } from "effect"
 import { fromJsonSchema } from "./JsonSchemaCodec.js"
 import { makeKeyRing } from "./Keys.js"
+import * as Observability from "./Observability.js"
 import * as Server from "./Server.js"
 import { type ProviderSpec, type ServerConfig, ServerConfigError } from "./ServerConfig.js"
 
@@ -112,6 +113,7 @@ export const serverOptions = (config: ServerConfig, gatewayConfig: GatewayConfig
   keys: makeKeyRing(config.keys, config.aliases),
   aliases: config.aliases,
   limits: config.limits,
+  metrics: config.metrics,
   gatewayConfig
 })
 
@@ -143,7 +145,8 @@ export const start = (
     const stores = yield* storesOf(config, extras)
     const gateway = ModelGateway.layer({ config: gatewayConfig, schemas }).pipe(
       Layer.provide(adapters),
-      Layer.provideMerge(Layer.merge(stores, recorder))
+      Layer.provideMerge(Layer.merge(stores, recorder)),
+      Layer.provideMerge(Observability.layerOtlp)
     )
     const context = yield* Layer.build(gateway)
     return yield* Server.make(serverOptions(config, gatewayConfig)).pipe(Effect.provide(context))

@@ -5,7 +5,7 @@
  *
  * Routes: `POST /v1/chat/completions` (answered straight from the `node:http` listener),
  * `POST /v1/responses`, `POST /v1/embeddings`, `GET /v1/models`, `GET /v1/models/:id`,
- * `GET /healthz`, `GET /readyz` (on the router).
+ * `GET /healthz`, `GET /readyz`, `GET /metrics` (Prometheus; outside the admission bound) (on the router).
  *
  * @since 0.1.0
  */
@@ -18,10 +18,11 @@ import * as Http from "node:http"
 import type { KeyRing } from "./Keys.js"
 import * as Embeddings from "./internal/embeddings.js"
 import * as ErrorWire from "./internal/errorWire.js"
+import * as MetricsRoute from "./internal/metricsRoute.js"
 import * as NodeChat from "./internal/nodeChat.js"
 import * as Request from "./internal/request.js"
 import * as Responses from "./internal/responses.js"
-import type { Limits } from "./ServerConfig.js"
+import type { Limits, MetricsSettings } from "./ServerConfig.js"
 
 /**
  * @since 0.1.0
@@ -36,6 +37,8 @@ export interface Options {
   readonly limits: Limits
   /** The gateway's decoded configuration: which workflows exist, which give structured output. */
   readonly gatewayConfig: GatewayConfig.GatewayConfig
+  /** `GET /metrics` (Prometheus); absent: served, with no key. */
+  readonly metrics?: MetricsSettings | undefined
 }
 
 /**
@@ -98,12 +101,13 @@ const model = (env: Request.Env) =>
  * The platform routes over an environment: every route but `POST /v1/chat/completions`, which the
  * `node:http` listener answers first (`internal/nodeChat.ts`).
  */
-const router = (env: Request.Env) =>
+const router = (env: Request.Env, metrics: MetricsSettings | undefined) =>
   HttpRouter.empty.pipe(
     HttpRouter.post("/v1/responses", Responses.handler(env)),
     HttpRouter.post("/v1/embeddings", Embeddings.handler(env)),
     HttpRouter.get("/v1/models", models(env)),
     HttpRouter.get("/v1/models/:id", model(env)),
+    HttpRouter.concat(MetricsRoute.router(metrics)),
     HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
     HttpRouter.get(
       "/readyz",
@@ -185,7 +189,7 @@ export const make = (
       createdAt: () => Math.floor(Date.now() / 1000)
     }
     const server = nodeServer(options.limits, tracker)
-    const app = yield* HttpRouter.toHttpApp(router(env))
+    const app = yield* HttpRouter.toHttpApp(router(env, options.metrics))
     // No platform span per request: the gateway's call span carries the call (see docs/server.md).
     const platform = yield* NodeHttpServer.makeHandler(app).pipe(
       HttpMiddleware.withTracerDisabledWhenEffect(() => true)
