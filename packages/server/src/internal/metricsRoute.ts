@@ -20,7 +20,7 @@ import * as Prometheus from "./prometheus.js"
 import { errorResponse } from "./request.js"
 
 /** Whether an `Authorization` header may scrape: always without a key, else only with its bearer. */
-export const scrapeAccess = (key: MetricsSettings["key"]): ((authorization: string | undefined) => boolean) => {
+const scrapeAccess = (key: MetricsSettings["key"]): ((authorization: string | undefined) => boolean) => {
   if (key === undefined) return () => true
   const digest = Buffer.from(key.sha256.toLowerCase(), "hex")
   return (authorization) => {
