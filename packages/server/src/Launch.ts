@@ -28,6 +28,7 @@ import { Context, Effect, Either, Layer, Redacted, Ref, type Schema, type Scope 
 import { restartProblems } from "./internal/restartFields.js"
 import { fromJsonSchema } from "./JsonSchemaCodec.js"
 import { makeKeyRing } from "./Keys.js"
+import * as Observability from "./Observability.js"
 import * as Server from "./Server.js"
 import { type ProviderSpec, type ServerConfig, ServerConfigError } from "./ServerConfig.js"
 
@@ -168,6 +169,7 @@ export const serverOptions = (config: ServerConfig, gatewayConfig: GatewayConfig
   keys: makeKeyRing(config.keys, config.aliases),
   aliases: config.aliases,
   limits: config.limits,
+  metrics: config.metrics,
   gatewayConfig
 })
 
@@ -197,7 +199,8 @@ export const start = (
     const stores = yield* storesOf(config, extras)
     const gateway = ModelGateway.layer({ config: gatewayConfig, schemas }).pipe(
       Layer.provide(adapters),
-      Layer.provideMerge(Layer.merge(stores, recorder))
+      Layer.provideMerge(Layer.merge(stores, recorder)),
+      Layer.provideMerge(Observability.layerOtlp)
     )
     const context = yield* Layer.build(gateway)
     const prepareReload = reloader(yield* Ref.make(config), Context.get(context, ModelGateway.ModelGateway), extras)

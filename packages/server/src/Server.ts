@@ -5,7 +5,7 @@
  *
  * Routes: `POST /v1/chat/completions` (answered straight from the `node:http` listener),
  * `POST /v1/responses`, `POST /v1/embeddings`, `GET /v1/models`, `GET /v1/models/:id`,
- * `GET /healthz`, `GET /readyz` (on the router).
+ * `GET /healthz`, `GET /readyz`, `GET /metrics` (Prometheus; outside the admission bound) (on the router).
  *
  * @since 0.1.0
  */
@@ -18,10 +18,11 @@ import * as Http from "node:http"
 import type { KeyRing } from "./Keys.js"
 import * as Embeddings from "./internal/embeddings.js"
 import * as ErrorWire from "./internal/errorWire.js"
+import * as MetricsRoute from "./internal/metricsRoute.js"
 import * as NodeChat from "./internal/nodeChat.js"
 import * as Request from "./internal/request.js"
 import * as Responses from "./internal/responses.js"
-import { type Limits, type ServerConfig, ServerConfigError } from "./ServerConfig.js"
+import { type Limits, type MetricsSettings, type ServerConfig, ServerConfigError } from "./ServerConfig.js"
 
 /**
  * @since 0.1.0
@@ -42,6 +43,8 @@ export interface Options {
    * having changed nothing. Absent: `reload` refuses.
    */
   readonly prepareReload?: ((config: ServerConfig) => Effect.Effect<Options, ServerConfigError>) | undefined
+  /** `GET /metrics` (Prometheus); absent: served, with no key. Read at start (a change needs a restart). */
+  readonly metrics?: MetricsSettings | undefined
 }
 
 /**
@@ -126,7 +129,11 @@ const handlersOf = (env: Request.Env): Handlers => ({
  * The platform routes: every route but `POST /v1/chat/completions`, which the `node:http` listener
  * answers first (`internal/nodeChat.ts`). Each request runs the handlers current when it arrives.
  */
-const router = (tracker: Request.Tracker, handlers: { readonly current: Handlers }) =>
+const router = (
+  tracker: Request.Tracker,
+  handlers: { readonly current: Handlers },
+  metrics: MetricsSettings | undefined
+) =>
   HttpRouter.empty.pipe(
     HttpRouter.post(
       "/v1/responses",
@@ -144,6 +151,7 @@ const router = (tracker: Request.Tracker, handlers: { readonly current: Handlers
       "/v1/models/:id",
       Effect.suspend(() => handlers.current.model)
     ),
+    HttpRouter.concat(MetricsRoute.router(metrics)),
     HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" }))),
     HttpRouter.get(
       "/readyz",
@@ -263,7 +271,7 @@ export const make = (
     const live: Request.Live = { current: envOf(options) }
     const handlers = { current: handlersOf(live.current) }
     const server = nodeServer(options.limits, tracker)
-    const app = yield* HttpRouter.toHttpApp(router(tracker, handlers))
+    const app = yield* HttpRouter.toHttpApp(router(tracker, handlers, options.metrics))
     // No platform span per request: the gateway's call span carries the call (see docs/server.md).
     const platform = yield* NodeHttpServer.makeHandler(app).pipe(
       HttpMiddleware.withTracerDisabledWhenEffect(() => true)

@@ -91,6 +91,21 @@ export const ProviderSpec = Schema.Struct({
 export type ProviderSpec = typeof ProviderSpec.Type
 
 /**
+ * `GET /metrics` (Prometheus): served unless `enabled` is false (then 404, like an unknown path);
+ * with `key` set, a scrape needs `Authorization: Bearer <that key>` (stored as its SHA-256, like
+ * the API keys, which are not accepted there).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const MetricsSettings = Schema.Struct({
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  key: Schema.optional(Schema.Struct({ sha256: Sha256Hex }))
+})
+/** @since 0.1.0 */
+export type MetricsSettings = typeof MetricsSettings.Type
+
+/**
  * The whole file of `serve --config <file>`.
  *
  * @since 0.1.0
@@ -108,6 +123,8 @@ export const ServerConfig = Schema.Struct({
   /** Model names a client may use for a workflow (`"gpt-4o-mini": "chat.general"`). */
   aliases: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) }),
   limits: Schema.optionalWith(Limits, { default: () => Schema.decodeSync(Limits)({}) }),
+  /** `GET /metrics`: on (default) or off, and the key a scrape needs. */
+  metrics: Schema.optionalWith(MetricsSettings, { default: () => ({ enabled: true }) }),
   providers: Schema.optionalWith(Schema.Array(ProviderSpec), { default: () => [] }),
   /** `GatewayConfig.Encoded`, validated by core. */
   gateway: Schema.Unknown,

@@ -15,6 +15,8 @@ export * as Keys from "./Keys.js"
 /** @since 0.1.0 */
 export * as Launch from "./Launch.js"
 /** @since 0.1.0 */
+export * as Observability from "./Observability.js"
+/** @since 0.1.0 */
 export * as Server from "./Server.js"
 /** @since 0.1.0 */
 export * as ServerConfig from "./ServerConfig.js"

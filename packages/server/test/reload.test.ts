@@ -218,12 +218,14 @@ describe("reloading a running server", () => {
     const changed = {
       ...fileJson({ keys: [key("new")], limits: { maxHeaderBytes: 8192 } }),
       listen: { port: server.port + 1 },
-      providers: [{ id: "openai", kind: "openai", baseUrl: `${upstream.baseUrl}/other` }]
+      providers: [{ id: "openai", kind: "openai", baseUrl: `${upstream.baseUrl}/other` }],
+      metrics: { enabled: false }
     }
     const error = await rejection(server, changed)
     expect([...error.problems].sort()).toEqual([
       "$.limits.maxHeaderBytes changed: it needs a restart",
       "$.listen changed: it needs a restart",
+      "$.metrics changed: it needs a restart",
       "$.providers changed: it needs a restart"
     ])
     expect((await chat(server, "old")).status).toBe(200)

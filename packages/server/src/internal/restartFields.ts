@@ -1,7 +1,7 @@
 /**
  * The parts of a server configuration a reload cannot apply to a running server: the listen
  * address (the socket is bound), the providers (adapters are built once), the stores (`redis`,
- * `budgets`, `concurrency`), the `recorder`, and the limits the `node:http` server takes at
+ * `budgets`, `concurrency`), the `recorder`, the `metrics` endpoint's settings, and the limits the `node:http` server takes at
  * construction. A reload that changes one of them is rejected, naming each.
  *
  * @internal
@@ -10,7 +10,7 @@ import { isDeepStrictEqual } from "node:util"
 import type { Limits, ServerConfig } from "../ServerConfig.js"
 
 /** Top-level fields fixed for the life of the process. */
-const fixedFields = ["listen", "providers", "redis", "recorder", "budgets", "concurrency"] as const
+const fixedFields = ["listen", "providers", "redis", "recorder", "budgets", "concurrency", "metrics"] as const
 
 /** Limits the `node:http` server is built with (the others are read per request or at shutdown). */
 const fixedLimits = [
