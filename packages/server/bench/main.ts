@@ -42,8 +42,8 @@ import * as Net from "node:net"
 import * as Os from "node:os"
 import { fileURLToPath } from "node:url"
 import { benchKey } from "./children.js"
-import { type FixedRateRun, fixedRate, quantile } from "./fixedRate.js"
-import { durationArg, medianRow, pairedMedian, roundsArg, type Run, rowOf, warmupArg } from "./row.js"
+import { type FixedRateRun, fixedRate } from "./fixedRate.js"
+import { durationArg, median, medianRow, pairedMedian, roundsArg, type Run, rowOf, warmupArg } from "./row.js"
 
 const duration = durationArg(process.argv)
 const warmup = warmupArg(process.argv)
@@ -336,11 +336,12 @@ const main = async () => {
     serverRounds.push(await atFixedRate(serverSystem.url, serverSystem.headers, rate))
     bareRounds.push(await atFixedRate(bareSystem.url, bareSystem.headers, rate))
   }
-  const medianOf = (runs: ReadonlyArray<FixedRateRun>) => {
-    const p50s = runs.map((r) => r.p50Ms).sort((a, b) => a - b)
-    const p99s = runs.map((r) => r.p99Ms).sort((a, b) => a - b)
-    return { rate, p50Ms: quantile(p50s, 0.5), p99Ms: quantile(p99s, 0.5), rounds: runs }
-  }
+  const medianOf = (runs: ReadonlyArray<FixedRateRun>) => ({
+    rate,
+    p50Ms: median(runs.map((r) => r.p50Ms)),
+    p99Ms: median(runs.map((r) => r.p99Ms)),
+    rounds: runs
+  })
   const atRate = { server: medianOf(serverRounds), bareProxy: medianOf(bareRounds) }
   process.stderr.write(`fixed rate ${rate}/s, 64 connections: ${JSON.stringify(atRate)}\n`)
   // The HTTP layer alone: `GET /healthz` on the platform server vs a bare node:http answer.

@@ -52,7 +52,7 @@ const handler = (key: MetricsSettings["key"]) => {
 
 /**
  * The router of `GET /metrics` for `settings` (enabled and open when absent); disabled, an empty
- * router, so the path answers as any unknown path does.
+ * router, so the path answers like a path that does not exist.
  */
 export const router = (settings: MetricsSettings | undefined): HttpRouter.HttpRouter =>
   settings?.enabled === false ? HttpRouter.empty : HttpRouter.get(HttpRouter.empty, "/metrics", handler(settings?.key))
